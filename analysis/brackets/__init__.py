@@ -6,3 +6,23 @@ Takes arrays, returns profiles and witnesses; knows nothing of models, stores or
 from analysis.brackets.matrix import check_attention, softmax64
 
 __all__ = ["check_attention", "softmax64"]
+
+from analysis.brackets.profile import (  # noqa: E402
+    EFFORTS,
+    LowerWitness,
+    Profile,
+    UpperWitness,
+    fixed_torch_threads,
+    matrix_seed,
+    profile_matrix,
+)
+
+__all__ += [
+    "EFFORTS",
+    "LowerWitness",
+    "Profile",
+    "UpperWitness",
+    "fixed_torch_threads",
+    "matrix_seed",
+    "profile_matrix",
+]

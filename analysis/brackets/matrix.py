@@ -52,16 +52,16 @@ def softmax64(
     if mask is not None:
         m = torch.as_tensor(np.asarray(mask, dtype=bool))
         if not bool(m.any(-1).all()):
-            raise ParameterError("mask", "every query row to allow at least one key", "a row with none")
+            raise ParameterError(
+                "mask", "every query row to allow at least one key", "a row with none"
+            )
         logits = logits.masked_fill(~m, -torch.inf)
     logits = logits - logits.amax(-1, keepdim=True)
     e = torch.exp(logits)  # exp(-inf) = 0 exactly for masked entries
     return (e / e.sum(-1, keepdim=True)).numpy()
 
 
-def check_attention(
-    A: np.ndarray, *, renormalize: bool = False, name: str = "A"
-) -> np.ndarray:
+def check_attention(A: np.ndarray, *, renormalize: bool = False, name: str = "A") -> np.ndarray:
     """Validate a stack of attention matrices and return it as float64 ``[H, M, N]``.
 
     Raises a :class:`ParameterError` naming ``name`` for a wrong ndim, NaN/inf,

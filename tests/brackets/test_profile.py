@@ -1,0 +1,116 @@
+"""Profiles: monotone brackets, re-verifiable witnesses, determinism, extension, errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from analysis.brackets import Profile, matrix_seed, profile_matrix, softmax64
+from analysis.validation import ParameterError
+
+GRID = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
+
+
+def smooth_head(rng, n=32, d=3, beta=6.0):
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return softmax64(X, X, beta)
+
+
+@pytest.fixture(scope="module")
+def head_and_profile():
+    rng = np.random.default_rng(7)
+    A = smooth_head(rng)
+    return A, profile_matrix(A, eps=(0.05, 0.1, 0.2), effort="default", random_state=3)
+
+
+def test_monotone_in_eps(head_and_profile):
+    _, prof = head_and_profile
+    br = prof.brackets(GRID)
+    los = [b["lower"] for b in br]
+    his = [b["upper"] for b in br]
+    assert all(a >= b for a, b in zip(los, los[1:], strict=False))
+    assert all(a >= b for a, b in zip(his, his[1:], strict=False))
+    assert all(1 <= b["lower"] <= b["upper"] for b in br)
+
+
+def test_every_stored_witness_reverifies(head_and_profile):
+    A, prof = head_and_profile
+    assert prof.reverify(A) == []
+    # and the numbers stored are the certified ones of the ends
+    for e in GRID:
+        assert prof.upper_end(e).error <= e
+        low = prof.lower_end(e)
+        assert low is not None and low.margin > e
+
+
+def test_round_trip_dict(head_and_profile):
+    A, prof = head_and_profile
+    back = Profile.from_dict(json.loads(json.dumps(prof.to_dict())))
+    assert back.brackets(GRID) == prof.brackets(GRID)
+    assert back.reverify(A) == []
+
+
+def test_refinement_never_worse_than_fast(head_and_profile):
+    A, prof = head_and_profile
+    fast = profile_matrix(A, eps=(0.05, 0.1, 0.2), effort="fast")
+    for a, b in zip(prof.brackets((0.05, 0.1, 0.2)), fast.brackets((0.05, 0.1, 0.2)), strict=False):
+        assert a["lower"] >= b["lower"] and a["upper"] <= b["upper"]
+
+
+def test_deterministic(head_and_profile):
+    A, prof = head_and_profile
+    again = profile_matrix(A, eps=(0.05, 0.1, 0.2), effort="default", random_state=3)
+    assert again.brackets(GRID) == prof.brackets(GRID)
+
+
+def test_float32_input_same_brackets():
+    rng = np.random.default_rng(11)
+    A32 = smooth_head(rng, n=24).astype(np.float32)
+    p32 = profile_matrix(A32, eps=(0.1, 0.2), effort="fast")
+    p64 = profile_matrix(A32.astype(np.float64), eps=(0.1, 0.2), effort="fast")
+    assert p32.brackets((0.1, 0.2)) == p64.brackets((0.1, 0.2))
+
+
+def test_previous_profile_is_extended_and_kept():
+    rng = np.random.default_rng(5)
+    A = smooth_head(rng, n=24)
+    first = profile_matrix(A, eps=(0.1,), effort="fast")
+    second = profile_matrix(A, eps=(0.3,), effort="fast", previous=first)
+    assert second.eps_targets == (0.1, 0.3)
+    lo1, hi1 = first.bracket(0.1)
+    lo2, hi2 = second.bracket(0.1)
+    assert lo2 >= lo1 and hi2 <= hi1
+    with pytest.raises(ParameterError, match="previous"):
+        profile_matrix(A[:10, :10] / A[:10, :10].sum(1, keepdims=True), eps=(0.1,), previous=first)
+
+
+def test_matrix_seed_depends_on_key():
+    assert matrix_seed(0, "a") == matrix_seed(0, "a")
+    assert matrix_seed(0, "a") != matrix_seed(0, "b")
+    assert matrix_seed(1, "a") != matrix_seed(0, "a")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"eps": (0.0,)}, "eps"),
+        ({"eps": (float("nan"),)}, "eps"),
+        ({"eps": (-0.1,)}, "eps"),
+        ({"eps": ()}, "eps"),
+        ({"effort": "heroic"}, "effort"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    A = np.full((4, 4), 0.25)
+    with pytest.raises(ParameterError, match=match):
+        profile_matrix(A, **kwargs)
+
+
+def test_bad_matrix():
+    with pytest.raises(ParameterError, match="sums to"):
+        profile_matrix(np.array([[0.5, 0.4], [0.5, 0.5]]))
+    prof = profile_matrix(np.array([[0.5, 0.4], [0.5, 0.5]]), renormalize=True, effort="fast")
+    assert prof.bracket(0.05)[1] <= 2
+    with pytest.raises(ParameterError, match="single matrix"):
+        profile_matrix(np.full((2, 3, 3), 1 / 3))
