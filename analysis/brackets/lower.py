@@ -124,24 +124,28 @@ def margin_computed(A: np.ndarray, R: np.ndarray, Y: np.ndarray) -> float:
     return float(((d - off) / np.maximum(norm, 1e-300)).min())
 
 
-def project_rows_l1(X: torch.Tensor) -> torch.Tensor:
-    """Euclidean projection of each row (last axis) onto the unit l1 ball.
+def project_rows_l1(X: torch.Tensor, *, iters: int = 3) -> torch.Tensor:
+    """Project each row (last axis) onto the unit l1 ball; rows inside are unchanged.
 
     Notes
     -----
-    Duchi et al. (2008), sort-based; batched over all leading axes. Rows already inside
-    the ball are unchanged.
+    The Euclidean projection soft-thresholds ``|x|`` at the ``theta`` solving
+    ``sum_j max(|x_j| - theta, 0) = 1``. Michelot's fixed-point iteration
+    ``theta <- (sum_(|x_j| > theta) |x_j| - 1) / #{|x_j| > theta}`` increases
+    monotonically to it from below and needs no sort; after a few iterations any row
+    still (slightly) outside the ball is scaled onto it, so every returned row is
+    feasible. Used in the optimizer only: the verifier normalizes witnesses itself.
     """
     a = X.abs()
-    inside = a.sum(-1, keepdim=True) <= 1.0
-    s, _ = torch.sort(a, dim=-1, descending=True)
-    cs = s.cumsum(-1) - 1.0
-    idx = torch.arange(1, X.shape[-1] + 1, dtype=X.dtype)
-    cond = s - cs / idx > 0
-    rho = cond.to(X.dtype).cumsum(-1).argmax(-1, keepdim=True)  # last True index
-    theta = cs.gather(-1, rho) / (rho + 1).to(X.dtype)
+    n = a.sum(-1, keepdim=True)
+    theta = ((n - 1.0) / X.shape[-1]).clamp_min(0.0)
+    for _ in range(iters):
+        above = a > theta
+        cnt = above.sum(-1, keepdim=True).clamp_min(1)
+        theta = (((a * above).sum(-1, keepdim=True) - 1.0) / cnt).clamp_min(0.0)
     P = torch.sign(X) * (a - theta).clamp_min(0.0)
-    return torch.where(inside, X, P)
+    P = P / P.abs().sum(-1, keepdim=True).clamp_min(1.0)
+    return torch.where(n <= 1.0, X, P)
 
 
 def refine_lower(
@@ -149,9 +153,12 @@ def refine_lower(
     R0: torch.Tensor,
     Y0: torch.Tensor,
     sizes: torch.Tensor,
+    targets: torch.Tensor,
     *,
-    steps: int = 200,
+    steps: int = 400,
     lr: float = 0.02,
+    check: int = 10,
+    give_up: float = 0.75,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Projected ascent on the diagonal-dominance margin over signed ``R`` and ``Y``.
 
@@ -159,8 +166,12 @@ def refine_lower(
     ----------
     A : tensor ``[P, M, N]``
     R0 : tensor ``[P, N, K]``, Y0 : tensor ``[P, K, M]``
-        Starting witnesses, zero-padded beyond each problem's size.
+        Starting witnesses; entries beyond each problem's size are zeroed.
     sizes : int tensor ``[P]``
+    targets : tensor ``[P]``
+        The margin each problem must exceed. A problem leaves the batch once its margin
+        is above ``1.02 * target``, or, past half the steps, when it is still below
+        ``give_up * target``.
 
     Returns
     -------
@@ -168,44 +179,56 @@ def refine_lower(
 
     Notes
     -----
-    Maximizes a soft minimum over p of ``G_pp - sum_(q != p) |G_pq|``, ``G = Y A R``, with
-    Adam steps followed by projection of every row of ``R`` and ``Y`` onto the l1 unit
-    ball (so the computed margin is the normalized one). Signed ``R`` matters: the useful
-    test functions are differences of key groups (METHOD.md section 7).
+    Maximizes ``-(1/beta) log sum_p exp(-beta mg_p)``, a soft minimum of
+    ``mg_p = G_pp - sum_(q != p) |G_pq|``, ``G = Y A R``. With ``w = softmax(-beta mg)``,
+    ``dG_pq = w_p (delta_pq - (1 - delta_pq) sign(G_pq))``, ``dY = dG (A R)^T``,
+    ``dR = (Y A)^T dG``. After each Adam step every row of ``R`` and ``Y`` is projected
+    onto the l1 unit ball, so the computed margin is the normalized one. Signed ``R``
+    matters: the useful test functions are differences of key groups (METHOD.md
+    section 7).
     """
+    from analysis.brackets.upper import adam_step, cosine_lr
+
     P, M, N = A.shape
     K = R0.shape[-1]
-    keep = torch.arange(K)[None, :] < sizes[:, None]  # [P, K]
-    cm = keep.to(A.dtype)
-    R = (R0 * cm[:, None, :]).clone().requires_grad_(True)
-    Y = (Y0 * cm[:, :, None]).clone().requires_grad_(True)
-    eye = torch.eye(K, dtype=torch.bool)
-
-    def margins(R, Y):
-        G = Y @ A @ R
-        d = torch.diagonal(G, dim1=-2, dim2=-1)
-        off = G.abs().masked_fill(eye, 0.0).sum(-1)
-        return (d - off).masked_fill(~keep, torch.inf)
-
-    with torch.no_grad():
-        best = margins(R, Y).amin(-1)
-    bestR, bestY = R.detach().clone(), Y.detach().clone()
-    opt = torch.optim.Adam([R, Y], lr=lr)
-    for step in range(steps):
-        frac = step / max(steps - 1, 1)
+    kp = torch.arange(K)[None, :] < sizes[:, None]  # [P, K]
+    cm = kp.to(A.dtype)
+    R = project_rows_l1(R0 * cm[:, None, :])
+    Y = project_rows_l1(Y0) * cm[:, :, None]
+    off = 1.0 - torch.eye(K, dtype=A.dtype)
+    best_R, best_Y = R.clone(), Y.clone()
+    best = torch.full((P,), -float("inf"), dtype=A.dtype)
+    mR, vR, mY, vY = (torch.zeros_like(t) for t in (R, R, Y, Y))
+    idx = torch.arange(P)
+    Aa, Ta = A, targets.to(A.dtype)
+    for step in range(steps + 1):
+        frac = min(step / max(steps - 1, 1), 1.0)
+        YA = Y @ Aa
+        AR = Aa @ R
+        G = YA @ R
+        mg = torch.diagonal(G, dim1=-2, dim2=-1) - (G.abs() * off).sum(-1)
+        mg = mg.masked_fill(~kp, float("inf"))
+        if step % check == 0 or step == steps:
+            cur = mg.amin(-1)
+            b = cur > best[idx]
+            if bool(b.any()):
+                best_R[idx[b]] = R[b]
+                best_Y[idx[b]] = Y[b]
+                best[idx[b]] = cur[b]
+            cb = best[idx]
+            keep = ~((cb > 1.02 * Ta) | ((frac > 0.5) & (cb < give_up * Ta)))
+            if step == steps or not bool(keep.any()):
+                break
+            if not bool(keep.all()):
+                R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, idx, YA, AR, G, mg = (
+                    t[keep] for t in (R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, idx, YA, AR, G, mg)
+                )
         beta = 30.0 + 970.0 * frac
-        opt.zero_grad(set_to_none=True)
-        mg = margins(R, Y)
-        obj = -torch.logsumexp(-beta * mg.masked_fill(~keep, 1e3), -1) / beta
-        (-obj.sum()).backward()
-        opt.step()
-        with torch.no_grad():
-            R.copy_(project_rows_l1(R * cm[:, None, :]))
-            Y.copy_(project_rows_l1(Y) * cm[:, :, None])
-            if step % 10 == 9 or step == steps - 1:
-                cur = margins(R, Y).amin(-1)
-                better = cur > best
-                bestR[better] = R[better]
-                bestY[better] = Y[better]
-                best = torch.maximum(best, cur)
-    return bestR, bestY, best
+        w = torch.softmax(-beta * mg.masked_fill(~kp, 1e3), -1)  # [p, K]
+        dG = w[..., None] * (1.0 - off - off * torch.sign(G))
+        lr_t = cosine_lr(lr, frac, 0.1)
+        adam_step(Y, -(dG @ AR.transpose(-1, -2)), mY, vY, step + 1, lr_t)  # ascent
+        adam_step(R, -(YA.transpose(-1, -2) @ dG), mR, vR, step + 1, lr_t)
+        R = project_rows_l1(R * cm[:, None, :])
+        Y = project_rows_l1(Y) * cm[:, :, None]
+    return best_R, best_Y, best

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from analysis.brackets import lower as _lower
 from analysis.brackets import upper as _upper
@@ -25,12 +26,11 @@ from analysis.brackets.verify import certified_lower_margin, certified_upper_err
 from analysis.validation import ParameterError, check_choice, check_eps_grid
 
 EFFORTS = ("fast", "default", "thorough")
-# Per effort: refinement rounds, Adam steps for upper / lower witnesses, candidates per
-# eps and round. Every level is equally sound; more effort only finds better witnesses.
+# Per effort: bisection rounds and optimizer steps for upper / lower witnesses. Every level is equally sound; more effort only finds better witnesses.
 _EFFORT_SETTINGS: dict[str, dict[str, int]] = {
-    "fast": {"rounds": 0, "upper_steps": 0, "lower_steps": 0, "trials": 0},
-    "default": {"rounds": 2, "upper_steps": 250, "lower_steps": 400, "trials": 3},
-    "thorough": {"rounds": 4, "upper_steps": 600, "lower_steps": 1200, "trials": 4},
+    "fast": {"rounds": 0, "upper_steps": 0, "lower_steps": 0},
+    "default": {"rounds": 4, "upper_steps": 300, "lower_steps": 400},
+    "thorough": {"rounds": 7, "upper_steps": 800, "lower_steps": 1200},
 }
 # Besides the targeted eps, the profile keeps the witnesses that decide brackets on this
 # grid, so that a later, untargeted eps still gets a certified (if looser) bracket.
@@ -213,11 +213,16 @@ def matrix_seed(seed: int, key: str) -> int:
 
 @contextlib.contextmanager
 def fixed_torch_threads(n: int = 1) -> Iterator[None]:
-    """Run with a fixed torch thread count so reductions do not depend on the pool size."""
+    """Run with fixed torch and BLAS thread counts.
+
+    Reductions then do not depend on the pool size (determinism across ``--workers``),
+    and small LAPACK calls are not slowed by threads spinning against each other.
+    """
     old = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
-        yield
+        with threadpool_limits(limits=n):
+            yield
     finally:
         torch.set_num_threads(old)
 
@@ -321,44 +326,54 @@ def _cheap_stage(b: _Builder, eps_all: Sequence[float]) -> dict[str, Any]:
     return {"svd_V": V, "groups": best}
 
 
-def _upper_round(b, cache, problems, steps) -> list[tuple[float, int, bool]]:
-    """One batched Adam refinement over (eps, rank) problems; returns (eps, k, success)."""
+def _upper_start(b: _Builder, cache, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Starting factors at rank k: the truncated SVD of the best refined witness of a
+    larger rank (already shaped by the l1 objective), else the truncated SVD of A."""
+    larger = [w for w in b.upper.values() if w.rank > k and w.method.startswith("adam")]
+    if larger:
+        w = min(larger, key=lambda w: w.rank)
+        Ub, Sb, Vbh = np.linalg.svd(w.U @ w.W.T, full_matrices=False)
+        return Ub[:, :k] * Sb[:k], Vbh[:k].T
+    return _upper.svd_witness(b.A, cache["svd_V"], k)
+
+
+def _upper_round(b, cache, problems, steps) -> list[bool]:
+    """One batched Adam refinement over (eps, rank) problems; returns success per problem."""
     if not problems:
         return []
     A = b.A
-    V = cache["svd_V"]
     K = max(k for _, k in problems)
     P = len(problems)
     U0 = torch.zeros(P, b.M, K, dtype=torch.float32)
     W0 = torch.zeros(P, b.N, K, dtype=torch.float32)
     for p, (_, k) in enumerate(problems):
-        U, W = _upper.svd_witness(A, V, k)
+        U, W = _upper_start(b, cache, k)
         U0[p, :, :k] = torch.from_numpy(U)
         W0[p, :, :k] = torch.from_numpy(W)
     At = torch.from_numpy(A).float().expand(P, -1, -1)
     ranks = torch.tensor([k for _, k in problems])
     targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
-    U, W, err = _upper.refine_upper(At, U0, W0, ranks, targets, steps=steps)
+    U, W, _ = _upper.refine_upper(At, U0, W0, ranks, targets, steps=steps)
     out = []
     A64 = torch.from_numpy(A)
     for p, (eps, k) in enumerate(problems):
         Uk = U[p, :, :k].double()
         Wk = W[p, :, :k].double()
         e = b.offer_upper(Uk.numpy(), Wk.numpy(), "adam")
-        if e > eps and e < 1.5 * eps:
-            # Exact-ish l1 refit of the rows that still violate the target (rows separate).
+        if eps < e < 1.3 * eps:
+            # l1 refit of the rows that still violate the target (rows separate given W).
             row_err = (A64 - Uk @ Wk.T).abs().sum(1)
             bad = torch.nonzero(row_err > 0.98 * eps).squeeze(1)
-            if bad.numel():
+            if 0 < bad.numel() <= 32:
                 Ub = _upper.l1_refit_rows(A64[bad][None], Uk[bad][None], Wk[None])[0]
                 Uk = Uk.clone()
                 Uk[bad] = Ub
                 e = b.offer_upper(Uk.numpy(), Wk.numpy(), "adam+l1")
-        out.append((eps, k, e <= eps))
+        out.append(e <= eps)
     return out
 
 
-def _lower_round(b, cache, problems, steps) -> list[tuple[float, int, bool]]:
+def _lower_round(b, cache, problems, steps) -> list[bool]:
     """One batched projected-ascent refinement over (eps, size) problems."""
     if not problems:
         return []
@@ -374,48 +389,58 @@ def _lower_round(b, cache, problems, steps) -> list[tuple[float, int, bool]]:
         Y0[p, :m, :] = torch.from_numpy(Y)
     At = torch.from_numpy(A).float().expand(P, -1, -1)
     sizes = torch.tensor([m for _, m in problems])
-    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, steps=steps)
+    targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
+    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=steps)
     out = []
     for p, (eps, m) in enumerate(problems):
         mu = b.offer_lower(R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy(), "ascent")
-        out.append((eps, m, mu > eps))
+        out.append(mu > eps)
     return out
 
 
-def _candidates(lo: int, hi: int, n: int, fracs: Sequence[float]) -> list[int]:
-    """Up to ``n`` distinct integers in ``[lo, hi]`` at the given fractions of the way."""
-    if hi < lo or n <= 0:
-        return []
-    c = sorted({int(round(lo + f * (hi - lo))) for f in fracs})
-    return [x for x in c if lo <= x <= hi][:n]
+# Typical gains of refinement, used only to place the first trial of each search.
+_UPPER_FIRST = 0.7  # refined rank / SVD rank
+_LOWER_BOOST = 2.5  # refined margin / group margin at the same size
 
 
 def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int]) -> None:
-    fail_up = {e: -1 for e in targets}  # largest rank whose refinement failed
-    fail_lo = {e: 10**9 for e in targets}  # smallest size whose refinement failed
-    n = settings["trials"]
+    """Per-eps bisection: one upper and one lower trial per eps and round, all batched.
+
+    ``up_fail[e]`` / ``low_fail[e]`` record the ranks / sizes at which refinement failed;
+    they bound the next trials heuristically and never enter a bracket.
+    """
+    up_fail = {e: 0 for e in targets}
+    low_fail = {e: min(b.M, b.N) + 1 for e in targets}
+    gk = cache["groups"]
     for rnd in range(settings["rounds"]):
         up, lowp = [], []
         for e in targets:
             lo, hi = b.lo(e), b.hi(e)
             if lo >= hi:
                 continue
-            # Upper: ranks strictly below hi that were not already refuted heuristically.
-            a, z = max(lo, fail_up[e] + 1, 1), hi - 1
-            fr = (0.55, 0.72, 0.88, 0.95) if rnd == 0 else np.linspace(0.2, 0.8, n)
-            up += [(e, k) for k in _candidates(a, z, n, fr)]
-            # Lower: sizes above lo, up to hi (a size above r_eps can never certify).
-            a, z = lo + 1, min(hi, fail_lo[e] - 1, min(b.M, b.N))
-            fr = (0.0, 0.25, 0.6, 1.0) if rnd == 0 else np.linspace(0.0, 0.7, n)
-            lowp += [(e, m) for m in _candidates(a, z, n, fr) if m in cache["groups"]]
+            a, z = max(lo, up_fail[e] + 1, 1), hi - 1  # ranks worth trying
+            if a <= z:
+                k = int(round(_UPPER_FIRST * hi)) if rnd == 0 else (a + z) // 2
+                up.append((e, min(max(k, a), z)))
+            a, z = lo + 1, min(hi, low_fail[e] - 1)  # sizes worth trying
+            if a <= z:
+                if rnd == 0:
+                    ok = [m for m in gk if a <= m <= z and gk[m][0] * _LOWER_BOOST > e]
+                    m = max(ok) if ok else a
+                else:
+                    m = (a + z + 1) // 2
+                if m in gk:
+                    lowp.append((e, m))
         if not up and not lowp:
             break
-        for e, k, ok in _upper_round(b, cache, up, settings["upper_steps"]):
+        for (e, k), ok in zip(up, _upper_round(b, cache, up, settings["upper_steps"]), strict=True):
             if not ok:
-                fail_up[e] = max(fail_up[e], k)
-        for e, m, ok in _lower_round(b, cache, lowp, settings["lower_steps"]):
+                up_fail[e] = max(up_fail[e], k)
+        for (e, m), ok in zip(
+            lowp, _lower_round(b, cache, lowp, settings["lower_steps"]), strict=True
+        ):
             if not ok:
-                fail_lo[e] = min(fail_lo[e], m)
+                low_fail[e] = min(low_fail[e], m)
 
 
 def _prune(b: _Builder, keep_eps: Sequence[float]) -> None:

@@ -6,6 +6,8 @@ Every function here proposes candidates; nothing here certifies. Candidates go t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -138,6 +140,27 @@ def l1_refit_rows(
     return best
 
 
+def adam_step(
+    X: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: int, lr: float
+) -> None:
+    """One in-place Adam update of ``X`` (Kingma & Ba 2015, default betas).
+
+    Written out because the refinements compute their gradients in closed form and
+    drop finished problems from the batch as they go, which ``torch.optim`` (bound to
+    fixed parameter tensors) does not allow; it also avoids autograd's overhead.
+    """
+    b1, b2 = 0.9, 0.999
+    m.lerp_(g, 1 - b1)
+    v.mul_(b2).addcmul_(g, g, value=1 - b2)
+    denom = (v / (1 - b2**t)).sqrt_().add_(1e-8)
+    X.addcdiv_(m, denom, value=-lr / (1 - b1**t))
+
+
+def cosine_lr(lr: float, frac: float, floor: float) -> float:
+    """Cosine decay from ``lr`` to ``floor * lr`` as ``frac`` goes 0 -> 1."""
+    return lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
 def refine_upper(
     A: torch.Tensor,
     U0: torch.Tensor,
@@ -146,7 +169,9 @@ def refine_upper(
     targets: torch.Tensor,
     *,
     steps: int = 300,
-    lr: float = 2e-3,
+    lr: float = 5e-4,
+    check: int = 10,
+    give_up: float = 1.3,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Adam on ``(U, W)`` minimizing a smoothed max-row-l1 error, batched over problems.
 
@@ -154,57 +179,60 @@ def refine_upper(
     ----------
     A : tensor ``[P, M, N]``
     U0, W0 : tensors ``[P, M, K]``, ``[P, N, K]``
-        Starting factors, zero-padded beyond each problem's rank.
+        Starting factors; columns ``>= ranks[p]`` are zeroed and stay zero.
     ranks : int tensor ``[P]``
-        Rank of each problem (columns ``>= ranks[p]`` stay zero).
     targets : tensor ``[P]``
-        The error each problem must reach; optimization of a problem stops once its
-        computed error is below ``target * (1 - 1e-4)``.
+        The error each problem must reach. A problem leaves the batch once its computed
+        error is below ``target * (1 - 1e-4)``, or, past half the steps, when its best
+        error is still above ``give_up * target``.
 
     Returns
     -------
-    U, W : the best factors seen per problem (by computed max-row error).
-    err : tensor ``[P]`` their computed errors.
+    U, W : the best factors seen per problem (by computed max-row error), err : ``[P]``.
 
     Notes
     -----
     Objective per problem: ``(1/beta) log sum_i exp(beta f_i)`` with
-    ``f_i = sum_j sqrt(E_ij^2 + delta^2)``, ``E = A - U W^T``; the smoothing ``delta`` and
-    the sharpness ``beta`` are annealed (METHOD.md section 7). Adam is written with
-    torch.optim; the annealing schedule is ours.
+    ``f_i = sum_j sqrt(E_ij^2 + delta^2)``, ``E = A - U W^T``. Its gradient is
+    ``dE = softmax(beta f)_i E_ij / sqrt(E_ij^2 + delta^2)``, ``dU = -dE W``,
+    ``dW = -dE^T U``. ``delta`` goes 1e-3 -> 1e-5 and ``beta`` 20/eps -> 500/eps, so
+    the objective tightens towards the true max-row-l1 error (METHOD.md section 7).
     """
     P, M, N = A.shape
     K = U0.shape[-1]
-    mask = (torch.arange(K)[None, :] < ranks[:, None]).to(A.dtype).unsqueeze(1)  # [P,1,K]
-    U = (U0 * mask).clone().requires_grad_(True)
-    W = (W0 * mask).clone().requires_grad_(True)
-    opt = torch.optim.Adam([U, W], lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(steps, 1), eta_min=lr * 0.02)
-    with torch.no_grad():
-        best_err = (A - U @ W.transpose(-1, -2)).abs().sum(-1).amax(-1)
-    bestU, bestW = U.detach().clone(), W.detach().clone()
-    active = best_err > targets * (1 - 1e-4)
-    scale = targets.clamp_min(1e-6)
-    for step in range(steps):
-        if not bool(active.any()):
+    mask = (torch.arange(K)[None, :] < ranks[:, None]).to(A.dtype).unsqueeze(1)  # [P, 1, K]
+    X = torch.cat([U0 * mask, W0 * mask], 1)  # [P, M + N, K]: U on top of W
+    best = X.clone()
+    best_err = torch.full((P,), float("inf"), dtype=A.dtype)
+    mom, vel = torch.zeros_like(X), torch.zeros_like(X)
+    idx = torch.arange(P)
+    Aa, Ma, Ta = A, mask, targets.to(A.dtype)
+    finished = False
+    for step in range(steps + 1):
+        frac = min(step / max(steps - 1, 1), 1.0)
+        U, W = X[:, :M], X[:, M:]
+        E = Aa - U @ W.transpose(-1, -2)
+        if step % check == 0 or step == steps:
+            err = E.abs().sum(-1).amax(-1)
+            b = err < best_err[idx]
+            if bool(b.any()):
+                best[idx[b]] = X[b]
+                best_err[idx[b]] = err[b]
+            cur = best_err[idx]
+            keep = ~((cur <= Ta * (1 - 1e-4)) | ((frac > 0.5) & (cur > give_up * Ta)))
+            if step == steps or not bool(keep.any()):
+                finished = True
+            elif not bool(keep.all()):
+                X, mom, vel, Aa, Ma, Ta, idx = (t[keep] for t in (X, mom, vel, Aa, Ma, Ta, idx))
+                U, W = X[:, :M], X[:, M:]
+                E = Aa - U @ W.transpose(-1, -2)
+        if finished:
             break
-        frac = step / max(steps - 1, 1)
-        delta = float(1e-3 * (1e-2) ** frac)  # 1e-3 -> 1e-5
-        beta = (20.0 + 480.0 * frac) / scale  # sharpen the soft max over rows
-        opt.zero_grad(set_to_none=True)
-        E = A - (U * mask) @ (W * mask).transpose(-1, -2)
-        f = torch.sqrt(E * E + delta * delta).sum(-1)  # [P, M]
-        obj = torch.logsumexp(beta[:, None] * f, -1) / beta
-        (obj * active).sum().backward()
-        opt.step()
-        sched.step()
-        if step % 10 == 9 or step == steps - 1:
-            with torch.no_grad():
-                Um, Wm = U * mask, W * mask
-                err = (A - Um @ Wm.transpose(-1, -2)).abs().sum(-1).amax(-1)
-                better = err < best_err
-                bestU[better] = Um[better]
-                bestW[better] = Wm[better]
-                best_err = torch.minimum(err, best_err)
-                active = best_err > targets * (1 - 1e-4)
-    return bestU, bestW, best_err
+        delta = 1e-3 * (1e-2) ** frac
+        beta = (20.0 + 480.0 * frac) / Ta.clamp_min(1e-6)
+        S = torch.sqrt(E * E + delta * delta)
+        w = torch.softmax(beta[:, None] * S.sum(-1), -1)  # [p, M]
+        dE = E.div_(S).mul_(w[..., None])
+        g = torch.cat([-(dE @ W), -(dE.transpose(-1, -2) @ U)], 1) * Ma
+        adam_step(X, g, mom, vel, step + 1, cosine_lr(lr, frac, 0.02))
+    return best[:, :M], best[:, M:], best_err
