@@ -54,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_bracket(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps, name="--eps")
     data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
+    # With --out, finished matrices go to a checkpoint beside it, so that an interrupted
+    # run resumes; the checkpoint is removed once OUT.json is written.
+    ck = args.out.with_name(args.out.name + ".partial") if args.out else None
+    if ck is not None:
+        ck.parent.mkdir(parents=True, exist_ok=True)
     profiles = profile_file(
         data,
         eps=eps,
@@ -61,6 +66,7 @@ def run_bracket(args: argparse.Namespace) -> int:
         seed=args.seed,
         workers=args.workers,
         progress=not args.quiet,
+        checkpoint=ck,
     )
     res = result_json(
         data, profiles, eps=eps, seed=args.seed, effort=args.effort, witnesses=args.witnesses
@@ -73,6 +79,7 @@ def run_bracket(args: argparse.Namespace) -> int:
         print(f"{where}: {cells}")
     if args.out:
         write_json_atomic(res, args.out)
+        ck.unlink(missing_ok=True)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -6,6 +6,7 @@ script against it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -96,6 +97,21 @@ def _one(args: tuple) -> Profile:
     return profile_matrix(A, eps=eps, effort=effort, random_state=seed)
 
 
+def _read_checkpoint(path: Path) -> dict[str, Profile]:
+    """Finished profiles from a checkpoint (JSON lines); a torn last line is ignored."""
+    done: dict[str, Profile] = {}
+    if not path.is_file():
+        return done
+    with open(path) as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                done[rec["key"]] = Profile.from_dict(rec["profile"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue  # a line cut short by a crash: that matrix is simply redone
+    return done
+
+
 def profile_file(
     data: MatrixInput,
     *,
@@ -104,30 +120,50 @@ def profile_file(
     seed: int = 0,
     workers: int = 1,
     progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
 ) -> list[Profile]:
-    """Profiles for every matrix of ``data``; ``workers`` processes (results do not depend on it)."""
+    """Profiles for every matrix of ``data``.
+
+    ``workers`` processes share the matrices; results do not depend on it. With a
+    ``checkpoint`` path, each finished profile is appended (and flushed to disk) as one
+    JSON line keyed by input hash, index, temperature, eps, effort and seed, and
+    profiles already there are reused, so an interrupted run resumes where it stopped.
+    """
     eps = check_eps_grid(eps)
     workers = check_int("--workers", workers, minimum=1)
     t = "none" if data.temperature is None else repr(data.temperature)
-    jobs = [
-        (data.A[i], eps, effort, matrix_seed(seed, f"{data.sha256}:{i}:{t}"))
+    grid = ",".join(f"{e!r}" for e in eps)
+    keys = [
+        f"{data.sha256}:{i}:{t}:{data.renormalized}:{grid}:{effort}:{seed}"
         for i in range(data.A.shape[0])
     ]
-    bar = tqdm(total=len(jobs), desc="brackets", unit="matrix", disable=not progress)
-    out: list[Profile] = []
-    try:
-        if workers == 1:
-            for j in jobs:
-                out.append(_one(j))
-                bar.update()
+    ck = Path(checkpoint) if checkpoint is not None else None
+    done = _read_checkpoint(ck) if ck is not None else {}
+    todo = [i for i, k in enumerate(keys) if k not in done]
+    jobs = [(data.A[i], eps, effort, matrix_seed(seed, f"{data.sha256}:{i}:{t}")) for i in todo]
+    bar = tqdm(
+        total=len(keys),
+        initial=len(keys) - len(todo),
+        desc="brackets",
+        unit="matrix",
+        disable=not progress,
+    )
+    with contextlib.ExitStack() as stack:
+        stack.callback(bar.close)
+        sink = stack.enter_context(open(ck, "a")) if ck is not None else None
+        if workers == 1 or len(jobs) <= 1:
+            results = map(_one, jobs)
         else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                for p in pool.map(_one, jobs):
-                    out.append(p)
-                    bar.update()
-    finally:
-        bar.close()
-    return out
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
+            results = pool.map(_one, jobs)
+        for i, prof in zip(todo, results, strict=True):
+            done[keys[i]] = prof
+            if sink is not None:
+                sink.write(json.dumps({"key": keys[i], "profile": prof.to_dict()}) + "\n")
+                sink.flush()
+                os.fsync(sink.fileno())
+            bar.update()
+    return [done[k] for k in keys]
 
 
 def _witness_json(prof: Profile, brackets: list[dict[str, Any]]) -> dict[str, list]:

@@ -155,7 +155,7 @@ def refine_lower(
     sizes: torch.Tensor,
     targets: torch.Tensor,
     *,
-    steps: int = 400,
+    steps: torch.Tensor,
     lr: float = 0.02,
     check: int = 10,
     give_up: float = 0.75,
@@ -170,8 +170,10 @@ def refine_lower(
     sizes : int tensor ``[P]``
     targets : tensor ``[P]``
         The margin each problem must exceed. A problem leaves the batch once its margin
-        is above ``1.02 * target``, or, past half the steps, when it is still below
+        is above ``1.02 * target``, or, past half its steps, when it is still below
         ``give_up * target``.
+    steps : int tensor ``[P]``
+        Step budget of each problem.
 
     Returns
     -------
@@ -187,7 +189,7 @@ def refine_lower(
     matters: the useful test functions are differences of key groups (METHOD.md
     section 7).
     """
-    from analysis.brackets.upper import adam_step, cosine_lr
+    from analysis.brackets.upper import adam_step, cosine_lr, step_fraction
 
     P, M, N = A.shape
     K = R0.shape[-1]
@@ -201,14 +203,15 @@ def refine_lower(
     mR, vR, mY, vY = (torch.zeros_like(t) for t in (R, R, Y, Y))
     idx = torch.arange(P)
     Aa, Ta = A, targets.to(A.dtype)
-    for step in range(steps + 1):
-        frac = min(step / max(steps - 1, 1), 1.0)
+    Sa = torch.as_tensor(steps).expand(P).to(A.dtype)
+    total = int(Sa.max())
+    for step in range(total + 1):
         YA = Y @ Aa
         AR = Aa @ R
         G = YA @ R
         mg = torch.diagonal(G, dim1=-2, dim2=-1) - (G.abs() * off).sum(-1)
         mg = mg.masked_fill(~kp, float("inf"))
-        if step % check == 0 or step == steps:
+        if step % check == 0 or step >= total:
             cur = mg.amin(-1)
             b = cur > best[idx]
             if bool(b.any()):
@@ -216,14 +219,16 @@ def refine_lower(
                 best_Y[idx[b]] = Y[b]
                 best[idx[b]] = cur[b]
             cb = best[idx]
-            keep = ~((cb > 1.02 * Ta) | ((frac > 0.5) & (cb < give_up * Ta)))
-            if step == steps or not bool(keep.any()):
+            half = step > 0.5 * Sa
+            keep = ~((cb > 1.02 * Ta) | (half & (cb < give_up * Ta)) | (step >= Sa))
+            if not bool(keep.any()):
                 break
             if not bool(keep.all()):
-                R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, idx, YA, AR, G, mg = (
-                    t[keep] for t in (R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, idx, YA, AR, G, mg)
+                R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, Sa, idx, YA, AR, G, mg = (
+                    t[keep] for t in (R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, Sa, idx, YA, AR, G, mg)
                 )
-        beta = 30.0 + 970.0 * frac
+        frac = step_fraction(step, Sa)
+        beta = (30.0 + 970.0 * frac)[:, None]
         w = torch.softmax(-beta * mg.masked_fill(~kp, 1e3), -1)  # [p, K]
         dG = w[..., None] * (1.0 - off - off * torch.sign(G))
         lr_t = cosine_lr(lr, frac, 0.1)

@@ -326,6 +326,12 @@ def _cheap_stage(b: _Builder, eps_all: Sequence[float]) -> dict[str, Any]:
     return {"svd_V": V, "groups": best}
 
 
+def _budgets(sizes: torch.Tensor, base: int, ref: int) -> torch.Tensor:
+    """Step budget per problem: a step costs about its size, so small problems get more
+    steps (up to 3x) and large ones fewer (down to 0.5x) than ``base`` at size ``ref``."""
+    return (base * (ref / sizes.double()).clamp(0.5, 3.0)).round().long()
+
+
 def _upper_start(b: _Builder, cache, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Starting factors at rank k: the truncated SVD of the best refined witness of a
     larger rank (already shaped by the l1 objective), else the truncated SVD of A."""
@@ -353,7 +359,7 @@ def _upper_round(b, cache, problems, steps) -> list[bool]:
     At = torch.from_numpy(A).float().expand(P, -1, -1)
     ranks = torch.tensor([k for _, k in problems])
     targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
-    U, W, _ = _upper.refine_upper(At, U0, W0, ranks, targets, steps=steps)
+    U, W, _ = _upper.refine_upper(At, U0, W0, ranks, targets, steps=_budgets(ranks, steps, 24))
     out = []
     A64 = torch.from_numpy(A)
     for p, (eps, k) in enumerate(problems):
@@ -390,7 +396,7 @@ def _lower_round(b, cache, problems, steps) -> list[bool]:
     At = torch.from_numpy(A).float().expand(P, -1, -1)
     sizes = torch.tensor([m for _, m in problems])
     targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
-    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=steps)
+    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=_budgets(sizes, steps, 12))
     out = []
     for p, (eps, m) in enumerate(problems):
         mu = b.offer_lower(R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy(), "ascent")

@@ -141,9 +141,11 @@ def l1_refit_rows(
 
 
 def adam_step(
-    X: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: int, lr: float
+    X: torch.Tensor, g: torch.Tensor, m: torch.Tensor, v: torch.Tensor, t: int, lr: torch.Tensor
 ) -> None:
-    """One in-place Adam update of ``X`` (Kingma & Ba 2015, default betas).
+    """One in-place Adam update of ``X`` ``[P, ...]`` with a learning rate per problem ``[P]``.
+
+    Kingma & Ba (2015) with default betas.
 
     Written out because the refinements compute their gradients in closed form and
     drop finished problems from the batch as they go, which ``torch.optim`` (bound to
@@ -153,12 +155,18 @@ def adam_step(
     m.lerp_(g, 1 - b1)
     v.mul_(b2).addcmul_(g, g, value=1 - b2)
     denom = (v / (1 - b2**t)).sqrt_().add_(1e-8)
-    X.addcdiv_(m, denom, value=-lr / (1 - b1**t))
+    step = (lr / (1 - b1**t)).reshape(-1, *([1] * (X.ndim - 1)))
+    X.sub_(m / denom * step)
 
 
-def cosine_lr(lr: float, frac: float, floor: float) -> float:
-    """Cosine decay from ``lr`` to ``floor * lr`` as ``frac`` goes 0 -> 1."""
-    return lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * frac)))
+def cosine_lr(lr: float, frac: torch.Tensor, floor: float) -> torch.Tensor:
+    """Cosine decay from ``lr`` to ``floor * lr`` as ``frac`` goes 0 -> 1 (per problem)."""
+    return lr * (floor + (1 - floor) * 0.5 * (1 + torch.cos(math.pi * frac)))
+
+
+def step_fraction(step: int, budgets: torch.Tensor) -> torch.Tensor:
+    """Progress ``step / (budget - 1)`` of each problem through its own step budget, in [0, 1]."""
+    return (step / (budgets - 1).clamp_min(1)).clamp(max=1.0)
 
 
 def refine_upper(
@@ -168,7 +176,7 @@ def refine_upper(
     ranks: torch.Tensor,
     targets: torch.Tensor,
     *,
-    steps: int = 300,
+    steps: torch.Tensor,
     lr: float = 5e-4,
     check: int = 10,
     give_up: float = 1.3,
@@ -183,8 +191,10 @@ def refine_upper(
     ranks : int tensor ``[P]``
     targets : tensor ``[P]``
         The error each problem must reach. A problem leaves the batch once its computed
-        error is below ``target * (1 - 1e-4)``, or, past half the steps, when its best
+        error is below ``target * (1 - 1e-4)``, or, past half its steps, when its best
         error is still above ``give_up * target``.
+    steps : int tensor ``[P]``
+        Step budget of each problem (schedules run over each problem's own budget).
 
     Returns
     -------
@@ -207,28 +217,30 @@ def refine_upper(
     mom, vel = torch.zeros_like(X), torch.zeros_like(X)
     idx = torch.arange(P)
     Aa, Ma, Ta = A, mask, targets.to(A.dtype)
-    finished = False
-    for step in range(steps + 1):
-        frac = min(step / max(steps - 1, 1), 1.0)
+    Sa = torch.as_tensor(steps).expand(P).to(A.dtype)
+    total = int(Sa.max())
+    for step in range(total + 1):
         U, W = X[:, :M], X[:, M:]
         E = Aa - U @ W.transpose(-1, -2)
-        if step % check == 0 or step == steps:
+        if step % check == 0 or step >= total:
             err = E.abs().sum(-1).amax(-1)
             b = err < best_err[idx]
             if bool(b.any()):
                 best[idx[b]] = X[b]
                 best_err[idx[b]] = err[b]
             cur = best_err[idx]
-            keep = ~((cur <= Ta * (1 - 1e-4)) | ((frac > 0.5) & (cur > give_up * Ta)))
-            if step == steps or not bool(keep.any()):
-                finished = True
-            elif not bool(keep.all()):
-                X, mom, vel, Aa, Ma, Ta, idx = (t[keep] for t in (X, mom, vel, Aa, Ma, Ta, idx))
+            half = step > 0.5 * Sa
+            keep = ~((cur <= Ta * (1 - 1e-4)) | (half & (cur > give_up * Ta)) | (step >= Sa))
+            if not bool(keep.any()):
+                break
+            if not bool(keep.all()):
+                X, mom, vel, Aa, Ma, Ta, Sa, idx = (
+                    t[keep] for t in (X, mom, vel, Aa, Ma, Ta, Sa, idx)
+                )
                 U, W = X[:, :M], X[:, M:]
                 E = Aa - U @ W.transpose(-1, -2)
-        if finished:
-            break
-        delta = 1e-3 * (1e-2) ** frac
+        frac = step_fraction(step, Sa)
+        delta = (1e-3 * (1e-2) ** frac)[:, None, None]
         beta = (20.0 + 480.0 * frac) / Ta.clamp_min(1e-6)
         S = torch.sqrt(E * E + delta * delta)
         w = torch.softmax(beta[:, None] * S.sum(-1), -1)  # [p, M]

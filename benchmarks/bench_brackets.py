@@ -1,0 +1,145 @@
+"""Benchmark the bracket engine on real MiniLM heads.
+
+Measures, per length and effort: median hi/lo, share of closed brackets, time per
+matrix, which construction won each end; and the wall time of the whole 72-head stack
+at N = 128 with witnesses (profiles, JSON with witnesses, written to disk). Writes the
+per-bracket table to ``benchmarks/out/`` and the interval widths of training heads to
+``data/reference/minilm_bracket_widths.csv`` (used by ``attnrank validate-comparison``).
+
+Usage::
+
+    python benchmarks/bench_brackets.py [--lengths 96 128] [--efforts default]
+                                        [--workers 2] [--heads 72]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from minilm_heads import minilm_attention  # noqa: E402
+
+from analysis.brackets.io import MatrixInput, profile_file, result_json, write_json_atomic  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+EPS = (0.05, 0.1, 0.2)
+# Different pydoc topics per length: "your own texts".
+TOPIC = {64: 0, 96: 3, 128: 5, 256: 1}
+
+
+def minilm_heldout_heads(seed: int = 20261202, fraction: float = 0.25) -> set[int]:
+    """Flat indices (layer * 12 + head) of the shipped MiniLM study's held-out heads.
+
+    Same draw as CONTRACTS.md: heads sorted by (layer, head), one checkpoint,
+    ``default_rng(seed).choice(72, size=round(0.25 * 72), replace=False)``.
+    """
+    rng = np.random.default_rng(seed)
+    return set(rng.choice(72, size=round(fraction * 72), replace=False).tolist())
+
+
+def run(length: int, effort: str, workers: int, n_heads: int, out_dir: Path) -> pd.DataFrame:
+    A = minilm_attention(length, topic_index=TOPIC.get(length, 0))[:n_heads]
+    data = MatrixInput(
+        A,
+        [i // 12 for i in range(len(A))],
+        [i % 12 for i in range(len(A))],
+        f"minilm-L{length}",
+        None,
+        False,
+    )
+    t0 = time.perf_counter()
+    profiles = profile_file(data, eps=EPS, effort=effort, seed=0, workers=workers)
+    res = result_json(data, profiles, eps=EPS, seed=0, effort=effort, witnesses=True)
+    write_json_atomic(res, out_dir / f"minilm_L{length}_{effort}.json")
+    wall = time.perf_counter() - t0
+    rows = []
+    for i, (prof, m) in enumerate(zip(profiles, res["matrices"], strict=True)):
+        for b in m["brackets"]:
+            meth = prof.stats["methods"][f"{b['eps']:g}"]
+            rows.append(
+                {
+                    "length": length,
+                    "effort": effort,
+                    "index": i,
+                    "layer": i // 12,
+                    "head": i % 12,
+                    "eps": b["eps"],
+                    "lower": b["lower"],
+                    "upper": b["upper"],
+                    "upper_method": meth["upper"],
+                    "lower_method": meth["lower"],
+                    "seconds": prof.stats["seconds"]["total"],
+                }
+            )
+    df = pd.DataFrame(rows)
+    df.attrs["wall"] = wall
+    return df
+
+
+def summarize(df: pd.DataFrame) -> dict:
+    ratio = df["upper"] / df["lower"].clip(lower=1)
+    per_matrix = df.groupby("index")["seconds"].first()
+    return {
+        "brackets": len(df),
+        "median_hi_over_lo": float(ratio.median()),
+        "mean_hi_over_lo": float(ratio.mean()),
+        "closed_share": float((df["upper"] == df["lower"]).mean()),
+        "seconds_per_matrix_median": float(per_matrix.median()),
+        "seconds_per_matrix_mean": float(per_matrix.mean()),
+        "wall_seconds": float(df.attrs["wall"]),
+        "by_eps": {
+            f"{e:g}": {
+                "median_hi_over_lo": float(ratio[df["eps"] == e].median()),
+                "closed_share": float((df["upper"] == df["lower"])[df["eps"] == e].mean()),
+            }
+            for e in EPS
+        },
+        "upper_won_by": dict(collections.Counter(df["upper_method"])),
+        "lower_won_by": dict(collections.Counter(df["lower_method"])),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lengths", type=int, nargs="+", default=[96, 128])
+    ap.add_argument("--efforts", nargs="+", default=["default"])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=72)
+    ap.add_argument("--no-widths", action="store_true", help="do not write the widths reference")
+    args = ap.parse_args()
+    out_dir = ROOT / "benchmarks" / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print("command:", "python benchmarks/bench_brackets.py " + " ".join(sys.argv[1:]))
+    frames, summary = [], {}
+    for effort in args.efforts:
+        for L in args.lengths:
+            df = run(L, effort, args.workers, args.heads, out_dir)
+            frames.append(df)
+            s = summarize(df)
+            summary[f"{effort}/N={L}"] = s
+            print(f"\n== effort={effort} N={L}: {len(df) // 3} matrices, workers={args.workers}")
+            print(json.dumps(s, indent=1))
+    allr = pd.concat(frames)
+    allr.to_csv(out_dir / "bench_brackets.csv", index=False)
+    (out_dir / "bench_brackets_summary.json").write_text(json.dumps(summary, indent=1))
+    if not args.no_widths and "default" in args.efforts:
+        held = minilm_heldout_heads()
+        w = allr[(allr["effort"] == "default") & ~allr["index"].isin(held)]
+        ref = ROOT / "data" / "reference"
+        ref.mkdir(parents=True, exist_ok=True)
+        w[["length", "layer", "head", "eps", "lower", "upper"]].to_csv(
+            ref / "minilm_bracket_widths.csv", index=False
+        )
+        print(f"\nwrote {ref / 'minilm_bracket_widths.csv'} ({len(w)} brackets of training heads)")
+
+
+if __name__ == "__main__":
+    main()
