@@ -1,4 +1,4 @@
-"""Per-head attention, queries and keys from transformer checkpoints, exactly as the model uses them.
+"""Per-head attention, queries and keys of transformer checkpoints, exactly as the model uses them.
 
 The capture wraps the model's own eager attention function (the module-level
 ``eager_attention_forward`` that BERT, GPT-2, Qwen2, ViT and DeiT call in transformers 5)
@@ -553,7 +553,9 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
             )
         n_heads, n_kv = q.shape[1], k.shape[1]
         if n_heads % n_kv:
-            raise ParameterError("checkpoint", "query heads a multiple of key heads", (n_heads, n_kv))
+            raise ParameterError(
+                "checkpoint", "query heads a multiple of key heads", (n_heads, n_kv)
+            )
         # Grouped-query attention: kv head j serves query heads j*g .. j*g + g - 1 (repeat_kv).
         k = k.repeat_interleave(n_heads // n_kv, dim=1)
         if w is None:
@@ -627,7 +629,9 @@ def load_extraction(path: str | os.PathLike[str]) -> Extraction:
     with np.load(p, allow_pickle=False) as z:
         missing = [k for k in NPZ_KEYS if k not in z.files]
         if missing:
-            raise ParameterError("file", f"an extract .npz with keys {', '.join(NPZ_KEYS)}", missing)
+            raise ParameterError(
+                "file", f"an extract .npz with keys {', '.join(NPZ_KEYS)}", missing
+            )
         data: Mapping[str, np.ndarray] = {k: z[k] for k in NPZ_KEYS}
     return Extraction(
         data["A"],

@@ -78,7 +78,9 @@ def text_input(
     L = _check_length(checkpoint, length)
     tok = checkpoint.tokenizer
     if tok is None:
-        raise ParameterError("checkpoint", "a text checkpoint with a tokenizer", checkpoint.checkpoint_id)
+        raise ParameterError(
+            "checkpoint", "a text checkpoint with a tokenizer", checkpoint.checkpoint_id
+        )
     enc = tok(text, truncation=True, max_length=L, return_tensors="pt")
     n = int(enc["input_ids"].shape[-1])
     if n < L:
@@ -131,7 +133,9 @@ def corpus_text(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
     order = np.random.default_rng(seed).permutation(len(names))
     tok = checkpoint.tokenizer
     if tok is None:
-        raise ParameterError("checkpoint", "a text checkpoint with a tokenizer", checkpoint.checkpoint_id)
+        raise ParameterError(
+            "checkpoint", "a text checkpoint with a tokenizer", checkpoint.checkpoint_id
+        )
     longest = 0
     for i in order:
         name = names[int(i)]

@@ -107,7 +107,9 @@ def _points(kind: str, n: int, d: int, beta: float, random_state: Any) -> Synthe
         X *= rng.random((n, 1)) ** (1.0 / d)
     A = _softmax_rows(beta * (X @ X.T))
     params = {"n": n, "d": d, "beta": beta, "seed": _seed_of(random_state)}
-    return SyntheticMatrix(A, X, X.copy(), beta, "spherical" if kind == "sphere" else "ball", params)
+    return SyntheticMatrix(
+        A, X, X.copy(), beta, "spherical" if kind == "sphere" else "ball", params
+    )
 
 
 def spherical(n: int, d: int, beta: float, *, random_state: Any = None) -> SyntheticMatrix:
@@ -148,7 +150,13 @@ def uniform_rows(n: int) -> SyntheticMatrix:
     n = check_int("n", n, minimum=1)
     z = np.zeros((n, 1))
     return SyntheticMatrix(
-        np.full((n, n), 1.0 / n), z, z.copy(), 1.0, "uniform", {"n": n}, {"rank": 1, "eps_below": 1.0}
+        np.full((n, n), 1.0 / n),
+        z,
+        z.copy(),
+        1.0,
+        "uniform",
+        {"n": n},
+        {"rank": 1, "eps_below": 1.0},
     )
 
 

@@ -7,7 +7,12 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-TINY = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
+TINY = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+}
 
 
 def _build(kind: str):
@@ -16,7 +21,9 @@ def _build(kind: str):
         cfg = transformers.BertConfig(vocab_size=100, max_position_embeddings=64, **TINY)
         model = transformers.BertModel(cfg)
     elif kind == "gpt2":
-        cfg = transformers.GPT2Config(vocab_size=100, n_positions=64, n_embd=32, n_layer=2, n_head=4)
+        cfg = transformers.GPT2Config(
+            vocab_size=100, n_positions=64, n_embd=32, n_layer=2, n_head=4
+        )
         model = transformers.GPT2Model(cfg)
     elif kind == "qwen2":
         cfg = transformers.Qwen2Config(
