@@ -22,7 +22,13 @@ def _build(kind: str):
         model = transformers.BertModel(cfg)
     elif kind == "gpt2":
         cfg = transformers.GPT2Config(
-            vocab_size=100, n_positions=64, n_embd=32, n_layer=2, n_head=4
+            vocab_size=100,
+            n_positions=64,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            bos_token_id=0,
+            eos_token_id=0,
         )
         model = transformers.GPT2Model(cfg)
     elif kind == "qwen2":

@@ -46,10 +46,10 @@ def test_keys_are_stable_and_canonical():
     assert k != matrix_key("checkpoint", "gpt2", 2, 1, "corpus:x", 64)
     assert cell_key(k, 1, 0.1) == cell_key(k, 1.0, 0.1)
     assert cell_key(k, 1.0, 0.1) != cell_key(k, 1.0, 0.2)
-    # A fixed value guards against accidental changes of the key recipe.
-    assert matrix_key("synthetic", "identity", 0, 0, "fixed", 4) == matrix_key(
-        "synthetic", "identity", 0, 0, "fixed", 4
-    )
+    # Fixed values guard against accidental changes of the key recipe (stores would orphan).
+    ident = matrix_key("synthetic", "identity", 0, 0, "fixed", 4)
+    assert ident == "78c2faf8dd1dec2db690"
+    assert cell_key(ident, 1.0, 0.1) == "328c377052d7a9d0e19a"
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,9 @@ def test_add_extraction_keeps_layer_head_order(tmp_path):
     ex = Extraction(A, Q, K, scale, mask, True, tokens, {"checkpoint": "c", "input_id": "i"})
     with Store(tmp_path / "s", create=True) as store:
         keys = store.add_extraction(ex)
-        assert keys == [matrix_key("checkpoint", "c", l, h, "i", 5) for l in range(2) for h in range(3)]
+        assert keys == [
+            matrix_key("checkpoint", "c", l, h, "i", 5) for l in range(2) for h in range(3)
+        ]
         rec = store.matrix(keys[4])
         assert (rec.layer, rec.head, rec.head_id, rec.causal) == (1, 1, "c:1:1", True)
         arr = store.arrays(keys[4])
