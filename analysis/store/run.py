@@ -43,7 +43,8 @@ class _Task:
     eps_grid: tuple[float, ...]
     effort: str
     user_seed: int
-    previous: dict[str, Any] | None
+    version: str
+    extend: bool  # a stored profile of this (matrix, temperature, version) is extended
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,14 +105,15 @@ def plan_profiles(
         raise ParameterError("temperatures", "at least one value", temps)
     effort = check_choice("effort", effort, EFFORTS)
     version = version or effort
+    stored = store.profile_grids(version)
     tasks, done = [], 0
     for rec in store.matrices():
         for t in temps:
-            old = store.profile(rec.key, t, version)
-            if old is not None and set(grid) <= set(old.eps_grid):
+            old = stored.get((rec.key, t))
+            if old is not None and set(grid) <= set(old):
                 done += 1
                 continue
-            union = tuple(sorted(set(grid) | set(old.eps_grid if old else ())))
+            union = tuple(sorted(set(grid) | set(old or ())))
             tasks.append(
                 _Task(
                     rec.key,
@@ -120,7 +122,8 @@ def plan_profiles(
                     union,
                     effort,
                     seed,
-                    None if old is None else old.profile_dict(),
+                    version,
+                    old is not None,
                 )
             )
     return tasks, done
@@ -144,7 +147,7 @@ class _FixedThreads:
         torch.set_num_threads(self.old)
 
 
-def _compute(task: _Task, engine: Any) -> dict[str, Any]:
+def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[str, Any]:
     """Build A_t with softmax64 and profile it. Runs in the main process or a worker."""
     engine = _resolve_engine(engine)
     arrays = load_arrays(Path(task.array_file))
@@ -153,8 +156,8 @@ def _compute(task: _Task, engine: Any) -> dict[str, Any]:
         engine.matrix_seed(task.user_seed, profile_seed_key(task.matrix_key, task.temperature))
     )
     kwargs: dict[str, Any] = {"eps": task.eps_grid, "effort": task.effort, "random_state": seed}
-    if task.previous is not None:
-        kwargs["previous"] = engine.Profile.from_dict(task.previous)
+    if previous is not None:
+        kwargs["previous"] = engine.Profile.from_dict(previous)
     start = time.perf_counter()
     with _FixedThreads(1):
         prof = engine.profile_matrix(A, **kwargs)
@@ -175,11 +178,19 @@ def _worker_init() -> None:
 
 
 def _results(
-    tasks: list[_Task], engine: Any, resolved: Any, workers: int
+    store: Store, tasks: list[_Task], engine: Any, resolved: Any, workers: int
 ) -> Iterator[tuple[_Task, dict[str, Any]]]:
+    """Yield (task, result) as profiles finish; previous profiles are read lazily."""
+
+    def previous(task: _Task) -> dict[str, Any] | None:
+        if not task.extend:
+            return None
+        old = store.profile(task.matrix_key, task.temperature, task.version)
+        return None if old is None else old.profile_dict()
+
     if workers == 1:
         for task in tasks:
-            yield task, _compute(task, resolved)
+            yield task, _compute(task, previous(task), resolved)
         return
     if engine is None:
         name = DEFAULT_ENGINE
@@ -191,10 +202,20 @@ def _results(
         raise ParameterError("workers", "1 when the engine is an in-memory object", workers)
     ctx = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
+    queue = iter(tasks)
+    pending: dict[cf.Future, _Task] = {}
     try:
-        pending = {pool.submit(_compute, task, name): task for task in tasks}
-        for fut in cf.as_completed(pending):
-            yield pending[fut], fut.result()
+        while True:
+            # at most 2 tasks per worker in flight: bounded memory on large stores
+            for task in queue:
+                pending[pool.submit(_compute, task, previous(task), name)] = task
+                if len(pending) >= 2 * workers:
+                    break
+            if not pending:
+                return
+            finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                yield pending.pop(fut), fut.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -260,7 +281,7 @@ def run_brackets(
             disable=not progress,
         )
         try:
-            for task, res in _results(tasks, engine, resolved, workers):
+            for task, res in _results(st, tasks, engine, resolved, workers):
                 st.put_profile(
                     task.matrix_key,
                     task.temperature,
@@ -273,10 +294,10 @@ def run_brackets(
                     engine=_engine_name(resolved),
                     elapsed_s=res["elapsed_s"],
                 )
-                if task.previous is None:
-                    computed += 1
-                else:
+                if task.extend:
                     extended += 1
+                else:
+                    computed += 1
                 bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
                 bar.update(1)
         finally:

@@ -329,8 +329,7 @@ class Store:
 
         Returns the matrix keys in ``[layer, head]`` order (row-major).
         """
-        meta = dict(extraction.meta)
-        meta.pop("input", None)
+        meta = {**extraction.meta, "tokens": [str(t) for t in extraction.tokens]}
         common = {
             "source": source,
             "checkpoint": extraction.checkpoint_id,
@@ -348,9 +347,7 @@ class Store:
                 "Q": extraction.Q[layer, head],
                 "K": extraction.K[layer, head],
                 "scale": float(extraction.scale[layer, head]),
-                "meta": {**meta, "tokens": [str(t) for t in extraction.tokens]}
-                if layer == head == 0
-                else meta,
+                "meta": meta,
             }
             for layer in range(n_layers)
             for head in range(n_heads)
@@ -521,6 +518,14 @@ class Store:
             brackets=br,
             blob=bytes(row["profile"]),
         )
+
+    def profile_grids(self, version: str) -> dict[tuple[str, float], tuple[float, ...]]:
+        """``{(matrix key, temperature): eps grid}`` of every profile of ``version``
+        (one light query: no blobs, no brackets)."""
+        rows = self._conn.execute(
+            "SELECT matrix_key, temperature, eps_grid FROM profiles WHERE version = ?", (version,)
+        )
+        return {(r[0], float(r[1])): tuple(json.loads(r[2])) for r in rows}
 
     def profiles(self, *, version: str | None = None) -> Iterator[ProfileRecord]:
         """Every stored profile (optionally of one version), in id order."""
