@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_sources.py [--length 128] [--inputs 3] [--repeats 3]
+    python benchmarks/bench_sources.py [--length 128] [--inputs 3] [--repeats 3] [--profiles 4]
 
 Extraction time is one forward pass with the capture (all 6 x 12 = 72 heads), the parity
 check included, excluding the one-off model load (reported separately); the median over
@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--inputs", type=int, default=3, help="corpus inputs for the size")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--profiles", type=int, default=4, help="heads to profile for the profile size (0: skip)"
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -72,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         store.close()
         total = _folder_bytes(Path(tmp) / "store")
         arrays = _folder_bytes(Path(tmp) / "store" / "arrays")
+        profile_line = _profile_sizes(Path(tmp) / "store", args.profiles)
     per = total / n
     print(
         f"store: {n} matrices at L={args.length} take {total / 1e6:.2f} MB "
@@ -79,7 +83,42 @@ def main(argv: list[str] | None = None) -> int:
         f"{per / 1e3:.1f} kB per matrix -> {per * 1000 / 1e6:.1f} MB per 1,000 matrices "
         f"(linear extrapolation; profiles not included); extract + add took {add_s:.1f} s"
     )
+    print(profile_line)
     return 0
+
+
+def _profile_sizes(path: Path, n_heads: int) -> str:
+    """Profile ``n_heads`` heads at effort "fast" (t = 1) with the real engine, if present."""
+    import analysis.brackets as engine
+    from analysis.store import Store, run_brackets
+
+    if n_heads <= 0:
+        return "profiles: skipped (--profiles 0)"
+    if not hasattr(engine, "profile_matrix"):
+        return "profiles: skipped (analysis.brackets has no profile_matrix on this branch)"
+    small = path.parent / "profiles"
+    with Store(path) as src, Store(small, create=True) as dst:
+        for rec in src.matrices()[:: max(1, len(src.matrices()) // n_heads)][:n_heads]:
+            arr = src.arrays(rec.key)
+            dst.add_matrix(
+                **{f: getattr(rec, f) for f in ("source", "checkpoint", "layer", "head")},
+                input_id=rec.input_id,
+                length=rec.length,
+                A=arr.A,
+                Q=arr.Q,
+                K=arr.K,
+                scale=arr.scale,
+                mask=arr.mask,
+            )
+    before = _folder_bytes(small)
+    summary = run_brackets(small, (0.05, 0.1, 0.2), effort="fast", progress=False)
+    grown = _folder_bytes(small) - before
+    per = grown / max(summary.computed, 1)
+    return (
+        f"profiles (effort fast, eps 0.05 0.1 0.2, with witnesses): {summary.computed} heads, "
+        f"{summary.elapsed_s:.1f} s, index grew {grown / 1e6:.2f} MB = {per / 1e6:.2f} MB per "
+        f"profile -> {per * 1000 / 1e9:.2f} GB per 1,000 profiles"
+    )
 
 
 if __name__ == "__main__":

@@ -327,7 +327,8 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
 
     Yields a list that fills with one record per attention call (query, key, scaling, mask,
     probabilities). The model's ``eager_attention_forward`` functions are restored on exit,
-    also when the forward pass raises.
+    also when the forward pass raises. The wrapper replaces a module-level function, so do
+    not run other models of the same architecture in other threads while it is open.
 
     Raises
     ------

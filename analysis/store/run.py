@@ -10,6 +10,7 @@ rerun and any ``workers`` give the same profiles.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
 import importlib
 import multiprocessing
@@ -262,54 +263,94 @@ def run_brackets(
     own = not isinstance(store, Store)
     st = Store(store) if own else store
     try:
-        seed = check_int("seed", seed, minimum=0)
-        workers = check_int("workers", workers, minimum=1)
-        resolved = _resolve_engine(engine)
-        tasks, done = plan_profiles(
-            st, eps, temperatures=temperatures, effort=effort, seed=seed, version=version
-        )
-        version = version or effort
-        from tqdm.auto import tqdm
-
-        start = time.perf_counter()
-        computed = extended = 0
-        bar = tqdm(
-            total=len(tasks) + done,
-            initial=done,
-            desc=f"profiles ({version})",
-            unit="profile",
-            disable=not progress,
-        )
-        try:
-            for task, res in _results(st, tasks, engine, resolved, workers):
-                st.put_profile(
-                    task.matrix_key,
-                    task.temperature,
-                    version,
-                    effort=task.effort,
-                    seed=res["seed"],
-                    eps_grid=task.eps_grid,
-                    profile=res["profile"],
-                    brackets=res["brackets"],
-                    engine=_engine_name(resolved),
-                    elapsed_s=res["elapsed_s"],
-                )
-                if task.extend:
-                    extended += 1
-                else:
-                    computed += 1
-                bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
-                bar.update(1)
-        finally:
-            bar.close()
-        return BracketsSummary(
-            total=len(tasks) + done,
-            computed=computed,
-            extended=extended,
-            skipped=done,
-            version=version,
-            elapsed_s=time.perf_counter() - start,
-        )
+        with _run_lock(st.path):
+            return _run(st, eps, temperatures, effort, seed, workers, version, engine, progress)
     finally:
         if own:
             st.close()
+
+
+@contextlib.contextmanager
+def _run_lock(path: Path) -> Iterator[None]:
+    """One ``brackets`` run per store at a time (an advisory lock on ``STORE/.brackets.lock``).
+
+    Two concurrent runs would not corrupt the store (every write is a transaction), but they
+    would compute the same profiles twice. Where ``fcntl`` is missing the lock is skipped.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path / ".brackets.lock", "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ParameterError(
+                "STORE", "a store no other `brackets` run is working on", str(path)
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _run(
+    st: Store,
+    eps: Sequence[float],
+    temperatures: Sequence[float],
+    effort: str,
+    seed: int,
+    workers: int,
+    version: str | None,
+    engine: Any,
+    progress: bool,
+) -> BracketsSummary:
+    seed = check_int("seed", seed, minimum=0)
+    workers = check_int("workers", workers, minimum=1)
+    resolved = _resolve_engine(engine)
+    tasks, done = plan_profiles(
+        st, eps, temperatures=temperatures, effort=effort, seed=seed, version=version
+    )
+    version = version or effort
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    computed = extended = 0
+    bar = tqdm(
+        total=len(tasks) + done,
+        initial=done,
+        desc=f"profiles ({version})",
+        unit="profile",
+        disable=not progress,
+    )
+    try:
+        for task, res in _results(st, tasks, engine, resolved, workers):
+            st.put_profile(
+                task.matrix_key,
+                task.temperature,
+                version,
+                effort=task.effort,
+                seed=res["seed"],
+                eps_grid=task.eps_grid,
+                profile=res["profile"],
+                brackets=res["brackets"],
+                engine=_engine_name(resolved),
+                elapsed_s=res["elapsed_s"],
+            )
+            if task.extend:
+                extended += 1
+            else:
+                computed += 1
+            bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+    return BracketsSummary(
+        total=len(tasks) + done,
+        computed=computed,
+        extended=extended,
+        skipped=done,
+        version=version,
+        elapsed_s=time.perf_counter() - start,
+    )

@@ -379,3 +379,13 @@ def test_real_engine_interrupted_run_resumes_identically(tmp_path):
         for e, (lo, hi) in p.brackets.items():
             assert (lo, hi) == prof.bracket(e)
     part.close()
+
+
+def test_a_second_concurrent_run_is_refused(filled_store, engine):
+    fcntl = pytest.importorskip("fcntl")
+    with open(filled_store.path / ".brackets.lock", "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ParameterError) as info:
+            run_brackets(filled_store, (0.1,), engine=engine, progress=False)
+        assert info.value.name == "STORE"
+    run_brackets(filled_store, (0.1,), engine=engine, progress=False)  # released: fine
