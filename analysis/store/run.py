@@ -107,10 +107,19 @@ def plan_profiles(
     effort = check_choice("effort", effort, EFFORTS)
     version = version or effort
     stored = store.profile_grids(version)
+    other = sorted({e for _, e in stored.values()} - {effort})
+    if other:
+        raise ParameterError(
+            "profile_version",
+            f"a version label whose stored profiles were computed at effort {effort!r} "
+            "(pick another --profile-version)",
+            f"{version!r} holds effort {', '.join(map(repr, other))}",
+        )
+    stored_grids = {k: g for k, (g, _) in stored.items()}
     tasks, done = [], 0
     for rec in store.matrices():
         for t in temps:
-            old = stored.get((rec.key, t))
+            old = stored_grids.get((rec.key, t))
             if old is not None and set(grid) <= set(old):
                 done += 1
                 continue

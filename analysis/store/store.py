@@ -519,13 +519,14 @@ class Store:
             blob=bytes(row["profile"]),
         )
 
-    def profile_grids(self, version: str) -> dict[tuple[str, float], tuple[float, ...]]:
-        """``{(matrix key, temperature): eps grid}`` of every profile of ``version``
+    def profile_grids(self, version: str) -> dict[tuple[str, float], tuple[tuple[float, ...], str]]:
+        """``{(matrix key, temperature): (eps grid, effort)}`` of every profile of ``version``
         (one light query: no blobs, no brackets)."""
         rows = self._conn.execute(
-            "SELECT matrix_key, temperature, eps_grid FROM profiles WHERE version = ?", (version,)
+            "SELECT matrix_key, temperature, eps_grid, effort FROM profiles WHERE version = ?",
+            (version,),
         )
-        return {(r[0], float(r[1])): tuple(json.loads(r[2])) for r in rows}
+        return {(r[0], float(r[1])): (tuple(json.loads(r[2])), r[3]) for r in rows}
 
     def profiles(self, *, version: str | None = None) -> Iterator[ProfileRecord]:
         """Every stored profile (optionally of one version), in id order."""

@@ -389,3 +389,12 @@ def test_a_second_concurrent_run_is_refused(filled_store, engine):
             run_brackets(filled_store, (0.1,), engine=engine, progress=False)
         assert info.value.name == "STORE"
     run_brackets(filled_store, (0.1,), engine=engine, progress=False)  # released: fine
+
+
+def test_a_version_label_keeps_one_effort(filled_store, engine):
+    run_brackets(filled_store, (0.1,), effort="fast", version="v1", engine=engine, progress=False)
+    with pytest.raises(ParameterError) as info:
+        run_brackets(
+            filled_store, (0.1,), effort="thorough", version="v1", engine=engine, progress=False
+        )
+    assert info.value.name == "profile_version"
