@@ -246,3 +246,30 @@ def test_real_minilm_parity_every_head():
     np.testing.assert_allclose(softmax64(ex.Q, ex.K, ex.scale, ex.mask), eager, atol=1e-5, rtol=0)
     np.testing.assert_allclose(ex.A, eager, atol=1e-6, rtol=0)
     assert not ex.causal
+
+
+def test_hf_cache_checkpoint_resolves_with_revision(tiny_model, tmp_path, monkeypatch, capsys):
+    """A checkpoint in a (local, offline) Hugging Face cache, under its new repo name."""
+    import huggingface_hub.constants as hc
+    import transformers
+
+    from analysis.sources.checkpoints import _minilm_package_path
+
+    hub = tmp_path / "hub"
+    repo = hub / "models--openai-community--gpt2"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    snap = repo / "snapshots" / commit
+    tiny_model("gpt2").save_pretrained(snap)
+    # a stand-in tokenizer (the real GPT-2 one is not on this machine); ids < 100 suffice
+    tok = transformers.AutoTokenizer.from_pretrained(_minilm_package_path())
+    tok.save_pretrained(snap)
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(hc, "HF_HUB_CACHE", str(hub))
+    r = resolve_checkpoint("gpt2")
+    assert (r.checkpoint_id, r.revision, r.origin) == ("gpt2", commit, "hf-cache")
+    ck = load_checkpoint("openai-community/gpt2")
+    assert ck.checkpoint_id == "gpt2" and ck.meta["revision"] == commit
+    ex = extract_from_model(ck, ModelInput.from_ids(np.arange(1, 13)))
+    assert ex.causal and ex.head_id(0, 1) == "gpt2:0:1"
+    assert (ex.A[..., np.triu(np.ones((12, 12), dtype=bool), 1)] == 0).all()
