@@ -580,7 +580,7 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
     parity = float(np.abs(rebuilt - A_arr).max())
     meta = {
         "checkpoint": checkpoint.checkpoint_id,
-        **{k: v for k, v in checkpoint.meta.items()},
+        **checkpoint.meta,
         "input_id": model_input.input_id,
         "length": L,
         "input": model_input.meta,
