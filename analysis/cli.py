@@ -14,7 +14,11 @@ from analysis import __version__
 from analysis.validation import ParameterError
 
 # Modules that provide subcommands, in the order they appear in --help.
-COMMAND_MODULES: tuple[str, ...] = ("analysis.brackets.cli",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "analysis.brackets.cli",
+    "analysis.sources.commands",
+    "analysis.store.commands",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

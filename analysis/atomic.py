@@ -1,0 +1,67 @@
+"""Atomic file writes: a reader sees the old file or the complete new one, never a part.
+
+Every array file the package writes goes through :func:`atomic_write`: the bytes go to a
+temporary file in the destination's folder, are flushed and fsynced, and the temporary file
+is renamed over the destination with :func:`os.replace` (atomic on POSIX and Windows within
+one file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+__all__ = ["atomic_write", "atomic_savez"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str], *, mode: str = "wb") -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on success rename it to ``path``.
+
+    On any exception the temporary file is removed and ``path`` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_savez(
+    path: str | os.PathLike[str],
+    arrays: dict[str, np.ndarray],
+    *,
+    compressed: bool = True,
+) -> Path:
+    """Write ``arrays`` to an ``.npz`` file atomically (see :func:`atomic_write`).
+
+    Object arrays are refused so that the file always loads with ``allow_pickle=False``.
+    """
+    for name, value in arrays.items():
+        if np.asarray(value).dtype == object:
+            raise TypeError(f"array {name!r} has dtype object; it would need pickle to load")
+    saver: Callable[..., None] = np.savez_compressed if compressed else np.savez
+    with atomic_write(path) as fh:
+        saver(fh, **arrays)
+    return Path(path)

@@ -1,0 +1,281 @@
+"""Inputs for extraction: texts of a chosen token length and images of a chosen patch count.
+
+Offline sources only: the text corpus is :mod:`pydoc_data.topics` (the help texts every
+CPython install carries) and the images are scikit-learn's ``load_sample_images``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.sources.checkpoints import Checkpoint, ModelInput
+from analysis.validation import ParameterError, check_int
+
+__all__ = [
+    "corpus_image",
+    "corpus_text",
+    "image_input",
+    "image_lengths",
+    "read_image",
+    "read_text",
+    "text_input",
+]
+
+
+# --------------------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------------------
+
+
+def _max_positions(config: Any) -> int | None:
+    for name in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _check_length(checkpoint: Checkpoint, length: Any) -> int:
+    L = check_int("--length", length, minimum=1)
+    limit = _max_positions(checkpoint.model.config)
+    if limit is not None and L > limit:
+        raise ParameterError("--length", f"an integer <= {limit} for this checkpoint", L)
+    return L
+
+
+def text_input(
+    checkpoint: Checkpoint,
+    text: str,
+    length: int,
+    *,
+    input_id: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ModelInput:
+    """Tokenize the first ``length`` tokens of ``text`` (special tokens included).
+
+    Parameters
+    ----------
+    checkpoint : Checkpoint
+        Must carry a tokenizer.
+    text : str
+    length : int
+        L, the number of positions, special tokens counted
+        (``tokenizer(text, truncation=True, max_length=L)``).
+    input_id : str, optional
+        Defaults to ``"text:sha256:<first 16 hex of the UTF-8 bytes>"``.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``--length`` when the text yields fewer than L tokens.
+    """
+    L = _check_length(checkpoint, length)
+    tok = checkpoint.tokenizer
+    if tok is None:
+        raise ParameterError(
+            "checkpoint", "a text checkpoint with a tokenizer", checkpoint.checkpoint_id
+        )
+    enc = tok(text, truncation=True, max_length=L, return_tensors="pt")
+    n = int(enc["input_ids"].shape[-1])
+    if n < L:
+        raise ParameterError(
+            "--length", f"at most {n} (the text has only {n} tokens); pass a longer text", L
+        )
+    ids = enc["input_ids"]
+    tensors = {"input_ids": ids, "attention_mask": enc.get("attention_mask")}
+    if "token_type_ids" in enc:
+        tensors["token_type_ids"] = enc["token_type_ids"]
+    tensors = {k: v for k, v in tensors.items() if v is not None}
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return ModelInput(
+        tensors,
+        [str(t) for t in tok.convert_ids_to_tokens(ids[0].tolist())],
+        input_id or f"text:sha256:{digest}",
+        dict(meta or {}),
+    )
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """Read a UTF-8 text file (``--text``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--text: no such file: {p}")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ParameterError("--text", "a UTF-8 text file", str(p)) from None
+
+
+def corpus_text(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
+    """A deterministic corpus text of exactly ``length`` tokens.
+
+    The topics of :mod:`pydoc_data.topics` are sorted by name and shuffled with
+    ``numpy.random.default_rng(seed)``; the first topic with at least L tokens is used from
+    its start. The input id is ``"corpus:pydoc_data.topics/<topic>"``, so the same topic at
+    the same length is the same matrix whichever seed picked it.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``--length`` when no topic is that long; ``--corpus-seed`` for a bad seed.
+    """
+    from pydoc_data.topics import topics
+
+    seed = check_int("--corpus-seed", seed, minimum=0)
+    L = _check_length(checkpoint, length)
+    names = sorted(topics)
+    order = np.random.default_rng(seed).permutation(len(names))
+    tok = checkpoint.tokenizer
+    if tok is None:
+        raise ParameterError(
+            "checkpoint", "a text checkpoint with a tokenizer", checkpoint.checkpoint_id
+        )
+    longest = 0
+    for i in order:
+        name = names[int(i)]
+        n = len(tok(topics[name], truncation=True, max_length=L)["input_ids"])
+        if n < L:
+            longest = max(longest, n)
+            continue
+        return text_input(
+            checkpoint,
+            topics[name],
+            L,
+            input_id=f"corpus:pydoc_data.topics/{name}",
+            meta={"corpus": "pydoc_data.topics", "topic": name, "corpus_seed": seed},
+        )
+    raise ParameterError("--length", f"at most {longest} (the longest corpus text)", L)
+
+
+# --------------------------------------------------------------------------------------
+# Images
+# --------------------------------------------------------------------------------------
+
+
+def _vision_geometry(checkpoint: Checkpoint) -> tuple[int, int, int]:
+    """(patch size in pixels, native patches per side, prefix tokens) of a vision model."""
+    cfg = checkpoint.model.config
+    patch = cfg.patch_size if isinstance(cfg.patch_size, int) else cfg.patch_size[0]
+    size = cfg.image_size if isinstance(cfg.image_size, int) else cfg.image_size[0]
+    side = size // patch
+    pos = _find_position_embeddings(checkpoint.model)
+    prefix = int(pos.shape[1]) - side * side if pos is not None else 1
+    return int(patch), int(side), prefix
+
+
+def _find_position_embeddings(model: Any) -> Any:
+    for name, param in model.named_parameters():
+        if name.endswith("embeddings.position_embeddings"):
+            return param
+    return None
+
+
+def image_lengths(checkpoint: Checkpoint, around: int | None = None, n: int = 4) -> list[int]:
+    """Valid ``--length`` values (prefix + s^2) nearest ``around`` (native when None)."""
+    _, side, prefix = _vision_geometry(checkpoint)
+    centre = side if around is None else max(1, round(math.sqrt(max(around - prefix, 1))))
+    sides = range(max(1, centre - n), centre + n + 1)
+    return [prefix + s * s for s in sides]
+
+
+def read_image(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read an image file as an RGB uint8 array ``[height, width, 3]`` (``--image``)."""
+    from PIL import Image, UnidentifiedImageError
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--image: no such file: {p}")
+    try:
+        with Image.open(p) as im:
+            return np.asarray(im.convert("RGB"))
+    except UnidentifiedImageError:
+        raise ParameterError("--image", "an image file PIL can read", str(p)) from None
+
+
+def image_input(
+    checkpoint: Checkpoint,
+    image: np.ndarray,
+    length: int | None = None,
+    *,
+    input_id: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ModelInput:
+    """Resize an RGB image so the model sees ``length = prefix + P`` positions, P square.
+
+    Parameters
+    ----------
+    checkpoint : Checkpoint
+        A ViT / DeiT model; its image processor (or ViT's defaults: bilinear resize, mean
+        and std 0.5) does the resizing and normalization.
+    image : ndarray, uint8, ``[height, width, 3]``
+    length : int, optional
+        ``1 + P`` for ViT (``2 + P`` for distilled DeiT, which adds a distillation token);
+        the native size when None. Position embeddings are interpolated when the size
+        differs from the native one (``interpolate_pos_encoding=True``).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``--length`` and listing the valid lengths near it.
+    """
+    import torch
+
+    patch, side, prefix = _vision_geometry(checkpoint)
+    if length is None:
+        s = side
+    else:
+        L = check_int("--length", length, minimum=prefix + 1)
+        s = math.isqrt(max(L - prefix, 0))
+        if s < 1 or prefix + s * s != L:
+            near = ", ".join(map(str, image_lengths(checkpoint, L)))
+            raise ParameterError(
+                "--length", f"{prefix} + a square number of patches (near {L}: {near})", L
+            )
+    px = s * patch
+    proc = checkpoint.image_processor
+    if proc is None:
+        from transformers import ViTImageProcessorPil
+
+        proc = ViTImageProcessorPil()
+    kwargs: dict[str, Any] = {"size": {"height": px, "width": px}, "return_tensors": "pt"}
+    if getattr(proc, "do_center_crop", False):
+        kwargs["do_center_crop"] = False
+    pixel_values = proc(np.asarray(image), **kwargs)["pixel_values"].to(torch.float32)
+    if tuple(pixel_values.shape[-2:]) != (px, px):
+        raise ParameterError("image", f"a processed image of {px}x{px} pixels", pixel_values.shape)
+    tensors: dict[str, Any] = {"pixel_values": pixel_values}
+    if s != side:
+        tensors["interpolate_pos_encoding"] = True
+    names = ["[CLS]", "[DIST]"][:prefix] + [f"[PREFIX{i}]" for i in range(2, prefix)]
+    tokens = names + [f"patch_{r}_{c}" for r in range(s) for c in range(s)]
+    digest = hashlib.sha256(np.ascontiguousarray(image).tobytes()).hexdigest()[:16]
+    info = {"pixels": px, "patches_per_side": s, "prefix_tokens": prefix, **(meta or {})}
+    return ModelInput(tensors, tokens, input_id or f"image:sha256:{digest}", info)
+
+
+def corpus_image(checkpoint: Checkpoint, seed: int, length: int | None = None) -> ModelInput:
+    """A scikit-learn sample image picked by ``numpy.random.default_rng(seed)``.
+
+    The images (``china.jpg``, ``flower.jpg``) are sorted by file name; the input id is
+    ``"corpus:sklearn.sample_images/<name>"``.
+    """
+    from sklearn.datasets import load_sample_images
+
+    seed = check_int("--corpus-seed", seed, minimum=0)
+    bunch = load_sample_images()
+    pairs = sorted(zip((Path(f).name for f in bunch.filenames), bunch.images, strict=True))
+    i = int(np.random.default_rng(seed).integers(len(pairs)))
+    name, image = pairs[i]
+    return image_input(
+        checkpoint,
+        image,
+        length,
+        input_id=f"corpus:sklearn.sample_images/{name}",
+        meta={"corpus": "sklearn.sample_images", "image": name, "corpus_seed": seed},
+    )

@@ -1,0 +1,22 @@
+"""The cell store: matrix records with their arrays, bracket profiles, and cells.
+
+See :mod:`analysis.store.store` for the layout and the atomicity argument, and
+:mod:`analysis.store.run` for the resumable ``brackets`` computation.
+"""
+
+from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key, profile_seed_key
+from analysis.store.run import BracketsSummary, run_brackets
+from analysis.store.store import MatrixArrays, MatrixRecord, ProfileRecord, Store
+
+__all__ = [
+    "MATRIX_FIELDS",
+    "BracketsSummary",
+    "MatrixArrays",
+    "MatrixRecord",
+    "ProfileRecord",
+    "Store",
+    "cell_key",
+    "matrix_key",
+    "profile_seed_key",
+    "run_brackets",
+]

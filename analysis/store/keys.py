@@ -1,0 +1,74 @@
+"""Stable keys for matrices, profiles and cells.
+
+A key is the first 20 hex digits (80 bits) of the SHA-256 of a canonical JSON list of the
+record's fields. Floats enter through ``repr(float(x))`` so ``1`` and ``1.0`` give one key;
+integers as integers; strings as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from analysis.validation import ParameterError, check_int, check_positive_finite
+
+__all__ = ["MATRIX_FIELDS", "cell_key", "float_token", "matrix_key", "profile_seed_key"]
+
+#: Fields that identify a matrix record, in key order.
+MATRIX_FIELDS: tuple[str, ...] = ("source", "checkpoint", "layer", "head", "input_id", "length")
+
+KEY_HEX = 20
+
+
+def float_token(x: Any, name: str = "value") -> str:
+    """Canonical text of a positive finite float (``repr(float(x))``)."""
+    return repr(check_positive_finite(name, x))
+
+
+def _digest(kind: str, parts: list[Any]) -> str:
+    text = json.dumps([kind, *parts], separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:KEY_HEX]
+
+
+def matrix_key(
+    source: str, checkpoint: str, layer: int, head: int, input_id: str, length: int
+) -> str:
+    """Key of a matrix record (source, checkpoint, layer, head, input_id, length).
+
+    Parameters
+    ----------
+    source : str
+        ``"checkpoint"`` or ``"synthetic"``.
+    checkpoint : str
+        Canonical checkpoint id (or synthetic family with its fixed parameters).
+    layer, head : int
+        0-based layer and query head.
+    input_id : str
+    length : int
+        L (number of keys).
+    """
+    for name, value in (("source", source), ("checkpoint", checkpoint), ("input_id", input_id)):
+        if not isinstance(value, str) or not value:
+            raise ParameterError(name, "a non-empty string", value)
+    parts = [
+        source,
+        checkpoint,
+        check_int("layer", layer, minimum=0),
+        check_int("head", head, minimum=0),
+        input_id,
+        check_int("length", length, minimum=1),
+    ]
+    return _digest("matrix", parts)
+
+
+def profile_seed_key(matrix: str, temperature: float) -> str:
+    """The string a profile's random seed derives from: ``"<matrix key>:<repr(t)>"``."""
+    return f"{matrix}:{float_token(temperature, 'temperature')}"
+
+
+def cell_key(matrix: str, temperature: float, eps: float) -> str:
+    """Key of a cell: a matrix key with a temperature and an eps."""
+    return _digest(
+        "cell", [matrix, float_token(temperature, "temperature"), float_token(eps, "eps")]
+    )

@@ -1,0 +1,365 @@
+"""Compute bracket profiles for every (matrix, temperature) of a store, resumably.
+
+Each finished profile is committed to the store at once, so a run killed at any moment
+keeps everything it finished, and the next run skips it. A profile is a pure function of
+(matrix arrays, temperature, eps grid, effort, seed), its seed derived from the user seed and
+the matrix key, and torch runs single-threaded inside each computation: a resumed run, a
+rerun and any ``workers`` give the same profiles.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import dataclasses
+import importlib
+import multiprocessing
+import time
+import types
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.store.keys import float_token, profile_seed_key
+from analysis.store.store import Store, load_arrays
+from analysis.validation import (
+    ParameterError,
+    check_choice,
+    check_eps_grid,
+    check_int,
+    check_positive_finite,
+)
+
+__all__ = ["EFFORTS", "BracketsSummary", "plan_profiles", "run_brackets"]
+
+EFFORTS = ("fast", "default", "thorough")
+DEFAULT_ENGINE = "analysis.brackets"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    matrix_key: str
+    array_file: str
+    temperature: float
+    eps_grid: tuple[float, ...]
+    effort: str
+    user_seed: int
+    version: str
+    extend: bool  # a stored profile of this (matrix, temperature, version) is extended
+
+
+@dataclasses.dataclass(frozen=True)
+class BracketsSummary:
+    """What one ``brackets`` run did."""
+
+    total: int
+    computed: int
+    extended: int
+    skipped: int
+    version: str
+    elapsed_s: float
+
+
+def _resolve_engine(engine: Any) -> Any:
+    if engine is None:
+        engine = DEFAULT_ENGINE
+    if isinstance(engine, str):
+        engine = importlib.import_module(engine)
+    missing = [a for a in ("profile_matrix", "Profile", "matrix_seed") if not hasattr(engine, a)]
+    if missing:
+        raise ParameterError(
+            "engine",
+            "a bracket engine exposing profile_matrix, Profile and matrix_seed",
+            f"{getattr(engine, '__name__', engine)!s} lacks {', '.join(missing)}",
+        )
+    return engine
+
+
+def _engine_name(engine: Any) -> str:
+    name = getattr(engine, "__name__", type(engine).__name__)
+    version = getattr(engine, "__version__", None)
+    if version is None:
+        try:
+            from analysis import __version__ as version
+        except ImportError:  # pragma: no cover
+            version = "?"
+    return f"{name} {version}"
+
+
+def plan_profiles(
+    store: Store,
+    eps: Sequence[float],
+    *,
+    temperatures: Sequence[float] = (1.0,),
+    effort: str = "default",
+    seed: int = 0,
+    version: str | None = None,
+) -> tuple[list[_Task], int]:
+    """The profiles a run still has to compute or extend, and how many are already done.
+
+    A stored profile whose eps grid covers ``eps`` is done; one that lacks some eps is
+    extended (the new grid is the union; the engine keeps the old witnesses).
+    """
+    grid = tuple(sorted(set(check_eps_grid(eps))))
+    temps = tuple(dict.fromkeys(check_positive_finite("temperatures", t) for t in temperatures))
+    if not temps:
+        raise ParameterError("temperatures", "at least one value", temps)
+    effort = check_choice("effort", effort, EFFORTS)
+    version = version or effort
+    stored = store.profile_grids(version)
+    other = sorted({e for _, e in stored.values()} - {effort})
+    if other:
+        raise ParameterError(
+            "profile_version",
+            f"a version label whose stored profiles were computed at effort {effort!r} "
+            "(pick another --profile-version)",
+            f"{version!r} holds effort {', '.join(map(repr, other))}",
+        )
+    stored_grids = {k: g for k, (g, _) in stored.items()}
+    tasks, done = [], 0
+    for rec in store.matrices():
+        for t in temps:
+            old = stored_grids.get((rec.key, t))
+            if old is not None and set(grid) <= set(old):
+                done += 1
+                continue
+            union = tuple(sorted(set(grid) | set(old or ())))
+            tasks.append(
+                _Task(
+                    rec.key,
+                    str(store.path / rec.array_file),
+                    t,
+                    union,
+                    effort,
+                    seed,
+                    version,
+                    old is not None,
+                )
+            )
+    return tasks, done
+
+
+class _FixedThreads:
+    """Run torch with a fixed thread count inside the block, restoring it afterwards."""
+
+    def __init__(self, n: int = 1):
+        self.n = n
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.old = torch.get_num_threads()
+        torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        torch.set_num_threads(self.old)
+
+
+def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[str, Any]:
+    """Build A_t with softmax64 and profile it. Runs in the main process or a worker."""
+    engine = _resolve_engine(engine)
+    arrays = load_arrays(Path(task.array_file))
+    A = arrays.at(task.temperature)
+    seed = int(
+        engine.matrix_seed(task.user_seed, profile_seed_key(task.matrix_key, task.temperature))
+    )
+    kwargs: dict[str, Any] = {"eps": task.eps_grid, "effort": task.effort, "random_state": seed}
+    if previous is not None:
+        kwargs["previous"] = engine.Profile.from_dict(previous)
+    start = time.perf_counter()
+    with _FixedThreads(1):
+        prof = engine.profile_matrix(A, **kwargs)
+    elapsed = time.perf_counter() - start
+    brackets = {e: tuple(int(v) for v in prof.bracket(e)) for e in task.eps_grid}
+    return {
+        "profile": prof.to_dict(witnesses=True),
+        "brackets": brackets,
+        "seed": seed,
+        "elapsed_s": elapsed,
+    }
+
+
+def _worker_init() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _results(
+    store: Store, tasks: list[_Task], engine: Any, resolved: Any, workers: int
+) -> Iterator[tuple[_Task, dict[str, Any]]]:
+    """Yield (task, result) as profiles finish; previous profiles are read lazily."""
+
+    def previous(task: _Task) -> dict[str, Any] | None:
+        if not task.extend:
+            return None
+        old = store.profile(task.matrix_key, task.temperature, task.version)
+        return None if old is None else old.profile_dict()
+
+    if workers == 1:
+        for task in tasks:
+            yield task, _compute(task, previous(task), resolved)
+        return
+    if engine is None:
+        name = DEFAULT_ENGINE
+    elif isinstance(engine, str):
+        name = engine
+    elif isinstance(engine, types.ModuleType):
+        name = engine.__name__
+    else:
+        raise ParameterError("workers", "1 when the engine is an in-memory object", workers)
+    ctx = multiprocessing.get_context("spawn")
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
+    queue = iter(tasks)
+    pending: dict[cf.Future, _Task] = {}
+    try:
+        while True:
+            # at most 2 tasks per worker in flight: bounded memory on large stores
+            for task in queue:
+                pending[pool.submit(_compute, task, previous(task), name)] = task
+                if len(pending) >= 2 * workers:
+                    break
+            if not pending:
+                return
+            finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                yield pending.pop(fut), fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def run_brackets(
+    store: Store | str | Path,
+    eps: Sequence[float],
+    *,
+    temperatures: Sequence[float] = (1.0,),
+    effort: str = "default",
+    seed: int = 0,
+    workers: int = 1,
+    version: str | None = None,
+    engine: Any = None,
+    progress: bool = True,
+) -> BracketsSummary:
+    """Compute (or extend) the profile of every (matrix, temperature) not yet stored.
+
+    Parameters
+    ----------
+    store : Store or path
+    eps : sequence of float
+        The eps grid every profile must target (finite, > 0).
+    temperatures : sequence of float
+        ``A_t = softmax64(Q, K, scale, mask, t)`` from the stored Q, K.
+    effort : {"fast", "default", "thorough"}
+    seed : int
+        User seed; each profile's seed is ``engine.matrix_seed(seed, "<matrix key>:<t>")``.
+    workers : int
+        Processes (spawned); results are committed by this process only.
+    version : str, optional
+        Profile version label; defaults to ``effort``. A tighter rerun under another label
+        never overwrites a profile a locked study used.
+    engine : module, dotted module name or object, optional
+        Provides ``profile_matrix``, ``Profile`` and ``matrix_seed``; ``analysis.brackets``
+        by default (injectable for tests).
+    progress : bool
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    BracketsSummary
+    """
+    own = not isinstance(store, Store)
+    st = Store(store) if own else store
+    try:
+        with _run_lock(st.path):
+            return _run(st, eps, temperatures, effort, seed, workers, version, engine, progress)
+    finally:
+        if own:
+            st.close()
+
+
+@contextlib.contextmanager
+def _run_lock(path: Path) -> Iterator[None]:
+    """One ``brackets`` run per store at a time (an advisory lock on ``STORE/.brackets.lock``).
+
+    Two concurrent runs would not corrupt the store (every write is a transaction), but they
+    would compute the same profiles twice. Where ``fcntl`` is missing the lock is skipped.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path / ".brackets.lock", "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ParameterError(
+                "STORE", "a store no other `brackets` run is working on", str(path)
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _run(
+    st: Store,
+    eps: Sequence[float],
+    temperatures: Sequence[float],
+    effort: str,
+    seed: int,
+    workers: int,
+    version: str | None,
+    engine: Any,
+    progress: bool,
+) -> BracketsSummary:
+    seed = check_int("seed", seed, minimum=0)
+    workers = check_int("workers", workers, minimum=1)
+    resolved = _resolve_engine(engine)
+    tasks, done = plan_profiles(
+        st, eps, temperatures=temperatures, effort=effort, seed=seed, version=version
+    )
+    version = version or effort
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    computed = extended = 0
+    bar = tqdm(
+        total=len(tasks) + done,
+        initial=done,
+        desc=f"profiles ({version})",
+        unit="profile",
+        disable=not progress,
+    )
+    try:
+        for task, res in _results(st, tasks, engine, resolved, workers):
+            st.put_profile(
+                task.matrix_key,
+                task.temperature,
+                version,
+                effort=task.effort,
+                seed=res["seed"],
+                eps_grid=task.eps_grid,
+                profile=res["profile"],
+                brackets=res["brackets"],
+                engine=_engine_name(resolved),
+                elapsed_s=res["elapsed_s"],
+            )
+            if task.extend:
+                extended += 1
+            else:
+                computed += 1
+            bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
+            bar.update(1)
+    finally:
+        bar.close()
+    return BracketsSummary(
+        total=len(tasks) + done,
+        computed=computed,
+        extended=extended,
+        skipped=done,
+        version=version,
+        elapsed_s=time.perf_counter() - start,
+    )

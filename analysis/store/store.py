@@ -1,0 +1,600 @@
+"""The cell store: matrix records, their arrays, and bracket profiles per temperature.
+
+Layout of a store folder::
+
+    STORE/
+      index.sqlite                    the index (matrices, profiles, brackets)
+      arrays/<k[:2]>/<k>.npz          A (t = 1), Q, K, scale, mask of matrix k
+
+Why SQLite for the index: it ships with Python (no new dependency), every write is an ACID
+transaction that survives a killed process, readers never see a half-committed row, and the
+whole index is one portable file. DuckDB would add a dependency and a stricter single-writer
+lock for no gain at this size. Arrays live in ``.npz`` files (numpy's own format, loadable
+with ``allow_pickle=False``), written atomically (temporary file, fsync, ``os.replace``).
+
+Ordering makes a half-written store unreadable by construction: an array file is complete
+on disk *before* the transaction that inserts its index row commits, and a reader only
+finds arrays through committed rows. A profile and its per-eps brackets are one row set
+written in one transaction. A file without a row (a crash between the two steps) is an
+orphan that the next write of the same key replaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import os
+import sqlite3
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.atomic import atomic_savez
+from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
+from analysis.validation import ParameterError
+
+__all__ = ["MatrixArrays", "MatrixRecord", "ProfileRecord", "Store"]
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS matrices (
+    key TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    checkpoint TEXT NOT NULL,
+    layer INTEGER NOT NULL,
+    head INTEGER NOT NULL,
+    input_id TEXT NOT NULL,
+    length INTEGER NOT NULL,
+    head_id TEXT NOT NULL,
+    n_rows INTEGER NOT NULL,
+    head_dim INTEGER NOT NULL,
+    causal INTEGER NOT NULL,
+    array_file TEXT NOT NULL,
+    array_sha256 TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (source, checkpoint, layer, head, input_id, length)
+);
+CREATE TABLE IF NOT EXISTS profiles (
+    id INTEGER PRIMARY KEY,
+    matrix_key TEXT NOT NULL REFERENCES matrices(key),
+    temperature REAL NOT NULL,
+    version TEXT NOT NULL,
+    effort TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    eps_grid TEXT NOT NULL,
+    profile BLOB NOT NULL,
+    engine TEXT NOT NULL,
+    elapsed_s REAL NOT NULL,
+    revision INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (matrix_key, temperature, version)
+);
+CREATE TABLE IF NOT EXISTS brackets (
+    profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+    eps REAL NOT NULL,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    PRIMARY KEY (profile_id, eps)
+);
+"""
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixRecord:
+    """One matrix's index row (arrays are read separately with :meth:`Store.arrays`)."""
+
+    key: str
+    source: str
+    checkpoint: str
+    layer: int
+    head: int
+    input_id: str
+    length: int
+    head_id: str
+    n_rows: int
+    head_dim: int
+    causal: bool
+    array_file: str
+    array_sha256: str
+    meta: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixArrays:
+    """Arrays of one matrix record.
+
+    Attributes
+    ----------
+    A : ndarray ``[query, key]``
+        Attention at t = 1 as stored (the model's own for checkpoints).
+    Q, K : ndarray ``[L, d]``
+    scale : float
+    mask : ndarray bool ``[query, key]`` (True = allowed)
+    """
+
+    A: np.ndarray
+    Q: np.ndarray
+    K: np.ndarray
+    scale: float
+    mask: np.ndarray
+
+    def at(self, temperature: float = 1.0) -> np.ndarray:
+        """``softmax64(Q, K, scale, mask, temperature)``: the certified matrix, float64."""
+        from analysis.brackets import softmax64
+
+        return softmax64(self.Q, self.K, self.scale, self.mask, temperature)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileRecord:
+    """A stored profile of one (matrix, temperature, version)."""
+
+    id: int
+    matrix_key: str
+    temperature: float
+    version: str
+    effort: str
+    seed: int
+    eps_grid: tuple[float, ...]
+    engine: str
+    elapsed_s: float
+    revision: int
+    brackets: dict[float, tuple[int, int]]
+    blob: bytes = dataclasses.field(repr=False)
+
+    def profile_dict(self) -> dict[str, Any]:
+        """The engine's ``Profile.to_dict(witnesses=True)`` as stored."""
+        return json.loads(zlib.decompress(self.blob).decode("utf-8"))
+
+
+class Store:
+    """A folder holding matrix records, arrays and bracket profiles.
+
+    Parameters
+    ----------
+    path : str or path
+        The store folder.
+    create : bool
+        Create the folder and index when missing; otherwise a missing store is a
+        ``FileNotFoundError``.
+    """
+
+    INDEX = "index.sqlite"
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = False):
+        self.path = Path(path)
+        index = self.path / self.INDEX
+        if not index.is_file():
+            if not create:
+                raise FileNotFoundError(f"STORE: no store at {self.path} (missing {self.INDEX})")
+            self.path.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(index, timeout=60.0)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = FULL")
+        with self._conn:
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute(
+                "INSERT OR IGNORE INTO store_meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+            )
+        found = self._conn.execute(
+            "SELECT value FROM store_meta WHERE name = 'schema_version'"
+        ).fetchone()[0]
+        if found != SCHEMA_VERSION:
+            raise ParameterError("STORE", f"a store of schema version {SCHEMA_VERSION}", found)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the index connection."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # -- matrices ----------------------------------------------------------------------
+
+    def _array_path(self, key: str) -> Path:
+        return self.path / "arrays" / key[:2] / f"{key}.npz"
+
+    def add_matrix(
+        self,
+        *,
+        source: str,
+        checkpoint: str,
+        layer: int,
+        head: int,
+        input_id: str,
+        length: int,
+        A: np.ndarray,
+        Q: np.ndarray,
+        K: np.ndarray,
+        scale: float,
+        mask: np.ndarray | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> str:
+        """Add one matrix record; return its key. An existing key is left as it is.
+
+        Parameters
+        ----------
+        A : ndarray ``[L, L]``
+        Q, K : ndarray ``[L, d]``
+        scale : float
+        mask : bool ndarray ``[L, L]``, optional (all allowed when None)
+        """
+        return self.add_matrices(
+            [
+                {
+                    "source": source,
+                    "checkpoint": checkpoint,
+                    "layer": layer,
+                    "head": head,
+                    "input_id": input_id,
+                    "length": length,
+                    "A": A,
+                    "Q": Q,
+                    "K": K,
+                    "scale": scale,
+                    "mask": mask,
+                    "meta": meta,
+                }
+            ]
+        )[0]
+
+    def add_matrices(self, records: Iterable[dict[str, Any]]) -> list[str]:
+        """Add many records (dicts with :meth:`add_matrix`'s keywords) in one transaction.
+
+        Array files are written (atomically) first; the index rows then commit together.
+        """
+        rows, keys = [], []
+        for rec in records:
+            fields = {f: rec[f] for f in MATRIX_FIELDS}
+            key = matrix_key(**fields)
+            keys.append(key)
+            if self.has_matrix(key):
+                continue
+            A = np.asarray(rec["A"])
+            Q = np.asarray(rec["Q"])
+            K = np.asarray(rec["K"])
+            L = int(fields["length"])
+            expected_k = (L, Q.shape[-1])
+            if A.ndim != 2 or A.shape[1] != L or Q.shape[0] != A.shape[0] or K.shape != expected_k:
+                raise ParameterError(
+                    "arrays",
+                    f"A [M, {L}], Q [M, d], K [{L}, d]",
+                    (A.shape, Q.shape, K.shape),
+                )
+            mask = rec.get("mask")
+            mask = np.ones(A.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+            if mask.shape != A.shape:
+                raise ParameterError("mask", f"a bool array of shape {A.shape}", mask.shape)
+            scale = float(rec["scale"])
+            path = self._array_path(key)
+            atomic_savez(
+                path,
+                {
+                    "A": A,
+                    "Q": Q,
+                    "K": K,
+                    "scale": np.asarray(scale, dtype=np.float64),
+                    "mask": mask,
+                },
+            )
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            head_id = f"{fields['checkpoint']}:{fields['layer']}:{fields['head']}"
+            rows.append(
+                (
+                    key,
+                    *[fields[f] for f in MATRIX_FIELDS],
+                    head_id,
+                    int(A.shape[0]),
+                    int(Q.shape[1]),
+                    int(not mask.all()),
+                    str(path.relative_to(self.path)),
+                    digest,
+                    json.dumps(rec.get("meta") or {}, sort_keys=True, default=str),
+                    _now(),
+                )
+            )
+        if rows:
+            with self._conn:
+                self._conn.executemany(
+                    "INSERT OR IGNORE INTO matrices VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
+                )
+        return keys
+
+    def add_extraction(self, extraction: Any, *, source: str = "checkpoint") -> list[str]:
+        """Add every (layer, head) of an :class:`~analysis.sources.checkpoints.Extraction`.
+
+        Returns the matrix keys in ``[layer, head]`` order (row-major).
+        """
+        meta = {**extraction.meta, "tokens": [str(t) for t in extraction.tokens]}
+        common = {
+            "source": source,
+            "checkpoint": extraction.checkpoint_id,
+            "input_id": extraction.input_id,
+            "length": extraction.length,
+            "mask": extraction.mask,
+        }
+        n_layers, n_heads = extraction.A.shape[:2]
+        return self.add_matrices(
+            {
+                **common,
+                "layer": layer,
+                "head": head,
+                "A": extraction.A[layer, head],
+                "Q": extraction.Q[layer, head],
+                "K": extraction.K[layer, head],
+                "scale": float(extraction.scale[layer, head]),
+                "meta": meta,
+            }
+            for layer in range(n_layers)
+            for head in range(n_heads)
+        )
+
+    def add_synthetic(self, matrix: Any, *, head: int = 0, input_id: str | None = None) -> str:
+        """Add a :class:`~analysis.sources.synthetic.SyntheticMatrix` (source ``"synthetic"``).
+
+        The record's checkpoint field is the family with its fixed parameters, layer 0,
+        ``head`` a replicate index, and ``input_id`` defaults to ``"seed:<seed>"``.
+        """
+        seed = matrix.params.get("seed")
+        return self.add_matrix(
+            source="synthetic",
+            checkpoint=matrix.checkpoint_id,
+            layer=0,
+            head=head,
+            input_id=input_id or (f"seed:{seed}" if seed is not None else "fixed"),
+            length=matrix.length,
+            A=matrix.A,
+            Q=matrix.Q,
+            K=matrix.K,
+            scale=matrix.scale,
+            mask=None,
+            meta={"family": matrix.family, "params": matrix.params, "known": matrix.known_rank},
+        )
+
+    def has_matrix(self, key: str) -> bool:
+        return (
+            self._conn.execute("SELECT 1 FROM matrices WHERE key = ?", (key,)).fetchone()
+            is not None
+        )
+
+    @staticmethod
+    def _record(row: sqlite3.Row) -> MatrixRecord:
+        d = dict(row)
+        d["causal"] = bool(d["causal"])
+        d["meta"] = json.loads(d.pop("meta"))
+        d.pop("created_at", None)
+        return MatrixRecord(**d)
+
+    def matrices(self, **where: Any) -> list[MatrixRecord]:
+        """Matrix records, optionally filtered by equality on index columns, sorted by
+        (source, checkpoint, input_id, length, layer, head)."""
+        allowed = set(MATRIX_FIELDS) | {"key", "head_id"}
+        bad = sorted(set(where) - allowed)
+        if bad:
+            raise ParameterError("where", "columns " + ", ".join(sorted(allowed)), bad)
+        clause = " AND ".join(f"{k} = ?" for k in where) or "1"
+        rows = self._conn.execute(
+            f"SELECT * FROM matrices WHERE {clause} "
+            "ORDER BY source, checkpoint, input_id, length, layer, head",
+            tuple(where.values()),
+        ).fetchall()
+        return [self._record(r) for r in rows]
+
+    def matrix(self, key: str) -> MatrixRecord:
+        row = self._conn.execute("SELECT * FROM matrices WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise ParameterError("key", "a matrix key in this store", key)
+        return self._record(row)
+
+    def arrays(self, key: str, *, verify: bool = False) -> MatrixArrays:
+        """Load the arrays of matrix ``key`` (``verify`` re-checks the file's SHA-256)."""
+        rec = self.matrix(key)
+        return load_arrays(self.path / rec.array_file, rec.array_sha256 if verify else None)
+
+    # -- profiles ----------------------------------------------------------------------
+
+    def put_profile(
+        self,
+        matrix: str,
+        temperature: float,
+        version: str,
+        *,
+        effort: str,
+        seed: int,
+        eps_grid: Sequence[float],
+        profile: dict[str, Any],
+        brackets: dict[float, tuple[int, int]],
+        engine: str,
+        elapsed_s: float,
+    ) -> int:
+        """Insert or extend the profile of (matrix, temperature, version), atomically.
+
+        The profile row and its per-eps bracket rows commit in one transaction; an existing
+        row for the same triple is replaced (its revision counter goes up).
+        """
+        blob = zlib.compress(json.dumps(profile, separators=(",", ":")).encode("utf-8"), 6)
+        grid = json.dumps(sorted(float(e) for e in eps_grid))
+        now = _now()
+        with self._conn:
+            cur = self._conn.execute(
+                "SELECT id, revision, created_at FROM profiles "
+                "WHERE matrix_key = ? AND temperature = ? AND version = ?",
+                (matrix, float(temperature), version),
+            ).fetchone()
+            if cur is None:
+                pid = self._conn.execute(
+                    "INSERT INTO profiles (matrix_key, temperature, version, effort, seed, "
+                    "eps_grid, profile, engine, elapsed_s, revision, created_at, updated_at) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        matrix,
+                        float(temperature),
+                        version,
+                        effort,
+                        int(seed),
+                        grid,
+                        blob,
+                        engine,
+                        float(elapsed_s),
+                        1,
+                        now,
+                        now,
+                    ),
+                ).lastrowid
+            else:
+                pid = cur["id"]
+                self._conn.execute(
+                    "UPDATE profiles SET effort = ?, seed = ?, eps_grid = ?, profile = ?, "
+                    "engine = ?, elapsed_s = ?, revision = ?, updated_at = ? WHERE id = ?",
+                    (
+                        effort,
+                        int(seed),
+                        grid,
+                        blob,
+                        engine,
+                        float(elapsed_s),
+                        cur["revision"] + 1,
+                        now,
+                        pid,
+                    ),
+                )
+                self._conn.execute("DELETE FROM brackets WHERE profile_id = ?", (pid,))
+            self._conn.executemany(
+                "INSERT INTO brackets VALUES (?,?,?,?)",
+                [(pid, float(e), int(lo), int(hi)) for e, (lo, hi) in sorted(brackets.items())],
+            )
+        return int(pid)
+
+    def profile(self, matrix: str, temperature: float, version: str) -> ProfileRecord | None:
+        """The stored profile of (matrix, temperature, version), or None."""
+        row = self._conn.execute(
+            "SELECT * FROM profiles WHERE matrix_key = ? AND temperature = ? AND version = ?",
+            (matrix, float(temperature), version),
+        ).fetchone()
+        return None if row is None else self._profile_record(row)
+
+    def _profile_record(self, row: sqlite3.Row) -> ProfileRecord:
+        br = {
+            float(r["eps"]): (int(r["lo"]), int(r["hi"]))
+            for r in self._conn.execute(
+                "SELECT eps, lo, hi FROM brackets WHERE profile_id = ? ORDER BY eps", (row["id"],)
+            )
+        }
+        return ProfileRecord(
+            id=int(row["id"]),
+            matrix_key=row["matrix_key"],
+            temperature=float(row["temperature"]),
+            version=row["version"],
+            effort=row["effort"],
+            seed=int(row["seed"]),
+            eps_grid=tuple(json.loads(row["eps_grid"])),
+            engine=row["engine"],
+            elapsed_s=float(row["elapsed_s"]),
+            revision=int(row["revision"]),
+            brackets=br,
+            blob=bytes(row["profile"]),
+        )
+
+    def profile_grids(self, version: str) -> dict[tuple[str, float], tuple[tuple[float, ...], str]]:
+        """``{(matrix key, temperature): (eps grid, effort)}`` of every profile of ``version``
+        (one light query: no blobs, no brackets)."""
+        rows = self._conn.execute(
+            "SELECT matrix_key, temperature, eps_grid, effort FROM profiles WHERE version = ?",
+            (version,),
+        )
+        return {(r[0], float(r[1])): (tuple(json.loads(r[2])), r[3]) for r in rows}
+
+    def profiles(self, *, version: str | None = None) -> Iterator[ProfileRecord]:
+        """Every stored profile (optionally of one version), in id order."""
+        sql = "SELECT * FROM profiles" + (" WHERE version = ?" if version else "") + " ORDER BY id"
+        for row in self._conn.execute(sql, (version,) if version else ()).fetchall():
+            yield self._profile_record(row)
+
+    def versions(self) -> list[str]:
+        """Profile versions present in the store."""
+        return [
+            r[0] for r in self._conn.execute("SELECT DISTINCT version FROM profiles ORDER BY 1")
+        ]
+
+    # -- cells -------------------------------------------------------------------------
+
+    def iter_cells(self, *, version: str | None = None) -> Iterator[dict[str, Any]]:
+        """Yield one dict per cell (matrix x temperature x eps) that has a bracket.
+
+        Keys: ``cell_key``, ``matrix_key``, the matrix fields, ``head_id``, ``temperature``,
+        ``eps``, ``lo``, ``hi``, ``version``, ``effort``.
+        """
+        sql = (
+            "SELECT m.key AS matrix_key, m.source, m.checkpoint, m.layer, m.head, m.input_id, "
+            "m.length, m.head_id, p.temperature, b.eps, b.lo, b.hi, p.version, p.effort "
+            "FROM brackets b JOIN profiles p ON b.profile_id = p.id "
+            "JOIN matrices m ON p.matrix_key = m.key"
+            + (" WHERE p.version = ?" if version else "")
+            + " ORDER BY m.source, m.checkpoint, m.input_id, m.length, m.layer, m.head, "
+            "p.temperature, b.eps, p.version"
+        )
+        for row in self._conn.execute(sql, (version,) if version else ()).fetchall():
+            d = dict(row)
+            yield {"cell_key": cell_key(d["matrix_key"], d["temperature"], d["eps"]), **d}
+
+    def cells(self, *, version: str | None = None) -> Any:
+        """The cells as a :class:`pandas.DataFrame` (columns as :meth:`iter_cells`)."""
+        import pandas as pd
+
+        columns = [
+            "cell_key",
+            "matrix_key",
+            *MATRIX_FIELDS,
+            "head_id",
+            "temperature",
+            "eps",
+            "lo",
+            "hi",
+            "version",
+            "effort",
+        ]
+        return pd.DataFrame(list(self.iter_cells(version=version)), columns=columns)
+
+
+def load_arrays(path: Path, sha256: str | None = None) -> MatrixArrays:
+    """Read one matrix's ``.npz`` (``allow_pickle=False``), optionally checking its hash."""
+    if sha256 is not None:
+        found = hashlib.sha256(path.read_bytes()).hexdigest()
+        if found != sha256:
+            raise ParameterError("STORE", f"array file {path.name} with SHA-256 {sha256}", found)
+    with np.load(path, allow_pickle=False) as z:
+        return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool))
+
+
+@contextlib.contextmanager
+def open_store(path: str | os.PathLike[str], *, create: bool = False) -> Iterator[Store]:
+    """Context manager around :class:`Store`."""
+    store = Store(path, create=create)
+    try:
+        yield store
+    finally:
+        store.close()

@@ -1,0 +1,61 @@
+"""Tiny random-config models of every supported architecture (no download)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+TINY = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+}
+
+
+def _build(kind: str):
+    torch.manual_seed(0)
+    if kind == "bert":
+        cfg = transformers.BertConfig(vocab_size=100, max_position_embeddings=64, **TINY)
+        model = transformers.BertModel(cfg)
+    elif kind == "gpt2":
+        cfg = transformers.GPT2Config(
+            vocab_size=100,
+            n_positions=64,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
+        model = transformers.GPT2Model(cfg)
+    elif kind == "qwen2":
+        cfg = transformers.Qwen2Config(
+            vocab_size=100, max_position_embeddings=64, num_key_value_heads=2, **TINY
+        )
+        model = transformers.Qwen2Model(cfg)
+    elif kind == "vit":
+        cfg = transformers.ViTConfig(image_size=32, patch_size=8, **TINY)
+        model = transformers.ViTModel(cfg, add_pooling_layer=False)
+    elif kind == "deit":
+        cfg = transformers.DeiTConfig(image_size=32, patch_size=8, **TINY)
+        model = transformers.DeiTModel(cfg, add_pooling_layer=False)
+    else:
+        raise KeyError(kind)
+    cfg._attn_implementation = "eager"
+    return model.eval()
+
+
+_CACHE: dict[str, object] = {}
+
+
+@pytest.fixture(scope="session")
+def tiny_model():
+    def get(kind: str):
+        if kind not in _CACHE:
+            _CACHE[kind] = _build(kind)
+        return _CACHE[kind]
+
+    return get
