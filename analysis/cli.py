@@ -15,6 +15,8 @@ from analysis.validation import ParameterError
 
 # Modules that provide subcommands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
+    "analysis.prereg.cli",
+    "analysis.compare.cli",
 )
 
 

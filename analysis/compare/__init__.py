@@ -1,0 +1,1 @@
+"""Nested model comparisons on held-out cells (knows nothing of attention)."""
