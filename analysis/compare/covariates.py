@@ -7,6 +7,7 @@ standard deviations, which columns survive) is learned on training rows only.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ __all__ = [
     "CALIBRATED_BLOCKS",
     "PreparedCovariates",
     "block_columns",
+    "greedy_independent",
     "model_feature_columns",
     "prepare_covariates",
 ]
@@ -76,6 +78,40 @@ class PreparedCovariates:
     matrices: dict[str, np.ndarray]
     columns: dict[str, tuple[str, ...]]
     dropped: pd.DataFrame = field(repr=False)
+
+
+def greedy_independent(
+    M: np.ndarray, *, tol: float = 1e-8, fixed: np.ndarray | None = None
+) -> list[int]:
+    """Indices of columns of ``M`` kept by a pivoted QR in the given column order.
+
+    Notes
+    -----
+    Gram-Schmidt (twice, for stability) against an intercept, the columns of ``fixed``
+    (always kept) and the columns already kept; column j is kept when its residual norm
+    exceeds ``sqrt(tol)`` times its norm.
+    """
+    n = M.shape[0]
+    basis: list[np.ndarray] = [np.full(n, 1.0 / np.sqrt(n))]
+    if fixed is not None:
+        for v in np.asarray(fixed, float).T:
+            r = v.copy()
+            for _ in range(2):
+                for q in basis:
+                    r -= q * (q @ r)
+            if np.linalg.norm(r) > np.sqrt(tol) * max(np.linalg.norm(v), 1e-300):
+                basis.append(r / np.linalg.norm(r))
+    keep: list[int] = []
+    for j in range(M.shape[1]):
+        v = np.asarray(M[:, j], float)
+        r = v.copy()
+        for _ in range(2):
+            for q in basis:
+                r -= q * (q @ r)
+        if np.linalg.norm(r) > np.sqrt(tol) * np.linalg.norm(v) and np.linalg.norm(v) > 0:
+            basis.append(r / np.linalg.norm(r))
+            keep.append(j)
+    return keep
 
 
 def _midpoints(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -154,9 +190,15 @@ def prepare_covariates(
                 raise ParameterError(c, "positive values (it is in log_columns)", float(x.min()))
             x = np.log(x)
         if c.split("__", 1)[0] in calibrate_blocks:
-            iso = IsotonicRegression(increasing="auto", out_of_bounds="clip")
-            iso.fit(x[fit_rows], mid[fit_rows])
-            x = iso.predict(x)
+            xf = x[fit_rows]
+            if xf.size and np.ptp(xf) > 0:
+                iso = IsotonicRegression(increasing="auto", out_of_bounds="clip")
+                with warnings.catch_warnings():
+                    # "auto" picks the direction from the sign of Spearman's rho and
+                    # warns when its CI spans 0; the fit is valid either way
+                    warnings.simplefilter("ignore", UserWarning)
+                    iso.fit(xf, mid[fit_rows])
+                x = iso.predict(x)
         m = float(x[train].mean())
         s = float(x[train].std())
         if s <= tol * max(1.0, abs(m)):
@@ -168,22 +210,13 @@ def prepare_covariates(
     matrices: dict[str, np.ndarray] = {}
     kept_cols: dict[str, tuple[str, ...]] = {}
     for name, cols in model_cols.items():
-        basis = [np.full(int(train.sum()), 1.0 / np.sqrt(train.sum()))]
-        kept: list[str] = []
-        for c in cols:
-            if c in constant:
-                dropped.append((name, c, "constant"))
-                continue
-            v = values[c][train]
-            r = v.copy()
-            for _ in range(2):  # re-orthogonalize once for stability
-                for q in basis:
-                    r -= q * (q @ r)
-            if np.linalg.norm(r) <= np.sqrt(tol) * np.linalg.norm(v):
-                dropped.append((name, c, "collinear"))
-                continue
-            basis.append(r / np.linalg.norm(r))
-            kept.append(c)
+        candidates = [c for c in cols if c not in constant]
+        dropped.extend((name, c, "constant") for c in cols if c in constant)
+        M = (np.column_stack([values[c][train] for c in candidates]) if candidates
+             else np.zeros((int(train.sum()), 0)))
+        keep = greedy_independent(M, tol=tol)
+        kept = [candidates[j] for j in keep]
+        dropped.extend((name, c, "collinear") for c in candidates if c not in kept)
         kept_cols[name] = tuple(kept)
         matrices[name] = (
             np.column_stack([values[c] for c in kept]) if kept else np.zeros((len(table), 0))

@@ -30,7 +30,16 @@ from analysis.compare.metrics import (
 )
 from analysis.validation import ParameterError, check_int, check_random_state
 
-__all__ = ["RESULT_COLUMNS", "ComparisonResult", "compare_nested", "check_nested"]
+__all__ = [
+    "RESULT_COLUMNS",
+    "ComparisonResult",
+    "bootstrap_counts",
+    "check_nested",
+    "cluster_bootstrap_effect",
+    "compare_nested",
+    "percentile_ci_and_p",
+    "replicate_means",
+]
 
 RESULT_COLUMNS: tuple[str, ...] = (
     "pair", "base_model", "rich_model", "metric", "base_value", "rich_value", "effect",
@@ -113,6 +122,67 @@ class ComparisonResult:
             lines.append("  dropped columns: " + "; ".join(
                 f"{m}: {c} ({r})" for m, c, r in self.dropped.itertuples(index=False)))
         return "\n".join(lines)
+
+
+def bootstrap_counts(n_clusters: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Counts ``c_bh`` of each cluster in B resamples of clusters with replacement."""
+    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
+
+
+def replicate_means(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Cell means in each replicate: ``sum_h c_bh S_h / sum_h c_bh n_h``."""
+    k = counts.shape[1]
+    s_h = np.bincount(codes, weights=values, minlength=k)
+    n_h = np.bincount(codes, minlength=k).astype(float)
+    return (counts @ s_h) / (counts @ n_h)
+
+
+def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95
+                        ) -> tuple[float, float, float]:
+    """Percentile CI and one-sided p ``(1 + #{effect_b <= 0}) / (B + 1)``."""
+    q = (1.0 - ci_level) / 2.0
+    lo, hi = np.quantile(effects, [q, 1.0 - q])
+    p = (1.0 + np.sum(effects <= 0)) / (effects.size + 1.0)
+    return float(lo), float(hi), float(p)
+
+
+def cluster_bootstrap_effect(
+    base: np.ndarray,
+    rich: np.ndarray,
+    clusters: np.ndarray,
+    *,
+    higher_is_better: bool = False,
+    n_boot: int = 2000,
+    ci_level: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+) -> tuple[float, float, float, float]:
+    """Effect of per-cell values with a cluster-bootstrap CI and one-sided p.
+
+    Parameters
+    ----------
+    base, rich : array (n,)
+        Per-cell metric values of the two (already fitted) models.
+    clusters : array (n,)
+        Cluster (head) of each cell.
+    higher_is_better : bool, keyword-only
+        Effect is ``mean(rich) - mean(base)`` when True, else ``mean(base) - mean(rich)``.
+
+    Returns
+    -------
+    effect, ci_low, ci_high, p_value : float
+        The same computation :func:`compare_nested` uses for mean metrics.
+    """
+    n_boot = check_int("n_boot", n_boot, minimum=99)
+    rng = check_random_state(random_state)
+    base = np.asarray(base, float)
+    rich = np.asarray(rich, float)
+    codes, uniq = pd.factorize(np.asarray(clusters))
+    counts = bootstrap_counts(len(uniq), n_boot, rng)
+    sign = 1.0 if higher_is_better else -1.0
+    eff = sign * (rich.mean() - base.mean())
+    eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
+    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
+    return float(eff), lo, hi, p
 
 
 def check_nested(
@@ -278,15 +348,12 @@ def compare_nested(
     # cluster bootstrap over held-out heads: one set of resamples for everything
     codes, uniq = pd.factorize(clusters[held])
     n_heads = len(uniq)
-    counts = rng.multinomial(n_heads, np.full(n_heads, 1.0 / n_heads), size=n_boot)
-    n_h = np.bincount(codes, minlength=n_heads).astype(float)
-    denom = counts @ n_h
+    counts = bootstrap_counts(n_heads, n_boot, rng)
     boot: dict[tuple[str, str], np.ndarray] = {}
     point: dict[tuple[str, str], float] = {}
     for (m, met), v in cell_vals.items():
-        s_h = np.bincount(codes, weights=v, minlength=n_heads)
         point[(m, met)] = float(v.mean())
-        boot[(m, met)] = (counts @ s_h) / denom
+        boot[(m, met)] = replicate_means(v, codes, counts)
     if "spearman_mid" in metrics:
         finite = np.isfinite(mid_h)
         for m in used:
@@ -296,7 +363,6 @@ def compare_nested(
                 [spearman(preds[m], np.where(finite, mid_h, 0.0), weights=w) for w in w_cells]
             )
 
-    q = (1.0 - ci_level) / 2.0
     rows = []
     n_cells = int(held.sum())
     for met in metrics:
@@ -304,8 +370,7 @@ def compare_nested(
         for b, r in pairs:
             eff = sign * (point[(r, met)] - point[(b, met)])
             eff_b = sign * (boot[(r, met)] - boot[(b, met)])
-            lo_ci, hi_ci = np.quantile(eff_b, [q, 1.0 - q])
-            p = (1.0 + np.sum(eff_b <= 0)) / (n_boot + 1.0)
+            lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
             rows.append({
                 "pair": f"{b}<{r}", "base_model": b, "rich_model": r, "metric": met,
                 "base_value": point[(b, met)], "rich_value": point[(r, met)],

@@ -168,6 +168,11 @@ def simulate_study(
         raise ParameterError("effect", "a share in [0, 1)", effect)
     if not 0 <= icc < 1:
         raise ParameterError("icc", "a number in [0, 1)", icc)
+    if not (isinstance(residual_sd, (int, float)) and np.isfinite(residual_sd)
+            and residual_sd > 0):
+        raise ParameterError("residual_sd", "a finite number > 0", residual_sd)
+    if not 0 <= native_head_share <= 1:
+        raise ParameterError("native_head_share", "a share in [0, 1]", native_head_share)
     wmap = widths if isinstance(widths, dict) else _widths_by_eps(widths, sizes.eps)
     H = sizes.n_heads
     grid = np.array(

@@ -16,7 +16,6 @@ import hashlib
 import json
 import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,11 @@ from typing import Any
 import numpy as np
 
 from analysis.validation import ParameterError
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10 with the tomli backport
+    import tomli as tomllib  # type: ignore[no-redef]
 
 __all__ = [
     "REQUIRED_SECTIONS",
