@@ -62,8 +62,11 @@ def main() -> int:
     ap.add_argument("--simulations", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--widths")
-    ap.add_argument("--grid", action="store_true",
-                    help="also sweep residual SD and the native head share (N/4 each)")
+    ap.add_argument(
+        "--grid",
+        action="store_true",
+        help="also sweep residual SD and the native head share (N/4 each)",
+    )
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory()
     if args.widths:
@@ -72,17 +75,23 @@ def main() -> int:
     else:
         widths = Path(tmp.name) / "standin_widths.csv"
         write_standin_widths(widths)
-        note = ("STAND-IN widths (plausible integer brackets, hi/lo ~2.3 before rounding "
-                "to integers); not the "
-                "engine's: rerun with --widths data/reference/minilm_bracket_widths.csv")
+        note = (
+            "STAND-IN widths (plausible integer brackets, hi/lo ~2.3 before rounding "
+            "to integers); not the "
+            "engine's: rerun with --widths data/reference/minilm_bracket_widths.csv"
+        )
     print(note, file=sys.stderr)
     w = pd.read_csv(widths)
     ratio = w["upper"] / w["lower"]
-    print(f"width file: {len(w)} brackets, median hi/lo {ratio.median():.2f}, "
-          f"closed {np.mean(ratio == 1):.3f}", file=sys.stderr)
+    print(
+        f"width file: {len(w)} brackets, median hi/lo {ratio.median():.2f}, "
+        f"closed {np.mean(ratio == 1):.3f}",
+        file=sys.stderr,
+    )
     t0 = time.perf_counter()
-    out = run(["--simulations", str(args.simulations), "--seed", str(args.seed),
-               "--widths", str(widths)])
+    out = run(
+        ["--simulations", str(args.simulations), "--seed", str(args.seed), "--widths", str(widths)]
+    )
     out["wall_seconds"] = round(time.perf_counter() - t0, 1)
     out["widths_note"] = note
     print(json.dumps(out))
@@ -90,12 +99,35 @@ def main() -> int:
         n = max(1, args.simulations // 4)
         for rsd in (0.75, 1.0):
             for share in (0.0, 0.25, 0.5, 0.75):
-                r = run(["--simulations", str(n), "--seed", str(args.seed), "--widths",
-                         str(widths), "--residual-sd", str(rsd), "--native-head-share",
-                         str(share)])
-                print(json.dumps({k: r[k] for k in ("false_positive_rate", "power",
-                                                     "simulations", "residual_sd",
-                                                     "native_head_share", "seconds")}))
+                r = run(
+                    [
+                        "--simulations",
+                        str(n),
+                        "--seed",
+                        str(args.seed),
+                        "--widths",
+                        str(widths),
+                        "--residual-sd",
+                        str(rsd),
+                        "--native-head-share",
+                        str(share),
+                    ]
+                )
+                print(
+                    json.dumps(
+                        {
+                            k: r[k]
+                            for k in (
+                                "false_positive_rate",
+                                "power",
+                                "simulations",
+                                "residual_sd",
+                                "native_head_share",
+                                "seconds",
+                            )
+                        }
+                    )
+                )
     return 0
 
 

@@ -66,18 +66,26 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {done}/{total} simulated studies", file=sys.stderr)
 
     res = validate_comparison(
-        widths, simulations=sims, sizes=sizes, effect=effect, icc=args.icc,
-        residual_sd=args.residual_sd, native_head_share=args.native_head_share,
-        random_state=seed, progress=progress,
+        widths,
+        simulations=sims,
+        sizes=sizes,
+        effect=effect,
+        icc=args.icc,
+        residual_sd=args.residual_sd,
+        native_head_share=args.native_head_share,
+        random_state=seed,
+        progress=progress,
     )
     out = res.to_dict()
-    out.update({
-        "residual_sd": args.residual_sd,
-        "native_head_share": args.native_head_share,
-        "widths": str(widths_path),
-        "seed": seed,
-        "seconds": round(res.seconds, 2),
-    })
+    out.update(
+        {
+            "residual_sd": args.residual_sd,
+            "native_head_share": args.native_head_share,
+            "widths": str(widths_path),
+            "seed": seed,
+            "seconds": round(res.seconds, 2),
+        }
+    )
     if args.json:
         print(json.dumps(out))
     else:
@@ -90,20 +98,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "validate-comparison",
         help="simulate the pre-specified comparison: false-positive rate and power",
     )
-    p.add_argument("--design", metavar="FILE", help="take the study sizes from this design "
-                   "(default: the shipped offline MiniLM study's sizes)")
-    p.add_argument("--effect", type=float, default=0.10, metavar="SHARE",
-                   help="share of the variance M0 leaves that native explains (default 0.10)")
-    p.add_argument("--simulations", type=int, required=True, metavar="N",
-                   help="simulated studies per scenario (null and alternative)")
+    p.add_argument(
+        "--design",
+        metavar="FILE",
+        help="take the study sizes from this design "
+        "(default: the shipped offline MiniLM study's sizes)",
+    )
+    p.add_argument(
+        "--effect",
+        type=float,
+        default=0.10,
+        metavar="SHARE",
+        help="share of the variance M0 leaves that native explains (default 0.10)",
+    )
+    p.add_argument(
+        "--simulations",
+        type=int,
+        required=True,
+        metavar="N",
+        help="simulated studies per scenario (null and alternative)",
+    )
     p.add_argument("--seed", type=int, required=True, metavar="S")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--widths", metavar="FILE",
-                   help=f"CSV of integer brackets eps,lower,upper (default {DEFAULT_WIDTHS} "
-                   "under the study root)")
+    p.add_argument(
+        "--widths",
+        metavar="FILE",
+        help=f"CSV of integer brackets eps,lower,upper (default {DEFAULT_WIDTHS} "
+        "under the study root)",
+    )
     p.add_argument("--icc", type=float, default=0.5, help="residual ICC of heads (0.5)")
-    p.add_argument("--residual-sd", type=float, default=0.75,
-                   help="SD in log2 units of what the baseline leaves (0.75)")
-    p.add_argument("--native-head-share", type=float, default=0.5,
-                   help="share of native features' variance between heads (0.5)")
+    p.add_argument(
+        "--residual-sd",
+        type=float,
+        default=0.75,
+        help="SD in log2 units of what the baseline leaves (0.75)",
+    )
+    p.add_argument(
+        "--native-head-share",
+        type=float,
+        default=0.5,
+        help="share of native features' variance between heads (0.5)",
+    )
     p.set_defaults(func=_run)

@@ -39,8 +39,7 @@ def block_columns(columns: Sequence[str], block: str) -> list[str]:
     """Covariate columns of one block, in table order (per-r diagnostics excluded)."""
     prefix = block + "__"
     return [
-        c for c in columns
-        if c.startswith(prefix) and not DIAGNOSTIC_RE.search(c[len(prefix):])
+        c for c in columns if c.startswith(prefix) and not DIAGNOSTIC_RE.search(c[len(prefix) :])
     ]
 
 
@@ -183,8 +182,11 @@ def prepare_covariates(
     for c in used:
         x = table[c].to_numpy(dtype=float)
         if not np.all(np.isfinite(x)):
-            raise ParameterError(c, "finite values in every cell (apply exclusions first)",
-                                 "missing or non-finite values")
+            raise ParameterError(
+                c,
+                "finite values in every cell (apply exclusions first)",
+                "missing or non-finite values",
+            )
         if c in log_columns:
             if np.any(x <= 0):
                 raise ParameterError(c, "positive values (it is in log_columns)", float(x.min()))
@@ -212,8 +214,11 @@ def prepare_covariates(
     for name, cols in model_cols.items():
         candidates = [c for c in cols if c not in constant]
         dropped.extend((name, c, "constant") for c in cols if c in constant)
-        M = (np.column_stack([values[c][train] for c in candidates]) if candidates
-             else np.zeros((int(train.sum()), 0)))
+        M = (
+            np.column_stack([values[c][train] for c in candidates])
+            if candidates
+            else np.zeros((int(train.sum()), 0))
+        )
         keep = greedy_independent(M, tol=tol)
         kept = [candidates[j] for j in keep]
         dropped.extend((name, c, "collinear") for c in candidates if c not in kept)

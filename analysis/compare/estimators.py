@@ -91,8 +91,11 @@ class IntervalRegression(GenericLikelihoodModel):
         self._lower = lower
         self._upper = upper
         self._point = lower == upper
-        endog = np.where(np.isfinite(lower + upper), 0.5 * (lower + upper),
-                         np.where(np.isfinite(lower), lower, upper))
+        endog = np.where(
+            np.isfinite(lower + upper),
+            0.5 * (lower + upper),
+            np.where(np.isfinite(lower), lower, upper),
+        )
         super().__init__(endog, exog, extra_params_names=["log_sigma"], **kwds)
         self.k_extra = 1
         self.df_model = self.exog.shape[1] - 1
@@ -190,7 +193,11 @@ def _with_const(X: np.ndarray) -> np.ndarray:
 
 
 def fit_interval(
-    X: np.ndarray, lower: np.ndarray, upper: np.ndarray, *, cov: bool = False,
+    X: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    cov: bool = False,
     maxiter: int = 200,
 ) -> FittedModel:
     """Interval (censored Gaussian) regression by maximum likelihood.
@@ -212,13 +219,15 @@ def fit_interval(
     """
     model = IntervalRegression(lower, upper, _with_const(X))
     start = model.start_params_ols()
-    res = model.fit(start_params=start, method="bfgs", maxiter=maxiter, disp=0,
-                    skip_hessian=not cov, gtol=1e-7)
+    res = model.fit(
+        start_params=start, method="bfgs", maxiter=maxiter, disp=0, skip_hessian=not cov, gtol=1e-7
+    )
     params = np.asarray(res.params, float)
     converged = bool(res.mle_retvals.get("converged", True))
     if not converged:  # a second try with Newton-free robust optimizer
-        res = model.fit(start_params=params, method="lbfgs", maxiter=10 * maxiter, disp=0,
-                        skip_hessian=not cov)
+        res = model.fit(
+            start_params=params, method="lbfgs", maxiter=10 * maxiter, disp=0, skip_hessian=not cov
+        )
         params = np.asarray(res.params, float)
         converged = bool(res.mle_retvals.get("converged", True))
     bse = np.asarray(res.bse, float)[:-1] if cov else None
@@ -236,8 +245,9 @@ def fit_interval(
 def _midpoints_checked(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     mid = 0.5 * (np.asarray(lower, float) + np.asarray(upper, float))
     if not np.all(np.isfinite(mid)):
-        raise ParameterError("y_lower/y_upper", "finite interval ends for midpoint estimators",
-                             "an infinite end")
+        raise ParameterError(
+            "y_lower/y_upper", "finite interval ends for midpoint estimators", "an infinite end"
+        )
     return mid
 
 
@@ -247,13 +257,24 @@ def fit_ols(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> FittedModel:
     res = sm.OLS(mid, _with_const(X)).fit()
     sigma = float(np.sqrt(res.scale))
     ll = float(np.sum(interval_loglik_obs(res.fittedvalues, sigma, lower, upper)))
-    return FittedModel("ols", np.asarray(res.params, float), sigma, ll,
-                       int(res.params.size) + 1, bse=np.asarray(res.bse, float))
+    return FittedModel(
+        "ols",
+        np.asarray(res.params, float),
+        sigma,
+        ll,
+        int(res.params.size) + 1,
+        bse=np.asarray(res.bse, float),
+    )
 
 
 def fit_ridge(
-    X: np.ndarray, lower: np.ndarray, upper: np.ndarray, *, groups: np.ndarray,
-    alphas: np.ndarray | None = None, n_splits: int = 5,
+    X: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    groups: np.ndarray,
+    alphas: np.ndarray | None = None,
+    n_splits: int = 5,
 ) -> FittedModel:
     """Ridge on midpoints, penalty chosen by cross-validation grouped by head.
 
@@ -272,20 +293,29 @@ def fit_ridge(
     if n_groups < 2:
         raise ParameterError("groups", "at least 2 heads for grouped CV", n_groups)
     grid = np.logspace(-3, 3, 13) if alphas is None else np.asarray(alphas, float)
-    search = GridSearchCV(Ridge(), {"alpha": grid}, cv=GroupKFold(min(n_splits, n_groups)),
-                          scoring="neg_mean_squared_error")
+    search = GridSearchCV(
+        Ridge(),
+        {"alpha": grid},
+        cv=GroupKFold(min(n_splits, n_groups)),
+        scoring="neg_mean_squared_error",
+    )
     search.fit(X, mid, groups=groups)
     best = search.best_estimator_
     coef = np.append(best.intercept_, best.coef_)
     fitted = best.predict(X)
     sigma = float(np.sqrt(np.mean((mid - fitted) ** 2)))
     ll = float(np.sum(interval_loglik_obs(fitted, sigma, lower, upper)))
-    return FittedModel("ridge", coef, sigma, ll, X.shape[1] + 2,
-                       alpha=float(search.best_params_["alpha"]))
+    return FittedModel(
+        "ridge", coef, sigma, ll, X.shape[1] + 2, alpha=float(search.best_params_["alpha"])
+    )
 
 
 def fit_estimator(
-    estimator: str, X: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
+    estimator: str,
+    X: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
     groups: np.ndarray | None = None,
 ) -> FittedModel:
     """Dispatch to :func:`fit_interval`, :func:`fit_ols` or :func:`fit_ridge`."""

@@ -24,8 +24,14 @@ from analysis.validation import ParameterError, check_int, check_random_state
 __all__ = ["HEAD_LEVEL_COLUMNS", "HeadLevelResult", "head_level_analysis", "residual_icc"]
 
 HEAD_LEVEL_COLUMNS: tuple[str, ...] = (
-    "model", "blocks", "head_effects", "cv_interval_sq_loss", "gain_vs_base", "n_folds",
-    "n_cells", "n_heads",
+    "model",
+    "blocks",
+    "head_effects",
+    "cv_interval_sq_loss",
+    "gain_vs_base",
+    "n_folds",
+    "n_cells",
+    "n_heads",
 )
 
 
@@ -60,8 +66,10 @@ class HeadLevelResult:
         ]
         for _, r in self.frame.iterrows():
             fe = "with head effects" if r.head_effects else "block alone      "
-            lines.append(f"  {r.model:<8} {fe} CV loss {r.cv_interval_sq_loss:.4f} "
-                         f"(gain vs {self.base_model} {r.gain_vs_base:+.4f})")
+            lines.append(
+                f"  {r.model:<8} {fe} CV loss {r.cv_interval_sq_loss:.4f} "
+                f"(gain vs {self.base_model} {r.gain_vs_base:+.4f})"
+            )
         return "\n".join(lines)
 
 
@@ -146,8 +154,11 @@ def head_level_analysis(
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
     if "held_out" in table.columns and table["held_out"].astype(bool).any():
-        raise ParameterError("table", "training rows only (exploratory analysis never reads "
-                             "held-out cells)", int(table["held_out"].astype(bool).sum()))
+        raise ParameterError(
+            "table",
+            "training rows only (exploratory analysis never reads held-out cells)",
+            int(table["held_out"].astype(bool).sum()),
+        )
     for c in ("cluster", "y_lower", "y_upper"):
         if c not in table.columns:
             raise ParameterError("table", f"a column named {c}", list(table.columns)[:12])
@@ -175,30 +186,50 @@ def head_level_analysis(
                 train = ~test
                 if not test.any() or not train.any():
                     continue
-                prep = prepare_covariates(table, {name: blocks}, train,
-                                          log_columns=log_columns,
-                                          calibrate_blocks=calibrate_blocks)
+                prep = prepare_covariates(
+                    table,
+                    {name: blocks},
+                    train,
+                    log_columns=log_columns,
+                    calibrate_blocks=calibrate_blocks,
+                )
                 X = prep.matrices[name]
                 if fe:
                     keep = greedy_independent(X[train], fixed=dummies[train])
                     X = np.column_stack([dummies, X[:, keep]])
-                fit = fit_estimator(estimator, X[train], lower[train], upper[train],
-                                    groups=clusters[train])
+                fit = fit_estimator(
+                    estimator, X[train], lower[train], upper[train], groups=clusters[train]
+                )
                 loss[test] = interval_sq_loss(fit.predict(X[test]), lower[test], upper[test])
-            rows.append({
-                "model": name, "blocks": "+".join(blocks), "head_effects": fe,
-                "cv_interval_sq_loss": float(np.nanmean(loss)), "n_folds": k,
-                "n_cells": int(np.isfinite(loss).sum()), "n_heads": len(heads),
-            })
+            rows.append(
+                {
+                    "model": name,
+                    "blocks": "+".join(blocks),
+                    "head_effects": fe,
+                    "cv_interval_sq_loss": float(np.nanmean(loss)),
+                    "n_folds": k,
+                    "n_cells": int(np.isfinite(loss).sum()),
+                    "n_heads": len(heads),
+                }
+            )
     frame = pd.DataFrame(rows)
     base = frame[frame.model == base_model].set_index("head_effects")["cv_interval_sq_loss"]
     frame["gain_vs_base"] = frame["head_effects"].map(base) - frame["cv_interval_sq_loss"]
 
     all_rows = np.ones(len(table), dtype=bool)
-    prep = prepare_covariates(table, {base_model: models[base_model]}, all_rows,
-                              log_columns=log_columns, calibrate_blocks=calibrate_blocks)
+    prep = prepare_covariates(
+        table,
+        {base_model: models[base_model]},
+        all_rows,
+        log_columns=log_columns,
+        calibrate_blocks=calibrate_blocks,
+    )
     fit = fit_estimator(estimator, prep.matrices[base_model], lower, upper, groups=clusters)
     mid = 0.5 * (lower + upper)
     icc = residual_icc(mid - fit.predict(prep.matrices[base_model]), clusters)
-    return HeadLevelResult(frame=frame.loc[:, list(HEAD_LEVEL_COLUMNS)], residual_icc=icc,
-                           base_model=base_model, folds=how)
+    return HeadLevelResult(
+        frame=frame.loc[:, list(HEAD_LEVEL_COLUMNS)],
+        residual_icc=icc,
+        base_model=base_model,
+        folds=how,
+    )

@@ -42,8 +42,20 @@ __all__ = [
 ]
 
 RESULT_COLUMNS: tuple[str, ...] = (
-    "pair", "base_model", "rich_model", "metric", "base_value", "rich_value", "effect",
-    "ci_low", "ci_high", "p_value", "p_holm", "adds_information", "n_cells", "n_heads",
+    "pair",
+    "base_model",
+    "rich_model",
+    "metric",
+    "base_value",
+    "rich_value",
+    "effect",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "adds_information",
+    "n_cells",
+    "n_heads",
     "lock_sha256",
 )
 REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
@@ -119,8 +131,10 @@ class ComparisonResult:
         n = f.iloc[0]
         lines.append(f"  held-out cells {n.n_cells}, heads {n.n_heads}")
         if not self.dropped.empty:
-            lines.append("  dropped columns: " + "; ".join(
-                f"{m}: {c} ({r})" for m, c, r in self.dropped.itertuples(index=False)))
+            lines.append(
+                "  dropped columns: "
+                + "; ".join(f"{m}: {c} ({r})" for m, c, r in self.dropped.itertuples(index=False))
+            )
         return "\n".join(lines)
 
 
@@ -137,8 +151,7 @@ def replicate_means(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -
     return (counts @ s_h) / (counts @ n_h)
 
 
-def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95
-                        ) -> tuple[float, float, float]:
+def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95) -> tuple[float, float, float]:
     """Percentile CI and one-sided p ``(1 + #{effect_b <= 0}) / (B + 1)``."""
     q = (1.0 - ci_level) / 2.0
     lo, hi = np.quantile(effects, [q, 1.0 - q])
@@ -186,8 +199,12 @@ def cluster_bootstrap_effect(
 
 
 def check_nested(
-    columns: Sequence[str], models: Mapping[str, Sequence[str]], base: str, rich: str,
-    *, name: str = "pairs",
+    columns: Sequence[str],
+    models: Mapping[str, Sequence[str]],
+    base: str,
+    rich: str,
+    *,
+    name: str = "pairs",
 ) -> None:
     """Raise unless every covariate column of ``base`` is a column of ``rich``."""
     for m in (base, rich):
@@ -314,19 +331,28 @@ def compare_nested(
     clusters = table["cluster"].astype(str).to_numpy()
     overlap = set(clusters[held]) & set(clusters[~held])
     if overlap:
-        raise ParameterError("held_out", "whole clusters held out",
-                             f"{len(overlap)} cluster(s) on both sides, e.g. {min(overlap)}")
+        raise ParameterError(
+            "held_out",
+            "whole clusters held out",
+            f"{len(overlap)} cluster(s) on both sides, e.g. {min(overlap)}",
+        )
     lower = table["y_lower"].to_numpy(float)
     upper = table["y_upper"].to_numpy(float)
     if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower > upper):
-        raise ParameterError("y_lower/y_upper", "intervals with y_lower <= y_upper", "NaN or "
-                             "reversed intervals")
+        raise ParameterError(
+            "y_lower/y_upper", "intervals with y_lower <= y_upper", "NaN or reversed intervals"
+        )
 
     pairs = family + extra_pairs
     used = list(dict.fromkeys(m for p in pairs for m in p))
     train = ~held
-    prep = prepare_covariates(table, {m: models[m] for m in used}, train,
-                              log_columns=log_columns, calibrate_blocks=calibrate_blocks)
+    prep = prepare_covariates(
+        table,
+        {m: models[m] for m in used},
+        train,
+        log_columns=log_columns,
+        calibrate_blocks=calibrate_blocks,
+    )
 
     lo_h, up_h = lower[held], upper[held]
     mid_h = 0.5 * (lo_h + up_h)
@@ -335,8 +361,7 @@ def compare_nested(
     preds: dict[str, np.ndarray] = {}
     for m in used:
         X = prep.matrices[m]
-        fit = fit_estimator(estimator, X[train], lower[train], upper[train],
-                            groups=clusters[train])
+        fit = fit_estimator(estimator, X[train], lower[train], upper[train], groups=clusters[train])
         fits[m] = fit
         yh = fit.predict(X[held])
         preds[m] = yh
@@ -371,19 +396,32 @@ def compare_nested(
             eff = sign * (point[(r, met)] - point[(b, met)])
             eff_b = sign * (boot[(r, met)] - boot[(b, met)])
             lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
-            rows.append({
-                "pair": f"{b}<{r}", "base_model": b, "rich_model": r, "metric": met,
-                "base_value": point[(b, met)], "rich_value": point[(r, met)],
-                "effect": eff, "ci_low": float(lo_ci), "ci_high": float(hi_ci),
-                "p_value": float(p), "p_holm": np.nan, "adds_information": False,
-                "n_cells": n_cells, "n_heads": n_heads, "lock_sha256": lock_sha256,
-                "_in_family": (b, r) in family,
-            })
+            rows.append(
+                {
+                    "pair": f"{b}<{r}",
+                    "base_model": b,
+                    "rich_model": r,
+                    "metric": met,
+                    "base_value": point[(b, met)],
+                    "rich_value": point[(r, met)],
+                    "effect": eff,
+                    "ci_low": float(lo_ci),
+                    "ci_high": float(hi_ci),
+                    "p_value": float(p),
+                    "p_holm": np.nan,
+                    "adds_information": False,
+                    "n_cells": n_cells,
+                    "n_heads": n_heads,
+                    "lock_sha256": lock_sha256,
+                    "_in_family": (b, r) in family,
+                }
+            )
     frame = pd.DataFrame(rows)
     for met in metrics:
         sel = (frame.metric == met) & frame["_in_family"]
-        frame.loc[sel, "p_holm"] = multipletests(frame.loc[sel, "p_value"], alpha=alpha,
-                                                 method="holm")[1]
+        frame.loc[sel, "p_holm"] = multipletests(
+            frame.loc[sel, "p_value"], alpha=alpha, method="holm"
+        )[1]
     p_dec = np.where(frame["_in_family"], frame["p_holm"], frame["p_value"])
     frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0)
     frame = frame.drop(columns="_in_family")
@@ -392,10 +430,16 @@ def compare_nested(
     for b, r in pairs:
         stat = 2.0 * (fits[r].loglik - fits[b].loglik)
         df = fits[r].n_params - fits[b].n_params
-        lr_rows.append({
-            "pair": f"{b}<{r}", "base_model": b, "rich_model": r, "statistic": stat,
-            "df": df, "p_value": float(chi2.sf(stat, df)) if df > 0 else np.nan,
-        })
+        lr_rows.append(
+            {
+                "pair": f"{b}<{r}",
+                "base_model": b,
+                "rich_model": r,
+                "statistic": stat,
+                "df": df,
+                "p_value": float(chi2.sf(stat, df)) if df > 0 else np.nan,
+            }
+        )
     return ComparisonResult(
         frame=frame.loc[:, list(RESULT_COLUMNS)],
         lr_tests=pd.DataFrame(lr_rows),

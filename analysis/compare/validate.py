@@ -38,8 +38,7 @@ MODELS = {
     "M3": ("baseline", "native", "intrinsic"),
 }
 FAMILY = (("M0", "M1"), ("M0", "M2"), ("M0", "M3"))
-LOG_COLUMNS = ("baseline__n", "baseline__temperature", "baseline__eps",
-               "baseline__stable_rank")
+LOG_COLUMNS = ("baseline__n", "baseline__temperature", "baseline__eps", "baseline__stable_rank")
 
 
 @dataclass(frozen=True)
@@ -69,8 +68,7 @@ class StudySizes:
 
     @property
     def cells_per_head(self) -> int:
-        return (self.inputs_per_length * len(self.lengths) * len(self.temperatures)
-                * len(self.eps))
+        return self.inputs_per_length * len(self.lengths) * len(self.temperatures) * len(self.eps)
 
 
 def load_widths(path: str | Path) -> pd.DataFrame:
@@ -98,8 +96,10 @@ def load_widths(path: str | Path) -> pd.DataFrame:
     up = df["upper"].to_numpy(float)
     if (
         len(df) == 0
-        or np.any(lo != np.round(lo)) or np.any(up != np.round(up))
-        or np.any(lo < 1) or np.any(up < lo)
+        or np.any(lo != np.round(lo))
+        or np.any(up != np.round(up))
+        or np.any(lo < 1)
+        or np.any(up < lo)
     ):
         raise ParameterError("widths", "integer brackets with 1 <= lower <= upper", str(path))
     out = df.loc[:, ["eps", "lower", "upper"]].copy()
@@ -112,8 +112,9 @@ def _widths_by_eps(widths: pd.DataFrame, eps: tuple[float, ...]) -> dict[float, 
     for e in eps:
         sel = np.isclose(widths["eps"].to_numpy(float), e)
         if not sel.any():
-            raise ParameterError("eps", f"values present in the widths file "
-                                 f"({sorted(set(widths['eps']))})", e)
+            raise ParameterError(
+                "eps", f"values present in the widths file ({sorted(set(widths['eps']))})", e
+            )
         out[e] = widths.loc[sel, "width"].to_numpy(float)
     return out
 
@@ -168,16 +169,21 @@ def simulate_study(
         raise ParameterError("effect", "a share in [0, 1)", effect)
     if not 0 <= icc < 1:
         raise ParameterError("icc", "a number in [0, 1)", icc)
-    if not (isinstance(residual_sd, (int, float)) and np.isfinite(residual_sd)
-            and residual_sd > 0):
+    if not (isinstance(residual_sd, (int, float)) and np.isfinite(residual_sd) and residual_sd > 0):
         raise ParameterError("residual_sd", "a finite number > 0", residual_sd)
     if not 0 <= native_head_share <= 1:
         raise ParameterError("native_head_share", "a share in [0, 1]", native_head_share)
     wmap = widths if isinstance(widths, dict) else _widths_by_eps(widths, sizes.eps)
     H = sizes.n_heads
     grid = np.array(
-        [(i, L, t, e) for i in range(sizes.inputs_per_length) for L in sizes.lengths
-         for t in sizes.temperatures for e in sizes.eps], dtype=float,
+        [
+            (i, L, t, e)
+            for i in range(sizes.inputs_per_length)
+            for L in sizes.lengths
+            for t in sizes.temperatures
+            for e in sizes.eps
+        ],
+        dtype=float,
     )
     K = len(grid)
     n = H * K
@@ -217,20 +223,22 @@ def simulate_study(
 
     held_heads = rng.choice(H, size=sizes.n_held_out, replace=False)
     held = np.isin(head, held_heads)
-    df = pd.DataFrame({
-        "cell_key": [f"sim:{h}:{k}" for h in range(H) for k in range(K)],
-        "cluster": [f"sim:{h}" for h in head],
-        "held_out": held,
-        "input_id": inp.astype(int),
-        "length": L.astype(int),
-        "y_lower": lower,
-        "y_upper": upper,
-        "baseline__n": L,
-        "baseline__temperature": t,
-        "baseline__eps": e,
-        "baseline__entropy": entropy,
-        "baseline__stable_rank": stable_rank,
-    })
+    df = pd.DataFrame(
+        {
+            "cell_key": [f"sim:{h}:{k}" for h in range(H) for k in range(K)],
+            "cluster": [f"sim:{h}" for h in head],
+            "held_out": held,
+            "input_id": inp.astype(int),
+            "length": L.astype(int),
+            "y_lower": lower,
+            "y_upper": upper,
+            "baseline__n": L,
+            "baseline__temperature": t,
+            "baseline__eps": e,
+            "baseline__entropy": entropy,
+            "baseline__stable_rank": stable_rank,
+        }
+    )
     for k in range(3):
         df[f"native__x{k}"] = native[:, k]
     for k in range(2):
@@ -333,8 +341,11 @@ def validate_comparison(
         raise ParameterError("effect", "a share in (0, 1)", effect)
     rng = check_random_state(random_state)
     wmap = _widths_by_eps(widths, sizes.eps)
-    seeds = rng.bit_generator.seed_seq.spawn(2 * simulations) if hasattr(
-        rng.bit_generator, "seed_seq") else None
+    seeds = (
+        rng.bit_generator.seed_seq.spawn(2 * simulations)
+        if hasattr(rng.bit_generator, "seed_seq")
+        else None
+    )
     t0 = time.perf_counter()
     rows = []
     total = 2 * simulations
@@ -342,20 +353,39 @@ def validate_comparison(
         scen = "null" if k % 2 == 0 else "alternative"
         sub = np.random.default_rng(seeds[k] if seeds is not None else rng.integers(2**63))
         share = 0.0 if scen == "null" else effect
-        table = simulate_study(sizes, wmap, effect=share, icc=icc, residual_sd=residual_sd,
-                               native_head_share=native_head_share, random_state=sub)
+        table = simulate_study(
+            sizes,
+            wmap,
+            effect=share,
+            icc=icc,
+            residual_sd=residual_sd,
+            native_head_share=native_head_share,
+            random_state=sub,
+        )
         res = compare_nested(
-            table, MODELS, family=FAMILY, log_columns=LOG_COLUMNS,
-            metrics=("interval_sq_loss",), n_boot=sizes.n_boot, alpha=sizes.alpha,
+            table,
+            MODELS,
+            family=FAMILY,
+            log_columns=LOG_COLUMNS,
+            metrics=("interval_sq_loss",),
+            n_boot=sizes.n_boot,
+            alpha=sizes.alpha,
             random_state=sub,
         )
         f = res.frame
         r = f[(f.pair == "M0<M1")].iloc[0]
-        rows.append({
-            "scenario": scen, "simulation": k // 2, "effect": r.effect,
-            "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
-            "p_holm": r.p_holm, "adds_information": bool(r.adds_information),
-        })
+        rows.append(
+            {
+                "scenario": scen,
+                "simulation": k // 2,
+                "effect": r.effect,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "p_value": r.p_value,
+                "p_holm": r.p_holm,
+                "adds_information": bool(r.adds_information),
+            }
+        )
         if progress is not None:
             progress(k + 1, total)
     runs = pd.DataFrame(rows)

@@ -21,8 +21,9 @@ def _features(path: str | None) -> dict | None:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ParameterError("--features", "a JSON object block -> [feature names]",
-                             str(exc)) from None
+        raise ParameterError(
+            "--features", "a JSON object block -> [feature names]", str(exc)
+        ) from None
     if not isinstance(data, dict) or not all(
         isinstance(v, list) and all(isinstance(x, str) for x in v) for v in data.values()
     ):
@@ -37,8 +38,9 @@ def _draw(args: argparse.Namespace) -> int:
     heads = draw_held_out(design.data)
     write_held_out(args.file, heads)
     load_design(args.file)  # re-validate what was written
-    print(f"held_out.heads: {len(heads)} of {len(design.population())} heads written to "
-          f"{args.file}")
+    print(
+        f"held_out.heads: {len(heads)} of {len(design.population())} heads written to {args.file}"
+    )
     return 0
 
 
@@ -84,8 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ):
         s = sub.add_parser(name, help=text)
         s.add_argument("file")
-        s.add_argument("--features", metavar="JSON",
-                       help="JSON object mapping block -> feature names")
+        s.add_argument(
+            "--features", metavar="JSON", help="JSON object mapping block -> feature names"
+        )
         if name == "amend":
             s.add_argument("--reason", required=True, help="why the design changed")
         s.set_defaults(func=func)

@@ -233,8 +233,9 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
         if len(set(blocks)) != len(blocks):
             raise ParameterError(f"models.{name}", "distinct block names", blocks)
     desc = _need_table(data, "descriptors")
-    plugins = _str_list("descriptors.plugins", _need(desc, "plugins", "descriptors."),
-                        nonempty=False)
+    plugins = _str_list(
+        "descriptors.plugins", _need(desc, "plugins", "descriptors."), nonempty=False
+    )
     builtin = {"baseline", "baseline_plus", "native", "intrinsic"}
     for name, blocks in models.items():
         for b in blocks:
@@ -269,8 +270,9 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     if "checkpoints_preexist" in sampling and not isinstance(
         sampling["checkpoints_preexist"], bool
     ):
-        raise ParameterError("sampling.checkpoints_preexist", "true or false",
-                             sampling["checkpoints_preexist"])
+        raise ParameterError(
+            "sampling.checkpoints_preexist", "true or false", sampling["checkpoints_preexist"]
+        )
     _num_list("sampling.temperatures", _need(sampling, "temperatures", "sampling."))
     eps = _num_list("sampling.eps", _need(sampling, "eps", "sampling."))
     if any(e >= 1 for e in eps):
@@ -294,7 +296,8 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
             _need(src, "family", p)
             if src.get("exploratory") is not True:
                 raise ParameterError(
-                    p + "exploratory", "true (synthetic families are exploratory)",
+                    p + "exploratory",
+                    "true (synthetic families are exploratory)",
                     src.get("exploratory"),
                 )
         else:
@@ -302,14 +305,14 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
         if kind == "checkpoint":
             lengths = src.get("lengths", sampling.get("lengths"))
             if not isinstance(lengths, list) or not lengths:
-                raise ParameterError(p + "lengths", "a list of lengths (here or in [sampling])",
-                                     lengths)
+                raise ParameterError(
+                    p + "lengths", "a list of lengths (here or in [sampling])", lengths
+                )
             for v in lengths:
                 if isinstance(v, bool) or not isinstance(v, int) or v < 2:
                     raise ParameterError(p + "lengths", "integers >= 2", lengths)
     if n_real == 0:
-        raise ParameterError("sampling.sources", "at least one kind = \"checkpoint\" source",
-                             sources)
+        raise ParameterError("sampling.sources", 'at least one kind = "checkpoint" source', sources)
     inputs = _need_table(sampling, "inputs", "sampling.")
     per = _need(inputs, "per_length", "sampling.inputs.")
     if isinstance(per, bool) or not isinstance(per, int) or per < 1:
@@ -329,20 +332,21 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     heads = ho.get("heads")
     if heads is None or heads == []:
         if require_held_out:
-            raise ParameterError("held_out.heads",
-                                 "the drawn list (run `attnrank prereg draw`)", heads)
+            raise ParameterError(
+                "held_out.heads", "the drawn list (run `attnrank prereg draw`)", heads
+            )
     else:
         _str_list("held_out.heads", heads)
         if list(heads) != sorted(heads, key=_head_sort_key):
-            raise ParameterError("held_out.heads", "ids sorted by (checkpoint, layer, head)",
-                                 heads)
+            raise ParameterError("held_out.heads", "ids sorted by (checkpoint, layer, head)", heads)
         if len(set(heads)) != len(heads):
             raise ParameterError("held_out.heads", "distinct head ids", heads)
         pop = set(population(data))
         unknown = [h for h in heads if h not in pop]
         if unknown:
-            raise ParameterError("held_out.heads", "ids of the design's real-checkpoint heads",
-                                 unknown)
+            raise ParameterError(
+                "held_out.heads", "ids of the design's real-checkpoint heads", unknown
+            )
 
     # outcome
     outcome = _need_table(data, "outcome")
@@ -391,11 +395,7 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
 
 
 def _check_pair(name: str, pair: Any, models: Mapping[str, Any]) -> None:
-    if (
-        not isinstance(pair, list)
-        or len(pair) != 2
-        or not all(isinstance(p, str) for p in pair)
-    ):
+    if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(p, str) for p in pair):
         raise ParameterError(name, "a pair [base_model, rich_model]", pair)
     for m in pair:
         if m not in models:
@@ -404,7 +404,8 @@ def _check_pair(name: str, pair: Any, models: Mapping[str, Any]) -> None:
     missing = sorted(base - rich)
     if missing:
         raise ParameterError(
-            name, f"a nested pair ({pair[1]} lacks block(s) {', '.join(missing)} of {pair[0]})",
+            name,
+            f"a nested pair ({pair[1]} lacks block(s) {', '.join(missing)} of {pair[0]})",
             pair,
         )
     if base == rich:

@@ -124,7 +124,10 @@ def _git_commit(where: Path) -> str | None:
     try:
         out = subprocess.run(
             ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -241,8 +244,7 @@ def lock_design(
     return record
 
 
-def _diff(record: dict, design: Design, features: Mapping[str, Sequence[str]] | None
-          ) -> list[str]:
+def _diff(record: dict, design: Design, features: Mapping[str, Sequence[str]] | None) -> list[str]:
     """Human-readable differences between a lock record and the current design."""
     changes: list[str] = []
     old = list(record["held_out"]["heads"])
@@ -252,11 +254,15 @@ def _diff(record: dict, design: Design, features: Mapping[str, Sequence[str]] | 
         removed = sorted(set(old) - set(new))
         parts = []
         if added:
-            parts.append(f"{len(added)} head{'s' * (len(added) != 1)} added "
-                         f"({', '.join(added[:5])}{', ...' if len(added) > 5 else ''})")
+            parts.append(
+                f"{len(added)} head{'s' * (len(added) != 1)} added "
+                f"({', '.join(added[:5])}{', ...' if len(added) > 5 else ''})"
+            )
         if removed:
-            parts.append(f"{len(removed)} head{'s' * (len(removed) != 1)} removed "
-                         f"({', '.join(removed[:5])}{', ...' if len(removed) > 5 else ''})")
+            parts.append(
+                f"{len(removed)} head{'s' * (len(removed) != 1)} removed "
+                f"({', '.join(removed[:5])}{', ...' if len(removed) > 5 else ''})"
+            )
         if not parts:
             parts.append("order changed")
         changes.append("held-out list changed: " + "; ".join(parts))
@@ -286,7 +292,8 @@ def _diff(record: dict, design: Design, features: Mapping[str, Sequence[str]] | 
     old_sections = record.get("sections", {})
     new_sections = _section_hashes(design.data)
     other = sorted(
-        k for k in set(old_sections) | set(new_sections)
+        k
+        for k in set(old_sections) | set(new_sections)
         if k != "models" and old_sections.get(k) != new_sections.get(k)
     )
     if other:
@@ -348,11 +355,16 @@ def amend_design(
     record = _read_lock(design_path)
     design = load_design(design_path)
     changes = _diff(record, design, features)
-    old_features = {
-        b: [c.split("__", 1)[1] for c in m["features"] if c.startswith(b + "__")]
-        for m in record["models"].values() if m["features"] is not None
-        for b in m["blocks"]
-    } if record.get("features_known") else None
+    old_features = (
+        {
+            b: [c.split("__", 1)[1] for c in m["features"] if c.startswith(b + "__")]
+            for m in record["models"].values()
+            if m["features"] is not None
+            for b in m["blocks"]
+        }
+        if record.get("features_known")
+        else None
+    )
     use_features = features if features is not None else old_features
     if features is not None and not record.get("features_known"):
         changes.append("feature columns now locked")
@@ -372,9 +384,13 @@ def amend_design(
     amendments = list(record.get("amendments", [])) + [entry]
     new_record = _build_record(design, use_features, amendments)
     log = deviations_path(design_path)
-    header = "" if log.exists() else (
-        f"# Deviations from the preregistered design `{design_path.name}`\n\n"
-        "Each entry was appended by `attnrank prereg amend` before re-locking.\n"
+    header = (
+        ""
+        if log.exists()
+        else (
+            f"# Deviations from the preregistered design `{design_path.name}`\n\n"
+            "Each entry was appended by `attnrank prereg amend` before re-locking.\n"
+        )
     )
     text = (
         f"\n## Amendment {len(amendments)} ({entry['time']})\n\n"
