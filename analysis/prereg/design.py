@@ -390,6 +390,21 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     for i, pair in enumerate(inf.get("sensitivity_pairs", [])):
         _check_pair(f"inference.sensitivity_pairs[{i}]", pair, models)
 
+    family = {tuple(p) for p in fam}
+    sens = {tuple(p) for p in inf.get("sensitivity_pairs", [])}
+    for i, h in enumerate(hyps):
+        pair = tuple(h["pair"])
+        if h["kind"] == "sensitivity" and pair not in sens:
+            raise ParameterError(
+                f"hypotheses[{i}].pair", "a pair listed in inference.sensitivity_pairs", list(pair)
+            )
+        if h["kind"] != "sensitivity" and pair not in family:
+            raise ParameterError(
+                f"hypotheses[{i}].pair",
+                "a pair listed in inference.family (the Holm family)",
+                list(pair),
+            )
+
     _need_table(data, "exclusions")
     _need_table(data, "exploratory")
 

@@ -81,6 +81,13 @@ def test_heads_written_on_one_line_as_first_key(design_file):
         (lambda d: d["metrics"].__setitem__("primary", "r2"), "metrics.primary"),
         (lambda d: d["sampling"].__setitem__("eps", [0.1, 1.5]), "sampling.eps"),
         (lambda d: d.__setitem__("effort", "max"), "effort"),
+        (
+            lambda d: (
+                d["hypotheses"][0].__setitem__("pair", ["M0", "M2"])
+                or d["inference"].__setitem__("family", [["M0", "M1"]])
+            ),
+            "hypotheses[0].pair",
+        ),
     ],
 )
 def test_schema_errors_name_the_key(design_text, edit, name):
