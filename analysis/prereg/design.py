@@ -122,6 +122,31 @@ class Design:
     def population(self) -> list[str]:
         return population(self.data)
 
+    def comparison_kwargs(self) -> dict:
+        """Keyword arguments of ``analysis.compare.compare_nested`` that the design fixes.
+
+        Returns
+        -------
+        dict
+            ``family``, ``extra_pairs``, ``estimator``, ``metrics``, ``primary_metric``,
+            ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed).
+            The caller adds the table, ``self.models``, ``log_columns`` and the lock hash.
+        """
+        inf = self.data["inference"]
+        met = self.data["metrics"]
+        metrics = [met["primary"]] + [m for m in met.get("secondary", []) if m != met["primary"]]
+        return {
+            "family": list(self.family),
+            "extra_pairs": list(self.sensitivity_pairs),
+            "estimator": inf.get("estimator", "interval"),
+            "metrics": tuple(metrics),
+            "primary_metric": met["primary"],
+            "n_boot": int(inf["bootstrap_replicates"]),
+            "alpha": float(inf["alpha"]),
+            "ci_level": float(inf.get("ci_level", 0.95)),
+            "random_state": int(inf["seed"]),
+        }
+
 
 def load_design(path: str | Path, *, require_held_out: bool = True) -> Design:
     """Read and validate a design file.
@@ -497,6 +522,11 @@ def write_held_out(path: str | Path, heads: Sequence[str]) -> None:
     )
     text = "heads = " + json.dumps(list(heads), ensure_ascii=False) + "\n"
     existing = [i for i in range(start + 1, end) if _HEADS_LINE.match(lines[i])]
+    for i in existing:
+        if not lines[i].split("#", 1)[0].rstrip().endswith("]"):
+            raise ParameterError(
+                "held_out.heads", "a one-line list (as `prereg draw` writes it)", lines[i].strip()
+            )
     for i in reversed(existing):
         del lines[i]
     lines.insert(start + 1, text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,6 +20,8 @@ from analysis.compare import (
     spearman,
 )
 from analysis.validation import ParameterError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_prepare_covariates(table):
@@ -256,3 +260,36 @@ def test_residual_icc_known_values():
     assert abs(residual_icc(r, g) - 0.5) < 0.2
     assert abs(residual_icc(rng.normal(size=500), g)) < 0.1
     assert pd.isna(residual_icc(np.ones(3), np.array([0, 0, 0])))
+
+
+def test_locked_design_drives_a_confirmatory_run(tmp_path, rng):
+    # what the study runner does: seal with the lock, release once, compare with the
+    # design's pre-specified settings, stamp the lock hash
+    from analysis.prereg import SealedCells, draw_held_out, load_design, lock_design
+    from analysis.prereg.design import write_held_out
+
+    toml = (ROOT / "preregistration" / "offline-minilm.toml").read_text()
+    path = tmp_path / "preregistration" / "study.toml"
+    path.parent.mkdir()
+    path.write_text(toml.replace("bootstrap_replicates = 2000", "bootstrap_replicates = 199"))
+    write_held_out(path, draw_held_out(load_design(path).data))
+    lock = lock_design(path)
+    design = load_design(path)
+    heads = design.population()
+    t = make_table(rng, n_heads=len(heads), cells=6, native_effect=0.5)
+    t["cluster"] = [heads[int(c[1:])] for c in t["cluster"]]
+    t["baseline_plus__svd_rank"] = rng.normal(size=len(t))
+    sealed = SealedCells(t.drop(columns="held_out"), path)
+    data = sealed.release_confirmatory()
+    res = compare_nested(
+        data.table,
+        design.models,
+        **design.comparison_kwargs(),
+        log_columns=["baseline__scale"],
+        lock_sha256=data.lock_sha256,
+    )
+    f = res.to_frame()
+    assert (f["lock_sha256"] == lock["design_sha256"]).all()
+    assert set(f["pair"]) == {"M0<M1", "M0<M2", "M0<M3", "M0plus<M1plus"}
+    assert (f["n_heads"] == 18).all()
+    assert f.loc[f.pair == "M0plus<M1plus", "p_holm"].isna().all()
