@@ -300,6 +300,8 @@ def _diff(record: dict, design: Design, features: Mapping[str, Sequence[str]] | 
         changes.append("sections changed: " + ", ".join(other))
     if not changes and record["design_sha256"] != design.sha256:
         changes.append("design hash changed")
+    if record["held_out"]["sha256"] != heads_sha256(record["held_out"]["heads"]):
+        changes.append("lock file damaged: its held-out hash does not match its list")
     return changes
 
 
@@ -322,10 +324,7 @@ def check_design(
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    changes = _diff(record, design, features)
-    if record["held_out"]["sha256"] != heads_sha256(record["held_out"]["heads"]):
-        changes.append("lock file damaged: held-out hash does not match its list")
-    return changes
+    return _diff(record, design, features)
 
 
 def amend_design(

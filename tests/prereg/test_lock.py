@@ -206,3 +206,15 @@ def test_cli_draw_and_lock(tmp_path, design_text):
     assert main(["prereg", "lock", str(path)]) == 0
     assert main(["prereg", "draw", str(path)]) == 2  # locked: use amend
     assert main(["prereg", "check", str(path)]) == 0
+
+
+def test_damaged_lock_is_caught(design_file):
+    lock_design(design_file)
+    lp = lock_path(design_file)
+    rec = json.loads(lp.read_text())
+    rec["held_out"]["heads"] = rec["held_out"]["heads"][:-1]
+    lp.write_text(json.dumps(rec))
+    msgs = check_design(design_file)
+    assert any("lock file damaged" in m for m in msgs)
+    with pytest.raises(PreregistrationError, match="damaged"):
+        require_locked(design_file)
