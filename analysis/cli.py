@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analysis.brackets.cli",
     "analysis.sources.commands",
     "analysis.store.commands",
+    "analysis.prereg.cli",
+    "analysis.compare.cli",
 )
 
 

@@ -1,0 +1,59 @@
+"""Nested model comparisons on held-out cells (knows nothing of attention).
+
+Input is a tidy table (``cell_key``, ``cluster``, ``held_out``, ``y_lower``, ``y_upper``,
+``BLOCK__feature`` columns); output is frozen result objects with ``to_frame()`` and
+``summary()``.
+"""
+
+from analysis.compare.covariates import PreparedCovariates, prepare_covariates
+from analysis.compare.estimators import (
+    FittedModel,
+    IntervalRegression,
+    fit_estimator,
+    fit_interval,
+    fit_ols,
+    fit_ridge,
+)
+from analysis.compare.headlevel import HeadLevelResult, head_level_analysis, residual_icc
+from analysis.compare.metrics import interval_loglik, interval_sq_loss, spearman
+from analysis.compare.nested import (
+    RESULT_COLUMNS,
+    ComparisonResult,
+    check_nested,
+    cluster_bootstrap_effect,
+    compare_nested,
+)
+from analysis.compare.validate import (
+    StudySizes,
+    ValidationResult,
+    load_widths,
+    simulate_study,
+    validate_comparison,
+)
+
+__all__ = [
+    "RESULT_COLUMNS",
+    "ComparisonResult",
+    "FittedModel",
+    "HeadLevelResult",
+    "IntervalRegression",
+    "PreparedCovariates",
+    "StudySizes",
+    "ValidationResult",
+    "check_nested",
+    "cluster_bootstrap_effect",
+    "compare_nested",
+    "fit_estimator",
+    "fit_interval",
+    "fit_ols",
+    "fit_ridge",
+    "head_level_analysis",
+    "interval_loglik",
+    "interval_sq_loss",
+    "load_widths",
+    "prepare_covariates",
+    "residual_icc",
+    "simulate_study",
+    "spearman",
+    "validate_comparison",
+]

@@ -1,0 +1,142 @@
+"""``attnrank validate-comparison``: false-positive rate and power of the decision rule."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from analysis.compare.validate import (
+    DEFAULT_WIDTHS,
+    StudySizes,
+    load_widths,
+    validate_comparison,
+)
+from analysis.validation import ParameterError, check_int, check_positive_finite
+
+
+def sizes_from_design(path: str | Path) -> StudySizes:
+    """The simulation sizes of a design file (heads, held-out, grid, B, alpha)."""
+    from analysis.prereg.design import load_design  # cli may join stages
+
+    design = load_design(path, require_held_out=False)
+    data = design.data
+    pop = design.population()
+    frac = float(data["held_out"]["fraction"])
+    held = data["held_out"].get("heads") or []
+    n_held = len(held) if held else round(frac * len(pop))
+    s = data["sampling"]
+    lengths = None
+    for src in s["sources"]:
+        if src.get("kind") == "checkpoint":
+            lengths = src.get("lengths", s.get("lengths"))
+            break
+    inf = data["inference"]
+    return StudySizes(
+        name=str(path),
+        n_heads=len(pop),
+        n_held_out=n_held,
+        lengths=tuple(lengths),
+        temperatures=tuple(s["temperatures"]),
+        eps=tuple(s["eps"]),
+        inputs_per_length=int(s["inputs"]["per_length"]),
+        n_boot=int(inf["bootstrap_replicates"]),
+        alpha=float(inf["alpha"]),
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    sims = check_int("--simulations", args.simulations, minimum=1)
+    seed = check_int("--seed", args.seed, minimum=0)
+    effect = check_positive_finite("--effect", args.effect)
+    if effect >= 1:
+        raise ParameterError("--effect", "a share in (0, 1)", args.effect)
+    sizes = sizes_from_design(args.design) if args.design else StudySizes()
+    if args.widths:
+        widths_path = Path(args.widths)
+    elif args.design:
+        widths_path = Path(args.design).resolve().parent.parent / DEFAULT_WIDTHS
+    else:
+        widths_path = DEFAULT_WIDTHS
+    widths = load_widths(widths_path)
+
+    def progress(done: int, total: int) -> None:
+        if not args.json and (done % 20 == 0 or done == total):
+            print(f"  {done}/{total} simulated studies", file=sys.stderr)
+
+    res = validate_comparison(
+        widths,
+        simulations=sims,
+        sizes=sizes,
+        effect=effect,
+        icc=args.icc,
+        residual_sd=args.residual_sd,
+        native_head_share=args.native_head_share,
+        random_state=seed,
+        progress=progress,
+    )
+    out = res.to_dict()
+    out.update(
+        {
+            "residual_sd": args.residual_sd,
+            "native_head_share": args.native_head_share,
+            "widths": str(widths_path),
+            "seed": seed,
+            "seconds": round(res.seconds, 2),
+        }
+    )
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(res.summary())
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "validate-comparison",
+        help="simulate the pre-specified comparison: false-positive rate and power",
+    )
+    p.add_argument(
+        "--design",
+        metavar="FILE",
+        help="take the study sizes from this design "
+        "(default: the shipped offline MiniLM study's sizes)",
+    )
+    p.add_argument(
+        "--effect",
+        type=float,
+        default=0.10,
+        metavar="SHARE",
+        help="share of the variance M0 leaves that native explains (default 0.10)",
+    )
+    p.add_argument(
+        "--simulations",
+        type=int,
+        required=True,
+        metavar="N",
+        help="simulated studies per scenario (null and alternative)",
+    )
+    p.add_argument("--seed", type=int, required=True, metavar="S")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--widths",
+        metavar="FILE",
+        help=f"CSV of integer brackets eps,lower,upper (default {DEFAULT_WIDTHS} "
+        "under the study root)",
+    )
+    p.add_argument("--icc", type=float, default=0.5, help="residual ICC of heads (0.5)")
+    p.add_argument(
+        "--residual-sd",
+        type=float,
+        default=0.75,
+        help="SD in log2 units of what the baseline leaves (0.75)",
+    )
+    p.add_argument(
+        "--native-head-share",
+        type=float,
+        default=0.5,
+        help="share of native features' variance between heads (0.5)",
+    )
+    p.set_defaults(func=_run)

@@ -1,0 +1,233 @@
+"""Covariate preparation: logs, baseline calibration, standardization, collinearity.
+
+Columns are named ``BLOCK__feature``. Everything that is learned (isotonic maps, means,
+standard deviations, which columns survive) is learned on training rows only.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn.isotonic import IsotonicRegression
+
+from analysis.validation import ParameterError
+
+__all__ = [
+    "BLOCK_ORDER",
+    "CALIBRATED_BLOCKS",
+    "PreparedCovariates",
+    "block_columns",
+    "greedy_independent",
+    "model_feature_columns",
+    "prepare_covariates",
+]
+
+#: Built-in blocks in the order used for collinearity screening; plugins follow.
+BLOCK_ORDER: tuple[str, ...] = ("baseline", "baseline_plus", "native", "intrinsic")
+#: Blocks whose covariates are replaced by isotonic calibrations.
+CALIBRATED_BLOCKS: tuple[str, ...] = ("baseline", "baseline_plus")
+#: Per-r diagnostics (``intrinsic__q_r3``) are written by ``describe`` but never covariates.
+DIAGNOSTIC_RE = re.compile(r"_r\d+$")
+
+
+def block_columns(columns: Sequence[str], block: str) -> list[str]:
+    """Covariate columns of one block, in table order (per-r diagnostics excluded)."""
+    prefix = block + "__"
+    return [
+        c for c in columns if c.startswith(prefix) and not DIAGNOSTIC_RE.search(c[len(prefix) :])
+    ]
+
+
+def _ordered_blocks(blocks: Sequence[str]) -> list[str]:
+    known = [b for b in BLOCK_ORDER if b in blocks]
+    return known + [b for b in blocks if b not in BLOCK_ORDER]
+
+
+def model_feature_columns(columns: Sequence[str], blocks: Sequence[str]) -> list[str]:
+    """A model's covariate columns in block order; a block with none raises."""
+    out: list[str] = []
+    for b in _ordered_blocks(blocks):
+        cols = block_columns(columns, b)
+        if not cols:
+            raise ParameterError("models", f"a block with {b}__* columns in the table", b)
+        out.extend(cols)
+    return out
+
+
+@dataclass(frozen=True)
+class PreparedCovariates:
+    """Design matrices ready for fitting.
+
+    Attributes
+    ----------
+    matrices : dict
+        Model name -> float64 array (n_rows, k) of kept, standardized covariates
+        (no intercept column).
+    columns : dict
+        Model name -> tuple of kept column names, in block order.
+    dropped : pandas.DataFrame
+        Columns ``model``, ``column``, ``reason`` (``constant`` or ``collinear``).
+    """
+
+    matrices: dict[str, np.ndarray]
+    columns: dict[str, tuple[str, ...]]
+    dropped: pd.DataFrame = field(repr=False)
+
+
+def greedy_independent(
+    M: np.ndarray, *, tol: float = 1e-8, fixed: np.ndarray | None = None
+) -> list[int]:
+    """Indices of columns of ``M`` kept by a pivoted QR in the given column order.
+
+    Notes
+    -----
+    Gram-Schmidt (twice, for stability) against an intercept, the columns of ``fixed``
+    (always kept) and the columns already kept; column j is kept when its residual norm
+    exceeds ``sqrt(tol)`` times its norm.
+    """
+    n = M.shape[0]
+    basis: list[np.ndarray] = [np.full(n, 1.0 / np.sqrt(n))]
+    if fixed is not None:
+        for v in np.asarray(fixed, float).T:
+            r = v.copy()
+            for _ in range(2):
+                for q in basis:
+                    r -= q * (q @ r)
+            if np.linalg.norm(r) > np.sqrt(tol) * max(np.linalg.norm(v), 1e-300):
+                basis.append(r / np.linalg.norm(r))
+    keep: list[int] = []
+    for j in range(M.shape[1]):
+        v = np.asarray(M[:, j], float)
+        r = v.copy()
+        for _ in range(2):
+            for q in basis:
+                r -= q * (q @ r)
+        if np.linalg.norm(r) > np.sqrt(tol) * np.linalg.norm(v) and np.linalg.norm(v) > 0:
+            basis.append(r / np.linalg.norm(r))
+            keep.append(j)
+    return keep
+
+
+def _midpoints(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    return 0.5 * (lower + upper)
+
+
+def prepare_covariates(
+    table: pd.DataFrame,
+    models: Mapping[str, Sequence[str]],
+    train: np.ndarray,
+    *,
+    log_columns: Sequence[str] = (),
+    calibrate_blocks: Sequence[str] = CALIBRATED_BLOCKS,
+    tol: float = 1e-8,
+) -> PreparedCovariates:
+    """Build each model's covariate matrix from a tidy table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Must hold ``y_lower``, ``y_upper`` and the ``BLOCK__feature`` columns.
+    models : mapping
+        Model name -> block names.
+    train : array of bool
+        Training rows (everything is learned on these).
+    log_columns : sequence of str, keyword-only
+        Positive scale features entered as natural logs; a non-positive value raises.
+    calibrate_blocks : sequence of str, keyword-only
+        Blocks whose covariates are replaced by isotonic calibrations.
+    tol : float, keyword-only
+        Relative tolerance for constant and collinear columns.
+
+    Returns
+    -------
+    PreparedCovariates
+
+    Notes
+    -----
+    Steps, in order: (1) ``x <- log x`` for ``log_columns``; (2) each covariate of a
+    calibrated block becomes ``g(x)``, where ``g`` is
+    ``IsotonicRegression(increasing="auto", out_of_bounds="clip")`` fitted to training
+    midpoints ``(a + b) / 2`` on ``x`` (training rows with a non-finite midpoint are
+    skipped); (3) standardization ``(x - m) / s`` with training mean and SD; a column
+    with ``s <= tol * max(1, |m|)`` is dropped as constant; (4) per model, a pivoted QR
+    in block order (baseline, baseline_plus, native, intrinsic, plugins): column j is
+    kept when the norm of its residual on the kept columns (training rows, with an
+    intercept) exceeds ``sqrt(tol)`` times its own norm, else dropped as collinear.
+    Greedy order means a nested pair keeps nested columns.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
+    train = np.asarray(train, dtype=bool)
+    if train.shape != (len(table),) or not train.any():
+        raise ParameterError("train", "a boolean mask with at least one training row", train)
+    cols_all = list(table.columns)
+    model_cols = {m: model_feature_columns(cols_all, b) for m, b in models.items()}
+    used = list(dict.fromkeys(c for cols in model_cols.values() for c in cols))
+    for c in log_columns:
+        if c not in cols_all:
+            raise ParameterError("log_columns", "columns of the table", c)
+    lower = table["y_lower"].to_numpy(float)
+    upper = table["y_upper"].to_numpy(float)
+    mid = _midpoints(lower, upper)
+    fit_rows = train & np.isfinite(mid)
+
+    values: dict[str, np.ndarray] = {}
+    dropped: list[tuple[str, str, str]] = []
+    constant: set[str] = set()
+    for c in used:
+        x = table[c].to_numpy(dtype=float)
+        if not np.all(np.isfinite(x)):
+            raise ParameterError(
+                c,
+                "finite values in every cell (apply exclusions first)",
+                "missing or non-finite values",
+            )
+        if c in log_columns:
+            if np.any(x <= 0):
+                raise ParameterError(c, "positive values (it is in log_columns)", float(x.min()))
+            x = np.log(x)
+        if c.split("__", 1)[0] in calibrate_blocks:
+            xf = x[fit_rows]
+            if xf.size and np.ptp(xf) > 0:
+                iso = IsotonicRegression(increasing="auto", out_of_bounds="clip")
+                with warnings.catch_warnings():
+                    # "auto" picks the direction from the sign of Spearman's rho and
+                    # warns when its CI spans 0; the fit is valid either way
+                    warnings.simplefilter("ignore", UserWarning)
+                    iso.fit(xf, mid[fit_rows])
+                x = iso.predict(x)
+        m = float(x[train].mean())
+        s = float(x[train].std())
+        if s <= tol * max(1.0, abs(m)):
+            constant.add(c)
+            values[c] = np.zeros_like(x)
+        else:
+            values[c] = (x - m) / s
+
+    matrices: dict[str, np.ndarray] = {}
+    kept_cols: dict[str, tuple[str, ...]] = {}
+    for name, cols in model_cols.items():
+        candidates = [c for c in cols if c not in constant]
+        dropped.extend((name, c, "constant") for c in cols if c in constant)
+        M = (
+            np.column_stack([values[c][train] for c in candidates])
+            if candidates
+            else np.zeros((int(train.sum()), 0))
+        )
+        keep = greedy_independent(M, tol=tol)
+        kept = [candidates[j] for j in keep]
+        dropped.extend((name, c, "collinear") for c in candidates if c not in kept)
+        kept_cols[name] = tuple(kept)
+        matrices[name] = (
+            np.column_stack([values[c] for c in kept]) if kept else np.zeros((len(table), 0))
+        )
+    return PreparedCovariates(
+        matrices=matrices,
+        columns=kept_cols,
+        dropped=pd.DataFrame(dropped, columns=["model", "column", "reason"]),
+    )

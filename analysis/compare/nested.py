@@ -1,0 +1,454 @@
+"""Nested model comparisons on held-out cells with a cluster bootstrap and Holm.
+
+Input: a tidy table with ``cell_key``, ``cluster`` (head id), ``held_out`` (bool),
+``y_lower``, ``y_upper`` (log2 interval ends) and ``BLOCK__feature`` columns. Models are
+fitted on training rows; metrics are computed on held-out rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2
+from statsmodels.stats.multitest import multipletests
+
+from analysis.compare.covariates import (
+    CALIBRATED_BLOCKS,
+    model_feature_columns,
+    prepare_covariates,
+)
+from analysis.compare.estimators import ESTIMATORS, FittedModel, fit_estimator
+from analysis.compare.metrics import (
+    HIGHER_IS_BETTER,
+    METRICS,
+    interval_loglik,
+    interval_sq_loss,
+    spearman,
+)
+from analysis.validation import ParameterError, check_int, check_random_state
+
+__all__ = [
+    "RESULT_COLUMNS",
+    "ComparisonResult",
+    "bootstrap_counts",
+    "check_nested",
+    "cluster_bootstrap_effect",
+    "compare_nested",
+    "percentile_ci_and_p",
+    "replicate_means",
+]
+
+RESULT_COLUMNS: tuple[str, ...] = (
+    "pair",
+    "base_model",
+    "rich_model",
+    "metric",
+    "base_value",
+    "rich_value",
+    "effect",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "adds_information",
+    "n_cells",
+    "n_heads",
+    "lock_sha256",
+)
+REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Result of :func:`compare_nested`.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        One row per (pair, metric); use :meth:`to_frame` for a copy.
+    lr_tests : pandas.DataFrame
+        In-sample likelihood-ratio tests (secondary): ``pair``, ``base_model``,
+        ``rich_model``, ``statistic``, ``df``, ``p_value``.
+    dropped : pandas.DataFrame
+        Constant or collinear columns dropped per model (``model``, ``column``,
+        ``reason``).
+    columns : dict
+        Model -> kept covariate columns.
+    estimator, primary_metric : str
+    alpha : float
+    n_boot : int
+    lock_sha256 : str or None
+        The locked design hash; None for an unlocked (exploratory or simulated) run.
+    fits : dict
+        Model -> :class:`~analysis.compare.estimators.FittedModel`.
+    """
+
+    frame: pd.DataFrame = field(repr=False)
+    lr_tests: pd.DataFrame = field(repr=False)
+    dropped: pd.DataFrame = field(repr=False)
+    columns: dict = field(repr=False)
+    estimator: str
+    primary_metric: str
+    alpha: float
+    n_boot: int
+    lock_sha256: str | None
+    fits: dict = field(repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
+        return self.frame.loc[:, list(RESULT_COLUMNS)].copy()
+
+    def adds_information(self, base: str, rich: str, metric: str | None = None) -> bool:
+        """The pre-specified decision for one pair (primary metric by default)."""
+        metric = metric or self.primary_metric
+        f = self.frame
+        row = f[(f.base_model == base) & (f.rich_model == rich) & (f.metric == metric)]
+        if row.empty:
+            raise ParameterError("pair", "a compared pair and metric", (base, rich, metric))
+        return bool(row["adds_information"].iloc[0])
+
+    def summary(self) -> str:
+        """Plain-text report of the decision rule and each pair's primary result."""
+        f = self.frame
+        lines = [
+            f"Nested comparisons ({self.estimator} fits on training cells; "
+            f"metrics on held-out cells)",
+            f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
+            f"cluster bootstrap over held-out heads, B = {self.n_boot}; alpha = {self.alpha}; "
+            "adds information = Holm p < alpha and CI low > 0",
+        ]
+        for _, r in f.iterrows():
+            mark = "ADDS INFORMATION" if r.adds_information else "no"
+            holm = "outside family" if np.isnan(r.p_holm) else f"{r.p_holm:.4f}"
+            lines.append(
+                f"  {r.pair:<16} {r.metric:<17} base {r.base_value:.4f} rich "
+                f"{r.rich_value:.4f} effect {r.effect:+.4f} "
+                f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}] p {r.p_value:.4f} holm {holm}: {mark}"
+            )
+        n = f.iloc[0]
+        lines.append(f"  held-out cells {n.n_cells}, heads {n.n_heads}")
+        if not self.dropped.empty:
+            lines.append(
+                "  dropped columns: "
+                + "; ".join(f"{m}: {c} ({r})" for m, c, r in self.dropped.itertuples(index=False))
+            )
+        return "\n".join(lines)
+
+
+def bootstrap_counts(n_clusters: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Counts ``c_bh`` of each cluster in B resamples of clusters with replacement."""
+    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
+
+
+def replicate_means(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Cell means in each replicate: ``sum_h c_bh S_h / sum_h c_bh n_h``."""
+    k = counts.shape[1]
+    s_h = np.bincount(codes, weights=values, minlength=k)
+    n_h = np.bincount(codes, minlength=k).astype(float)
+    return (counts @ s_h) / (counts @ n_h)
+
+
+def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95) -> tuple[float, float, float]:
+    """Percentile CI and one-sided p ``(1 + #{effect_b <= 0}) / (B + 1)``."""
+    q = (1.0 - ci_level) / 2.0
+    lo, hi = np.quantile(effects, [q, 1.0 - q])
+    p = (1.0 + np.sum(effects <= 0)) / (effects.size + 1.0)
+    return float(lo), float(hi), float(p)
+
+
+def cluster_bootstrap_effect(
+    base: np.ndarray,
+    rich: np.ndarray,
+    clusters: np.ndarray,
+    *,
+    higher_is_better: bool = False,
+    n_boot: int = 2000,
+    ci_level: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+) -> tuple[float, float, float, float]:
+    """Effect of per-cell values with a cluster-bootstrap CI and one-sided p.
+
+    Parameters
+    ----------
+    base, rich : array (n,)
+        Per-cell metric values of the two (already fitted) models.
+    clusters : array (n,)
+        Cluster (head) of each cell.
+    higher_is_better : bool, keyword-only
+        Effect is ``mean(rich) - mean(base)`` when True, else ``mean(base) - mean(rich)``.
+
+    Returns
+    -------
+    effect, ci_low, ci_high, p_value : float
+        The same computation :func:`compare_nested` uses for mean metrics.
+    """
+    n_boot = check_int("n_boot", n_boot, minimum=99)
+    rng = check_random_state(random_state)
+    base = np.asarray(base, float)
+    rich = np.asarray(rich, float)
+    codes, uniq = pd.factorize(np.asarray(clusters))
+    counts = bootstrap_counts(len(uniq), n_boot, rng)
+    sign = 1.0 if higher_is_better else -1.0
+    eff = sign * (rich.mean() - base.mean())
+    eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
+    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
+    return float(eff), lo, hi, p
+
+
+def check_nested(
+    columns: Sequence[str],
+    models: Mapping[str, Sequence[str]],
+    base: str,
+    rich: str,
+    *,
+    name: str = "pairs",
+) -> None:
+    """Raise unless every covariate column of ``base`` is a column of ``rich``."""
+    for m in (base, rich):
+        if m not in models:
+            raise ParameterError(name, "model names among " + ", ".join(models), m)
+    bcols = model_feature_columns(columns, models[base])
+    rcols = set(model_feature_columns(columns, models[rich]))
+    for c in bcols:
+        if c not in rcols:
+            raise ParameterError(
+                name, f"a nested pair: {rich} lacks column {c} of {base}", (base, rich)
+            )
+    if len(rcols) == len(bcols):
+        raise ParameterError(name, f"{rich} with a column more than {base}", (base, rich))
+
+
+def _pair_list(name: str, pairs) -> list[tuple[str, str]]:
+    out = []
+    for p in pairs:
+        if not isinstance(p, (tuple, list)) or len(p) != 2:
+            raise ParameterError(name, "(base_model, rich_model) pairs", p)
+        out.append((str(p[0]), str(p[1])))
+    return out
+
+
+def compare_nested(
+    table: pd.DataFrame,
+    models: Mapping[str, Sequence[str]],
+    *,
+    family: Sequence[tuple[str, str]],
+    extra_pairs: Sequence[tuple[str, str]] = (),
+    log_columns: Sequence[str] = (),
+    estimator: str = "interval",
+    metrics: Sequence[str] = METRICS,
+    primary_metric: str = "interval_sq_loss",
+    n_boot: int = 2000,
+    alpha: float = 0.05,
+    ci_level: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+    lock_sha256: str | None = None,
+    calibrate_blocks: Sequence[str] = CALIBRATED_BLOCKS,
+) -> ComparisonResult:
+    """Fit nested models on training cells and compare them on held-out cells.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``cell_key``, ``cluster``, ``held_out``, ``y_lower``, ``y_upper`` and
+        ``BLOCK__feature`` covariates. Held-out rows must be whole clusters.
+    models : mapping
+        Model name -> block names.
+    family : sequence of (base, rich), keyword-only
+        The Holm family (pre-specified pairs).
+    extra_pairs : sequence of (base, rich), keyword-only
+        Sensitivity pairs outside the family: ``p_holm`` is NaN and the decision uses
+        the unadjusted p.
+    log_columns : sequence of str, keyword-only
+        Positive scale features to enter as natural logs.
+    estimator : {"interval", "ols", "ridge"}, keyword-only
+    metrics : sequence of str, keyword-only
+        Among ``interval_sq_loss``, ``interval_loglik``, ``spearman_mid``.
+    primary_metric : str, keyword-only
+    n_boot : int, keyword-only
+        Bootstrap replicates B (>= 99).
+    alpha : float, keyword-only
+    ci_level : float, keyword-only
+    random_state : int, Generator or None, keyword-only
+        Seeds the bootstrap (the same resamples serve every pair and metric).
+    lock_sha256 : str or None, keyword-only
+        Stamped on every row (a confirmatory run passes the lock's hash).
+    calibrate_blocks : sequence of str, keyword-only
+
+    Returns
+    -------
+    ComparisonResult
+
+    Notes
+    -----
+    For metric m with per-cell values ``v_i`` the model's value is the mean over
+    held-out cells (Spearman: the rank correlation of ``y_hat`` with midpoints).
+    Effect: ``base - rich`` for the loss, ``rich - base`` otherwise (positive = the rich
+    model helps). Bootstrap: held-out heads are resampled with replacement B times
+    (counts ``c_bh``); replicate means are ``sum_h c_bh S_h / sum_h c_bh n_h`` with
+    per-head sums ``S_h`` and sizes ``n_h``; fits are not refitted. CI: the
+    ``(1 -/+ ci_level) / 2`` percentiles of the replicate effects. One-sided
+    ``p = (1 + #{b : effect_b <= 0}) / (B + 1)``. Holm across ``family`` within each
+    metric. Adds information: ``p_holm < alpha`` and ``ci_low > 0``. Secondary: the
+    in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
+    ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
+    for c in REQUIRED_COLUMNS:
+        if c not in table.columns:
+            raise ParameterError("table", f"a column named {c}", list(table.columns)[:12])
+    if estimator not in ESTIMATORS:
+        raise ParameterError("estimator", "one of " + ", ".join(ESTIMATORS), estimator)
+    for m in metrics:
+        if m not in METRICS:
+            raise ParameterError("metrics", "among " + ", ".join(METRICS), m)
+    if primary_metric not in metrics:
+        raise ParameterError("primary_metric", "one of the computed metrics", primary_metric)
+    n_boot = check_int("n_boot", n_boot, minimum=99)
+    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise ParameterError("alpha", "a number in (0, 1)", alpha)
+    if not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
+        raise ParameterError("ci_level", "a number in (0, 1)", ci_level)
+    rng = check_random_state(random_state)
+    family = _pair_list("family", family)
+    extra_pairs = _pair_list("extra_pairs", extra_pairs)
+    if not family:
+        raise ParameterError("family", "at least one pair", family)
+    cols = list(table.columns)
+    for i, (b, r) in enumerate(family):
+        check_nested(cols, models, b, r, name=f"family[{i}]")
+    for i, (b, r) in enumerate(extra_pairs):
+        check_nested(cols, models, b, r, name=f"extra_pairs[{i}]")
+
+    held = table["held_out"].to_numpy()
+    if held.dtype != bool:
+        raise ParameterError("held_out", "a boolean column", str(held.dtype))
+    if held.all() or not held.any():
+        raise ParameterError("held_out", "both training and held-out rows", int(held.sum()))
+    clusters = table["cluster"].astype(str).to_numpy()
+    overlap = set(clusters[held]) & set(clusters[~held])
+    if overlap:
+        raise ParameterError(
+            "held_out",
+            "whole clusters held out",
+            f"{len(overlap)} cluster(s) on both sides, e.g. {min(overlap)}",
+        )
+    lower = table["y_lower"].to_numpy(float)
+    upper = table["y_upper"].to_numpy(float)
+    if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower > upper):
+        raise ParameterError(
+            "y_lower/y_upper", "intervals with y_lower <= y_upper", "NaN or reversed intervals"
+        )
+
+    pairs = family + extra_pairs
+    used = list(dict.fromkeys(m for p in pairs for m in p))
+    train = ~held
+    prep = prepare_covariates(
+        table,
+        {m: models[m] for m in used},
+        train,
+        log_columns=log_columns,
+        calibrate_blocks=calibrate_blocks,
+    )
+
+    lo_h, up_h = lower[held], upper[held]
+    mid_h = 0.5 * (lo_h + up_h)
+    fits: dict[str, FittedModel] = {}
+    cell_vals: dict[tuple[str, str], np.ndarray] = {}
+    preds: dict[str, np.ndarray] = {}
+    for m in used:
+        X = prep.matrices[m]
+        fit = fit_estimator(estimator, X[train], lower[train], upper[train], groups=clusters[train])
+        fits[m] = fit
+        yh = fit.predict(X[held])
+        preds[m] = yh
+        if "interval_sq_loss" in metrics:
+            cell_vals[(m, "interval_sq_loss")] = interval_sq_loss(yh, lo_h, up_h)
+        if "interval_loglik" in metrics:
+            cell_vals[(m, "interval_loglik")] = interval_loglik(yh, fit.sigma, lo_h, up_h)
+
+    # cluster bootstrap over held-out heads: one set of resamples for everything
+    codes, uniq = pd.factorize(clusters[held])
+    n_heads = len(uniq)
+    counts = bootstrap_counts(n_heads, n_boot, rng)
+    boot: dict[tuple[str, str], np.ndarray] = {}
+    point: dict[tuple[str, str], float] = {}
+    for (m, met), v in cell_vals.items():
+        point[(m, met)] = float(v.mean())
+        boot[(m, met)] = replicate_means(v, codes, counts)
+    if "spearman_mid" in metrics:
+        finite = np.isfinite(mid_h)
+        for m in used:
+            point[(m, "spearman_mid")] = spearman(preds[m][finite], mid_h[finite])
+            w_cells = counts[:, codes] * finite[None, :]
+            boot[(m, "spearman_mid")] = np.array(
+                [spearman(preds[m], np.where(finite, mid_h, 0.0), weights=w) for w in w_cells]
+            )
+
+    rows = []
+    n_cells = int(held.sum())
+    for met in metrics:
+        sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
+        for b, r in pairs:
+            eff = sign * (point[(r, met)] - point[(b, met)])
+            eff_b = sign * (boot[(r, met)] - boot[(b, met)])
+            lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
+            rows.append(
+                {
+                    "pair": f"{b}<{r}",
+                    "base_model": b,
+                    "rich_model": r,
+                    "metric": met,
+                    "base_value": point[(b, met)],
+                    "rich_value": point[(r, met)],
+                    "effect": eff,
+                    "ci_low": float(lo_ci),
+                    "ci_high": float(hi_ci),
+                    "p_value": float(p),
+                    "p_holm": np.nan,
+                    "adds_information": False,
+                    "n_cells": n_cells,
+                    "n_heads": n_heads,
+                    "lock_sha256": lock_sha256,
+                    "_in_family": (b, r) in family,
+                }
+            )
+    frame = pd.DataFrame(rows)
+    for met in metrics:
+        sel = (frame.metric == met) & frame["_in_family"]
+        frame.loc[sel, "p_holm"] = multipletests(
+            frame.loc[sel, "p_value"], alpha=alpha, method="holm"
+        )[1]
+    p_dec = np.where(frame["_in_family"], frame["p_holm"], frame["p_value"])
+    frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0)
+    frame = frame.drop(columns="_in_family")
+
+    lr_rows = []
+    for b, r in pairs:
+        stat = 2.0 * (fits[r].loglik - fits[b].loglik)
+        df = fits[r].n_params - fits[b].n_params
+        lr_rows.append(
+            {
+                "pair": f"{b}<{r}",
+                "base_model": b,
+                "rich_model": r,
+                "statistic": stat,
+                "df": df,
+                "p_value": float(chi2.sf(stat, df)) if df > 0 else np.nan,
+            }
+        )
+    return ComparisonResult(
+        frame=frame.loc[:, list(RESULT_COLUMNS)],
+        lr_tests=pd.DataFrame(lr_rows),
+        dropped=prep.dropped,
+        columns=dict(prep.columns),
+        estimator=estimator,
+        primary_metric=primary_metric,
+        alpha=float(alpha),
+        n_boot=n_boot,
+        lock_sha256=lock_sha256,
+        fits=fits,
+    )

@@ -1,0 +1,94 @@
+"""``attnrank prereg draw|lock|check|amend FILE``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from analysis.prereg.design import draw_held_out, load_design, write_held_out
+from analysis.prereg.lock import amend_design, check_design, lock_design, lock_path
+from analysis.validation import ParameterError
+
+
+def _features(path: str | None) -> dict | None:
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"features file not found: {p}")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ParameterError(
+            "--features", "a JSON object block -> [feature names]", str(exc)
+        ) from None
+    if not isinstance(data, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in data.values()
+    ):
+        raise ParameterError("--features", "a JSON object block -> [feature names]", data)
+    return data
+
+
+def _draw(args: argparse.Namespace) -> int:
+    design = load_design(args.file, require_held_out=False)
+    if lock_path(args.file).exists():
+        raise ParameterError("FILE", "a design without a lock (use `prereg amend`)", args.file)
+    heads = draw_held_out(design.data)
+    write_held_out(args.file, heads)
+    load_design(args.file)  # re-validate what was written
+    print(
+        f"held_out.heads: {len(heads)} of {len(design.population())} heads written to {args.file}"
+    )
+    return 0
+
+
+def _lock(args: argparse.Namespace) -> int:
+    record = lock_design(args.file, features=_features(args.features))
+    print(f"locked {args.file} -> {lock_path(args.file)}")
+    print(f"design sha256:   {record['design_sha256']}")
+    print(f"held-out sha256: {record['held_out']['sha256']} ({record['held_out']['n']} heads)")
+    print(record["features_note"])
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    changes = check_design(args.file, features=_features(args.features))
+    if changes:
+        for c in changes:
+            print(f"{args.file}: {c}", file=sys.stderr)
+        return 1
+    print(f"{args.file}: matches its lock")
+    return 0
+
+
+def _amend(args: argparse.Namespace) -> int:
+    record = amend_design(args.file, reason=args.reason, features=_features(args.features))
+    last = record["amendments"][-1]
+    print(f"amendment {len(record['amendments'])} recorded; re-locked {args.file}")
+    for c in last["changes"]:
+        print(f"- {c}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("prereg", help="preregistration: draw, lock, check, amend")
+    sub = p.add_subparsers(dest="prereg_command", metavar="ACTION")
+    sub.required = True
+    d = sub.add_parser("draw", help="draw the held-out heads into a design (before locking)")
+    d.add_argument("file")
+    d.set_defaults(func=_draw)
+    for name, func, text in (
+        ("lock", _lock, "write FILE.lock (refuses when one exists)"),
+        ("check", _check, "exit 0 when FILE matches its lock, 1 naming what changed"),
+        ("amend", _amend, "log a deliberate change beside FILE and re-lock"),
+    ):
+        s = sub.add_parser(name, help=text)
+        s.add_argument("file")
+        s.add_argument(
+            "--features", metavar="JSON", help="JSON object mapping block -> feature names"
+        )
+        if name == "amend":
+            s.add_argument("--reason", required=True, help="why the design changed")
+        s.set_defaults(func=func)

@@ -1,0 +1,535 @@
+"""Design file: TOML schema, validation, canonical hash and the held-out draw.
+
+A design is a TOML file with these top-level keys (see ``docs/prereg.md``):
+
+``title``, ``effort``, ``[[hypotheses]]``, ``[sampling]`` (with ``[[sampling.sources]]``),
+``[held_out]``, ``[outcome]``, ``[models]``, ``[descriptors]``, ``[metrics]``,
+``[inference]``, ``[exclusions]``, ``[exploratory]``.
+
+Validation errors are :class:`~analysis.validation.ParameterError` whose name is the
+dotted key (``"inference.alpha"``, ``"sampling.sources[0].layers"``, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.validation import ParameterError
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10 with the tomli backport
+    import tomli as tomllib  # type: ignore[no-redef]
+
+__all__ = [
+    "REQUIRED_SECTIONS",
+    "KNOWN_METRICS",
+    "Design",
+    "canonical_bytes",
+    "design_sha256",
+    "heads_sha256",
+    "load_design",
+    "validate_design",
+    "population",
+    "draw_held_out",
+    "write_held_out",
+]
+
+REQUIRED_SECTIONS: tuple[str, ...] = (
+    "hypotheses",
+    "sampling",
+    "held_out",
+    "outcome",
+    "models",
+    "descriptors",
+    "metrics",
+    "inference",
+    "exclusions",
+    "exploratory",
+)
+KNOWN_METRICS: tuple[str, ...] = ("interval_sq_loss", "interval_loglik", "spearman_mid")
+EFFORTS: tuple[str, ...] = ("fast", "default", "thorough")
+_BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def canonical_bytes(parsed: Mapping[str, Any]) -> bytes:
+    """Canonical serialization of a parsed design (CONTRACTS "Design file and lock").
+
+    Notes
+    -----
+    ``json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    default=str).encode()``. Comments, key order and whitespace of the TOML text do not
+    change it; any change of a value does.
+    """
+    return json.dumps(
+        parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    ).encode()
+
+
+def design_sha256(parsed: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of :func:`canonical_bytes`."""
+    return hashlib.sha256(canonical_bytes(parsed)).hexdigest()
+
+
+def heads_sha256(heads: Sequence[str]) -> str:
+    """SHA-256 (hex) of a held-out list, as the canonical JSON of the list in its order."""
+    return hashlib.sha256(canonical_bytes(list(heads))).hexdigest()  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Design:
+    """A parsed and validated design file.
+
+    Attributes
+    ----------
+    path : Path
+        Where the design was read from.
+    data : dict
+        The parsed TOML (treat as read-only).
+    sha256 : str
+        Hash of the canonical form.
+    """
+
+    path: Path
+    data: dict
+    sha256: str
+
+    @property
+    def held_out(self) -> tuple[str, ...]:
+        return tuple(self.data["held_out"].get("heads", []))
+
+    @property
+    def models(self) -> dict[str, tuple[str, ...]]:
+        return {k: tuple(v) for k, v in self.data["models"].items()}
+
+    @property
+    def family(self) -> tuple[tuple[str, str], ...]:
+        return tuple((a, b) for a, b in self.data["inference"]["family"])
+
+    @property
+    def sensitivity_pairs(self) -> tuple[tuple[str, str], ...]:
+        return tuple((a, b) for a, b in self.data["inference"].get("sensitivity_pairs", []))
+
+    def population(self) -> list[str]:
+        return population(self.data)
+
+    def comparison_kwargs(self) -> dict:
+        """Keyword arguments of ``analysis.compare.compare_nested`` that the design fixes.
+
+        Returns
+        -------
+        dict
+            ``family``, ``extra_pairs``, ``estimator``, ``metrics``, ``primary_metric``,
+            ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed).
+            The caller adds the table, ``self.models``, ``log_columns`` and the lock hash.
+        """
+        inf = self.data["inference"]
+        met = self.data["metrics"]
+        metrics = [met["primary"]] + [m for m in met.get("secondary", []) if m != met["primary"]]
+        return {
+            "family": list(self.family),
+            "extra_pairs": list(self.sensitivity_pairs),
+            "estimator": inf.get("estimator", "interval"),
+            "metrics": tuple(metrics),
+            "primary_metric": met["primary"],
+            "n_boot": int(inf["bootstrap_replicates"]),
+            "alpha": float(inf["alpha"]),
+            "ci_level": float(inf.get("ci_level", 0.95)),
+            "random_state": int(inf["seed"]),
+        }
+
+
+def load_design(path: str | Path, *, require_held_out: bool = True) -> Design:
+    """Read and validate a design file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The TOML file.
+    require_held_out : bool, keyword-only
+        When False, an empty or missing ``held_out.heads`` is accepted (``prereg draw``
+        fills it).
+
+    Returns
+    -------
+    Design
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"design file not found: {path}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ParameterError("design", "valid TOML", f"{path}: {exc}") from None
+    validate_design(data, require_held_out=require_held_out)
+    return Design(path=path, data=data, sha256=design_sha256(data))
+
+
+def _need(section: Mapping[str, Any], key: str, prefix: str) -> Any:
+    if key not in section:
+        raise ParameterError(f"{prefix}{key}", "a value (missing)", None)
+    return section[key]
+
+
+def _need_table(data: Mapping[str, Any], key: str, prefix: str = "") -> Mapping[str, Any]:
+    value = _need(data, key, prefix)
+    if not isinstance(value, Mapping):
+        raise ParameterError(f"{prefix}{key}", "a table", value)
+    return value
+
+
+def _str_list(name: str, value: Any, *, nonempty: bool = True) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ParameterError(name, "a list of strings", value)
+    if nonempty and not value:
+        raise ParameterError(name, "a non-empty list of strings", value)
+    return value
+
+
+def _num_list(name: str, value: Any, *, positive: bool = True) -> list[float]:
+    if not isinstance(value, list) or not value:
+        raise ParameterError(name, "a non-empty list of numbers", value)
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ParameterError(name, "finite numbers", value)
+        if positive and v <= 0:
+            raise ParameterError(name, "numbers > 0", value)
+        out.append(float(v))
+    return out
+
+
+def _index_set(name: str, value: Any) -> list[int]:
+    """``n`` (int: 0..n-1) or an explicit list of distinct non-negative ints."""
+    if isinstance(value, bool):
+        raise ParameterError(name, "a count (int >= 1) or a list of distinct ints >= 0", value)
+    if isinstance(value, int):
+        if value < 1:
+            raise ParameterError(name, "a count >= 1", value)
+        return list(range(value))
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+        and len(set(value)) == len(value)
+    ):
+        return sorted(value)
+    raise ParameterError(name, "a count (int >= 1) or a list of distinct ints >= 0", value)
+
+
+def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -> None:
+    """Check a parsed design against the schema; raise naming the offending key.
+
+    Parameters
+    ----------
+    data : mapping
+        Parsed TOML.
+    require_held_out : bool, keyword-only
+        Require ``held_out.heads`` to be present and non-empty.
+
+    Raises
+    ------
+    ParameterError
+        Named by the dotted key, e.g. ``models.M1`` or ``inference.family[0]``.
+    """
+    for section in REQUIRED_SECTIONS:
+        _need(data, section, "")
+    if "effort" in data and data["effort"] not in EFFORTS:
+        raise ParameterError("effort", "one of " + ", ".join(EFFORTS), data["effort"])
+
+    # models and blocks
+    models = _need_table(data, "models")
+    if not models:
+        raise ParameterError("models", "at least one model", models)
+    for name, blocks in models.items():
+        _str_list(f"models.{name}", blocks)
+        for b in blocks:
+            if not _BLOCK_RE.match(b) or "__" in b:
+                raise ParameterError(f"models.{name}", "block names in snake_case", b)
+        if len(set(blocks)) != len(blocks):
+            raise ParameterError(f"models.{name}", "distinct block names", blocks)
+    desc = _need_table(data, "descriptors")
+    plugins = _str_list(
+        "descriptors.plugins", _need(desc, "plugins", "descriptors."), nonempty=False
+    )
+    builtin = {"baseline", "baseline_plus", "native", "intrinsic"}
+    for name, blocks in models.items():
+        for b in blocks:
+            if b not in builtin and b not in plugins:
+                raise ParameterError(
+                    f"models.{name}",
+                    "blocks among baseline, baseline_plus, native, intrinsic or "
+                    "descriptors.plugins",
+                    b,
+                )
+
+    # hypotheses
+    hyps = _need(data, "hypotheses", "")
+    if not isinstance(hyps, list) or not hyps:
+        raise ParameterError("hypotheses", "an array of tables ([[hypotheses]])", hyps)
+    for i, h in enumerate(hyps):
+        p = f"hypotheses[{i}]."
+        if not isinstance(h, Mapping):
+            raise ParameterError(f"hypotheses[{i}]", "a table", h)
+        _need(h, "id", p)
+        kind = _need(h, "kind", p)
+        if kind not in ("confirmatory", "secondary", "sensitivity"):
+            raise ParameterError(p + "kind", "confirmatory, secondary or sensitivity", kind)
+        _check_pair(p + "pair", _need(h, "pair", p), models)
+        _need(h, "statement", p)
+
+    # sampling
+    sampling = _need_table(data, "sampling")
+    sources = _need(sampling, "sources", "sampling.")
+    if not isinstance(sources, list) or not sources:
+        raise ParameterError("sampling.sources", "an array of tables", sources)
+    if "checkpoints_preexist" in sampling and not isinstance(
+        sampling["checkpoints_preexist"], bool
+    ):
+        raise ParameterError(
+            "sampling.checkpoints_preexist", "true or false", sampling["checkpoints_preexist"]
+        )
+    _num_list("sampling.temperatures", _need(sampling, "temperatures", "sampling."))
+    eps = _num_list("sampling.eps", _need(sampling, "eps", "sampling."))
+    if any(e >= 1 for e in eps):
+        raise ParameterError("sampling.eps", "values in (0, 1)", eps)
+    n_real = 0
+    for i, src in enumerate(sources):
+        p = f"sampling.sources[{i}]."
+        if not isinstance(src, Mapping):
+            raise ParameterError(f"sampling.sources[{i}]", "a table", src)
+        kind = _need(src, "kind", p)
+        if kind == "checkpoint":
+            n_real += 1
+            ck = _need(src, "checkpoint", p)
+            if not isinstance(ck, str) or not ck or ":" in ck:
+                raise ParameterError(p + "checkpoint", "a Hugging Face id without ':'", ck)
+            _index_set(p + "layers", _need(src, "layers", p))
+            _index_set(p + "heads", _need(src, "heads", p))
+            if src.get("exploratory", False):
+                raise ParameterError(p + "exploratory", "false for a real checkpoint", True)
+        elif kind == "synthetic":
+            _need(src, "family", p)
+            if src.get("exploratory") is not True:
+                raise ParameterError(
+                    p + "exploratory",
+                    "true (synthetic families are exploratory)",
+                    src.get("exploratory"),
+                )
+        else:
+            raise ParameterError(p + "kind", "checkpoint or synthetic", kind)
+        if kind == "checkpoint":
+            lengths = src.get("lengths", sampling.get("lengths"))
+            if not isinstance(lengths, list) or not lengths:
+                raise ParameterError(
+                    p + "lengths", "a list of lengths (here or in [sampling])", lengths
+                )
+            for v in lengths:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+                    raise ParameterError(p + "lengths", "integers >= 2", lengths)
+    if n_real == 0:
+        raise ParameterError("sampling.sources", 'at least one kind = "checkpoint" source', sources)
+    inputs = _need_table(sampling, "inputs", "sampling.")
+    per = _need(inputs, "per_length", "sampling.inputs.")
+    if isinstance(per, bool) or not isinstance(per, int) or per < 1:
+        raise ParameterError("sampling.inputs.per_length", "an integer >= 1", per)
+    seed = _need(inputs, "seed", "sampling.inputs.")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ParameterError("sampling.inputs.seed", "an integer >= 0", seed)
+
+    # held out
+    ho = _need_table(data, "held_out")
+    seed = _need(ho, "seed", "held_out.")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ParameterError("held_out.seed", "an integer >= 0", seed)
+    frac = _need(ho, "fraction", "held_out.")
+    if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac < 1:
+        raise ParameterError("held_out.fraction", "a number in (0, 1)", frac)
+    heads = ho.get("heads")
+    if heads is None or heads == []:
+        if require_held_out:
+            raise ParameterError(
+                "held_out.heads", "the drawn list (run `attnrank prereg draw`)", heads
+            )
+    else:
+        _str_list("held_out.heads", heads)
+        if list(heads) != sorted(heads, key=_head_sort_key):
+            raise ParameterError("held_out.heads", "ids sorted by (checkpoint, layer, head)", heads)
+        if len(set(heads)) != len(heads):
+            raise ParameterError("held_out.heads", "distinct head ids", heads)
+        pop = set(population(data))
+        unknown = [h for h in heads if h not in pop]
+        if unknown:
+            raise ParameterError(
+                "held_out.heads", "ids of the design's real-checkpoint heads", unknown
+            )
+
+    # outcome
+    outcome = _need_table(data, "outcome")
+    for key in ("quantity", "transform", "observed_as"):
+        _need(outcome, key, "outcome.")
+    if outcome["transform"] != "log2":
+        raise ParameterError("outcome.transform", "log2", outcome["transform"])
+    if outcome["observed_as"] != "interval":
+        raise ParameterError("outcome.observed_as", "interval", outcome["observed_as"])
+
+    # metrics
+    metrics = _need_table(data, "metrics")
+    primary = _need(metrics, "primary", "metrics.")
+    if primary not in KNOWN_METRICS:
+        raise ParameterError("metrics.primary", "one of " + ", ".join(KNOWN_METRICS), primary)
+    for m in _str_list("metrics.secondary", metrics.get("secondary", []), nonempty=False):
+        if m not in KNOWN_METRICS:
+            raise ParameterError("metrics.secondary", "among " + ", ".join(KNOWN_METRICS), m)
+
+    # inference
+    inf = _need_table(data, "inference")
+    b = _need(inf, "bootstrap_replicates", "inference.")
+    if isinstance(b, bool) or not isinstance(b, int) or b < 99:
+        raise ParameterError("inference.bootstrap_replicates", "an integer >= 99", b)
+    s = _need(inf, "seed", "inference.")
+    if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+        raise ParameterError("inference.seed", "an integer >= 0", s)
+    alpha = _need(inf, "alpha", "inference.")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise ParameterError("inference.alpha", "a number in (0, 1)", alpha)
+    est = inf.get("estimator", "interval")
+    if est not in ("interval", "ols", "ridge"):
+        raise ParameterError("inference.estimator", "interval, ols or ridge", est)
+    if inf.get("cluster", "head") != "head":
+        raise ParameterError("inference.cluster", "head", inf.get("cluster"))
+    fam = _need(inf, "family", "inference.")
+    if not isinstance(fam, list) or not fam:
+        raise ParameterError("inference.family", "a non-empty list of [base, rich] pairs", fam)
+    for i, pair in enumerate(fam):
+        _check_pair(f"inference.family[{i}]", pair, models)
+    for i, pair in enumerate(inf.get("sensitivity_pairs", [])):
+        _check_pair(f"inference.sensitivity_pairs[{i}]", pair, models)
+
+    family = {tuple(p) for p in fam}
+    sens = {tuple(p) for p in inf.get("sensitivity_pairs", [])}
+    for i, h in enumerate(hyps):
+        pair = tuple(h["pair"])
+        if h["kind"] == "sensitivity" and pair not in sens:
+            raise ParameterError(
+                f"hypotheses[{i}].pair", "a pair listed in inference.sensitivity_pairs", list(pair)
+            )
+        if h["kind"] != "sensitivity" and pair not in family:
+            raise ParameterError(
+                f"hypotheses[{i}].pair",
+                "a pair listed in inference.family (the Holm family)",
+                list(pair),
+            )
+
+    _need_table(data, "exclusions")
+    _need_table(data, "exploratory")
+
+
+def _check_pair(name: str, pair: Any, models: Mapping[str, Any]) -> None:
+    if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(p, str) for p in pair):
+        raise ParameterError(name, "a pair [base_model, rich_model]", pair)
+    for m in pair:
+        if m not in models:
+            raise ParameterError(name, "model names defined in [models]", m)
+    base, rich = (set(models[pair[0]]), set(models[pair[1]]))
+    missing = sorted(base - rich)
+    if missing:
+        raise ParameterError(
+            name,
+            f"a nested pair ({pair[1]} lacks block(s) {', '.join(missing)} of {pair[0]})",
+            pair,
+        )
+    if base == rich:
+        raise ParameterError(name, "a rich model with at least one block more", pair)
+
+
+def _head_sort_key(head_id: str) -> tuple[str, int, int]:
+    ck, layer, head = head_id.rsplit(":", 2)
+    return ck, int(layer), int(head)
+
+
+def population(data: Mapping[str, Any]) -> list[str]:
+    """The design's real-checkpoint heads, sorted by (checkpoint, layer, head).
+
+    Returns
+    -------
+    list of str
+        Head ids ``"<checkpoint>:<layer>:<head>"``. Synthetic sources are never included.
+    """
+    ids: set[tuple[str, int, int]] = set()
+    for i, src in enumerate(data["sampling"]["sources"]):
+        if src.get("kind") != "checkpoint":
+            continue
+        p = f"sampling.sources[{i}]."
+        layers = _index_set(p + "layers", src["layers"])
+        heads = _index_set(p + "heads", src["heads"])
+        ids.update((src["checkpoint"], la, h) for la in layers for h in heads)
+    return [f"{c}:{la}:{h}" for c, la, h in sorted(ids)]
+
+
+def draw_held_out(data: Mapping[str, Any]) -> list[str]:
+    """Draw the held-out heads exactly as CONTRACTS states.
+
+    Notes
+    -----
+    Population: the design's real-checkpoint heads sorted by (checkpoint, layer, head).
+    ``rng = numpy.random.default_rng(held_out.seed)``; for each checkpoint in sorted
+    order with n heads, ``rng.choice(n, size=round(fraction * n), replace=False)`` picks
+    positions in that checkpoint's sorted list. The union is returned sorted.
+    """
+    ho = data["held_out"]
+    rng = np.random.default_rng(ho["seed"])
+    frac = float(ho["fraction"])
+    pop = population(data)
+    by_ck: dict[str, list[str]] = {}
+    for hid in pop:
+        by_ck.setdefault(hid.rsplit(":", 2)[0], []).append(hid)
+    chosen: list[str] = []
+    for ck in sorted(by_ck):
+        members = by_ck[ck]
+        n = len(members)
+        idx = rng.choice(n, size=round(frac * n), replace=False)
+        chosen.extend(members[int(i)] for i in idx)
+    return sorted(chosen, key=_head_sort_key)
+
+
+_HEADS_LINE = re.compile(r"^\s*heads\s*=")
+
+
+def write_held_out(path: str | Path, heads: Sequence[str]) -> None:
+    """Write ``heads = [...]`` on one line as the first key of ``[held_out]``.
+
+    An existing one-line ``heads = ...`` in that section is replaced; comments and every
+    other line are kept byte for byte.
+    """
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if ln.strip() == "[held_out]"), None)
+    if start is None:
+        raise ParameterError("held_out", "a [held_out] section in the design", str(path))
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")),
+        len(lines),
+    )
+    text = "heads = " + json.dumps(list(heads), ensure_ascii=False) + "\n"
+    existing = [i for i in range(start + 1, end) if _HEADS_LINE.match(lines[i])]
+    for i in existing:
+        if not lines[i].split("#", 1)[0].rstrip().endswith("]"):
+            raise ParameterError(
+                "held_out.heads", "a one-line list (as `prereg draw` writes it)", lines[i].strip()
+            )
+    for i in reversed(existing):
+        del lines[i]
+    lines.insert(start + 1, text)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(lines), encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,295 @@
+"""Covariate preparation, nested comparisons, bootstrap coverage, head-level analysis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from _compare_tables import FAMILY, MODELS, make_table
+from statsmodels.stats.multitest import multipletests
+
+from analysis.compare import (
+    RESULT_COLUMNS,
+    cluster_bootstrap_effect,
+    compare_nested,
+    head_level_analysis,
+    prepare_covariates,
+    residual_icc,
+    spearman,
+)
+from analysis.validation import ParameterError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_prepare_covariates(table):
+    t = table.assign(
+        native__const=1.0,
+        native__dup=2 * table["native__q"] + 1,
+        baseline__x1_copy=table["baseline__x1"],
+    )
+    train = ~t["held_out"].to_numpy()
+    prep = prepare_covariates(t, MODELS, train, log_columns=["baseline__scale"])
+    # block order: baseline columns first; duplicates dropped after their original
+    assert prep.columns["M1"] == ("baseline__x1", "baseline__scale", "native__q")
+    assert prep.columns["M2"] == ("baseline__x1", "baseline__scale", "intrinsic__k")
+    d = prep.dropped[prep.dropped.model == "M1"].set_index("column")["reason"].to_dict()
+    assert d == {
+        "baseline__x1_copy": "collinear",
+        "native__const": "constant",
+        "native__dup": "collinear",
+    }
+    # standardized on training rows; baseline calibrated (monotone in the raw feature)
+    X = prep.matrices["M1"]
+    np.testing.assert_allclose(X[train].mean(0), 0, atol=1e-12)
+    np.testing.assert_allclose(X[train].std(0), 1, atol=1e-12)
+    order = np.argsort(t["baseline__x1"].to_numpy())
+    assert np.all(np.diff(X[order, 0]) >= -1e-12)
+    # the per-r diagnostic never enters
+    assert all("q_r3" not in c for cols in prep.columns.values() for c in cols)
+
+
+def test_prepare_errors(table):
+    train = ~table["held_out"].to_numpy()
+    with pytest.raises(ParameterError) as info:
+        prepare_covariates(table.assign(native__q=-1.0), MODELS, train, log_columns=["native__q"])
+    assert info.value.name == "native__q"
+    with pytest.raises(ParameterError) as info:
+        prepare_covariates(table, MODELS, train, log_columns=["nope"])
+    assert info.value.name == "log_columns"
+    t = table.copy()
+    t.loc[3, "native__q"] = np.nan
+    with pytest.raises(ParameterError) as info:
+        prepare_covariates(t, MODELS, train)
+    assert info.value.name == "native__q"
+    with pytest.raises(ParameterError, match="plugin"):
+        prepare_covariates(table, {"M9": ["baseline", "plugin"]}, train)
+
+
+def test_result_frame_and_decision(table):
+    res = compare_nested(
+        table,
+        MODELS,
+        family=FAMILY,
+        log_columns=["baseline__scale"],
+        n_boot=499,
+        random_state=0,
+        lock_sha256="abc",
+        extra_pairs=[("M2", "M3")],
+    )
+    f = res.to_frame()
+    assert tuple(f.columns) == RESULT_COLUMNS
+    assert len(f) == 4 * 3
+    assert set(f["metric"]) == {"interval_sq_loss", "interval_loglik", "spearman_mid"}
+    assert (f["lock_sha256"] == "abc").all()
+    assert (f["n_heads"] == 6).all() and (f["n_cells"] == 72).all()
+    for _, g in f.groupby("metric"):
+        fam = g[g.pair != "M2<M3"]
+        np.testing.assert_allclose(fam["p_holm"], multipletests(fam["p_value"], method="holm")[1])
+        assert np.isnan(g.loc[g.pair == "M2<M3", "p_holm"]).all()
+    want = np.where(f["pair"] == "M2<M3", f["p_value"], f["p_holm"])
+    assert (f["adds_information"] == ((want < 0.05) & (f["ci_low"] > 0))).all()
+    loss = f[f.metric == "interval_sq_loss"].set_index("pair")
+    np.testing.assert_allclose(loss["effect"], loss["base_value"] - loss["rich_value"])
+    ll = f[f.metric == "interval_loglik"].set_index("pair")
+    np.testing.assert_allclose(ll["effect"], ll["rich_value"] - ll["base_value"])
+    # native matters in this table: M0<M1 detected; the summary says so
+    assert res.adds_information("M0", "M1")
+    assert "ADDS INFORMATION" in res.summary() and "abc" in res.summary()
+    assert set(res.lr_tests.columns) >= {"pair", "statistic", "df", "p_value"}
+    assert res.lr_tests.set_index("pair").loc["M0<M1", "df"] == 1
+
+
+def test_sensitivity_estimators(table):
+    for est in ("ols", "ridge"):
+        res = compare_nested(
+            table,
+            MODELS,
+            family=FAMILY,
+            estimator=est,
+            n_boot=199,
+            metrics=("interval_sq_loss",),
+            random_state=1,
+            log_columns=["baseline__scale"],
+        )
+        assert res.estimator == est
+        assert res.to_frame().loc[0, "effect"] > 0
+
+
+def test_nonnested_pair_names_the_column(table):
+    models = {"A": ["baseline", "intrinsic"], "B": ["baseline", "native"]}
+    with pytest.raises(ParameterError, match="B lacks column intrinsic__k of A") as info:
+        compare_nested(table, models, family=[("A", "B")], n_boot=99)
+    assert info.value.name == "family[0]"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"estimator": "lasso"}, "estimator"),
+        ({"n_boot": 10}, "n_boot"),
+        ({"alpha": 0}, "alpha"),
+        ({"metrics": ("r2",)}, "metrics"),
+        ({"ci_level": 1.5}, "ci_level"),
+        ({"random_state": "seed"}, "random_state"),
+        ({"family": [("M0",)]}, "family"),
+        ({"family": [("M0", "M9")]}, "family[0]"),
+        ({"extra_pairs": [("M1", "M0")]}, "extra_pairs[0]"),
+    ],
+)
+def test_invalid_parameters_named(table, kwargs, name):
+    args = {"family": FAMILY, "n_boot": 99}
+    args.update(kwargs)
+    with pytest.raises(ParameterError) as info:
+        compare_nested(table, MODELS, **args)
+    assert info.value.name == name
+
+
+def test_table_errors(table):
+    with pytest.raises(ParameterError, match="y_upper"):
+        compare_nested(table.drop(columns="y_upper"), MODELS, family=FAMILY)
+    partial = table.copy()
+    partial.loc[partial.index[0], "held_out"] = not partial.loc[partial.index[0], "held_out"]
+    with pytest.raises(ParameterError, match="whole clusters"):
+        compare_nested(partial, MODELS, family=FAMILY)
+    with pytest.raises(ParameterError) as info:
+        compare_nested(table.assign(held_out=False), MODELS, family=FAMILY)
+    assert info.value.name == "held_out"
+    rev = table.assign(y_lower=table["y_upper"] + 1)
+    with pytest.raises(ParameterError, match="y_lower <= y_upper"):
+        compare_nested(rev, MODELS, family=FAMILY)
+
+
+def test_null_native_is_not_declared(rng):
+    t = make_table(rng, native_effect=0.0)
+    res = compare_nested(
+        t,
+        MODELS,
+        family=FAMILY,
+        n_boot=499,
+        random_state=2,
+        metrics=("interval_sq_loss",),
+        log_columns=["baseline__scale"],
+    )
+    assert not res.adds_information("M0", "M1")
+
+
+def test_cluster_bootstrap_ci_coverage():
+    # Fixed (not refitted) predictors; per-cell losses of heads drawn from a population
+    # whose mean difference is known: base residual u_h + e + b x, rich residual u_h + e,
+    # so E[loss_base - loss_rich] = b^2 E[x^2] = b^2 (x ~ N(0, 1) independent of u, e).
+    # R = 300 studies of H = 60 heads x 12 cells, B = 499. The coverage estimated from R
+    # studies has binomial SE sqrt(0.95 * 0.05 / 300) = 0.0126. The percentile bootstrap
+    # under-covers by O(1/H) with few clusters (measured with R = 1500: 0.915 at H = 18,
+    # 0.926 at H = 30, 0.947 at H = 60), so we allow 0.01 for that at H = 60 on top of
+    # 3 SE: |coverage - 0.95| <= 0.048. The one-sided p under the null (equal residual
+    # distributions): rejection rate at 0.05 <= 0.05 + 0.048 (measured 0.055 at H = 60,
+    # 0.071 at H = 18).
+    rng = np.random.default_rng(2026)
+    b = 0.5
+    R, H, K = 300, 60, 12
+    cover = 0
+    reject_null = 0
+    clusters = np.repeat(np.arange(H), K)
+    for r in range(R):
+        u = rng.normal(size=H)[clusters]
+        e = rng.normal(size=H * K)
+        x = rng.normal(size=H * K)
+        rich = (u + e) ** 2
+        base = (u + e + b * x) ** 2
+        _, lo, hi, _ = cluster_bootstrap_effect(base, rich, clusters, n_boot=499, random_state=r)
+        cover += lo <= b**2 <= hi
+        # null: both models' residuals have the same distribution (true difference 0)
+        null_base = (u + e) ** 2
+        null_rich = (u + rng.normal(size=H * K)) ** 2
+        _, _, _, p = cluster_bootstrap_effect(
+            null_base, null_rich, clusters, n_boot=499, random_state=10_000 + r
+        )
+        reject_null += p < 0.05
+    assert abs(cover / R - 0.95) <= 0.048, cover / R
+    assert reject_null / R <= 0.098, reject_null / R
+
+
+def test_weighted_spearman_matches_repetition(rng):
+    x = rng.normal(size=20)
+    y = x + rng.normal(size=20)
+    w = rng.integers(0, 3, size=20)
+    from scipy.stats import spearmanr
+
+    want = spearmanr(np.repeat(x, w), np.repeat(y, w)).statistic
+    assert abs(spearman(x, y, weights=w) - want) < 1e-12
+
+
+def test_head_level_analysis(rng):
+    t = make_table(rng, n_heads=16, native_effect=0.0)
+    t = t[~t["held_out"]].copy()
+    # a head-level shift s_h that the native feature measures (constant within heads)
+    codes, _ = pd.factorize(t["cluster"])
+    s = rng.normal(size=codes.max() + 1)[codes]
+    t["y_lower"] += s
+    t["y_upper"] += s
+    t["native__q"] = s + 0.01 * rng.normal(size=len(t))
+    res = head_level_analysis(t, MODELS, log_columns=["baseline__scale"])
+    f = res.to_frame()
+    assert list(f.columns) == [
+        "model",
+        "blocks",
+        "head_effects",
+        "cv_interval_sq_loss",
+        "gain_vs_base",
+        "n_folds",
+        "n_cells",
+        "n_heads",
+    ]
+    assert (f["n_folds"] == 4).all()  # (input_id, length) groups
+    g = f.set_index(["model", "head_effects"])["gain_vs_base"]
+    assert g[("M1", False)] > 0.3  # the head-level signal helps without head effects...
+    assert abs(g[("M1", True)]) < 0.1 * g[("M1", False)]  # ...and adds nothing within heads
+    assert -1 <= res.residual_icc <= 1
+    assert "within-head correlation" in res.summary()
+    with pytest.raises(ParameterError, match="training rows only"):
+        head_level_analysis(t.assign(held_out=True), MODELS)
+
+
+def test_residual_icc_known_values():
+    g = np.repeat(np.arange(50), 10)
+    rng = np.random.default_rng(5)
+    r = rng.normal(size=50)[g] + rng.normal(size=500)
+    assert abs(residual_icc(r, g) - 0.5) < 0.2
+    assert abs(residual_icc(rng.normal(size=500), g)) < 0.1
+    assert pd.isna(residual_icc(np.ones(3), np.array([0, 0, 0])))
+
+
+def test_locked_design_drives_a_confirmatory_run(tmp_path, rng):
+    # what the study runner does: seal with the lock, release once, compare with the
+    # design's pre-specified settings, stamp the lock hash
+    from analysis.prereg import SealedCells, draw_held_out, load_design, lock_design
+    from analysis.prereg.design import write_held_out
+
+    toml = (ROOT / "preregistration" / "offline-minilm.toml").read_text()
+    path = tmp_path / "preregistration" / "study.toml"
+    path.parent.mkdir()
+    path.write_text(toml.replace("bootstrap_replicates = 2000", "bootstrap_replicates = 199"))
+    write_held_out(path, draw_held_out(load_design(path).data))
+    lock = lock_design(path)
+    design = load_design(path)
+    heads = design.population()
+    t = make_table(rng, n_heads=len(heads), cells=6, native_effect=0.5)
+    t["cluster"] = [heads[int(c[1:])] for c in t["cluster"]]
+    t["baseline_plus__svd_rank"] = rng.normal(size=len(t))
+    sealed = SealedCells(t.drop(columns="held_out"), path)
+    data = sealed.release_confirmatory()
+    res = compare_nested(
+        data.table,
+        design.models,
+        **design.comparison_kwargs(),
+        log_columns=["baseline__scale"],
+        lock_sha256=data.lock_sha256,
+    )
+    f = res.to_frame()
+    assert (f["lock_sha256"] == lock["design_sha256"]).all()
+    assert set(f["pair"]) == {"M0<M1", "M0<M2", "M0<M3", "M0plus<M1plus"}
+    assert (f["n_heads"] == 18).all()
+    assert f.loc[f.pair == "M0plus<M1plus", "p_holm"].isna().all()

@@ -1,0 +1,160 @@
+"""Design schema, the held-out draw and the shipped designs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.prereg import (
+    check_design,
+    design_sha256,
+    draw_held_out,
+    load_design,
+    population,
+    validate_design,
+)
+from analysis.prereg.design import tomllib
+from analysis.validation import ParameterError
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "preregistration"
+
+
+def test_population_sorted_and_excludes_synthetic(design_text):
+    data = tomllib.loads(design_text)
+    pop = population(data)
+    assert len(pop) == 2 * 6 + 2 * 4
+    assert pop[0] == "org/tiny-a:0:0" and pop[-1] == "org/tiny-b:1:3"
+    assert pop.index("org/tiny-a:0:5") < pop.index("org/tiny-a:1:0")
+    assert all(not p.startswith("synthetic") for p in pop)
+
+
+def test_draw_follows_the_contract_literally(design_text):
+    data = tomllib.loads(design_text)
+    rng = np.random.default_rng(7)
+    expected = []
+    for ck, n_layers, n_heads in (("org/tiny-a", 2, 6), ("org/tiny-b", 2, 4)):
+        members = [f"{ck}:{la}:{h}" for la in range(n_layers) for h in range(n_heads)]
+        idx = rng.choice(len(members), size=round(0.25 * len(members)), replace=False)
+        expected += [members[i] for i in idx]
+    key = lambda s: (s.rsplit(":", 2)[0], int(s.rsplit(":", 2)[1]), int(s.rsplit(":", 2)[2]))  # noqa: E731
+    assert draw_held_out(data) == sorted(expected, key=key)
+    assert len(draw_held_out(data)) == 3 + 2
+
+
+def test_heads_written_on_one_line_as_first_key(design_file):
+    lines = design_file.read_text().splitlines()
+    i = lines.index("[held_out]")
+    assert lines[i + 1].startswith("heads = [") and lines[i + 1].endswith("]")
+    assert load_design(design_file).held_out == tuple(
+        draw_held_out(tomllib.loads(design_file.read_text()))
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "name"),
+    [
+        (lambda d: d.pop("metrics"), "metrics"),
+        (lambda d: d["inference"].__setitem__("alpha", 1.5), "inference.alpha"),
+        (
+            lambda d: d["inference"].__setitem__("bootstrap_replicates", 10),
+            "inference.bootstrap_replicates",
+        ),
+        (lambda d: d["inference"].__setitem__("family", [["M1", "M2"]]), "inference.family[0]"),
+        (lambda d: d["models"].__setitem__("M1", ["baseline", "unknown_block"]), "models.M1"),
+        (
+            lambda d: d["sampling"]["sources"][2].pop("exploratory"),
+            "sampling.sources[2].exploratory",
+        ),
+        (
+            lambda d: d["sampling"]["sources"][0].__setitem__("layers", 0),
+            "sampling.sources[0].layers",
+        ),
+        (lambda d: d["held_out"].__setitem__("fraction", 0), "held_out.fraction"),
+        (lambda d: d["held_out"].__setitem__("heads", ["org/tiny-a:9:9"]), "held_out.heads"),
+        (
+            lambda d: d["held_out"].__setitem__("heads", ["org/tiny-b:0:0", "org/tiny-a:0:0"]),
+            "held_out.heads",
+        ),
+        (lambda d: d["metrics"].__setitem__("primary", "r2"), "metrics.primary"),
+        (lambda d: d["sampling"].__setitem__("eps", [0.1, 1.5]), "sampling.eps"),
+        (lambda d: d.__setitem__("effort", "max"), "effort"),
+        (
+            lambda d: (
+                d["hypotheses"][0].__setitem__("pair", ["M0", "M2"])
+                or d["inference"].__setitem__("family", [["M0", "M1"]])
+            ),
+            "hypotheses[0].pair",
+        ),
+    ],
+)
+def test_schema_errors_name_the_key(design_text, edit, name):
+    data = tomllib.loads(design_text)
+    edit(data)
+    with pytest.raises(ParameterError) as info:
+        validate_design(data, require_held_out=False)
+    assert info.value.name == name
+    assert str(info.value).startswith(name)
+
+
+def test_nonnested_pair_in_design_names_the_block(design_text):
+    data = tomllib.loads(design_text)
+    data["inference"]["family"] = [["M1", "M2"]]
+    with pytest.raises(ParameterError, match="M2 lacks block"):
+        validate_design(data, require_held_out=False)
+
+
+def test_missing_heads_refused_unless_drawing(design_text):
+    data = tomllib.loads(design_text)
+    with pytest.raises(ParameterError, match="held_out.heads"):
+        validate_design(data)
+    validate_design(data, require_held_out=False)
+
+
+def test_canonical_hash_ignores_comments_whitespace_and_key_order(design_text):
+    a = tomllib.loads(design_text)
+    shuffled = design_text.replace(
+        'title = "toy"\neffort = "fast"', 'effort   =   "fast"   # level\n\n\ntitle = "toy"'
+    )
+    b = tomllib.loads("# extra comment\n" + shuffled)
+    assert design_sha256(a) == design_sha256(b)
+    b["title"] = "toy2"
+    assert design_sha256(a) != design_sha256(b)
+
+
+def test_shipped_minilm_design():
+    design = load_design(SHIPPED / "offline-minilm.toml")
+    assert len(design.population()) == 72
+    assert len(design.held_out) == 18
+    assert list(design.held_out) == draw_held_out(design.data)
+    assert design.data["held_out"]["seed"] == 20261202
+    assert design.data["effort"] == "default"
+    assert design.models["M3"] == ("baseline", "native", "intrinsic")
+    assert design.family == (("M0", "M1"), ("M0", "M2"), ("M0", "M3"))
+    assert design.sensitivity_pairs == (("M0plus", "M1plus"),)
+    first = design.path.read_text().split("[held_out]\n", 1)[1].splitlines()[0]
+    assert first.startswith("heads = [")
+
+
+def test_shipped_paper_design():
+    design = load_design(SHIPPED / "paper-checkpoints.toml")
+    pop = design.population()
+    assert len(pop) == 144 + 144 + 24 * 14 + 144 + 72
+    counts = {}
+    for h in design.held_out:
+        counts[h.rsplit(":", 2)[0]] = counts.get(h.rsplit(":", 2)[0], 0) + 1
+    assert counts == {
+        "google-bert/bert-base-uncased": 36,
+        "openai-community/gpt2": 36,
+        "Qwen/Qwen2.5-0.5B": 84,
+        "google/vit-base-patch16-224": 36,
+        "facebook/deit-small-patch16-224": 18,
+    }
+    assert list(design.held_out) == draw_held_out(design.data)
+
+
+@pytest.mark.parametrize("name", ["offline-minilm.toml", "paper-checkpoints.toml"])
+def test_shipped_designs_are_locked_and_match(name):
+    assert check_design(SHIPPED / name) == []
