@@ -52,15 +52,17 @@ ALIASES: dict[str, str] = {
     "minilm": MINILM_ID,
     "all-minilm-l6-v2": MINILM_ID,
     "all-MiniLM-L6-v2": MINILM_ID,
-    "openai-community/gpt2": "gpt2",
-    "google-bert/bert-base-uncased": "bert-base-uncased",
+    # Hugging Face moved these legacy names under organizations; the namespaced id is
+    # canonical (it is what the hub resolves the short name to, and what designs lock).
+    "gpt2": "openai-community/gpt2",
+    "bert-base-uncased": "google-bert/bert-base-uncased",
     "qwen2.5-0.5b": "Qwen/Qwen2.5-0.5B",
 }
 
 #: Canonical id -> repository ids under which the local Hugging Face cache may hold it.
 _CACHE_NAMES: dict[str, tuple[str, ...]] = {
-    "gpt2": ("gpt2", "openai-community/gpt2"),
-    "bert-base-uncased": ("bert-base-uncased", "google-bert/bert-base-uncased"),
+    "openai-community/gpt2": ("openai-community/gpt2", "gpt2"),
+    "google-bert/bert-base-uncased": ("google-bert/bert-base-uncased", "bert-base-uncased"),
 }
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
@@ -83,7 +85,7 @@ class ResolvedCheckpoint:
     Attributes
     ----------
     checkpoint_id : str
-        Canonical id (``"sentence-transformers/all-MiniLM-L6-v2"``, ``"gpt2"``, or the folder
+        Canonical id (``"sentence-transformers/all-MiniLM-L6-v2"``, ``"openai-community/gpt2"``, or the folder
         name for a local directory that is not a known checkpoint).
     path : pathlib.Path
         Local folder with ``config.json`` and weights.

@@ -158,7 +158,8 @@ def test_npz_layout_loads_without_pickle(tiny_model, tmp_path):
 def test_checkpoint_names_resolve_offline_or_fail_fast(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert canonical_checkpoint_id("minilm") == MINILM_ID
-    assert canonical_checkpoint_id("openai-community/gpt2") == "gpt2"
+    assert canonical_checkpoint_id("gpt2") == "openai-community/gpt2"
+    assert canonical_checkpoint_id("bert-base-uncased") == "google-bert/bert-base-uncased"
     r = resolve_checkpoint("minilm")
     assert r.checkpoint_id == MINILM_ID and (r.path / "config.json").is_file()
     assert resolve_checkpoint(MINILM_ID).path == r.path
@@ -267,9 +268,9 @@ def test_hf_cache_checkpoint_resolves_with_revision(tiny_model, tmp_path, monkey
     (repo / "refs" / "main").write_text(commit)
     monkeypatch.setattr(hc, "HF_HUB_CACHE", str(hub))
     r = resolve_checkpoint("gpt2")
-    assert (r.checkpoint_id, r.revision, r.origin) == ("gpt2", commit, "hf-cache")
+    assert (r.checkpoint_id, r.revision, r.origin) == ("openai-community/gpt2", commit, "hf-cache")
     ck = load_checkpoint("openai-community/gpt2")
-    assert ck.checkpoint_id == "gpt2" and ck.meta["revision"] == commit
+    assert ck.checkpoint_id == "openai-community/gpt2" and ck.meta["revision"] == commit
     ex = extract_from_model(ck, ModelInput.from_ids(np.arange(1, 13)))
-    assert ex.causal and ex.head_id(0, 1) == "gpt2:0:1"
+    assert ex.causal and ex.head_id(0, 1) == "openai-community/gpt2:0:1"
     assert (ex.A[..., np.triu(np.ones((12, 12), dtype=bool), 1)] == 0).all()
