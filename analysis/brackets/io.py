@@ -166,11 +166,12 @@ def profile_file(
     return [done[k] for k in keys]
 
 
-def _witness_json(prof: Profile, brackets: list[dict[str, Any]]) -> dict[str, list]:
+def _witness_json(prof: Profile, A: np.ndarray, brackets: list[dict[str, Any]]) -> dict[str, list]:
     ups, lows = {}, {}
     for b in brackets:
         w = prof.upper_end(b["eps"])
-        ups[w.rank] = {"rank": w.rank, "U": w.U.tolist(), "W": w.W.tolist()}
+        U, W = prof.witness_arrays(w, A)
+        ups[w.rank] = {"rank": w.rank, "U": U.tolist(), "W": W.tolist()}
         if b["lower"] >= 1:
             lw = prof.lower_end(b["eps"])
             lows[lw.size] = {"size": lw.size, "R": lw.R.tolist(), "Y": lw.Y.tolist()}
@@ -196,7 +197,7 @@ def result_json(
                 "head": data.heads[i],
                 "shape": list(prof.shape),
                 "brackets": br,
-                "witnesses": _witness_json(prof, br) if witnesses else None,
+                "witnesses": _witness_json(prof, data.A[i], br) if witnesses else None,
                 "methods": prof.stats.get("methods"),
                 "seconds": prof.stats.get("seconds", {}).get("total"),
             }

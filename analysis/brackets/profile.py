@@ -8,6 +8,7 @@ are monotone in eps by construction. Every stored value is a certified number fr
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import time
@@ -32,9 +33,6 @@ _EFFORT_SETTINGS: dict[str, dict[str, int]] = {
     "default": {"rounds": 4, "upper_steps": 300, "lower_steps": 400},
     "thorough": {"rounds": 7, "upper_steps": 800, "lower_steps": 1200},
 }
-# Besides the targeted eps, the profile keeps the witnesses that decide brackets on this
-# grid, so that a later, untargeted eps still gets a certified (if looser) bracket.
-COVERAGE_EPS = (0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75)
 PROFILE_FORMAT = 1
 
 
@@ -84,9 +82,16 @@ class Profile:
 
     # -- reading brackets ---------------------------------------------------------
     def upper_end(self, eps: float) -> UpperWitness:
+        """The least-rank stored witness with certified error <= eps.
+
+        Where none reaches eps, the identity witness ``B = A`` (``U = A, W = I``, or
+        ``U = I, W = A^T`` when ``M < N``) of rank ``min(M, N)`` and error exactly 0: it is
+        derived from ``A`` itself, so it is not stored (``U`` and ``W`` are None here;
+        :func:`identity_witness` builds them).
+        """
         ok = [w for w in self.upper.values() if w.error <= eps]
-        if not ok:  # cannot happen: the trivial full-rank witness has error ~1e-14
-            raise ValueError(f"eps: no stored upper witness reaches {eps}")
+        if not ok:
+            return UpperWitness(min(self.shape), 0.0, "identity", None, None)
         return min(ok, key=lambda w: w.rank)
 
     def lower_end(self, eps: float) -> LowerWitness | None:
@@ -129,21 +134,36 @@ class Profile:
         return np.maximum.accumulate(mu[::-1])[::-1][: K + 1]
 
     # -- serialization --------------------------------------------------------------
-    def to_dict(self, *, witnesses: bool = True) -> dict[str, Any]:
+    def to_dict(self, *, witnesses: bool = True, arrays: str = "lists") -> dict[str, Any]:
+        """JSON-able form.
+
+        ``arrays="lists"`` writes witness matrices as nested lists of floats;
+        ``arrays="float32-base64"`` as base64 of their float32 bytes (little endian, row
+        major), about four times smaller and still exact, because every stored witness is
+        rounded to float32 *before* it is certified.
+        """
+        check_choice("arrays", arrays, ("lists", "float32-base64"))
+
+        def enc(a: np.ndarray) -> Any:
+            if arrays == "lists":
+                return a.tolist()
+            return base64.b64encode(a.astype("<f4").tobytes()).decode("ascii")
+
         def up(w: UpperWitness) -> dict[str, Any]:
             d = {"rank": w.rank, "error": w.error, "method": w.method}
             if witnesses:
-                d |= {"U": w.U.tolist(), "W": w.W.tolist()}
+                d |= {"U": enc(w.U), "W": enc(w.W)}
             return d
 
         def lo(w: LowerWitness) -> dict[str, Any]:
             d = {"size": w.size, "margin": w.margin, "method": w.method}
             if witnesses:
-                d |= {"R": w.R.tolist(), "Y": w.Y.tolist()}
+                d |= {"R": enc(w.R), "Y": enc(w.Y)}
             return d
 
         return {
             "format": PROFILE_FORMAT,
+            "arrays": arrays,
             "shape": list(self.shape),
             "eps_targets": list(self.eps_targets),
             "effort": self.effort,
@@ -157,9 +177,13 @@ class Profile:
     def from_dict(cls, d: dict[str, Any]) -> Profile:
         """Restore a profile written by :meth:`to_dict` (with witnesses)."""
         M, N = d["shape"]
+        b64 = d.get("arrays", "lists") == "float32-base64"
 
         def arr(x, rows, cols):
-            a = np.asarray(x, dtype=np.float64)
+            if b64:
+                a = np.frombuffer(base64.b64decode(x), dtype="<f4").astype(np.float64)
+            else:
+                a = np.asarray(x, dtype=np.float64)
             return a.reshape(rows, cols)
 
         upper = {
@@ -192,12 +216,16 @@ class Profile:
             dict(d.get("stats", {})),
         )
 
+    def witness_arrays(self, w: UpperWitness, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(U, W)`` of an upper witness, built from ``A`` for the identity witness."""
+        return identity_witness(A) if w.U is None else (w.U, w.W)
+
     def reverify(self, A: np.ndarray) -> list[str]:
         """Re-check every stored witness against ``A``; return a description of each failure."""
         A = check_attention(A)[0]
         fails = []
         for w in self.upper.values():
-            if not certified_upper_error(A, w.U, w.W) <= w.error:
+            if not certified_upper_error(A, *self.witness_arrays(w, A)) <= w.error:
                 fails.append(f"upper rank {w.rank}")
         for w in self.lower.values():
             if not certified_lower_margin(A, w.R, w.Y) >= w.margin:
@@ -227,6 +255,18 @@ def fixed_torch_threads(n: int = 1) -> Iterator[None]:
         torch.set_num_threads(old)
 
 
+def identity_witness(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``B = A`` as a rank-``min(M, N)`` factorization: ``(A, I)`` or ``(I, A^T)``."""
+    M, N = A.shape
+    return (A.copy(), np.eye(N)) if N <= M else (np.eye(M), A.T.copy())
+
+
+def _f32(X: np.ndarray) -> np.ndarray:
+    """Round to float32 values (held in float64): what gets certified is what is stored,
+    and float32 storage of it is then exact."""
+    return np.asarray(X, dtype=np.float32).astype(np.float64)
+
+
 class _Builder:
     """Collects candidate witnesses, keeping the best *certified* one per rank / size."""
 
@@ -246,6 +286,7 @@ class _Builder:
 
     def offer_upper(self, U: np.ndarray, W: np.ndarray, method: str) -> float:
         k = U.shape[1]
+        U, W = _f32(U), _f32(W)
         e = certified_upper_error(self.A, U, W)
         cur = self.upper.get(k)
         if cur is None or e < cur.error:
@@ -256,6 +297,7 @@ class _Builder:
 
     def offer_lower(self, R: np.ndarray, Y: np.ndarray, method: str) -> float:
         m = R.shape[1]
+        R, Y = _f32(R), _f32(Y)
         mu = certified_lower_margin(self.A, R, Y)
         if not mu > 0:
             self.rejected += 1
@@ -268,7 +310,8 @@ class _Builder:
         return mu
 
     def hi(self, eps: float) -> int:
-        return min(k for k, w in self.upper.items() if w.error <= eps)
+        ok = [k for k, w in self.upper.items() if w.error <= eps]
+        return min(ok) if ok else min(self.M, self.N)  # the implicit identity witness
 
     def lo(self, eps: float) -> int:
         return max((m for m, w in self.lower.items() if w.margin > eps), default=0)
@@ -277,10 +320,7 @@ class _Builder:
 def _trivial(b: _Builder) -> None:
     A, M, N = b.A, b.M, b.N
     b.offer_upper(np.zeros((M, 0)), np.zeros((N, 0)), "zero")
-    if N <= M:
-        b.offer_upper(A.copy(), np.eye(N), "identity")
-    else:
-        b.offer_upper(np.eye(M), A.T.copy(), "identity")
+    # The identity witness (rank min(M, N), error 0) is implicit: see Profile.upper_end.
     Y = np.zeros((1, M))
     Y[0, int(A.sum(1).argmax())] = 1.0
     b.offer_lower(np.ones((N, 1)), Y, "row-sum")
@@ -451,11 +491,11 @@ def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, in
 
 def _prune(b: _Builder, keep_eps: Sequence[float]) -> None:
     """Keep the witnesses that decide a bracket on ``keep_eps`` plus the trivial ones."""
-    K = min(b.M, b.N)
-    up = {0, K} & set(b.upper)
+    up = {0} & set(b.upper)
     low = {1} & set(b.lower)
     for e in keep_eps:
-        up.add(b.hi(e))
+        if b.hi(e) in b.upper:
+            up.add(b.hi(e))
         m = b.lo(e)
         if m:
             low.add(m)
@@ -517,21 +557,18 @@ def profile_matrix(
         b = _Builder(A64, previous)
         _trivial(b)
         finite = [e for e in targets if e < 1]
-        eps_all = sorted(set(finite) | set(COVERAGE_EPS))
-        cache = _cheap_stage(b, eps_all)
+        cache = _cheap_stage(b, finite or [0.5])
         t1 = time.perf_counter()
         if finite:
             _refine(b, cache, finite, settings)
         t2 = time.perf_counter()
-        keep = sorted(
-            set(targets) | set(COVERAGE_EPS) | set(previous.eps_targets if previous else ())
-        )
+        keep = sorted(set(targets) | set(previous.eps_targets if previous else ()))
         _prune(b, keep)
     stats["seconds"] = {"cheap": t1 - t0, "refine": t2 - t1, "total": time.perf_counter() - t0}
     stats["rejected_lower"] = b.rejected
     stats["methods"] = {
         f"{e:g}": {
-            "upper": b.upper[b.hi(e)].method,
+            "upper": b.upper[b.hi(e)].method if b.hi(e) in b.upper else "identity",
             "lower": b.lower[b.lo(e)].method if b.lo(e) else "none",
         }
         for e in targets

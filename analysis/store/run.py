@@ -174,7 +174,7 @@ def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[
     elapsed = time.perf_counter() - start
     brackets = {e: tuple(int(v) for v in prof.bracket(e)) for e in task.eps_grid}
     return {
-        "profile": prof.to_dict(witnesses=True),
+        "profile": prof.to_dict(witnesses=True, arrays="float32-base64"),
         "brackets": brackets,
         "seed": seed,
         "elapsed_s": elapsed,

@@ -114,3 +114,25 @@ def test_bad_matrix():
     assert prof.bracket(0.05)[1] <= 2
     with pytest.raises(ParameterError, match="single matrix"):
         profile_matrix(np.full((2, 3, 3), 1 / 3))
+
+
+def test_compact_encoding_is_exact(head_and_profile):
+    A, prof = head_and_profile
+    d = prof.to_dict(arrays="float32-base64")
+    back = Profile.from_dict(json.loads(json.dumps(d)))
+    assert back.brackets(GRID) == prof.brackets(GRID)
+    for k, w in prof.upper.items():
+        np.testing.assert_array_equal(back.upper[k].U, w.U)  # float32 storage is lossless
+    assert back.reverify(A) == []
+    assert len(json.dumps(d)) < len(json.dumps(prof.to_dict())) / 2
+    with pytest.raises(ParameterError, match="arrays"):
+        prof.to_dict(arrays="pickle")
+
+
+def test_tiny_eps_uses_identity_witness(head_and_profile):
+    A, prof = head_and_profile
+    w = prof.upper_end(1e-12)
+    assert w.rank == min(A.shape) and w.method == "identity" and w.U is None
+    from analysis.brackets.verify import certified_upper_error
+
+    assert certified_upper_error(A, *prof.witness_arrays(w, A)) <= 1e-12

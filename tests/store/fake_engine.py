@@ -34,7 +34,7 @@ class Profile:
         sv = np.asarray(self.sv)
         return int((sv > eps).sum()), max(int((sv > eps / 4).sum()), 1)
 
-    def to_dict(self, witnesses: bool = True) -> dict:
+    def to_dict(self, witnesses: bool = True, arrays: str = "lists") -> dict:
         return {"sv": self.sv, "eps": self.eps, "seed": self.seed, "history": self.history}
 
     @classmethod
