@@ -158,7 +158,7 @@ def refine_lower(
     steps: torch.Tensor,
     lr: float = 0.02,
     check: int = 10,
-    give_up: float = 0.75,
+    give_up: float = 0.7,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Projected ascent on the diagonal-dominance margin over signed ``R`` and ``Y``.
 
@@ -170,8 +170,8 @@ def refine_lower(
     sizes : int tensor ``[P]``
     targets : tensor ``[P]``
         The margin each problem must exceed. A problem leaves the batch once its margin
-        is above ``1.02 * target``, or, past half its steps, when it is still below
-        ``give_up * target``.
+        is above ``1.02 * target``, or, past 30% of its steps, when it is still below
+        ``(1 - give_up * (1 - progress)) * target``.
     steps : int tensor ``[P]``
         Step budget of each problem.
 
@@ -219,8 +219,9 @@ def refine_lower(
                 best_Y[idx[b]] = Y[b]
                 best[idx[b]] = cur[b]
             cb = best[idx]
-            half = step > 0.5 * Sa
-            keep = ~((cb > 1.02 * Ta) | (half & (cb < give_up * Ta)) | (step >= Sa))
+            prog = step / Sa
+            hopeless = (prog > 0.3) & (cb < (1 - give_up * (1 - prog)) * Ta)
+            keep = ~((cb > 1.02 * Ta) | hopeless | (step >= Sa))
             if not bool(keep.any()):
                 break
             if not bool(keep.all()):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ EFFORTS = ("fast", "default", "thorough")
 # Per effort: bisection rounds and optimizer steps for upper / lower witnesses. Every level is equally sound; more effort only finds better witnesses.
 _EFFORT_SETTINGS: dict[str, dict[str, int]] = {
     "fast": {"rounds": 0, "upper_steps": 0, "lower_steps": 0},
-    "default": {"rounds": 4, "upper_steps": 300, "lower_steps": 400},
+    "default": {"rounds": 6, "upper_steps": 300, "lower_steps": 400},
     "thorough": {"rounds": 7, "upper_steps": 800, "lower_steps": 1200},
 }
 PROFILE_FORMAT = 1
@@ -367,9 +368,9 @@ def _cheap_stage(b: _Builder, eps_all: Sequence[float]) -> dict[str, Any]:
 
 
 def _budgets(sizes: torch.Tensor, base: int, ref: int) -> torch.Tensor:
-    """Step budget per problem: a step costs about its size, so small problems get more
-    steps (up to 3x) and large ones fewer (down to 0.5x) than ``base`` at size ``ref``."""
-    return (base * (ref / sizes.double()).clamp(0.5, 3.0)).round().long()
+    """Step budget per problem: large problems cost more per step, so they get fewer
+    steps (down to 0.5x) and small ones somewhat more (up to 1.5x) than ``base`` at ``ref``."""
+    return (base * (ref / sizes.double()).clamp(0.5, 1.5)).round().long()
 
 
 def _upper_start(b: _Builder, cache, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -449,14 +450,31 @@ _UPPER_FIRST = 0.7  # refined rank / SVD rank
 _LOWER_BOOST = 2.5  # refined margin / group margin at the same size
 
 
-def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int]) -> None:
-    """Per-eps bisection: one upper and one lower trial per eps and round, all batched.
+def _next_trial(best: int, fail: int, first: int, step: float) -> int:
+    """Next size to try between a certified end ``best`` and a failed trial ``fail``.
 
-    ``up_fail[e]`` / ``low_fail[e]`` record the ranks / sizes at which refinement failed;
-    they bound the next trials heuristically and never enter a bracket.
+    With no failure yet, gallop from ``best`` by a fraction ``step`` of it (at least 1);
+    else take the midpoint. Sign conventions are the caller's: for the upper end ``best``
+    is above ``fail`` and ``step`` is negative.
     """
-    up_fail = {e: 0 for e in targets}
-    low_fail = {e: min(b.M, b.N) + 1 for e in targets}
+    if first is not None:
+        return first
+    if fail is None:
+        return best + int(math.copysign(max(1, round(abs(step) * best)), step))
+    return (best + fail) // 2 if step < 0 else (best + fail + 1) // 2
+
+
+def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int]) -> None:
+    """Per-eps search: one upper and one lower trial per eps and round, all batched.
+
+    The first upper trial sits at ``_UPPER_FIRST * hi``; after a success the search
+    gallops down by 15% of the rank, after a failure it bisects between the failure and
+    the certified end (likewise upwards for the lower end, starting at the largest size
+    whose group witness, boosted by a typical refinement gain, would pass). Failed sizes
+    only steer the search; they never enter a bracket.
+    """
+    up_fail: dict[float, int | None] = {e: None for e in targets}
+    low_fail: dict[float, int | None] = {e: None for e in targets}
     gk = cache["groups"]
     for rnd in range(settings["rounds"]):
         up, lowp = [], []
@@ -464,29 +482,30 @@ def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, in
             lo, hi = b.lo(e), b.hi(e)
             if lo >= hi:
                 continue
-            a, z = max(lo, up_fail[e] + 1, 1), hi - 1  # ranks worth trying
-            if a <= z:
-                k = int(round(_UPPER_FIRST * hi)) if rnd == 0 else (a + z) // 2
-                up.append((e, min(max(k, a), z)))
-            a, z = lo + 1, min(hi, low_fail[e] - 1)  # sizes worth trying
-            if a <= z:
+            floor_k = max(lo, 1, up_fail[e] + 1 if up_fail[e] is not None else 0)
+            if floor_k <= hi - 1:
+                first = int(round(_UPPER_FIRST * hi)) if rnd == 0 else None
+                k = _next_trial(hi, up_fail[e], first, -0.15)
+                up.append((e, min(max(k, floor_k), hi - 1)))
+            ceil_m = min(hi, min(b.M, b.N), low_fail[e] - 1 if low_fail[e] is not None else hi)
+            if lo + 1 <= ceil_m:
+                first = None
                 if rnd == 0:
-                    ok = [m for m in gk if a <= m <= z and gk[m][0] * _LOWER_BOOST > e]
-                    m = max(ok) if ok else a
-                else:
-                    m = (a + z + 1) // 2
+                    ok = [m for m in gk if lo < m <= ceil_m and gk[m][0] * _LOWER_BOOST > e]
+                    first = max(ok) if ok else lo + 1
+                m = min(max(_next_trial(lo, low_fail[e], first, 0.15), lo + 1), ceil_m)
                 if m in gk:
                     lowp.append((e, m))
         if not up and not lowp:
             break
         for (e, k), ok in zip(up, _upper_round(b, cache, up, settings["upper_steps"]), strict=True):
             if not ok:
-                up_fail[e] = max(up_fail[e], k)
+                up_fail[e] = k if up_fail[e] is None else max(up_fail[e], k)
         for (e, m), ok in zip(
             lowp, _lower_round(b, cache, lowp, settings["lower_steps"]), strict=True
         ):
             if not ok:
-                low_fail[e] = min(low_fail[e], m)
+                low_fail[e] = m if low_fail[e] is None else min(low_fail[e], m)
 
 
 def _prune(b: _Builder, keep_eps: Sequence[float]) -> None:

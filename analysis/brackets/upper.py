@@ -179,7 +179,7 @@ def refine_upper(
     steps: torch.Tensor,
     lr: float = 5e-4,
     check: int = 10,
-    give_up: float = 1.3,
+    give_up: float = 0.6,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Adam on ``(U, W)`` minimizing a smoothed max-row-l1 error, batched over problems.
 
@@ -191,8 +191,9 @@ def refine_upper(
     ranks : int tensor ``[P]``
     targets : tensor ``[P]``
         The error each problem must reach. A problem leaves the batch once its computed
-        error is below ``target * (1 - 1e-4)``, or, past half its steps, when its best
-        error is still above ``give_up * target``.
+        error is below ``target * (1 - 1e-4)``, or, past 30% of its steps, when its best
+        error is still above ``(1 + give_up * (1 - progress)) * target`` (a hopeless
+        problem stops early; one within reach runs on).
     steps : int tensor ``[P]``
         Step budget of each problem (schedules run over each problem's own budget).
 
@@ -229,8 +230,9 @@ def refine_upper(
                 best[idx[b]] = X[b]
                 best_err[idx[b]] = err[b]
             cur = best_err[idx]
-            half = step > 0.5 * Sa
-            keep = ~((cur <= Ta * (1 - 1e-4)) | (half & (cur > give_up * Ta)) | (step >= Sa))
+            prog = step / Sa
+            hopeless = (prog > 0.3) & (cur > (1 + give_up * (1 - prog)) * Ta)
+            keep = ~((cur <= Ta * (1 - 1e-4)) | hopeless | (step >= Sa))
             if not bool(keep.any()):
                 break
             if not bool(keep.all()):
