@@ -437,7 +437,10 @@ def _lower_round(b, cache, problems, steps) -> list[bool]:
     At = torch.from_numpy(A).float().expand(P, -1, -1)
     sizes = torch.tensor([m for _, m in problems])
     targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
-    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=_budgets(sizes, steps, 12))
+    # Each ascent step moves mostly the worst test function, so larger sizes need more
+    # steps; a step costs little more at larger sizes (the products are m x M x N).
+    budgets = (steps * (sizes.double() / 12).sqrt().clamp(1.0, 2.0)).round().long()
+    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=budgets)
     out = []
     for p, (eps, m) in enumerate(problems):
         mu = b.offer_lower(R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy(), "ascent")
