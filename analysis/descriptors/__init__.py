@@ -1,0 +1,1 @@
+"""Descriptor blocks: registry, baseline, native and intrinsic geometry, plugins."""
