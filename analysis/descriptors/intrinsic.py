@@ -13,8 +13,9 @@ import numpy as np
 from analysis.descriptors.kappa import DEFAULT_MAX_ITER, DEFAULT_TOL, KappaResult, factor_radius
 from analysis.descriptors.registry import Cell, descriptor
 
-#: Singular values of C at or below RANK_RTOL * sigma_1 count as zero for ``rank C``. Loose
-#: enough that rounding noise in S (even after a gauge with cond(G) = 1e4) is not counted.
+#: Singular values of C at or below RANK_RTOL * sigma_1 (or below 1e3 * machine eps * ||S||_F)
+#: count as zero for ``rank C``. Loose enough that rounding noise in S (even after a gauge with
+#: cond(G) = 1e4) is not counted.
 RANK_RTOL = 1e-9
 
 
@@ -111,14 +112,21 @@ def intrinsic_profile(
     Q = np.asarray(Q, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
     d = Q.shape[1]
-    C = double_center(float(scale) * (Q @ K.T))
+    S = float(scale) * (Q @ K.T)
+    C = double_center(S)
     U, sv, Vt = np.linalg.svd(C, full_matrices=False)
-    rank_C = int(np.count_nonzero(sv > RANK_RTOL * sv[0])) if sv.size and sv[0] > 0 else 0
+    # Zero below RANK_RTOL * sigma_1, and below rounding level of S itself (C = 0 exactly
+    # when S has only row and column terms, but its computed SVD is noise).
+    noise = 1e3 * np.finfo(np.float64).eps * np.linalg.norm(S)
+    rank_C = int(np.count_nonzero(sv > max(RANK_RTOL * sv[0], noise))) if sv.size else 0
     R = min(d, rank_C)
     m = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), C.shape)
     res = C.copy()
     q = np.empty(R)
     for r in range(1, R + 1):
+        if r == rank_C:
+            q[r - 1] = 0.0  # T_(rank C) = C exactly; the computed residual is rounding noise
+            break
         res -= sv[r - 1] * np.outer(U[:, r - 1], Vt[r - 1])
         q[r - 1] = projective_residual(res, m)
     kappa: dict[int, KappaResult] = {}

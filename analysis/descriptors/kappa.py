@@ -145,13 +145,14 @@ def factor_radius(
     max_iter = check_int("max_iter", max_iter, minimum=1)
     M, N = U.shape[0], W.shape[0]
     t_max = float(np.abs(U @ W.T).max())
+    if U.shape[1] == 1:
+        # Closed form: every factorization attains max|u| max|w| = max_ij |T_ij| exactly.
+        return KappaResult(t_max, t_max, 0.0, np.ones((1, 1)), 0)
     lam = np.full(M, 1.0 / M)
     mu = np.full(N, 1.0 / N)
     best_up, best_P = np.inf, np.eye(U.shape[1])
     best_g, best_lam, best_mu = 0.0, lam, mu
     eta, prev_g, it = 2.0, 0.0, 0
-    if U.shape[1] == 1:
-        max_iter = 1  # rank 1: any P attains max|u| max|w| = max|T_ij|
     while it < max_iter:
         it += 1
         A = U.T @ (lam[:, None] * U)
