@@ -18,7 +18,7 @@ import fnmatch
 import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -185,6 +185,10 @@ def load_plugin(module: str) -> None:
         raise ParameterError("--plugin", "an importable module path like pkg.mod", module)
     try:
         importlib.import_module(module)
+    except ParameterError as exc:  # e.g. a block name that is already registered
+        raise ParameterError(
+            "--plugin", f"a module whose blocks register cleanly ({exc})", module
+        ) from None
     except ImportError as exc:
         raise ParameterError(
             "--plugin", "an importable module path like pkg.mod", f"{module} ({exc})"
@@ -218,8 +222,6 @@ class MatrixData:
     Q, K : array ``[L, d]``
     scale : float
     mask : bool array ``[L, L]`` or None (True = allowed)
-    A : array ``[L, L]`` or None
-        The stored t = 1 matrix (parity only; descriptors use :func:`softmax64`).
     eps_grid, temperatures : tuple of float
         The whole grid this matrix will be described on (blocks may use them to skip work
         no cell needs).
@@ -234,13 +236,11 @@ class MatrixData:
         *,
         eps_grid: tuple[float, ...],
         temperatures: tuple[float, ...],
-        A: np.ndarray | None = None,
     ) -> None:
         self.Q = np.asarray(Q, dtype=np.float64)
         self.K = np.asarray(K, dtype=np.float64)
         self.scale = float(scale)
         self.mask = None if mask is None else np.asarray(mask, dtype=bool)
-        self.stored_A = A
         self.eps_grid = tuple(eps_grid)
         self.temperatures = tuple(temperatures)
         self._cache: dict[Any, Any] = {}
@@ -272,7 +272,6 @@ class Cell:
     matrix: MatrixData
     temperature: float
     eps: float
-    _extra: dict = field(default_factory=dict)
 
     @property
     def A(self) -> np.ndarray:
