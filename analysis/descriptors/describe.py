@@ -105,7 +105,7 @@ def _check_parity(data: dict[str, np.ndarray], layer: int, head: int) -> None:
     if "A" not in data:
         return
     A64 = softmax64(
-        data["Q"][layer, head], data["K"][layer, head], data["scale"][layer, head], data["mask"]
+        data["Q"][layer, head], data["K"][layer, head], data["scale"][layer, head], data.get("mask")
     )
     err = float(np.abs(A64 - data["A"][layer, head]).max())
     if not err <= PARITY_TOL:
@@ -181,7 +181,7 @@ def describe_arrays(
                     data["Q"][li, hi],
                     data["K"][li, hi],
                     data["scale"][li, hi],
-                    data["mask"],
+                    data.get("mask"),
                     eps_grid=eps_grid,
                     temperatures=temps,
                 )

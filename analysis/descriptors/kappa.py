@@ -27,7 +27,7 @@ from analysis.validation import ParameterError, check_int, check_positive_finite
 # Two solves of one kappa both lie in [kappa, kappa (1 + gap)], so they agree to relative
 # DEFAULT_TOL: 5e-7 keeps gauge-related results within the 1e-6 that CONTRACTS.md asks.
 DEFAULT_TOL = 5e-7
-DEFAULT_MAX_ITER = 5000
+DEFAULT_MAX_ITER = 3000
 _ETA = 2.0  # exponent of the multiplicative step (eta = 4 diverges on MiniLM heads)
 _MOMENTUM = 0.7  # heavy-ball factor on the log-weights; halves to thirds the iterations
 _LOG_FLOOR = 460.0  # weights >= e^-460 * max keep out of the (very slow) subnormal range
@@ -168,6 +168,11 @@ def factor_radius(
         A = U.T @ (lam[:, None] * U)
         B = W.T @ (mu[:, None] * W)
         ea, Va = np.linalg.eigh(0.5 * (A + A.T))
+        # Dual value g = tr((A^1/2 B A^1/2)^1/2) with the exact (unfloored) square root: the
+        # floored one below keeps P finite but would make g optimistic when A is singular.
+        A0h = (Va * np.sqrt(np.maximum(ea, 0.0))) @ Va.T
+        X0 = A0h @ B @ A0h
+        g = float(np.sqrt(np.maximum(np.linalg.eigvalsh(0.5 * (X0 + X0.T)), 0.0)).sum())
         ea = np.maximum(ea, 1e-13 * ea[-1])
         Ah = (Va * np.sqrt(ea)) @ Va.T
         Aih = (Va / np.sqrt(ea)) @ Va.T
@@ -178,7 +183,6 @@ def factor_radius(
         Pinv = Ah @ ((Vx / np.sqrt(ex)) @ Vx.T) @ Ah
         a = ((U @ P) * U).sum(1)
         b = ((W @ Pinv) * W).sum(1)
-        g = float(lam @ a)
         up = float(np.sqrt(a.max() * b.max()))
         if up < best_up:
             best_up, best_P = up, P
@@ -186,7 +190,7 @@ def factor_radius(
             best_g, best_lam, best_mu = g, lam, mu
         if best_up <= (1.0 + tol) * max(best_g, t_max):
             # The running bounds say converged; stop only if the recomputed ones agree
-            # (near-singular A makes the running g slightly optimistic).
+            # (a guard against rounding in the running ones).
             value = _attained(U, W, best_P)
             lower = max(t_max, _dual_lower(U, W, best_lam, best_mu))
             if value <= (1.0 + tol) * lower:
