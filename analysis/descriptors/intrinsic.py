@@ -107,7 +107,9 @@ def intrinsic_profile(
     -----
     ``S = scale Q K^T`` in float64 at t = 1, ``C = P_M S P_N = U diag(sigma) V^T``,
     ``T_r = U_r diag(sigma_r) V_r^T`` (unrefined truncated SVD), factored for kappa as
-    ``(U_r sigma_r^1/2, V_r sigma_r^1/2)``; kappa is invariant to that choice.
+    ``(U_r sigma_r^1/2, V_r sigma_r^1/2)``; kappa is invariant to that choice. At
+    ``r = rank C``, ``T_r = C`` and q is set to exactly 0 (the computed residual is rounding
+    noise, which would otherwise differ between gauges).
     """
     Q = np.asarray(Q, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
