@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analysis.brackets.cli",
     "analysis.sources.commands",
     "analysis.store.commands",
+    "analysis.descriptors.describe",
     "analysis.prereg.cli",
     "analysis.compare.cli",
 )

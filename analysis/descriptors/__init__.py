@@ -1,0 +1,32 @@
+"""Descriptor blocks: registry, baseline, native and intrinsic geometry, plugins.
+
+Takes arrays (A, Q, K, scale, mask) and returns named features; never reads outcomes.
+"""
+
+from analysis.descriptors.registry import (
+    Block,
+    Cell,
+    FeatureInfo,
+    MatrixData,
+    descriptor,
+    feature_info,
+    feature_table,
+    get_block,
+    load_plugin,
+    registered,
+    unregister,
+)
+
+__all__ = [
+    "Block",
+    "Cell",
+    "FeatureInfo",
+    "MatrixData",
+    "descriptor",
+    "feature_info",
+    "feature_table",
+    "get_block",
+    "load_plugin",
+    "registered",
+    "unregister",
+]

@@ -1,0 +1,306 @@
+"""``attnrank describe``: descriptor blocks for every (layer, head, temperature, eps) cell."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.brackets import softmax64
+from analysis.descriptors.registry import (
+    Cell,
+    MatrixData,
+    get_block,
+    load_plugin,
+    registered,
+    run_block,
+)
+from analysis.validation import ParameterError, check_eps_grid, check_int
+
+KEY_COLUMNS = ("layer", "head", "temperature", "eps")
+PARITY_TOL = 1e-4
+
+
+def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Load and check an ``extract``-layout npz (``allow_pickle=False``).
+
+    Returns
+    -------
+    dict with ``Q``, ``K`` float64 ``[layer, head, L, d]``, ``scale`` float64
+    ``[layer, head]``, ``mask`` bool ``[L, L]`` and, when stored, ``A``
+    ``[layer, head, L, L]``.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    ParameterError
+        Naming ``INPUT`` (not an npz / missing arrays) or the offending array.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"INPUT: no such file: {path}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except Exception as exc:  # zipfile/pickle/format errors all mean "not a valid npz"
+        raise ParameterError(
+            "INPUT", "an .npz written by attnrank extract", f"{path} ({exc})"
+        ) from None
+    missing = [k for k in ("Q", "K", "scale") if k not in data]
+    if missing:
+        raise ParameterError("INPUT", "an npz with arrays Q, K, scale", f"missing {missing}")
+    out: dict[str, np.ndarray] = {}
+    for name in ("Q", "K"):
+        arr = data[name]
+        if arr.ndim != 4 or not np.issubdtype(arr.dtype, np.number):
+            raise ParameterError(name, "a numeric array [layer, head, L, d]", f"shape {arr.shape}")
+        arr = arr.astype(np.float64)
+        if not np.isfinite(arr).all():
+            raise ParameterError(name, "finite entries", "NaN or inf")
+        out[name] = arr
+    if out["Q"].shape != out["K"].shape:
+        raise ParameterError("K", f"the shape of Q {out['Q'].shape}", out["K"].shape)
+    n_layer, n_head, L, _ = out["Q"].shape
+    if min(out["Q"].shape) < 1:
+        raise ParameterError("Q", "non-empty [layer, head, L, d]", out["Q"].shape)
+    scale = np.asarray(data["scale"])
+    if scale.shape != (n_layer, n_head) or not np.issubdtype(scale.dtype, np.number):
+        raise ParameterError("scale", f"a numeric array of shape {(n_layer, n_head)}", scale.shape)
+    scale = scale.astype(np.float64)
+    if not (np.isfinite(scale).all() and (scale > 0).all()):
+        raise ParameterError("scale", "finite values > 0", scale.min())
+    out["scale"] = scale
+    if "mask" in data:
+        mask = np.asarray(data["mask"])
+        if mask.dtype != bool or mask.shape != (L, L):
+            raise ParameterError(
+                "mask", f"a bool array of shape {(L, L)}", f"{mask.dtype} {mask.shape}"
+            )
+        if not mask.any(1).all():
+            raise ParameterError(
+                "mask", "every query row to allow at least one key", "a row with none"
+            )
+    elif "causal" in data and bool(data["causal"]):
+        mask = np.tril(np.ones((L, L), dtype=bool))
+    else:
+        mask = np.ones((L, L), dtype=bool)
+    out["mask"] = mask
+    if "A" in data:
+        A = np.asarray(data["A"])
+        if A.shape != (n_layer, n_head, L, L):
+            raise ParameterError("A", f"shape {(n_layer, n_head, L, L)}", A.shape)
+        out["A"] = A
+    return out
+
+
+def _check_parity(data: dict[str, np.ndarray], layer: int, head: int) -> None:
+    """The stored A (t = 1) must match softmax64 of the stored Q, K, scale, mask."""
+    if "A" not in data:
+        return
+    A64 = softmax64(
+        data["Q"][layer, head], data["K"][layer, head], data["scale"][layer, head], data.get("mask")
+    )
+    err = float(np.abs(A64 - data["A"][layer, head]).max())
+    if not err <= PARITY_TOL:
+        raise ParameterError(
+            "A",
+            f"softmax64(Q, K, scale, mask) within {PARITY_TOL:g} (stored t = 1 matrix)",
+            f"max deviation {err:.3g} at layer {layer}, head {head}",
+        )
+
+
+def describe_arrays(
+    data: dict[str, np.ndarray],
+    *,
+    eps: Iterable[float],
+    temperatures: Iterable[float] = (1.0,),
+    blocks: Sequence[str] | None = None,
+    progress: bool = False,
+    threads: int = 1,
+) -> pd.DataFrame:
+    """Compute descriptor blocks for every (layer, head, temperature, eps) cell.
+
+    Parameters
+    ----------
+    data : dict
+        As returned by :func:`load_npz` (``Q``, ``K`` ``[layer, head, L, d]``, ``scale``
+        ``[layer, head]``, ``mask`` ``[L, L]``, optional ``A``).
+    eps, temperatures : iterable of float, keyword-only
+        Finite, > 0.
+    blocks : sequence of str or None, keyword-only
+        Registered block names, in output order; None = every registered block.
+    progress : bool, keyword-only
+        Show a tqdm bar over heads.
+    threads : int, keyword-only
+        BLAS / torch threads while computing (1 keeps results independent of the machine).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell, columns ``layer, head, temperature, eps`` then ``BLOCK__feature``
+        (float64), blocks in the given order.
+    """
+    eps_grid = check_eps_grid(eps, name="eps")
+    temps = check_eps_grid(temperatures, name="temperatures")
+    threads = check_int("threads", threads, minimum=1)
+    if blocks is None:
+        blocks = list(registered())
+    if isinstance(blocks, str) or not blocks:
+        raise ParameterError("blocks", "a non-empty list of block names", blocks)
+    chosen = [get_block(b) for b in blocks]
+    if len({b.name for b in chosen}) != len(chosen):
+        raise ParameterError("blocks", "distinct block names", list(blocks))
+    available = {"Q", "K", "scale", "mask", "A"}
+    for b in chosen:
+        lacking = [n for n in b.needs if n not in available]
+        if lacking:
+            raise ParameterError(
+                "blocks", f"blocks whose inputs exist ({b.name} needs {lacking})", b.name
+            )
+    import torch
+    from threadpoolctl import threadpool_limits
+    from tqdm.auto import tqdm
+
+    n_layer, n_head = data["Q"].shape[:2]
+    heads = [(li, hi) for li in range(n_layer) for hi in range(n_head)]
+    rows: list[dict[str, float]] = []
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(threads):
+            for li, hi in tqdm(heads, desc="describe", unit="head", disable=not progress):
+                _check_parity(data, li, hi)
+                mat = MatrixData(
+                    data["Q"][li, hi],
+                    data["K"][li, hi],
+                    data["scale"][li, hi],
+                    data.get("mask"),
+                    eps_grid=eps_grid,
+                    temperatures=temps,
+                )
+                for t in temps:
+                    for e in eps_grid:
+                        cell = Cell(mat, t, e)
+                        row: dict[str, float] = {
+                            "layer": li,
+                            "head": hi,
+                            "temperature": t,
+                            "eps": e,
+                        }
+                        for b in chosen:
+                            row.update(run_block(b, cell))
+                        rows.append(row)
+    finally:
+        torch.set_num_threads(old_threads)
+    df = pd.DataFrame(rows)
+    df[["layer", "head"]] = df[["layer", "head"]].astype(np.int64)
+    feat = [c for c in df.columns if c not in KEY_COLUMNS]
+    df[feat] = df[feat].astype(np.float64)
+    return df
+
+
+def write_csv_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write ``df`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            df.to_csv(fh, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def describe_file(
+    path: str | os.PathLike,
+    *,
+    eps: Iterable[float],
+    temperatures: Iterable[float] = (1.0,),
+    blocks: Sequence[str] | None = None,
+    plugins: Sequence[str] = (),
+    progress: bool = False,
+    threads: int = 1,
+) -> pd.DataFrame:
+    """Load plugins, read an ``extract`` npz and describe it (see :func:`describe_arrays`).
+
+    ``blocks=None`` means every registered block (built-in ones, then plugins).
+    """
+    for module in plugins:
+        load_plugin(module)
+    if blocks is None:
+        blocks = list(registered())
+    eps_grid = check_eps_grid(eps, name="eps")
+    temps = check_eps_grid(temperatures, name="temperatures")
+    for b in blocks:
+        get_block(b)
+    data = load_npz(path)
+    return describe_arrays(
+        data, eps=eps_grid, temperatures=temps, blocks=blocks, progress=progress, threads=threads
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from analysis.descriptors.registry import feature_table
+
+    df = describe_file(
+        args.input,
+        eps=args.eps,
+        temperatures=args.temperatures,
+        blocks=args.blocks,
+        plugins=args.plugin,
+        progress=not args.quiet,
+        threads=args.threads,
+    )
+    write_csv_atomic(df, args.out)
+    if args.features_out:
+        write_csv_atomic(feature_table(df.columns), args.features_out)
+    n_cells, n_feat = df.shape[0], df.shape[1] - len(KEY_COLUMNS)
+    print(f"wrote {args.out}: {n_cells} cells x {n_feat} features")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``describe`` subcommand."""
+    p = subparsers.add_parser(
+        "describe",
+        help="descriptor blocks (baseline, native, intrinsic, plugins) per cell",
+        description="Compute descriptor blocks for every (layer, head, temperature, eps) of an "
+        "extract npz; one CSV row per cell, columns BLOCK__feature.",
+    )
+    p.add_argument("input", metavar="INPUT.npz", help="npz written by attnrank extract")
+    p.add_argument("--eps", type=float, nargs="+", required=True, help="tolerances (> 0)")
+    p.add_argument("--temperatures", type=float, nargs="+", default=[1.0], help="default: 1")
+    p.add_argument(
+        "--blocks",
+        nargs="+",
+        default=None,
+        help="block names in output order (default: all registered, plugins included)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first so its @descriptor blocks register (repeatable)",
+    )
+    p.add_argument("--out", required=True, help="output CSV (written atomically)")
+    p.add_argument(
+        "--features-out",
+        default=None,
+        help="optional CSV of feature metadata (kind, log_scale, integer)",
+    )
+    p.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_run)

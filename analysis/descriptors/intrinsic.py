@@ -1,0 +1,222 @@
+"""Intrinsic geometry block: gauge-invariant descriptors of the interaction ``C = P_M S P_N``.
+
+Everything here depends on Q and K only through ``S = scale * Q K^T``, so any gauge
+``(Q G, K G^-T)`` leaves it unchanged (up to floating-point rounding of S).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.descriptors.kappa import DEFAULT_MAX_ITER, DEFAULT_TOL, KappaResult, factor_radius
+from analysis.descriptors.registry import Cell, descriptor
+
+#: Singular values of C at or below RANK_RTOL * sigma_1 (or below 1e3 * machine eps * ||S||_F)
+#: count as zero for ``rank C``. Loose enough that rounding noise in S (even after a gauge with
+#: cond(G) = 1e4) is not counted.
+RANK_RTOL = 1e-9
+
+
+def double_center(S: np.ndarray) -> np.ndarray:
+    """``C = P_M S P_N`` with ``P_n = I - 11^T / n``.
+
+    Parameters
+    ----------
+    S : array ``[M, N]``
+
+    Returns
+    -------
+    numpy.ndarray ``[M, N]``: S minus row means, column means, plus the grand mean.
+    """
+    S = np.asarray(S, dtype=np.float64)
+    return S - S.mean(0, keepdims=True) - S.mean(1, keepdims=True) + S.mean()
+
+
+def projective_residual(R: np.ndarray, mask: np.ndarray | None = None) -> float:
+    """``q(R) = max_i (max_{j in Omega_i} R_ij - min_{j in Omega_i} R_ij)``.
+
+    Parameters
+    ----------
+    R : array ``[M, N]``
+    mask : bool array ``[M, N]`` or None
+        True where key j is allowed for query i (None: all allowed).
+    """
+    if mask is None:
+        return float((R.max(1) - R.min(1)).max())
+    hi = np.where(mask, R, -np.inf).max(1)
+    lo = np.where(mask, R, np.inf).min(1)
+    return float((hi - lo).max())
+
+
+def residual_error(q: float | np.ndarray, t: float = 1.0) -> float | np.ndarray:
+    """``tau = 2 tanh(q / (4 t))``: the sharp bound on ``max_i ||A_i - A~_i||_1``."""
+    return 2.0 * np.tanh(np.asarray(q, dtype=np.float64) / (4.0 * t))
+
+
+@dataclass
+class IntrinsicProfile:
+    """Per-matrix (t = 1) intrinsic quantities, shared by every (temperature, eps) cell.
+
+    Attributes
+    ----------
+    d : int
+        Head dimension (number of per-r columns written).
+    rank_C : int
+    sigma : numpy.ndarray ``[R]``
+        Singular values of C, ``R = min(d, rank C)``.
+    q : numpy.ndarray ``[R]``
+        ``q(C - T_r)`` for r = 1 .. R over each row's allowed keys.
+    kappa : dict[int, KappaResult]
+        ``kappa(T_r)`` for the r some cell of the grid can use.
+    """
+
+    d: int
+    rank_C: int
+    sigma: np.ndarray
+    q: np.ndarray
+    kappa: dict[int, KappaResult]
+
+
+def intrinsic_profile(
+    Q: np.ndarray,
+    K: np.ndarray,
+    scale: float,
+    mask: np.ndarray | None,
+    *,
+    eps_max: float,
+    t_max: float,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> IntrinsicProfile:
+    """SVD of C, q(C - T_r) for every r, and kappa(T_r) for the r any cell can use.
+
+    Parameters
+    ----------
+    Q, K : array ``[L, d]``
+    scale : float
+    mask : bool ``[L, L]`` or None
+    eps_max, t_max : float
+        Largest eps and temperature of the grid: only r with
+        ``2 tanh(q(C - T_r) / (4 t_max)) < eps_max`` need kappa.
+    tol, max_iter
+        Passed to :func:`analysis.descriptors.kappa.factor_radius`.
+
+    Notes
+    -----
+    ``S = scale Q K^T`` in float64 at t = 1, ``C = P_M S P_N = U diag(sigma) V^T``,
+    ``T_r = U_r diag(sigma_r) V_r^T`` (unrefined truncated SVD), factored for kappa as
+    ``(U_r sigma_r^1/2, V_r sigma_r^1/2)``; kappa is invariant to that choice. At
+    ``r = rank C``, ``T_r = C`` and q is set to exactly 0 (the computed residual is rounding
+    noise, which would otherwise differ between gauges).
+    """
+    Q = np.asarray(Q, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
+    d = Q.shape[1]
+    S = float(scale) * (Q @ K.T)
+    C = double_center(S)
+    U, sv, Vt = np.linalg.svd(C, full_matrices=False)
+    # Zero below RANK_RTOL * sigma_1, and below rounding level of S itself (C = 0 exactly
+    # when S has only row and column terms, but its computed SVD is noise).
+    noise = 1e3 * np.finfo(np.float64).eps * np.linalg.norm(S)
+    rank_C = int(np.count_nonzero(sv > max(RANK_RTOL * sv[0], noise))) if sv.size else 0
+    R = min(d, rank_C)
+    m = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), C.shape)
+    res = C.copy()
+    q = np.empty(R)
+    for r in range(1, R + 1):
+        if r == rank_C:
+            q[r - 1] = 0.0  # T_(rank C) = C exactly; the computed residual is rounding noise
+            break
+        res -= sv[r - 1] * np.outer(U[:, r - 1], Vt[r - 1])
+        q[r - 1] = projective_residual(res, m)
+    kappa: dict[int, KappaResult] = {}
+    for r in range(1, R + 1):
+        if residual_error(q[r - 1], t_max) < eps_max:
+            root = np.sqrt(sv[:r])
+            kappa[r] = factor_radius(U[:, :r] * root, Vt[:r].T * root, tol=tol, max_iter=max_iter)
+    return IntrinsicProfile(d=d, rank_C=rank_C, sigma=sv[:R].copy(), q=q, kappa=kappa)
+
+
+PER_R = ("sigma", "q", "tau", "kappa", "kappa_lower", "kappa_gap", "profile")
+
+
+@descriptor(
+    "intrinsic",
+    needs=("Q", "K", "scale", "mask"),
+    diagnostics=tuple(f"{name}_r*" for name in PER_R)
+    + ("rank_C", "kappa_star", "kappa_gap_star", "tau_star"),
+    integers=("r_star", "interaction_dim", "rank_C"),
+)
+def intrinsic(cell: Cell) -> dict[str, float]:
+    """Pi_eps, its argmin r*, the interaction dimension, and per-r diagnostics.
+
+    Notes
+    -----
+    At temperature t (CONTRACTS "Temperature enters exactly"), for r = 1 .. min(d, rank C):
+    ``q_r = q(C - T_r) / t``, ``tau_r = 2 tanh(q(C - T_r) / (4t))``,
+    ``kappa_r = kappa(T_r) / t`` (attained value from the solver's P), and where
+    ``tau_r < eps`` the profile value ``(r/2) log2(1 + kappa_r / (eps - tau_r)^2)``.
+    ``Pi = min_r profile_r``, ``r_star`` its smallest minimizer, ``interaction_dim`` the
+    smallest r with ``tau_r < eps``. Per-r columns ``<name>_r<r>`` (r = 1 .. d; NaN where
+    r > rank C, and for the kappa columns where no cell of the grid uses that r) are
+    diagnostics. If C = 0 (rank 0), ``Pi = r_star = interaction_dim = 0``: T = 0 is exact
+    (tau = 0) and the r = 0 profile value is 0.
+    """
+    mat = cell.matrix
+    prof: IntrinsicProfile = cell.cached(
+        "intrinsic",
+        lambda: intrinsic_profile(
+            mat.Q,
+            mat.K,
+            mat.scale,
+            mat.mask,
+            eps_max=max(mat.eps_grid),
+            t_max=max(mat.temperatures),
+        ),
+    )
+    t, eps = cell.temperature, cell.eps
+    R = prof.q.size
+    tau = residual_error(prof.q, t) if R else np.empty(0)
+    cols = {name: np.full(prof.d, np.nan) for name in PER_R}
+    cols["sigma"][:R] = prof.sigma / t
+    cols["q"][:R] = prof.q / t
+    cols["tau"][:R] = tau
+    for r, res in prof.kappa.items():
+        cols["kappa"][r - 1] = res.value / t
+        cols["kappa_lower"][r - 1] = res.lower / t
+        cols["kappa_gap"][r - 1] = res.gap
+    ok = np.flatnonzero(tau < eps) + 1
+    for r in ok:
+        cols["profile"][r - 1] = (
+            0.5 * r * np.log2(1.0 + cols["kappa"][r - 1] / (eps - tau[r - 1]) ** 2)
+        )
+    out: dict[str, float] = {"rank_C": prof.rank_C}
+    if R == 0:
+        out.update(
+            Pi=0.0, r_star=0, interaction_dim=0, kappa_star=0.0, kappa_gap_star=0.0, tau_star=0.0
+        )
+    elif ok.size == 0:
+        out.update(
+            Pi=np.nan,
+            r_star=np.nan,
+            interaction_dim=np.nan,
+            kappa_star=np.nan,
+            kappa_gap_star=np.nan,
+            tau_star=np.nan,
+        )
+    else:
+        vals = cols["profile"][ok - 1]
+        r_star = int(ok[int(np.argmin(vals))])  # argmin returns the first (smallest r)
+        out.update(
+            Pi=float(vals.min()),
+            r_star=r_star,
+            interaction_dim=int(ok[0]),
+            kappa_star=cols["kappa"][r_star - 1],
+            kappa_gap_star=cols["kappa_gap"][r_star - 1],
+            tau_star=cols["tau"][r_star - 1],
+        )
+    for name in PER_R:
+        out.update({f"{name}_r{r}": float(v) for r, v in enumerate(cols[name], start=1)})
+    return out
