@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from minilm_heads import minilm_attention  # noqa: E402
 
 from analysis.brackets.io import MatrixInput, profile_file, result_json, write_json_atomic  # noqa: E402
+from analysis.prereg.design import load_design  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EPS = (0.05, 0.1, 0.2)
@@ -35,14 +36,15 @@ EPS = (0.05, 0.1, 0.2)
 TOPIC = {64: 0, 96: 3, 128: 5, 256: 1}
 
 
-def minilm_heldout_heads(seed: int = 20261202, fraction: float = 0.25) -> set[int]:
-    """Flat indices (layer * 12 + head) of the shipped MiniLM study's held-out heads.
-
-    Same draw as CONTRACTS.md: heads sorted by (layer, head), one checkpoint,
-    ``default_rng(seed).choice(72, size=round(0.25 * 72), replace=False)``.
-    """
-    rng = np.random.default_rng(seed)
-    return set(rng.choice(72, size=round(fraction * 72), replace=False).tolist())
+def minilm_heldout_heads() -> set[int]:
+    """Flat indices (layer * 12 + head) of the shipped MiniLM study's held-out heads,
+    read from its locked design (CONTRACTS.md: widths never come from held-out heads)."""
+    design = load_design(ROOT / "preregistration" / "offline-minilm.toml")
+    out = set()
+    for head_id in design.held_out:
+        _, layer, head = head_id.rsplit(":", 2)
+        out.add(int(layer) * 12 + int(head))
+    return out
 
 
 def run(length: int, effort: str, workers: int, n_heads: int, out_dir: Path) -> pd.DataFrame:
