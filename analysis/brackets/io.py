@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from analysis.atomic import atomic_write
 from analysis.brackets.matrix import check_attention, softmax64
 from analysis.brackets.profile import Profile, matrix_seed, profile_matrix
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
@@ -213,17 +213,9 @@ def result_json(
 
 
 def write_json_atomic(obj: Any, path: str | os.PathLike) -> None:
-    """Write JSON to ``path`` via a temporary file and ``os.replace`` (never half-written)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write JSON to ``path`` through :func:`analysis.atomic.atomic_write` (never half-written)."""
+    with atomic_write(path, mode="w") as f:
+        json.dump(obj, f)
 
 
 @dataclass(frozen=True)
