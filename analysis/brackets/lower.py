@@ -11,6 +11,8 @@ import numpy as np
 import torch
 from scipy.cluster.hierarchy import linkage
 
+from analysis.brackets.optim import adam_step, cosine_lr, step_fraction
+
 
 def column_partitions(A: np.ndarray, sizes: list[int], *, method: str = "ward") -> np.ndarray:
     """Nested partitions of the key columns, one per requested number of groups.
@@ -115,15 +117,6 @@ def group_witness(
     return R, Y, float((d - (np.abs(G).sum(1) - np.abs(d))).min())
 
 
-def margin_computed(A: np.ndarray, R: np.ndarray, Y: np.ndarray) -> float:
-    """Plain float64 margin of ``Y A R`` after normalizing (for ranking, not certifying)."""
-    G = Y @ A @ R
-    d = np.diag(G)
-    off = np.abs(G).sum(1) - np.abs(d)
-    norm = np.abs(Y).sum(1) * np.abs(R).sum(1).max()
-    return float(((d - off) / np.maximum(norm, 1e-300)).min())
-
-
 def project_rows_l1(X: torch.Tensor, *, iters: int = 3) -> torch.Tensor:
     """Project each row (last axis) onto the unit l1 ball; rows inside are unchanged.
 
@@ -189,8 +182,6 @@ def refine_lower(
     matters: the useful test functions are differences of key groups (METHOD.md
     section 7).
     """
-    from analysis.brackets.upper import adam_step, cosine_lr, step_fraction
-
     P, M, N = A.shape
     K = R0.shape[-1]
     kp = torch.arange(K)[None, :] < sizes[:, None]  # [P, K]

@@ -453,7 +453,7 @@ _UPPER_FIRST = 0.7  # refined rank / SVD rank
 _LOWER_BOOST = 2.5  # refined margin / group margin at the same size
 
 
-def _next_trial(best: int, fail: int, first: int, step: float) -> int:
+def _next_trial(best: int, fail: int | None, first: int | None, step: float) -> int:
     """Next size to try between a certified end ``best`` and a failed trial ``fail``.
 
     With no failure yet, gallop from ``best`` by a fraction ``step`` of it (at least 1);
@@ -546,7 +546,9 @@ def profile_matrix(
     effort : {"fast", "default", "thorough"}
         Time spent searching for witnesses. Every level is equally sound.
     random_state : int or None
-        Seed of the (few) randomized choices; results are deterministic given it.
+        Recorded with the profile. The current constructions are deterministic (no random
+        draws), so the same matrix gives the same profile whatever the seed; the seed is kept
+        so that a randomized construction can be added without changing the interface.
     previous : Profile, optional
         An earlier profile of the same matrix: its witnesses are re-verified and kept, so
         a new eps extends it.
@@ -574,7 +576,6 @@ def profile_matrix(
     seed = None if random_state is None else int(random_state)
     stats: dict[str, Any] = {}
     with fixed_torch_threads(1):
-        torch.manual_seed(0 if seed is None else seed % 2**63)  # determinism of torch ops
         t0 = time.perf_counter()
         b = _Builder(A64, previous)
         _trivial(b)

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from analysis.brackets.profile import fixed_torch_threads
 from analysis.store.keys import float_token, profile_seed_key
 from analysis.store.store import Store, load_arrays
 from analysis.validation import (
@@ -139,24 +140,6 @@ def plan_profiles(
     return tasks, done
 
 
-class _FixedThreads:
-    """Run torch with a fixed thread count inside the block, restoring it afterwards."""
-
-    def __init__(self, n: int = 1):
-        self.n = n
-
-    def __enter__(self) -> None:
-        import torch
-
-        self.old = torch.get_num_threads()
-        torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc: object) -> None:
-        import torch
-
-        torch.set_num_threads(self.old)
-
-
 def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[str, Any]:
     """Build A_t with softmax64 and profile it. Runs in the main process or a worker."""
     engine = _resolve_engine(engine)
@@ -169,7 +152,7 @@ def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[
     if previous is not None:
         kwargs["previous"] = engine.Profile.from_dict(previous)
     start = time.perf_counter()
-    with _FixedThreads(1):
+    with fixed_torch_threads(1):  # also inside the engine; here for an injected one
         prof = engine.profile_matrix(A, **kwargs)
     elapsed = time.perf_counter() - start
     brackets = {e: tuple(int(v) for v in prof.bracket(e)) for e in task.eps_grid}
