@@ -1,0 +1,89 @@
+"""What a finished (or partly finished) study hands to the report: tidy tables only.
+
+The runner (:mod:`analysis.study`) fills a :class:`StudyResults` from its stored stage
+outputs; :mod:`analysis.report` renders it and computes no statistic of its own beyond
+descriptive summaries (counts, medians, shares) of these tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["BRACKET_COLUMNS", "StudyResults"]
+
+#: Columns of :attr:`StudyResults.brackets`, one row per cell (real and synthetic).
+BRACKET_COLUMNS: tuple[str, ...] = (
+    "cell_key",  # str, unique: "<matrix_key>|t=<temperature>|eps=<eps>"
+    "matrix_key",  # str, the store's matrix key
+    "source",  # "checkpoint" | "synthetic"
+    "checkpoint",  # canonical HF id; for synthetic cells the family name ("spherical", "ball")
+    "family",  # model family ("bert", "gpt2", "qwen2", "vit", "deit") or synthetic family
+    "head_id",  # "<checkpoint>:<layer>:<head>" for real cells; "" for synthetic
+    "layer",  # int (0 for synthetic)
+    "head",  # int (0 for synthetic)
+    "input_id",  # str
+    "length",  # int, N (= n for synthetic)
+    "temperature",  # float
+    "eps",  # float
+    "lo",  # int, certified lower end of r_eps
+    "hi",  # int, certified upper end of r_eps
+    "closed",  # bool, lo == hi
+    "held_out",  # bool; always False for synthetic cells
+    "d",  # float (NaN for real cells): synthetic dimension
+    "beta",  # float (NaN for real cells): synthetic inverse temperature
+    "seed",  # float (NaN for real cells): synthetic seed
+)
+
+
+@dataclass(frozen=True)
+class StudyResults:
+    """Everything the report renders.
+
+    Attributes
+    ----------
+    study : str
+        The design's stem (``offline-minilm``).
+    title : str
+        The design's ``title``.
+    design : dict
+        The parsed design (read-only), e.g. ``design["sampling"]``, ``design["models"]``,
+        ``design["hypotheses"]``, ``design["inference"]``, ``design["held_out"]["heads"]``.
+    brackets : pandas.DataFrame
+        Columns :data:`BRACKET_COLUMNS`.
+    features : pandas.DataFrame
+        One row per real cell: ``cell_key`` then ``BLOCK__feature`` float columns (e.g.
+        ``native__kappa``, ``intrinsic__Pi``, ``baseline__...``); plugin blocks likewise.
+        Per-r diagnostics (``intrinsic__q_r3``, ...) may be present and are not covariates.
+    comparison : pandas.DataFrame or None
+        The confirmatory result's ``to_frame()`` (columns
+        ``analysis.compare.RESULT_COLUMNS``), family and sensitivity pairs together;
+        None when the comparison has not run (e.g. no real cells).
+    comparison_ols : pandas.DataFrame or None
+        The same pairs refitted with the OLS-on-midpoints sensitivity estimator.
+    head_level : pandas.DataFrame or None
+        ``HeadLevelResult.to_frame()`` (``analysis.compare.headlevel.HEAD_LEVEL_COLUMNS``)
+        on training heads.
+    dropped_columns : list of str
+        Covariates dropped as constant or collinear.
+    excluded : dict
+        Exclusion counts by rule, e.g. ``{"failed_verification": 0, "missing_covariate": 3}``.
+    provenance : dict
+        ``design_sha256``, ``lock_sha256``, ``held_out_sha256``, ``package_version``,
+        ``git_commit``, ``libraries`` (name -> version), ``seeds`` (name -> int),
+        ``effort``, ``stage_seconds`` (stage -> wall seconds), ``created`` (ISO time).
+    """
+
+    study: str
+    title: str
+    design: dict[str, Any]
+    brackets: pd.DataFrame
+    features: pd.DataFrame
+    comparison: pd.DataFrame | None = None
+    comparison_ols: pd.DataFrame | None = None
+    head_level: pd.DataFrame | None = None
+    dropped_columns: list[str] = field(default_factory=list)
+    excluded: dict[str, int] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
