@@ -116,6 +116,94 @@ def _check_parity(data: dict[str, np.ndarray], layer: int, head: int) -> None:
         )
 
 
+def _chosen_blocks(blocks: Sequence[str] | None) -> list[Any]:
+    """Registered blocks by name (None = all), checked for duplicates and available inputs."""
+    if blocks is None:
+        blocks = list(registered())
+    if isinstance(blocks, str) or not blocks:
+        raise ParameterError("blocks", "a non-empty list of block names", blocks)
+    chosen = [get_block(b) for b in blocks]
+    if len({b.name for b in chosen}) != len(chosen):
+        raise ParameterError("blocks", "distinct block names", list(blocks))
+    available = {"Q", "K", "scale", "mask", "A"}
+    for b in chosen:
+        lacking = [n for n in b.needs if n not in available]
+        if lacking:
+            raise ParameterError(
+                "blocks", f"blocks whose inputs exist ({b.name} needs {lacking})", b.name
+            )
+    return chosen
+
+
+def _describe_one(
+    Q: np.ndarray,
+    K: np.ndarray,
+    scale: float,
+    mask: np.ndarray | None,
+    *,
+    eps_grid: tuple[float, ...],
+    temperatures: tuple[float, ...],
+    chosen: Sequence[Any],
+) -> list[dict[str, float]]:
+    """Rows ``{temperature, eps, BLOCK__feature...}`` of one head (SVDs shared across cells)."""
+    mat = MatrixData(Q, K, scale, mask, eps_grid=eps_grid, temperatures=temperatures)
+    rows = []
+    for t in temperatures:
+        for e in eps_grid:
+            cell = Cell(mat, t, e)
+            row: dict[str, float] = {"temperature": t, "eps": e}
+            for b in chosen:
+                row.update(run_block(b, cell))
+            rows.append(row)
+    return rows
+
+
+def describe_matrix(
+    Q: np.ndarray,
+    K: np.ndarray,
+    scale: float,
+    mask: np.ndarray | None = None,
+    *,
+    eps: Iterable[float],
+    temperatures: Iterable[float] = (1.0,),
+    blocks: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Descriptor blocks of one head for every (temperature, eps) cell.
+
+    Parameters
+    ----------
+    Q, K : ndarray ``[L, d]``
+        Per-head queries and keys (float32 or float64; cast to float64).
+    scale : float
+    mask : bool ndarray ``[query, key]`` or None (True = allowed)
+    eps, temperatures : iterable of float, keyword-only
+        Finite, > 0.
+    blocks : sequence of str or None, keyword-only
+        Registered block names (None = every registered block).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (temperature, eps): those two columns, then ``BLOCK__feature``
+        (float64). Threads are whatever the caller set (the study runner uses one).
+    """
+    eps_grid = check_eps_grid(eps, name="eps")
+    temps = check_eps_grid(temperatures, name="temperatures")
+    rows = _describe_one(
+        np.asarray(Q),
+        np.asarray(K),
+        float(scale),
+        None if mask is None else np.asarray(mask, dtype=bool),
+        eps_grid=eps_grid,
+        temperatures=temps,
+        chosen=_chosen_blocks(blocks),
+    )
+    df = pd.DataFrame(rows)
+    feat = [c for c in df.columns if c not in KEY_COLUMNS]
+    df[feat] = df[feat].astype(np.float64)
+    return df
+
+
 def describe_arrays(
     data: dict[str, np.ndarray],
     *,
@@ -150,20 +238,7 @@ def describe_arrays(
     eps_grid = check_eps_grid(eps, name="eps")
     temps = check_eps_grid(temperatures, name="temperatures")
     threads = check_int("threads", threads, minimum=1)
-    if blocks is None:
-        blocks = list(registered())
-    if isinstance(blocks, str) or not blocks:
-        raise ParameterError("blocks", "a non-empty list of block names", blocks)
-    chosen = [get_block(b) for b in blocks]
-    if len({b.name for b in chosen}) != len(chosen):
-        raise ParameterError("blocks", "distinct block names", list(blocks))
-    available = {"Q", "K", "scale", "mask", "A"}
-    for b in chosen:
-        lacking = [n for n in b.needs if n not in available]
-        if lacking:
-            raise ParameterError(
-                "blocks", f"blocks whose inputs exist ({b.name} needs {lacking})", b.name
-            )
+    chosen = _chosen_blocks(blocks)
     import torch
     from threadpoolctl import threadpool_limits
     from tqdm.auto import tqdm
@@ -177,26 +252,16 @@ def describe_arrays(
         with threadpool_limits(threads):
             for li, hi in tqdm(heads, desc="describe", unit="head", disable=not progress):
                 _check_parity(data, li, hi)
-                mat = MatrixData(
+                for row in _describe_one(
                     data["Q"][li, hi],
                     data["K"][li, hi],
                     data["scale"][li, hi],
                     data.get("mask"),
                     eps_grid=eps_grid,
                     temperatures=temps,
-                )
-                for t in temps:
-                    for e in eps_grid:
-                        cell = Cell(mat, t, e)
-                        row: dict[str, float] = {
-                            "layer": li,
-                            "head": hi,
-                            "temperature": t,
-                            "eps": e,
-                        }
-                        for b in chosen:
-                            row.update(run_block(b, cell))
-                        rows.append(row)
+                    chosen=chosen,
+                ):
+                    rows.append({"layer": li, "head": hi, **row})
     finally:
         torch.set_num_threads(old_threads)
     df = pd.DataFrame(rows)

@@ -6,6 +6,7 @@ Everything here depends on Q and K only through ``S = scale * Q K^T``, so any ga
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,7 @@ def intrinsic_profile(
     t_max: float,
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
+    cells: Sequence[tuple[float, float]] | None = None,
 ) -> IntrinsicProfile:
     """SVD of C, q(C - T_r) for every r, and kappa(T_r) for the r any cell can use.
 
@@ -102,6 +104,11 @@ def intrinsic_profile(
         ``2 tanh(q(C - T_r) / (4 t_max)) < eps_max`` need kappa.
     tol, max_iter
         Passed to :func:`analysis.descriptors.kappa.factor_radius`.
+    cells : sequence of (t, eps), optional
+        The grid's cells. When given, ranks that provably cannot attain ``Pi`` in any cell
+        are pruned: their kappa solve stops once its certified lower bound shows it, and
+        they are left out of ``kappa`` (their per-r diagnostics are NaN). ``Pi``, ``r*``
+        and ``kappa*`` are unchanged by pruning.
 
     Notes
     -----
@@ -132,11 +139,50 @@ def intrinsic_profile(
         res -= sv[r - 1] * np.outer(U[:, r - 1], Vt[r - 1])
         q[r - 1] = projective_residual(res, m)
     kappa: dict[int, KappaResult] = {}
+    grid = None if cells is None else [(float(t), float(e)) for t, e in cells]
+    best = None if grid is None else np.full(len(grid), np.inf)  # min profile per cell so far
     for r in range(1, R + 1):
         if residual_error(q[r - 1], t_max) < eps_max:
             root = np.sqrt(sv[:r])
-            kappa[r] = factor_radius(U[:, :r] * root, Vt[:r].T * root, tol=tol, max_iter=max_iter)
+            stop = None if grid is None else _prune_threshold(r, q[r - 1], grid, best)
+            res = factor_radius(
+                U[:, :r] * root, Vt[:r].T * root, tol=tol, max_iter=max_iter, stop_above=stop
+            )
+            if res.pruned:
+                continue
+            kappa[r] = res
+            if grid is not None:
+                for i, (t, e) in enumerate(grid):
+                    tau = residual_error(q[r - 1], t)
+                    if tau < e:
+                        f = 0.5 * r * np.log2(1.0 + res.value / t / (e - tau) ** 2)
+                        best[i] = min(best[i], f)
     return IntrinsicProfile(d=d, rank_C=rank_C, sigma=sv[:R].copy(), q=q, kappa=kappa)
+
+
+def _prune_threshold(
+    r: int, q: float, grid: Sequence[tuple[float, float]], best: np.ndarray
+) -> float | None:
+    """A kappa(T_r) above which rank r cannot attain Pi in any cell, or None.
+
+    Notes
+    -----
+    In cell (t, eps) with ``tau = 2 tanh(q / (4t)) < eps`` the profile value is
+    ``f = (r/2) log2(1 + kappa / (t (eps - tau)^2))``, increasing in kappa. If
+    ``kappa > t (eps - tau)^2 (2^(2 b / r) - 1)``, with b the smallest value already
+    attained in that cell by a smaller rank, then f > b there, so r is not the (smallest)
+    minimizer. The threshold is the largest such bound over the cells where r is usable;
+    None (no pruning) while some such cell has no value yet.
+    """
+    out = -np.inf
+    for (t, e), b in zip(grid, best, strict=True):
+        tau = residual_error(q, t)
+        if tau >= e:
+            continue
+        if not np.isfinite(b):
+            return None
+        out = max(out, t * (e - tau) ** 2 * np.expm1(2.0 * b / r * np.log(2.0)))
+    return None if out == -np.inf else float(out)
 
 
 PER_R = ("sigma", "q", "tau", "kappa", "kappa_lower", "kappa_gap", "profile")
@@ -160,8 +206,8 @@ def intrinsic(cell: Cell) -> dict[str, float]:
     ``tau_r < eps`` the profile value ``(r/2) log2(1 + kappa_r / (eps - tau_r)^2)``.
     ``Pi = min_r profile_r``, ``r_star`` its smallest minimizer, ``interaction_dim`` the
     smallest r with ``tau_r < eps``. Per-r columns ``<name>_r<r>`` (r = 1 .. d; NaN where
-    r > rank C, and for the kappa columns where no cell of the grid uses that r) are
-    diagnostics. If C = 0 (rank 0), ``Pi = r_star = interaction_dim = 0``: T = 0 is exact
+    r > rank C, and for the kappa columns where no cell of the grid uses that r or where r
+    was pruned as provably unable to attain Pi in any cell of the grid) are diagnostics. If C = 0 (rank 0), ``Pi = r_star = interaction_dim = 0``: T = 0 is exact
     (tau = 0) and the r = 0 profile value is 0.
     """
     mat = cell.matrix
@@ -174,6 +220,7 @@ def intrinsic(cell: Cell) -> dict[str, float]:
             mat.mask,
             eps_max=max(mat.eps_grid),
             t_max=max(mat.temperatures),
+            cells=[(t, e) for t in mat.temperatures for e in mat.eps_grid],
         ),
     )
     t, eps = cell.temperature, cell.eps
@@ -207,10 +254,10 @@ def intrinsic(cell: Cell) -> dict[str, float]:
             tau_star=np.nan,
         )
     else:
-        vals = cols["profile"][ok - 1]
-        r_star = int(ok[int(np.argmin(vals))])  # argmin returns the first (smallest r)
+        vals = cols["profile"][ok - 1]  # NaN for pruned ranks (never the minimizer)
+        r_star = int(ok[int(np.nanargmin(vals))])  # the first (smallest r) minimizer
         out.update(
-            Pi=float(vals.min()),
+            Pi=float(np.nanmin(vals)),
             r_star=r_star,
             interaction_dim=int(ok[0]),
             kappa_star=cols["kappa"][r_star - 1],

@@ -55,6 +55,8 @@ class KappaResult:
         The gauge ``P = G G^T`` that attains ``value``.
     iterations : int
         Dual iterations used.
+    pruned : bool
+        The solve stopped because ``lower > stop_above``, before reaching ``tol``.
     """
 
     value: float
@@ -62,6 +64,7 @@ class KappaResult:
     gap: float
     P: np.ndarray
     iterations: int
+    pruned: bool = False
 
 
 def _check_factors(U: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,6 +113,7 @@ def factor_radius(
     *,
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
+    stop_above: float | None = None,
 ) -> KappaResult:
     """Factor radius ``kappa(U W^T)`` with a certified lower bound and gap.
 
@@ -123,6 +127,9 @@ def factor_radius(
         at most ``tol``.
     max_iter : int
         Iteration cap; the reported gap says how far from optimal the result is.
+    stop_above : float, optional
+        Stop as soon as the certified lower bound exceeds this value: the caller only needs
+        to know that kappa is larger (see ``pruned`` in the result).
 
     Returns
     -------
@@ -151,6 +158,10 @@ def factor_radius(
     U, W = _check_factors(U, W)
     tol = check_positive_finite("tol", tol)
     max_iter = check_int("max_iter", max_iter, minimum=1)
+    if stop_above is not None:
+        stop_above = float(stop_above)
+        if np.isnan(stop_above):
+            raise ParameterError("stop_above", "a number or None", stop_above)
     M, N = U.shape[0], W.shape[0]
     t_max = float(np.abs(U @ W.T).max())
     if U.shape[1] == 1:
@@ -161,7 +172,7 @@ def factor_radius(
     lam, mu = np.exp(zl), np.exp(zm)
     best_up, best_P = np.inf, np.eye(U.shape[1])
     best_g, best_lam, best_mu = 0.0, lam, mu
-    prev_g, it = 0.0, 0
+    prev_g, it, pruned = 0.0, 0, False
     while it < max_iter:
         it += 1
         lam = np.exp(zl - zl.max())
@@ -198,6 +209,11 @@ def factor_radius(
             lower = max(t_max, _dual_lower(U, W, best_lam, best_mu))
             if value <= (1.0 + tol) * lower:
                 break
+        if stop_above is not None and max(best_g, t_max) > stop_above:
+            # Recompute the certified lower bound before trusting the running one.
+            if max(t_max, _dual_lower(U, W, best_lam, best_mu)) > stop_above:
+                pruned = True
+                break
         # Momentum on the log-weights, restarted whenever the dual value g decreases.
         beta = _MOMENTUM if g >= prev_g else 0.0
         prev_g = g
@@ -210,4 +226,4 @@ def factor_radius(
     value = _attained(U, W, best_P)
     lower = max(t_max, _dual_lower(U, W, best_lam, best_mu))
     gap = (value - lower) / lower if lower > 0 else 0.0
-    return KappaResult(value, lower, float(gap), 0.5 * (best_P + best_P.T), it)
+    return KappaResult(value, lower, float(gap), 0.5 * (best_P + best_P.T), it, pruned)

@@ -95,11 +95,13 @@ def plan_profiles(
     effort: str = "default",
     seed: int = 0,
     version: str | None = None,
+    matrix_keys: Sequence[str] | None = None,
 ) -> tuple[list[_Task], int]:
     """The profiles a run still has to compute or extend, and how many are already done.
 
     A stored profile whose eps grid covers ``eps`` is done; one that lacks some eps is
     extended (the new grid is the union; the engine keeps the old witnesses).
+    ``matrix_keys`` restricts the plan to those matrices (None = every stored matrix).
     """
     grid = tuple(sorted(set(check_eps_grid(eps))))
     temps = tuple(dict.fromkeys(check_positive_finite("temperatures", t) for t in temperatures))
@@ -117,8 +119,15 @@ def plan_profiles(
             f"{version!r} holds effort {', '.join(map(repr, other))}",
         )
     stored_grids = {k: g for k, (g, _) in stored.items()}
+    records = store.matrices()
+    if matrix_keys is not None:
+        wanted = set(matrix_keys)
+        unknown = wanted - {r.key for r in records}
+        if unknown:
+            raise ParameterError("matrix_keys", "keys of stored matrices", sorted(unknown)[:3])
+        records = [r for r in records if r.key in wanted]
     tasks, done = [], 0
-    for rec in store.matrices():
+    for rec in records:
         for t in temps:
             old = stored_grids.get((rec.key, t))
             if old is not None and set(grid) <= set(old):
@@ -224,6 +233,7 @@ def run_brackets(
     version: str | None = None,
     engine: Any = None,
     progress: bool = True,
+    matrix_keys: Sequence[str] | None = None,
 ) -> BracketsSummary:
     """Compute (or extend) the profile of every (matrix, temperature) not yet stored.
 
@@ -247,6 +257,9 @@ def run_brackets(
         by default (injectable for tests).
     progress : bool
         Show a tqdm progress bar.
+    matrix_keys : sequence of str, optional
+        Only these stored matrices (None = all); the study runner brackets real and
+        synthetic matrices at different temperature grids.
 
     Returns
     -------
@@ -256,7 +269,9 @@ def run_brackets(
     st = Store(store) if own else store
     try:
         with _run_lock(st.path):
-            return _run(st, eps, temperatures, effort, seed, workers, version, engine, progress)
+            return _run(
+                st, eps, temperatures, effort, seed, workers, version, engine, progress, matrix_keys
+            )
     finally:
         if own:
             st.close()
@@ -297,12 +312,19 @@ def _run(
     version: str | None,
     engine: Any,
     progress: bool,
+    matrix_keys: Sequence[str] | None = None,
 ) -> BracketsSummary:
     seed = check_int("seed", seed, minimum=0)
     workers = check_int("workers", workers, minimum=1)
     resolved = _resolve_engine(engine)
     tasks, done = plan_profiles(
-        st, eps, temperatures=temperatures, effort=effort, seed=seed, version=version
+        st,
+        eps,
+        temperatures=temperatures,
+        effort=effort,
+        seed=seed,
+        version=version,
+        matrix_keys=matrix_keys,
     )
     version = version or effort
     from tqdm.auto import tqdm

@@ -324,10 +324,17 @@ class Store:
                 )
         return keys
 
-    def add_extraction(self, extraction: Any, *, source: str = "checkpoint") -> list[str]:
-        """Add every (layer, head) of an :class:`~analysis.sources.checkpoints.Extraction`.
+    def add_extraction(
+        self,
+        extraction: Any,
+        *,
+        source: str = "checkpoint",
+        heads: Iterable[tuple[int, int]] | None = None,
+    ) -> list[str]:
+        """Add the (layer, head) matrices of an :class:`~analysis.sources.checkpoints.Extraction`.
 
-        Returns the matrix keys in ``[layer, head]`` order (row-major).
+        ``heads`` selects (layer, head) pairs (None = every head). Returns the matrix keys
+        in ``[layer, head]`` order (row-major).
         """
         meta = {**extraction.meta, "tokens": [str(t) for t in extraction.tokens]}
         common = {
@@ -338,6 +345,15 @@ class Store:
             "mask": extraction.mask,
         }
         n_layers, n_heads = extraction.A.shape[:2]
+        chosen = None if heads is None else {(int(a), int(b)) for a, b in heads}
+        if chosen is not None:
+            outside = sorted(
+                p for p in chosen if not (0 <= p[0] < n_layers and 0 <= p[1] < n_heads)
+            )
+            if outside:
+                raise ParameterError(
+                    "heads", f"(layer, head) pairs within {n_layers} x {n_heads}", outside[:3]
+                )
         return self.add_matrices(
             {
                 **common,
@@ -351,6 +367,7 @@ class Store:
             }
             for layer in range(n_layers)
             for head in range(n_heads)
+            if chosen is None or (layer, head) in chosen
         )
 
     def add_synthetic(self, matrix: Any, *, head: int = 0, input_id: str | None = None) -> str:
