@@ -18,6 +18,7 @@ has max-row-l1 error 1). Such cells are counted in the figure's footnote.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,6 +56,7 @@ DESCRIPTOR_FEATURES: dict[str, str] = {
 }
 PANEL_W, PANEL_H = 4.2, 3.3
 NCOLS = 3
+LEGEND_W = 2.4  # inches added on the right for the legend outside the panels
 DPI = 150
 
 
@@ -70,7 +72,7 @@ def _style() -> Iterator[None]:
 def _grid(n: int, *, ncols: int = NCOLS, w: float = PANEL_W, h: float = PANEL_H, **kw):
     ncols = max(1, min(ncols, n))
     nrows = math.ceil(n / ncols)
-    fig = Figure(figsize=(w * ncols, h * nrows), layout="constrained")
+    fig = Figure(figsize=(w * ncols + LEGEND_W, h * nrows), layout="constrained")
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, **kw)).ravel()
     for ax in axes[n:]:
         ax.set_visible(False)
@@ -265,11 +267,13 @@ def bracket_width(results: StudyResults) -> Figure | None:
         fig, axes = _grid(len(cks), sharey=True)
         for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
             sub = df[df["checkpoint"] == ck]
-            sns.boxplot(
-                data=sub, x="eps_label", y="ratio", hue="t_label", order=eps_order,
-                hue_order=t_order, palette=pal, ax=ax, log_scale=2, fliersize=2,
-                linewidth=0.8, legend=False,
-            )  # fmt: skip
+            with warnings.catch_warnings():  # seaborn 0.13 passes bxp(vert=...) to mpl 3.11
+                warnings.simplefilter("ignore", mpl.MatplotlibDeprecationWarning)
+                sns.boxplot(
+                    data=sub, x="eps_label", y="ratio", hue="t_label", order=eps_order,
+                    hue_order=t_order, palette=pal, ax=ax, log_scale=2, fliersize=2,
+                    linewidth=0.8, legend=False,
+                )  # fmt: skip
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.yaxis.set_minor_formatter(NullFormatter())
             ax.set_ylim(bottom=0.9)
@@ -321,7 +325,8 @@ def descriptors_vs_midpoint(
     ]
     with _style():
         fig = Figure(
-            figsize=(PANEL_W * len(eps_vals), PANEL_H * len(present)), layout="constrained"
+            figsize=(PANEL_W * len(eps_vals) + LEGEND_W, PANEL_H * len(present)),
+            layout="constrained",
         )
         axes = fig.subplots(len(present), len(eps_vals), squeeze=False, sharex="row", sharey=True)
         for i, feat in enumerate(present):
@@ -472,7 +477,10 @@ def synthetic_rank_vs_beta(results: StudyResults) -> Figure | None:
     eps_vals = sorted(syn["eps"].unique())
     pal = _seq_palette(syn["d"], "mako")
     with _style():
-        fig = Figure(figsize=(PANEL_W * len(panels), PANEL_H * len(eps_vals)), layout="constrained")
+        fig = Figure(
+            figsize=(PANEL_W * len(panels) + LEGEND_W, PANEL_H * len(eps_vals)),
+            layout="constrained",
+        )
         axes = fig.subplots(len(eps_vals), len(panels), squeeze=False, sharey=True)
         for j, (fam, n) in enumerate(panels):
             for i, e in enumerate(eps_vals):

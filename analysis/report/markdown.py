@@ -253,13 +253,16 @@ def render_report(
         "",
     ]
     held = design.get("held_out", {}) or {}
-    L += [
-        f"Held-out heads: {len(held.get('heads', []) or [])} whole heads "
-        f"(fraction {format_value(held.get('fraction'))}, seed {format_value(held.get('seed'))}), "
-        f"list sha256 `{prov.get('held_out_sha256') or 'not recorded'}`; drawn before any "
-        "outcome existed and never used for fitting.",
-        "",
-    ]
+    if not held.get("heads"):
+        L += ["Held-out heads: the design lists none.", ""]
+    else:
+        L += [
+            f"Held-out heads: {len(held.get('heads', []) or [])} whole heads "
+            f"(fraction {format_value(held.get('fraction'))}, seed {format_value(held.get('seed'))}), "
+            f"list sha256 `{prov.get('held_out_sha256') or 'not recorded'}`; drawn before any "
+            "outcome existed and never used for fitting.",
+            "",
+        ]
     rules = (design.get("exclusions", {}) or {}).get("rules", [])
     if rules:
         L += ["Exclusion rules:", ""] + [f"- {r}" for r in rules] + [""]
@@ -370,7 +373,11 @@ def render_report(
     else:
         L += [
             f"{len(cols)} descriptor columns over {len(results.features)} real cells"
-            + (f"; {len(per_r)} per-r diagnostic columns left out of the summary" if per_r else "")
+            + (
+                f"; {len(per_r)} per-r diagnostic column(s) left out of the summary"
+                if per_r
+                else ""
+            )
             + ".",
             "",
         ]

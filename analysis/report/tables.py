@@ -13,8 +13,9 @@ on every file:
 - LaTeX: ``% key: value`` comment lines at the top, then a ``table`` environment with a
   caption.
 - CSV: ``# key: value`` lines at the top, then the table with a header row. The file
-  reads back with ``pandas.read_csv(path, comment="#")``; pass
-  ``float_precision="round_trip"`` to get the exact floats. Cells never contain ``#``
+  reads back with ``pandas.read_csv(path, comment="#")`` (floats are written with
+  ``repr`` precision and read back exactly by pandas >= 3; older pandas needs
+  ``float_precision="round_trip"``). Cells never contain ``#``
   (:func:`write_csv` refuses such a frame), so the comment marker cannot cut a row.
 """
 
@@ -571,8 +572,8 @@ def write_csv(
 ) -> Path:
     """Write ``# key: value`` provenance lines, then ``frame`` as CSV (no index).
 
-    Read it back with ``pandas.read_csv(path, comment="#")`` (add
-    ``float_precision="round_trip"`` for bit-exact floats).
+    Read it back with ``pandas.read_csv(path, comment="#")`` (bit-exact floats with
+    pandas >= 3; older pandas needs ``float_precision="round_trip"``).
 
     Raises
     ------
@@ -584,7 +585,10 @@ def write_csv(
         if "#" in str(c):
             raise ParameterError("frame", "column names without '#'", c)
         col = frame[c]
-        if col.dtype == object and col.map(lambda v: isinstance(v, str) and "#" in v).any():
+        if (
+            not pd.api.types.is_numeric_dtype(col)
+            and col.map(lambda v: isinstance(v, str) and "#" in v).any()
+        ):
             raise ParameterError("frame", f"cells of {c!r} without '#'", "a cell with '#'")
     head = "".join(f"# {k}: {v}\n" for k, v in provenance)
     with atomic_write(path, mode="w") as fh:

@@ -24,7 +24,7 @@ from analysis.sources.synthetic import full_ball, spherical
 
 TEMPERATURES = (0.5, 1.0, 2.0)
 EPS = (0.1, 0.2)
-LENGTHS = (12, 16)
+LENGTHS = (10, 14)
 BLOCKS = ("baseline", "baseline_plus", "native", "intrinsic")
 #: A few features per block keep the interval fits on ~120 training cells well posed
 #: (and fast); the per-r diagnostic stays to check that summaries leave it out.
@@ -186,8 +186,8 @@ def make_study(seed: int = 0) -> StudyResults:
         for d in dims:
             for beta in (1.0, 4.0, 16.0):
                 for s in (0, 1):
-                    m = maker(16, d, beta, random_state=s)
-                    matrix_key = f"{m.checkpoint_id}|seed={s}|n=16"
+                    m = maker(12, d, beta, random_state=s)
+                    matrix_key = f"{m.checkpoint_id}|seed={s}|n=12"
                     for eps, lo, hi in _bracket_rows(m.A):
                         rows.append(
                             dict(
@@ -200,7 +200,7 @@ def make_study(seed: int = 0) -> StudyResults:
                                 layer=0,
                                 head=0,
                                 input_id="",
-                                length=16,
+                                length=12,
                                 temperature=1.0,
                                 eps=eps,
                                 lo=lo,
