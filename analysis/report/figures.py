@@ -110,10 +110,21 @@ def _pad_log_limits(ax, values: Sequence[float], axis: str = "x", factor: float 
     (ax.set_xlim if axis == "x" else ax.set_ylim)(lo, hi)
 
 
-def _panel_title(df: pd.DataFrame, checkpoint: str) -> str:
+def _panels(df: pd.DataFrame) -> list[tuple[str, int]]:
+    """One panel per (checkpoint, length N): ranks grow with N, so lengths are not pooled."""
+    return sorted(df.groupby(["checkpoint", "length"]).groups)
+
+
+def _ncols(df: pd.DataFrame) -> int:
+    """A row per checkpoint and a column per length when there are few lengths."""
+    n = df["length"].nunique()
+    return n if n <= 4 else NCOLS
+
+
+def _panel_title(df: pd.DataFrame, checkpoint: str, length: int) -> str:
     fam = df["family"].iloc[0]
     heads = df["head_id"].nunique()
-    return f"{checkpoint}\n({fam}; {heads} heads, {len(df)} cells)"
+    return f"{checkpoint}, N = {int(length)}\n({fam}; {heads} heads, {len(df)} cells)"
 
 
 def _footnote(fig: Figure, lines: Sequence[str]) -> None:
@@ -200,20 +211,21 @@ def rank_vs_eps(results: StudyResults) -> Figure | None:
     if df.empty:
         return None
     with _style():
-        cks = sorted(df["checkpoint"].unique())
-        fig, axes = _grid(len(cks), sharey=True)
+        cks = _panels(df)
+        ncols = _ncols(df)
+        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
         pal = _seq_palette(df["temperature"], "viridis")
         for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
-            sub = df[df["checkpoint"] == ck]
+            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
             _bracket_lines(ax, sub, x="eps", hue="temperature", palette=pal)
             ax.set_xscale("log")
             _value_ticks(ax, sub["eps"])
             _pad_log_limits(ax, sub["eps"])
             _int_log2_axis(ax, "y")
             ax.set_xlabel(r"tolerance $\varepsilon$ (log scale)")
-            if k % NCOLS == 0:
+            if k % ncols == 0:
                 ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
-            ax.set_title(_panel_title(sub, ck), fontsize="medium")
+            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
         _bracket_legend(fig, "temperature t", pal)
         fig.suptitle(r"Certified rank brackets against $\varepsilon$ (real heads)")
         _footnote(fig, [_zero_note(zero_lo)])
@@ -226,20 +238,21 @@ def rank_vs_temperature(results: StudyResults) -> Figure | None:
     if df.empty:
         return None
     with _style():
-        cks = sorted(df["checkpoint"].unique())
-        fig, axes = _grid(len(cks), sharey=True)
+        cks = _panels(df)
+        ncols = _ncols(df)
+        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
         pal = _seq_palette(df["eps"], "flare")
         for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
-            sub = df[df["checkpoint"] == ck]
+            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
             _bracket_lines(ax, sub, x="temperature", hue="eps", palette=pal)
             _int_log2_axis(ax, "x")
             _value_ticks(ax, sub["temperature"])
             _pad_log_limits(ax, sub["temperature"])
             _int_log2_axis(ax, "y")
             ax.set_xlabel("temperature t (log$_2$ scale)")
-            if k % NCOLS == 0:
+            if k % ncols == 0:
                 ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
-            ax.set_title(_panel_title(sub, ck), fontsize="medium")
+            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
         _bracket_legend(fig, "eps", pal)
         fig.suptitle("Certified rank brackets against temperature (real heads)")
         notes = [_zero_note(zero_lo)]
@@ -247,6 +260,17 @@ def rank_vs_temperature(results: StudyResults) -> Figure | None:
             notes.append("The study has a single temperature; no trend can be read here.")
         _footnote(fig, notes)
     return fig
+
+
+def _ratio_ticks(ax, top: float) -> None:
+    """Readable ticks for a log axis of ratios >= 1 (1, 1.25, 1.5, 2, 3, 4, ...)."""
+    nice = [1, 1.25, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024]
+    ticks = [t for t in nice if t <= max(top, 1.0) * 1.05]
+    if len(ticks) > 8:
+        ticks = [t for t in ticks if math.log2(t).is_integer()]
+    ax.yaxis.set_major_locator(mpl.ticker.FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_locator(mpl.ticker.NullLocator())
 
 
 def bracket_width(results: StudyResults) -> Figure | None:
@@ -263,10 +287,11 @@ def bracket_width(results: StudyResults) -> Figure | None:
     t_order = [f"{v:g}" for v in sorted(df["temperature"].unique())]
     pal = dict(zip(t_order, _seq_palette(df["temperature"], "viridis").values(), strict=True))
     with _style():
-        cks = sorted(df["checkpoint"].unique())
-        fig, axes = _grid(len(cks), sharey=True)
+        cks = _panels(df)
+        ncols = _ncols(df)
+        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
         for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
-            sub = df[df["checkpoint"] == ck]
+            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
             with warnings.catch_warnings():  # seaborn 0.13 passes bxp(vert=...) to mpl 3.11
                 warnings.simplefilter("ignore", mpl.MatplotlibDeprecationWarning)
                 sns.boxplot(
@@ -274,19 +299,18 @@ def bracket_width(results: StudyResults) -> Figure | None:
                     hue_order=t_order, palette=pal, ax=ax, log_scale=2, fliersize=2,
                     linewidth=0.8, legend=False,
                 )  # fmt: skip
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
+            _ratio_ticks(ax, float(df["ratio"].max()))
             ax.set_ylim(bottom=0.9)
             ax.set_xlabel(r"tolerance $\varepsilon$")
-            ax.set_ylabel("hi / lo (log$_2$ scale)" if k % NCOLS == 0 else "")
+            ax.set_ylabel("hi / lo (log$_2$ scale)" if k % ncols == 0 else "")
             closed = sub.groupby("eps_label")["closed"].mean().reindex(eps_order)
             for i, share in enumerate(closed):
                 ax.annotate(
-                    f"closed {share:.0%} (all t)", (i, 1.0), xytext=(0, -11), textcoords="offset points",
+                    f"closed {share:.0%}" + (" (all t)" if len(t_order) > 1 else ""), (i, 1.0), xytext=(0, -11), textcoords="offset points",
                     ha="center", va="top", fontsize="x-small", color="0.3",
                     annotation_clip=False,
                 )  # fmt: skip
-            ax.set_title(_panel_title(sub, ck), fontsize="medium")
+            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
         handles = [Patch(color=pal[t], label=f"temperature t = {t}") for t in t_order]
         fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
         fig.suptitle("Width of the certified brackets (real heads)")

@@ -370,7 +370,7 @@ def build_tables(results: StudyResults) -> list[Table]:
             "brackets",
             "Certified rank brackets of real cells by checkpoint and eps",
             bracket_table(results),
-            "Medians over cells (all temperatures and lengths); closed share = share of "
+            "Medians over cells (all temperatures and lengths pooled; the figures split lengths); closed share = share of "
             "cells with lo = hi; held_out_cells counts cells of held-out heads.",
         ),
         Table(
