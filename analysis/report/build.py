@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from analysis.atomic import atomic_write
-from analysis.report.figures import FIGURES, save_figure
+from analysis.report.figures import FIGURES, FORMATS, save_figure
 from analysis.report.markdown import render_report
 from analysis.report.provenance import write_json
 from analysis.report.results import StudyResults
@@ -41,7 +42,8 @@ class ReportFiles:
     tables : dict
         Table name -> ``{"md": Path, "csv": Path, "tex": Path}`` under ``tables/``.
     figures : dict
-        Figure name -> ``{"png": Path, "pdf": Path}`` under ``figures/``.
+        Figure name -> ``{"png": Path, "pdf": Path}`` under ``figures/`` (the formats
+        asked for).
     skipped_figures : dict
         Figure name -> why it was not drawn (nothing to draw).
     seconds : float
@@ -79,7 +81,11 @@ class ReportFiles:
 
 
 def build_report(
-    results: StudyResults, out_dir: str | Path, *, progress: bool = False
+    results: StudyResults,
+    out_dir: str | Path,
+    *,
+    figure_formats: Sequence[str] = FORMATS,
+    progress: bool = False,
 ) -> ReportFiles:
     """Render ``results`` into ``out_dir``: tables, figures, ``report.md``, ``provenance.json``.
 
@@ -91,6 +97,9 @@ def build_report(
         Created if needed. Files: ``report.md``, ``provenance.json``,
         ``tables/NAME.{md,csv,tex}``, ``figures/NAME.{png,pdf}``. Existing files of the
         same names are replaced atomically; others are left alone.
+    figure_formats : sequence of {"png", "pdf"}, keyword-only
+        Figure files to write (both by default; report.md embeds the PNG, so "png"
+        must be among them).
     progress : bool, keyword-only
         Show a tqdm bar over the steps.
 
@@ -112,6 +121,9 @@ def build_report(
     """
     t0 = time.perf_counter()
     check_results(results)
+    formats = tuple(dict.fromkeys(figure_formats))
+    if "png" not in formats or any(f not in FORMATS for f in formats):
+        raise ParameterError("figure_formats", "png, optionally with pdf", figure_formats)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ParameterError("out_dir", "a folder (or a path to create)", str(out_dir))
@@ -141,16 +153,16 @@ def build_report(
         bar.update()
 
     figure_files: dict[str, dict[str, Path]] = {}
-    figure_caps: dict[str, tuple[Path, Path, str]] = {}
+    figure_caps: dict[str, tuple[Path, Path | None, str]] = {}
     skipped: dict[str, str] = {}
     for name, (func, caption) in FIGURES.items():
         fig = func(results)
         if fig is None:
             skipped[name] = "nothing to draw"
         else:
-            png, pdf = save_figure(fig, out_dir / "figures" / name)
-            figure_files[name] = {"png": png, "pdf": pdf}
-            figure_caps[name] = (png, pdf, caption)
+            written = save_figure(fig, out_dir / "figures" / name, formats=formats)
+            figure_files[name] = written
+            figure_caps[name] = (written["png"], written.get("pdf"), caption)
             fig.clear()
         bar.update()
 

@@ -35,10 +35,12 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from analysis.atomic import atomic_write
 from analysis.report.results import StudyResults
 from analysis.report.tables import hypotheses, real_cells, synthetic_cells
+from analysis.validation import ParameterError
 
 __all__ = [
     "DESCRIPTOR_FEATURES",
     "FIGURES",
+    "FORMATS",
     "bracket_width",
     "build_figures",
     "descriptors_vs_midpoint",
@@ -560,16 +562,37 @@ FIGURES = {
 }
 
 
-def save_figure(fig: Figure, stem: str | Path) -> tuple[Path, Path]:
-    """Write ``stem.png`` (150 dpi, Agg) and ``stem.pdf`` atomically; return both paths."""
+FORMATS: tuple[str, ...] = ("png", "pdf")
+
+
+def save_figure(
+    fig: Figure, stem: str | Path, *, formats: Sequence[str] = FORMATS
+) -> dict[str, Path]:
+    """Write ``stem.png`` (150 dpi, Agg) and ``stem.pdf`` atomically.
+
+    Parameters
+    ----------
+    fig : Figure
+    stem : str or Path
+        Path without suffix.
+    formats : sequence of {"png", "pdf"}, keyword-only
+
+    Returns
+    -------
+    dict
+        Format -> written path.
+    """
+    for f in formats:
+        if f not in FORMATS:
+            raise ParameterError("formats", "among " + ", ".join(FORMATS), f)
     stem = Path(stem)
-    out = []
-    for ext in ("png", "pdf"):
+    out = {}
+    for ext in formats:
         path = stem.with_suffix("." + ext)
         with _style(), atomic_write(path) as fh:
             fig.savefig(fh, format=ext, dpi=DPI)
-        out.append(path)
-    return out[0], out[1]
+        out[ext] = path
+    return out
 
 
 def build_figures(results: StudyResults) -> dict[str, Figure]:

@@ -149,7 +149,7 @@ def render_report(
     out_dir: Path,
     tables: Sequence[Table],
     table_files: Mapping[str, Mapping[str, Path]],
-    figures: Mapping[str, tuple[Path, Path, str]],
+    figures: Mapping[str, tuple[Path, Path | None, str]],
 ) -> str:
     """The text of ``report.md``.
 
@@ -163,7 +163,7 @@ def render_report(
     table_files : mapping, keyword-only
         Table name -> ``{"md": path, "csv": path, "tex": path}``.
     figures : mapping, keyword-only
-        Figure name -> ``(png path, pdf path, caption)`` of the figures written.
+        Figure name -> ``(png path, pdf path or None, caption)`` of the figures written.
     """
     design = results.design
     inf = design.get("inference", {}) or {}
@@ -178,13 +178,8 @@ def render_report(
         png, pdf, caption = figures[name]
         fig_no[name] = len(fig_no) + 1
         rel = Path(png).relative_to(out_dir).as_posix()
-        rel_pdf = Path(pdf).relative_to(out_dir).as_posix()
-        return [
-            f"![{caption}]({rel})",
-            "",
-            f"*Figure {fig_no[name]}.* {caption} ([PDF]({rel_pdf}))",
-            "",
-        ]
+        link = f" ([PDF]({Path(pdf).relative_to(out_dir).as_posix()}))" if pdf else ""
+        return [f"![{caption}]({rel})", "", f"*Figure {fig_no[name]}.* {caption}{link}", ""]
 
     def table(name: str, frame: pd.DataFrame | None = None) -> list[str]:
         if name not in tab:

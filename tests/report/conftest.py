@@ -66,4 +66,4 @@ def edge_study(study):
 
 @pytest.fixture(scope="session")
 def edge_built(edge_study, tmp_path_factory):
-    return build_report(edge_study, tmp_path_factory.mktemp("edge"))
+    return build_report(edge_study, tmp_path_factory.mktemp("edge"), figure_formats=("png",))

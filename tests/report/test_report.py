@@ -245,10 +245,12 @@ def test_single_checkpoint_single_temperature_still_draws(edge_built):
     expected = {"rank_vs_eps", "bracket_width", "rank_vs_temperature", "descriptors_vs_midpoint"}
     assert set(edge_built.figures) == expected
     for paths in edge_built.figures.values():
+        assert set(paths) == {"png"}  # figure_formats=("png",)
         assert paths["png"].stat().st_size > 5_000
     text = edge_built.report.read_text()
     for name in expected:
         assert f"](figures/{name}.png)" in text
+    assert "[PDF]" not in text
 
 
 def test_bad_input(study, tmp_path):
@@ -257,6 +259,8 @@ def test_bad_input(study, tmp_path):
     broken = dataclasses.replace(study, brackets=study.brackets.drop(columns=["closed"]))
     with pytest.raises(ParameterError, match="BRACKET_COLUMNS"):
         build_report(broken, tmp_path)
+    with pytest.raises(ParameterError, match="figure_formats"):
+        build_report(study, tmp_path, figure_formats=("pdf",))
     a_file = tmp_path / "file"
     a_file.write_text("x")
     with pytest.raises(ParameterError, match="out_dir"):
