@@ -71,7 +71,10 @@ class ReportFiles:
             f"Report in {self.out_dir} ({self.seconds:.1f} s)",
             f"  {self.report.name}, {self.provenance.name}",
             f"  tables ({len(self.tables)}, md/csv/tex): " + ", ".join(self.tables),
-            f"  figures ({len(self.figures)}, png/pdf): " + ", ".join(self.figures),
+            f"  figures ({len(self.figures)}, "
+            + "/".join(dict.fromkeys(f for d in self.figures.values() for f in d))
+            + "): "
+            + ", ".join(self.figures),
         ]
         if self.skipped_figures:
             lines.append(

@@ -291,3 +291,26 @@ def test_report_text_survives_a_sparse_design(study, tmp_path):
     # without a design family, Holm membership is read off p_holm
     t = comparison_table(sparse)
     assert (t["holm_family"] == t["p_holm"].notna()).all()
+
+
+def test_only_synthetic_cells(study, tmp_path):
+    syn = study.brackets[study.brackets.source == "synthetic"].reset_index(drop=True)
+    only = dataclasses.replace(
+        study,
+        brackets=syn,
+        features=pd.DataFrame(columns=["cell_key"]),
+        comparison=None,
+        comparison_ols=None,
+        head_level=None,
+        lr_tests=None,
+        skipped={"comparison": "no real cells"},
+    )
+    files = build_report(only, tmp_path, figure_formats=("png",))
+    assert set(files.figures) == {"synthetic_rank_vs_beta"}
+    assert "figures (1, png)" in files.summary()
+    text = files.report.read_text()
+    assert "The study holds no real-checkpoint cell." in text
+    assert "The comparison has not run: no real cells." in text
+    assert "## Synthetic families (exploratory)" in text
+    counts = read_back(files.tables["data"]["csv"]).set_index("item")["count"]
+    assert counts["real_cells"] == 0 and counts["synthetic_cells"] == len(syn)
