@@ -189,8 +189,9 @@ def _bracket_legend(fig: Figure, hue_name: str, palette: dict, fmt=lambda v: f"{
 
 
 def _plot_cells(results: StudyResults) -> tuple[pd.DataFrame, int]:
+    """Real cells ready for log axes (``lo_plot = max(lo, 1)``; ``hi = 0`` cells dropped)."""
     df = real_cells(results)
-    df = df[df["hi"] > 0].copy()
+    df = df[df["hi"] > 0].copy()  # hi = 0 only when eps >= 1 (r_eps = 0): nothing to draw
     zero_lo = int((df["lo"] <= 0).sum())
     df["lo_plot"] = df["lo"].clip(lower=1).astype(float)
     df["hi"] = df["hi"].astype(float)
@@ -208,7 +209,7 @@ def _seq_palette(values: Sequence[float], name: str) -> dict:
 
 
 def rank_vs_eps(results: StudyResults) -> Figure | None:
-    """Rank bracket against eps, one panel per checkpoint, one colour per temperature."""
+    """Rank bracket against eps, a panel per (checkpoint, length), a colour per temperature."""
     df, zero_lo = _plot_cells(results)
     if df.empty:
         return None
@@ -235,7 +236,7 @@ def rank_vs_eps(results: StudyResults) -> Figure | None:
 
 
 def rank_vs_temperature(results: StudyResults) -> Figure | None:
-    """Rank bracket against temperature, one panel per checkpoint, one colour per eps."""
+    """Rank bracket against temperature, a panel per (checkpoint, length), a colour per eps."""
     df, zero_lo = _plot_cells(results)
     if df.empty:
         return None
@@ -276,7 +277,7 @@ def _ratio_ticks(ax, top: float) -> None:
 
 
 def bracket_width(results: StudyResults) -> Figure | None:
-    """Distribution of hi / lo by eps and temperature, one panel per checkpoint."""
+    """Distribution of hi / lo by eps and temperature, a panel per (checkpoint, length)."""
     df = real_cells(results)
     df = df[df["lo"] > 0].copy()
     n_zero = int((real_cells(results)["lo"] <= 0).sum())
@@ -534,16 +535,18 @@ def synthetic_rank_vs_beta(results: StudyResults) -> Figure | None:
 FIGURES = {
     "rank_vs_eps": (
         rank_vs_eps,
-        "Certified rank brackets against eps, one panel per checkpoint, one colour per "
-        "temperature.",
+        "Certified rank brackets against eps, one panel per checkpoint and length N, one "
+        "colour per temperature.",
     ),
     "bracket_width": (
         bracket_width,
-        "How wide the certified brackets are (hi / lo), by eps and temperature.",
+        "How wide the certified brackets are (hi / lo), by eps and temperature, one panel "
+        "per checkpoint and length N.",
     ),
     "rank_vs_temperature": (
         rank_vs_temperature,
-        "Certified rank brackets against temperature, one colour per eps.",
+        "Certified rank brackets against temperature, one panel per checkpoint and length "
+        "N, one colour per eps.",
     ),
     "descriptors_vs_midpoint": (
         descriptors_vs_midpoint,

@@ -76,7 +76,10 @@ def test_csv_reads_back_to_the_frame(study, built):
 
 
 def test_figures_are_png_and_pdf_and_not_empty(built):
+    import matplotlib.pyplot as plt
+
     files, _ = built
+    assert plt.get_fignums() == []  # figures never go through pyplot (nothing left open)
     assert set(files.figures) == set(FIGURES)
     assert files.skipped_figures == {}
     for name, paths in files.figures.items():
