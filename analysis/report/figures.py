@@ -230,6 +230,7 @@ def rank_vs_eps(results: StudyResults) -> Figure | None:
                 ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
             ax.set_title(_panel_title(sub, *ck), fontsize="medium")
         _bracket_legend(fig, "temperature t", pal)
+        _rank_ticks(axes)
         fig.suptitle(r"Certified rank brackets against $\varepsilon$ (real heads)")
         _footnote(fig, [_zero_note(zero_lo)])
     return fig
@@ -257,12 +258,30 @@ def rank_vs_temperature(results: StudyResults) -> Figure | None:
                 ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
             ax.set_title(_panel_title(sub, *ck), fontsize="medium")
         _bracket_legend(fig, "eps", pal)
+        _rank_ticks(axes)
         fig.suptitle("Certified rank brackets against temperature (real heads)")
         notes = [_zero_note(zero_lo)]
         if df["temperature"].nunique() == 1:
             notes.append("The study has a single temperature; no trend can be read here.")
         _footnote(fig, notes)
     return fig
+
+
+def _rank_ticks(axes) -> None:
+    """Integer ticks 1, 2, 3, 4, 6, 8, 12, ... inside the current limits of log2 rank axes.
+
+    Powers of two only when more than eight would show. Call after drawing.
+    """
+    for ax in np.atleast_1d(axes).ravel():
+        if not ax.get_visible():
+            continue
+        lo, hi = ax.get_ylim()
+        nice = sorted({m * 2**k for k in range(0, 20) for m in (1, 1.5)})
+        ticks = [int(t) for t in nice if lo <= t <= hi and float(t).is_integer()]
+        if len(ticks) > 8:
+            ticks = [t for t in ticks if math.log2(t).is_integer()]
+        ax.yaxis.set_major_locator(mpl.ticker.FixedLocator(ticks))
+        ax.yaxis.set_minor_locator(mpl.ticker.NullLocator())
 
 
 def _ratio_ticks(ax, top: float) -> None:
@@ -387,6 +406,7 @@ def descriptors_vs_midpoint(
             Line2D([], [], color=pal[s], marker=markers[s], ls="none", label=s) for s in pal
         ] + [Line2D([], [], color="0.4", alpha=0.5, lw=1, label="certified bracket")]
         fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+        _rank_ticks(axes)
         fig.suptitle(
             "Geometry descriptors against the certified rank (real heads, all temperatures)"
         )
@@ -526,6 +546,7 @@ def synthetic_rank_vs_beta(results: StudyResults) -> Figure | None:
                 if j == 0:
                     ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
         _bracket_legend(fig, "d", pal, fmt=lambda v: f"{int(v)}")
+        _rank_ticks(axes)
         fig.suptitle("Synthetic families (exploratory): certified rank against inverse temperature")
         _footnote(fig, ["Medians and quartiles over seeds."])
     return fig
