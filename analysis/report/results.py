@@ -74,6 +74,16 @@ class StudyResults:
         ``design_sha256``, ``lock_sha256``, ``held_out_sha256``, ``package_version``,
         ``git_commit``, ``libraries`` (name -> version), ``seeds`` (name -> int),
         ``effort``, ``stage_seconds`` (stage -> wall seconds), ``created`` (ISO time).
+    lr_tests : pandas.DataFrame or None
+        Optional: the confirmatory result's ``lr_tests`` (in-sample likelihood-ratio
+        tests, a pre-specified secondary test): ``pair``, ``base_model``, ``rich_model``,
+        ``statistic``, ``df``, ``p_value``.
+    head_level_meta : dict
+        Optional: what ``head_level`` alone does not carry, from ``HeadLevelResult``:
+        ``residual_icc`` (float), ``base_model`` (str), ``folds`` (str).
+    skipped : dict
+        Optional: result name (``"comparison"``, ``"comparison_ols"``, ``"head_level"``)
+        -> why it did not run, shown in the report where that result would be.
     """
 
     study: str
@@ -87,3 +97,6 @@ class StudyResults:
     dropped_columns: list[str] = field(default_factory=list)
     excluded: dict[str, int] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+    lr_tests: pd.DataFrame | None = None
+    head_level_meta: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,629 @@
+"""Report figures (seaborn on matplotlib ``Figure`` objects; PNG and PDF).
+
+Figures are built on :class:`matplotlib.figure.Figure` directly, never through
+``pyplot``: nothing is registered with an interactive backend, nothing has to be closed,
+and PNGs are rendered by Agg (PDFs by matplotlib's PDF backend). Styles come from
+seaborn's ``whitegrid`` / ``paper`` settings inside an ``rc_context``, so global
+matplotlib state is left as it was.
+
+Every function takes a :class:`~analysis.report.results.StudyResults` and returns a
+``Figure`` or None when the study holds nothing to draw (e.g. no synthetic cells). The
+only numbers computed are descriptive (medians and quartiles over cells).
+
+Log axes: certified lower ends ``lo = 0`` (no lower witness found) cannot sit on a log
+axis; they are drawn at 1, which is a valid lower bound whenever eps < 1 (the zero matrix
+has max-row-l1 error 1). Such cells are counted in the figure's footnote.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from analysis.atomic import atomic_write
+from analysis.report.results import StudyResults
+from analysis.report.tables import hypotheses, real_cells, synthetic_cells
+from analysis.validation import ParameterError
+
+__all__ = [
+    "DESCRIPTOR_FEATURES",
+    "FIGURES",
+    "FORMATS",
+    "bracket_width",
+    "build_figures",
+    "descriptors_vs_midpoint",
+    "forest",
+    "rank_vs_eps",
+    "rank_vs_temperature",
+    "save_figure",
+    "synthetic_rank_vs_beta",
+]
+
+#: Descriptor columns drawn against the bracket midpoint, with axis labels.
+DESCRIPTOR_FEATURES: dict[str, str] = {
+    "native__kappa": r"native $\kappa$",
+    "intrinsic__Pi": r"intrinsic $\Pi$",
+}
+PANEL_W, PANEL_H = 4.2, 3.3
+NCOLS = 3
+LEGEND_W = 2.4  # inches added on the right for the legend outside the panels
+DPI = 150
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    rc = dict(sns.axes_style("whitegrid"))
+    rc.update(sns.plotting_context("paper", font_scale=1.05))
+    rc.update({"figure.dpi": 100, "pdf.fonttype": 42})
+    with mpl.rc_context(rc):
+        yield
+
+
+def _grid(n: int, *, ncols: int = NCOLS, w: float = PANEL_W, h: float = PANEL_H, **kw):
+    ncols = max(1, min(ncols, n))
+    nrows = math.ceil(n / ncols)
+    fig = Figure(figsize=(w * ncols + LEGEND_W, h * nrows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, **kw)).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def _int_log2_axis(ax, axis: str = "y") -> None:
+    """Log2 scale with plain-number ticks (1, 2, 4, ...)."""
+    fmt = FuncFormatter(lambda v, _: f"{v:g}")
+    if axis == "y":
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(fmt)
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(fmt)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _value_ticks(ax, values: Sequence[float], axis: str = "x") -> None:
+    vals = sorted(set(float(v) for v in values))
+    fmt = FuncFormatter(lambda v, _: f"{v:g}")
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(mpl.ticker.FixedLocator(vals))
+    target.set_major_formatter(fmt)
+    target.set_minor_formatter(NullFormatter())
+    target.set_minor_locator(mpl.ticker.NullLocator())
+
+
+def _pad_log_limits(ax, values: Sequence[float], axis: str = "x", factor: float = 1.35) -> None:
+    vals = [float(v) for v in values if v > 0]
+    if not vals:
+        return
+    lo, hi = min(vals) / factor, max(vals) * factor
+    (ax.set_xlim if axis == "x" else ax.set_ylim)(lo, hi)
+
+
+def _panels(df: pd.DataFrame) -> list[tuple[str, int]]:
+    """One panel per (checkpoint, length N): ranks grow with N, so lengths are not pooled."""
+    return sorted(df.groupby(["checkpoint", "length"]).groups)
+
+
+def _ncols(df: pd.DataFrame) -> int:
+    """A row per checkpoint and a column per length when there are few lengths."""
+    n = df["length"].nunique()
+    return n if n <= 4 else NCOLS
+
+
+def _panel_title(df: pd.DataFrame, checkpoint: str, length: int) -> str:
+    fam = df["family"].iloc[0]
+    heads = df["head_id"].nunique()
+    return f"{checkpoint}, N = {int(length)}\n({fam}; {heads} heads, {len(df)} cells)"
+
+
+def _footnote(fig: Figure, lines: Sequence[str]) -> None:
+    lines = [x for x in lines if x]
+    if lines:
+        fig.supxlabel("\n".join(lines), fontsize="small", color="0.3", ha="center")
+
+
+def _q(x: pd.Series, p: float) -> float:
+    return float(np.quantile(x.to_numpy(float), p)) if len(x) else float("nan")
+
+
+def _bracket_lines(
+    ax, df: pd.DataFrame, *, x: str, hue: str, palette: dict, dodge: float = 0.04
+) -> None:
+    """Median bracket band with median lo / hi lines and interquartile bars, per hue."""
+    hues = sorted(df[hue].unique())
+    offsets = (np.arange(len(hues)) - (len(hues) - 1) / 2) * dodge
+    for off, h in zip(offsets, hues, strict=True):
+        sub = df[df[hue] == h]
+        g = sub.groupby(x)
+        xs = np.array(sorted(g.groups), float)
+        stat = pd.DataFrame(
+            {
+                "lo_med": g["lo_plot"].median(),
+                "hi_med": g["hi"].median(),
+                "lo_q1": g["lo_plot"].apply(_q, p=0.25),
+                "lo_q3": g["lo_plot"].apply(_q, p=0.75),
+                "hi_q1": g["hi"].apply(_q, p=0.25),
+                "hi_q3": g["hi"].apply(_q, p=0.75),
+            }
+        ).loc[xs]
+        xd = xs * 2.0**off  # dodge multiplicatively on a log axis
+        c = palette[h]
+        ax.fill_between(xd, stat.lo_med, stat.hi_med, color=c, alpha=0.15, lw=0)
+        for end, ls, mk in (("hi", "-", "v"), ("lo", "--", "^")):
+            med = stat[f"{end}_med"].to_numpy()
+            err = np.vstack(
+                [med - stat[f"{end}_q1"].to_numpy(), stat[f"{end}_q3"].to_numpy() - med]
+            )
+            ax.errorbar(
+                xd, med, yerr=err, color=c, ls=ls, marker=mk, ms=4.5, lw=1.4, capsize=2,
+                elinewidth=0.8,
+            )  # fmt: skip
+
+
+def _bracket_legend(fig: Figure, hue_name: str, palette: dict, fmt=lambda v: f"{v:g}") -> None:
+    handles = [
+        Patch(color=c, alpha=0.6, label=f"{hue_name} = {fmt(h)}") for h, c in palette.items()
+    ]
+    handles += [
+        Line2D([], [], color="0.2", ls="-", marker="v", label="median upper end hi"),
+        Line2D([], [], color="0.2", ls="--", marker="^", label="median lower end lo"),
+        Patch(color="0.2", alpha=0.15, label="median bracket [lo, hi]"),
+        Line2D(
+            [], [], color="0.2", ls="none", marker="|", ms=10, label="bars: quartiles over cells"
+        ),
+    ]
+    fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+
+
+def _plot_cells(results: StudyResults) -> tuple[pd.DataFrame, int]:
+    """Real cells ready for log axes (``lo_plot = max(lo, 1)``; ``hi = 0`` cells dropped)."""
+    df = real_cells(results)
+    df = df[df["hi"] > 0].copy()  # hi = 0 only when eps >= 1 (r_eps = 0): nothing to draw
+    zero_lo = int((df["lo"] <= 0).sum())
+    df["lo_plot"] = df["lo"].clip(lower=1).astype(float)
+    df["hi"] = df["hi"].astype(float)
+    return df, zero_lo
+
+
+def _zero_note(n: int) -> str:
+    return f"{n} cell(s) with lo = 0 drawn at lo = 1 (a valid bound for eps < 1)." if n else ""
+
+
+def _seq_palette(values: Sequence[float], name: str) -> dict:
+    vals = sorted(set(values))
+    colors = sns.color_palette(name, n_colors=max(len(vals), 2) + 1)[1:]
+    return {v: colors[i] for i, v in enumerate(vals)}
+
+
+def rank_vs_eps(results: StudyResults) -> Figure | None:
+    """Rank bracket against eps, a panel per (checkpoint, length), a colour per temperature."""
+    df, zero_lo = _plot_cells(results)
+    if df.empty:
+        return None
+    with _style():
+        cks = _panels(df)
+        ncols = _ncols(df)
+        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
+        pal = _seq_palette(df["temperature"], "viridis")
+        for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
+            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
+            _bracket_lines(ax, sub, x="eps", hue="temperature", palette=pal)
+            ax.set_xscale("log")
+            _value_ticks(ax, sub["eps"])
+            _pad_log_limits(ax, sub["eps"])
+            _int_log2_axis(ax, "y")
+            ax.set_xlabel(r"tolerance $\varepsilon$ (log scale)")
+            if k % ncols == 0:
+                ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
+            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
+        _bracket_legend(fig, "temperature t", pal)
+        _rank_ticks(axes)
+        fig.suptitle(r"Certified rank brackets against $\varepsilon$ (real heads)")
+        _footnote(fig, [_zero_note(zero_lo)])
+    return fig
+
+
+def rank_vs_temperature(results: StudyResults) -> Figure | None:
+    """Rank bracket against temperature, a panel per (checkpoint, length), a colour per eps."""
+    df, zero_lo = _plot_cells(results)
+    if df.empty:
+        return None
+    with _style():
+        cks = _panels(df)
+        ncols = _ncols(df)
+        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
+        pal = _seq_palette(df["eps"], "flare")
+        for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
+            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
+            _bracket_lines(ax, sub, x="temperature", hue="eps", palette=pal)
+            _int_log2_axis(ax, "x")
+            _value_ticks(ax, sub["temperature"])
+            _pad_log_limits(ax, sub["temperature"])
+            _int_log2_axis(ax, "y")
+            ax.set_xlabel("temperature t (log$_2$ scale)")
+            if k % ncols == 0:
+                ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
+            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
+        _bracket_legend(fig, "eps", pal)
+        _rank_ticks(axes)
+        fig.suptitle("Certified rank brackets against temperature (real heads)")
+        notes = [_zero_note(zero_lo)]
+        if df["temperature"].nunique() == 1:
+            notes.append("The study has a single temperature; no trend can be read here.")
+        _footnote(fig, notes)
+    return fig
+
+
+def _rank_ticks(axes) -> None:
+    """Integer ticks 1, 2, 3, 4, 6, 8, 12, ... inside the current limits of log2 rank axes.
+
+    Powers of two only when more than eight would show. Call after drawing.
+    """
+    for ax in np.atleast_1d(axes).ravel():
+        if not ax.get_visible():
+            continue
+        lo, hi = ax.get_ylim()
+        nice = sorted({m * 2**k for k in range(0, 20) for m in (1, 1.5)})
+        ticks = [int(t) for t in nice if lo <= t <= hi and float(t).is_integer()]
+        if len(ticks) > 8:
+            ticks = [t for t in ticks if math.log2(t).is_integer()]
+        ax.yaxis.set_major_locator(mpl.ticker.FixedLocator(ticks))
+        ax.yaxis.set_minor_locator(mpl.ticker.NullLocator())
+
+
+def _ratio_ticks(ax, top: float) -> None:
+    """Readable ticks for a log axis of ratios >= 1 (1, 1.25, 1.5, 2, 3, 4, ...)."""
+    nice = [1, 1.25, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024]
+    ticks = [t for t in nice if t <= max(top, 1.0) * 1.05]
+    if len(ticks) > 8:
+        ticks = [t for t in ticks if math.log2(t).is_integer()]
+    ax.yaxis.set_major_locator(mpl.ticker.FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_locator(mpl.ticker.NullLocator())
+
+
+def bracket_width(results: StudyResults) -> Figure | None:
+    """Distribution of hi / lo by eps and temperature, a panel per (checkpoint, length)."""
+    df = real_cells(results)
+    df = df[df["lo"] > 0].copy()
+    n_zero = int((real_cells(results)["lo"] <= 0).sum())
+    if df.empty:
+        return None
+    df["ratio"] = df["hi"].astype(float) / df["lo"].astype(float)
+    df["eps_label"] = df["eps"].map(lambda v: f"{v:g}")
+    df["t_label"] = df["temperature"].map(lambda v: f"{v:g}")
+    eps_order = [f"{v:g}" for v in sorted(df["eps"].unique())]
+    t_order = [f"{v:g}" for v in sorted(df["temperature"].unique())]
+    pal = dict(zip(t_order, _seq_palette(df["temperature"], "viridis").values(), strict=True))
+    with _style():
+        cks = _panels(df)
+        ncols = _ncols(df)
+        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
+        for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
+            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
+            with warnings.catch_warnings():  # seaborn 0.13 passes bxp(vert=...) to mpl 3.11
+                warnings.simplefilter("ignore", mpl.MatplotlibDeprecationWarning)
+                sns.boxplot(
+                    data=sub, x="eps_label", y="ratio", hue="t_label", order=eps_order,
+                    hue_order=t_order, palette=pal, ax=ax, log_scale=2, fliersize=2,
+                    linewidth=0.8, legend=False,
+                )  # fmt: skip
+            _ratio_ticks(ax, float(df["ratio"].max()))
+            ax.set_ylim(bottom=0.9)
+            ax.set_xlabel(r"tolerance $\varepsilon$")
+            ax.set_ylabel("hi / lo (log$_2$ scale)" if k % ncols == 0 else "")
+            closed = sub.groupby("eps_label")["closed"].mean().reindex(eps_order)
+            for i, share in enumerate(closed):
+                ax.annotate(
+                    f"closed {share:.0%}" + (" (all t)" if len(t_order) > 1 else ""), (i, 1.0), xytext=(0, -11), textcoords="offset points",
+                    ha="center", va="top", fontsize="x-small", color="0.3",
+                    annotation_clip=False,
+                )  # fmt: skip
+            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
+        handles = [Patch(color=pal[t], label=f"temperature t = {t}") for t in t_order]
+        fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+        fig.suptitle("Width of the certified brackets (real heads)")
+        note = f"{n_zero} cell(s) with lo = 0 left out (hi / lo undefined)." if n_zero else ""
+        _footnote(fig, ["hi / lo = 1 is a closed bracket (lo = hi); 2 means hi is twice lo.", note])
+    return fig
+
+
+def descriptors_vs_midpoint(
+    results: StudyResults, *, features: Sequence[str] = tuple(DESCRIPTOR_FEATURES)
+) -> Figure | None:
+    """Descriptors (native kappa, intrinsic Pi) against the bracket's geometric midpoint.
+
+    One row per descriptor present in ``results.features``, one column per eps; training
+    and held-out heads in different colours and markers; the vertical segment of each
+    point is its certified bracket [lo, hi]. The midpoint is ``2^((log2 lo + log2 hi)/2)``,
+    the midpoint of the log2 interval the comparisons model.
+    """
+    cells, zero_lo = _plot_cells(results)
+    present = [f for f in features if f in results.features.columns]
+    if cells.empty or not present:
+        return None
+    df = cells.merge(results.features[["cell_key", *present]], on="cell_key", how="left")
+    df["mid"] = np.sqrt(df["lo_plot"] * df["hi"])
+    df["split"] = np.where(df["held_out"].astype(bool), "held-out heads", "training heads")
+    eps_vals = sorted(df["eps"].unique())
+    pal = {
+        "training heads": sns.color_palette("deep")[0],
+        "held-out heads": sns.color_palette("deep")[3],
+    }
+    markers = {"training heads": "o", "held-out heads": "D"}
+    notes = [
+        "Midpoint = 2^((log2 lo + log2 hi) / 2), the centre of the log2 interval the "
+        "comparisons model; native kappa = (scale / t) max|q| max|k|.",
+        _zero_note(zero_lo),
+    ]
+    with _style():
+        fig = Figure(
+            figsize=(PANEL_W * len(eps_vals) + LEGEND_W, PANEL_H * len(present)),
+            layout="constrained",
+        )
+        axes = fig.subplots(len(present), len(eps_vals), squeeze=False, sharex="row", sharey=True)
+        for i, feat in enumerate(present):
+            x = pd.to_numeric(df[feat], errors="coerce")
+            ok = np.isfinite(x) & (x > 0)
+            if (~ok).any():
+                notes.append(f"{feat}: {int((~ok).sum())} cell(s) with a missing, infinite or "
+                             "non-positive value not drawn.")  # fmt: skip
+            for j, e in enumerate(eps_vals):
+                ax = axes[i, j]
+                sub = df[ok & (df["eps"] == e)]
+                for split in ("training heads", "held-out heads"):
+                    s = sub[sub["split"] == split]
+                    if s.empty:
+                        continue
+                    ax.vlines(s[feat], s["lo_plot"], s["hi"], color=pal[split], alpha=0.25, lw=0.8)
+                    ax.scatter(
+                        s[feat], s["mid"], color=pal[split], marker=markers[split], s=14,
+                        alpha=0.8, edgecolor="white", linewidth=0.3,
+                    )  # fmt: skip
+                ax.set_xscale("log")
+                ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                ax.xaxis.set_minor_formatter(NullFormatter())
+                _int_log2_axis(ax, "y")
+                ax.set_title(rf"$\varepsilon$ = {e:g}", fontsize="medium")
+                ax.set_xlabel(DESCRIPTOR_FEATURES.get(feat, feat) + " (log scale)")
+                if j == 0:
+                    ax.set_ylabel("bracket midpoint (log$_2$ scale)\nsegment = [lo, hi]")
+        handles = [
+            Line2D([], [], color=pal[s], marker=markers[s], ls="none", label=s) for s in pal
+        ] + [Line2D([], [], color="0.4", alpha=0.5, lw=1, label="certified bracket")]
+        fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+        _rank_ticks(axes)
+        fig.suptitle(
+            "Geometry descriptors against the certified rank (real heads, all temperatures)"
+        )
+        _footnote(fig, notes)
+    return fig
+
+
+def forest(results: StudyResults) -> Figure | None:
+    """Effects with 95% CIs per pair and metric; Holm decision marked; family vs sensitivity.
+
+    The interval estimator (confirmatory) is drawn with circles; the OLS sensitivity
+    refit, where present, with grey squares just below. Filled = adds information by the
+    pre-specified rule; open = does not.
+    """
+    frames = []
+    if results.comparison is not None:
+        frames.append(results.comparison.assign(estimator="interval (pre-specified)"))
+    if results.comparison_ols is not None:
+        frames.append(results.comparison_ols.assign(estimator="OLS on midpoints (sensitivity)"))
+    if not frames:
+        return None
+    df = pd.concat(frames, ignore_index=True)
+    hyp = {h["pair"]: h for h in hypotheses(results.design)}
+    family = {f"{a}<{b}" for a, b in results.design.get("inference", {}).get("family", [])}
+    if not family:
+        family = set(df.loc[df["p_holm"].notna(), "pair"])
+    pairs = list(dict.fromkeys(df["pair"]))
+    ordered = [p for p in hyp if p in pairs and p in family]
+    ordered += [p for p in pairs if p in family and p not in ordered]
+    sens = [p for p in pairs if p not in family]
+    rows = ordered + sens
+    ypos = {p: i + (0.6 if p in sens else 0.0) for i, p in enumerate(rows)}
+    labels = {}
+    for p in rows:
+        h = hyp.get(p)
+        tag = f"{h['id']} ({h['kind']})" if h else "sensitivity" if p in sens else ""
+        labels[p] = f"{tag}\n{p}" if tag else p
+    metric_names = {
+        "interval_sq_loss": "interval squared loss\n(effect = base - rich; > 0 helps)",
+        "interval_loglik": "interval log-likelihood\n(effect = rich - base; > 0 helps)",
+        "spearman_mid": "Spearman with midpoints\n(effect = rich - base; > 0 helps)",
+    }
+    metrics = list(dict.fromkeys(df["metric"]))
+    primary = results.design.get("metrics", {}).get("primary")
+    if primary in metrics:
+        metrics.remove(primary)
+        metrics.insert(0, primary)
+    est_style = {
+        "interval (pre-specified)": ("o", sns.color_palette("deep")[0], 0.0),
+        "OLS on midpoints (sensitivity)": ("s", "0.45", 0.22),
+    }
+    with _style():
+        fig = Figure(
+            figsize=(3.6 * len(metrics) + 1.2, 0.75 * len(rows) + 1.8), layout="constrained"
+        )
+        axes = np.atleast_1d(fig.subplots(1, len(metrics), sharey=True, squeeze=False)).ravel()
+        for ax, met in zip(axes, metrics, strict=True):
+            sub = df[df["metric"] == met]
+            for est, (mk, color, dy) in est_style.items():
+                s = sub[sub["estimator"] == est]
+                for r in s.itertuples(index=False):
+                    y = ypos[r.pair] + dy
+                    ax.hlines(y, r.ci_low, r.ci_high, color=color, lw=1.6)
+                    ax.plot(
+                        [r.effect], [y], marker=mk, ms=7, color=color,
+                        mfc=color if r.adds_information else "white", mew=1.5, ls="none",
+                    )  # fmt: skip
+            ax.axvline(0.0, color="0.2", ls="--", lw=0.9)
+            ax.grid(axis="y", visible=False)
+            if sens:
+                ax.axhline(len(ordered) - 0.2, color="0.6", lw=0.8)
+            ax.set_title(
+                metric_names.get(met, met) + ("\nPRIMARY" if met == primary else ""),
+                fontsize="medium",
+            )
+            ax.set_xlabel("effect with 95% cluster-bootstrap CI")
+            ax.margins(x=0.15)
+        ax0 = axes[0]
+        ax0.set_yticks([ypos[p] + 0.11 for p in rows], [labels[p] for p in rows])
+        ax0.set_ylim(max(ypos.values()) + 0.8, -0.6)
+        for tick, p in zip(ax0.get_yticklabels(), rows, strict=True):
+            if p in sens:
+                tick.set_color("0.35")
+                tick.set_style("italic")
+        handles = []
+        for est, (mk, color, _) in est_style.items():
+            if (df["estimator"] == est).any():
+                handles.append(Line2D([], [], marker=mk, color=color, ls="-", label=est))
+        handles += [
+            Line2D([], [], marker="o", color="0.2", ls="none", label="filled: adds information"),
+            Line2D([], [], marker="o", color="0.2", mfc="white", ls="none", label="open: does not"),
+        ]
+        fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False,
+                   fontsize="small")  # fmt: skip
+        fig.suptitle(
+            "Nested comparisons on held-out heads (Holm family above the line; "
+            "sensitivity pairs below, unadjusted)"
+            if sens
+            else "Nested comparisons on held-out heads (Holm family)"
+        )
+    return fig
+
+
+def synthetic_rank_vs_beta(results: StudyResults) -> Figure | None:
+    """Exploratory: rank bracket against beta / t per d, for each synthetic family and n."""
+    syn = synthetic_cells(results)
+    syn = syn[(syn["hi"] > 0) & syn["beta"].notna()].copy()
+    if syn.empty:
+        return None
+    syn["lo_plot"] = syn["lo"].clip(lower=1).astype(float)
+    syn["hi"] = syn["hi"].astype(float)
+    syn["beta_eff"] = syn["beta"].astype(float) / syn["temperature"].astype(float)
+    syn["d"] = syn["d"].astype(int)
+    panels = sorted(syn.groupby(["checkpoint", "length"]).groups)
+    eps_vals = sorted(syn["eps"].unique())
+    pal = _seq_palette(syn["d"], "mako")
+    with _style():
+        fig = Figure(
+            figsize=(PANEL_W * len(panels) + LEGEND_W, PANEL_H * len(eps_vals)),
+            layout="constrained",
+        )
+        axes = fig.subplots(len(eps_vals), len(panels), squeeze=False, sharey=True)
+        for j, (fam, n) in enumerate(panels):
+            for i, e in enumerate(eps_vals):
+                ax = axes[i, j]
+                sub = syn[(syn["checkpoint"] == fam) & (syn["length"] == n) & (syn["eps"] == e)]
+                if sub.empty:
+                    ax.set_visible(False)
+                    continue
+                _bracket_lines(ax, sub, x="beta_eff", hue="d", palette=pal, dodge=0.06)
+                _int_log2_axis(ax, "x")
+                _value_ticks(ax, sub["beta_eff"])
+                _pad_log_limits(ax, sub["beta_eff"])
+                _int_log2_axis(ax, "y")
+                ax.set_title(rf"{fam}, n = {n}, $\varepsilon$ = {e:g}", fontsize="medium")
+                ax.set_xlabel(r"inverse temperature $\beta / t$ (log$_2$ scale)")
+                if j == 0:
+                    ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
+        _bracket_legend(fig, "d", pal, fmt=lambda v: f"{int(v)}")
+        _rank_ticks(axes)
+        fig.suptitle("Synthetic families (exploratory): certified rank against inverse temperature")
+        _footnote(fig, ["Medians and quartiles over seeds."])
+    return fig
+
+
+#: name -> (function, caption) in report order.
+FIGURES = {
+    "rank_vs_eps": (
+        rank_vs_eps,
+        "Certified rank brackets against eps, one panel per checkpoint and length N, one "
+        "colour per temperature.",
+    ),
+    "bracket_width": (
+        bracket_width,
+        "How wide the certified brackets are (hi / lo), by eps and temperature, one panel "
+        "per checkpoint and length N.",
+    ),
+    "rank_vs_temperature": (
+        rank_vs_temperature,
+        "Certified rank brackets against temperature, one panel per checkpoint and length "
+        "N, one colour per eps.",
+    ),
+    "descriptors_vs_midpoint": (
+        descriptors_vs_midpoint,
+        "Native kappa and intrinsic Pi against the bracket midpoint; training and "
+        "held-out heads in different colours.",
+    ),
+    "forest": (
+        forest,
+        "Effects of the nested comparisons with 95% CIs; filled markers add information "
+        "by the pre-specified rule.",
+    ),
+    "synthetic_rank_vs_beta": (
+        synthetic_rank_vs_beta,
+        "Exploratory synthetic families: certified rank against beta, one colour per d.",
+    ),
+}
+
+
+FORMATS: tuple[str, ...] = ("png", "pdf")
+
+
+def save_figure(
+    fig: Figure, stem: str | Path, *, formats: Sequence[str] = FORMATS
+) -> dict[str, Path]:
+    """Write ``stem.png`` (150 dpi, Agg) and ``stem.pdf`` atomically.
+
+    Parameters
+    ----------
+    fig : Figure
+    stem : str or Path
+        Path without suffix.
+    formats : sequence of {"png", "pdf"}, keyword-only
+
+    Returns
+    -------
+    dict
+        Format -> written path.
+    """
+    for f in formats:
+        if f not in FORMATS:
+            raise ParameterError("formats", "among " + ", ".join(FORMATS), f)
+    stem = Path(stem)
+    out = {}
+    for ext in formats:
+        path = stem.with_suffix("." + ext)
+        with _style(), atomic_write(path) as fh:
+            fig.savefig(fh, format=ext, dpi=DPI)
+        out[ext] = path
+    return out
+
+
+def build_figures(results: StudyResults) -> dict[str, Figure]:
+    """Every figure with something to draw, by name (see :data:`FIGURES`)."""
+    out = {}
+    for name, (func, _) in FIGURES.items():
+        fig = func(results)
+        if fig is not None:
+            out[name] = fig
+    return out

@@ -1,0 +1,397 @@
+"""``report.md``: a short results section built from the design and the result tables.
+
+Sections: what was pre-specified (hypotheses, models, outcome, metric, decision rule,
+held-out heads), the data, the brackets, the confirmatory comparisons with one sentence
+per hypothesis, the sensitivity refits, the head-level analysis, the descriptors, the
+exploratory synthetic families, and the provenance block. Every number is read from the
+:class:`~analysis.report.results.StudyResults`; sentences only restate them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.report.provenance import provenance_lines
+from analysis.report.results import StudyResults
+from analysis.report.tables import (
+    Table,
+    format_value,
+    hypotheses,
+    markdown_table,
+    real_cells,
+    summary_columns,
+    synthetic_cells,
+)
+
+__all__ = ["hypothesis_sentences", "render_report"]
+
+METRIC_NAMES = {
+    "interval_sq_loss": "interval squared loss",
+    "interval_loglik": "interval log-likelihood",
+    "spearman_mid": "Spearman correlation with midpoints",
+}
+#: Longest table embedded in report.md; longer ones are linked only.
+MAX_EMBED_ROWS = 40
+
+
+def _n(x: Any, digits: int = 3) -> str:
+    return format_value(x, digits=digits).replace("-", "−") if x is not None else "–"
+
+
+def _p(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}"
+
+
+def _listing(values: Sequence[Any]) -> str:
+    vals = [format_value(v) for v in values]
+    return ", ".join(vals) if vals else "none"
+
+
+def _decision(row: Mapping[str, Any], *, alpha: float, in_family: bool) -> str:
+    if bool(row["adds_information"]):
+        return "**adds information**"
+    p = row["p_holm"] if in_family else row["p_value"]
+    reasons = []
+    if not (p < alpha):
+        reasons.append(f"{'Holm' if in_family else 'unadjusted'} p ≥ {alpha:g}")
+    if not (row["ci_low"] > 0):
+        reasons.append("the CI reaches 0 or below")
+    return "does not add information" + (f" ({'; '.join(reasons)})" if reasons else "")
+
+
+def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") -> list[str]:
+    """One plain-English sentence per design hypothesis, from the primary-metric rows.
+
+    Parameters
+    ----------
+    results : StudyResults
+    estimator : {"interval", "ols"}, keyword-only
+        Which comparison frame to read.
+
+    Returns
+    -------
+    list of str
+        E.g. ``"H1 (confirmatory; M0<M1): interval squared loss effect 0.012
+        [−0.004, 0.031], one-sided p = 0.08, Holm p = 0.21 → does not add information
+        (Holm p ≥ 0.05; the CI reaches 0 or below)."``
+    """
+    design = results.design
+    frame = results.comparison if estimator == "interval" else results.comparison_ols
+    primary = design.get("metrics", {}).get("primary", "interval_sq_loss")
+    inf = design.get("inference", {})
+    alpha = float(inf.get("alpha", 0.05))
+    level = float(inf.get("ci_level", 0.95))
+    family = {f"{a}<{b}" for a, b in inf.get("family", [])}
+    key = "comparison" if estimator == "interval" else "comparison_ols"
+    out = []
+    for h in hypotheses(design):
+        head = f"**{h['id']}** ({h['kind']}; {h['pair']})"
+        if frame is None:
+            why = results.skipped.get(key, "no reason was recorded")
+            out.append(f"{head}: not tested; the comparison has not run ({why}).")
+            continue
+        rows = frame[(frame["pair"] == h["pair"]) & (frame["metric"] == primary)]
+        if rows.empty:
+            out.append(f"{head}: not among the compared pairs.")
+            continue
+        r = rows.iloc[0]
+        in_family = h["pair"] in family if family else not math.isnan(float(r["p_holm"]))
+        holm = f"Holm p = {_p(r['p_holm'])}" if in_family else "outside the Holm family"
+        out.append(
+            f"{head}: {METRIC_NAMES.get(primary, primary)} {r['base_model']} "
+            f"{_n(r['base_value'])} vs {r['rich_model']} {_n(r['rich_value'])}, effect "
+            f"{_n(r['effect'])} [{_n(r['ci_low'])}, {_n(r['ci_high'])}] ({level:.0%} CI), "
+            f"one-sided p = {_p(r['p_value'])}, {holm} → "
+            f"{_decision(r, alpha=alpha, in_family=in_family)}."
+        )
+    return out
+
+
+def _embed(table: Table, files: Mapping[str, Path], out_dir: Path) -> list[str]:
+    links = ", ".join(
+        f"[{ext.upper()}]({Path(p).relative_to(out_dir).as_posix()})" for ext, p in files.items()
+    )
+    lines = [f"*Table: {table.title}.* {table.note} ({links})", ""]
+    if len(table.frame) <= MAX_EMBED_ROWS:
+        lines += [markdown_table(table.frame), ""]
+    else:
+        lines += [f"({len(table.frame)} rows; see the linked files.)", ""]
+    return lines
+
+
+def _compact_comparison(frame: pd.DataFrame) -> pd.DataFrame:
+    cols = [
+        "hypothesis",
+        "pair",
+        "metric",
+        "base_value",
+        "rich_value",
+        "effect",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "adds_information",
+    ]
+    return frame.loc[:, [c for c in cols if c in frame.columns]]
+
+
+def render_report(
+    results: StudyResults,
+    *,
+    out_dir: Path,
+    tables: Sequence[Table],
+    table_files: Mapping[str, Mapping[str, Path]],
+    figures: Mapping[str, tuple[Path, Path | None, str]],
+) -> str:
+    """The text of ``report.md``.
+
+    Parameters
+    ----------
+    results : StudyResults
+    out_dir : Path, keyword-only
+        The report folder; links are relative to it.
+    tables : sequence of Table, keyword-only
+        As built by :func:`analysis.report.tables.build_tables`.
+    table_files : mapping, keyword-only
+        Table name -> ``{"md": path, "csv": path, "tex": path}``.
+    figures : mapping, keyword-only
+        Figure name -> ``(png path, pdf path or None, caption)`` of the figures written.
+    """
+    design = results.design
+    inf = design.get("inference", {}) or {}
+    met = design.get("metrics", {}) or {}
+    prov = results.provenance
+    tab = {t.name: t for t in tables}
+    fig_no = {}
+
+    def figure(name: str) -> list[str]:
+        if name not in figures:
+            return []
+        png, pdf, caption = figures[name]
+        fig_no[name] = len(fig_no) + 1
+        rel = Path(png).relative_to(out_dir).as_posix()
+        link = f" ([PDF]({Path(pdf).relative_to(out_dir).as_posix()}))" if pdf else ""
+        return [f"![{caption}]({rel})", "", f"*Figure {fig_no[name]}.* {caption}{link}", ""]
+
+    def table(name: str, frame: pd.DataFrame | None = None) -> list[str]:
+        if name not in tab:
+            return []
+        t = tab[name] if frame is None else Table(name, tab[name].title, frame, tab[name].note)
+        return _embed(t, table_files[name], out_dir)
+
+    lock = prov.get("lock_sha256")
+    L: list[str] = [f"# {results.title}", ""]
+    L += [
+        f"Study `{results.study}`. "
+        + (
+            f"Confirmatory run of the locked design (lock sha256 `{lock}`)."
+            if lock
+            else "**This run is not locked: every result below is exploratory.**"
+        ),
+        "",
+    ]
+
+    # -- pre-specified -------------------------------------------------------------
+    L += ["## What was pre-specified", ""]
+    hyp = hypotheses(design)
+    if hyp:
+        L += [markdown_table(pd.DataFrame(hyp)), ""]
+    models = design.get("models", {}) or {}
+    if models:
+        L += [
+            "Models (descriptor blocks): "
+            + "; ".join(f"{m} = {' + '.join(b)}" for m, b in models.items())
+            + ".",
+            "",
+        ]
+    outcome = design.get("outcome", {}) or {}
+    if outcome:
+        L += [
+            f"Outcome: {outcome.get('transform', '')} {outcome.get('quantity', '')}, observed "
+            f"as an {outcome.get('observed_as', 'interval')} from the certified bracket "
+            "[log2 lo, log2 hi].",
+            "",
+        ]
+    primary = met.get("primary", "interval_sq_loss")
+    L += [
+        f"Primary metric: {METRIC_NAMES.get(primary, primary)} on held-out cells"
+        + (
+            "; secondary: " + ", ".join(METRIC_NAMES.get(m, m) for m in met.get("secondary", []))
+            if met.get("secondary")
+            else ""
+        )
+        + f". Estimator: {inf.get('estimator', 'interval')} fits on training cells.",
+        "",
+    ]
+    fam = inf.get("family", []) or []
+    sens = inf.get("sensitivity_pairs", []) or []
+    L += [
+        f"Decision rule: {inf.get('decision', 'not stated in the design')}. "
+        f"alpha = {format_value(inf.get('alpha'))}; "
+        f"{inf.get('bootstrap', 'cluster')} bootstrap over held-out {inf.get('cluster', 'head')}s, "
+        f"B = {format_value(inf.get('bootstrap_replicates'))}, seed {format_value(inf.get('seed'))}; "
+        f"Holm family: {', '.join(f'{a}<{b}' for a, b in fam) or 'none'}"
+        + (
+            f"; sensitivity pairs (unadjusted): {', '.join(f'{a}<{b}' for a, b in sens)}"
+            if sens
+            else ""
+        )
+        + ".",
+        "",
+    ]
+    held = design.get("held_out", {}) or {}
+    if not held.get("heads"):
+        L += ["Held-out heads: the design lists none.", ""]
+    else:
+        L += [
+            f"Held-out heads: {len(held.get('heads', []) or [])} whole heads "
+            f"(fraction {format_value(held.get('fraction'))}, seed {format_value(held.get('seed'))}), "
+            f"list sha256 `{prov.get('held_out_sha256') or 'not recorded'}`; drawn before any "
+            "outcome existed and never used for fitting.",
+            "",
+        ]
+    rules = (design.get("exclusions", {}) or {}).get("rules", [])
+    if rules:
+        L += ["Exclusion rules:", ""] + [f"- {r}" for r in rules] + [""]
+
+    # -- data ----------------------------------------------------------------------
+    real = real_cells(results)
+    syn = synthetic_cells(results)
+    L += ["## Data", ""]
+    if real.empty:
+        L += ["The study holds no real-checkpoint cell.", ""]
+    else:
+        n_held = real.loc[real["held_out"].astype(bool), "head_id"].nunique()
+        L += [
+            f"{len(real)} real cells (one per matrix, temperature and eps) from "
+            f"{real['head_id'].nunique()} heads of {real['checkpoint'].nunique()} checkpoint(s) "
+            f"({_listing(sorted(real['checkpoint'].unique()))}); {n_held} held-out heads "
+            f"({int(real['held_out'].astype(bool).sum())} cells). Temperatures "
+            f"{_listing(sorted(real['temperature'].unique()))}; eps "
+            f"{_listing(sorted(real['eps'].unique()))}; lengths "
+            f"{_listing(sorted(real['length'].unique()))}. {len(syn)} synthetic cells "
+            "(exploratory, never in the comparisons).",
+            "",
+        ]
+    excl = results.excluded
+    L += [
+        "Exclusions: "
+        + (
+            "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(excl.items()))
+            or "none recorded"
+        )
+        + ". Covariates dropped as constant or collinear: "
+        + (", ".join(f"`{c}`" for c in results.dropped_columns) or "none")
+        + ".",
+        "",
+    ]
+    L += table("data")
+
+    # -- brackets ------------------------------------------------------------------
+    L += ["## Certified rank brackets", ""]
+    if real.empty:
+        L += ["No real-checkpoint cell was bracketed.", ""]
+    else:
+        closed = real["closed"].astype(bool).mean()
+        L += [
+            f"Every bracket [lo, hi] is backed by re-checkable witnesses; "
+            f"{closed:.0%} of the real cells are closed (lo = hi).",
+            "",
+        ]
+        L += table("brackets")
+        L += table("brackets_temperature")
+        L += figure("rank_vs_eps") + figure("bracket_width") + figure("rank_vs_temperature")
+
+    # -- comparisons ---------------------------------------------------------------
+    L += ["## Nested comparisons (confirmatory)", ""]
+    if results.comparison is None:
+        why = results.skipped.get("comparison", "no reason was recorded")
+        L += [f"The comparison has not run: {why}.", ""]
+    else:
+        c0 = results.comparison.iloc[0]
+        L += [
+            f"Fits on training cells, metrics on {format_value(c0['n_cells'])} held-out cells "
+            f"of {format_value(c0['n_heads'])} held-out heads. Effect = base loss minus rich "
+            "loss (positive = the richer model predicts better).",
+            "",
+        ]
+    L += [f"- {s}" for s in hypothesis_sentences(results)] + [""]
+    if "comparisons" in tab:
+        L += table("comparisons", _compact_comparison(tab["comparisons"].frame))
+    L += figure("forest")
+
+    L += ["### Sensitivity", ""]
+    if results.comparison_ols is None:
+        why = results.skipped.get("comparison_ols", "no reason was recorded")
+        L += [f"The OLS-on-midpoints refit has not run: {why}.", ""]
+    else:
+        L += ["OLS on interval midpoints (same pairs, same held-out cells):", ""]
+        L += [f"- {s}" for s in hypothesis_sentences(results, estimator="ols")] + [""]
+        L += table("comparisons_ols", _compact_comparison(tab["comparisons_ols"].frame))
+    L += table("lr_tests")
+
+    # -- head level ----------------------------------------------------------------
+    L += ["## Head-level analysis (exploratory)", ""]
+    if results.head_level is None:
+        why = results.skipped.get("head_level", "no reason was recorded")
+        L += [f"The head-level analysis has not run: {why}.", ""]
+    else:
+        meta = results.head_level_meta
+        bits = ["Training heads only."]
+        if "folds" in meta:
+            bits.append(f"Folds: {meta['folds']}.")
+        if "residual_icc" in meta:
+            bits.append(
+                f"Within-head correlation of {meta.get('base_model', 'M0')} residuals: "
+                f"{_n(meta['residual_icc'])}."
+            )
+        bits.append(
+            "A block whose gain vanishes with head fixed effects carries head-level "
+            "information only."
+        )
+        L += [" ".join(bits), ""]
+        L += table("head_level")
+
+    # -- descriptors ---------------------------------------------------------------
+    L += ["## Descriptors", ""]
+    cols, per_r = summary_columns(results.features)
+    if not cols:
+        L += ["No descriptor column.", ""]
+    else:
+        L += [
+            f"{len(cols)} descriptor columns over {len(results.features)} real cells"
+            + (
+                f"; {len(per_r)} per-r diagnostic column(s) left out of the summary"
+                if per_r
+                else ""
+            )
+            + ".",
+            "",
+        ]
+        L += table("descriptors")
+        L += figure("descriptors_vs_midpoint")
+
+    # -- synthetic -----------------------------------------------------------------
+    if not syn.empty:
+        L += ["## Synthetic families (exploratory)", ""]
+        L += [
+            f"{len(syn)} cells of {_listing(sorted(syn['checkpoint'].unique()))}; never part "
+            "of the confirmatory models.",
+            "",
+        ]
+        L += figure("synthetic_rank_vs_beta")
+        L += table("synthetic")
+
+    # -- provenance ----------------------------------------------------------------
+    L += ["## Provenance", ""]
+    L += [f"- {k}: `{v}`" for k, v in provenance_lines(prov, study=results.study)]
+    L += ["", "Full record: [provenance.json](provenance.json).", ""]
+    return "\n".join(L)

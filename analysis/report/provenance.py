@@ -1,0 +1,119 @@
+"""The provenance block stamped on every table and written to ``provenance.json``.
+
+The block is a flat list of ``(key, value)`` text pairs built from
+:attr:`StudyResults.provenance <analysis.report.results.StudyResults>`: design, lock and
+held-out hashes, package version, git commit, library versions, seeds, effort, wall time
+per stage and the creation time. Nested mappings (``libraries``, ``seeds``,
+``stage_seconds``) are written on one line each as ``name=value`` pairs so that every
+format (a Markdown list, LaTeX ``%`` comments, CSV ``#`` lines) can carry them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.atomic import atomic_write
+
+__all__ = ["PROVENANCE_KEYS", "json_ready", "provenance_lines", "write_json"]
+
+#: Keys shown first, in this order; any other key of ``provenance`` follows, sorted.
+PROVENANCE_KEYS: tuple[str, ...] = (
+    "design_sha256",
+    "lock_sha256",
+    "held_out_sha256",
+    "package_version",
+    "git_commit",
+    "effort",
+    "seeds",
+    "libraries",
+    "stage_seconds",
+    "created",
+)
+
+
+def _one_line(value: Any) -> str:
+    """``value`` as a single line of text (newlines and ``#`` never appear)."""
+    if value is None:
+        return "none"
+    if isinstance(value, Mapping):
+        if not value:
+            return "none"
+        parts = []
+        for k in sorted(value, key=str):
+            v = value[k]
+            if isinstance(v, (float, np.floating)) and math.isfinite(float(v)):
+                parts.append(f"{k}={float(v):.3g}")
+            else:
+                parts.append(f"{k}={_one_line(v)}")
+        return ", ".join(parts)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_one_line(v) for v in value) if value else "none"
+    text = " ".join(str(value).split())
+    return text.replace("#", "no.")
+
+
+def provenance_lines(
+    provenance: Mapping[str, Any], *, study: str | None = None, table: str | None = None
+) -> list[tuple[str, str]]:
+    """Flatten a provenance mapping into ordered ``(key, one-line value)`` pairs.
+
+    Parameters
+    ----------
+    provenance : mapping
+        :attr:`StudyResults.provenance`; missing keys of :data:`PROVENANCE_KEYS` are
+        shown as ``none`` (e.g. ``lock_sha256`` of an unlocked, exploratory run).
+    study, table : str, optional, keyword-only
+        Prepended as ``study`` and ``table`` lines.
+
+    Returns
+    -------
+    list of (str, str)
+        Keys and values contain no newline and no ``#`` (so that CSV readers with
+        ``comment="#"`` are safe).
+    """
+    lines: list[tuple[str, str]] = []
+    if study is not None:
+        lines.append(("study", _one_line(study)))
+    if table is not None:
+        lines.append(("table", _one_line(table)))
+    for key in PROVENANCE_KEYS:
+        lines.append((key, _one_line(provenance.get(key))))
+    for key in sorted(set(provenance) - set(PROVENANCE_KEYS), key=str):
+        lines.append((_one_line(key), _one_line(provenance[key])))
+    return lines
+
+
+def json_ready(value: Any) -> Any:
+    """Convert numpy scalars / arrays, paths, tuples and non-finite floats for JSON."""
+    if isinstance(value, Mapping):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [json_ready(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [json_ready(v) for v in value.tolist()]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        return x if math.isfinite(x) else None
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+def write_json(path: str | Path, payload: Mapping[str, Any]) -> Path:
+    """Write ``payload`` as indented, key-sorted JSON atomically."""
+    text = json.dumps(json_ready(payload), indent=2, sort_keys=True) + "\n"
+    with atomic_write(path, mode="w") as fh:
+        fh.write(text)
+    return Path(path)

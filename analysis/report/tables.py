@@ -1,0 +1,601 @@
+"""Report tables: pure functions ``StudyResults -> DataFrame`` and writers (md, csv, tex).
+
+Every table function returns a new frame (or None when its source has not run) and
+never mutates the :class:`~analysis.report.results.StudyResults` it reads. The only
+numbers computed here are descriptive summaries of the stored tables (counts, shares,
+medians, quartiles); every effect, interval and p-value is copied from the comparison
+results.
+
+Writers stamp the provenance block (:func:`analysis.report.provenance.provenance_lines`)
+on every file:
+
+- Markdown: the table, then a ``Provenance`` list under it.
+- LaTeX: ``% key: value`` comment lines at the top, then a ``table`` environment with a
+  caption.
+- CSV: ``# key: value`` lines at the top, then the table with a header row. The file
+  reads back with ``pandas.read_csv(path, comment="#")`` (floats are written with
+  ``repr`` precision and read back exactly by pandas >= 3; older pandas needs
+  ``float_precision="round_trip"``). Cells never contain ``#``
+  (:func:`write_csv` refuses such a frame), so the comment marker cannot cut a row.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.atomic import atomic_write
+from analysis.report.provenance import provenance_lines
+from analysis.report.results import BRACKET_COLUMNS, StudyResults
+from analysis.validation import ParameterError
+
+__all__ = [
+    "PER_R",
+    "Table",
+    "bracket_table",
+    "bracket_temperature_table",
+    "build_tables",
+    "comparison_table",
+    "data_table",
+    "descriptor_table",
+    "format_value",
+    "head_level_table",
+    "hypotheses",
+    "latex_table",
+    "lr_table",
+    "markdown_table",
+    "real_cells",
+    "summary_columns",
+    "synthetic_cells",
+    "synthetic_table",
+    "write_csv",
+    "write_latex",
+    "write_markdown",
+]
+
+#: Per-r diagnostic feature columns (``intrinsic__q_r3``): left out of the summaries.
+PER_R = re.compile(r"_r\d+$")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One report table before writing.
+
+    Attributes
+    ----------
+    name : str
+        File stem (``brackets`` -> ``tables/brackets.md``, ``.csv``, ``.tex``).
+    title : str
+        Caption.
+    frame : pandas.DataFrame
+    note : str
+        One sentence on what the table shows and where its numbers come from.
+    """
+
+    name: str
+    title: str
+    frame: pd.DataFrame
+    note: str = ""
+
+
+# -- selections -------------------------------------------------------------------
+
+
+def check_results(results: Any) -> StudyResults:
+    """Raise :class:`ParameterError` unless ``results`` is a usable :class:`StudyResults`."""
+    if not isinstance(results, StudyResults):
+        raise ParameterError("results", "a StudyResults", type(results).__name__)
+    if not isinstance(results.brackets, pd.DataFrame):
+        raise ParameterError("results.brackets", "a pandas DataFrame", type(results.brackets))
+    missing = [c for c in BRACKET_COLUMNS if c not in results.brackets.columns]
+    if missing:
+        raise ParameterError(
+            "results.brackets", "the columns BRACKET_COLUMNS", f"missing {missing}"
+        )
+    if not isinstance(results.features, pd.DataFrame) or (
+        len(results.features.columns) and "cell_key" not in results.features.columns
+    ):
+        raise ParameterError("results.features", "a DataFrame with a cell_key column", "other")
+    for name in ("comparison", "comparison_ols", "head_level", "lr_tests"):
+        value = getattr(results, name)
+        if value is not None and not isinstance(value, pd.DataFrame):
+            raise ParameterError(f"results.{name}", "a DataFrame or None", type(value).__name__)
+    return results
+
+
+def real_cells(results: StudyResults) -> pd.DataFrame:
+    """A copy of the real-checkpoint rows of ``results.brackets``."""
+    b = results.brackets
+    return b.loc[b["source"] == "checkpoint"].copy()
+
+
+def synthetic_cells(results: StudyResults) -> pd.DataFrame:
+    """A copy of the synthetic rows of ``results.brackets`` (exploratory only)."""
+    b = results.brackets
+    return b.loc[b["source"] == "synthetic"].copy()
+
+
+def _ratio(df: pd.DataFrame) -> pd.Series:
+    lo = df["lo"].astype(float)
+    return df["hi"].astype(float) / lo.where(lo > 0)
+
+
+def _bracket_summary(df: pd.DataFrame, by: list[str], *, heads: bool = True) -> pd.DataFrame:
+    df = df.assign(_ratio=_ratio(df), _closed=df["closed"].astype(bool))
+    agg: dict[str, tuple[str, str]] = {"cells": ("cell_key", "size")}
+    if heads:
+        agg["heads"] = ("head_id", "nunique")
+        agg["held_out_cells"] = ("held_out", "sum")
+    agg.update(
+        closed_share=("_closed", "mean"),
+        median_lo=("lo", "median"),
+        median_hi=("hi", "median"),
+        median_hi_over_lo=("_ratio", "median"),
+    )
+    out = df.groupby(by, sort=True, dropna=False).agg(**agg).reset_index()
+    for c in ("cells", "heads", "held_out_cells"):
+        if c in out:
+            out[c] = out[c].astype(int)
+    return out
+
+
+def bracket_table(results: StudyResults) -> pd.DataFrame:
+    """Real cells by checkpoint and eps: counts, closed share, median lo, hi and hi/lo.
+
+    Notes
+    -----
+    ``median_hi_over_lo`` is the median over cells of ``hi / lo`` (cells with
+    ``lo = 0`` are left out of it). ``held_out_cells`` counts cells of held-out heads.
+    """
+    cols = ["checkpoint", "family", "eps"]
+    return _bracket_summary(real_cells(results), cols)
+
+
+def bracket_temperature_table(results: StudyResults) -> pd.DataFrame:
+    """Real cells by checkpoint, temperature and eps (as :func:`bracket_table`)."""
+    return _bracket_summary(real_cells(results), ["checkpoint", "family", "temperature", "eps"])
+
+
+def synthetic_table(results: StudyResults) -> pd.DataFrame | None:
+    """Synthetic (exploratory) cells by family, d, n, beta, temperature and eps.
+
+    ``cells`` counts the seeds pooled in a row. None when the study has no synthetic
+    cell.
+    """
+    syn = synthetic_cells(results)
+    if syn.empty:
+        return None
+    syn = syn.rename(columns={"checkpoint": "synthetic_family", "length": "n"})
+    by = ["synthetic_family", "d", "n", "beta", "temperature", "eps"]
+    out = _bracket_summary(syn, by, heads=False)
+    out["n"] = out["n"].astype(int)
+    return out
+
+
+def data_table(results: StudyResults) -> pd.DataFrame:
+    """What the study holds: checkpoints, heads, cells, held-out parts, exclusions.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``item`` and ``count`` (integers). ``held_out_heads_designed`` is the
+        length of the design's held-out list; ``held_out_heads`` those present here.
+    """
+    real = real_cells(results)
+    syn = synthetic_cells(results)
+    held = real.loc[real["held_out"].astype(bool)]
+    designed = results.design.get("held_out", {}).get("heads", []) or []
+    rows = [
+        ("checkpoints", real["checkpoint"].nunique()),
+        ("heads", real["head_id"].nunique()),
+        ("training_heads", real.loc[~real["held_out"].astype(bool), "head_id"].nunique()),
+        ("held_out_heads", held["head_id"].nunique()),
+        ("held_out_heads_designed", len(designed)),
+        ("matrices", real["matrix_key"].nunique()),
+        ("real_cells", len(real)),
+        ("held_out_cells", len(held)),
+        ("closed_real_cells", int(real["closed"].astype(bool).sum())),
+        ("synthetic_cells", len(syn)),
+    ]
+    for rule, n in sorted(results.excluded.items()):
+        rows.append((f"excluded_{rule}", n))
+    out = pd.DataFrame(rows, columns=["item", "count"])
+    out["count"] = out["count"].astype(int)
+    return out
+
+
+def hypotheses(design: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The design's hypotheses as ``id``, ``kind``, ``pair`` (``"M0<M1"``), ``statement``."""
+    out = []
+    for h in design.get("hypotheses", []) or []:
+        pair = h.get("pair") or ["", ""]
+        out.append(
+            {
+                "id": str(h.get("id", "")),
+                "kind": str(h.get("kind", "")),
+                "pair": f"{pair[0]}<{pair[1]}",
+                "statement": str(h.get("statement", "")),
+            }
+        )
+    return out
+
+
+def _family_pairs(design: Mapping[str, Any]) -> set[str]:
+    fam = design.get("inference", {}).get("family", []) or []
+    return {f"{a}<{b}" for a, b in fam}
+
+
+def _metric_order(design: Mapping[str, Any], metrics: Sequence[str]) -> list[str]:
+    m = design.get("metrics", {}) or {}
+    first = [m["primary"]] if "primary" in m else []
+    first += [x for x in m.get("secondary", []) or [] if x not in first]
+    return [x for x in first if x in set(metrics)] + sorted(set(metrics) - set(first))
+
+
+def comparison_table(results: StudyResults, *, estimator: str = "interval") -> pd.DataFrame | None:
+    """The nested comparisons, one row per (pair, metric), with the design's labels.
+
+    Parameters
+    ----------
+    results : StudyResults
+    estimator : {"interval", "ols"}, keyword-only
+        ``interval`` reads ``results.comparison`` (the confirmatory fits), ``ols`` the
+        OLS-on-midpoints sensitivity refit ``results.comparison_ols``.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        ``hypothesis``, ``kind`` (from the design; empty for pairs without one),
+        ``holm_family`` (the pair is in the design's Holm family), then the comparison's
+        own columns ``pair`` ... ``n_heads`` unchanged (``lock_sha256`` goes to the
+        provenance block). Rows ordered by metric (primary first) then hypothesis order.
+        None when that comparison has not run.
+    """
+    if estimator not in ("interval", "ols"):
+        raise ParameterError("estimator", "one of interval, ols", estimator)
+    frame = results.comparison if estimator == "interval" else results.comparison_ols
+    if frame is None:
+        return None
+    hyp = {h["pair"]: h for h in hypotheses(results.design)}
+    family = _family_pairs(results.design)
+    f = frame.copy()
+    out = pd.DataFrame(
+        {
+            "hypothesis": f["pair"].map(lambda p: hyp.get(p, {}).get("id", "")),
+            "kind": f["pair"].map(lambda p: hyp.get(p, {}).get("kind", "")),
+            "holm_family": f["pair"].isin(family) if family else f["p_holm"].notna(),
+        }
+    )
+    keep = [
+        "pair",
+        "base_model",
+        "rich_model",
+        "metric",
+        "base_value",
+        "rich_value",
+        "effect",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "adds_information",
+        "n_cells",
+        "n_heads",
+    ]
+    out = pd.concat([out, f[[c for c in keep if c in f.columns]]], axis=1)
+    order = {p: i for i, p in enumerate(hyp)}
+    metrics = _metric_order(results.design, list(dict.fromkeys(out["metric"])))
+    out["_m"] = out["metric"].map({m: i for i, m in enumerate(metrics)})
+    out["_h"] = out["pair"].map(lambda p: order.get(p, len(order)))
+    out = out.sort_values(["_m", "_h", "pair"], kind="stable").drop(columns=["_m", "_h"])
+    out["adds_information"] = out["adds_information"].astype(bool)
+    return out.reset_index(drop=True)
+
+
+def lr_table(results: StudyResults) -> pd.DataFrame | None:
+    """In-sample likelihood-ratio tests (secondary; training cells), or None."""
+    lr = results.lr_tests
+    return None if lr is None else lr.copy().reset_index(drop=True)
+
+
+def head_level_table(results: StudyResults) -> pd.DataFrame | None:
+    """The head-level analysis frame (exploratory, training heads), or None."""
+    if results.head_level is None:
+        return None
+    out = results.head_level.copy().reset_index(drop=True)
+    if "head_effects" in out:
+        out["head_effects"] = out["head_effects"].astype(bool)
+    return out
+
+
+def summary_columns(features: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Feature columns to summarise, and the per-r diagnostics left out."""
+    cols = [c for c in features.columns if c != "cell_key" and "__" in c]
+    per_r = [c for c in cols if PER_R.search(c)]
+    return [c for c in cols if c not in set(per_r)], per_r
+
+
+def descriptor_table(results: StudyResults) -> pd.DataFrame | None:
+    """Per-feature summaries over real cells: counts of finite / NaN / inf, quartiles.
+
+    Per-r diagnostics (``intrinsic__q_r3``, ...) are left out. Quantiles are over the
+    finite values. None when there is no feature column.
+    """
+    feats = results.features
+    cols, _ = summary_columns(feats)
+    if not cols:
+        return None
+    rows = []
+    for c in cols:
+        x = pd.to_numeric(feats[c], errors="coerce").to_numpy(float)
+        fin = x[np.isfinite(x)]
+        block, _, name = c.partition("__")
+        q = np.quantile(fin, [0.0, 0.25, 0.5, 0.75, 1.0]) if fin.size else np.full(5, np.nan)
+        rows.append(
+            {
+                "block": block,
+                "feature": name,
+                "finite": int(fin.size),
+                "nan": int(np.isnan(x).sum()),
+                "infinite": int(np.isinf(x).sum()),
+                "min": q[0],
+                "q25": q[1],
+                "median": q[2],
+                "q75": q[3],
+                "max": q[4],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def build_tables(results: StudyResults) -> list[Table]:
+    """Every table the report writes, in report order (absent sources skipped)."""
+    check_results(results)
+    tables = [
+        Table(
+            "data",
+            "Cells, heads and exclusions",
+            data_table(results),
+            "Counts of the study's real-checkpoint and synthetic cells; a cell is one "
+            "(matrix, temperature, eps).",
+        ),
+        Table(
+            "brackets",
+            "Certified rank brackets of real cells by checkpoint and eps",
+            bracket_table(results),
+            "Medians over cells (all temperatures and lengths pooled; the figures split lengths); closed share = share of "
+            "cells with lo = hi; held_out_cells counts cells of held-out heads.",
+        ),
+        Table(
+            "brackets_temperature",
+            "Certified rank brackets of real cells by checkpoint, temperature and eps",
+            bracket_temperature_table(results),
+            "As the brackets table, split by temperature.",
+        ),
+    ]
+    optional = [
+        (
+            "comparisons",
+            "Nested comparisons on held-out cells (interval estimator)",
+            comparison_table(results, estimator="interval"),
+            "Effect = base minus rich for losses, rich minus base otherwise (positive = "
+            "the richer model helps); 95% cluster-bootstrap CI over held-out heads; "
+            "one-sided p; Holm across the design's family within each metric.",
+        ),
+        (
+            "comparisons_ols",
+            "Nested comparisons, OLS-on-midpoints sensitivity refit",
+            comparison_table(results, estimator="ols"),
+            "The same pairs refitted by OLS on interval midpoints (a sensitivity "
+            "estimator; not the pre-specified decision).",
+        ),
+        (
+            "lr_tests",
+            "In-sample likelihood-ratio tests (secondary; training cells)",
+            lr_table(results),
+            "Ignores clustering, so anti-conservative; reported as pre-specified.",
+        ),
+        (
+            "head_level",
+            "Head-level analysis (exploratory; training heads only)",
+            head_level_table(results),
+            "Cross-validated interval squared loss with and without head fixed effects.",
+        ),
+        (
+            "descriptors",
+            "Descriptor summaries over real cells",
+            descriptor_table(results),
+            "Quartiles over finite values; per-r diagnostics left out.",
+        ),
+        (
+            "synthetic",
+            "Synthetic families (exploratory): rank brackets by d, n, beta and eps",
+            synthetic_table(results),
+            "Pooled over seeds; never part of the confirmatory comparisons.",
+        ),
+    ]
+    tables += [Table(n, t, f, note) for n, t, f, note in optional if f is not None]
+    return tables
+
+
+# -- formatting -------------------------------------------------------------------
+
+
+def format_value(value: Any, *, digits: int = 4) -> str:
+    """Cell text: integers as is, floats to ``digits`` significant digits, NaN as ``–``.
+
+    Booleans print as ``yes`` / ``no``; numbers in ``[1e-4, 1e6)`` never use exponents.
+    """
+    if value is None:
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        if math.isnan(x):
+            return "–"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        if x == int(x) and abs(x) < 1e15:
+            return str(int(x))
+        if 1e-4 <= abs(x) < 1e6:
+            text = f"{x:.{digits}g}"
+            if "e" in text:  # e.g. 12345.6 with 4 digits
+                text = f"{x:.0f}"
+            return text
+        return f"{x:.{digits - 1}e}"
+    return str(value)
+
+
+def _text_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.apply(lambda col: col.map(format_value)).astype(str)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub pipe table of ``frame`` (no index); numbers right-aligned."""
+    text = _text_frame(frame)
+
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|")
+
+    header = "| " + " | ".join(esc(str(c)) for c in frame.columns) + " |"
+    align = []
+    for c in frame.columns:
+        numeric = pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(
+            frame[c]
+        )
+        align.append("---:" if numeric else ":---")
+    lines = [header, "| " + " | ".join(align) + " |"]
+    for row in text.itertuples(index=False):
+        lines.append("| " + " | ".join(esc(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _latex_escape(s: str) -> str:
+    repl = {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+        "<": r"\textless{}",
+        ">": r"\textgreater{}",
+        "|": r"\textbar{}",
+        "–": "--",
+        "−": "-",
+    }
+    return "".join(repl.get(ch, ch) for ch in s)
+
+
+def latex_table(frame: pd.DataFrame, *, caption: str, label: str) -> str:
+    """A LaTeX ``table`` (booktabs rules) of ``frame`` via :meth:`pandas.io.formats.style.Styler.to_latex`."""
+    text = _text_frame(frame).apply(lambda col: col.map(_latex_escape))
+    text.columns = [_latex_escape(str(c)) for c in frame.columns]
+    styler = text.style.hide(axis="index")
+    col_format = "".join(
+        "r"
+        if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+        else "l"
+        for c in frame.columns
+    )
+    return styler.to_latex(
+        caption=_latex_escape(caption),
+        label=label,
+        hrules=True,
+        column_format=col_format,
+        position_float="centering",
+    )
+
+
+def _check_frame(frame: Any) -> pd.DataFrame:
+    if not isinstance(frame, pd.DataFrame):
+        raise ParameterError("frame", "a pandas DataFrame", type(frame).__name__)
+    return frame
+
+
+def write_markdown(
+    frame: pd.DataFrame,
+    path: str | Path,
+    *,
+    title: str,
+    provenance: Sequence[tuple[str, str]],
+    note: str = "",
+) -> Path:
+    """Write ``frame`` as a Markdown table with a title, a note and the provenance list."""
+    frame = _check_frame(frame)
+    parts = [f"# {title}", ""]
+    if note:
+        parts += [note, ""]
+    parts += [markdown_table(frame), "", "**Provenance**", ""]
+    parts += [f"- {k}: `{v}`" for k, v in provenance]
+    with atomic_write(path, mode="w") as fh:
+        fh.write("\n".join(parts) + "\n")
+    return Path(path)
+
+
+def write_latex(
+    frame: pd.DataFrame,
+    path: str | Path,
+    *,
+    title: str,
+    label: str,
+    provenance: Sequence[tuple[str, str]],
+) -> Path:
+    """Write ``frame`` as a LaTeX table preceded by ``% key: value`` provenance comments.
+
+    Needs ``\\usepackage{booktabs}`` in the including document.
+    """
+    frame = _check_frame(frame)
+    head = ["% provenance"] + [f"% {k}: {v}" for k, v in provenance]
+    body = latex_table(frame, caption=title, label=label)
+    with atomic_write(path, mode="w") as fh:
+        fh.write("\n".join(head) + "\n" + body)
+    return Path(path)
+
+
+def write_csv(
+    frame: pd.DataFrame, path: str | Path, *, provenance: Sequence[tuple[str, str]]
+) -> Path:
+    """Write ``# key: value`` provenance lines, then ``frame`` as CSV (no index).
+
+    Read it back with ``pandas.read_csv(path, comment="#")`` (bit-exact floats with
+    pandas >= 3; older pandas needs ``float_precision="round_trip"``).
+
+    Raises
+    ------
+    ParameterError
+        A column name or string cell contains ``#`` (the comment marker would cut it).
+    """
+    frame = _check_frame(frame)
+    for c in frame.columns:
+        if "#" in str(c):
+            raise ParameterError("frame", "column names without '#'", c)
+        col = frame[c]
+        if (
+            not pd.api.types.is_numeric_dtype(col)
+            and col.map(lambda v: isinstance(v, str) and "#" in v).any()
+        ):
+            raise ParameterError("frame", f"cells of {c!r} without '#'", "a cell with '#'")
+    head = "".join(f"# {k}: {v}\n" for k, v in provenance)
+    with atomic_write(path, mode="w") as fh:
+        fh.write(head + frame.to_csv(index=False, lineterminator="\n"))
+    return Path(path)
+
+
+def table_provenance(results: StudyResults, name: str) -> list[tuple[str, str]]:
+    """The provenance block of one table."""
+    return provenance_lines(results.provenance, study=results.study, table=name)

@@ -1,0 +1,319 @@
+"""The report renders a StudyResults into tables, figures, report.md and provenance.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from _study import HELD_OUT
+from PIL import Image
+
+from analysis.report import BRACKET_COLUMNS, ReportFiles, build_report
+from analysis.report.figures import FIGURES
+from analysis.report.markdown import hypothesis_sentences, render_report
+from analysis.report.tables import (
+    build_tables,
+    comparison_table,
+    data_table,
+    descriptor_table,
+    format_value,
+    write_csv,
+)
+from analysis.validation import ParameterError
+
+TABLES = {
+    "data",
+    "brackets",
+    "brackets_temperature",
+    "comparisons",
+    "comparisons_ols",
+    "lr_tests",
+    "head_level",
+    "descriptors",
+    "synthetic",
+}
+
+
+def read_back(path) -> pd.DataFrame:
+    return pd.read_csv(path, comment="#")
+
+
+# -- files -------------------------------------------------------------------------
+
+
+def test_every_table_in_md_csv_tex_with_provenance(study, built):
+    files, _ = built
+    assert isinstance(files, ReportFiles)
+    assert set(files.tables) == TABLES
+    design_hash = study.provenance["design_sha256"]
+    commit = study.provenance["git_commit"]
+    for name, paths in files.tables.items():
+        assert set(paths) == {"md", "csv", "tex"}
+        md = paths["md"].read_text()
+        assert "**Provenance**" in md and f"- table: `{name}`" in md
+        assert f"- design_sha256: `{design_hash}`" in md and commit in md
+        tex = paths["tex"].read_text()
+        assert tex.startswith("% provenance\n")
+        assert f"% design_sha256: {design_hash}" in tex and f"% git_commit: {commit}" in tex
+        assert "\\begin{tabular}" in tex and "\\caption{" in tex and "\\toprule" in tex
+        assert "<" not in tex.split("\\begin{tabular}")[1]  # escaped (\textless{})
+        csv = paths["csv"].read_text().splitlines()
+        assert csv[0] == f"# study: {study.study}" and csv[1] == f"# table: {name}"
+        assert f"# design_sha256: {design_hash}" in csv
+
+
+def test_csv_reads_back_to_the_frame(study, built):
+    files, _ = built
+    for table in build_tables(study):
+        back = read_back(files.tables[table.name]["csv"])
+        assert list(back.columns) == list(table.frame.columns)
+        pd.testing.assert_frame_equal(
+            back, table.frame.reset_index(drop=True), check_dtype=False, check_exact=True
+        )
+
+
+def test_figures_are_png_and_pdf_and_not_empty(built):
+    import matplotlib.pyplot as plt
+
+    files, _ = built
+    assert plt.get_fignums() == []  # figures never go through pyplot (nothing left open)
+    assert set(files.figures) == set(FIGURES)
+    assert files.skipped_figures == {}
+    for name, paths in files.figures.items():
+        png, pdf = paths["png"], paths["pdf"]
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert pdf.read_bytes()[:5] == b"%PDF-", name
+        assert pdf.stat().st_size > 5_000, name
+        with Image.open(png) as im:
+            w, h = im.size
+            assert w >= 500 and h >= 300, (name, im.size)
+            # not a blank canvas: many distinct colours are drawn
+            assert len(im.convert("RGB").getcolors(maxcolors=1 << 20)) > 50, name
+
+
+def test_report_md_mentions_hypotheses_figures_tables_and_provenance(study, built):
+    files, _ = built
+    text = files.report.read_text()
+    assert text.startswith(f"# {study.title}\n")
+    for h in study.design["hypotheses"]:
+        assert f"**{h['id']}**" in text and h["statement"] in text
+    for name in FIGURES:
+        assert f"](figures/{name}.png)" in text and f"](figures/{name}.pdf)" in text
+    for name in TABLES:
+        assert f"](tables/{name}.csv)" in text
+    assert study.design["inference"]["decision"] in text
+    assert study.provenance["lock_sha256"] in text and "Confirmatory run" in text
+    assert study.provenance["held_out_sha256"] in text
+    assert f"Held-out heads: {len(HELD_OUT)} whole heads" in text
+    assert "## Provenance" in text and "](provenance.json)" in text
+    residual = format_value(study.head_level_meta["residual_icc"], digits=3)
+    assert residual.replace("-", "−") in text
+
+
+def test_hypothesis_sentences_restate_the_primary_rows(study):
+    sentences = hypothesis_sentences(study)
+    assert len(sentences) == len(study.design["hypotheses"])
+    frame = study.comparison
+    for h, s in zip(study.design["hypotheses"], sentences, strict=True):
+        pair = f"{h['pair'][0]}<{h['pair'][1]}"
+        row = frame[(frame.pair == pair) & (frame.metric == "interval_sq_loss")].iloc[0]
+        for key in ("effect", "ci_low", "ci_high"):
+            assert format_value(row[key], digits=3).replace("-", "−") in s
+        if row.adds_information:
+            assert s.endswith("→ **adds information**.")
+        else:
+            assert "→ does not add information" in s
+        assert ("outside the Holm family" in s) == (h["kind"] == "sensitivity")
+
+
+def test_provenance_json(study, built):
+    files, _ = built
+    data = json.loads(files.provenance.read_text())
+    for key in ("design_sha256", "lock_sha256", "held_out_sha256", "git_commit", "libraries"):
+        assert data[key] == study.provenance[key]
+    assert data["seeds"] == study.provenance["seeds"]
+    assert set(data["stage_seconds"]) == set(study.provenance["stage_seconds"]) | {"report"}
+    assert data["stage_seconds"]["report"] > 0
+    written = {p.relative_to(files.out_dir).as_posix() for p in files.paths()}
+    assert set(data["report"]["files"]) == written - {"provenance.json"}
+    assert all((files.out_dir / f).is_file() for f in data["report"]["files"])
+
+
+def test_summary_names_everything(built):
+    files, _ = built
+    text = files.summary()
+    assert all(name in text for name in (*files.tables, *files.figures))
+    assert "report.md" in text and "provenance.json" in text
+
+
+def test_build_does_not_mutate_the_input(study, built):
+    _, before = built
+    for name, value in before.items():
+        now = getattr(study, name)
+        if isinstance(value, pd.DataFrame):
+            pd.testing.assert_frame_equal(now, value, check_exact=True)
+        else:
+            assert now == value, name
+
+
+# -- table contents ----------------------------------------------------------------
+
+
+def test_tables_keep_synthetic_cells_apart(study):
+    real_names = set(study.brackets.loc[study.brackets.source == "checkpoint", "checkpoint"])
+    tables = {t.name: t.frame for t in build_tables(study)}
+    for name in ("brackets", "brackets_temperature"):
+        assert set(tables[name]["checkpoint"]) == real_names
+    assert set(tables["synthetic"]["synthetic_family"]) == {"spherical", "ball"}
+    n_real = int((study.brackets.source == "checkpoint").sum())
+    n_syn = int((study.brackets.source == "synthetic").sum())
+    assert tables["brackets"]["cells"].sum() == n_real
+    assert tables["synthetic"]["cells"].sum() == n_syn
+
+
+def test_bracket_table_counts_held_out_cells(study):
+    t = data_table(study).set_index("item")["count"]
+    real = study.brackets[study.brackets.source == "checkpoint"]
+    assert t["held_out_heads"] == t["held_out_heads_designed"] == len(HELD_OUT)
+    assert t["heads"] == t["training_heads"] + t["held_out_heads"]
+    assert t["real_cells"] == len(real)
+    brackets = build_tables(study)[1].frame
+    assert brackets["held_out_cells"].sum() == t["held_out_cells"] == real["held_out"].sum()
+    assert (brackets["median_lo"] <= brackets["median_hi"]).all()
+    assert brackets["closed_share"].between(0, 1).all()
+    assert (brackets["median_hi_over_lo"] >= 1).all()
+
+
+def test_comparison_table_labels_pairs_from_the_design(study):
+    t = comparison_table(study)
+    assert len(t) == len(study.comparison)
+    primary = t[t.metric == "interval_sq_loss"]
+    assert list(primary["hypothesis"]) == ["H1", "H2", "H3", "S1"]
+    assert list(primary["holm_family"]) == [True, True, True, False]
+    merged = t.merge(study.comparison, on=["pair", "metric"], suffixes=("", "_src"))
+    for c in ("effect", "ci_low", "ci_high", "p_value", "adds_information"):
+        assert (merged[c] == merged[c + "_src"]).all(), c
+    assert (
+        comparison_table(dataclasses.replace(study, comparison_ols=None), estimator="ols") is None
+    )
+    with pytest.raises(ParameterError, match="estimator"):
+        comparison_table(study, estimator="ridge")
+
+
+def test_descriptor_table_leaves_out_per_r_and_counts_nan(edge_study):
+    t = descriptor_table(edge_study)
+    assert "q_r1" not in set(t["feature"])
+    kappa = t[(t.block == "native") & (t.feature == "kappa")].iloc[0]
+    assert (kappa["nan"], kappa["infinite"]) == (2, 1)
+    assert kappa["finite"] == len(edge_study.features) - 3
+    assert np.isfinite(kappa["median"])
+
+
+def test_format_value():
+    assert format_value(np.float64(0.012345)) == "0.01235"
+    assert format_value(3.0) == "3"
+    assert format_value(np.int64(7)) == "7"
+    assert format_value(np.nan) == "–"
+    assert format_value(True) == "yes"
+    assert format_value(1.5e-7) == "1.500e-07"
+
+
+# -- edge cases and bad input --------------------------------------------------------
+
+
+def test_missing_comparison_is_reported_with_its_reason(edge_study, edge_built):
+    text = edge_built.report.read_text()
+    assert "The comparison has not run: the design is not locked." in text
+    assert "The head-level analysis has not run: the design is not locked." in text
+    assert "The OLS-on-midpoints refit has not run: no reason was recorded." in text
+    for h in edge_study.design["hypotheses"]:
+        assert f"**{h['id']}** ({h['kind']}; " in text
+    assert text.count("not tested; the comparison has not run (the design is not locked)") == 4
+    assert "**This run is not locked: every result below is exploratory.**" in text
+    assert set(edge_built.tables) == {
+        "data",
+        "brackets",
+        "brackets_temperature",
+        "descriptors",
+    }
+    assert "forest" not in edge_built.figures and "forest" in edge_built.skipped_figures
+    assert "synthetic_rank_vs_beta" in edge_built.skipped_figures
+    assert "## Synthetic families" not in text
+
+
+def test_single_checkpoint_single_temperature_still_draws(edge_built):
+    expected = {"rank_vs_eps", "bracket_width", "rank_vs_temperature", "descriptors_vs_midpoint"}
+    assert set(edge_built.figures) == expected
+    for paths in edge_built.figures.values():
+        assert set(paths) == {"png"}  # figure_formats=("png",)
+        assert paths["png"].stat().st_size > 5_000
+    text = edge_built.report.read_text()
+    for name in expected:
+        assert f"](figures/{name}.png)" in text
+    assert "[PDF]" not in text
+
+
+def test_bad_input(study, tmp_path):
+    with pytest.raises(ParameterError, match="results"):
+        build_report("not results", tmp_path)
+    broken = dataclasses.replace(study, brackets=study.brackets.drop(columns=["closed"]))
+    with pytest.raises(ParameterError, match="BRACKET_COLUMNS"):
+        build_report(broken, tmp_path)
+    with pytest.raises(ParameterError, match="figure_formats"):
+        build_report(study, tmp_path, figure_formats=("pdf",))
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(ParameterError, match="out_dir"):
+        build_report(study, a_file)
+    assert "closed" in BRACKET_COLUMNS
+
+
+def test_write_csv_refuses_the_comment_marker(tmp_path):
+    with pytest.raises(ParameterError, match="#"):
+        write_csv(pd.DataFrame({"a": ["x#y"]}), tmp_path / "t.csv", provenance=[])
+    path = write_csv(
+        pd.DataFrame({"a": [1.0, np.nan]}), tmp_path / "ok.csv", provenance=[("k", "v")]
+    )
+    assert path.read_text().startswith("# k: v\na\n")
+    assert read_back(path)["a"].isna().tolist() == [False, True]
+
+
+def test_report_text_survives_a_sparse_design(study, tmp_path):
+    """No hypotheses, models, inference or provenance: the text still renders and says so."""
+    sparse = dataclasses.replace(study, design={}, provenance={}, head_level_meta={})
+    tables = build_tables(sparse)
+    files = {t.name: {"csv": tmp_path / "tables" / f"{t.name}.csv"} for t in tables}
+    text = render_report(sparse, out_dir=tmp_path, tables=tables, table_files=files, figures={})
+    assert "**This run is not locked: every result below is exploratory.**" in text
+    assert "Decision rule: not stated in the design." in text
+    assert "Held-out heads: the design lists none." in text
+    assert "(tables/comparisons.csv)" in text
+    # without a design family, Holm membership is read off p_holm
+    t = comparison_table(sparse)
+    assert (t["holm_family"] == t["p_holm"].notna()).all()
+
+
+def test_only_synthetic_cells(study, tmp_path):
+    syn = study.brackets[study.brackets.source == "synthetic"].reset_index(drop=True)
+    only = dataclasses.replace(
+        study,
+        brackets=syn,
+        features=pd.DataFrame(columns=["cell_key"]),
+        comparison=None,
+        comparison_ols=None,
+        head_level=None,
+        lr_tests=None,
+        skipped={"comparison": "no real cells"},
+    )
+    files = build_report(only, tmp_path, figure_formats=("png",))
+    assert set(files.figures) == {"synthetic_rank_vs_beta"}
+    assert "figures (1, png)" in files.summary()
+    text = files.report.read_text()
+    assert "The study holds no real-checkpoint cell." in text
+    assert "The comparison has not run: no real cells." in text
+    assert "## Synthetic families (exploratory)" in text
+    counts = read_back(files.tables["data"]["csv"]).set_index("item")["count"]
+    assert counts["real_cells"] == 0 and counts["synthetic_cells"] == len(syn)
