@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test run lint format bench clean
+.PHONY: install test run example lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,7 +21,12 @@ install: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The embedded default study: real MiniLM heads, offline, from design file to report.
 run: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-minilm.toml --workers 2
+
+# Four shipped MiniLM heads bracketed with witnesses, then re-checked by the verifier.
+example: $(STAMP)
 	$(BIN)/attnrank bracket data/examples/minilm_l64_4heads.npy --eps 0.05 0.1 0.2 --witnesses --out reports/example/brackets.json
 	$(BIN)/attnrank verify data/examples/minilm_l64_4heads.npy reports/example/brackets.json
 

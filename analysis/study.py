@@ -550,12 +550,11 @@ def _feature_table(paths: StudyPaths, real_keys: Sequence[str], store: Any) -> p
         if not f.is_file():
             continue
         df = pd.read_csv(f)
-        df.insert(
-            0,
-            "cell_key",
+        keys = pd.Series(
             [cell_key(k, t, e) for t, e in zip(df["temperature"], df["eps"], strict=True)],
+            name="cell_key",
         )
-        frames.append(df.drop(columns=["temperature", "eps"]))
+        frames.append(pd.concat([keys, df.drop(columns=["temperature", "eps"])], axis=1))
     if not frames:
         return pd.DataFrame({"cell_key": pd.Series(dtype=str)})
     return pd.concat(frames, ignore_index=True)
@@ -626,7 +625,7 @@ def _compare_stage(
     keep = ["cell_key", "cluster", "y_lower", "y_upper", "input_id", "length", *model_cols]
     table = table.loc[:, keep].sort_values("cell_key").reset_index(drop=True)
     log_cols = [c for c in logs if c in model_cols]
-    digest = _frame_digest(table) + ":" + design.sha256
+    digest = f"compare/2:{_frame_digest(table)}:{design.sha256}"
     record_file = paths.results / "compare.json"
     record = _read_json(record_file, {})
     if record.get("inputs_sha256") == digest and all(
@@ -662,10 +661,13 @@ def _compare_stage(
     )
     _write_frame(paths.results / "comparison_ols.csv", ols.to_frame())
     files.append("comparison_ols.csv")
+    _write_frame(paths.results / "lr_tests.csv", res.lr_tests)
+    files.append("lr_tests.csv")
     hl = head_level_analysis(
         train,
         design.models,
         log_columns=log_cols,
+        estimator=kwargs["estimator"],
         random_state=kwargs["random_state"],
     )
     _write_frame(paths.results / "head_level.csv", hl.to_frame())
@@ -680,6 +682,11 @@ def _compare_stage(
         ),
         "excluded": excluded,
         "n_cells": len(table),
+        "head_level_meta": {
+            "residual_icc": float(hl.residual_icc),
+            "base_model": hl.base_model,
+            "folds": hl.folds,
+        },
         "files": files,
         "summary": res.summary(),
     }
@@ -775,6 +782,15 @@ def load_results(
         f = paths.results / name
         return pd.read_csv(f) if name in record.get("files", []) and f.is_file() else None
 
+    skipped = {}
+    if not record:
+        why = (
+            "the design has no real-checkpoint cells"
+            if not real_keys
+            else "the compare stage has not run yet (run `attnrank run` without --stop-after)"
+        )
+        skipped = {k: why for k in ("comparison", "comparison_ols", "head_level")}
+
     return StudyResults(
         study=paths.design.stem,
         title=str(design.data.get("title", paths.design.stem)),
@@ -787,6 +803,9 @@ def load_results(
         dropped_columns=list(record.get("dropped_columns", [])),
         excluded=dict(record.get("excluded", {})),
         provenance=_provenance(design, lock, plan, _read_json(paths.stages_file, {})),
+        lr_tests=frame("lr_tests.csv"),
+        head_level_meta=dict(record.get("head_level_meta", {})),
+        skipped=skipped,
     )
 
 
@@ -962,8 +981,7 @@ def run_study(
         with _timed(stages, "report"):
             results = load_results(design_path, root=root, checkpoint_paths=cpaths)
             files = build_report(results, paths.report, progress=progress)
-        _write_json(paths.report / "provenance.json", results.provenance)
-        report_files = tuple(str(p) for p in _report_paths(files))
+        report_files = tuple(str(p) for p in files.paths())
     return StudyRun(
         study=paths.design.stem,
         paths=paths,
@@ -971,17 +989,6 @@ def run_study(
         stage_seconds=dict(stages.now),
         report_files=report_files,
     )
-
-
-def _report_paths(files: Any) -> Iterator[Path]:
-    if hasattr(files, "paths"):
-        yield from files.paths
-    elif dataclasses.is_dataclass(files):
-        for v in dataclasses.asdict(files).values():
-            if isinstance(v, (list, tuple)):
-                yield from (Path(x) for x in v)
-            elif isinstance(v, (str, Path)):
-                yield Path(v)
 
 
 # --------------------------------------------------------------------------------------

