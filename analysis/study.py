@@ -325,7 +325,8 @@ def _extract_stage(
                 ex = extract_from_model(model, mi)
                 if ex.checkpoint_id != ck and ck in checkpoint_paths:
                     # a stand-in folder: its records carry the design's id
-                    ex = dataclasses.replace(ex, checkpoint_id=ck)
+                    meta = {**ex.meta, "checkpoint": ck, "stand_in": ex.meta.get("checkpoint")}
+                    ex = dataclasses.replace(ex, meta=meta)
                 elif ex.checkpoint_id != ck:
                     raise ParameterError(
                         "checkpoint", f"a checkpoint resolving to {ck}", ex.checkpoint_id
