@@ -102,21 +102,30 @@ def run_power_curve(widths: Path, n: int, seed: int, out: Path) -> pd.DataFrame:
     return curve
 
 
-def run_heads_curve(widths: Path, n: int, seed: int, out: Path) -> pd.DataFrame:
+def run_heads_curve(
+    widths: Path,
+    n: int,
+    seed: int,
+    out: Path,
+    *,
+    held_out: tuple[int, ...] = HELD_OUT,
+    head_shares: tuple[float, ...] = (0.5, 0.75),
+    name: str = "power_heads.csv",
+) -> pd.DataFrame:
     """Power against the number of held-out heads (fraction 0.25, effect 0.1)."""
     from analysis.compare.validate import StudySizes, load_widths, power_curve
 
     w = load_widths(widths)
     frames = []
-    for h in HELD_OUT:
+    for h in held_out:
         sizes = StudySizes(name=f"MiniLM grid, {4 * h} heads", n_heads=4 * h, n_held_out=h)
-        bar, step = _progress(f"held-out {h}", 3 * n)
+        bar, step = _progress(f"held-out {h}", 2 * len(head_shares) * n)  # null + 1 effect
         frames.append(
             power_curve(
                 w,
                 simulations=n,
                 effects=(0.1,),
-                head_shares=(0.5, 0.75),
+                head_shares=head_shares,
                 sizes=sizes,
                 random_state=seed,
                 progress=step,
@@ -124,7 +133,7 @@ def run_heads_curve(widths: Path, n: int, seed: int, out: Path) -> pd.DataFrame:
         )
         bar.close()
     curve = pd.concat(frames, ignore_index=True)
-    curve.to_csv(out / "power_heads.csv", index=False)
+    curve.to_csv(out / name, index=False)
     return curve
 
 
@@ -192,6 +201,21 @@ def main() -> int:
     )
     ap.add_argument("--power-curve", type=int, metavar="N", help="effect x head-share sweep")
     ap.add_argument("--heads-curve", type=int, metavar="N", help="held-out heads sweep")
+    ap.add_argument(
+        "--held-out",
+        type=int,
+        nargs="+",
+        default=list(HELD_OUT),
+        help="held-out head counts of --heads-curve (18 36 72)",
+    )
+    ap.add_argument(
+        "--heads-shares",
+        type=float,
+        nargs="+",
+        default=[0.5, 0.75],
+        help="native head shares of --heads-curve (0.5 0.75)",
+    )
+    ap.add_argument("--heads-out", default="power_heads.csv", help="CSV name of --heads-curve")
     ap.add_argument("--figure-dir", type=Path, help="also copy CSVs and the figure here")
     ap.add_argument("--skip-headline", action="store_true", help="only the curves")
     ap.add_argument(
@@ -234,11 +258,20 @@ def main() -> int:
             else None
         )
         hc = (
-            run_heads_curve(widths, args.heads_curve, args.seed, out_dir)
+            run_heads_curve(
+                widths,
+                args.heads_curve,
+                args.seed,
+                out_dir,
+                held_out=tuple(args.held_out),
+                head_shares=tuple(args.heads_shares),
+                name=args.heads_out,
+            )
             if args.heads_curve
             else None
         )
-        plot_curves(ec, hc, out_dir / "power_curve.png")
+        if args.heads_out == "power_heads.csv":  # the figure shows the default sweeps only
+            plot_curves(ec, hc, out_dir / "power_curve.png")
         cols = [
             "effect",
             "native_head_share",
