@@ -24,14 +24,19 @@ from analysis.compare.nested import (
     compare_nested,
 )
 from analysis.compare.validate import (
+    POWER_CURVE_COLUMNS,
     StudySizes,
     ValidationResult,
+    approximate_power,
     load_widths,
+    minimum_detectable_effect,
+    power_curve,
     simulate_study,
     validate_comparison,
 )
 
 __all__ = [
+    "POWER_CURVE_COLUMNS",
     "RESULT_COLUMNS",
     "ComparisonResult",
     "FittedModel",
@@ -41,6 +46,7 @@ __all__ = [
     "StudySizes",
     "ValidationResult",
     "check_nested",
+    "approximate_power",
     "cluster_bootstrap_effect",
     "compare_nested",
     "fit_estimator",
@@ -51,6 +57,8 @@ __all__ = [
     "interval_loglik",
     "interval_sq_loss",
     "load_widths",
+    "minimum_detectable_effect",
+    "power_curve",
     "prepare_covariates",
     "residual_icc",
     "simulate_study",

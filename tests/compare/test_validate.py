@@ -118,3 +118,196 @@ def test_cli_refuses_without_widths(tmp_path, monkeypatch, capsys):
         == 2
     )
     assert "--effect" in capsys.readouterr().err
+
+
+# --- the simulation runs the confirmatory code path with the design's settings ---
+
+
+def test_sizes_from_design_take_the_confirmatory_settings():
+    from analysis.compare.cli import sizes_from_design
+    from analysis.prereg.design import load_design
+
+    path = ROOT / "preregistration" / "offline-minilm.toml"
+    sizes = sizes_from_design(path)
+    kw = load_design(path).comparison_kwargs()
+    assert (sizes.n_heads, sizes.n_held_out, sizes.cells_per_head) == (72, 18, 18)
+    assert sizes.family == tuple(tuple(p) for p in kw["family"])
+    assert sizes.confirmatory == ("M0", "M1")
+    assert dict(sizes.models)["M3"] == ("baseline", "native", "intrinsic")
+    mine = sizes.comparison_kwargs()
+    for k in ("estimator", "primary_metric", "n_boot", "alpha", "ci_level"):
+        assert mine[k] == kw[k], k
+    assert mine["family"] == [tuple(p) for p in kw["family"]]
+
+
+def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path, monkeypatch):
+    import analysis.compare.validate as v
+
+    seen = []
+    real = v.compare_nested
+
+    def spy(table, models, **kwargs):
+        seen.append((models, kwargs))
+        return real(table, models, **kwargs)
+
+    monkeypatch.setattr(v, "compare_nested", spy)
+    w = load_widths(_widths(tmp_path / "w.csv"))
+    sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199, alpha=0.1, ci_level=0.9)
+    validate_comparison(w, simulations=1, sizes=sizes, random_state=1)
+    assert len(seen) == 2  # one null, one alternative study
+    models, kw = seen[0]
+    assert models == dict(sizes.models)
+    assert kw["family"] == list(sizes.family) and kw["n_boot"] == 199
+    assert kw["alpha"] == 0.1 and kw["ci_level"] == 0.9 and kw["estimator"] == "interval"
+    assert kw["primary_metric"] == "interval_sq_loss"
+
+
+def test_sizes_refuse_blocks_the_simulation_does_not_write():
+    with pytest.raises(ParameterError, match="models.M1"):
+        StudySizes(
+            models=(("M0", ("baseline",)), ("M1", ("baseline", "baseline_plus"))),
+            family=(("M0", "M1"),),
+        )
+    with pytest.raises(ParameterError, match="confirmatory"):
+        StudySizes(confirmatory=("M0", "M2"))  # M2 does not add the native block
+    with pytest.raises(ParameterError, match="n_held_out"):
+        StudySizes(n_heads=10, n_held_out=10)
+
+
+# --- assumptions: validated by name, and honoured by the simulation ---
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"native_head_share": 1.5}, "native_head_share"),
+        ({"native_head_share": float("nan")}, "native_head_share"),
+        ({"icc": 1.0}, "icc"),
+        ({"residual_sd": 0.0}, "residual_sd"),
+        ({"native_features": 0}, "native_features"),
+        ({"intrinsic_features": 2.5}, "intrinsic_features"),
+    ],
+)
+def test_assumptions_validated_by_name(tmp_path, kwargs, name):
+    w = load_widths(_widths(tmp_path / "w.csv"))
+    with pytest.raises(ParameterError, match=name):
+        validate_comparison(w, simulations=1, **kwargs)
+    with pytest.raises(ParameterError, match=name):
+        simulate_study(StudySizes(), w, effect=0.1, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--native-head-share", "1.5"),
+        ("--icc", "-0.1"),
+        ("--residual-sd", "0"),
+        ("--native-features", "0"),
+    ],
+)
+def test_cli_names_the_bad_assumption(tmp_path, capsys, flag, value):
+    w = _widths(tmp_path / "w.csv")
+    argv = ["validate-comparison", "--simulations", "1", "--seed", "0", "--widths", str(w)]
+    assert main([*argv, flag, value]) == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_simulated_head_share_and_feature_counts(tmp_path):
+    from analysis.compare import residual_icc
+
+    w = load_widths(_widths(tmp_path / "w.csv"))
+    sizes = StudySizes(n_heads=400, n_held_out=100)
+    df = simulate_study(
+        sizes,
+        w,
+        effect=0.1,
+        native_head_share=0.75,
+        native_features=5,
+        intrinsic_features=4,
+        random_state=0,
+    )
+    assert [c for c in df if c.startswith("native__")] == [f"native__x{k}" for k in range(5)]
+    assert [c for c in df if c.startswith("intrinsic__")] == [f"intrinsic__z{k}" for k in range(4)]
+    iccs = [residual_icc(df[f"native__x{k}"].to_numpy(), df["cluster"].to_numpy()) for k in (1, 4)]
+    # 400 heads: the ICC estimate has SD about 0.02
+    assert all(abs(i - 0.75) < 0.08 for i in iccs), iccs
+
+
+# --- the closed-form approximation and the power curve ---
+
+
+def test_approximate_power_matches_its_model_by_monte_carlo():
+    from analysis.compare import approximate_power
+
+    rng = np.random.default_rng(0)
+    eps, rho, s, K, H = 0.1, 0.5, 0.5, 18, 200_000
+    b = np.sqrt(eps)
+    a = rng.standard_normal((H, 1))
+    wv = np.sqrt(s) * a + np.sqrt(1 - s) * rng.standard_normal((H, K))
+    u = np.sqrt(rho * (1 - eps)) * rng.standard_normal((H, 1))
+    n = np.sqrt((1 - rho) * (1 - eps)) * rng.standard_normal((H, K))
+    e0, e1 = b * wv + u + n, u + n
+    d_h = (e0**2 - e1**2).mean(axis=1)  # per-head mean loss difference (V = 1)
+    sizes = StudySizes()
+    got = approximate_power(sizes, effect=eps, icc=rho, native_head_share=s)
+    var_formula = sizes.n_held_out * eps**2 / got["z"] ** 2
+    assert abs(d_h.mean() - eps) < 0.005
+    assert abs(d_h.var() - var_formula) / var_formula < 0.03, (d_h.var(), var_formula)
+    assert abs(got["z"] - 1.274) < 0.01  # the defaults' value quoted in docs/prereg.md
+    lower = approximate_power(sizes, effect=eps, icc=rho, native_head_share=0.75)
+    assert lower["z"] < got["z"] and lower["held_out_for_target"] > got["held_out_for_target"]
+    assert got["power_holm"] < got["power_unadjusted"]
+    with pytest.raises(ParameterError, match="native_head_share"):
+        approximate_power(sizes, native_head_share=2.0)
+
+
+def test_power_curve_rows(tmp_path):
+    from analysis.compare import POWER_CURVE_COLUMNS, power_curve
+
+    w = load_widths(_widths(tmp_path / "w.csv"))
+    sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
+    curve = power_curve(
+        w,
+        simulations=2,
+        effects=(0.1, 0.3),
+        head_shares=(0.0, 0.5),
+        sizes=sizes,
+        native_features=3,
+        intrinsic_features=2,
+        random_state=0,
+    )
+    assert tuple(curve.columns) == POWER_CURVE_COLUMNS
+    assert len(curve) == 4
+    assert set(zip(curve.effect, curve.native_head_share, strict=True)) == {
+        (0.1, 0.0),
+        (0.3, 0.0),
+        (0.1, 0.5),
+        (0.3, 0.5),
+    }
+    # one null per head share, shared by its rows
+    assert curve.groupby("native_head_share")["false_positive_rate"].nunique().max() == 1
+    assert curve.groupby("native_head_share")["mean_effect_null"].nunique().max() == 1
+    assert curve["power"].between(0, 1).all() and (curve["simulations"] == 2).all()
+    assert (curve["n_held_out"] == 8).all() and (curve["native_features"] == 3).all()
+    with pytest.raises(ParameterError, match="head_shares"):
+        power_curve(w, simulations=1, head_shares=(1.2,), sizes=sizes)
+    with pytest.raises(ParameterError, match="effects"):
+        power_curve(w, simulations=1, effects=(0.0,), sizes=sizes)
+
+
+def test_minimum_detectable_effect():
+    from analysis.compare import minimum_detectable_effect
+
+    curve = pd.DataFrame(
+        {
+            "effect": [0.1, 0.2, 0.3, 0.1, 0.2, 0.3, 0.1, 0.2, 0.3],
+            "native_head_share": [0.0] * 3 + [0.5] * 3 + [0.75] * 3,
+            "power": [0.85, 0.99, 1.0, 0.2, 0.6, 0.9, 0.1, 0.2, 0.3],
+        }
+    )
+    mde = minimum_detectable_effect(curve).set_index("native_head_share")
+    assert mde.loc[0.0, "mde"] == 0.1 and mde.loc[0.0, "reached"]
+    assert np.isclose(mde.loc[0.5, "mde"], 0.2 + 0.2 / 0.3 * 0.1)
+    assert np.isnan(mde.loc[0.75, "mde"]) and not mde.loc[0.75, "reached"]
+    with pytest.raises(ParameterError, match="curve"):
+        minimum_detectable_effect(curve.drop(columns="power"))
