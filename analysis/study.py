@@ -32,6 +32,7 @@ import importlib.metadata
 import json
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -222,6 +223,22 @@ def plan_study(design: Any) -> StudyPlan:
     )
 
 
+def _check_blocks(design: Any, plan: StudyPlan, paths: StudyPaths) -> None:
+    """Import the design's plugins; every block of every model must then be registered."""
+    from analysis.descriptors.registry import registered
+
+    _load_plugins(plan.plugins, paths.root)
+    known = registered()
+    for name, blocks in design.models.items():
+        for b in blocks:
+            if b not in known:
+                raise ParameterError(
+                    f"models.{name}",
+                    f"registered blocks (built in, or from plugins {list(plan.plugins)})",
+                    b,
+                )
+
+
 def missing_checkpoints(
     plan: StudyPlan, checkpoint_paths: Mapping[str, str | os.PathLike] | None = None
 ) -> list[tuple[str, str]]:
@@ -379,14 +396,21 @@ def _features_done(path: Path, plan: StudyPlan) -> bool:
     return set(plan.blocks) <= have and n == len(plan.temperatures) * len(plan.eps)
 
 
-def _describe_worker_init(plugins: Sequence[str]) -> None:
-    import torch
-
+def _load_plugins(plugins: Sequence[str], root: Path | str | None) -> None:
+    """Import the design's plugin modules, the study root first on ``sys.path``."""
     from analysis.descriptors.registry import load_plugin
 
-    torch.set_num_threads(1)
+    if root is not None and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
     for module in plugins:
         load_plugin(module)
+
+
+def _describe_worker_init(plugins: Sequence[str], root: str | None = None) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    _load_plugins(plugins, root)
 
 
 def _describe_task(
@@ -439,7 +463,7 @@ def _descriptor_stage(
     ]
     try:
         if workers == 1 or len(args) <= 1:
-            _describe_worker_init(plan.plugins)
+            _describe_worker_init(plan.plugins, str(paths.root))
             for a in args:
                 _describe_task(*a)
                 bar.update(1)
@@ -449,7 +473,7 @@ def _descriptor_stage(
                 max_workers=workers,
                 mp_context=ctx,
                 initializer=_describe_worker_init,
-                initargs=(tuple(plan.plugins),),
+                initargs=(tuple(plan.plugins), str(paths.root)),
             ) as pool:
                 futures = [pool.submit(_describe_task, *a) for a in args]
                 try:
@@ -563,10 +587,8 @@ def _feature_table(paths: StudyPaths, real_keys: Sequence[str], store: Any) -> p
 
 def _covariate_columns(features: pd.DataFrame, plugins: Sequence[str]) -> tuple[list, list]:
     """(covariate columns, log-scale columns) per the registry; diagnostics are dropped."""
-    from analysis.descriptors.registry import feature_table, load_plugin
+    from analysis.descriptors.registry import feature_table
 
-    for m in plugins:
-        load_plugin(m)
     info = feature_table([c for c in features.columns if "__" in c])
     cov = info.loc[info["kind"] == "covariate"]
     return list(cov["column"]), list(cov.loc[cov["log_scale"], "column"])
@@ -919,6 +941,7 @@ def run_study(
     design = load_design(design_path)
     plan = plan_study(design)
     paths = study_paths(design_path, root=root)
+    _check_blocks(design, plan, paths)
     cpaths = {k: os.fspath(v) for k, v in (checkpoint_paths or {}).items()}
     unknown = sorted(set(cpaths) - set(plan.checkpoints))
     if unknown:
