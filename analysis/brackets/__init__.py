@@ -5,7 +5,13 @@ Takes arrays, returns profiles and witnesses; knows nothing of models, stores or
 
 from analysis.brackets.matrix import check_attention, softmax64
 
-__all__ = ["check_attention", "softmax64"]
+# Version of the witness search (not of the certificates, which the verifier fixes). The
+# store records "analysis.brackets <version>" with every profile, so profiles from
+# different searches are never mistaken for one another. 2: per-size ascent step,
+# stall stop, exact LP polish of small lower witnesses, lower-search resolution.
+__version__ = "2"
+
+__all__ = ["__version__", "check_attention", "softmax64"]
 
 from analysis.brackets.profile import (  # noqa: E402
     EFFORTS,

@@ -443,7 +443,13 @@ def _lower_round(b, cache, problems, steps) -> list[bool]:
     R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=budgets)
     out = []
     for p, (eps, m) in enumerate(problems):
-        mu = b.offer_lower(R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy(), "ascent")
+        Rp, Yp = R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy()
+        mu = b.offer_lower(Rp, Yp, "ascent")
+        if not mu > eps and m <= _LP_MAX_SIZE and mu > _LP_NEAR * eps:
+            # A near miss at a small size: polish with the exact alternating LPs.
+            Rl, Yl, mg = _lower.lp_polish(A, Rp, Yp, rounds=_LP_ROUNDS)
+            if mg > mu:
+                mu = max(mu, b.offer_lower(Rl, Yl, "ascent+lp"))
         out.append(mu > eps)
     return out
 
@@ -451,6 +457,15 @@ def _lower_round(b, cache, problems, steps) -> list[bool]:
 # Typical gains of refinement, used only to place the first trial of each search.
 _UPPER_FIRST = 0.7  # refined rank / SVD rank
 _LOWER_BOOST = 2.5  # refined margin / group margin at the same size
+# Exact LP polish of lower witnesses: sizes up to _LP_MAX_SIZE whose ascent margin is
+# above _LP_NEAR * eps but not above eps (the R-LP has 2 N m + m^2 variables).
+_LP_MAX_SIZE = 8
+_LP_NEAR = 0.8
+_LP_ROUNDS = 2
+# The lower search stops once the sizes left undecided between lo and its nearest
+# failed trial are fewer than this fraction of lo (they could raise lo by less than
+# that): large sizes, where ascent trials cost most, get fewer rounds.
+_RESOLUTION = 0.03
 
 
 def _next_trial(best: int, fail: int | None, first: int | None, step: float) -> int:
@@ -473,8 +488,9 @@ def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, in
     The first upper trial sits at ``_UPPER_FIRST * hi``; after a success the search
     gallops down by 15% of the rank, after a failure it bisects between the failure and
     the certified end (likewise upwards for the lower end, starting at the largest size
-    whose group witness, boosted by a typical refinement gain, would pass). Failed sizes
-    only steer the search; they never enter a bracket.
+    whose group witness, boosted by a typical refinement gain, would pass). The lower
+    search of an eps stops once fewer than ``_RESOLUTION * lo`` sizes are undecided.
+    Failed sizes only steer the search; they never enter a bracket.
     """
     up_fail: dict[float, int | None] = {e: None for e in targets}
     low_fail: dict[float, int | None] = {e: None for e in targets}
@@ -491,7 +507,7 @@ def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, in
                 k = _next_trial(hi, up_fail[e], first, -0.15)
                 up.append((e, min(max(k, floor_k), hi - 1)))
             ceil_m = min(hi, min(b.M, b.N), low_fail[e] - 1 if low_fail[e] is not None else hi)
-            if lo + 1 <= ceil_m:
+            if lo + 1 <= ceil_m and (low_fail[e] is None or ceil_m - lo >= _RESOLUTION * lo):
                 first = None
                 if rnd == 0:
                     ok = [m for m in gk if lo < m <= ceil_m and gk[m][0] * _LOWER_BOOST > e]
@@ -563,7 +579,8 @@ def profile_matrix(
     the targeted and coverage grids (truncated SVD for every rank, greedy row cover,
     Gastinel-Kahan witnesses from hierarchical column groups); then ``rounds`` of
     batched refinement at candidate ranks / sizes between the current ends (Adam on
-    ``(U, W)`` plus an l1 row refit; projected ascent on signed ``(R, Y)``). Every
+    ``(U, W)`` plus an l1 row refit; projected ascent on signed ``(R, Y)``, then, for a
+    near miss at a small size, the exact alternating LPs of METHOD.md section 7). Every
     candidate is verified in float64 before it counts (METHOD.md section 3).
     """
     check_choice("effort", effort, EFFORTS)
