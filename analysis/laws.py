@@ -76,6 +76,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -462,7 +463,8 @@ def _ml_fit(
     mid = np.where(np.isfinite(ylo), 0.5 * (ylo + yhi), yhi)
     beta, *_ = np.linalg.lstsq(X, mid, rcond=None)
     s = max(float(np.std(mid - X @ beta)), 1e-2)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # non-convergence is reported in ``converged``
         res = model.fit(
             start_params=np.append(beta, np.log(s)),
             method="bfgs",
@@ -609,7 +611,7 @@ class LawFit:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d.pop("extra")
+        d |= d.pop("extra")
         d["beta_range"] = list(self.beta_range)
         d["ci"] = list(self.ci)
         d["ci_mid"] = list(self.ci_mid)
@@ -619,6 +621,39 @@ class LawFit:
         if self.family != "ball":
             d.pop("n_ok")
         return d
+
+
+def local_slopes(family: str, g: pd.DataFrame) -> list[dict[str, float]]:
+    """Slopes between consecutive betas of one (d, eps): where the curve bends.
+
+    Per beta, seed means of ``ln lo``, ``ln hi`` and the log-midpoint; between betas
+    ``b1 < b2`` the midpoint slope and the range the brackets allow
+    ``[(ln lo_2 - ln hi_1) / dx, (ln hi_2 - ln lo_1) / dx]`` (seed means).
+    """
+    with np.errstate(divide="ignore"):
+        agg = (
+            g.assign(llo=np.log(g["lower"].astype(float)), lhi=np.log(g["upper"].astype(float)))
+            .groupby("beta")[["llo", "lhi"]]
+            .mean()
+            .sort_index()
+        )
+    betas = agg.index.to_numpy(float)
+    xs = law_x(family, betas)
+    out = []
+    for i in range(len(betas) - 1):
+        dx = xs[i + 1] - xs[i]
+        lo1, hi1 = agg.iloc[i]
+        lo2, hi2 = agg.iloc[i + 1]
+        out.append(
+            {
+                "beta_from": float(betas[i]),
+                "beta_to": float(betas[i + 1]),
+                "slope_mid": float(((lo2 + hi2) - (lo1 + hi1)) / (2 * dx)),
+                "slope_low": float((lo2 - hi1) / dx),
+                "slope_high": float((hi2 - lo1) / dx),
+            }
+        )
+    return out
 
 
 def fit_law(
@@ -641,6 +676,19 @@ def fit_law(
             g["lower"].to_numpy(),
             g["upper"].to_numpy(),
             strata=g["beta"].to_numpy(),
+            n_boot=n_boot,
+            random_state=random_state,
+        )
+        # Post-hoc sensitivity (not a target): the upper half of the beta grid, where an
+        # asymptotic law should show first. Needs at least two betas there.
+        grid = np.sort(g["beta"].unique())
+        upper = grid[len(grid) // 2 :] if len(grid) >= 4 else grid[-2:]
+        gu = g[g["beta"].isin(upper)]
+        ru = fit_slope(
+            law_x(family, gu["beta"].to_numpy()),
+            gu["lower"].to_numpy(),
+            gu["upper"].to_numpy(),
+            strata=gu["beta"].to_numpy(),
             n_boot=n_boot,
             random_state=random_state,
         )
@@ -672,12 +720,34 @@ def fit_law(
                 median_width_ratio=float(np.median(ratio)),
                 max_upper_over_n=float(g["upper"].max() / n),
                 n_ok=bool(n >= math.exp(bmax / 8)) if family == "ball" else None,
+                extra={
+                    "upper_half": {
+                        "beta_range": [float(upper[0]), float(upper[-1])],
+                        "slope": ru["slope"],
+                        "ci": ru["ci"],
+                        "slope_mid": ru["slope_mid"],
+                        "slope_set": ru["slope_set"],
+                        "degenerate": ru["degenerate"],
+                    },
+                    "local_slopes": local_slopes(family, g),
+                },
             )
         )
     return fits
 
 
 # -- outputs -------------------------------------------------------------------------
+
+
+def _uh(f: LawFit) -> dict[str, Any]:
+    return f.extra["upper_half"]
+
+
+def local_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
+    """Local slopes between consecutive betas, one row per (d, eps, pair)."""
+    return pd.DataFrame(
+        [{"d": f.d, "eps": f.eps, **row} for f in fits for row in f.extra["local_slopes"]]
+    )
 
 
 def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
@@ -698,6 +768,10 @@ def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
                 "slope_threading_low": f.slope_threading[0],
                 "slope_threading_high": f.slope_threading[1],
                 "degenerate": f.degenerate,
+                "upper_half_betas": "-".join(f"{b:g}" for b in _uh(f)["beta_range"]),
+                "upper_half_slope": _uh(f)["slope"],
+                "upper_half_ci_low": _uh(f)["ci"][0],
+                "upper_half_ci_high": _uh(f)["ci"][1],
                 "paper": f.paper,
                 "theory": f.theory,
                 "abs_error": abs(f.slope - f.theory),
@@ -724,6 +798,7 @@ def markdown_table(fits: Sequence[LawFit]) -> str:
         "midpoint OLS",
         "identified set",
         "threading lines",
+        "upper-half fit (post hoc)",
         "paper",
         "theory",
         "|slope - theory|",
@@ -745,6 +820,11 @@ def markdown_table(fits: Sequence[LawFit]) -> str:
             "none"
             if math.isnan(f.slope_threading[0])
             else f"[{f.slope_threading[0]:.2f}, {f.slope_threading[1]:.2f}]",
+            "beta {}: {:.3f} [{:.2f}, {:.2f}]".format(
+                "-".join(f"{b:g}" for b in _uh(f)["beta_range"]),
+                _uh(f)["slope"],
+                *_uh(f)["ci"],
+            ),
             "-" if f.paper is None else f"{f.paper:.3f}",
             f"{f.theory:g}",
             f"{abs(f.slope - f.theory):.3f} ({ok}, tol {f.tolerance:g})",
@@ -794,6 +874,8 @@ def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> li
             ax.vlines(xj, lo, hi, color=c, lw=1.6, alpha=0.8)
             ax.plot(xj, lo, "_", color=c, ms=6)
             ax.plot(xj, hi, "_", color=c, ms=6)
+            closed = lo == hi  # a closed bracket is a certified point: draw it as one
+            ax.plot(xj[closed], hi[closed], "o", color=c, ms=3.5)
             xs = np.geomspace(xv.min(), xv.max(), 50)
             lx = np.log(xs)
             cx = float(np.mean(np.log(xv)))
@@ -803,7 +885,11 @@ def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> li
                 np.exp(cy + f.slope * (lx - cx)),
                 color=c,
                 lw=1.4,
-                label=f"eps={f.eps:g}: slope {f.slope:.2f} [{f.ci[0]:.2f}, {f.ci[1]:.2f}]",
+                label=(
+                    f"eps={f.eps:g}: interval ML {f.slope:.2f} [{f.ci[0]:.2f}, {f.ci[1]:.2f}]"
+                    f"\n  midpoint OLS {f.slope_mid:.2f}; brackets allow "
+                    f"[{f.slope_set[0]:.2f}, {f.slope_set[1]:.2f}]"
+                ),
             )
             ax.plot(
                 xs,
@@ -824,11 +910,13 @@ def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> li
         ax.yaxis.set_minor_formatter(NullFormatter())
         if table.loc[table["d"] == d, "upper"].max() > n / 8:  # show n when it is in reach
             ax.axhline(n, color="0.5", lw=0.8, ls=":")
-            ax.annotate(f"n = {n}", (ax.get_xlim()[0], n), fontsize=7, va="bottom", color="0.4")
+            ax.annotate(
+                f"n = {n}", (ax.get_xlim()[1], n), fontsize=7, va="top", ha="right", color="0.4"
+            )
         ax.set_title(f"{family}, d = {d}, n = {n}, {len(seeds)} seeds")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("certified bracket of r_eps")
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=6.5, loc="upper left", framealpha=0.9)
     fig.tight_layout()
     written = []
     for ext in ("png", "pdf"):
@@ -855,8 +943,8 @@ def run_laws(
     tolerance: float | None = None,
     figure: bool = True,
 ) -> dict[str, Any]:
-    """Sweep, fit and write ``brackets.csv``, ``fits.csv``, ``fits.md``, ``results.json``
-    and ``law.png`` / ``law.pdf`` under ``out``.
+    """Sweep, fit and write ``brackets.csv``, ``fits.csv``, ``fits.md``,
+    ``local_slopes.csv``, ``results.json`` and ``law.png`` / ``law.pdf`` under ``out``.
 
     Returns
     -------
@@ -897,6 +985,7 @@ def run_laws(
     _write_text(out / "brackets.csv", table[cols].to_csv(index=False))
     _write_text(out / "fits.csv", fits_frame(fits).to_csv(index=False))
     _write_text(out / "fits.md", markdown_table(fits))
+    _write_text(out / "local_slopes.csv", local_frame(fits).to_csv(index=False))
     _write_text(out / "results.json", json.dumps(result, indent=1))
     if figure:
         plot_law(table, fits, out / "law")
