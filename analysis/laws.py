@@ -450,13 +450,18 @@ def _ml_fit(
     """Interval-ML ``(intercept, slope, sigma, converged, degenerate)``.
 
     When some line passes strictly inside every bracket (and exactly through the closed
-    ones), the likelihood's supremum is reached only as ``sigma -> 0``, along lines whose
+    ones; touching an open bracket's end is enough when closed ones exist), the
+    likelihood's supremum is reached only as ``sigma -> 0``, along lines whose
     least margin to the bracket ends grows fastest: the limit is the max-min-margin
     (Chebyshev) line, returned with ``sigma = 0`` and ``degenerate = True``. Otherwise the
     MLE has ``sigma > 0``.
     """
     a, b, t = _threading_line(x, ylo, yhi)
-    if t > 1e-12:
+    # With closed brackets (points) a line through them makes the likelihood unbounded
+    # (density ~ 1/sigma) even when it only touches an open bracket's end (t = 0: that
+    # bracket keeps probability 1/2); without points the supremum needs t > 0.
+    has_points = bool(np.any(ylo == yhi))
+    if t > 1e-12 or (has_points and t >= -1e-12):
         return a, b, 0.0, True, True
     X = np.column_stack([np.ones_like(x), x])
     model = IntervalRegression(ylo, yhi, X)

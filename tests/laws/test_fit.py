@@ -34,7 +34,7 @@ def test_recovers_known_slope(rng):
     assert abs(r["slope_mid"] - 1.5) < 0.05
     assert r["ci"][0] <= r["slope"] <= r["ci"][1]
     assert r["ci_mid"][0] < r["slope_mid"] < r["ci_mid"][1]
-    assert r["n_obs"] == x.size and r["n_boot"] == 99
+    assert r["n_obs"] == x.size and r["n_boot"] == 49
 
 
 def test_identified_set_contains_slope_of_truth_and_midpoints(rng):
