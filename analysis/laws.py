@@ -20,13 +20,18 @@ Design of the default sweeps (and why)
 - ``eps = 0.1``: the middle of the study's grid; brackets there are tighter than at 0.05.
 - ``n = 512``: the fits are only meaningful where ``r`` is well below ``n`` (the law is
   ``min{n, ...}``). The default beta grids (below) keep the measured upper ends at or
-  under about ``n / 4`` for the spherical family. ``n = 256`` roughly halves the largest
-  usable beta; ``n = 1024`` costs about 8x per matrix (the engine is cubic in the size
-  searched) and would blow the 20-minute budget.
+  under about ``0.3 n`` (measured max hi/n: spherical 0.07 / 0.22 / 0.29, ball 0.10 /
+  0.23 / 0.21 for d = 2 / 3 / 4). ``n = 256`` leaves less room; ``n = 1024`` costs
+  several times more per matrix (pilot: n = 256 -> 512 already cost 3-10x at fast
+  effort; the engine's dense stages are cubic) and would blow the 20-minute budget.
 - Beta grids: powers of two from 1 (spherical) or 2 (ball) up to the largest power whose
-  rank stays ``<~ n / 4`` at ``n = 512`` in a pilot, per d (:data:`DEFAULT_BETAS`): wider
-  for small d, where the rank grows slowly. They are chosen from where the rank sits
-  relative to n, never from the fitted slopes. ``--betas`` overrides them for every d.
+  rank stayed ``<~ n / 4`` at ``n = 512`` in a pilot, per d (:data:`DEFAULT_BETAS`): wider
+  for small d, where the rank grows slowly; for the ball also ``n >= e^(beta / 8)``, i.e.
+  beta <= 49 at n = 512. They are chosen from where the rank sits relative to n, never
+  from the fitted slopes. ``--betas`` overrides them for every d. Known limitation: the
+  curve bends at small beta (measured local slopes fall from about 1.7x theory at beta
+  1 -> 2 to theory at the top of each grid), and n = 512 leaves d = 3, 4 little room
+  above the bend; ``local_slopes.csv`` and the post-hoc upper-half fit show it.
 - 3 seeds: each (beta, seed) draws an independent point cloud (seed derived from
   ``(family, d, n, beta, seed)``), so observations are independent.
 - ``effort = "default"``; ``--quick`` uses ``n = 256``, 2 seeds, ``fast`` effort and the
