@@ -29,7 +29,7 @@ Design of the default sweeps (and why)
   for small d, where the rank grows slowly; for the ball also ``n >= e^(beta / 8)``, i.e.
   beta <= 49 at n = 512. They are chosen from where the rank sits relative to n, never
   from the fitted slopes. ``--betas`` overrides them for every d. Known limitation: the
-  curve bends at small beta (measured local slopes fall from about 1.7x theory at beta
+  curve bends at small beta (measured local slopes fall from 1.4-1.7x theory at beta
   1 -> 2 to theory at the top of each grid), and n = 512 leaves d = 3, 4 little room
   above the bend; ``local_slopes.csv`` and the post-hoc upper-half fit show it.
 - 3 seeds: each (beta, seed) draws an independent point cloud (seed derived from

@@ -85,3 +85,17 @@ def test_threaded_brackets_give_the_limit_line():
     assert np.all(fitted > ylo) and np.all(fitted < yhi)
     lo_b, hi_b = res["slope_threading"]
     assert lo_b <= res["slope"] <= hi_b and lo_b <= 0.5 <= hi_b
+
+
+def test_point_touching_an_open_bracket_is_degenerate():
+    # A closed bracket [5, 5] and an open one [5, 6] at the same x, one more beta above:
+    # the line through ln 5 touches the open bracket's lower end (margin 0), the point's
+    # density grows like 1/sigma and the other bracket keeps probability >= 1/2, so the
+    # likelihood is unbounded: the fit must report the sigma -> 0 limit.
+    x = np.array([0.0, 0.0, 1.0, 1.0])
+    lo = np.array([5, 5, 9, 9])
+    hi = np.array([5, 6, 12, 12])
+    res = fit_slope(x, lo, hi, n_boot=0)
+    assert res["degenerate"] and res["sigma"] == 0.0
+    assert res["intercept"] == pytest.approx(np.log(5))
+    assert np.log(9) <= res["intercept"] + res["slope"] <= np.log(12)
