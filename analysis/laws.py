@@ -356,7 +356,15 @@ def run_sweep(
     )
     with contextlib.ExitStack() as stack:
         stack.callback(bar.close)
+        if ck.is_file() and ck.stat().st_size:
+            with open(ck, "rb") as f:  # a torn last line must not swallow the next record
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
+        else:
+            torn = False
         sink = stack.enter_context(open(ck, "a"))
+        if torn:
+            sink.write("\n")
 
         def keep(rec: dict[str, Any]) -> None:
             done[rec["key"]] = rec

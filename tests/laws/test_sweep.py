@@ -94,6 +94,11 @@ def test_resume_skips_cached_brackets(tmp_path, monkeypatch):
     with pytest.raises(AssertionError, match="recomputed spherical:2:24:9.0"):
         laws.run_sweep(cfg2, out=tmp_path, progress=False)
     assert calls == ["spherical:2:24:9.0:0:0.2:fast"]
+    # After the torn line, a new record starts on its own line and is read back.
+    monkeypatch.undo()
+    third = laws.run_sweep(cfg2, out=tmp_path, progress=False)
+    assert third["cached"].tolist() == [True, True, False]
+    assert len(laws.read_checkpoint(tmp_path / laws.CHECKPOINT_NAME)) == 3
 
 
 def test_small_real_sweep_end_to_end(tmp_path):
