@@ -364,14 +364,27 @@ def _extraction_done(entry: Any, store: Any) -> bool:
     return bool(entry) and all(store.has_matrix(k) for k in entry["keys"])
 
 
-def _synthetic_stage(plan: StudyPlan, store: Any) -> list[str]:
+def _synthetic_label(t: SyntheticTask) -> str:
+    return f"{t.family}|n={t.n}|d={t.d}|beta={t.beta!r}|seed={t.seed}"
+
+
+def _synthetic_stage(plan: StudyPlan, paths: StudyPaths, store: Any) -> list[str]:
+    """Store the design's synthetic matrices not stored yet; return every synthetic key."""
     from analysis.sources import synthetic
 
     make = {"spherical": synthetic.spherical, "ball": synthetic.full_ball}
-    keys = []
+    manifest = _read_json(paths.extractions_file, {})
+    known = manifest.setdefault("synthetic", {})
+    keys, changed = [], False
     for t in plan.synthetic:
-        m = make[t.family](t.n, t.d, t.beta, random_state=t.seed)
-        keys.append(store.add_synthetic(m))
+        key = known.get(_synthetic_label(t))
+        if key is None or not store.has_matrix(key):
+            key = store.add_synthetic(make[t.family](t.n, t.d, t.beta, random_state=t.seed))
+            known[_synthetic_label(t)] = key
+            changed = True
+        keys.append(key)
+    if changed:
+        _write_json(paths.extractions_file, manifest)
     return keys
 
 
@@ -796,7 +809,7 @@ def load_results(
         real_keys = [
             k for t in plan.extractions for k in extractions.get(t.label, {}).get("keys", [])
         ]
-        synth_keys = _synthetic_keys(plan, store)
+        synth_keys = _synthetic_keys(plan, paths, store)
         brackets = _bracket_table(store, plan, real_keys, synth_keys, design.held_out)
         features = _feature_table(paths, real_keys, store)
     record = _read_json(paths.results / "compare.json", {})
@@ -832,19 +845,11 @@ def load_results(
     )
 
 
-def _synthetic_keys(plan: StudyPlan, store: Any) -> list[str]:
-    from analysis.sources import synthetic
-
-    make = {"spherical": synthetic.spherical, "ball": synthetic.full_ball}
-    keys = []
-    for t in plan.synthetic:
-        m = make[t.family](t.n, t.d, t.beta, random_state=t.seed)
-        from analysis.store.keys import matrix_key
-
-        k = matrix_key("synthetic", m.checkpoint_id, 0, 0, f"seed:{t.seed}", m.length)
-        if store.has_matrix(k):
-            keys.append(k)
-    return keys
+def _synthetic_keys(plan: StudyPlan, paths: StudyPaths, store: Any) -> list[str]:
+    """Stored synthetic keys of the plan, from the extraction manifest."""
+    known = _read_json(paths.extractions_file, {}).get("synthetic", {})
+    keys = (known.get(_synthetic_label(t)) for t in plan.synthetic)
+    return [k for k in keys if k is not None and store.has_matrix(k)]
 
 
 # --------------------------------------------------------------------------------------
@@ -969,7 +974,7 @@ def run_study(
         with _timed(stages, "extract"):
             before = len(store.matrices())
             real_keys = _extract_stage(plan, paths, store, cpaths, progress, say)
-            synth_keys = _synthetic_stage(plan, store)
+            synth_keys = _synthetic_stage(plan, paths, store)
             computed["extract"] = len(store.matrices()) - before
         if stop_after != "extract":
             with _timed(stages, "brackets"):
