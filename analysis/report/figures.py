@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
@@ -208,32 +209,58 @@ def _seq_palette(values: Sequence[float], name: str) -> dict:
     return {v: colors[i] for i, v in enumerate(vals)}
 
 
+def _rank_panels(
+    df: pd.DataFrame,
+    *,
+    x: str,
+    hue: str,
+    palette: str,
+    log_x: Callable[[Any], None],
+    xlabel: str,
+    legend: str,
+    title: str,
+    notes: Sequence[str],
+) -> Figure:
+    """Rank brackets against ``x``, a panel per (checkpoint, length), a colour per ``hue``."""
+    with _style():
+        cks = _panels(df)
+        ncols = _ncols(df)
+        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
+        pal = _seq_palette(df[hue], palette)
+        for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
+            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
+            _bracket_lines(ax, sub, x=x, hue=hue, palette=pal)
+            log_x(ax)
+            _value_ticks(ax, sub[x])
+            _pad_log_limits(ax, sub[x])
+            _int_log2_axis(ax, "y")
+            ax.set_xlabel(xlabel)
+            if k % ncols == 0:
+                ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
+            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
+        _bracket_legend(fig, legend, pal)
+        _rank_ticks(axes)
+        fig.suptitle(title)
+        _footnote(fig, list(notes))
+    return fig
+
+
 def rank_vs_eps(results: StudyResults) -> Figure | None:
     """Rank bracket against eps, a panel per (checkpoint, length), a colour per temperature."""
     df, zero_lo = _plot_cells(results)
     if df.empty:
         return None
-    with _style():
-        cks = _panels(df)
-        ncols = _ncols(df)
-        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
-        pal = _seq_palette(df["temperature"], "viridis")
-        for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
-            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
-            _bracket_lines(ax, sub, x="eps", hue="temperature", palette=pal)
-            ax.set_xscale("log")
-            _value_ticks(ax, sub["eps"])
-            _pad_log_limits(ax, sub["eps"])
-            _int_log2_axis(ax, "y")
-            ax.set_xlabel(r"tolerance $\varepsilon$ (log scale)")
-            if k % ncols == 0:
-                ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
-            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
-        _bracket_legend(fig, "temperature t", pal)
-        _rank_ticks(axes)
-        fig.suptitle(r"Certified rank brackets against $\varepsilon$ (real heads)")
-        _footnote(fig, [_zero_note(zero_lo)])
-    return fig
+    return _rank_panels(
+        df,
+        x="eps",
+        hue="temperature",
+        palette="viridis",
+        log_x=lambda ax: ax.set_xscale("log"),
+        xlabel=r"tolerance $\varepsilon$ (log scale)",
+        legend="temperature t",
+        title=r"Certified rank brackets against $\varepsilon$ (real heads)",
+        notes=[_zero_note(zero_lo)],
+    )
 
 
 def rank_vs_temperature(results: StudyResults) -> Figure | None:
@@ -241,30 +268,20 @@ def rank_vs_temperature(results: StudyResults) -> Figure | None:
     df, zero_lo = _plot_cells(results)
     if df.empty:
         return None
-    with _style():
-        cks = _panels(df)
-        ncols = _ncols(df)
-        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
-        pal = _seq_palette(df["eps"], "flare")
-        for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
-            sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
-            _bracket_lines(ax, sub, x="temperature", hue="eps", palette=pal)
-            _int_log2_axis(ax, "x")
-            _value_ticks(ax, sub["temperature"])
-            _pad_log_limits(ax, sub["temperature"])
-            _int_log2_axis(ax, "y")
-            ax.set_xlabel("temperature t (log$_2$ scale)")
-            if k % ncols == 0:
-                ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
-            ax.set_title(_panel_title(sub, *ck), fontsize="medium")
-        _bracket_legend(fig, "eps", pal)
-        _rank_ticks(axes)
-        fig.suptitle("Certified rank brackets against temperature (real heads)")
-        notes = [_zero_note(zero_lo)]
-        if df["temperature"].nunique() == 1:
-            notes.append("The study has a single temperature; no trend can be read here.")
-        _footnote(fig, notes)
-    return fig
+    notes = [_zero_note(zero_lo)]
+    if df["temperature"].nunique() == 1:
+        notes.append("The study has a single temperature; no trend can be read here.")
+    return _rank_panels(
+        df,
+        x="temperature",
+        hue="eps",
+        palette="flare",
+        log_x=lambda ax: _int_log2_axis(ax, "x"),
+        xlabel="temperature t (log$_2$ scale)",
+        legend="eps",
+        title="Certified rank brackets against temperature (real heads)",
+        notes=notes,
+    )
 
 
 def _rank_ticks(axes) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.atomic import atomic_write
+from analysis.compare.nested import RESULT_COLUMNS
 from analysis.report.provenance import provenance_lines
 from analysis.report.results import BRACKET_COLUMNS, StudyResults
 from analysis.validation import ParameterError
@@ -273,22 +274,7 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
             "holm_family": f["pair"].isin(family) if family else f["p_holm"].notna(),
         }
     )
-    keep = [
-        "pair",
-        "base_model",
-        "rich_model",
-        "metric",
-        "base_value",
-        "rich_value",
-        "effect",
-        "ci_low",
-        "ci_high",
-        "p_value",
-        "p_holm",
-        "adds_information",
-        "n_cells",
-        "n_heads",
-    ]
+    keep = [c for c in RESULT_COLUMNS if c != "lock_sha256"]  # the hash is in provenance
     out = pd.concat([out, f[[c for c in keep if c in f.columns]]], axis=1)
     order = {p: i for i, p in enumerate(hyp)}
     metrics = _metric_order(results.design, list(dict.fromkeys(out["metric"])))
