@@ -87,7 +87,8 @@ def row_cover_order(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def row_cover_witness(A: np.ndarray, order: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     keep = order[:k]
-    D = np.abs(A[:, None, :] - A[None, keep, :]).sum(-1)  # [M, k]
+    # cdist, not broadcasting: an [M, k, N] intermediate is gigabytes at n = 1024.
+    D = torch.cdist(torch.from_numpy(A), torch.from_numpy(A[keep]), p=1).numpy()  # [M, k]
     U = np.zeros((A.shape[0], k))
     U[np.arange(A.shape[0]), D.argmin(1)] = 1.0
     return U, A[keep].T.copy()

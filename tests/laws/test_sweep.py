@@ -40,9 +40,9 @@ def test_errors_name_the_parameter(flag, value, tmp_path, capsys):
 
 def test_make_config_defaults():
     c = laws.make_config("spherical")
-    assert c.dims == (2, 3, 4) and c.n == 512 and c.eps == (0.1,) and c.effort == "default"
+    assert c.dims == (2, 3, 4) and c.n == 512 and c.eps == (0.1,) and c.effort == "thorough"
     q = laws.make_config("spherical", quick=True)
-    assert q.n == 256 and q.effort == "fast" and len(q.seeds) == 2
+    assert q.n == 256 and q.effort == "default" and len(q.seeds) == 2
     assert all(set(q.betas[d]) <= set(c.betas[d]) for d in c.dims)
     with pytest.raises(ParameterError, match="--betas"):
         laws.make_config("ball", dims=[7])
