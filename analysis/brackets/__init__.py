@@ -9,7 +9,8 @@ from analysis.brackets.matrix import check_attention, softmax64
 # store records "analysis.brackets <version>" with every profile, so profiles from
 # different searches are never mistaken for one another. 2: per-size ascent step,
 # stall stop, exact LP polish of small lower witnesses, lower-search resolution.
-__version__ = "2"
+# 3: closing pass on nearly closed brackets (multi-start lower witnesses, longer upper run).
+__version__ = "3"
 
 __all__ = ["__version__", "check_attention", "softmax64"]
 

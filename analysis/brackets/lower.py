@@ -7,10 +7,13 @@ unit ball and ``G = Y A R``, ``min_p (G_pp - sum_(q != p) |G_pq|) > eps`` implie
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 import torch
 from scipy.cluster.hierarchy import linkage
+from scipy.cluster.vq import kmeans2
 from scipy.optimize import linprog
 
 from analysis.brackets.optim import adam_step, cosine_lr, step_fraction
@@ -47,6 +50,60 @@ def column_partitions(A: np.ndarray, sizes: list[int], *, method: str = "ward") 
     else:
         raise ValueError(f"method: expected 'ward' or 'average-cosine', got {method!r}")
     return _cut_all(Z, A.shape[1], sizes)
+
+
+def kmeans_partitions(A: np.ndarray, m: int, seeds: list[int]) -> list[np.ndarray]:
+    """Column partitions into exactly ``m`` groups by k-means (k-means++ starts).
+
+    For every seed, one run on the raw columns (mass-aware) and one on the columns
+    scaled to unit Euclidean norm (mass-blind). Runs that leave a group empty are
+    dropped. Deterministic for given seeds (``scipy.cluster.vq.kmeans2``).
+
+    Returns
+    -------
+    list of int arrays ``[N]`` with labels ``0..m-1``
+    """
+    cols = A.T
+    unit = cols / np.maximum(np.linalg.norm(cols, axis=1, keepdims=True), 1e-300)
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # kmeans2 warns when a cluster empties
+        for s in seeds:
+            for X in (cols, unit):
+                _, lab = kmeans2(X, m, seed=int(s), minit="++")
+                u, lab = np.unique(lab, return_inverse=True)
+                if u.size == m:
+                    out.append(lab.astype(np.int64))
+    return out
+
+
+def split_partitions(A: np.ndarray, R: np.ndarray, *, limit: int = 3) -> list[np.ndarray]:
+    """Partitions into ``m + 1`` groups from a size-m witness ``R`` ``[N, m]``.
+
+    Each key column goes to the group where ``|R|`` is largest; then one group at a time
+    (the ``limit`` largest) is split in two by 2-means on its columns, the other groups
+    kept. A witness that certifies size m is a good start for size m + 1: the new test
+    function only has to separate one group.
+    """
+    m = R.shape[1]
+    lab = np.abs(R).argmax(1)
+    sizes = np.bincount(lab, minlength=m)
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for q in np.argsort(-sizes, kind="stable")[:limit]:
+            idx = np.nonzero(lab == q)[0]
+            if idx.size < 2:
+                continue
+            _, two = kmeans2(A.T[idx], 2, seed=0, minit="++")
+            if two.min() == two.max():
+                continue
+            new = lab.copy()
+            new[idx[two == 1]] = m
+            u, new = np.unique(new, return_inverse=True)
+            if u.size == m + 1:
+                out.append(new.astype(np.int64))
+    return out
 
 
 def _cut_all(Z: np.ndarray, N: int, sizes: list[int]) -> np.ndarray:

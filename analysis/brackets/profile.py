@@ -29,10 +29,33 @@ from analysis.validation import ParameterError, check_choice, check_eps_grid
 
 EFFORTS = ("fast", "default", "thorough")
 # Per effort: bisection rounds and optimizer steps for upper / lower witnesses. Every level is equally sound; more effort only finds better witnesses.
+# ``close_*``: the closing pass on nearly closed brackets (see :func:`_close`); 0 steps
+# switches it off.
 _EFFORT_SETTINGS: dict[str, dict[str, int]] = {
-    "fast": {"rounds": 0, "upper_steps": 0, "lower_steps": 0},
-    "default": {"rounds": 6, "upper_steps": 300, "lower_steps": 400},
-    "thorough": {"rounds": 7, "upper_steps": 800, "lower_steps": 1200},
+    "fast": {
+        "rounds": 0,
+        "upper_steps": 0,
+        "lower_steps": 0,
+        "close_upper_steps": 0,
+        "close_lower_steps": 0,
+        "close_seeds": 0,
+    },
+    "default": {
+        "rounds": 6,
+        "upper_steps": 300,
+        "lower_steps": 400,
+        "close_upper_steps": 1200,
+        "close_lower_steps": 600,
+        "close_seeds": 3,
+    },
+    "thorough": {
+        "rounds": 7,
+        "upper_steps": 800,
+        "lower_steps": 1200,
+        "close_upper_steps": 2500,
+        "close_lower_steps": 1200,
+        "close_seeds": 8,
+    },
 }
 PROFILE_FORMAT = 1
 
@@ -384,8 +407,11 @@ def _upper_start(b: _Builder, cache, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _upper.svd_witness(b.A, cache["svd_V"], k)
 
 
-def _upper_round(b, cache, problems, steps) -> list[bool]:
-    """One batched Adam refinement over (eps, rank) problems; returns success per problem."""
+def _upper_round(b, cache, problems, steps, *, svd_start=False, method="adam") -> list[bool]:
+    """One batched Adam refinement over (eps, rank) problems; returns success per problem.
+
+    Starts from :func:`_upper_start`, or with ``svd_start`` from the truncated SVD of A.
+    """
     if not problems:
         return []
     A = b.A
@@ -394,7 +420,10 @@ def _upper_round(b, cache, problems, steps) -> list[bool]:
     U0 = torch.zeros(P, b.M, K, dtype=torch.float32)
     W0 = torch.zeros(P, b.N, K, dtype=torch.float32)
     for p, (_, k) in enumerate(problems):
-        U, W = _upper_start(b, cache, k)
+        if svd_start:
+            U, W = _upper.svd_witness(A, cache["svd_V"], k)
+        else:
+            U, W = _upper_start(b, cache, k)
         U0[p, :, :k] = torch.from_numpy(U)
         W0[p, :, :k] = torch.from_numpy(W)
     At = torch.from_numpy(A).float().expand(P, -1, -1)
@@ -406,7 +435,7 @@ def _upper_round(b, cache, problems, steps) -> list[bool]:
     for p, (eps, k) in enumerate(problems):
         Uk = U[p, :, :k].double()
         Wk = W[p, :, :k].double()
-        e = b.offer_upper(Uk.numpy(), Wk.numpy(), "adam")
+        e = b.offer_upper(Uk.numpy(), Wk.numpy(), method)
         if eps < e < 1.3 * eps:
             # l1 refit of the rows that still violate the target (rows separate given W).
             row_err = (A64 - Uk @ Wk.T).abs().sum(1)
@@ -415,7 +444,7 @@ def _upper_round(b, cache, problems, steps) -> list[bool]:
                 Ub = _upper.l1_refit_rows(A64[bad][None], Uk[bad][None], Wk[None])[0]
                 Uk = Uk.clone()
                 Uk[bad] = Ub
-                e = b.offer_upper(Uk.numpy(), Wk.numpy(), "adam+l1")
+                e = b.offer_upper(Uk.numpy(), Wk.numpy(), method + "+l1")
         out.append(e <= eps)
     return out
 
@@ -527,6 +556,112 @@ def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, in
                 low_fail[e] = m if low_fail[e] is None else min(low_fail[e], m)
 
 
+# Closing pass (:func:`_close`): brackets with 1 <= hi - lo <= _CLOSE_WIDTH get one more
+# try at rank hi - 1 (if the best error there is below _CLOSE_UPPER_NEAR * eps) and at size
+# lo + 1 <= _CLOSE_MAX_SIZE (if untried or its best margin is above _CLOSE_LOWER_NEAR * eps).
+_CLOSE_WIDTH = 2
+_CLOSE_UPPER_NEAR = 1.06
+_CLOSE_LOWER_NEAR = 0.6
+_CLOSE_MAX_SIZE = 12
+_CLOSE_POLISH = 2  # lower starts per size that get the exact LP polish (best by ascent)
+_CLOSE_LP_ROUNDS = 3
+
+
+def _close_lower_starts(
+    b: _Builder, m: int, seeds: int
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Named starting ``(R, Y)`` pairs at size m: the best witness so far ("prev"),
+    k-means partitions (raw and unit columns, ``seeds`` seeds each) and splits of the best
+    size m - 1 witness's groups, each partition turned into a Gastinel-Kahan witness."""
+    A = b.A
+    starts = []
+    if m in b.lower:
+        starts.append(("prev", b.lower[m].R, b.lower[m].Y))
+    parts = [("kmeans", lab) for lab in _lower.kmeans_partitions(A, m, list(range(seeds)))]
+    if m - 1 in b.lower:
+        parts += [("split", lab) for lab in _lower.split_partitions(A, b.lower[m - 1].R)]
+    for name, lab in parts:
+        R, Y, _ = _lower.group_witness(A, lab, m)
+        starts.append((name, R, Y))
+    return starts
+
+
+def _close(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int]) -> None:
+    """Closing pass: extra search at the two sizes that would close a nearly closed bracket.
+
+    For every targeted eps with ``1 <= hi - lo <= _CLOSE_WIDTH``:
+
+    - upper, rank ``hi - 1`` (not below lo): a longer Adam run from the truncated SVD
+      (a different start and schedule from the refinement's), then the l1 row refit;
+      only where the best error at that rank is already within ``_CLOSE_UPPER_NEAR`` of
+      eps (restarts from perturbed starts land on the same error, measured on MiniLM
+      heads, so far-off ranks are not worth the time);
+    - lower, size ``lo + 1``: multi-start projected ascent from k-means column partitions
+      (several seeds, raw and unit columns), splits of the lo witness's groups and the
+      best witness so far, all in one batch; the best ``_CLOSE_POLISH`` per size then get
+      the exact alternating LP polish.
+
+    Every candidate goes through the builder (verified); the pass can only add witnesses,
+    so it never widens a bracket.
+    """
+    if not (settings["close_upper_steps"] or settings["close_lower_steps"]):
+        return
+    A = b.A
+    ups: dict[int, float] = {}  # rank -> the smallest eps it would decide
+    lows: dict[int, float] = {}  # size -> the largest eps it would decide
+    for e in targets:
+        lo, hi = b.lo(e), b.hi(e)
+        if not 1 <= hi - lo <= _CLOSE_WIDTH:
+            continue
+        k = hi - 1
+        cur = b.upper.get(k)
+        if k >= max(lo, 1) and cur is not None and cur.error < _CLOSE_UPPER_NEAR * e:
+            ups[k] = min(ups.get(k, e), e)
+        m = lo + 1
+        low = b.lower.get(m)
+        if m <= min(hi, _CLOSE_MAX_SIZE) and (low is None or low.margin > _CLOSE_LOWER_NEAR * e):
+            lows[m] = max(lows.get(m, e), e)
+    if ups and settings["close_upper_steps"]:
+        problems = [(e, k) for k, e in sorted(ups.items())]
+        _upper_round(
+            b, cache, problems, settings["close_upper_steps"], svd_start=True, method="close"
+        )
+    if not lows or not settings["close_lower_steps"]:
+        return
+    problems, starts, names = [], [], []
+    for m, e in sorted(lows.items()):
+        for name, R, Y in _close_lower_starts(b, m, settings["close_seeds"]):
+            problems.append((e, m))
+            starts.append((R, Y))
+            names.append(name)
+    K = max(m for _, m in problems)
+    P = len(problems)
+    R0 = torch.zeros(P, b.N, K, dtype=torch.float32)
+    Y0 = torch.zeros(P, K, b.M, dtype=torch.float32)
+    for p, ((_, m), (R, Y)) in enumerate(zip(problems, starts, strict=True)):
+        R0[p, :, :m] = torch.from_numpy(R)
+        Y0[p, :m, :] = torch.from_numpy(Y)
+    At = torch.from_numpy(A).float().expand(P, -1, -1)
+    sizes = torch.tensor([m for _, m in problems])
+    tg = torch.tensor([e for e, _ in problems], dtype=torch.float32)
+    R, Y, _ = _lower.refine_lower(
+        At, R0, Y0, sizes, tg, steps=torch.full((P,), settings["close_lower_steps"])
+    )
+    scored: dict[int, list[tuple[float, str, np.ndarray, np.ndarray]]] = {}
+    for p, ((_, m), name) in enumerate(zip(problems, names, strict=True)):
+        Rp, Yp = R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy()
+        mu = b.offer_lower(Rp, Yp, f"close-{name}")
+        scored.setdefault(m, []).append((mu, name, Rp, Yp))
+    for m, cands in scored.items():
+        if b.lower.get(m) is not None and b.lower[m].margin > lows[m]:
+            continue
+        cands.sort(key=lambda c: -c[0])
+        for _, name, Rp, Yp in cands[:_CLOSE_POLISH]:
+            Rl, Yl, _ = _lower.lp_polish(A, Rp, Yp, rounds=_CLOSE_LP_ROUNDS)
+            if b.offer_lower(Rl, Yl, f"close-{name}+lp") > lows[m]:
+                break
+
+
 def _prune(b: _Builder, keep_eps: Sequence[float]) -> None:
     """Keep the witnesses that decide a bracket on ``keep_eps`` plus the trivial ones."""
     up = {0} & set(b.upper)
@@ -562,8 +697,9 @@ def profile_matrix(
     effort : {"fast", "default", "thorough"}
         Time spent searching for witnesses. Every level is equally sound.
     random_state : int or None
-        Recorded with the profile. The current constructions are deterministic (no random
-        draws), so the same matrix gives the same profile whatever the seed; the seed is kept
+        Recorded with the profile. The current constructions are deterministic (the
+        closing pass's k-means uses fixed seeds), so the same matrix gives the same profile
+        whatever the seed; the seed is kept
         so that a randomized construction can be added without changing the interface.
     previous : Profile, optional
         An earlier profile of the same matrix: its witnesses are re-verified and kept, so
@@ -580,8 +716,11 @@ def profile_matrix(
     Gastinel-Kahan witnesses from hierarchical column groups); then ``rounds`` of
     batched refinement at candidate ranks / sizes between the current ends (Adam on
     ``(U, W)`` plus an l1 row refit; projected ascent on signed ``(R, Y)``, then, for a
-    near miss at a small size, the exact alternating LPs of METHOD.md section 7). Every
-    candidate is verified in float64 before it counts (METHOD.md section 3).
+    near miss at a small size, the exact alternating LPs of METHOD.md section 7); then a
+    closing pass on brackets of width 1 or 2 (:func:`_close`: a longer upper run at
+    ``hi - 1``, multi-start lower witnesses at ``lo + 1`` from k-means partitions and
+    splits of the lo witness's groups). Every candidate is verified in float64 before it
+    counts (METHOD.md section 3).
     """
     check_choice("effort", effort, EFFORTS)
     targets = tuple(sorted(set(check_eps_grid(eps))))
@@ -602,9 +741,17 @@ def profile_matrix(
         if finite:
             _refine(b, cache, finite, settings)
         t2 = time.perf_counter()
+        if finite:
+            _close(b, cache, finite, settings)
+        t3 = time.perf_counter()
         keep = sorted(set(targets) | set(previous.eps_targets if previous else ()))
         _prune(b, keep)
-    stats["seconds"] = {"cheap": t1 - t0, "refine": t2 - t1, "total": time.perf_counter() - t0}
+    stats["seconds"] = {
+        "cheap": t1 - t0,
+        "refine": t2 - t1,
+        "close": t3 - t2,
+        "total": time.perf_counter() - t0,
+    }
     stats["rejected_lower"] = b.rejected
     stats["methods"] = {
         f"{e:g}": {
