@@ -4,6 +4,11 @@ Usage::
 
     python benchmarks/bench_validate_comparison.py [--simulations 200] [--seed 0]
         [--widths FILE] [--grid] [--power-curve N] [--heads-curve N] [--figure-dir DIR]
+        [--design FILE] [--native-head-share S]
+
+``--design`` and ``--native-head-share`` apply to the headline run, e.g. the paper's grid:
+``--design preregistration/paper-checkpoints.toml --native-head-share 0.77
+--widths data/reference/minilm_bracket_widths.csv``.
 
 ``--power-curve N`` sweeps the effect share (0.05 .. 0.4) and the native head share
 (0, 0.25, 0.5, 0.75) with N simulations per cell, ``--heads-curve N`` the number of
@@ -219,6 +224,15 @@ def main() -> int:
     ap.add_argument("--figure-dir", type=Path, help="also copy CSVs and the figure here")
     ap.add_argument("--skip-headline", action="store_true", help="only the curves")
     ap.add_argument(
+        "--design",
+        help="headline only: take the study sizes from this design (default: the offline one)",
+    )
+    ap.add_argument(
+        "--native-head-share",
+        type=float,
+        help="headline only: native head share (default: the command's, 0.5)",
+    )
+    ap.add_argument(
         "--replot", action="store_true", help="redraw power_curve.png from the CSVs in out/"
     )
     args = ap.parse_args()
@@ -300,9 +314,13 @@ def main() -> int:
     if args.skip_headline:
         return 0
     t0 = time.perf_counter()
-    out = run(
-        ["--simulations", str(args.simulations), "--seed", str(args.seed), "--widths", str(widths)]
-    )
+    argv = ["--simulations", str(args.simulations), "--seed", str(args.seed)]
+    argv += ["--widths", str(widths)]
+    if args.design:
+        argv += ["--design", args.design]
+    if args.native_head_share is not None:
+        argv += ["--native-head-share", str(args.native_head_share)]
+    out = run(argv)
     out["wall_seconds"] = round(time.perf_counter() - t0, 1)
     out["widths_note"] = note
     print(json.dumps(out))
