@@ -449,30 +449,49 @@ def _upper_round(b, cache, problems, steps, *, svd_start=False, method="adam") -
     return out
 
 
+def _ascend(
+    A: np.ndarray,
+    problems: Sequence[tuple[float, int]],
+    starts: Sequence[tuple[np.ndarray, np.ndarray]],
+    steps: torch.Tensor,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Batched projected ascent (:func:`lower.refine_lower`) from one start per problem.
+
+    ``problems`` are ``(eps, size)``, ``starts`` the matching ``(R [N, m], Y [m, M])``,
+    ``steps`` the budget per problem. Starts are zero-padded to the largest size; returns
+    the best ``(R, Y)`` per problem at its own size, in float64 (not yet certified).
+    """
+    M, N = A.shape
+    K = max(m for _, m in problems)
+    P = len(problems)
+    R0 = torch.zeros(P, N, K, dtype=torch.float32)
+    Y0 = torch.zeros(P, K, M, dtype=torch.float32)
+    for p, ((_, m), (R, Y)) in enumerate(zip(problems, starts, strict=True)):
+        R0[p, :, :m] = torch.from_numpy(R)
+        Y0[p, :m, :] = torch.from_numpy(Y)
+    At = torch.from_numpy(A).float().expand(P, -1, -1)
+    sizes = torch.tensor([m for _, m in problems])
+    targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
+    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=steps)
+    return [
+        (R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy())
+        for p, (_, m) in enumerate(problems)
+    ]
+
+
 def _lower_round(b, cache, problems, steps) -> list[bool]:
     """One batched projected-ascent refinement over (eps, size) problems."""
     if not problems:
         return []
     A = b.A
     groups = cache["groups"]
-    K = max(m for _, m in problems)
-    P = len(problems)
-    R0 = torch.zeros(P, b.N, K, dtype=torch.float32)
-    Y0 = torch.zeros(P, K, b.M, dtype=torch.float32)
-    for p, (_, m) in enumerate(problems):
-        R, Y, _ = _lower.group_witness(A, groups[m][1], m)
-        R0[p, :, :m] = torch.from_numpy(R)
-        Y0[p, :m, :] = torch.from_numpy(Y)
-    At = torch.from_numpy(A).float().expand(P, -1, -1)
+    starts = [_lower.group_witness(A, groups[m][1], m)[:2] for _, m in problems]
     sizes = torch.tensor([m for _, m in problems])
-    targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
     # Each ascent step moves mostly the worst test function, so larger sizes need more
     # steps; a step costs little more at larger sizes (the products are m x M x N).
     budgets = (steps * (sizes.double() / 12).sqrt().clamp(1.0, 2.0)).round().long()
-    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=budgets)
     out = []
-    for p, (eps, m) in enumerate(problems):
-        Rp, Yp = R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy()
+    for (eps, m), (Rp, Yp) in zip(problems, _ascend(A, problems, starts, budgets), strict=True):
         mu = b.offer_lower(Rp, Yp, "ascent")
         if not mu > eps and m <= _LP_MAX_SIZE and mu > _LP_NEAR * eps:
             # A near miss at a small size: polish with the exact alternating LPs.
@@ -634,22 +653,10 @@ def _close(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int
             problems.append((e, m))
             starts.append((R, Y))
             names.append(name)
-    K = max(m for _, m in problems)
-    P = len(problems)
-    R0 = torch.zeros(P, b.N, K, dtype=torch.float32)
-    Y0 = torch.zeros(P, K, b.M, dtype=torch.float32)
-    for p, ((_, m), (R, Y)) in enumerate(zip(problems, starts, strict=True)):
-        R0[p, :, :m] = torch.from_numpy(R)
-        Y0[p, :m, :] = torch.from_numpy(Y)
-    At = torch.from_numpy(A).float().expand(P, -1, -1)
-    sizes = torch.tensor([m for _, m in problems])
-    tg = torch.tensor([e for e, _ in problems], dtype=torch.float32)
-    R, Y, _ = _lower.refine_lower(
-        At, R0, Y0, sizes, tg, steps=torch.full((P,), settings["close_lower_steps"])
-    )
+    budgets = torch.full((len(problems),), settings["close_lower_steps"])
+    found = _ascend(A, problems, starts, budgets)
     scored: dict[int, list[tuple[float, str, np.ndarray, np.ndarray]]] = {}
-    for p, ((_, m), name) in enumerate(zip(problems, names, strict=True)):
-        Rp, Yp = R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy()
+    for (_, m), name, (Rp, Yp) in zip(problems, names, found, strict=True):
         mu = b.offer_lower(Rp, Yp, f"close-{name}")
         scored.setdefault(m, []).append((mu, name, Rp, Yp))
     for m, cands in scored.items():
