@@ -9,15 +9,16 @@ one file system).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["atomic_write", "atomic_savez"]
+__all__ = ["atomic_write", "atomic_savez", "JsonlCheckpoint"]
 
 
 def _umask() -> int:
@@ -65,3 +66,57 @@ def atomic_savez(
     with atomic_write(path) as fh:
         saver(fh, **arrays)
     return Path(path)
+
+
+class JsonlCheckpoint:
+    """An append-only JSON-lines checkpoint of finished records, each with a ``"key"``.
+
+    Long runs write one line per finished unit of work and fsync it, so a crash loses at
+    most the unit in progress; a re-run reads what is there and skips it. Used by the
+    bracket runner and ``attnrank laws``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+
+    def read(self, decode: Callable[[dict[str, Any]], Any] = lambda rec: rec) -> dict[str, Any]:
+        """Finished records by key, each passed through ``decode``.
+
+        A line that does not parse or decode (one cut short by a crash) is skipped: that
+        unit is simply redone.
+        """
+        done: dict[str, Any] = {}
+        if not self.path.is_file():
+            return done
+        with open(self.path) as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                    done[rec["key"]] = decode(rec)
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                    continue
+        return done
+
+    @contextlib.contextmanager
+    def appender(self) -> Iterator[Callable[[dict[str, Any]], None]]:
+        """A function that appends one record as a line and fsyncs it.
+
+        When the file ends in a torn line, a newline is written first, so the torn line
+        cannot swallow the next record.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = False
+        if self.path.is_file() and self.path.stat().st_size:
+            with open(self.path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
+        with open(self.path, "a") as sink:
+            if torn:
+                sink.write("\n")
+
+            def append(rec: dict[str, Any]) -> None:
+                sink.write(json.dumps(rec) + "\n")
+                sink.flush()
+                os.fsync(sink.fileno())
+
+            yield append

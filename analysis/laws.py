@@ -97,7 +97,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis.atomic import atomic_write
+from analysis.atomic import JsonlCheckpoint, atomic_write
 from analysis.brackets import EFFORTS, matrix_seed, profile_matrix
 from analysis.compare.estimators import IntervalRegression
 from analysis.sources.synthetic import full_ball, spherical
@@ -318,17 +318,7 @@ def bracket_job(job: dict[str, Any]) -> dict[str, Any]:
 
 def read_checkpoint(path: Path) -> dict[str, dict[str, Any]]:
     """Finished records (JSON lines) by key; a torn last line is ignored (it is redone)."""
-    done: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return done
-    with open(path) as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-                done[rec["key"]] = rec
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue
-    return done
+    return JsonlCheckpoint(path).read()
 
 
 def run_sweep(
@@ -367,21 +357,11 @@ def run_sweep(
     )
     with contextlib.ExitStack() as stack:
         stack.callback(bar.close)
-        if ck.is_file() and ck.stat().st_size:
-            with open(ck, "rb") as f:  # a torn last line must not swallow the next record
-                f.seek(-1, os.SEEK_END)
-                torn = f.read(1) != b"\n"
-        else:
-            torn = False
-        sink = stack.enter_context(open(ck, "a"))
-        if torn:
-            sink.write("\n")
+        append = stack.enter_context(JsonlCheckpoint(ck).appender())
 
         def keep(rec: dict[str, Any]) -> None:
             done[rec["key"]] = rec
-            sink.write(json.dumps(rec) + "\n")
-            sink.flush()
-            os.fsync(sink.fileno())
+            append(rec)
             bar.update()
 
         if workers == 1 or len(todo) <= 1:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from analysis.atomic import atomic_write
+from analysis.atomic import JsonlCheckpoint, atomic_write
 from analysis.brackets.matrix import check_attention, softmax64
 from analysis.brackets.profile import Profile, matrix_seed, profile_matrix
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
@@ -97,21 +97,6 @@ def _one(args: tuple) -> Profile:
     return profile_matrix(A, eps=eps, effort=effort, random_state=seed)
 
 
-def _read_checkpoint(path: Path) -> dict[str, Profile]:
-    """Finished profiles from a checkpoint (JSON lines); a torn last line is ignored."""
-    done: dict[str, Profile] = {}
-    if not path.is_file():
-        return done
-    with open(path) as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-                done[rec["key"]] = Profile.from_dict(rec["profile"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                continue  # a line cut short by a crash: that matrix is simply redone
-    return done
-
-
 def profile_file(
     data: MatrixInput,
     *,
@@ -138,7 +123,12 @@ def profile_file(
         for i in range(data.A.shape[0])
     ]
     ck = Path(checkpoint) if checkpoint is not None else None
-    done = _read_checkpoint(ck) if ck is not None else {}
+    # A torn line (a crash mid-write) does not parse or decode: that matrix is redone.
+    done = (
+        JsonlCheckpoint(ck).read(lambda rec: Profile.from_dict(rec["profile"]))
+        if ck is not None
+        else {}
+    )
     todo = [i for i, k in enumerate(keys) if k not in done]
     jobs = [(data.A[i], eps, effort, matrix_seed(seed, f"{data.sha256}:{i}:{t}")) for i in todo]
     bar = tqdm(
@@ -150,7 +140,7 @@ def profile_file(
     )
     with contextlib.ExitStack() as stack:
         stack.callback(bar.close)
-        sink = stack.enter_context(open(ck, "a")) if ck is not None else None
+        append = stack.enter_context(JsonlCheckpoint(ck).appender()) if ck is not None else None
         if workers == 1 or len(jobs) <= 1:
             results = map(_one, jobs)
         else:
@@ -158,10 +148,8 @@ def profile_file(
             results = pool.map(_one, jobs)
         for i, prof in zip(todo, results, strict=True):
             done[keys[i]] = prof
-            if sink is not None:
-                sink.write(json.dumps({"key": keys[i], "profile": prof.to_dict()}) + "\n")
-                sink.flush()
-                os.fsync(sink.fileno())
+            if append is not None:
+                append({"key": keys[i], "profile": prof.to_dict()})
             bar.update()
     return [done[k] for k in keys]
 
