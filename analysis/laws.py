@@ -14,6 +14,13 @@ Theory (METHOD.md section 6, the paper's earlier version)
   ``r_eps = Theta(beta^(d / 2))`` for large beta and ``n >= C_d e^(beta / 8)``; slope
   ``d / 2``. Each fit reports ``n_ok``: ``n >= e^(beta / 8)`` over its whole beta range
   (``C_d`` is unknown, so this is the condition with ``C_d = 1``).
+- What the spherical theory predicts at *finite* beta, with no bracket involved: the
+  harmonic rank count of :mod:`analysis.law_theory` (spherical harmonics up to the last
+  degree whose softmax eigenvalue ``I_(l + nu)(beta) / I_nu(beta)`` is above eps). Each
+  spherical fit reports its slope over the sweep's own betas (``harmonic_slope``), over
+  the upper half, and how many certified brackets contain the count. A certified slope
+  that misses ``(d - 1) / 2`` but matches ``harmonic_slope`` points at the grid (the
+  pre-asymptotic Taylor regime of the kernel), not at the engine.
 
 Design of the default sweeps (and why)
 --------------------------------------
@@ -100,6 +107,7 @@ from tqdm.auto import tqdm
 from analysis.atomic import JsonlCheckpoint, atomic_write
 from analysis.brackets import EFFORTS, matrix_seed, profile_matrix
 from analysis.compare.estimators import IntervalRegression
+from analysis.law_theory import harmonic_rank, harmonic_slope
 from analysis.sources.synthetic import full_ball, spherical
 from analysis.validation import (
     ParameterError,
@@ -739,10 +747,31 @@ def fit_law(
                         "degenerate": ru["degenerate"],
                     },
                     "local_slopes": local_slopes(family, g),
-                },
+                }
+                | ({"harmonic": _harmonic(d, float(e), g, upper)} if family == "spherical" else {}),
             )
         )
     return fits
+
+
+def _harmonic(d: int, eps: float, g: pd.DataFrame, upper: np.ndarray) -> dict[str, Any]:
+    """The theory's finite-beta prediction on this grid (:mod:`analysis.law_theory`).
+
+    ``slope``: OLS slope of the harmonic rank count over the sweep's betas (what the law's
+    own expansion gives on this grid, no brackets involved); ``upper_half_slope``: the same
+    over the post-hoc upper half; ``inside``: matrices whose bracket contains the count.
+    """
+    grid = np.sort(g["beta"].unique())
+    counts = {float(b): harmonic_rank(d, float(b), eps) for b in grid}
+    r = g["beta"].map(counts).to_numpy()
+    inside = int(((g["lower"].to_numpy() <= r) & (r <= g["upper"].to_numpy())).sum())
+    return {
+        "counts": {f"{b:g}": c for b, c in counts.items()},
+        "slope": harmonic_slope(d, grid, eps) if len(grid) >= 2 else math.nan,
+        "upper_half_slope": harmonic_slope(d, upper, eps) if len(upper) >= 2 else math.nan,
+        "inside": inside,
+        "n_matrices": int(len(g)),
+    }
 
 
 # -- outputs -------------------------------------------------------------------------
@@ -790,6 +819,16 @@ def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
                 "max_hi_over_n": f.max_upper_over_n,
             }
             | ({"n_ok": f.n_ok} if f.family == "ball" else {})
+            | (
+                {
+                    "harmonic_slope": f.extra["harmonic"]["slope"],
+                    "harmonic_upper_half_slope": f.extra["harmonic"]["upper_half_slope"],
+                    "harmonic_inside": f.extra["harmonic"]["inside"],
+                    "n_matrices": f.extra["harmonic"]["n_matrices"],
+                }
+                if "harmonic" in f.extra
+                else {}
+            )
         )
     return pd.DataFrame(rows)
 
@@ -797,57 +836,79 @@ def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
 def markdown_table(fits: Sequence[LawFit]) -> str:
     """The fits as a Markdown table (ours beside the paper's and the theory)."""
     ball = bool(fits) and fits[0].family == "ball"
-    head = [
-        "d",
-        "eps",
-        "n",
-        "beta",
-        "slope (interval ML)",
-        "95% CI",
-        "midpoint OLS",
-        "identified set",
-        "threading lines",
-        "upper-half fit (post hoc)",
-        "paper",
-        "theory",
-        "|slope - theory|",
-        "median hi/lo",
-        "max hi/n",
-    ] + (["n >= e^(beta/8)"] if ball else [])
+    head = (
+        [
+            "d",
+            "eps",
+            "n",
+            "beta",
+            "slope (interval ML)",
+            "95% CI",
+            "midpoint OLS",
+            "identified set",
+            "threading lines",
+            "upper-half fit (post hoc)",
+            "paper",
+        ]
+        + (["harmonic count (theory at these beta)"] if not ball else [])
+        + [
+            "theory",
+            "|slope - theory|",
+            "median hi/lo",
+            "max hi/n",
+        ]
+        + (["n >= e^(beta/8)"] if ball else [])
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for f in fits:
         ok = "ok" if f.within_tolerance else "MISSED"
-        row = [
-            str(f.d),
-            f"{f.eps:g}",
-            str(f.n),
-            f"{f.beta_range[0]:g}-{f.beta_range[1]:g}",
-            f"{f.slope:.3f}" + (" (sigma -> 0)" if f.degenerate else ""),
-            f"[{f.ci[0]:.3f}, {f.ci[1]:.3f}]",
-            f"{f.slope_mid:.3f}",
-            f"[{f.slope_set[0]:.2f}, {f.slope_set[1]:.2f}]",
-            "none"
-            if math.isnan(f.slope_threading[0])
-            else f"[{f.slope_threading[0]:.2f}, {f.slope_threading[1]:.2f}]",
-            "beta {}: {:.3f} [{:.2f}, {:.2f}]".format(
-                "-".join(f"{b:g}" for b in _uh(f)["beta_range"]),
-                _uh(f)["slope"],
-                *_uh(f)["ci"],
-            ),
-            "-" if f.paper is None else f"{f.paper:.3f}",
-            f"{f.theory:g}",
-            f"{abs(f.slope - f.theory):.3f} ({ok}, tol {f.tolerance:g})",
-            f"{f.median_width_ratio:.2f}",
-            f"{f.max_upper_over_n:.2f}",
-        ] + (["yes" if f.n_ok else "no"] if ball else [])
+        row = (
+            [
+                str(f.d),
+                f"{f.eps:g}",
+                str(f.n),
+                f"{f.beta_range[0]:g}-{f.beta_range[1]:g}",
+                f"{f.slope:.3f}" + (" (sigma -> 0)" if f.degenerate else ""),
+                f"[{f.ci[0]:.3f}, {f.ci[1]:.3f}]",
+                f"{f.slope_mid:.3f}",
+                f"[{f.slope_set[0]:.2f}, {f.slope_set[1]:.2f}]",
+                "none"
+                if math.isnan(f.slope_threading[0])
+                else f"[{f.slope_threading[0]:.2f}, {f.slope_threading[1]:.2f}]",
+                "beta {}: {:.3f} [{:.2f}, {:.2f}]".format(
+                    "-".join(f"{b:g}" for b in _uh(f)["beta_range"]),
+                    _uh(f)["slope"],
+                    *_uh(f)["ci"],
+                ),
+                "-" if f.paper is None else f"{f.paper:.3f}",
+            ]
+            + ([_harmonic_cell(f)] if not ball else [])
+            + [
+                f"{f.theory:g}",
+                f"{abs(f.slope - f.theory):.3f} ({ok}, tol {f.tolerance:g})",
+                f"{f.median_width_ratio:.2f}",
+                f"{f.max_upper_over_n:.2f}",
+            ]
+            + (["yes" if f.n_ok else "no"] if ball else [])
+        )
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _harmonic_cell(f: LawFit) -> str:
+    h = f.extra.get("harmonic")
+    if h is None:
+        return "-"
+    return "{:.3f}; upper half {:.3f}; inside {}/{} brackets".format(
+        h["slope"], h["upper_half_slope"], h["inside"], h["n_matrices"]
+    )
 
 
 def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> list[Path]:
     """Log-log figure: brackets as error bars, the interval-ML fit and the theory slope.
 
-    One panel per d; colours per eps. The theory line has the theory slope and passes
+    One panel per d; colours per eps; spherical panels also mark the harmonic rank count
+    (``x``, :mod:`analysis.law_theory`) at each beta. The theory line has the theory slope and passes
     through the fitted line at the geometric centre of the beta range, so the two slopes
     can be compared by eye. Writes ``<stem>.png`` and ``<stem>.pdf`` atomically.
     """
@@ -900,6 +961,19 @@ def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> li
                     f"[{f.slope_set[0]:.2f}, {f.slope_set[1]:.2f}]"
                 ),
             )
+            if "harmonic" in f.extra:  # the theory's own count at these betas
+                hb = np.array([float(b) for b in f.extra["harmonic"]["counts"]])
+                hr = np.array(list(f.extra["harmonic"]["counts"].values()), float)
+                ax.plot(
+                    1 + hb,
+                    hr,
+                    "x",
+                    color=c,
+                    ms=5,
+                    mew=1.2,
+                    label=f"harmonic count (theory at these beta), slope "
+                    f"{f.extra['harmonic']['slope']:.2f}",
+                )
             ax.plot(
                 xs,
                 np.exp(cy + f.theory * (lx - cx)),

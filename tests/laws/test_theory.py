@@ -1,0 +1,116 @@
+"""The spherical harmonic rank count (analysis.law_theory): closed forms and limits."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import analysis.laws as laws
+from analysis.law_theory import (
+    harmonic_dimension,
+    harmonic_rank,
+    harmonic_slope,
+    local_harmonic_slopes,
+)
+from analysis.validation import ParameterError
+
+
+def test_harmonic_dimension_closed_forms():
+    assert [harmonic_dimension(lvl, 2) for lvl in range(5)] == [1, 2, 2, 2, 2]
+    assert [harmonic_dimension(lvl, 3) for lvl in range(6)] == [2 * lvl + 1 for lvl in range(6)]
+    assert [harmonic_dimension(lvl, 4) for lvl in range(6)] == [(lvl + 1) ** 2 for lvl in range(6)]
+    # Sum up to degree L = dim of polynomials of degree <= L on the sphere:
+    # C(L + d - 1, d - 1) + C(L + d - 2, d - 1).
+    for d in (2, 3, 5, 7):
+        for L in range(8):
+            total = sum(harmonic_dimension(lvl, d) for lvl in range(L + 1))
+            assert total == math.comb(L + d - 1, d - 1) + math.comb(L + d - 2, d - 1)
+
+
+def test_harmonic_rank_known_answers():
+    # Provenance: Abramowitz & Stegun table 9.11 at x = 1: I_0 = 1.2660659, I_1 = 0.5651591,
+    # I_2 = 0.1357477, I_3 = 0.0221684.
+    # d = 2 (nu = 0): I_2 / I_0 = 0.107 > 0.1, I_3 / I_0 = 0.0175 -> L = 2, 1 + 2 + 2 = 5.
+    assert harmonic_rank(2, 1.0, 0.1) == 5
+    # d = 4 (nu = 1): I_2 / I_1 = 0.240 > 0.1, I_3 / I_1 = 0.0392 -> L = 1, 1 + 4 = 5.
+    assert harmonic_rank(4, 1.0, 0.1) == 5
+    # d = 3 (nu = 1/2), closed forms in units of sqrt(2 / pi) at x = 1:
+    # I_1/2 = sinh 1 = 1.1752012, I_3/2 = cosh 1 - sinh 1 = 0.3678794,
+    # I_5/2 = 4 sinh 1 - 3 cosh 1 = 0.0715629, I_7/2 = I_3/2 - 5 I_5/2 = 0.0100651.
+    # Ratios 0.313, 0.0609, 0.0086: eps 0.1 -> L = 1 (rank 4); eps 0.05 -> L = 2 (rank 9).
+    assert harmonic_rank(3, 1.0, 0.1) == 4
+    assert harmonic_rank(3, 1.0, 0.05) == 9
+    # Large beta: ive keeps the ratio finite where I itself overflows.
+    assert harmonic_rank(3, 5000.0, 0.1) > harmonic_rank(3, 1250.0, 0.1)
+
+
+def test_harmonic_rank_monotone():
+    betas = [0.5, 1, 2, 4, 8, 16, 32, 64]
+    for d in (2, 3, 4):
+        r = [harmonic_rank(d, b, 0.1) for b in betas]
+        assert r == sorted(r)
+        r_eps = [harmonic_rank(d, 8.0, e) for e in (0.02, 0.05, 0.1, 0.2, 0.4)]
+        assert r_eps == sorted(r_eps, reverse=True)
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_asymptotic_slope_is_the_law(d):
+    # L ~ sqrt(2 beta ln(1/eps)) and sum of dims ~ L^(d-1): slope (d - 1) / 2 at large beta.
+    # Tolerance 0.02: the integer degree leaves a ripple of about 1 / L per octave.
+    big = [2.0**i for i in range(12, 17)]
+    assert harmonic_slope(d, big, 0.1) == pytest.approx((d - 1) / 2, abs=0.02)
+    # ... and steeper than the law in the Taylor regime (beta below 2 ln(1/eps) ~ 4.6).
+    assert harmonic_slope(d, [1.0, 2.0, 4.0, 8.0], 0.1) > (d - 1) / 2 + 0.05
+
+
+def test_local_slopes_sorted_and_sized():
+    s = local_harmonic_slopes(3, [16.0, 1.0, 4.0], 0.1)
+    assert s.shape == (2,) and np.all(np.isfinite(s))
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: harmonic_rank(1, 1.0, 0.1), "d"),
+        (lambda: harmonic_rank(3, 0.0, 0.1), "beta"),
+        (lambda: harmonic_rank(3, float("inf"), 0.1), "beta"),
+        (lambda: harmonic_rank(3, 1.0, 1.0), "eps"),
+        (lambda: harmonic_rank(3, 1.0, 0.0), "eps"),
+        (lambda: harmonic_dimension(-1, 3), "degree"),
+        (lambda: harmonic_slope(3, [4.0, 4.0], 0.1), "betas"),
+    ],
+)
+def test_bad_input_names_parameter(call, name):
+    with pytest.raises(ParameterError, match=f"^{name}:"):
+        call()
+
+
+def test_fit_law_reports_the_harmonic_count():
+    # Brackets built around the count itself: every one contains it, and the table says so.
+    rows = []
+    for beta in (1.0, 2.0, 4.0, 8.0):
+        r = harmonic_rank(3, beta, 0.1)
+        for seed in (0, 1):
+            rows.append(
+                {
+                    "d": 3,
+                    "eps": 0.1,
+                    "n": 512,
+                    "beta": beta,
+                    "seed": seed,
+                    "lower": r - seed,
+                    "upper": r + 2,
+                }
+            )
+    (fit,) = laws.fit_law(pd.DataFrame(rows), family="spherical", n_boot=20)
+    h = fit.extra["harmonic"]
+    assert h["inside"] == h["n_matrices"] == 8
+    assert h["slope"] == pytest.approx(harmonic_slope(3, [1.0, 2.0, 4.0, 8.0], 0.1))
+    assert h["counts"]["1"] == 4
+    assert "inside 8/8 brackets" in laws.markdown_table([fit])
+    frame = laws.fits_frame([fit])
+    assert frame.loc[0, "harmonic_inside"] == 8
+    # the ball has no such count
+    (ball,) = laws.fit_law(pd.DataFrame(rows), family="ball", n_boot=20)
+    assert "harmonic" not in ball.extra and "harmonic_slope" not in laws.fits_frame([ball])
