@@ -691,6 +691,7 @@ def profile_matrix(
     random_state: int | None = 0,
     previous: Profile | None = None,
     renormalize: bool = False,
+    prune: bool = True,
 ) -> Profile:
     """Certified rank profile of one attention matrix.
 
@@ -711,6 +712,13 @@ def profile_matrix(
     previous : Profile, optional
         An earlier profile of the same matrix: its witnesses are re-verified and kept, so
         a new eps extends it.
+    renormalize : bool
+        Divide each row by its sum first (else rows must sum to 1 within 1e-4).
+    prune : bool
+        Keep only the witnesses that decide a targeted bracket (and the trivial ones).
+        ``False`` keeps the best certified witness of every rank and size tried, also
+        those that decide nothing (the near misses at ``hi - 1`` and ``lo + 1``, for
+        diagnostics such as ``benchmarks/bench_closure_limits.py``); brackets are the same.
 
     Returns
     -------
@@ -752,7 +760,8 @@ def profile_matrix(
             _close(b, cache, finite, settings)
         t3 = time.perf_counter()
         keep = sorted(set(targets) | set(previous.eps_targets if previous else ()))
-        _prune(b, keep)
+        if prune:
+            _prune(b, keep)
     stats["seconds"] = {
         "cheap": t1 - t0,
         "refine": t2 - t1,

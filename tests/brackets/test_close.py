@@ -106,3 +106,18 @@ def test_fast_effort_has_no_closing_pass(rng):
     prof = P.profile_matrix(A, eps=(0.1,), effort="fast")
     assert prof.stats["seconds"]["close"] < 0.05
     assert not any(w.method.startswith("close") for w in prof.lower.values())
+
+
+def test_unpruned_profile_keeps_near_misses_with_the_same_brackets(rng):
+    A = _smooth_head(rng, n=32)
+    eps = (0.05, 0.1, 0.2)
+    pruned = P.profile_matrix(A, eps=eps, effort="default")
+    full = P.profile_matrix(A, eps=eps, effort="default", prune=False)
+    assert [full.bracket(e) for e in eps] == [pruned.bracket(e) for e in eps]
+    assert set(pruned.upper) <= set(full.upper) and set(pruned.lower) <= set(full.lower)
+    assert len(full.upper) + len(full.lower) > len(pruned.upper) + len(pruned.lower)
+    # the kept witnesses that decide nothing are still certified values
+    for w in full.upper.values():
+        assert certified_upper_error(A, w.U, w.W) == w.error
+    for w in full.lower.values():
+        assert certified_lower_margin(A, w.R, w.Y) == w.margin > 0

@@ -1,0 +1,254 @@
+"""How far are nearly closed brackets from closing, and do exact local steps close them?
+
+For every MiniLM bracket of width 1 or 2 (engine at ``default`` effort, unpruned profile)
+this measures, at the two sizes that would close it:
+
+- **upper end, rank hi - 1**: the best certified error ``e`` (relative to eps), then
+  ``--lp-rounds`` rounds of exact block-coordinate descent on the true max-row-l1 error
+  from that witness: the best ``W`` for fixed ``U`` (one LP) and the best ``U`` for fixed
+  ``W`` (one l1 regression per row, an LP each), certified again;
+- **lower end, size lo + 1**: the best certified margin ``mu`` (relative to eps); a long
+  projected ascent from that witness without early stopping (``--ascent-steps``; the
+  engine stops trials that stall or look hopeless) followed by the exact best ``Y``
+  (:func:`analysis.brackets.lower.lp_best_Y`), certified again; and the
+  exact expansion constant of that witness's test space,
+  ``lambda(Z) = min { ||A z||_inf : z in range(R), ||z||_inf = 1 }`` (N small LPs, one per
+  coordinate where ``|z_j| = 1``). ``lambda(Z) > eps`` would already prove ``r >= lo + 1``
+  (the proof of METHOD.md section 3 with ``z = R x`` in place of ``x``), and it bounds
+  what any basis ``(R T, Y)`` of the same space can certify, so it says whether the
+  certificate *form* or the *space* limits the lower end. It is an uncertified LP value,
+  reported as a diagnostic only; no bracket uses it.
+
+Usage::
+
+    python benchmarks/bench_closure_limits.py [--length 96] [--heads 72] [--workers 2]
+
+Writes ``benchmarks/out/closure_limits_L<length>.csv`` / ``.json`` and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+import torch
+from scipy.optimize import linprog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from minilm_heads import minilm_attention  # noqa: E402
+
+from analysis.brackets import profile_matrix  # noqa: E402
+from analysis.brackets.lower import lp_best_Y, refine_lower  # noqa: E402
+from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+EPS = (0.05, 0.1, 0.2)
+TOPIC = {96: 3, 128: 5}
+
+
+def best_W(A: np.ndarray, U: np.ndarray) -> np.ndarray | None:
+    """``argmin_W max_i sum_j |A_ij - u_i . w_j|`` for fixed ``U`` (one sparse LP).
+
+    Variables ``W`` (N k, free), ``T_ij >= |A_ij - u_i . w_j|`` and ``s >= sum_j T_ij``.
+    """
+    M, N = A.shape
+    k = U.shape[1]
+    nW, nT = N * k, M * N
+    i_idx, j_idx = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    i_idx, j_idx = i_idx.ravel(), j_idx.ravel()
+    r = np.arange(M * N)
+    rows = np.concatenate([np.repeat(r, k), r])
+    cols = np.concatenate([(j_idx[:, None] * k + np.arange(k)).ravel(), nW + r])
+    uw = U[i_idx].ravel()
+    shape = (M * N, nW + nT + 1)
+    pos = sp.csr_matrix((np.concatenate([uw, -np.ones(M * N)]), (rows, cols)), shape=shape)
+    neg = sp.csr_matrix((np.concatenate([-uw, -np.ones(M * N)]), (rows, cols)), shape=shape)
+    row_sum = sp.csr_matrix(
+        (
+            np.concatenate([np.ones(M * N), -np.ones(M)]),
+            (np.concatenate([i_idx, np.arange(M)]), np.concatenate([nW + r, np.full(M, nW + nT)])),
+        ),
+        shape=(M, nW + nT + 1),
+    )
+    a = A[i_idx, j_idx]
+    c = np.zeros(nW + nT + 1)
+    c[-1] = 1.0
+    res = linprog(
+        c,
+        A_ub=sp.vstack([pos, neg, row_sum]).tocsr(),
+        b_ub=np.concatenate([a, -a, np.zeros(M)]),
+        bounds=[(None, None)] * nW + [(0, None)] * (nT + 1),
+        method="highs-ipm",
+    )
+    return res.x[:nW].reshape(N, k) if res.status == 0 else None
+
+
+def best_U(A: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Each row's exact l1 regression on the columns of ``W`` (one LP per row)."""
+    M, N = A.shape
+    k = W.shape[1]
+    A_ub = np.vstack([np.hstack([W, -np.eye(N)]), np.hstack([-W, -np.eye(N)])])
+    c = np.concatenate([np.zeros(k), np.ones(N)])
+    U = np.zeros((M, k))
+    for i in range(M):
+        res = linprog(
+            c,
+            A_ub=A_ub,
+            b_ub=np.concatenate([A[i], -A[i]]),
+            bounds=[(None, None)] * k + [(0, None)] * N,
+            method="highs",
+        )
+        U[i] = res.x[:k]
+    return U
+
+
+def expansion(A: np.ndarray, R: np.ndarray) -> float:
+    """``min { ||A z||_inf : z = R x, ||z||_inf = 1 }``: for each j, minimize ``t`` with
+    ``|A R x| <= t``, ``|R x| <= 1`` and ``(R x)_j = 1`` (z and -z are the same case)."""
+    M, N = A.shape
+    m = R.shape[1]
+    AR = A @ R
+    c = np.zeros(m + 1)
+    c[-1] = 1.0
+    A_ub = np.vstack(
+        [
+            np.hstack([AR, -np.ones((M, 1))]),
+            np.hstack([-AR, -np.ones((M, 1))]),
+            np.hstack([R, np.zeros((N, 1))]),
+            np.hstack([-R, np.zeros((N, 1))]),
+        ]
+    )
+    b_ub = np.concatenate([np.zeros(2 * M), np.ones(2 * N)])
+    best = np.inf
+    for j in range(N):
+        res = linprog(
+            c,
+            A_ub=A_ub,
+            b_ub=b_ub,
+            A_eq=np.append(R[j], 0.0)[None],
+            b_eq=[1.0],
+            bounds=[(None, None)] * m + [(0, None)],
+            method="highs",
+        )
+        if res.status == 0:
+            best = min(best, float(res.fun))
+    return best
+
+
+def long_ascent(A: np.ndarray, R: np.ndarray, Y: np.ndarray, eps: float, steps: int) -> float:
+    """Certified margin after ``steps`` of ascent from ``(R, Y)`` with no early stop
+    (except success), then the exact best ``Y`` for the resulting ``R``."""
+    m = R.shape[1]
+    Rt, Yt, _ = refine_lower(
+        torch.from_numpy(A).float()[None],
+        torch.from_numpy(R).float()[None],
+        torch.from_numpy(Y).float()[None],
+        torch.tensor([m]),
+        torch.tensor([eps]),
+        steps=torch.tensor([steps]),
+        give_up=1e9,
+        stall=1e9,
+    )
+    R1, Y1 = Rt[0].double().numpy(), Yt[0].double().numpy()
+    mu = certified_lower_margin(A, R1, Y1)
+    return max(mu, certified_lower_margin(A, R1, lp_best_Y(A, R1)))
+
+
+def one_head(args: tuple[int, np.ndarray, int, int]) -> list[dict]:
+    index, A, lp_rounds, ascent_steps = args
+    torch.set_num_threads(1)
+    prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
+    rows = []
+    for eps in EPS:
+        lo, hi = prof.bracket(eps)
+        if not 1 <= hi - lo <= 2:
+            continue
+        row = {"index": index, "eps": eps, "lower": lo, "upper": hi}
+        up = prof.upper.get(hi - 1)
+        if up is not None and hi - 1 >= 1:
+            t0 = time.perf_counter()
+            U, W, e_lp = up.U, up.W, up.error
+            for _ in range(lp_rounds):
+                W_new = best_W(A, U)
+                if W_new is None:
+                    break
+                W = W_new
+                U = best_U(A, W)
+                e_lp = min(e_lp, certified_upper_error(A, U, W))
+            row |= {
+                "upper_rank": hi - 1,
+                "upper_error_over_eps": up.error / eps,
+                "upper_error_lp_over_eps": e_lp / eps,
+                "upper_lp_seconds": time.perf_counter() - t0,
+            }
+        low = prof.lower.get(lo + 1)
+        if low is not None:
+            row |= {
+                "lower_size": lo + 1,
+                "lower_margin_over_eps": low.margin / eps,
+                "lower_margin_long_over_eps": long_ascent(A, low.R, low.Y, eps, ascent_steps) / eps,
+                "lower_expansion_over_eps": expansion(A, low.R) / eps,
+            }
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--length", type=int, default=96)
+    ap.add_argument("--heads", type=int, default=72)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--lp-rounds", type=int, default=2)
+    ap.add_argument("--ascent-steps", type=int, default=2000)
+    args = ap.parse_args()
+    print("command:", "python benchmarks/bench_closure_limits.py " + " ".join(sys.argv[1:]))
+    A_all = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))[: args.heads]
+    jobs = [
+        (i, A.astype(np.float64), args.lp_rounds, args.ascent_steps) for i, A in enumerate(A_all)
+    ]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        rows = [r for part in pool.map(one_head, jobs) for r in part]
+    df = pd.DataFrame(rows)
+    out = ROOT / "benchmarks" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / f"closure_limits_L{args.length}.csv", index=False)
+    up = df.dropna(subset=["upper_error_over_eps"])
+    low = df.dropna(subset=["lower_margin_over_eps"])
+    summary = {
+        "length": args.length,
+        "brackets_width_1_2": int(len(df)),
+        "upper": {
+            "cases": int(len(up)),
+            "median_error_over_eps": float(up["upper_error_over_eps"].median()),
+            "median_error_after_exact_lp_over_eps": float(up["upper_error_lp_over_eps"].median()),
+            "closed_by_exact_lp": int((up["upper_error_lp_over_eps"] <= 1).sum()),
+            "median_lp_seconds": float(up["upper_lp_seconds"].median()),
+        },
+        "lower": {
+            "cases": int(len(low)),
+            "median_margin_over_eps": float(low["lower_margin_over_eps"].median()),
+            "median_margin_long_ascent_over_eps": float(low["lower_margin_long_over_eps"].median()),
+            "closed_by_long_ascent": int((low["lower_margin_long_over_eps"] > 1).sum()),
+            "median_expansion_over_eps": float(low["lower_expansion_over_eps"].median()),
+            "median_expansion_over_margin": float(
+                (low["lower_expansion_over_eps"] / low["lower_margin_over_eps"]).median()
+            ),
+            "expansion_above_eps": int((low["lower_expansion_over_eps"] > 1).sum()),
+        },
+        "wall_seconds": time.perf_counter() - t0,
+    }
+    print(df.round(4).to_string(index=False))
+    print(json.dumps(summary, indent=1))
+    (out / f"closure_limits_L{args.length}.json").write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
