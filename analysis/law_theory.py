@@ -48,10 +48,13 @@ from scipy.special import ive
 from analysis.validation import ParameterError, check_eps_grid, check_int, check_positive_finite
 
 __all__ = [
+    "asymptotic_betas",
+    "asymptotic_onset",
     "harmonic_dimension",
     "harmonic_rank",
     "harmonic_slope",
     "local_harmonic_slopes",
+    "n_for_asymptotic_grid",
 ]
 
 
@@ -133,3 +136,67 @@ def local_harmonic_slopes(d: int, betas: Sequence[float], eps: float) -> np.ndar
     """Slopes of ``ln r_harm`` against ``ln(1 + beta)`` between consecutive sorted betas."""
     x, y = _log_ranks(d, sorted(betas), eps)
     return np.diff(y) / np.diff(x)
+
+
+#: Powers of two over which :func:`asymptotic_onset` checks the local slopes.
+POWERS: tuple[float, ...] = tuple(float(2**i) for i in range(17))
+
+
+def asymptotic_onset(d: int, eps: float, *, tolerance: float = 0.15) -> float:
+    """Smallest power of two ``beta_0`` from which every local slope of the harmonic count,
+    between consecutive powers of two up to ``2^16``, is within ``tolerance`` of
+    ``(d - 1) / 2`` (NaN if even the last one is not).
+
+    Where the theory's own finite-beta prediction has settled onto its asymptote: a sweep
+    that starts below it measures the Taylor regime as well. At eps = 0.1 it is
+    beta = 4 / 16 / 32 for d = 2 / 3 / 4; at eps = 0.2, 8 / 8 / 8.
+    """
+    d = _check_d(d)
+    tolerance = check_positive_finite("tolerance", tolerance)
+    ok = np.abs(local_harmonic_slopes(d, POWERS, eps) - (d - 1) / 2) <= tolerance
+    onset = math.nan
+    for i in range(len(ok) - 1, -1, -1):  # slope i joins POWERS[i] and POWERS[i + 1]
+        if not ok[i]:
+            break
+        onset = POWERS[i]
+    return onset
+
+
+def asymptotic_betas(
+    d: int,
+    eps: float,
+    n: int,
+    *,
+    tolerance: float = 0.15,
+    max_share: float = 0.25,
+    max_points: int = 5,
+) -> tuple[float, ...]:
+    """A beta grid chosen from the theory alone: powers of two from
+    :func:`asymptotic_onset` while the harmonic count stays ``<= max_share * n``
+    (the law is ``min{n, ...}``; certified upper ends run 1.2-1.5x the count), at most
+    ``max_points`` of them. Possibly shorter than two points when n is too small; see
+    :func:`n_for_asymptotic_grid`.
+    """
+    n = check_int("n", n, minimum=2)
+    max_share = check_positive_finite("max_share", max_share)
+    max_points = check_int("max_points", max_points, minimum=1)
+    beta = asymptotic_onset(d, eps, tolerance=tolerance)
+    grid: list[float] = []
+    while math.isfinite(beta) and len(grid) < max_points:
+        if harmonic_rank(d, beta, eps) > max_share * n:
+            break
+        grid.append(beta)
+        beta *= 2
+    return tuple(grid)
+
+
+def n_for_asymptotic_grid(
+    d: int, eps: float, *, points: int = 3, tolerance: float = 0.15, max_share: float = 0.25
+) -> int:
+    """The least n for which :func:`asymptotic_betas` has ``points`` betas."""
+    points = check_int("points", points, minimum=1)
+    onset = asymptotic_onset(d, eps, tolerance=tolerance)
+    if not math.isfinite(onset):
+        raise ParameterError("eps", "a tolerance whose harmonic count settles by beta = 2^16", eps)
+    top = harmonic_rank(d, onset * 2 ** (points - 1), eps)
+    return math.ceil(top / check_positive_finite("max_share", max_share))

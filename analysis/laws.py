@@ -48,6 +48,14 @@ Design of the default sweeps (and why)
   [43, 100] to [62, 96] (43 s). More ascent steps than ``thorough`` gain little (3000
   lower steps: [60, 138], 49 s). ``--quick`` uses ``n = 256``, 2 seeds, ``default``
   effort and the even powers of each grid.
+- ``--design asymptotic`` (spherical, one eps): the grids above start at beta = 1, in
+  the kernel's Taylor regime, where the theory's own harmonic count is steeper than its
+  asymptote. This design takes each d's grid from the theory alone, before any bracket:
+  powers of two from :func:`analysis.law_theory.asymptotic_onset` (every later octave of
+  the count within 0.15 of ``(d - 1) / 2``) while the count stays ``<= n / 4``, at most 5;
+  a d with fewer than 3 such betas is left out with the n it would need. The default
+  design stays the default; the two answer different questions (the curve on a fixed
+  grid, the law where it applies).
 
 Fit
 ---
@@ -107,7 +115,13 @@ from tqdm.auto import tqdm
 from analysis.atomic import JsonlCheckpoint, atomic_write
 from analysis.brackets import EFFORTS, matrix_seed, profile_matrix
 from analysis.compare.estimators import IntervalRegression
-from analysis.law_theory import harmonic_rank, harmonic_slope
+from analysis.law_theory import (
+    asymptotic_betas,
+    asymptotic_onset,
+    harmonic_rank,
+    harmonic_slope,
+    n_for_asymptotic_grid,
+)
 from analysis.sources.synthetic import full_ball, spherical
 from analysis.validation import (
     ParameterError,
@@ -151,6 +165,12 @@ DEFAULT_BETAS: dict[str, dict[int, tuple[float, ...]]] = {
     },
 }
 _GENERATORS = {"spherical": spherical, "ball": full_ball}
+#: Beta-grid designs: ``default`` (:data:`DEFAULT_BETAS`) or, spherical only,
+#: ``asymptotic`` (:func:`analysis.law_theory.asymptotic_betas`: from where the theory's own
+#: harmonic count has settled onto the asymptotic slope, while the count is <= n / 4).
+DESIGNS: tuple[str, ...] = ("default", "asymptotic")
+#: The asymptotic design needs this many betas per d (a slope over two octaves).
+ASYMPTOTIC_MIN_POINTS = 3
 CHECKPOINT_NAME = "brackets.jsonl"
 
 
@@ -187,6 +207,10 @@ class SweepConfig:
     seeds : tuple of int
         Non-negative; one independent point cloud per (d, beta, seed).
     effort : {"fast", "default", "thorough"}
+    design : {"default", "asymptotic"}
+        How the beta grids were chosen (:data:`DESIGNS`).
+    notes : tuple of str
+        What the design left out and why (printed by the CLI, kept in ``results.json``).
     """
 
     family: str
@@ -196,6 +220,8 @@ class SweepConfig:
     eps: tuple[float, ...]
     seeds: tuple[int, ...]
     effort: str
+    design: str = "default"
+    notes: tuple[str, ...] = ()
 
     def jobs(self) -> list[dict[str, Any]]:
         """Every (d, beta, seed, eps) to bracket, with its cache key."""
@@ -269,13 +295,26 @@ def make_config(
     seeds: Sequence[int] | None = None,
     effort: str | None = None,
     quick: bool = False,
+    design: str = "default",
 ) -> SweepConfig:
     """Validate a sweep; None means the (quick) default of that parameter.
 
-    ``betas`` given explicitly apply to every d. Errors name the CLI flag.
+    ``betas`` given explicitly apply to every d. Errors name the CLI flag. With
+    ``design="asymptotic"`` (spherical, one eps, no ``betas``) each d gets
+    :func:`analysis.law_theory.asymptotic_betas`; a d with fewer than
+    :data:`ASYMPTOTIC_MIN_POINTS` betas at this n is left out, with a note giving the n
+    it would need.
     """
     base = default_config(family, quick=quick)
+    design = check_choice("--design", design, DESIGNS)
     dims_ = base.dims if dims is None else _ints("--dims", dims, 2)
+    if design == "asymptotic":
+        if family != "spherical":
+            raise ParameterError("--design", "'default' for the ball (no harmonic count)", design)
+        if betas is not None:
+            raise ParameterError("--betas", "none with --design asymptotic (it sets them)", betas)
+        if eps is not None and len(set(eps)) != 1:
+            raise ParameterError("--eps", "one value with --design asymptotic", eps)
     if betas is None:
         missing = [d for d in dims_ if d not in base.betas]
         if missing:
@@ -296,7 +335,27 @@ def make_config(
     eps_ = tuple(sorted(set(eps_)))
     seeds_ = base.seeds if seeds is None else _ints("--seeds", seeds, 0)
     effort_ = base.effort if effort is None else check_choice("--effort", effort, EFFORTS)
-    return SweepConfig(family, dims_, grid, n_, eps_, seeds_, effort_)
+    notes: list[str] = []
+    if design == "asymptotic":
+        (e,) = eps_
+        grid, kept = {}, []
+        for d in dims_:
+            g = asymptotic_betas(d, e, n_)
+            if len(g) >= ASYMPTOTIC_MIN_POINTS:
+                grid[d] = g
+                kept.append(d)
+            else:
+                need = n_for_asymptotic_grid(d, e, points=ASYMPTOTIC_MIN_POINTS)
+                notes.append(
+                    f"d = {d} left out: at eps = {e:g} the harmonic count settles from beta = "
+                    f"{asymptotic_onset(d, e):g}, and "
+                    f"{ASYMPTOTIC_MIN_POINTS} betas with count <= n / 4 need n >= {need} "
+                    f"(n = {n_})"
+                )
+        if not kept:
+            raise ParameterError("--n", "a size that leaves some d an asymptotic grid", n_)
+        dims_ = tuple(kept)
+    return SweepConfig(family, dims_, grid, n_, eps_, seeds_, effort_, design, tuple(notes))
 
 
 # -- brackets ------------------------------------------------------------------------
@@ -626,6 +685,11 @@ class LawFit:
     def within_tolerance(self) -> bool:
         return bool(abs(self.slope - self.theory) <= self.tolerance)
 
+    @property
+    def ci_covers_theory(self) -> bool:
+        """The second half of the spherical target: the 95% CI contains the theory slope."""
+        return bool(self.ci[0] <= self.theory <= self.ci[1])
+
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d |= d.pop("extra")
@@ -635,6 +699,7 @@ class LawFit:
         d["slope_set"] = list(self.slope_set)
         d["slope_threading"] = list(self.slope_threading)
         d["within_tolerance"] = self.within_tolerance
+        d["ci_covers_theory"] = self.ci_covers_theory
         if self.family != "ball":
             d.pop("n_ok")
         return d
@@ -815,6 +880,7 @@ def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
                 "abs_error": abs(f.slope - f.theory),
                 "tolerance": f.tolerance,
                 "within_tolerance": f.within_tolerance,
+                "ci_covers_theory": f.ci_covers_theory,
                 "median_hi_over_lo": f.median_width_ratio,
                 "max_hi_over_n": f.max_upper_over_n,
             }
@@ -854,6 +920,7 @@ def markdown_table(fits: Sequence[LawFit]) -> str:
         + [
             "theory",
             "|slope - theory|",
+            "CI covers theory",
             "median hi/lo",
             "max hi/n",
         ]
@@ -886,6 +953,7 @@ def markdown_table(fits: Sequence[LawFit]) -> str:
             + [
                 f"{f.theory:g}",
                 f"{abs(f.slope - f.theory):.3f} ({ok}, tol {f.tolerance:g})",
+                "yes" if f.ci_covers_theory else "no",
                 f"{f.median_width_ratio:.2f}",
                 f"{f.max_upper_over_n:.2f}",
             ]
@@ -1061,6 +1129,8 @@ def run_laws(
             "eps": list(config.eps),
             "seeds": list(config.seeds),
             "effort": config.effort,
+            "design": config.design,
+            "notes": list(config.notes),
         },
         "timing": timing,
     }
@@ -1099,9 +1169,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--effort", help="fast, default or thorough (default: thorough; --quick default)"
     )
     p.add_argument("--quick", action="store_true", help="the small preset (< 2 minutes)")
+    p.add_argument(
+        "--design",
+        default="default",
+        help="beta grids: default, or asymptotic (spherical, one eps: from where the "
+        "theory's harmonic count has settled on its slope, count <= n/4)",
+    )
     p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
     p.add_argument("--n-boot", type=int, default=499, help="bootstrap replicates for the CI")
-    p.add_argument("--out", type=Path, help="output folder (default reports/laws/<family>[-quick])")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default reports/laws/<family>[-quick][-asymptotic])",
+    )
     p.add_argument("--no-figure", action="store_true", help="skip law.png / law.pdf")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -1119,9 +1199,15 @@ def run_cli(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         effort=args.effort,
         quick=args.quick,
+        design=args.design,
     )
+    for note in config.notes:
+        print(f"note: {note}", file=sys.stderr)
     n_boot = check_int("--n-boot", args.n_boot, minimum=0)
-    out = args.out or Path("reports") / "laws" / (family + ("-quick" if args.quick else ""))
+    suffix = ("-quick" if args.quick else "") + (
+        "-asymptotic" if config.design == "asymptotic" else ""
+    )
+    out = args.out or Path("reports") / "laws" / (family + suffix)
     tol = QUICK_TOLERANCE if args.quick else None
     res = run_laws(
         config,

@@ -29,6 +29,9 @@ TINY += ["--effort", "fast", "--workers", "1", "--n-boot", "20", "--quiet"]
         ("--effort", ["--family", "spherical", "--effort", "huge"]),
         ("--workers", ["--family", "spherical", *TINY[:-3], "--workers", "0"]),
         ("--n-boot", ["--family", "spherical", "--n-boot", "-2"]),
+        ("--design", ["--family", "spherical", "--design", "clever"]),
+        ("--design", ["--family", "ball", "--design", "asymptotic", "--eps", "0.2"]),
+        ("--eps", ["--family", "spherical", "--design", "asymptotic", "--eps", "0.1", "0.2"]),
     ],
 )
 def test_errors_name_the_parameter(flag, value, tmp_path, capsys):

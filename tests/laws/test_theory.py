@@ -114,3 +114,64 @@ def test_fit_law_reports_the_harmonic_count():
     # the ball has no such count
     (ball,) = laws.fit_law(pd.DataFrame(rows), family="ball", n_boot=20)
     assert "harmonic" not in ball.extra and "harmonic_slope" not in laws.fits_frame([ball])
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.2])
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_asymptotic_onset_is_where_the_local_slopes_settle(d, eps):
+    from analysis.law_theory import POWERS, asymptotic_onset
+
+    onset = asymptotic_onset(d, eps)
+    slopes = local_harmonic_slopes(d, POWERS, eps)
+    i = POWERS.index(onset)
+    assert np.all(np.abs(slopes[i:] - (d - 1) / 2) <= 0.15)
+    if i > 0:  # the octave just below does not qualify
+        assert abs(slopes[i - 1] - (d - 1) / 2) > 0.15
+
+
+def test_asymptotic_grid_and_the_n_it_needs():
+    from analysis.law_theory import asymptotic_betas, asymptotic_onset, n_for_asymptotic_grid
+
+    g = asymptotic_betas(3, 0.2, 512)
+    assert g[0] == asymptotic_onset(3, 0.2)
+    assert all(b2 == 2 * b1 for b1, b2 in zip(g[:-1], g[1:], strict=True))
+    assert all(harmonic_rank(3, b, 0.2) <= 512 / 4 for b in g)
+    assert harmonic_rank(3, 2 * g[-1], 0.2) > 512 / 4 or len(g) == 5
+    need = n_for_asymptotic_grid(3, 0.1, points=3)
+    assert len(asymptotic_betas(3, 0.1, need)) >= 3
+    assert len(asymptotic_betas(3, 0.1, need - 1)) < 3
+
+
+def test_asymptotic_design_config(capsys, tmp_path):
+    from analysis.cli import main
+
+    c = laws.make_config("spherical", design="asymptotic", eps=[0.2], n=512)
+    assert c.design == "asymptotic" and 4 not in c.dims and 3 in c.dims
+    assert any("d = 4 left out" in note and "need n >=" in note for note in c.notes)
+    for kwargs, flag in [
+        ({"family": "ball", "eps": [0.2]}, "--design"),
+        ({"family": "spherical", "eps": [0.1, 0.2]}, "--eps"),
+        ({"family": "spherical", "eps": [0.2], "betas": [1, 2]}, "--betas"),
+        ({"family": "spherical", "eps": [0.1], "dims": [4]}, "--n"),
+    ]:
+        fam = kwargs.pop("family")
+        with pytest.raises(ParameterError, match=f"^{flag}:"):
+            laws.make_config(fam, design="asymptotic", **kwargs)
+    with pytest.raises(ParameterError, match="^--design:"):
+        laws.make_config("spherical", design="clever")
+    # the CLI says what it left out (here before any bracket: --n too small for every d)
+    rc = main(
+        [
+            "laws",
+            "--family",
+            "spherical",
+            "--design",
+            "asymptotic",
+            "--dims",
+            "4",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    assert rc == 2 and "error: --n:" in capsys.readouterr().err
