@@ -315,7 +315,8 @@ def make_config(
             raise ParameterError("--betas", "none with --design asymptotic (it sets them)", betas)
         if eps is not None and len(set(eps)) != 1:
             raise ParameterError("--eps", "one value with --design asymptotic", eps)
-    if betas is None:
+        grid: dict[int, tuple[float, ...]] = {}  # set below, once n and eps are known
+    elif betas is None:
         missing = [d for d in dims_ if d not in base.betas]
         if missing:
             raise ParameterError(
@@ -338,19 +339,23 @@ def make_config(
     notes: list[str] = []
     if design == "asymptotic":
         (e,) = eps_
-        grid, kept = {}, []
+        kept = []
         for d in dims_:
             g = asymptotic_betas(d, e, n_)
             if len(g) >= ASYMPTOTIC_MIN_POINTS:
                 grid[d] = g
                 kept.append(d)
+            elif math.isnan(onset := asymptotic_onset(d, e)):
+                notes.append(
+                    f"d = {d} left out: at eps = {e:g} the harmonic count does not settle "
+                    f"by beta = 2^16"
+                )
             else:
                 need = n_for_asymptotic_grid(d, e, points=ASYMPTOTIC_MIN_POINTS)
                 notes.append(
                     f"d = {d} left out: at eps = {e:g} the harmonic count settles from beta = "
-                    f"{asymptotic_onset(d, e):g}, and "
-                    f"{ASYMPTOTIC_MIN_POINTS} betas with count <= n / 4 need n >= {need} "
-                    f"(n = {n_})"
+                    f"{onset:g}, and {ASYMPTOTIC_MIN_POINTS} betas with count <= n / 4 need "
+                    f"n >= {need} (n = {n_})"
                 )
         if not kept:
             raise ParameterError("--n", "a size that leaves some d an asymptotic grid", n_)
