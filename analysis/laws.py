@@ -1142,7 +1142,8 @@ def run_laws(
     cols = ["family", "d", "n", "beta", "seed", "eps", "effort", "lower", "upper", "cpu_s"]
     _write_text(out / "brackets.csv", table[cols].to_csv(index=False))
     _write_text(out / "fits.csv", fits_frame(fits).to_csv(index=False))
-    _write_text(out / "fits.md", markdown_table(fits))
+    notes = "".join(f"\nNote: {note}.\n" for note in config.notes)
+    _write_text(out / "fits.md", markdown_table(fits) + notes)
     _write_text(out / "local_slopes.csv", local_frame(fits).to_csv(index=False))
     _write_text(out / "results.json", json.dumps(result, indent=1))
     if figure:
