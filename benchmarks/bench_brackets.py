@@ -4,7 +4,8 @@ Measures, per length and effort: median hi/lo, share of closed brackets, time pe
 matrix, which construction won each end; and the wall time of the whole 72-head stack
 at N = 128 with witnesses (profiles, JSON with witnesses, written to disk). Writes the
 per-bracket table to ``benchmarks/out/`` and the interval widths of training heads to
-``data/reference/minilm_bracket_widths.csv`` (used by ``attnrank validate-comparison``).
+``data/reference/minilm_bracket_widths.csv`` (used by ``attnrank validate-comparison``;
+only the lengths measured are replaced, the others kept).
 
 Usage::
 
@@ -26,6 +27,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from minilm_heads import minilm_attention  # noqa: E402
 
+from analysis.atomic import atomic_write  # noqa: E402
 from analysis.brackets.io import MatrixInput, profile_file, result_json, write_json_atomic  # noqa: E402
 from analysis.prereg.design import load_design  # noqa: E402
 
@@ -136,10 +138,16 @@ def main() -> None:
         w = allr[(allr["effort"] == "default") & ~allr["index"].isin(held)]
         ref = ROOT / "data" / "reference"
         ref.mkdir(parents=True, exist_ok=True)
-        w[["length", "layer", "head", "eps", "lower", "upper"]].to_csv(
-            ref / "minilm_bracket_widths.csv", index=False
-        )
-        print(f"\nwrote {ref / 'minilm_bracket_widths.csv'} ({len(w)} brackets of training heads)")
+        path = ref / "minilm_bracket_widths.csv"
+        cols = ["length", "layer", "head", "eps", "lower", "upper"]
+        new = w[cols]
+        if path.exists():  # replace only the lengths measured now; keep the others
+            old = pd.read_csv(path)
+            new = pd.concat([old[~old["length"].isin(new["length"].unique())], new])
+        new = new.sort_values(["length", "layer", "head", "eps"])
+        with atomic_write(path, mode="w") as fh:
+            new.to_csv(fh, index=False)
+        print(f"\nwrote {path} ({len(w)} brackets of training heads at N = {args.lengths})")
 
 
 if __name__ == "__main__":
