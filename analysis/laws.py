@@ -692,7 +692,8 @@ class LawFit:
 
     @property
     def ci_covers_theory(self) -> bool:
-        """The second half of the spherical target: the 95% CI contains the theory slope."""
+        """Whether the 95% CI contains the theory slope: reported, not a target
+        (CONTRACTS.md: finite n and beta bend the curve; more seeds shrink the CI)."""
         return bool(self.ci[0] <= self.theory <= self.ci[1])
 
     def to_json(self) -> dict[str, Any]:
