@@ -982,9 +982,9 @@ def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> li
     """Log-log figure: brackets as error bars, the interval-ML fit and the theory slope.
 
     One panel per d; colours per eps; spherical panels also mark the harmonic rank count
-    (``x``, :mod:`analysis.law_theory`) at each beta. The theory line has the theory slope and passes
-    through the fitted line at the geometric centre of the beta range, so the two slopes
-    can be compared by eye. Writes ``<stem>.png`` and ``<stem>.pdf`` atomically.
+    (``x``, :mod:`analysis.law_theory`) at each beta. The theory line has the theory slope
+    and passes through the fitted line at the geometric centre of the beta range, so the
+    two slopes can be compared by eye. Writes ``<stem>.png`` and ``<stem>.pdf`` atomically.
     """
     import matplotlib
 
