@@ -10,7 +10,7 @@ only the lengths measured are replaced, the others kept).
 Usage::
 
     python benchmarks/bench_brackets.py [--lengths 96 128] [--efforts default]
-                                        [--workers 2] [--heads 72]
+                                        [--workers 2] [--heads 72] [--batch 4]
 """
 
 from __future__ import annotations
@@ -28,7 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from minilm_heads import minilm_attention  # noqa: E402
 
 from analysis.atomic import atomic_write  # noqa: E402
-from analysis.brackets.io import MatrixInput, profile_file, result_json, write_json_atomic  # noqa: E402
+from analysis.brackets.io import (  # noqa: E402
+    BATCH,
+    MatrixInput,
+    profile_file,
+    result_json,
+    write_json_atomic,
+)
 from analysis.prereg.design import load_design  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +54,9 @@ def minilm_heldout_heads() -> set[int]:
     return out
 
 
-def run(length: int, effort: str, workers: int, n_heads: int, out_dir: Path) -> pd.DataFrame:
+def run(
+    length: int, effort: str, workers: int, n_heads: int, out_dir: Path, batch: int = BATCH
+) -> pd.DataFrame:
     A = minilm_attention(length, topic_index=TOPIC.get(length, 0))[:n_heads]
     data = MatrixInput(
         A,
@@ -59,7 +67,7 @@ def run(length: int, effort: str, workers: int, n_heads: int, out_dir: Path) -> 
         False,
     )
     t0 = time.perf_counter()
-    profiles = profile_file(data, eps=EPS, effort=effort, seed=0, workers=workers)
+    profiles = profile_file(data, eps=EPS, effort=effort, seed=0, workers=workers, batch=batch)
     res = result_json(data, profiles, eps=EPS, seed=0, effort=effort, witnesses=True)
     write_json_atomic(res, out_dir / f"minilm_L{length}_{effort}.json")
     wall = time.perf_counter() - t0
@@ -116,6 +124,9 @@ def main() -> None:
     ap.add_argument("--efforts", nargs="+", default=["default"])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=72)
+    ap.add_argument(
+        "--batch", type=int, default=BATCH, help="matrices profiled side by side per job"
+    )
     ap.add_argument("--no-widths", action="store_true", help="do not write the widths reference")
     args = ap.parse_args()
     out_dir = ROOT / "benchmarks" / "out"
@@ -124,11 +135,15 @@ def main() -> None:
     frames, summary = [], {}
     for effort in args.efforts:
         for L in args.lengths:
-            df = run(L, effort, args.workers, args.heads, out_dir)
+            df = run(L, effort, args.workers, args.heads, out_dir, args.batch)
             frames.append(df)
             s = summarize(df)
+            s["workers"], s["batch"] = args.workers, args.batch
             summary[f"{effort}/N={L}"] = s
-            print(f"\n== effort={effort} N={L}: {len(df) // 3} matrices, workers={args.workers}")
+            print(
+                f"\n== effort={effort} N={L}: {len(df) // 3} matrices,"
+                f" workers={args.workers}, batch={args.batch}"
+            )
             print(json.dumps(s, indent=1))
     allr = pd.concat(frames)
     allr.to_csv(out_dir / "bench_brackets.csv", index=False)

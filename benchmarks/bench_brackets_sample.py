@@ -3,10 +3,14 @@
 Single process, one torch / BLAS thread (as the engine runs per matrix), so CPU seconds
 (``time.process_time``) are comparable across runs on a shared machine. For quick
 before/after comparisons of engine changes; ``bench_brackets.py`` is the full benchmark.
+``--batch 1 4`` compares block sizes of :func:`analysis.brackets.profile_matrices`
+(heads profiled side by side, in consecutive blocks; per-matrix CPU is the block's
+divided by its size).
 
 Usage::
 
-    python benchmarks/bench_brackets_sample.py [--length 128] [--every 3] [--out FILE.csv]
+    python benchmarks/bench_brackets_sample.py [--length 128] [--every 3] [--batch 1 4]
+                                               [--out FILE.csv]
 """
 
 from __future__ import annotations
@@ -24,7 +28,62 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_brackets import EPS, TOPIC  # noqa: E402
 from minilm_heads import minilm_attention  # noqa: E402
 
-from analysis.brackets import profile_matrix  # noqa: E402
+from analysis.brackets import profile_matrices  # noqa: E402
+
+
+def run(A, heads: list[int], effort: str, batch: int) -> pd.DataFrame:
+    rows = []
+    for s in range(0, len(heads), batch):
+        blk = heads[s : s + batch]
+        c0, w0 = time.process_time(), time.perf_counter()
+        profs = profile_matrices(A[blk], eps=EPS, effort=effort, random_state=0)
+        cpu = (time.process_time() - c0) / len(blk)
+        wall = (time.perf_counter() - w0) / len(blk)
+        for i, prof in zip(blk, profs, strict=True):
+            if prof.reverify(A[i]):
+                raise RuntimeError(f"head {i}: a stored witness does not re-verify")
+            for e in EPS:
+                lo, hi = prof.bracket(e)
+                meth = prof.stats["methods"][f"{e:g}"]
+                rows.append(
+                    {
+                        "batch": batch,
+                        "index": i,
+                        "eps": e,
+                        "lower": lo,
+                        "upper": hi,
+                        "cpu": cpu,
+                        "wall": wall,
+                        "upper_method": meth["upper"],
+                        "lower_method": meth["lower"],
+                    }
+                )
+            print(batch, i, [prof.bracket(e) for e in EPS], f"cpu {cpu:.2f}s", flush=True)
+    return pd.DataFrame(rows)
+
+
+def summarize(df: pd.DataFrame) -> dict:
+    ratio = df["upper"] / df["lower"].clip(lower=1)
+    per = df.groupby("index")["cpu"].first()
+    closed = df["upper"] == df["lower"]
+    return {
+        "matrices": len(per),
+        "cpu_per_matrix_median": float(per.median()),
+        "cpu_per_matrix_mean": float(per.mean()),
+        "cpu_total": float(per.sum()),
+        "median_hi_over_lo": float(ratio.median()),
+        "mean_hi_over_lo": float(ratio.mean()),
+        "closed_share": float(closed.mean()),
+        "by_eps": {
+            f"{e:g}": {
+                "median_hi_over_lo": float(ratio[df.eps == e].median()),
+                "closed_share": float(closed[df.eps == e].mean()),
+            }
+            for e in EPS
+        },
+        "upper_won_by": dict(collections.Counter(df["upper_method"])),
+        "lower_won_by": dict(collections.Counter(df["lower_method"])),
+    }
 
 
 def main() -> None:
@@ -35,60 +94,20 @@ def main() -> None:
         "--heads", type=int, nargs="*", help="explicit head indices (overrides --every)"
     )
     ap.add_argument("--effort", default="default")
+    ap.add_argument("--batch", type=int, nargs="+", default=[1], help="block sizes to compare")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     A = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))
     heads = args.heads if args.heads else list(range(0, len(A), args.every))
-    rows = []
-    for i in heads:
-        c0, w0 = time.process_time(), time.perf_counter()
-        prof = profile_matrix(A[i], eps=EPS, effort=args.effort, random_state=0)
-        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-        assert prof.reverify(A[i]) == []
-        for e in EPS:
-            lo, hi = prof.bracket(e)
-            meth = prof.stats["methods"][f"{e:g}"]
-            rows.append(
-                {
-                    "index": i,
-                    "eps": e,
-                    "lower": lo,
-                    "upper": hi,
-                    "cpu": cpu,
-                    "wall": wall,
-                    "upper_method": meth["upper"],
-                    "lower_method": meth["lower"],
-                }
-            )
-        print(i, [prof.bracket(e) for e in EPS], f"cpu {cpu:.2f}s", flush=True)
-    df = pd.DataFrame(rows)
+    print("command:", "python benchmarks/bench_brackets_sample.py " + " ".join(sys.argv[1:]))
+    frames, summary = [], {}
+    for batch in args.batch:
+        df = run(A, heads, args.effort, batch)
+        frames.append(df)
+        summary[f"batch={batch}"] = summarize(df)
     if args.out:
-        df.to_csv(args.out, index=False)
-    ratio = df["upper"] / df["lower"].clip(lower=1)
-    per = df.groupby("index")["cpu"].first()
-    closed = df["upper"] == df["lower"]
-    print(
-        json.dumps(
-            {
-                "matrices": len(per),
-                "cpu_per_matrix_median": float(per.median()),
-                "cpu_per_matrix_mean": float(per.mean()),
-                "cpu_total": float(per.sum()),
-                "median_hi_over_lo": float(ratio.median()),
-                "closed_share": float(closed.mean()),
-                "by_eps": {
-                    f"{e:g}": {
-                        "median_hi_over_lo": float(ratio[df.eps == e].median()),
-                        "closed_share": float(closed[df.eps == e].mean()),
-                    }
-                    for e in EPS
-                },
-                "upper_won_by": dict(collections.Counter(df["upper_method"])),
-                "lower_won_by": dict(collections.Counter(df["lower_method"])),
-            },
-            indent=1,
-        )
-    )
+        pd.concat(frames).to_csv(args.out, index=False)
+    print(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

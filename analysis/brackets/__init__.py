@@ -21,6 +21,7 @@ from analysis.brackets.profile import (  # noqa: E402
     UpperWitness,
     fixed_torch_threads,
     matrix_seed,
+    profile_matrices,
     profile_matrix,
 )
 
@@ -31,5 +32,6 @@ __all__ += [
     "UpperWitness",
     "fixed_torch_threads",
     "matrix_seed",
+    "profile_matrices",
     "profile_matrix",
 ]

@@ -407,37 +407,48 @@ def _upper_start(b: _Builder, cache, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _upper.svd_witness(b.A, cache["svd_V"], k)
 
 
-def _upper_round(b, cache, problems, steps, *, svd_start=False, method="adam") -> list[bool]:
-    """One batched Adam refinement over (eps, rank) problems; returns success per problem.
+def _stack_A(bs: Sequence[_Builder], owners: Sequence[int]) -> torch.Tensor:
+    """``[P, M, N]`` float32 stack of each problem's matrix (a view when all are one matrix)."""
+    if len(bs) == 1:
+        return torch.from_numpy(bs[0].A).float().expand(len(owners), -1, -1)
+    mats = [torch.from_numpy(b.A).float() for b in bs]
+    return torch.stack([mats[o] for o in owners])
 
-    Starts from :func:`_upper_start`, or with ``svd_start`` from the truncated SVD of A.
+
+def _upper_round(bs, caches, problems, steps, *, svd_start=False, method="adam") -> list[bool]:
+    """One batched Adam refinement over ``(matrix, eps, rank)`` problems; success per problem.
+
+    ``bs`` and ``caches`` are the builders and cheap-stage caches of the matrices batched
+    together (one shape); a problem's first entry indexes them. Starts from
+    :func:`_upper_start`, or with ``svd_start`` from the truncated SVD of A.
     """
     if not problems:
         return []
-    A = b.A
-    K = max(k for _, k in problems)
+    M, N = bs[0].M, bs[0].N
+    K = max(k for _, _, k in problems)
     P = len(problems)
-    U0 = torch.zeros(P, b.M, K, dtype=torch.float32)
-    W0 = torch.zeros(P, b.N, K, dtype=torch.float32)
-    for p, (_, k) in enumerate(problems):
+    U0 = torch.zeros(P, M, K, dtype=torch.float32)
+    W0 = torch.zeros(P, N, K, dtype=torch.float32)
+    for p, (o, _, k) in enumerate(problems):
         if svd_start:
-            U, W = _upper.svd_witness(A, cache["svd_V"], k)
+            U, W = _upper.svd_witness(bs[o].A, caches[o]["svd_V"], k)
         else:
-            U, W = _upper_start(b, cache, k)
+            U, W = _upper_start(bs[o], caches[o], k)
         U0[p, :, :k] = torch.from_numpy(U)
         W0[p, :, :k] = torch.from_numpy(W)
-    At = torch.from_numpy(A).float().expand(P, -1, -1)
-    ranks = torch.tensor([k for _, k in problems])
-    targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
+    At = _stack_A(bs, [o for o, _, _ in problems])
+    ranks = torch.tensor([k for _, _, k in problems])
+    targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
     U, W, _ = _upper.refine_upper(At, U0, W0, ranks, targets, steps=_budgets(ranks, steps, 24))
     out = []
-    A64 = torch.from_numpy(A)
-    for p, (eps, k) in enumerate(problems):
+    for p, (o, eps, k) in enumerate(problems):
+        b = bs[o]
         Uk = U[p, :, :k].double()
         Wk = W[p, :, :k].double()
         e = b.offer_upper(Uk.numpy(), Wk.numpy(), method)
         if eps < e < 1.3 * eps:
             # l1 refit of the rows that still violate the target (rows separate given W).
+            A64 = torch.from_numpy(b.A)
             row_err = (A64 - Uk @ Wk.T).abs().sum(1)
             bad = torch.nonzero(row_err > 0.98 * eps).squeeze(1)
             if 0 < bad.numel() <= 32:
@@ -450,52 +461,54 @@ def _upper_round(b, cache, problems, steps, *, svd_start=False, method="adam") -
 
 
 def _ascend(
-    A: np.ndarray,
-    problems: Sequence[tuple[float, int]],
+    bs: Sequence[_Builder],
+    problems: Sequence[tuple[int, float, int]],
     starts: Sequence[tuple[np.ndarray, np.ndarray]],
     steps: torch.Tensor,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Batched projected ascent (:func:`lower.refine_lower`) from one start per problem.
 
-    ``problems`` are ``(eps, size)``, ``starts`` the matching ``(R [N, m], Y [m, M])``,
-    ``steps`` the budget per problem. Starts are zero-padded to the largest size; returns
-    the best ``(R, Y)`` per problem at its own size, in float64 (not yet certified).
+    ``problems`` are ``(matrix, eps, size)`` with the matrix an index into ``bs``,
+    ``starts`` the matching ``(R [N, m], Y [m, M])``, ``steps`` the budget per problem.
+    Starts are zero-padded to the largest size; returns the best ``(R, Y)`` per problem
+    at its own size, in float64 (not yet certified).
     """
-    M, N = A.shape
-    K = max(m for _, m in problems)
+    M, N = bs[0].M, bs[0].N
+    K = max(m for _, _, m in problems)
     P = len(problems)
     R0 = torch.zeros(P, N, K, dtype=torch.float32)
     Y0 = torch.zeros(P, K, M, dtype=torch.float32)
-    for p, ((_, m), (R, Y)) in enumerate(zip(problems, starts, strict=True)):
+    for p, ((_, _, m), (R, Y)) in enumerate(zip(problems, starts, strict=True)):
         R0[p, :, :m] = torch.from_numpy(R)
         Y0[p, :m, :] = torch.from_numpy(Y)
-    At = torch.from_numpy(A).float().expand(P, -1, -1)
-    sizes = torch.tensor([m for _, m in problems])
-    targets = torch.tensor([e for e, _ in problems], dtype=torch.float32)
+    At = _stack_A(bs, [o for o, _, _ in problems])
+    sizes = torch.tensor([m for _, _, m in problems])
+    targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
     R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=steps)
     return [
         (R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy())
-        for p, (_, m) in enumerate(problems)
+        for p, (_, _, m) in enumerate(problems)
     ]
 
 
-def _lower_round(b, cache, problems, steps) -> list[bool]:
-    """One batched projected-ascent refinement over (eps, size) problems."""
+def _lower_round(bs, caches, problems, steps) -> list[bool]:
+    """One batched projected-ascent refinement over ``(matrix, eps, size)`` problems."""
     if not problems:
         return []
-    A = b.A
-    groups = cache["groups"]
-    starts = [_lower.group_witness(A, groups[m][1], m)[:2] for _, m in problems]
-    sizes = torch.tensor([m for _, m in problems])
+    starts = [
+        _lower.group_witness(bs[o].A, caches[o]["groups"][m][1], m)[:2] for o, _, m in problems
+    ]
+    sizes = torch.tensor([m for _, _, m in problems])
     # Each ascent step moves mostly the worst test function, so larger sizes need more
     # steps; a step costs little more at larger sizes (the products are m x M x N).
     budgets = (steps * (sizes.double() / 12).sqrt().clamp(1.0, 2.0)).round().long()
     out = []
-    for (eps, m), (Rp, Yp) in zip(problems, _ascend(A, problems, starts, budgets), strict=True):
+    for (o, eps, m), (Rp, Yp) in zip(problems, _ascend(bs, problems, starts, budgets), strict=True):
+        b = bs[o]
         mu = b.offer_lower(Rp, Yp, "ascent")
         if not mu > eps and m <= _LP_MAX_SIZE and mu > _LP_NEAR * eps:
             # A near miss at a small size: polish with the exact alternating LPs.
-            Rl, Yl, mg = _lower.lp_polish(A, Rp, Yp, rounds=_LP_ROUNDS)
+            Rl, Yl, mg = _lower.lp_polish(b.A, Rp, Yp, rounds=_LP_ROUNDS)
             if mg > mu:
                 mu = max(mu, b.offer_lower(Rl, Yl, "ascent+lp"))
         out.append(mu > eps)
@@ -530,49 +543,57 @@ def _next_trial(best: int, fail: int | None, first: int | None, step: float) -> 
     return (best + fail) // 2 if step < 0 else (best + fail + 1) // 2
 
 
-def _refine(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int]) -> None:
-    """Per-eps search: one upper and one lower trial per eps and round, all batched.
+def _refine(bs, caches, targets: Sequence[float], settings: dict[str, int]) -> None:
+    """Per-eps search: one upper and one lower trial per matrix, eps and round, all batched.
 
     The first upper trial sits at ``_UPPER_FIRST * hi``; after a success the search
     gallops down by 15% of the rank, after a failure it bisects between the failure and
     the certified end (likewise upwards for the lower end, starting at the largest size
     whose group witness, boosted by a typical refinement gain, would pass). The lower
     search of an eps stops once fewer than ``_RESOLUTION * lo`` sizes are undecided.
-    Failed sizes only steer the search; they never enter a bracket.
+    Failed sizes only steer the search; they never enter a bracket. The matrices of
+    ``bs`` search independently (each its own trials, from its own results); they only
+    share the batched optimizer runs.
     """
-    up_fail: dict[float, int | None] = {e: None for e in targets}
-    low_fail: dict[float, int | None] = {e: None for e in targets}
-    gk = cache["groups"]
+    keys = [(o, e) for o in range(len(bs)) for e in targets]
+    up_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
+    low_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
     for rnd in range(settings["rounds"]):
         up, lowp = [], []
-        for e in targets:
+        for o, e in keys:
+            b, gk = bs[o], caches[o]["groups"]
+            uf, lf = up_fail[o, e], low_fail[o, e]
             lo, hi = b.lo(e), b.hi(e)
             if lo >= hi:
                 continue
-            floor_k = max(lo, 1, up_fail[e] + 1 if up_fail[e] is not None else 0)
+            floor_k = max(lo, 1, uf + 1 if uf is not None else 0)
             if floor_k <= hi - 1:
                 first = int(round(_UPPER_FIRST * hi)) if rnd == 0 else None
-                k = _next_trial(hi, up_fail[e], first, -0.15)
-                up.append((e, min(max(k, floor_k), hi - 1)))
-            ceil_m = min(hi, min(b.M, b.N), low_fail[e] - 1 if low_fail[e] is not None else hi)
-            if lo + 1 <= ceil_m and (low_fail[e] is None or ceil_m - lo >= _RESOLUTION * lo):
+                k = _next_trial(hi, uf, first, -0.15)
+                up.append((o, e, min(max(k, floor_k), hi - 1)))
+            ceil_m = min(hi, min(b.M, b.N), lf - 1 if lf is not None else hi)
+            if lo + 1 <= ceil_m and (lf is None or ceil_m - lo >= _RESOLUTION * lo):
                 first = None
                 if rnd == 0:
                     ok = [m for m in gk if lo < m <= ceil_m and gk[m][0] * _LOWER_BOOST > e]
                     first = max(ok) if ok else lo + 1
-                m = min(max(_next_trial(lo, low_fail[e], first, 0.15), lo + 1), ceil_m)
+                m = min(max(_next_trial(lo, lf, first, 0.15), lo + 1), ceil_m)
                 if m in gk:
-                    lowp.append((e, m))
+                    lowp.append((o, e, m))
         if not up and not lowp:
             break
-        for (e, k), ok in zip(up, _upper_round(b, cache, up, settings["upper_steps"]), strict=True):
-            if not ok:
-                up_fail[e] = k if up_fail[e] is None else max(up_fail[e], k)
-        for (e, m), ok in zip(
-            lowp, _lower_round(b, cache, lowp, settings["lower_steps"]), strict=True
+        for (o, e, k), ok in zip(
+            up, _upper_round(bs, caches, up, settings["upper_steps"]), strict=True
         ):
             if not ok:
-                low_fail[e] = m if low_fail[e] is None else min(low_fail[e], m)
+                uf = up_fail[o, e]
+                up_fail[o, e] = k if uf is None else max(uf, k)
+        for (o, e, m), ok in zip(
+            lowp, _lower_round(bs, caches, lowp, settings["lower_steps"]), strict=True
+        ):
+            if not ok:
+                lf = low_fail[o, e]
+                low_fail[o, e] = m if lf is None else min(lf, m)
 
 
 # Closing pass (:func:`_close`): brackets with 1 <= hi - lo <= _CLOSE_WIDTH get one more
@@ -605,10 +626,10 @@ def _close_lower_starts(
     return starts
 
 
-def _close(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int]) -> None:
+def _close(bs, caches, targets: Sequence[float], settings: dict[str, int]) -> None:
     """Closing pass: extra search at the two sizes that would close a nearly closed bracket.
 
-    For every targeted eps with ``1 <= hi - lo <= _CLOSE_WIDTH``:
+    For every matrix of ``bs`` and targeted eps with ``1 <= hi - lo <= _CLOSE_WIDTH``:
 
     - upper, rank ``hi - 1`` (not below lo): a longer Adam run from the truncated SVD
       (a different start and schedule from the refinement's), then the l1 row refit;
@@ -620,52 +641,55 @@ def _close(b: _Builder, cache, targets: Sequence[float], settings: dict[str, int
       best witness so far, all in one batch; the best ``_CLOSE_POLISH`` per size then get
       the exact alternating LP polish.
 
-    Every candidate goes through the builder (verified); the pass can only add witnesses,
-    so it never widens a bracket.
+    Every candidate goes through its matrix's builder (verified); the pass can only add
+    witnesses, so it never widens a bracket.
     """
     if not (settings["close_upper_steps"] or settings["close_lower_steps"]):
         return
-    A = b.A
-    ups: dict[int, float] = {}  # rank -> the smallest eps it would decide
-    lows: dict[int, float] = {}  # size -> the largest eps it would decide
-    for e in targets:
-        lo, hi = b.lo(e), b.hi(e)
-        if not 1 <= hi - lo <= _CLOSE_WIDTH:
-            continue
-        k = hi - 1
-        cur = b.upper.get(k)
-        if k >= max(lo, 1) and cur is not None and cur.error < _CLOSE_UPPER_NEAR * e:
-            ups[k] = min(ups.get(k, e), e)
-        m = lo + 1
-        low = b.lower.get(m)
-        if m <= min(hi, _CLOSE_MAX_SIZE) and (low is None or low.margin > _CLOSE_LOWER_NEAR * e):
-            lows[m] = max(lows.get(m, e), e)
+    ups: dict[tuple[int, int], float] = {}  # (matrix, rank) -> the smallest eps it would decide
+    lows: dict[tuple[int, int], float] = {}  # (matrix, size) -> the largest eps it would decide
+    for o, b in enumerate(bs):
+        for e in targets:
+            lo, hi = b.lo(e), b.hi(e)
+            if not 1 <= hi - lo <= _CLOSE_WIDTH:
+                continue
+            k = hi - 1
+            cur = b.upper.get(k)
+            if k >= max(lo, 1) and cur is not None and cur.error < _CLOSE_UPPER_NEAR * e:
+                ups[o, k] = min(ups.get((o, k), e), e)
+            m = lo + 1
+            low = b.lower.get(m)
+            if m <= min(hi, _CLOSE_MAX_SIZE) and (
+                low is None or low.margin > _CLOSE_LOWER_NEAR * e
+            ):
+                lows[o, m] = max(lows.get((o, m), e), e)
     if ups and settings["close_upper_steps"]:
-        problems = [(e, k) for k, e in sorted(ups.items())]
+        problems = [(o, e, k) for (o, k), e in sorted(ups.items())]
         _upper_round(
-            b, cache, problems, settings["close_upper_steps"], svd_start=True, method="close"
+            bs, caches, problems, settings["close_upper_steps"], svd_start=True, method="close"
         )
     if not lows or not settings["close_lower_steps"]:
         return
     problems, starts, names = [], [], []
-    for m, e in sorted(lows.items()):
-        for name, R, Y in _close_lower_starts(b, m, settings["close_seeds"]):
-            problems.append((e, m))
+    for (o, m), e in sorted(lows.items()):
+        for name, R, Y in _close_lower_starts(bs[o], m, settings["close_seeds"]):
+            problems.append((o, e, m))
             starts.append((R, Y))
             names.append(name)
     budgets = torch.full((len(problems),), settings["close_lower_steps"])
-    found = _ascend(A, problems, starts, budgets)
-    scored: dict[int, list[tuple[float, str, np.ndarray, np.ndarray]]] = {}
-    for (_, m), name, (Rp, Yp) in zip(problems, names, found, strict=True):
-        mu = b.offer_lower(Rp, Yp, f"close-{name}")
-        scored.setdefault(m, []).append((mu, name, Rp, Yp))
-    for m, cands in scored.items():
-        if b.lower.get(m) is not None and b.lower[m].margin > lows[m]:
+    found = _ascend(bs, problems, starts, budgets)
+    scored: dict[tuple[int, int], list[tuple[float, str, np.ndarray, np.ndarray]]] = {}
+    for (o, _, m), name, (Rp, Yp) in zip(problems, names, found, strict=True):
+        mu = bs[o].offer_lower(Rp, Yp, f"close-{name}")
+        scored.setdefault((o, m), []).append((mu, name, Rp, Yp))
+    for (o, m), cands in scored.items():
+        b = bs[o]
+        if b.lower.get(m) is not None and b.lower[m].margin > lows[o, m]:
             continue
         cands.sort(key=lambda c: -c[0])
         for _, name, Rp, Yp in cands[:_CLOSE_POLISH]:
-            Rl, Yl, _ = _lower.lp_polish(A, Rp, Yp, rounds=_CLOSE_LP_ROUNDS)
-            if b.offer_lower(Rl, Yl, f"close-{name}+lp") > lows[m]:
+            Rl, Yl, _ = _lower.lp_polish(b.A, Rp, Yp, rounds=_CLOSE_LP_ROUNDS)
+            if b.offer_lower(Rl, Yl, f"close-{name}+lp") > lows[o, m]:
                 break
 
 
@@ -724,6 +748,10 @@ def profile_matrix(
     -------
     Profile
 
+    See Also
+    --------
+    profile_matrices : several matrices of one shape at once (faster per matrix).
+
     Notes
     -----
     Stages: trivial witnesses (zero, identity, row sums); a cheap stage for every eps on
@@ -737,44 +765,114 @@ def profile_matrix(
     splits of the lo witness's groups). Every candidate is verified in float64 before it
     counts (METHOD.md section 3).
     """
-    check_choice("effort", effort, EFFORTS)
-    targets = tuple(sorted(set(check_eps_grid(eps))))
     A64 = check_attention(A, renormalize=renormalize)
     if A64.shape[0] != 1:
         raise ParameterError("A", "a single matrix of shape (M, N)", A64.shape)
-    A64 = A64[0]
+    return profile_matrices(
+        A64,
+        eps=eps,
+        effort=effort,
+        random_state=[random_state],
+        previous=[previous],
+        prune=prune,
+    )[0]
+
+
+def profile_matrices(
+    A: np.ndarray | Sequence[np.ndarray],
+    *,
+    eps: Sequence[float] = (0.05, 0.1, 0.2),
+    effort: str = "default",
+    random_state: int | None | Sequence[int | None] = 0,
+    previous: Sequence[Profile | None] | None = None,
+    renormalize: bool = False,
+    prune: bool = True,
+) -> list[Profile]:
+    """Certified rank profiles of several matrices of one shape, searched side by side.
+
+    Each matrix gets the search :func:`profile_matrix` gives it alone (its own trials,
+    decided by its own results); the matrices only share the batched optimizer runs, so
+    torch's per-operation overhead, which dominates on heads of this size, is paid once
+    per step for all of them instead of once per matrix.
+
+    Parameters
+    ----------
+    A : array ``[H, M, N]`` or a sequence of ``[M, N]`` arrays of one shape
+    eps, effort, renormalize, prune
+        As in :func:`profile_matrix`.
+    random_state : int, None, or one per matrix
+        Recorded with each profile (see :func:`profile_matrix`).
+    previous : sequence of Profile or None, optional
+        One earlier profile (or None) per matrix.
+
+    Returns
+    -------
+    list of Profile, one per matrix, in order. ``stats["seconds"]`` holds each stage's
+    time for the whole batch divided by its size, and ``stats["batch"]`` the size.
+
+    Notes
+    -----
+    Brackets agree with one-matrix runs up to the rounding of float32 batched products,
+    which may differ in the last bits with the batch's composition; every end is
+    certified in float64 either way.
+    """
+    check_choice("effort", effort, EFFORTS)
+    targets = tuple(sorted(set(check_eps_grid(eps))))
+    mats = [A] if isinstance(A, np.ndarray) and A.ndim == 2 else list(A)
+    if not mats:
+        raise ParameterError("A", "at least one matrix", "none")
+    mats = [check_attention(a, renormalize=renormalize) for a in mats]
+    for a in mats:
+        if a.shape[0] != 1 or a.shape[1:] != mats[0].shape[1:]:
+            raise ParameterError(
+                "A", f"matrices of one shape {mats[0].shape[1:]}", f"one of shape {a.shape}"
+            )
+    mats = [a[0] for a in mats]
+    H = len(mats)
+    seeds = (
+        [random_state] * H
+        if random_state is None or isinstance(random_state, (int, np.integer))
+        else list(random_state)
+    )
+    prevs = [None] * H if previous is None else list(previous)
+    for name, seq in (("random_state", seeds), ("previous", prevs)):
+        if len(seq) != H:
+            raise ParameterError(name, f"one entry per matrix ({H})", f"{len(seq)} entries")
     settings = _EFFORT_SETTINGS[effort]
-    seed = None if random_state is None else int(random_state)
-    stats: dict[str, Any] = {}
     with fixed_torch_threads(1):
         t0 = time.perf_counter()
-        b = _Builder(A64, previous)
-        _trivial(b)
+        bs = [_Builder(a, p) for a, p in zip(mats, prevs, strict=True)]
+        for b in bs:
+            _trivial(b)
         finite = [e for e in targets if e < 1]
-        cache = _cheap_stage(b, finite or [0.5])
+        caches = [_cheap_stage(b, finite or [0.5]) for b in bs]
         t1 = time.perf_counter()
         if finite:
-            _refine(b, cache, finite, settings)
+            _refine(bs, caches, finite, settings)
         t2 = time.perf_counter()
         if finite:
-            _close(b, cache, finite, settings)
+            _close(bs, caches, finite, settings)
         t3 = time.perf_counter()
-        keep = sorted(set(targets) | set(previous.eps_targets if previous else ()))
+    seconds = {
+        "cheap": (t1 - t0) / H,
+        "refine": (t2 - t1) / H,
+        "close": (t3 - t2) / H,
+        "total": (t3 - t0) / H,
+    }
+    out = []
+    for b, prev, seed in zip(bs, prevs, seeds, strict=True):
+        all_targets = tuple(sorted(set(targets) | set(prev.eps_targets if prev else ())))
         if prune:
-            _prune(b, keep)
-    stats["seconds"] = {
-        "cheap": t1 - t0,
-        "refine": t2 - t1,
-        "close": t3 - t2,
-        "total": time.perf_counter() - t0,
-    }
-    stats["rejected_lower"] = b.rejected
-    stats["methods"] = {
-        f"{e:g}": {
-            "upper": b.upper[b.hi(e)].method if b.hi(e) in b.upper else "identity",
-            "lower": b.lower[b.lo(e)].method if b.lo(e) else "none",
+            _prune(b, all_targets)
+        stats: dict[str, Any] = {"seconds": dict(seconds), "batch": H}
+        stats["rejected_lower"] = b.rejected
+        stats["methods"] = {
+            f"{e:g}": {
+                "upper": b.upper[b.hi(e)].method if b.hi(e) in b.upper else "identity",
+                "lower": b.lower[b.lo(e)].method if b.lo(e) else "none",
+            }
+            for e in targets
         }
-        for e in targets
-    }
-    all_targets = tuple(sorted(set(targets) | set(previous.eps_targets if previous else ())))
-    return Profile((b.M, b.N), b.upper, b.lower, all_targets, effort, seed, stats)
+        rs = None if seed is None else int(seed)
+        out.append(Profile((b.M, b.N), b.upper, b.lower, all_targets, effort, rs, stats))
+    return out

@@ -137,7 +137,7 @@ def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
     full = bio.profile_file(data, eps=(0.1,), effort="fast", progress=False)
 
     calls = {"n": 0}
-    real = bio._one
+    real = bio._block  # one job per block; blocks of one matrix here
 
     def flaky(job):
         calls["n"] += 1
@@ -145,13 +145,15 @@ def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
             raise KeyboardInterrupt  # as if Ctrl-C hit during the third matrix
         return real(job)
 
-    monkeypatch.setattr(bio, "_one", flaky)
+    monkeypatch.setattr(bio, "_block", flaky)
     with pytest.raises(KeyboardInterrupt):
-        bio.profile_file(data, eps=(0.1,), effort="fast", progress=False, checkpoint=ck)
+        bio.profile_file(data, eps=(0.1,), effort="fast", progress=False, checkpoint=ck, batch=1)
     assert len(ck.read_text().splitlines()) == 2  # two finished matrices were kept
     with open(ck, "a") as f:
         f.write('{"key": "torn')  # a line cut short by a crash is ignored
     calls["n"] = -100  # no more interruptions; count the recomputed matrices
-    resumed = bio.profile_file(data, eps=(0.1,), effort="fast", progress=False, checkpoint=ck)
+    resumed = bio.profile_file(
+        data, eps=(0.1,), effort="fast", progress=False, checkpoint=ck, batch=1
+    )
     assert calls["n"] == -100 + 1  # only the unfinished matrix was computed
     assert [p.brackets((0.1,)) for p in resumed] == [p.brackets((0.1,)) for p in full]

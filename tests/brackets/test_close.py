@@ -76,7 +76,7 @@ def test_close_closes_a_known_bracket(rng):
     assert b.offer_lower(R, Y, "merged") > eps
     assert _builder_brackets(b, [eps]) == [(3, 4)]
     cache = {"svd_V": Vt.T, "groups": {}}
-    P._close(b, cache, [eps], DEFAULT)
+    P._close([b], [cache], [eps], DEFAULT)
     assert _builder_brackets(b, [eps]) == [(4, 4)]
     w = b.lower[4]
     assert w.method.startswith("close")
@@ -91,7 +91,7 @@ def test_close_never_widens_and_every_witness_reverifies(seed):
     P._trivial(b)
     cache = P._cheap_stage(b, eps)
     before = _builder_brackets(b, eps)
-    P._close(b, cache, eps, DEFAULT)
+    P._close([b], [cache], eps, DEFAULT)
     after = _builder_brackets(b, eps)
     for (lo0, hi0), (lo1, hi1) in zip(before, after, strict=True):
         assert lo1 >= lo0 and hi1 <= hi0 and lo1 <= hi1
