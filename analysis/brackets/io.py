@@ -94,9 +94,9 @@ def load_matrices(
 
 # Matrices profiled side by side in one job (:func:`profile_matrices`). Blocks are fixed
 # runs of consecutive indices, whatever ``workers`` is, so results do not depend on it:
-# batched float32 products may round differently with the batch's composition. 4 was
-# the fastest of 1 / 2 / 4 / 6 / 12 on MiniLM heads at N = 128
-# (``benchmarks/bench_brackets.py --batch``).
+# batched float32 products may round differently with the batch's composition. Single-
+# thread CPU on 24 MiniLM heads at N = 128 for blocks of 1 / 2 / 4 / 6 / 8: 101 / 82 /
+# 82 / 84 / 105 s, same bracket quality (``benchmarks/bench_brackets_sample.py --batch``).
 BATCH = 4
 
 
