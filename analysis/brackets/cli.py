@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from analysis.brackets.io import (
+    BATCH,
     load_matrices,
     profile_file,
     result_json,
@@ -39,6 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1, help="processes (results do not depend on it)")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=BATCH,
+        help=f"matrices searched side by side per job (default {BATCH}; 1: one at a time)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_bracket)
 
@@ -65,6 +72,7 @@ def run_bracket(args: argparse.Namespace) -> int:
         effort=args.effort,
         seed=args.seed,
         workers=args.workers,
+        batch=args.batch,
         progress=not args.quiet,
         checkpoint=ck,
     )

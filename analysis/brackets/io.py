@@ -129,7 +129,7 @@ def profile_file(
     """
     eps = check_eps_grid(eps)
     workers = check_int("--workers", workers, minimum=1)
-    batch = check_int("batch", batch, minimum=1)
+    batch = check_int("--batch", batch, minimum=1)
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)
     keys = [

@@ -80,6 +80,7 @@ def test_workers_give_same_brackets(stack, tmp_path):
         (["--eps", "nan"], "--eps"),
         (["--eps", "0.1", "--temperature", "2"], "--temperature"),
         (["--eps", "0.1", "--workers", "0"], "--workers"),
+        (["--eps", "0.1", "--batch", "0"], "--batch"),
     ],
 )
 def test_cli_errors_name_parameter(stack, args, match, capsys):
@@ -157,3 +158,13 @@ def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
     )
     assert calls["n"] == -100 + 1  # only the unfinished matrix was computed
     assert [p.brackets((0.1,)) for p in resumed] == [p.brackets((0.1,)) for p in full]
+
+
+def test_batch_one_is_profile_matrix_one_at_a_time(stack, tmp_path):
+    from analysis.brackets import profile_matrix
+    from analysis.brackets.io import load_matrices
+
+    _, res = run_bracket(stack, tmp_path, "--batch", "1")
+    A = load_matrices(stack).A
+    alone = [profile_matrix(a, eps=(0.05, 0.1, 0.2)).brackets((0.05, 0.1, 0.2)) for a in A]
+    assert [m["brackets"] for m in res["matrices"]] == alone
