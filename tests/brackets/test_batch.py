@@ -90,3 +90,14 @@ def test_blocks_do_not_depend_on_workers_and_resume_whole(rng, tmp_path):
 def test_batch_is_validated(rng):
     with pytest.raises(ParameterError, match="batch"):
         profile_file(_data(smooth_stack(rng, h=2)), eps=EPS, batch=0, progress=False)
+
+
+def test_previous_profiles_are_kept_per_matrix(rng):
+    A = smooth_stack(rng, h=2, n=20)
+    first = profile_matrix(A[0], eps=(0.1,), effort="fast")
+    profs = profile_matrices(A, eps=(0.3,), effort="fast", previous=[first, None])
+    assert profs[0].eps_targets == (0.1, 0.3) and profs[1].eps_targets == (0.3,)
+    lo, hi = first.bracket(0.1)
+    lo2, hi2 = profs[0].bracket(0.1)
+    assert lo2 >= lo and hi2 <= hi  # the earlier witnesses were re-verified and kept
+    assert all(p.reverify(a) == [] for a, p in zip(A, profs, strict=True))
