@@ -765,17 +765,12 @@ def profile_matrix(
     splits of the lo witness's groups). Every candidate is verified in float64 before it
     counts (METHOD.md section 3).
     """
+    check_choice("effort", effort, EFFORTS)
+    targets = tuple(sorted(set(check_eps_grid(eps))))
     A64 = check_attention(A, renormalize=renormalize)
     if A64.shape[0] != 1:
         raise ParameterError("A", "a single matrix of shape (M, N)", A64.shape)
-    return profile_matrices(
-        A64,
-        eps=eps,
-        effort=effort,
-        random_state=[random_state],
-        previous=[previous],
-        prune=prune,
-    )[0]
+    return _profile_checked([A64[0]], targets, effort, [random_state], [previous], prune)[0]
 
 
 def profile_matrices(
@@ -838,6 +833,20 @@ def profile_matrices(
     for name, seq in (("random_state", seeds), ("previous", prevs)):
         if len(seq) != H:
             raise ParameterError(name, f"one entry per matrix ({H})", f"{len(seq)} entries")
+    return _profile_checked(mats, targets, effort, seeds, prevs, prune)
+
+
+def _profile_checked(
+    mats: list[np.ndarray],
+    targets: tuple[float, ...],
+    effort: str,
+    seeds: list[int | None],
+    prevs: list[Profile | None],
+    prune: bool,
+) -> list[Profile]:
+    """:func:`profile_matrices` on validated input: float64 ``[M, N]`` matrices of one
+    shape, a sorted eps grid, one seed and one previous profile (or None) per matrix."""
+    H = len(mats)
     settings = _EFFORT_SETTINGS[effort]
     with fixed_torch_threads(1):
         t0 = time.perf_counter()
