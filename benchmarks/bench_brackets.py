@@ -95,26 +95,35 @@ def run(
     return df
 
 
-def summarize(df: pd.DataFrame) -> dict:
+def bracket_quality(df: pd.DataFrame) -> dict:
+    """Median / mean hi/lo, closed share (overall and per eps) and the construction that
+    won each end, from a per-bracket table (``upper``, ``lower``, ``eps``, ``*_method``)."""
     ratio = df["upper"] / df["lower"].clip(lower=1)
-    per_matrix = df.groupby("index")["seconds"].first()
+    closed = df["upper"] == df["lower"]
     return {
-        "brackets": len(df),
         "median_hi_over_lo": float(ratio.median()),
         "mean_hi_over_lo": float(ratio.mean()),
-        "closed_share": float((df["upper"] == df["lower"]).mean()),
-        "seconds_per_matrix_median": float(per_matrix.median()),
-        "seconds_per_matrix_mean": float(per_matrix.mean()),
-        "wall_seconds": float(df.attrs["wall"]),
+        "closed_share": float(closed.mean()),
         "by_eps": {
             f"{e:g}": {
                 "median_hi_over_lo": float(ratio[df["eps"] == e].median()),
-                "closed_share": float((df["upper"] == df["lower"])[df["eps"] == e].mean()),
+                "closed_share": float(closed[df["eps"] == e].mean()),
             }
             for e in EPS
         },
         "upper_won_by": dict(collections.Counter(df["upper_method"])),
         "lower_won_by": dict(collections.Counter(df["lower_method"])),
+    }
+
+
+def summarize(df: pd.DataFrame) -> dict:
+    per_matrix = df.groupby("index")["seconds"].first()
+    return {
+        "brackets": len(df),
+        **bracket_quality(df),
+        "seconds_per_matrix_median": float(per_matrix.median()),
+        "seconds_per_matrix_mean": float(per_matrix.mean()),
+        "wall_seconds": float(df.attrs["wall"]),
     }
 
 

@@ -16,7 +16,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import sys
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_brackets import EPS, TOPIC  # noqa: E402
+from bench_brackets import EPS, TOPIC, bracket_quality  # noqa: E402
 from minilm_heads import minilm_attention  # noqa: E402
 
 from analysis.brackets import profile_matrices  # noqa: E402
@@ -63,26 +62,13 @@ def run(A, heads: list[int], effort: str, batch: int) -> pd.DataFrame:
 
 
 def summarize(df: pd.DataFrame) -> dict:
-    ratio = df["upper"] / df["lower"].clip(lower=1)
     per = df.groupby("index")["cpu"].first()
-    closed = df["upper"] == df["lower"]
     return {
         "matrices": len(per),
         "cpu_per_matrix_median": float(per.median()),
         "cpu_per_matrix_mean": float(per.mean()),
         "cpu_total": float(per.sum()),
-        "median_hi_over_lo": float(ratio.median()),
-        "mean_hi_over_lo": float(ratio.mean()),
-        "closed_share": float(closed.mean()),
-        "by_eps": {
-            f"{e:g}": {
-                "median_hi_over_lo": float(ratio[df.eps == e].median()),
-                "closed_share": float(closed[df.eps == e].mean()),
-            }
-            for e in EPS
-        },
-        "upper_won_by": dict(collections.Counter(df["upper_method"])),
-        "lower_won_by": dict(collections.Counter(df["lower_method"])),
+        **bracket_quality(df),
     }
 
 
