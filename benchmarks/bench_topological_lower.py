@@ -59,6 +59,7 @@ from bench_brackets import TOPIC  # noqa: E402
 from minilm_heads import minilm_attention  # noqa: E402
 
 from analysis.brackets import profile_matrix  # noqa: E402
+from analysis.brackets.optim import cosine_lr  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EPS = (0.05, 0.1, 0.2)
@@ -166,7 +167,7 @@ def ascend(A: np.ndarray, R: np.ndarray, grid: int, steps: int, lr: float) -> tu
             Phi.div_(Phi.abs().amax(1, keepdim=True))
             Ys.div_(Ys.abs().sum(1, keepdim=True))
         for g in opt.param_groups:
-            g["lr"] = lr * (0.1 + 0.45 * (1 + math.cos(math.pi * t / steps)))
+            g["lr"] = float(cosine_lr(lr, torch.tensor(t / steps), 0.1))
     return best, len(simplices)
 
 
