@@ -3,7 +3,9 @@
 Measures, per length and effort: median hi/lo, share of closed brackets, time per
 matrix, which construction won each end; and the wall time of the whole 72-head stack
 at N = 128 with witnesses (profiles, JSON with witnesses, written to disk). Writes the
-per-bracket table to ``benchmarks/out/`` and the interval widths of training heads to
+per-bracket table to ``benchmarks/out/``, appends one line per (effort, length) to
+``benchmarks/out/bench_brackets_runs.jsonl`` (start time, load average, wall time; so no
+run's timing is lost when the next one overwrites the summary), and the interval widths of training heads to
 ``data/reference/minilm_bracket_widths.csv`` (used by ``attnrank validate-comparison``;
 only the lengths measured are replaced, the others kept).
 
@@ -17,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import datetime
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -144,11 +148,18 @@ def main() -> None:
     frames, summary = [], {}
     for effort in args.efforts:
         for L in args.lengths:
+            started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+            load = os.getloadavg()[0]
             df = run(L, effort, args.workers, args.heads, out_dir, args.batch)
             frames.append(df)
             s = summarize(df)
             s["workers"], s["batch"] = args.workers, args.batch
             summary[f"{effort}/N={L}"] = s
+            log = {"started": started, "load_before": load, "effort": effort, "length": L}
+            keep = ("wall_seconds", "seconds_per_matrix_mean", "median_hi_over_lo", "closed_share")
+            log |= {k: s[k] for k in keep} | {"workers": args.workers, "batch": args.batch}
+            with open(out_dir / "bench_brackets_runs.jsonl", "a") as fh:  # a log: append only
+                fh.write(json.dumps(log) + "\n")
             print(
                 f"\n== effort={effort} N={L}: {len(df) // 3} matrices,"
                 f" workers={args.workers}, batch={args.batch}"
