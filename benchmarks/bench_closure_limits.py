@@ -7,7 +7,11 @@ this measures, at the two sizes that would close it:
   ``--lp-rounds`` rounds of exact block-coordinate descent on the true max-row-l1 error
   from that witness: the best ``W`` for fixed ``U`` (one LP) and the best ``U`` for fixed
   ``W`` (one l1 regression per row, an LP each), certified again;
-- **lower end, size lo + 1**: the best certified margin ``mu`` (relative to eps); a long
+- **upper end, continued** (``--continue-steps S [S ...]``, off by default): the engine's
+  own Adam refinement run on for ``S`` more steps from that rank ``hi - 1`` witness (same
+  schedule, no early stop short of ``0.98 eps``), then the l1 row refit, certified again:
+  whether the engine's upper runs stop before they converge;
+- **lower end, size lo + 1** (``--skip-lower`` leaves it out): the best certified margin ``mu`` (relative to eps); a long
   projected ascent from that witness without early stopping (``--ascent-steps``; the
   engine stops trials that stall or look hopeless) followed by the exact best ``Y``
   (:func:`analysis.brackets.lower.lp_best_Y`), certified again; and the
@@ -22,6 +26,7 @@ this measures, at the two sizes that would close it:
 Usage::
 
     python benchmarks/bench_closure_limits.py [--length 96] [--heads 72] [--workers 2]
+        [--lp-rounds 2] [--ascent-steps 2000] [--continue-steps S ...] [--skip-lower]
 
 Writes ``benchmarks/out/closure_limits_L<length>.csv`` / ``.json`` and prints a summary.
 """
@@ -46,6 +51,7 @@ from minilm_heads import minilm_attention  # noqa: E402
 
 from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import lp_best_Y, refine_lower  # noqa: E402
+from analysis.brackets.upper import l1_refit_rows, refine_upper  # noqa: E402
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,8 +167,30 @@ def long_ascent(A: np.ndarray, R: np.ndarray, Y: np.ndarray, eps: float, steps: 
     return max(mu, certified_lower_margin(A, R1, lp_best_Y(A, R1)))
 
 
-def one_head(args: tuple[int, np.ndarray, int, int]) -> list[dict]:
-    index, A, lp_rounds, ascent_steps = args
+def continue_upper(A: np.ndarray, U: np.ndarray, W: np.ndarray, eps: float, steps: int) -> float:
+    """Certified error after ``steps`` more of the engine's Adam refinement from ``(U, W)``
+    (stopping early only below ``0.98 eps``), then the l1 row refit of every row."""
+    A32 = torch.from_numpy(A).float()[None]
+    k = U.shape[1]
+    Ut, Wt, _ = refine_upper(
+        A32,
+        torch.from_numpy(U).float()[None],
+        torch.from_numpy(W).float()[None],
+        torch.tensor([k]),
+        torch.tensor([0.98 * eps]),
+        steps=torch.tensor([steps]),
+        give_up=1e9,
+    )
+    U1, W1 = Ut[0].double(), Wt[0].double()
+    U2 = l1_refit_rows(torch.from_numpy(A)[None], U1[None], W1[None])[0]
+    return min(
+        certified_upper_error(A, U1.numpy(), W1.numpy()),
+        certified_upper_error(A, U2.numpy(), W1.numpy()),
+    )
+
+
+def one_head(args: tuple[int, np.ndarray, int, int, tuple[int, ...], bool]) -> list[dict]:
+    index, A, lp_rounds, ascent_steps, continue_steps, skip_lower = args
     torch.set_num_threads(1)
     prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
     rows = []
@@ -188,8 +216,11 @@ def one_head(args: tuple[int, np.ndarray, int, int]) -> list[dict]:
                 "upper_error_lp_over_eps": e_lp / eps,
                 "upper_lp_seconds": time.perf_counter() - t0,
             }
+            for steps in continue_steps:
+                e_c = continue_upper(A, up.U, up.W, eps, steps)
+                row[f"upper_error_cont{steps}_over_eps"] = e_c / eps
         low = prof.lower.get(lo + 1)
-        if low is not None:
+        if low is not None and not skip_lower:
             row |= {
                 "lower_size": lo + 1,
                 "lower_margin_over_eps": low.margin / eps,
@@ -207,11 +238,21 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--lp-rounds", type=int, default=2)
     ap.add_argument("--ascent-steps", type=int, default=2000)
+    ap.add_argument("--continue-steps", type=int, nargs="*", default=[])
+    ap.add_argument("--skip-lower", action="store_true", help="no lower-end diagnostics")
     args = ap.parse_args()
     print("command:", "python benchmarks/bench_closure_limits.py " + " ".join(sys.argv[1:]))
     A_all = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))[: args.heads]
     jobs = [
-        (i, A.astype(np.float64), args.lp_rounds, args.ascent_steps) for i, A in enumerate(A_all)
+        (
+            i,
+            A.astype(np.float64),
+            args.lp_rounds,
+            args.ascent_steps,
+            tuple(args.continue_steps),
+            args.skip_lower,
+        )
+        for i, A in enumerate(A_all)
     ]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
@@ -221,18 +262,29 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / f"closure_limits_L{args.length}.csv", index=False)
     up = df.dropna(subset=["upper_error_over_eps"])
-    low = df.dropna(subset=["lower_margin_over_eps"])
-    summary = {
-        "length": args.length,
-        "brackets_width_1_2": int(len(df)),
-        "upper": {
-            "cases": int(len(up)),
-            "median_error_over_eps": float(up["upper_error_over_eps"].median()),
+    summary: dict = {"length": args.length, "brackets_width_1_2": int(len(df))}
+    summary["upper"] = {
+        "cases": int(len(up)),
+        "median_error_over_eps": float(up["upper_error_over_eps"].median()),
+    }
+    if args.lp_rounds:
+        summary["upper"] |= {
             "median_error_after_exact_lp_over_eps": float(up["upper_error_lp_over_eps"].median()),
             "closed_by_exact_lp": int((up["upper_error_lp_over_eps"] <= 1).sum()),
             "median_lp_seconds": float(up["upper_lp_seconds"].median()),
-        },
-        "lower": {
+        }
+    width1 = up["upper"] - up["lower"] == 1
+    for steps in args.continue_steps:
+        e_c = up[f"upper_error_cont{steps}_over_eps"]
+        summary["upper"][f"continued_{steps}_steps"] = {
+            "median_error_over_eps": float(e_c.median()),
+            "median_ratio_to_engine": float((e_c / up["upper_error_over_eps"]).median()),
+            "upper_ends_lowered": int((e_c <= 1).sum()),
+            "brackets_closed": int(((e_c <= 1) & width1).sum()),
+        }
+    if not args.skip_lower:
+        low = df.dropna(subset=["lower_margin_over_eps"])
+        summary["lower"] = {
             "cases": int(len(low)),
             "median_margin_over_eps": float(low["lower_margin_over_eps"].median()),
             "median_margin_long_ascent_over_eps": float(low["lower_margin_long_over_eps"].median()),
@@ -242,7 +294,8 @@ def main() -> None:
                 (low["lower_expansion_over_eps"] / low["lower_margin_over_eps"]).median()
             ),
             "expansion_above_eps": int((low["lower_expansion_over_eps"] > 1).sum()),
-        },
+        }
+    summary |= {
         "wall_seconds": time.perf_counter() - t0,
     }
     print(df.round(4).to_string(index=False))
