@@ -1,13 +1,13 @@
 """Benchmark the bracket engine on real MiniLM heads.
 
-Measures, per length and effort: median hi/lo, share of closed brackets, time per
-matrix, which construction won each end; and the wall time of the whole 72-head stack
-at N = 128 with witnesses (profiles, JSON with witnesses, written to disk). Writes the
-per-bracket table to ``benchmarks/out/``, appends one line per (effort, length) to
-``benchmarks/out/bench_brackets_runs.jsonl`` (start time, load average, wall time; so no
-run's timing is lost when the next one overwrites the summary), and the interval widths of training heads to
-``data/reference/minilm_bracket_widths.csv`` (used by ``attnrank validate-comparison``;
-only the lengths measured are replaced, the others kept).
+Measures, per length and effort: median hi/lo, share of closed brackets, time per matrix,
+which construction won each end; and the wall time of the whole 72-head stack at N = 128
+with witnesses (profiles, JSON with witnesses, written to disk). Writes the per-bracket
+table to ``benchmarks/out/``, appends one line per (effort, length) to
+``benchmarks/out/bench_brackets_runs.jsonl`` (start time, load average, wall time: no run's
+timing is lost when the next one overwrites the summary), and writes the interval widths of
+training heads to ``data/reference/minilm_bracket_widths.csv`` (used by
+``attnrank validate-comparison``; only the lengths measured are replaced, the others kept).
 
 Usage::
 

@@ -11,17 +11,18 @@ this measures, at the two sizes that would close it:
   own Adam refinement run on for ``S`` more steps from that rank ``hi - 1`` witness (same
   schedule, no early stop short of ``0.98 eps``), then the l1 row refit, certified again:
   whether the engine's upper runs stop before they converge;
-- **lower end, size lo + 1** (``--skip-lower`` leaves it out): the best certified margin ``mu`` (relative to eps); a long
-  projected ascent from that witness without early stopping (``--ascent-steps``; the
-  engine stops trials that stall or look hopeless) followed by the exact best ``Y``
-  (:func:`analysis.brackets.lower.lp_best_Y`), certified again; and the
+- **lower end, size lo + 1** (``--skip-lower`` leaves it out): the best certified margin
+  ``mu`` (relative to eps); a long projected ascent from that witness without early stopping
+  (``--ascent-steps``; the engine stops trials that stall or look hopeless) followed by the
+  exact best ``Y`` (:func:`analysis.brackets.lower.lp_best_Y`), certified again; and the
   exact expansion constant of that witness's test space,
   ``lambda(Z) = min { ||A z||_inf : z in range(R), ||z||_inf = 1 }`` (N small LPs, one per
-  coordinate where ``|z_j| = 1``). ``lambda(Z) > eps`` would already prove ``r >= lo + 1``
-  (the proof of METHOD.md section 3 with ``z = R x`` in place of ``x``), and it bounds
-  what any basis ``(R T, Y)`` of the same space can certify, so it says whether the
-  certificate *form* or the *space* limits the lower end. It is an uncertified LP value,
-  reported as a diagnostic only; no bracket uses it.
+  coordinate where ``|z_j| = 1``).
+  ``lambda(Z) > eps`` would already prove ``r >= lo + 1`` (the proof of METHOD.md section 3
+  with ``z = R x`` in place of ``x``), and it bounds what any basis ``(R T, Y)`` of the same
+  space can certify, so it says whether the certificate *form* or the *space* limits the
+  lower end. It is an uncertified LP value, reported as a diagnostic only; no bracket uses
+  it.
 
 Usage::
 
@@ -295,9 +296,7 @@ def main() -> None:
             ),
             "expansion_above_eps": int((low["lower_expansion_over_eps"] > 1).sum()),
         }
-    summary |= {
-        "wall_seconds": time.perf_counter() - t0,
-    }
+    summary["wall_seconds"] = time.perf_counter() - t0
     print(df.round(4).to_string(index=False))
     print(json.dumps(summary, indent=1))
     (out / f"closure_limits_L{args.length}.json").write_text(json.dumps(summary, indent=1))
