@@ -1,0 +1,328 @@
+"""Do m-row sign-pattern lower certificates close the nearly closed brackets?
+
+The engine's lower witness ``(R, Y)`` (METHOD.md section 3) certifies at most the expansion
+constant of its test space ``range(R)``; ``bench_closure_limits.py`` and
+``bench_topological_lower.py`` showed that better spaces, not better certificates for
+them, are what the width-1 brackets miss. This script tries a certificate that needs no
+test space at all: m rows of ``A`` (or m combinations ``Y``) whose exact rank-(m-1)
+approximation error exceeds eps.
+
+**Certificate.** Let ``Y`` ``[m, M]`` have rows of l1 norm ``<= 1`` and give every sign
+pattern ``sigma`` in ``{-1, 1}^m`` with ``sigma_1 = 1`` a test vector ``z_sigma`` with
+``||z_sigma||_inf <= 1``. If ``sigma_i (Y A z_sigma)_i > eps`` for every ``i`` and
+``sigma``, then ``r_eps(A) >= m``.
+
+Proof: let ``B`` have rank ``<= m - 1`` and ``E = A - B`` max row l1 ``<= eps``. ``Y B``
+has m rows and rank ``<= m - 1``, so ``c^T Y B = 0`` for some ``c != 0``; negate ``c`` if
+its first entry is negative and let ``sigma`` agree with the signs of ``c`` (``+1`` where
+``c_i = 0``), so ``c_i = |c_i| sigma_i`` and ``sigma_1 = 1``. Then ``c^T Y A z_sigma =
+sum_i |c_i| sigma_i (Y A z_sigma)_i > eps ||c||_1``, while ``c^T Y A z_sigma =
+c^T Y E z_sigma <= sum_i |c_i| ||y_i||_1 ||E z_sigma||_inf <= eps ||c||_1``: a
+contradiction.
+
+For fixed ``Y`` the best test vectors certify exactly ``a(Y A) = min_(c != 0)
+||c^T Y A||_1 / ||c||_1`` (LP duality, one LP per pattern): the least max-row-l1 error of a
+rank-(m-1) approximation of the m rows ``Y A``, so with ``Y`` = m rows of ``A`` it is the
+exact answer for those rows. The engine's ``(R, Y)`` is the special case
+``z_sigma = R sigma``: for the same ``Y`` this form certifies at least as much, with
+``2^(m-1)`` test vectors instead of m (small m only).
+
+**What is measured.** For every bracket of width 1-2 (72 MiniLM heads, engine at
+``default`` effort, unpruned profile) with ``m = lo + 1 <= --max-size`` and an engine
+witness at size m: the engine's certified margin; the sign-pattern value of the engine's
+own ``Y`` (best ``z_sigma`` by LP); and a local search over m-row subsets started from the
+rows the engine's ``Y`` weighs most (swap one row at a time, screened by LP dual bounds,
+``--max-evals`` / ``--max-seconds`` per search). The best of the three is certified in
+float64 with a rounding allowance (:func:`certified_sign_margin`, the verifier's standard
+model); where it exceeds eps the lower end rises to m (and the search goes on at m + 1
+while ``m + 1 <= hi``). Nothing here changes the engine or any stored bracket.
+
+Usage::
+
+    python benchmarks/bench_sign_pattern_lower.py [--length 96] [--max-size 10]
+        [--max-evals 40] [--max-seconds 10] [--workers 2]
+
+Writes ``benchmarks/out/sign_pattern_lower_L<length>.csv`` / ``.json`` and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+import torch
+from scipy.optimize import linprog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_brackets import EPS, TOPIC  # noqa: E402
+from minilm_heads import minilm_attention  # noqa: E402
+
+from analysis.brackets import profile_matrix  # noqa: E402
+from analysis.brackets.verify import UNIT_ROUNDOFF, gamma  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sign_patterns(m: int) -> np.ndarray:
+    """All sign patterns with first entry ``+1``: ``[2^(m-1), m]`` with entries +-1.
+
+    Row ``k`` has ``sigma_1 = +1`` and ``sigma_(i+1) = -1`` exactly where bit ``i - 1`` of
+    ``k`` is set (``i = 1 .. m - 1``), the order of the columns of ``Z``.
+    """
+    k = np.arange(2 ** (m - 1))[:, None]
+    bits = (k >> np.arange(m - 1)[None, :]) & 1
+    return np.hstack([np.ones((k.size, 1)), 1.0 - 2.0 * bits])
+
+
+def pattern_values(
+    G: np.ndarray, patterns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best test vector per sign pattern for the rows ``G`` ``[m, N]``.
+
+    For each pattern ``sigma``: ``v = max { t : sigma_i G_i z >= t, ||z||_inf <= 1 }``, all
+    patterns in one block-diagonal LP (scipy's HiGHS; the blocks are independent, so the
+    sum of the ``t`` is maximized block by block).
+
+    Returns
+    -------
+    values : ``[K]``; Z : ``[N, K]`` the maximizers; C : ``[K, m]`` the dual vectors
+    ``c = lambda * sigma`` (``lambda`` on the simplex), each a minimizer of
+    ``||c^T G||_1 / ||c||_1`` over the pattern's orthant: the rows' binding combination.
+    """
+    m, N = G.shape
+    K = patterns.shape[0]
+    blocks = [sp.csr_matrix(np.hstack([-(s[:, None] * G), np.ones((m, 1))])) for s in patterns]
+    cost = np.zeros(K * (N + 1))
+    cost[N :: N + 1] = -1.0
+    bounds = np.tile(np.append(np.full((N, 2), [-1.0, 1.0]), [[-np.inf, np.inf]], 0), (K, 1))
+    res = linprog(
+        cost,
+        A_ub=sp.block_diag(blocks, format="csr"),
+        b_ub=np.zeros(K * m),
+        bounds=bounds,
+        method="highs",
+    )
+    if res.status != 0:  # cannot happen for a bounded feasible LP; be safe, certify nothing
+        return np.full(K, -np.inf), np.zeros((N, K)), np.zeros((K, m))
+    x = res.x.reshape(K, N + 1)
+    lam = -res.ineqlin.marginals.reshape(K, m)
+    return x[:, N].copy(), x[:, :N].T.copy(), lam * patterns
+
+
+def _swap_bounds(A: np.ndarray, rows: list[int], pool: np.ndarray) -> np.ndarray:
+    """Upper bounds ``[m, M]`` on the value after replacing ``rows[p]`` by row ``r``:
+    ``min_(c in pool) ||c^T A_S'||_1 / ||c||_1`` (any ``c`` bounds the minimum)."""
+    m = len(rows)
+    base = pool @ A[rows]  # [K, N]
+    norm = np.abs(pool).sum(1)[:, None]
+    out = np.empty((m, A.shape[0]))
+    for p in range(m):
+        cp = pool[:, p : p + 1]
+        V = (base - cp * A[rows[p]])[:, None, :] + cp[:, :, None] * A[None, :, :]
+        out[p] = (np.abs(V).sum(-1) / norm).min(0)
+    out[:, rows] = -np.inf
+    return out
+
+
+def row_subset_search(
+    A: np.ndarray,
+    rows: list[int],
+    eps: float,
+    *,
+    max_evals: int = 30,
+    max_seconds: float = 10.0,
+    pool_size: int = 256,
+) -> tuple[list[int], np.ndarray, float]:
+    """Local search over m-row subsets ``S`` for a sign-pattern witness above ``eps``.
+
+    Parameters
+    ----------
+    A : array ``[M, N]``
+    rows : list of m distinct row indices to start from
+    eps : float
+        Stop once the value exceeds it.
+    max_evals, max_seconds : budget of exact evaluations (one LP over all patterns each)
+        and wall seconds.
+    pool_size : most dual vectors kept for screening (those binding hardest at the
+        current rows).
+
+    Returns
+    -------
+    rows, Z, value : the best subset found, its test vectors ``[N, 2^(m-1)]`` and its
+    (uncertified) value ``min_sigma min_i sigma_i (A_S z_sigma)_i``.
+
+    Notes
+    -----
+    Moves swap one row of ``S`` for another. Every dual vector ``c`` seen so far bounds
+    the value of any subset from above (``||c^T A_S'||_1 / ||c||_1``), so swaps are tried
+    best bound first and a swap whose bound is not above the current value is never
+    evaluated; each evaluation that does not improve adds its ``c`` to the pool and
+    tightens the bounds. Written by hand: no library searches row subsets for this
+    certificate.
+    """
+    t0 = time.perf_counter()
+    m = len(rows)
+    P = sign_patterns(m)
+    vals, Z, C = pattern_values(A[rows], P)
+    cur, pool, evals = float(vals.min()), C, 1
+    rows = list(rows)
+    ub = _swap_bounds(A, rows, pool)
+    while cur <= eps and evals < max_evals and time.perf_counter() - t0 < max_seconds:
+        p, r = np.unravel_index(int(np.argmax(ub)), ub.shape)
+        if not ub[p, r] > cur * (1 + 1e-9):
+            break  # no swap can improve on the current value
+        trial = list(rows)
+        trial[p] = int(r)
+        # The current test vectors stay valid for the new rows: only the patterns they no
+        # longer certify above the current value need their LP solved again.
+        Z2 = Z.copy()
+        v2 = (P.T * (A[trial] @ Z)).min(0)
+        need = np.nonzero(v2 <= cur * (1 + 1e-9))[0]
+        Cn = np.zeros((0, m))
+        if need.size:
+            vn, Zn, Cn = pattern_values(A[trial], P[need])
+            v2[need], Z2[:, need] = vn, Zn
+            pool = np.vstack([Cn, pool])
+            evals += 1
+        if v2.min() > cur * (1 + 1e-9):
+            rows, Z, cur = trial, Z2, float(v2.min())
+            if pool.shape[0] > pool_size:  # keep the vectors binding hardest at the new rows
+                bind = np.abs(pool @ A[rows]).sum(1) / np.abs(pool).sum(1)
+                pool = pool[np.argsort(bind, kind="stable")[:pool_size]]
+            ub = _swap_bounds(A, rows, pool)
+        else:
+            # Bounds only fall as vectors are added: update them with the new ones alone.
+            ub[p, r] = -np.inf
+            if Cn.shape[0]:
+                ub = np.minimum(ub, _swap_bounds(A, rows, Cn))
+    return rows, Z, cur
+
+
+def certified_sign_margin(A: np.ndarray, Y: np.ndarray, Z: np.ndarray) -> float:
+    """Certified ``min_(sigma, i) sigma_i (Y A z_sigma)_i / (||y_i||_1 ||z_sigma||_inf)``.
+
+    ``r_eps(A) >= m`` for every eps below it. Rounding allowance as in
+    :func:`analysis.brackets.verify.certified_lower_margin`: ``|fl(fl(Y A) Z) - Y A Z| <=
+    gamma_(M+N) |Y||A||Z|`` (taken with ``gamma_(M+N+m)``, inflated by 1.01), one more
+    ``gamma_2`` for the subtraction, the norms inflated, the quotient rounded towards zero.
+    """
+    A, Y, Z = (np.asarray(X, dtype=np.float64) for X in (A, Y, Z))
+    M, N = A.shape
+    m = Y.shape[0]
+    P = sign_patterns(m)
+    if Y.shape != (m, M) or Z.shape != (N, P.shape[0]):
+        raise ValueError(f"Y must be [m, {M}] and Z [{N}, 2^(m-1)]; got {Y.shape}, {Z.shape}")
+    G = (Y @ A) @ Z
+    D = gamma(M + N + m) * ((np.abs(Y) @ np.abs(A)) @ np.abs(Z)) * 1.01
+    num = P.T * G - D
+    num -= gamma(2) * (np.abs(G) + D)
+    ynorm = np.abs(Y).sum(1) * (1.0 + gamma(M))
+    znorm = np.abs(Z).max(0)
+    if (ynorm == 0).any() or (znorm == 0).any():
+        return -np.inf
+    ratio = num / (ynorm[:, None] * znorm[None, :])
+    ratio = np.where(ratio > 0, ratio * (1 - 4 * UNIT_ROUNDOFF), ratio * (1 + 4 * UNIT_ROUNDOFF))
+    return float(ratio.min())
+
+
+def start_rows(Y: np.ndarray, m: int) -> list[int]:
+    """m distinct rows: each row of ``Y``'s heaviest entry, then the heaviest columns left."""
+    rows = list(dict.fromkeys(np.abs(Y).argmax(1).tolist()))
+    for r in np.argsort(-np.abs(Y).max(0), kind="stable"):
+        if len(rows) >= m:
+            break
+        if int(r) not in rows:
+            rows.append(int(r))
+    return rows[:m]
+
+
+def one_head(args: tuple[int, np.ndarray, int, int, float]) -> list[dict]:
+    index, A, max_size, max_evals, max_seconds = args
+    torch.set_num_threads(1)
+    prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
+    out = []
+    for eps in EPS:
+        lo, hi = prof.bracket(eps)
+        if not 1 <= hi - lo <= 2:
+            continue
+        row: dict = {"index": index, "eps": eps, "lower": lo, "upper": hi, "search_seconds": 0.0}
+        new_lo, m = lo, lo + 1
+        while m <= min(hi, max_size) and m in prof.lower:
+            w = prof.lower[m]
+            Yn = w.Y / np.abs(w.Y).sum(1, keepdims=True)
+            v_same, Z_same, _ = pattern_values(Yn @ A, sign_patterns(m))
+            t0 = time.perf_counter()
+            rows, Z_rows, v_rows = row_subset_search(
+                A, start_rows(w.Y, m), eps, max_evals=max_evals, max_seconds=max_seconds
+            )
+            row["search_seconds"] += time.perf_counter() - t0
+            cert = max(
+                certified_sign_margin(A, Yn, Z_same),
+                certified_sign_margin(A, np.eye(A.shape[0])[rows], Z_rows),
+            )
+            if m == lo + 1:
+                row |= {
+                    "size": m,
+                    "engine_margin_over_eps": w.margin / eps,
+                    "same_Y_over_eps": float(v_same.min()) / eps,
+                    "row_search_over_eps": v_rows / eps,
+                    "certified_over_eps": cert / eps,
+                }
+            if not cert > eps:
+                break
+            new_lo, m = m, m + 1
+        row["new_lower"] = new_lo
+        out.append(row)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--length", type=int, default=96)
+    ap.add_argument("--max-size", type=int, default=10)
+    ap.add_argument("--max-evals", type=int, default=40)
+    ap.add_argument("--max-seconds", type=float, default=10.0)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    print("command:", "python benchmarks/bench_sign_pattern_lower.py " + " ".join(sys.argv[1:]))
+    A_all = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))
+    jobs = [
+        (i, A.astype(np.float64), args.max_size, args.max_evals, args.max_seconds)
+        for i, A in enumerate(A_all)
+    ]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        rows = [r for part in pool.map(one_head, jobs) for r in part]
+    df = pd.DataFrame(rows)
+    out = ROOT / "benchmarks" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / f"sign_pattern_lower_L{args.length}.csv", index=False)
+    tried = df.dropna(subset=["engine_margin_over_eps"])
+    summary = {
+        "command": "python benchmarks/bench_sign_pattern_lower.py " + " ".join(sys.argv[1:]),
+        "length": args.length,
+        "brackets_width_1_2": int(len(df)),
+        "tried": int(len(tried)),
+        "median_engine_margin_over_eps": float(tried["engine_margin_over_eps"].median()),
+        "median_same_Y_over_eps": float(tried["same_Y_over_eps"].median()),
+        "median_row_search_over_eps": float(tried["row_search_over_eps"].median()),
+        "median_certified_over_eps": float(tried["certified_over_eps"].median()),
+        "lower_ends_raised": int((df["new_lower"] > df["lower"]).sum()),
+        "brackets_closed": int((df["new_lower"] == df["upper"]).sum()),
+        "search_seconds_total": float(df["search_seconds"].sum()),
+        "wall_seconds": time.perf_counter() - t0,
+    }
+    print(df.round(4).to_string(index=False))
+    print(json.dumps(summary, indent=1))
+    (out / f"sign_pattern_lower_L{args.length}.json").write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
