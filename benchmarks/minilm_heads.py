@@ -14,7 +14,10 @@ def minilm_attention(length: int, *, topic_index: int = 0) -> np.ndarray:
     """Return MiniLM attention ``[layer * head, length, length]`` (float64, eager).
 
     The input is the ``topic_index``-th pydoc topic (sorted by name) that has at least
-    ``length`` tokens, truncated to ``length`` tokens including special tokens.
+    ``length`` tokens, truncated to ``length`` tokens including special tokens. The float32
+    forward pass runs with torch's thread count as the caller left it (the benchmarks: the
+    default, 2 on this 2-core machine); another count changes the last bits of the heads,
+    and can move a bracket end at a near miss (docs/sources.md, Reproducibility).
     """
     from pydoc_data.topics import topics
 

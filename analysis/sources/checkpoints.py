@@ -591,6 +591,10 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         "head_dim": int(Q_arr.shape[-1]),
         "parity_max_abs": parity,
         "versions": _library_versions(),
+        # The float32 forward pass's last bits depend on how its reductions are split
+        # across threads; the stored A is what every later stage uses, this says how it
+        # was made.
+        "torch_threads": torch.get_num_threads(),
     }
     return Extraction(
         A_arr, Q_arr, K_arr, scale, mask, causal, np.asarray(model_input.tokens, dtype=str), meta

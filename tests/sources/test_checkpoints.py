@@ -147,7 +147,14 @@ def test_npz_layout_loads_without_pickle(tiny_model, tmp_path):
         assert z["mask"].dtype == bool and z["causal"].shape == () and bool(z["causal"])
         assert z["tokens"].dtype.kind == "U" and z["meta"].shape == ()
         meta = json.loads(str(z["meta"]))
-    for field in ("checkpoint", "weights_sha256", "input_id", "length", "versions"):
+    for field in (
+        "checkpoint",
+        "weights_sha256",
+        "input_id",
+        "length",
+        "versions",
+        "torch_threads",
+    ):
         assert field in meta
     back = load_extraction(out)
     np.testing.assert_array_equal(back.A, ex.A)
