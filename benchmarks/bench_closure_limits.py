@@ -38,7 +38,6 @@ import argparse
 import json
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +47,7 @@ import torch
 from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import minilm_attention  # noqa: E402
+from minilm_heads import map_heads, minilm_attention  # noqa: E402
 
 from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import lp_best_Y, refine_lower  # noqa: E402
@@ -256,8 +255,7 @@ def main() -> None:
         for i, A in enumerate(A_all)
     ]
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = [r for part in pool.map(one_head, jobs) for r in part]
+    rows = map_heads(one_head, jobs, args.workers)
     df = pd.DataFrame(rows)
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)

@@ -56,7 +56,6 @@ import argparse
 import json
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +66,7 @@ from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_brackets import EPS, TOPIC  # noqa: E402
-from minilm_heads import minilm_attention  # noqa: E402
+from minilm_heads import map_heads, minilm_attention  # noqa: E402
 
 from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import (  # noqa: E402
@@ -344,22 +343,22 @@ def main() -> None:
         help="also search from k-means group rows (3 seeds) and 3 random subsets",
     )
     args = ap.parse_args()
-    print("command:", "python benchmarks/bench_sign_pattern_lower.py " + " ".join(sys.argv[1:]))
+    command = "python benchmarks/bench_sign_pattern_lower.py " + " ".join(sys.argv[1:])
+    print("command:", command)
     A_all = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))
     jobs = [
         (i, A.astype(np.float64), args.max_size, args.max_evals, args.max_seconds, args.multistart)
         for i, A in enumerate(A_all)
     ]
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = [r for part in pool.map(one_head, jobs) for r in part]
+    rows = map_heads(one_head, jobs, args.workers)
     df = pd.DataFrame(rows)
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / f"sign_pattern_lower_L{args.length}.csv", index=False)
     tried = df.dropna(subset=["engine_margin_over_eps"])
     summary = {
-        "command": "python benchmarks/bench_sign_pattern_lower.py " + " ".join(sys.argv[1:]),
+        "command": command,
         "length": args.length,
         "brackets_width_1_2": int(len(df)),
         "tried": int(len(tried)),

@@ -46,7 +46,6 @@ import itertools
 import math
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +55,7 @@ from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_brackets import TOPIC  # noqa: E402
-from minilm_heads import minilm_attention  # noqa: E402
+from minilm_heads import map_heads, minilm_attention  # noqa: E402
 
 from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.optim import cosine_lr  # noqa: E402
@@ -211,8 +210,7 @@ def main() -> None:
         (i, A[i], args.eps, args.grid, args.steps, args.lr, args.max_size) for i in range(len(A))
     ]
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = [r for rs in pool.map(one_head, jobs) for r in rs]
+    rows = map_heads(one_head, jobs, args.workers)
     df = pd.DataFrame(rows)
     out = ROOT / "benchmarks" / "out" / "topological_lower.csv"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,9 @@ feeds benchmarks of the bracket engine; the package's own extraction lives in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+
 import numpy as np
 
 
@@ -36,3 +39,10 @@ def minilm_attention(length: int, *, topic_index: int = 0) -> np.ndarray:
         out = model(**enc, output_attentions=True)
     A = torch.stack(out.attentions, 0)[:, 0]  # [layer, head, L, L]
     return A.reshape(-1, length, length).double().numpy()
+
+
+def map_heads(one_head: Callable[..., list[dict]], jobs: Iterable, workers: int) -> list[dict]:
+    """Run ``one_head`` on every job in ``workers`` processes; its row lists, concatenated
+    in job order (the per-head diagnostics' common driver)."""
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return [r for part in pool.map(one_head, jobs) for r in part]
