@@ -11,6 +11,12 @@ this measures, at the two sizes that would close it:
   own Adam refinement run on for ``S`` more steps from that rank ``hi - 1`` witness (same
   schedule, no early stop short of ``0.98 eps``), then the l1 row refit, certified again:
   whether the engine's upper runs stop before they converge;
+- **upper end, other basins** (``--upper-starts S``, off by default): the engine's Adam
+  refinement at rank ``hi - 1`` from ``S`` starts unlike the engine's own (which are
+  truncated SVDs of ``A`` or of a larger witness, and their perturbations): the span of
+  ``k`` random rows of ``A`` (a CUR-like start), k-means centroids of the rows, and the
+  rank-``hi`` witness with one of its ``hi`` singular components dropped (not only the
+  smallest), each followed by the l1 row refit; all starts of a head run in one batch;
 - **lower end, size lo + 1** (``--skip-lower`` leaves it out): the best certified margin
   ``mu`` (relative to eps); a long projected ascent from that witness without early stopping
   (``--ascent-steps``; the engine stops trials that stall or look hopeless) followed by the
@@ -28,6 +34,7 @@ Usage::
 
     python benchmarks/bench_closure_limits.py [--length 96] [--heads 72] [--workers 2]
         [--lp-rounds 2] [--ascent-steps 2000] [--continue-steps S ...] [--skip-lower]
+        [--upper-starts 24 --upper-start-steps 2000]
 
 Writes ``benchmarks/out/closure_limits_L<length>.csv`` / ``.json`` and prints a summary.
 """
@@ -38,6 +45,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -189,8 +197,87 @@ def continue_upper(A: np.ndarray, U: np.ndarray, W: np.ndarray, eps: float, step
     )
 
 
-def one_head(args: tuple[int, np.ndarray, int, int, tuple[int, ...], bool]) -> list[dict]:
-    index, A, lp_rounds, ascent_steps, continue_steps, skip_lower = args
+def upper_starts(
+    A: np.ndarray, k: int, larger: tuple[np.ndarray, np.ndarray] | None, count: int, seed: int
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """``count`` named rank-k starts ``(U, W)`` unlike the engine's (module docstring):
+    cycling through random row spans, k-means row centroids and drop-one truncations of
+    the larger witness ``larger`` (``U W^T`` of rank k + 1)."""
+    from scipy.cluster.vq import kmeans2
+
+    rng = np.random.default_rng(seed)
+    M = A.shape[0]
+    drops: list[tuple[str, np.ndarray, np.ndarray]] = []
+    if larger is not None:
+        Ub, Sb, Vbh = np.linalg.svd(larger[0] @ larger[1].T, full_matrices=False)
+        for j in range(k + 1):
+            keep = [i for i in range(k + 1) if i != j]
+            drops.append((f"drop{j}", Ub[:, keep] * Sb[keep], Vbh[keep].T))
+
+    def span(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Q, _ = np.linalg.qr(rows.T)  # [N, k]
+        return A @ Q, Q
+
+    out: list[tuple[str, np.ndarray, np.ndarray]] = []
+    i = 0
+    while len(out) < count:
+        kind = i % 3
+        if kind == 0:
+            out.append(("rows", *span(A[rng.choice(M, size=k, replace=False)])))
+        elif kind == 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cent, lab = kmeans2(A, k, seed=int(rng.integers(2**31)), minit="++")
+            if np.unique(lab).size == k:
+                out.append(("kmeans", *span(cent)))
+        elif drops:
+            # The largest component first: dropping the smallest is the engine's own start.
+            out.append(drops.pop(0))
+        i += 1
+    return out
+
+
+def multistart_upper(
+    A: np.ndarray,
+    k: int,
+    eps: float,
+    larger: tuple[np.ndarray, np.ndarray] | None,
+    count: int,
+    steps: int,
+    seed: int,
+) -> tuple[float, str]:
+    """Best certified error at rank k over :func:`upper_starts` refined in one batch
+    (no early stop short of ``0.98 eps``), each then l1-refit; with the winning start."""
+    starts = upper_starts(A, k, larger, count, seed)
+    P = len(starts)
+    A32 = torch.from_numpy(A).float()[None].expand(P, -1, -1)
+    U0 = torch.stack([torch.from_numpy(U).float() for _, U, _ in starts])
+    W0 = torch.stack([torch.from_numpy(W).float() for _, _, W in starts])
+    Ut, Wt, _ = refine_upper(
+        A32,
+        U0,
+        W0,
+        torch.full((P,), k),
+        torch.full((P,), 0.98 * eps),
+        steps=torch.full((P,), steps),
+        give_up=1e9,
+    )
+    A64 = torch.from_numpy(A)[None]
+    best, name = np.inf, ""
+    for p, (kind, _, _) in enumerate(starts):
+        U1, W1 = Ut[p].double(), Wt[p].double()
+        U2 = l1_refit_rows(A64, U1[None], W1[None])[0]
+        e = min(
+            certified_upper_error(A, U1.numpy(), W1.numpy()),
+            certified_upper_error(A, U2.numpy(), W1.numpy()),
+        )
+        if e < best:
+            best, name = e, kind
+    return best, name
+
+
+def one_head(args: tuple) -> list[dict]:
+    index, A, lp_rounds, ascent_steps, continue_steps, skip_lower, n_starts, start_steps = args
     torch.set_num_threads(1)
     prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
     rows = []
@@ -219,6 +306,18 @@ def one_head(args: tuple[int, np.ndarray, int, int, tuple[int, ...], bool]) -> l
             for steps in continue_steps:
                 e_c = continue_upper(A, up.U, up.W, eps, steps)
                 row[f"upper_error_cont{steps}_over_eps"] = e_c / eps
+            if n_starts:
+                t0 = time.perf_counter()
+                big = prof.upper.get(hi)
+                larger = (big.U, big.W) if big is not None else None
+                e_m, kind = multistart_upper(
+                    A, hi - 1, eps, larger, n_starts, start_steps, seed=index
+                )
+                row |= {
+                    "upper_error_multistart_over_eps": e_m / eps,
+                    "upper_multistart_best_start": kind,
+                    "upper_multistart_seconds": time.perf_counter() - t0,
+                }
         low = prof.lower.get(lo + 1)
         if low is not None and not skip_lower:
             row |= {
@@ -240,6 +339,8 @@ def main() -> None:
     ap.add_argument("--ascent-steps", type=int, default=2000)
     ap.add_argument("--continue-steps", type=int, nargs="*", default=[])
     ap.add_argument("--skip-lower", action="store_true", help="no lower-end diagnostics")
+    ap.add_argument("--upper-starts", type=int, default=0, help="other-basin starts at hi - 1")
+    ap.add_argument("--upper-start-steps", type=int, default=1200)
     args = ap.parse_args()
     print("command:", "python benchmarks/bench_closure_limits.py " + " ".join(sys.argv[1:]))
     A_all = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))[: args.heads]
@@ -251,6 +352,8 @@ def main() -> None:
             args.ascent_steps,
             tuple(args.continue_steps),
             args.skip_lower,
+            args.upper_starts,
+            args.upper_start_steps,
         )
         for i, A in enumerate(A_all)
     ]
@@ -280,6 +383,18 @@ def main() -> None:
             "median_ratio_to_engine": float((e_c / up["upper_error_over_eps"]).median()),
             "upper_ends_lowered": int((e_c <= 1).sum()),
             "brackets_closed": int(((e_c <= 1) & width1).sum()),
+        }
+    if args.upper_starts:
+        e_m = up["upper_error_multistart_over_eps"]
+        summary["upper"]["multistart"] = {
+            "starts": args.upper_starts,
+            "steps": args.upper_start_steps,
+            "median_error_over_eps": float(e_m.median()),
+            "median_ratio_to_engine": float((e_m / up["upper_error_over_eps"]).median()),
+            "upper_ends_lowered": int((e_m <= 1).sum()),
+            "brackets_closed": int(((e_m <= 1) & width1).sum()),
+            "winning_starts": up.loc[e_m <= 1, "upper_multistart_best_start"].tolist(),
+            "median_seconds": float(up["upper_multistart_seconds"].median()),
         }
     if not args.skip_lower:
         low = df.dropna(subset=["lower_margin_over_eps"])
