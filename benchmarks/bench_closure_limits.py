@@ -13,10 +13,11 @@ this measures, at the two sizes that would close it:
   whether the engine's upper runs stop before they converge;
 - **upper end, other basins** (``--upper-starts S``, off by default): the engine's Adam
   refinement at rank ``hi - 1`` from ``S`` starts unlike the engine's own (which are
-  truncated SVDs of ``A`` or of a larger witness, and their perturbations): the span of
+  truncated SVDs of ``A`` or of a larger witness): the span of
   ``k`` random rows of ``A`` (a CUR-like start), k-means centroids of the rows, and the
-  rank-``hi`` witness with one of its ``hi`` singular components dropped (not only the
-  smallest), each followed by the l1 row refit; all starts of a head run in one batch;
+  rank-``hi`` witness with one of its ``hi`` singular components dropped (the largest
+  first; the engine drops the smallest), each followed by the l1 row refit; all starts of
+  a bracket run in one batch;
 - **lower end, size lo + 1** (``--skip-lower`` leaves it out): the best certified margin
   ``mu`` (relative to eps); a long projected ascent from that witness without early stopping
   (``--ascent-steps``; the engine stops trials that stall or look hopeless) followed by the
