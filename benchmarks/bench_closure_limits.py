@@ -176,26 +176,40 @@ def long_ascent(A: np.ndarray, R: np.ndarray, Y: np.ndarray, eps: float, steps: 
     return max(mu, certified_lower_margin(A, R1, lp_best_Y(A, R1)))
 
 
+def refine_and_certify(
+    A: np.ndarray, starts: list[tuple[np.ndarray, np.ndarray]], eps: float, steps: int
+) -> list[float]:
+    """Certified error of each rank-k start ``(U, W)`` after ``steps`` of the engine's Adam
+    refinement (all starts in one batch, stopping early only below ``0.98 eps``) and the
+    l1 row refit of every row (the better of the two)."""
+    P = len(starts)
+    k = starts[0][0].shape[1]
+    Ut, Wt, _ = refine_upper(
+        torch.from_numpy(A).float()[None].expand(P, -1, -1),
+        torch.stack([torch.from_numpy(U).float() for U, _ in starts]),
+        torch.stack([torch.from_numpy(W).float() for _, W in starts]),
+        torch.full((P,), k),
+        torch.full((P,), 0.98 * eps),
+        steps=torch.full((P,), steps),
+        give_up=1e9,
+    )
+    A64 = torch.from_numpy(A)[None]
+    errors = []
+    for U1, W1 in zip(Ut.double(), Wt.double(), strict=True):
+        U2 = l1_refit_rows(A64, U1[None], W1[None])[0]
+        errors.append(
+            min(
+                certified_upper_error(A, U1.numpy(), W1.numpy()),
+                certified_upper_error(A, U2.numpy(), W1.numpy()),
+            )
+        )
+    return errors
+
+
 def continue_upper(A: np.ndarray, U: np.ndarray, W: np.ndarray, eps: float, steps: int) -> float:
     """Certified error after ``steps`` more of the engine's Adam refinement from ``(U, W)``
     (stopping early only below ``0.98 eps``), then the l1 row refit of every row."""
-    A32 = torch.from_numpy(A).float()[None]
-    k = U.shape[1]
-    Ut, Wt, _ = refine_upper(
-        A32,
-        torch.from_numpy(U).float()[None],
-        torch.from_numpy(W).float()[None],
-        torch.tensor([k]),
-        torch.tensor([0.98 * eps]),
-        steps=torch.tensor([steps]),
-        give_up=1e9,
-    )
-    U1, W1 = Ut[0].double(), Wt[0].double()
-    U2 = l1_refit_rows(torch.from_numpy(A)[None], U1[None], W1[None])[0]
-    return min(
-        certified_upper_error(A, U1.numpy(), W1.numpy()),
-        certified_upper_error(A, U2.numpy(), W1.numpy()),
-    )
+    return refine_and_certify(A, [(U, W)], eps, steps)[0]
 
 
 def upper_starts(
@@ -250,31 +264,9 @@ def multistart_upper(
     """Best certified error at rank k over :func:`upper_starts` refined in one batch
     (no early stop short of ``0.98 eps``), each then l1-refit; with the winning start."""
     starts = upper_starts(A, k, larger, count, seed)
-    P = len(starts)
-    A32 = torch.from_numpy(A).float()[None].expand(P, -1, -1)
-    U0 = torch.stack([torch.from_numpy(U).float() for _, U, _ in starts])
-    W0 = torch.stack([torch.from_numpy(W).float() for _, _, W in starts])
-    Ut, Wt, _ = refine_upper(
-        A32,
-        U0,
-        W0,
-        torch.full((P,), k),
-        torch.full((P,), 0.98 * eps),
-        steps=torch.full((P,), steps),
-        give_up=1e9,
-    )
-    A64 = torch.from_numpy(A)[None]
-    best, name = np.inf, ""
-    for p, (kind, _, _) in enumerate(starts):
-        U1, W1 = Ut[p].double(), Wt[p].double()
-        U2 = l1_refit_rows(A64, U1[None], W1[None])[0]
-        e = min(
-            certified_upper_error(A, U1.numpy(), W1.numpy()),
-            certified_upper_error(A, U2.numpy(), W1.numpy()),
-        )
-        if e < best:
-            best, name = e, kind
-    return best, name
+    errors = refine_and_certify(A, [(U, W) for _, U, W in starts], eps, steps)
+    p = int(np.argmin(errors))
+    return errors[p], starts[p][0]
 
 
 def one_head(args: tuple) -> list[dict]:
