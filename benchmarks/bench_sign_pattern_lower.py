@@ -47,11 +47,16 @@ from the better of the row search's rows and the engine's ``Y``, up to ``S`` ste
 projected subgradient ascent on the certificate's value (:func:`ascend_combinations`),
 certified the same way.
 
+With ``--hyperplane C`` (sizes up to ``--hyperplane-max-size``, where rows alone certify
+nothing) it also tries the (m + 1)-row form of :func:`hyperplane_search` with ``C``
+candidate extra rows (those the LP duals rate best as stand-ins): an uncertified
+diagnostic of whether one more row helps.
+
 Usage::
 
     python benchmarks/bench_sign_pattern_lower.py [--length 96] [--max-size 10]
         [--max-evals 40] [--max-seconds 10] [--multistart] [--ascend-steps 0]
-        [--heads 72] [--workers 2]
+        [--hyperplane 0 --hyperplane-max-size 6] [--heads 72] [--workers 2]
 
 Writes ``benchmarks/out/sign_pattern_lower_L<length>.csv`` / ``.json`` and prints a summary.
 """
@@ -283,6 +288,77 @@ def ascend_combinations(
     return Y, Z, cur
 
 
+def hyperplane_values(
+    G: np.ndarray, w: np.ndarray, patterns: np.ndarray, *, cap: float = 2.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pattern, ``max { tau : sigma_i (G z - t w)_i >= tau, ||z||_inf <= 1, t free }``.
+
+    The (m + 1)-row form of the certificate (:func:`hyperplane_search`): rows ``G``
+    ``[m + 1, N]``, a hyperplane normal ``w``. A pattern whose orthant does not meet
+    ``w^perp`` is unbounded (``t`` absorbs it); ``tau`` is capped at ``cap`` so that one LP
+    holds every pattern. Returns the values ``[K]`` and ``[N + 1, K]`` (``z`` and ``t``)."""
+    m1, N = G.shape
+    Ge = np.hstack([G, -w[:, None]])
+    K = patterns.shape[0]
+    blocks = [sp.csr_matrix(np.hstack([-(s[:, None] * Ge), np.ones((m1, 1))])) for s in patterns]
+    cost = np.zeros(K * (N + 2))
+    cost[N + 1 :: N + 2] = -1.0
+    bnd = np.vstack([np.full((N, 2), [-1.0, 1.0]), [[-np.inf, np.inf]], [[-np.inf, cap]]])
+    res = linprog(
+        cost,
+        A_ub=sp.block_diag(blocks, format="csr"),
+        b_ub=np.zeros(K * m1),
+        bounds=np.tile(bnd, (K, 1)),
+        method="highs",
+    )
+    if res.status != 0:
+        return np.full(K, -np.inf), np.zeros((N + 1, K))
+    x = res.x.reshape(K, N + 2)
+    return x[:, N + 1].copy(), x[:, : N + 1].T.copy()
+
+
+def hyperplane_search(
+    A: np.ndarray, rows: list[int], extra: int, *, trials: int = 2, max_evals: int = 150
+) -> float:
+    """Best value of the (m + 1)-row certificate on ``rows + [extra]`` over normals ``w``.
+
+    With ``S`` the m + 1 rows and ``w`` in ``R^(m + 1)``: if for every pattern ``sigma``
+    some ``z_sigma`` (``||z_sigma||_inf <= 1``) and real ``t_sigma`` give
+    ``sigma_i (A_S z_sigma - t_sigma w)_i > eps`` for all i, then ``r_eps(A) >= m``.
+    Proof: a rank-(m - 1) ``B`` leaves a left null space of dimension >= 2 in ``B_S``, which
+    meets the m-dimensional ``w^perp`` in some ``c != 0``; with ``sigma`` its signs,
+    ``c^T A_S z_sigma = c^T (A_S z_sigma - t_sigma w) > eps ||c||_1``, while
+    ``c^T A_S z_sigma = c^T (A - B)_S z_sigma <= eps ||c||_1``. With ``w`` the unit vector of
+    the extra row this is the m-row certificate on ``rows``; other ``w`` reach every
+    hyperplane of the (m + 1)-row space (the certificate's value on the subspace
+    ``w^perp``, whose vectors need not have disjoint supports). Nelder-Mead (scipy) over
+    ``w``, from that unit vector and ``trials - 1`` perturbations of it. The value is an
+    uncertified diagnostic.
+    """
+    from scipy.optimize import minimize
+
+    P = sign_patterns(len(rows) + 1)
+    G = A[rows + [extra]]
+
+    def neg_value(w: np.ndarray) -> float:
+        v = hyperplane_values(G, w / max(np.abs(w).sum(), 1e-300), P)[0].min()
+        return -v if np.isfinite(v) else 1e9
+
+    best = -np.inf
+    rng = np.random.default_rng(extra)
+    for trial in range(trials):
+        w0 = np.zeros(len(rows) + 1)
+        w0[-1] = 1.0
+        if trial:
+            w0 += 0.3 * rng.standard_normal(w0.size)
+        with np.errstate(invalid="ignore"):
+            res = minimize(
+                neg_value, w0, method="Nelder-Mead", options={"maxfev": max_evals, "xatol": 1e-4}
+            )
+        best = max(best, -float(res.fun))
+    return best
+
+
 def certified_sign_margin(A: np.ndarray, Y: np.ndarray, Z: np.ndarray) -> float:
     """Certified ``min_(sigma, i) sigma_i (Y A z_sigma)_i / (||y_i||_1 ||z_sigma||_inf)``.
 
@@ -339,8 +415,10 @@ def starts(A: np.ndarray, Y: np.ndarray, m: int, multistart: bool, seed: int) ->
     return [S for S in out if len(set(S)) == m]
 
 
-def one_head(args: tuple[int, np.ndarray, int, int, float, bool, int]) -> list[dict]:
-    index, A, max_size, max_evals, max_seconds, multistart, ascend_steps = args
+def one_head(args: tuple) -> list[dict]:
+    index, A, max_size, max_evals, max_seconds, multistart, ascend_steps, hyper, hyper_max_size = (
+        args
+    )
     torch.set_num_threads(1)
     prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
     out = []
@@ -368,6 +446,14 @@ def one_head(args: tuple[int, np.ndarray, int, int, float, bool, int]) -> list[d
                 certified_sign_margin(A, Yn, Z_same),
                 certified_sign_margin(A, Y_rows, Z_rows),
             )
+            v_hyper = -np.inf
+            if hyper and cert <= eps and m <= hyper_max_size:
+                t0 = time.perf_counter()
+                _, _, Cr = pattern_values(A[rows], sign_patterns(m))
+                bound = _swap_bounds(A, rows, Cr).max(0)  # rows that could stand in
+                for r in np.argsort(-bound, kind="stable")[:hyper]:
+                    v_hyper = max(v_hyper, hyperplane_search(A, rows, int(r)))
+                row["search_seconds"] += time.perf_counter() - t0
             v_comb = -np.inf
             if ascend_steps and cert <= eps:
                 t0 = time.perf_counter()
@@ -392,6 +478,7 @@ def one_head(args: tuple[int, np.ndarray, int, int, float, bool, int]) -> list[d
                     "certified_over_eps": cert / eps,
                     "rows_as_RY_over_eps": mu_ry / eps,
                     "combinations_over_eps": v_comb / eps,
+                    "hyperplane_over_eps": v_hyper / eps,
                 }
             if not max(cert, mu_ry) > eps:
                 break
@@ -419,6 +506,13 @@ def main() -> None:
         default=0,
         help="then ascend over general row combinations for this many LP evaluations",
     )
+    ap.add_argument(
+        "--hyperplane",
+        type=int,
+        default=0,
+        help="try this many extra rows with the (m + 1)-row hyperplane form (diagnostic)",
+    )
+    ap.add_argument("--hyperplane-max-size", type=int, default=6)
     ap.add_argument("--heads", type=int, default=72)
     args = ap.parse_args()
     command = "python benchmarks/bench_sign_pattern_lower.py " + " ".join(sys.argv[1:])
@@ -433,6 +527,8 @@ def main() -> None:
             args.max_seconds,
             args.multistart,
             args.ascend_steps,
+            args.hyperplane,
+            args.hyperplane_max_size,
         )
         for i, A in enumerate(A_all)
     ]
@@ -453,12 +549,23 @@ def main() -> None:
         "median_row_search_over_eps": float(tried["row_search_over_eps"].median()),
         "median_certified_over_eps": float(tried["certified_over_eps"].median()),
         "median_rows_as_RY_over_eps": float(tried["rows_as_RY_over_eps"].median()),
-        "median_combinations_over_eps": float(tried["combinations_over_eps"].median()),
         "lower_ends_raised": int((df["new_lower"] > df["lower"]).sum()),
         "brackets_closed": int((df["new_lower"] == df["upper"]).sum()),
         "search_seconds_total": float(df["search_seconds"].sum()),
         "wall_seconds": time.perf_counter() - t0,
     }
+    # Options not used leave their columns at -inf: no summary entry for them.
+    if args.ascend_steps:
+        summary["median_combinations_over_eps"] = float(tried["combinations_over_eps"].median())
+    if args.hyperplane:
+        hyp = tried[np.isfinite(tried["hyperplane_over_eps"])]
+        summary["hyperplane_tried"] = int(len(hyp))
+        summary["hyperplane_above_rows"] = int(
+            (hyp["hyperplane_over_eps"] > hyp["row_search_over_eps"] + 1e-6).sum()
+        )
+        summary["hyperplane_largest_gain_over_eps"] = float(
+            (hyp["hyperplane_over_eps"] - hyp["row_search_over_eps"]).max()
+        )
     print(df.round(4).to_string(index=False))
     print(json.dumps(summary, indent=1))
     (out / f"sign_pattern_lower_L{args.length}.json").write_text(json.dumps(summary, indent=1))
