@@ -50,22 +50,19 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 import torch
 from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import map_heads, minilm_attention  # noqa: E402
+from minilm_heads import OUT, head_table  # noqa: E402
 
 from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import lp_best_Y, refine_lower  # noqa: E402
 from analysis.brackets.upper import l1_refit_rows, refine_upper  # noqa: E402
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 EPS = (0.05, 0.1, 0.2)
-TOPIC = {96: 3, 128: 5}
 
 
 def best_W(A: np.ndarray, U: np.ndarray) -> np.ndarray | None:
@@ -336,26 +333,23 @@ def main() -> None:
     ap.add_argument("--upper-start-steps", type=int, default=1200)
     args = ap.parse_args()
     print("command:", "python benchmarks/bench_closure_limits.py " + " ".join(sys.argv[1:]))
-    A_all = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))[: args.heads]
-    jobs = [
-        (
-            i,
-            A.astype(np.float64),
-            args.lp_rounds,
-            args.ascent_steps,
-            tuple(args.continue_steps),
-            args.skip_lower,
-            args.upper_starts,
-            args.upper_start_steps,
-        )
-        for i, A in enumerate(A_all)
-    ]
+    options = (
+        args.lp_rounds,
+        args.ascent_steps,
+        tuple(args.continue_steps),
+        args.skip_lower,
+        args.upper_starts,
+        args.upper_start_steps,
+    )
     t0 = time.perf_counter()
-    rows = map_heads(one_head, jobs, args.workers)
-    df = pd.DataFrame(rows)
-    out = ROOT / "benchmarks" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / f"closure_limits_L{args.length}.csv", index=False)
+    df = head_table(
+        one_head,
+        options,
+        length=args.length,
+        heads=args.heads,
+        workers=args.workers,
+        csv_name=f"closure_limits_L{args.length}.csv",
+    )
     up = df.dropna(subset=["upper_error_over_eps"])
     summary: dict = {"length": args.length, "brackets_width_1_2": int(len(df))}
     summary["upper"] = {
@@ -405,7 +399,7 @@ def main() -> None:
     summary["wall_seconds"] = time.perf_counter() - t0
     print(df.round(4).to_string(index=False))
     print(json.dumps(summary, indent=1))
-    (out / f"closure_limits_L{args.length}.json").write_text(json.dumps(summary, indent=1))
+    (OUT / f"closure_limits_L{args.length}.json").write_text(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

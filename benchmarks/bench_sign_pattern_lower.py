@@ -76,8 +76,8 @@ import torch
 from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_brackets import EPS, TOPIC  # noqa: E402
-from minilm_heads import map_heads, minilm_attention  # noqa: E402
+from bench_brackets import EPS  # noqa: E402
+from minilm_heads import OUT, head_table  # noqa: E402
 
 from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import (  # noqa: E402
@@ -87,8 +87,6 @@ from analysis.brackets.lower import (  # noqa: E402
     lp_polish,
 )
 from analysis.brackets.verify import UNIT_ROUNDOFF, certified_lower_margin, gamma  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def sign_patterns(m: int) -> np.ndarray:
@@ -517,27 +515,24 @@ def main() -> None:
     args = ap.parse_args()
     command = "python benchmarks/bench_sign_pattern_lower.py " + " ".join(sys.argv[1:])
     print("command:", command)
-    A_all = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))[: args.heads]
-    jobs = [
-        (
-            i,
-            A.astype(np.float64),
-            args.max_size,
-            args.max_evals,
-            args.max_seconds,
-            args.multistart,
-            args.ascend_steps,
-            args.hyperplane,
-            args.hyperplane_max_size,
-        )
-        for i, A in enumerate(A_all)
-    ]
+    options = (
+        args.max_size,
+        args.max_evals,
+        args.max_seconds,
+        args.multistart,
+        args.ascend_steps,
+        args.hyperplane,
+        args.hyperplane_max_size,
+    )
     t0 = time.perf_counter()
-    rows = map_heads(one_head, jobs, args.workers)
-    df = pd.DataFrame(rows)
-    out = ROOT / "benchmarks" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / f"sign_pattern_lower_L{args.length}.csv", index=False)
+    df = head_table(
+        one_head,
+        options,
+        length=args.length,
+        heads=args.heads,
+        workers=args.workers,
+        csv_name=f"sign_pattern_lower_L{args.length}.csv",
+    )
     tried = df.dropna(subset=["engine_margin_over_eps"])
     summary = {
         "command": command,
@@ -554,21 +549,27 @@ def main() -> None:
         "search_seconds_total": float(df["search_seconds"].sum()),
         "wall_seconds": time.perf_counter() - t0,
     }
-    # Options not used leave their columns at -inf: no summary entry for them.
+
+    # Options not used, or not needed for a bracket, leave its column at -inf: summarize
+    # the brackets each option was tried on (None where there were none, not -inf / NaN).
+    def tried_on(column: str) -> pd.DataFrame:
+        return tried[np.isfinite(tried[column])]
+
     if args.ascend_steps:
-        summary["median_combinations_over_eps"] = float(tried["combinations_over_eps"].median())
+        comb = tried_on("combinations_over_eps")
+        summary["combinations_tried"] = int(len(comb))
+        summary["median_combinations_over_eps"] = (
+            float(comb["combinations_over_eps"].median()) if len(comb) else None
+        )
     if args.hyperplane:
-        hyp = tried[np.isfinite(tried["hyperplane_over_eps"])]
+        hyp = tried_on("hyperplane_over_eps")
+        gain = hyp["hyperplane_over_eps"] - hyp["row_search_over_eps"]
         summary["hyperplane_tried"] = int(len(hyp))
-        summary["hyperplane_above_rows"] = int(
-            (hyp["hyperplane_over_eps"] > hyp["row_search_over_eps"] + 1e-6).sum()
-        )
-        summary["hyperplane_largest_gain_over_eps"] = float(
-            (hyp["hyperplane_over_eps"] - hyp["row_search_over_eps"]).max()
-        )
+        summary["hyperplane_above_rows"] = int((gain > 1e-6).sum())
+        summary["hyperplane_largest_gain_over_eps"] = float(gain.max()) if len(hyp) else None
     print(df.round(4).to_string(index=False))
     print(json.dumps(summary, indent=1))
-    (out / f"sign_pattern_lower_L{args.length}.json").write_text(json.dumps(summary, indent=1))
+    (OUT / f"sign_pattern_lower_L{args.length}.json").write_text(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":

@@ -37,14 +37,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_closure_limits import expansion  # noqa: E402
+from minilm_heads import OUT  # noqa: E402
 
 from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import lp_best_R, lp_best_Y  # noqa: E402
 from analysis.brackets.verify import certified_lower_margin  # noqa: E402
 from analysis.law_theory import harmonic_rank  # noqa: E402
 from analysis.sources.synthetic import spherical  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
@@ -115,10 +114,9 @@ def main() -> None:
         "sizes": rows,
         "polish": polish,
     }
-    out = ROOT / "benchmarks" / "out"
-    out.mkdir(parents=True, exist_ok=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     name = "svd_test_space_polish.json" if polish else "svd_test_space.json"
-    (out / name).write_text(json.dumps(summary, indent=1))
+    (OUT / name).write_text(json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k not in ("sizes", "polish")}))
 
 

@@ -7,10 +7,16 @@ feeds benchmarks of the bracket engine; the package's own extraction lives in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
+
+OUT = Path(__file__).resolve().parent / "out"
+# Different pydoc topics per length: "your own texts".
+TOPIC = {64: 0, 96: 3, 128: 5, 256: 1}
 
 
 def minilm_attention(length: int, *, topic_index: int = 0) -> np.ndarray:
@@ -46,3 +52,23 @@ def map_heads(one_head: Callable[..., list[dict]], jobs: Iterable, workers: int)
     in job order (the per-head diagnostics' common driver)."""
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return [r for part in pool.map(one_head, jobs) for r in part]
+
+
+def head_table(
+    one_head: Callable[[tuple], list[dict]],
+    options: Sequence,
+    *,
+    length: int,
+    heads: int,
+    workers: int,
+    csv_name: str,
+) -> pd.DataFrame:
+    """Run ``one_head((index, A, *options))`` on the first ``heads`` MiniLM heads at
+    ``length`` (:data:`TOPIC`'s text) in ``workers`` processes; the rows as one table,
+    also written to ``benchmarks/out/<csv_name>``."""
+    A_all = minilm_attention(length, topic_index=TOPIC.get(length, 0))[:heads]
+    jobs = [(i, A.astype(np.float64), *options) for i, A in enumerate(A_all)]
+    df = pd.DataFrame(map_heads(one_head, jobs, workers))
+    OUT.mkdir(parents=True, exist_ok=True)
+    df.to_csv(OUT / csv_name, index=False)
+    return df
