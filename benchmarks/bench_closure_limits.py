@@ -122,8 +122,14 @@ def best_U(A: np.ndarray, W: np.ndarray) -> np.ndarray:
 
 
 def expansion(A: np.ndarray, R: np.ndarray) -> float:
-    """``min { ||A z||_inf : z = R x, ||z||_inf = 1 }``: for each j, minimize ``t`` with
-    ``|A R x| <= t``, ``|R x| <= 1`` and ``(R x)_j = 1`` (z and -z are the same case)."""
+    """``min { ||A z||_inf : z = R x, ||z||_inf = 1 }`` (:func:`expansion_argmin`)."""
+    return expansion_argmin(A, R)[0]
+
+
+def expansion_argmin(A: np.ndarray, R: np.ndarray) -> tuple[float, np.ndarray | None]:
+    """``min { ||A z||_inf : z = R x, ||z||_inf = 1 }`` and a minimizing ``x``: for each j,
+    minimize ``t`` with ``|A R x| <= t``, ``|R x| <= 1`` and ``(R x)_j = 1`` (z and -z are
+    the same case)."""
     M, N = A.shape
     m = R.shape[1]
     AR = A @ R
@@ -138,7 +144,7 @@ def expansion(A: np.ndarray, R: np.ndarray) -> float:
         ]
     )
     b_ub = np.concatenate([np.zeros(2 * M), np.ones(2 * N)])
-    best = np.inf
+    best, arg = np.inf, None
     for j in range(N):
         res = linprog(
             c,
@@ -149,9 +155,9 @@ def expansion(A: np.ndarray, R: np.ndarray) -> float:
             bounds=[(None, None)] * m + [(0, None)],
             method="highs",
         )
-        if res.status == 0:
-            best = min(best, float(res.fun))
-    return best
+        if res.status == 0 and res.fun < best:
+            best, arg = float(res.fun), res.x[:m]
+    return best, arg
 
 
 def long_ascent(A: np.ndarray, R: np.ndarray, Y: np.ndarray, eps: float, steps: int) -> float:
