@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import TOPIC, minilm_attention  # noqa: E402
+from minilm_heads import EPS, TOPIC, minilm_attention  # noqa: E402
 
 from analysis.atomic import atomic_write  # noqa: E402
 from analysis.brackets.io import (  # noqa: E402
@@ -42,7 +42,6 @@ from analysis.brackets.io import (  # noqa: E402
 from analysis.prereg.design import load_design  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-EPS = (0.05, 0.1, 0.2)
 
 
 def minilm_heldout_heads() -> set[int]:

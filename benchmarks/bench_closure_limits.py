@@ -55,14 +55,11 @@ import torch
 from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import OUT, head_table  # noqa: E402
+from minilm_heads import OUT, diagnostic_profile, head_table, near_misses  # noqa: E402
 
-from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import lp_best_Y, refine_lower  # noqa: E402
 from analysis.brackets.upper import l1_refit_rows, refine_upper  # noqa: E402
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
-
-EPS = (0.05, 0.1, 0.2)
 
 
 def best_W(A: np.ndarray, U: np.ndarray) -> np.ndarray | None:
@@ -274,13 +271,9 @@ def multistart_upper(
 
 def one_head(args: tuple) -> list[dict]:
     index, A, lp_rounds, ascent_steps, continue_steps, skip_lower, n_starts, start_steps = args
-    torch.set_num_threads(1)
-    prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
+    prof = diagnostic_profile(A)
     rows = []
-    for eps in EPS:
-        lo, hi = prof.bracket(eps)
-        if not 1 <= hi - lo <= 2:
-            continue
+    for eps, lo, hi in near_misses(prof):
         row = {"index": index, "eps": eps, "lower": lo, "upper": hi}
         up = prof.upper.get(hi - 1)
         if up is not None and hi - 1 >= 1:

@@ -47,16 +47,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 from scipy.optimize import minimize, minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_closure_limits import expansion_argmin  # noqa: E402
-from minilm_heads import OUT, head_table  # noqa: E402
-
-from analysis.brackets import profile_matrix  # noqa: E402
-
-EPS = (0.05, 0.1, 0.2)
+from minilm_heads import OUT, diagnostic_profile, head_table, near_misses  # noqa: E402
 
 
 def _circle(points: int) -> np.ndarray:
@@ -136,14 +131,12 @@ def plane_search(
 
 def one_head(args: tuple) -> list[dict]:
     index, A, max_size, columns, random_columns, max_iter, max_starts = args
-    torch.set_num_threads(1)
-    prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
+    prof = diagnostic_profile(A)
     rng = np.random.default_rng(index)
     out = []
-    for eps in EPS:
-        lo, hi = prof.bracket(eps)
+    for eps, lo, hi in near_misses(prof):
         m = lo + 1
-        if not 1 <= hi - lo <= 2 or m > max_size or m not in prof.lower:
+        if m > max_size or m not in prof.lower:
             continue
         Rm = prof.lower[m].R
         extra = []

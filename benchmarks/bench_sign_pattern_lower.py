@@ -72,14 +72,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-import torch
 from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_brackets import EPS  # noqa: E402
-from minilm_heads import OUT, head_table  # noqa: E402
+from minilm_heads import OUT, diagnostic_profile, head_table, near_misses  # noqa: E402
 
-from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import (  # noqa: E402
     group_witness,
     kmeans_partitions,
@@ -417,13 +414,9 @@ def one_head(args: tuple) -> list[dict]:
     index, A, max_size, max_evals, max_seconds, multistart, ascend_steps, hyper, hyper_max_size = (
         args
     )
-    torch.set_num_threads(1)
-    prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
+    prof = diagnostic_profile(A)
     out = []
-    for eps in EPS:
-        lo, hi = prof.bracket(eps)
-        if not 1 <= hi - lo <= 2:
-            continue
+    for eps, lo, hi in near_misses(prof):
         row: dict = {"index": index, "eps": eps, "lower": lo, "upper": hi, "search_seconds": 0.0}
         new_lo, m = lo, lo + 1
         while m <= min(hi, max_size) and m in prof.lower:

@@ -54,14 +54,11 @@ import torch
 from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_brackets import TOPIC  # noqa: E402
-from minilm_heads import map_heads, minilm_attention  # noqa: E402
+from minilm_heads import EPS, TOPIC, diagnostic_profile, map_heads, minilm_attention  # noqa: E402
 
-from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.optim import cosine_lr  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-EPS = (0.05, 0.1, 0.2)
 
 
 def boundary_triangulation(m: int, k: int) -> tuple[np.ndarray, list[list[tuple[int, int]]]]:
@@ -172,8 +169,7 @@ def ascend(A: np.ndarray, R: np.ndarray, grid: int, steps: int, lr: float) -> tu
 
 def one_head(job: tuple) -> list[dict]:
     index, A, eps, grid, steps, lr, max_size = job
-    torch.set_num_threads(1)
-    prof = profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
+    prof = diagnostic_profile(A)
     lo, hi = prof.bracket(eps)
     w = prof.lower.get(lo + 1)
     if hi - lo != 1 or w is None or lo + 1 > max_size:

@@ -17,6 +17,26 @@ import pandas as pd
 OUT = Path(__file__).resolve().parent / "out"
 # Different pydoc topics per length: "your own texts".
 TOPIC = {64: 0, 96: 3, 128: 5, 256: 1}
+# The eps grid of issue 2's numbers.
+EPS = (0.05, 0.1, 0.2)
+
+
+def diagnostic_profile(A: np.ndarray):
+    """The engine's profile of one head as the per-head diagnostics read it: ``default``
+    effort over :data:`EPS`, seed 0, unpruned (failed sizes kept), one torch thread (the
+    diagnostics run one head per worker process)."""
+    import torch
+
+    from analysis.brackets import profile_matrix
+
+    torch.set_num_threads(1)
+    return profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
+
+
+def near_misses(prof) -> list[tuple[float, int, int]]:
+    """``(eps, lo, hi)`` for each eps of :data:`EPS` whose bracket has width 1 or 2."""
+    brackets = [(e, *prof.bracket(e)) for e in EPS]
+    return [(e, lo, hi) for e, lo, hi in brackets if 1 <= hi - lo <= 2]
 
 
 def minilm_attention(length: int, *, topic_index: int = 0) -> np.ndarray:
