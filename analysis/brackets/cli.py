@@ -7,9 +7,15 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.atomic import atomic_write
+from analysis.brackets.approximants import METHODS as APPROX_METHODS
+from analysis.brackets.approximants import compare_with_brackets, summarize
 from analysis.brackets.io import (
     BATCH,
+    approximants_for_input,
+    bracket_frame,
     load_matrices,
+    load_queries_keys,
     profile_file,
     result_json,
     verify_result,
@@ -56,6 +62,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     v.add_argument("input", metavar="INPUT")
     v.add_argument("result", metavar="OUT.json", type=Path)
     v.set_defaults(func=run_verify)
+
+    a = sub.add_parser(
+        "approximants",
+        help="least certified rank of efficient-attention approximants (SVD, landmark rows, "
+        "Nystromformer, Linformer, Performer), against certified brackets",
+        description=(
+            "For every matrix and eps, the least rank at which each approximant's certified "
+            "max-row-l1 error is <= eps. With --brackets (a result of `attnrank bracket` on the "
+            "same INPUT), each rank is set against the certified bracket [lo, hi] of r_eps: the "
+            "approximant's overhead rank / r_eps lies in [rank / hi, rank / lo]."
+        ),
+    )
+    a.add_argument("input", metavar="INPUT", help=".npy (A only) or an extract .npz (Q, K)")
+    a.add_argument("--eps", type=float, nargs="+", required=True, help="tolerances (> 0)")
+    a.add_argument(
+        "--methods",
+        nargs="+",
+        choices=APPROX_METHODS,
+        default=None,
+        help="default: every method the input allows (Q/K methods need an unmasked .npz)",
+    )
+    a.add_argument("--brackets", type=Path, help="OUT.json of `attnrank bracket` on INPUT")
+    a.add_argument(
+        "--temperature", type=float, default=None, help="logit temperature (.npz only; default 1)"
+    )
+    a.add_argument("--renormalize", action="store_true", help="divide each row by its sum first")
+    a.add_argument("--seed", type=int, default=0, help="Performer features (per matrix)")
+    a.add_argument("--out", type=Path, help="TABLE.csv, one row per (matrix, method, eps)")
+    a.add_argument("--quiet", action="store_true", help="no progress bar")
+    a.set_defaults(func=run_approximants)
 
 
 def run_bracket(args: argparse.Namespace) -> int:
@@ -114,3 +150,37 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         print("FAILED: at least one reported end is not certified by its witness", file=sys.stderr)
     return rep.status
+
+
+def run_approximants(args: argparse.Namespace) -> int:
+    eps = check_eps_grid(args.eps, name="--eps")
+    data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
+    brackets = None
+    if args.brackets is not None:
+        if not args.brackets.is_file():
+            raise FileNotFoundError(f"--brackets: no such file: {args.brackets}")
+        brackets = bracket_frame(json.loads(args.brackets.read_text()), data)
+    qk = load_queries_keys(args.input, data)
+    # With --out, finished matrices go to a checkpoint beside it (removed once written).
+    ck = args.out.with_name(args.out.name + ".partial") if args.out else None
+    table, notes = approximants_for_input(
+        data,
+        qk,
+        eps=eps,
+        methods=args.methods,
+        seed=args.seed,
+        progress=not args.quiet,
+        checkpoint=ck,
+    )
+    if brackets is not None:
+        table = compare_with_brackets(table, brackets)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(summarize(table).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(args.out, mode="w") as fh:
+            table.to_csv(fh, index=False)
+        ck.unlink(missing_ok=True)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -24,6 +24,9 @@ from analysis.brackets.matrix import check_attention, softmax64
 from analysis.brackets.profile import Profile, matrix_seed, profile_matrices
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError, check_eps_grid, check_int, check_positive_finite
+
+if TYPE_CHECKING:  # pandas only for the approximant tables, not on the bracket path
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -304,3 +307,139 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
                 msgs.append(f"matrix {i} eps={eps}: lower {lo} > upper {hi}")
     status = 1 if failed else (2 if missing else 0)
     return VerifyReport(status, checked, msgs)
+
+
+def load_queries_keys(path: str | os.PathLike, data: MatrixInput):
+    """Per-matrix ``Q``, ``K`` ``[H, L, d]``, logit scale ``[H]`` (model scale / temperature)
+    and ``mask`` (None when every key is allowed) of an extract ``.npz`` that
+    :func:`load_matrices` has already checked; None for a ``.npy`` input."""
+    if Path(path).suffix != ".npz":
+        return None
+    with np.load(path, allow_pickle=False) as z:
+        Q, K, scale = z["Q"], z["K"], z["scale"]
+        mask = z["mask"] if "mask" in z.files else None
+    H = Q.shape[0] * Q.shape[1]
+    if mask is not None and bool(np.all(mask)):
+        mask = None
+    s = scale.reshape(H).astype(np.float64) / float(data.temperature)
+    return Q.reshape(H, *Q.shape[2:]), K.reshape(H, *K.shape[2:]), s, mask
+
+
+def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
+    """``index``, ``eps``, ``lower``, ``upper`` of a bracket result file of the same input."""
+    import pandas as pd
+
+    same = (
+        result.get("input_sha256") == data.sha256
+        and result.get("temperature") == data.temperature
+        and bool(result.get("renormalized")) == data.renormalized
+    )
+    if not same:
+        raise ParameterError(
+            "--brackets",
+            "a result of `attnrank bracket` on the same INPUT, temperature and renormalization",
+            {k: result.get(k) for k in ("input_sha256", "temperature", "renormalized")},
+        )
+    rows = [
+        {"index": m["index"], "eps": b["eps"], "lower": b["lower"], "upper": b["upper"]}
+        for m in result["matrices"]
+        for b in m["brackets"]
+    ]
+    return pd.DataFrame(rows, columns=["index", "eps", "lower", "upper"])
+
+
+def approximants_for_input(
+    data: MatrixInput,
+    qk,
+    *,
+    eps: Sequence[float],
+    methods: Sequence[str] | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """Least certified rank of each efficient-attention approximant, every matrix and eps.
+
+    Parameters
+    ----------
+    data : MatrixInput
+    qk : the result of :func:`load_queries_keys` (None: ``A`` only)
+    methods : names from :data:`analysis.brackets.approximants.METHODS`; None takes every
+        method the input allows (the Q/K ones need an extract without a mask).
+    checkpoint : path, optional
+        JSON lines of finished matrices (keyed by input hash, index, temperature, eps,
+        methods and seed); matrices already there are reused, so an interrupted run resumes.
+
+    Returns
+    -------
+    table : DataFrame, one row per (matrix, method, eps): ``index``, ``layer``, ``head``,
+        ``method``, ``eps``, ``rank``, ``error``, ``reached``
+    notes : what was left out of the default methods, and why
+    """
+    import pandas as pd
+
+    from analysis.brackets.approximants import METHODS, QK_METHODS, approximant_ranks
+
+    eps = check_eps_grid(eps, name="--eps")
+    notes: list[str] = []
+    if methods is None:
+        if qk is None:
+            methods = [m for m in METHODS if m not in QK_METHODS]
+            notes.append(f"{', '.join(QK_METHODS)} left out: a .npy input has no queries or keys")
+        elif qk[3] is not None:
+            methods = [m for m in METHODS if m not in QK_METHODS]
+            notes.append(f"{', '.join(QK_METHODS)} left out: the input masks some keys")
+        else:
+            methods = list(METHODS)
+    elif qk is None and any(m in QK_METHODS for m in methods):
+        raise ParameterError(
+            "--methods", "svd, rows for a .npy input (it has no queries or keys)", list(methods)
+        )
+    t = "none" if data.temperature is None else repr(data.temperature)
+    grid = ",".join(f"{e!r}" for e in eps)
+    tag = f"{t}:{data.renormalized}:{grid}:{','.join(methods)}:{seed}"
+    keys = [f"{data.sha256}:{i}:{tag}" for i in range(data.A.shape[0])]
+    ck = JsonlCheckpoint(checkpoint) if checkpoint is not None else None
+    done = ck.read(lambda rec: _rank_frame(rec["rows"])) if ck is not None else {}
+    with contextlib.ExitStack() as stack:
+        append = stack.enter_context(ck.appender()) if ck is not None else None
+        for i in tqdm(
+            range(data.A.shape[0]), desc="approximants", unit="matrix", disable=not progress
+        ):
+            if keys[i] in done:
+                continue
+            kw = (
+                {}
+                if qk is None
+                else {"Q": qk[0][i], "K": qk[1][i], "scale": qk[2][i], "mask": qk[3]}
+            )
+            df = approximant_ranks(
+                data.A[i],
+                eps,
+                methods=methods,
+                random_state=matrix_seed(seed, f"{data.sha256}:{i}:{t}"),
+                **kw,
+            )
+            done[keys[i]] = df
+            if append is not None:
+                recs = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+                append({"key": keys[i], "rows": recs})
+    parts = []
+    for i, key in enumerate(keys):
+        df = done[key].copy()
+        df.insert(0, "head", data.heads[i])
+        df.insert(0, "layer", data.layers[i])
+        df.insert(0, "index", i)
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True), notes
+
+
+def _rank_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """A checkpointed :func:`~analysis.brackets.approximants.least_ranks` table, typed again."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=["method", "eps", "rank", "error", "reached"])
+    df["rank"] = df["rank"].astype("Int64")
+    df["error"] = df["error"].astype(float)
+    df["reached"] = df["reached"].astype(bool)
+    return df

@@ -1,0 +1,405 @@
+"""Efficient-attention approximants as certified upper witnesses.
+
+METHOD.md section 3 lists, among the upper constructions, "the efficient-attention
+approximants a user would compare against (Nystrom landmarks, Linformer-style projection,
+Performer random features)". Each of them is a rank-k factorization ``U W^T`` of an
+approximation of ``A``, so each is just another upper witness: certified by
+:func:`analysis.brackets.verify.certified_upper_error` like every other, it gives a rank
+at which the approximant provably keeps every bounded value output within eps. Set
+against a certified bracket ``[lo, hi]`` of the optimum ``r_eps(A)``, that rank says how
+far a practical approximant is from the least rank any method could use: its overhead
+factor ``k / r_eps`` lies in ``[k / hi, k / lo]``.
+
+These witnesses are not part of the engine's profile (they rarely beat its refined
+witnesses, and adding them would change its version); they are compared against it.
+
+Methods (``k`` = rank; Q/K methods take the per-head queries and keys of an extract and
+the logit scale ``s`` = the model's scale divided by the temperature):
+
+``svd``
+    Truncated SVD projection ``A V_k V_k^T`` (the engine's cheap stage; reference).
+``rows``
+    Landmark rows from ``A`` alone: the first k rows of a column-pivoted QR of ``A^T``,
+    every row projected (least squares) onto their span: ``A R^+ R``, ``R = A[I]``.
+``nystrom``
+    Nystromformer: landmarks are the means of k contiguous segments of the queries and
+    keys, ``softmax(s Q Kt^T) pinv(softmax(s Qt Kt^T)) softmax(s Qt K^T)`` (the exact
+    pseudo-inverse, where the paper iterates towards it).
+``linformer``
+    Linformer with a fixed (untrained) projection: keys and values pooled over the same k
+    segments, ``softmax(s Q (E K)^T) E`` with ``E`` the ``[k, N]`` segment-mean matrix.
+``performer``
+    Performer (FAVOR+): k positive orthogonal random features of the softmax kernel,
+    ``D^-1 phi(Q) phi(K)^T`` with ``D`` the row sums; the features for rank k are the
+    first k of one draw, so ranks are nested.
+
+The Q/K methods need every key allowed (no mask): with a causal or padding mask these
+factorizations are not rank-k witnesses of the masked matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.linalg
+
+from analysis.brackets.upper import svd_errors, svd_witness
+from analysis.brackets.verify import certified_upper_error
+from analysis.validation import (
+    ParameterError,
+    check_eps_grid,
+    check_int,
+    check_positive_finite,
+    check_random_state,
+)
+
+METHODS: tuple[str, ...] = ("svd", "rows", "nystrom", "linformer", "performer")
+QK_METHODS: tuple[str, ...] = ("nystrom", "linformer", "performer")
+# Up to this many ranks every rank is tried; above it, a geometric grid of GRID ranks.
+ALL_RANKS_UP_TO = 256
+GRID = 96
+
+
+def segment_matrix(n: int, k: int) -> np.ndarray:
+    """``E`` ``[k, n]``: row s averages the s-th of k contiguous, nearly equal segments."""
+    E = np.zeros((k, n))
+    for s, idx in enumerate(np.array_split(np.arange(n), k)):
+        E[s, idx] = 1.0 / len(idx)
+    return E
+
+
+def _softmax_rows(S: np.ndarray) -> np.ndarray:
+    """Row softmax with the row maximum subtracted (every exponent <= 0)."""
+    e = np.exp(S - S.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def rows_witness(A: np.ndarray, k: int, order: np.ndarray | None = None):
+    """``(U, W) = (A R^+, R^T)`` with ``R`` the landmark rows ``A[order[:k]]``.
+
+    ``order``: rows by a column-pivoted QR of ``A^T`` (computed when None).
+    """
+    if order is None:
+        order = landmark_row_order(A)
+    R = A[order[:k]]
+    return A @ np.linalg.pinv(R), R.T.copy()
+
+
+def landmark_row_order(A: np.ndarray) -> np.ndarray:
+    """Rows of ``A`` in the pivot order of a column-pivoted QR of ``A^T``."""
+    return scipy.linalg.qr(A.T, mode="r", pivoting=True)[1]
+
+
+def nystrom_witness(Q: np.ndarray, K: np.ndarray, s: float, k: int):
+    """Nystromformer with k segment-mean landmarks: ``(U, W) = (F pinv(B), C^T)``.
+
+    Parameters
+    ----------
+    Q : array ``[M, d]``, K : array ``[N, d]``
+    s : float
+        Logit scale (the model's scale divided by the temperature).
+    k : int
+        Landmarks, ``1 <= k <= min(M, N)``.
+    """
+    Qt = segment_matrix(Q.shape[0], k) @ Q
+    Kt = segment_matrix(K.shape[0], k) @ K
+    F = _softmax_rows(s * Q @ Kt.T)  # [M, k]
+    B = _softmax_rows(s * Qt @ Kt.T)  # [k, k]
+    C = _softmax_rows(s * Qt @ K.T)  # [k, N]
+    return F @ np.linalg.pinv(B), C.T.copy()
+
+
+def linformer_witness(Q: np.ndarray, K: np.ndarray, s: float, k: int):
+    """Linformer with segment-mean pooling of keys and values: ``(softmax(s Q (E K)^T), E^T)``."""
+    E = segment_matrix(K.shape[0], k)
+    return _softmax_rows(s * Q @ (E @ K).T), E.T.copy()
+
+
+def performer_features(d: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``[count, d]`` orthogonal random features of FAVOR+.
+
+    Blocks of d orthonormal directions (QR of a Gaussian matrix), each row rescaled to the
+    norm of an independent Gaussian vector, so every row is marginally ``N(0, I_d)``.
+    The QR factor is made Haar-distributed by giving ``R`` a positive diagonal (LAPACK's
+    sign convention otherwise favours some directions, and the estimator is biased).
+    """
+    blocks = []
+    for _ in range(-(-count // d)):
+        q, r = np.linalg.qr(rng.standard_normal((d, d)))
+        blocks.append((q * np.where(np.diag(r) < 0, -1.0, 1.0)).T)
+    W = np.concatenate(blocks, axis=0)[:count]
+    return W * np.linalg.norm(rng.standard_normal((count, d)), axis=1, keepdims=True)
+
+
+def performer_witness(Q: np.ndarray, K: np.ndarray, s: float, features: np.ndarray):
+    """FAVOR+ with the given features ``[k, d]``: ``(D^-1 phi(Q), phi(K))``.
+
+    Notes
+    -----
+    ``exp(s q.k) = E_w[phi_w(x) phi_w(y)]`` with ``x = sqrt(s) q``, ``y = sqrt(s) k``,
+    ``phi_w(x) = exp(w.x - |x|^2 / 2)``. A constant per query row and one for all keys are
+    subtracted in the exponents (they cancel in ``D^-1``), so nothing overflows.
+    """
+    r = np.sqrt(s)
+    x, y = r * Q, r * K
+    ex = x @ features.T - 0.5 * (x * x).sum(1, keepdims=True)
+    ey = y @ features.T - 0.5 * (y * y).sum(1, keepdims=True)
+    pq = np.exp(ex - ex.max(axis=1, keepdims=True))
+    pk = np.exp(ey - ey.max())
+    D = pq @ pk.sum(axis=0)
+    return pq / D[:, None], pk
+
+
+def _check_inputs(A, Q, K, scale, mask, methods):
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2:
+        raise ParameterError("A", "an array [M, N]", A.shape)
+    methods = tuple(methods)
+    if not methods:
+        raise ParameterError("methods", "at least one of " + ", ".join(METHODS), methods)
+    for m in methods:
+        if m not in METHODS:
+            raise ParameterError("methods", "names from " + ", ".join(METHODS), m)
+    if len(set(methods)) != len(methods):
+        raise ParameterError("methods", "each method once", methods)
+    need_qk = [m for m in methods if m in QK_METHODS]
+    if not need_qk:
+        return A, None, None, None, methods
+    if Q is None or K is None or scale is None:
+        raise ParameterError(
+            "Q, K, scale", f"queries, keys and the logit scale for {need_qk}", "None"
+        )
+    Q = np.asarray(Q, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
+    if (
+        Q.ndim != 2
+        or K.ndim != 2
+        or Q.shape[1] != K.shape[1]
+        or (Q.shape[0], K.shape[0]) != A.shape
+    ):
+        raise ParameterError(
+            "Q, K", f"arrays [M, d] and [N, d] with (M, N) = {A.shape}", (Q.shape, K.shape)
+        )
+    s = check_positive_finite("scale", scale)
+    if mask is not None and not bool(np.all(mask)):
+        raise ParameterError(
+            "mask", f"no masked key for {need_qk} (they approximate unmasked softmax)", "a mask"
+        )
+    return A, Q, K, s, methods
+
+
+def default_ranks(K: int) -> np.ndarray:
+    """Every rank ``1..K`` up to :data:`ALL_RANKS_UP_TO`, else a geometric grid of :data:`GRID`."""
+    if K <= ALL_RANKS_UP_TO:
+        return np.arange(1, K + 1)
+    return np.unique(np.round(np.geomspace(1, K, GRID)).astype(int))
+
+
+def approximant_errors(
+    A: np.ndarray,
+    *,
+    Q: np.ndarray | None = None,
+    K: np.ndarray | None = None,
+    scale: float | None = None,
+    mask: np.ndarray | None = None,
+    methods: Sequence[str] = METHODS,
+    ranks: Sequence[int] | None = None,
+    stop_below: float | None = None,
+    random_state: int | np.random.Generator | None = 0,
+) -> pd.DataFrame:
+    """Certified max-row-l1 error of each approximant at each rank.
+
+    Parameters
+    ----------
+    A : array ``[M, N]``
+        The attention matrix (for Q/K methods: ``softmax(scale Q K^T)``, the matrix the
+        errors are certified against).
+    Q, K : arrays ``[M, d]``, ``[N, d]``, optional
+        Queries and keys; needed by ``nystrom``, ``linformer``, ``performer``.
+    scale : float, optional
+        Logit scale ``s`` of ``A = softmax(s Q K^T)`` (model scale / temperature).
+    mask : bool array, optional
+        Must allow every key for the Q/K methods.
+    methods : sequence of str
+        From :data:`METHODS`.
+    ranks : sequence of int, optional
+        Ranks to try, each in ``1..min(M, N)`` (default :func:`default_ranks`).
+    stop_below : float, optional
+        Per method, stop at the first rank (in increasing order) whose certified error is
+        ``<= stop_below``: the least rank for every eps ``>= stop_below`` is then known.
+    random_state : int or Generator
+        Seeds the Performer features (one draw for all ranks).
+
+    Returns
+    -------
+    DataFrame with columns ``method``, ``rank``, ``error`` (certified, METHOD.md
+    section 3), ``computed`` (the plain float64 error, for reference).
+    """
+    A, Q, K, s, methods = _check_inputs(A, Q, K, scale, mask, methods)
+    Kmax = min(A.shape)
+    if ranks is None:
+        rank_list = default_ranks(Kmax)
+    else:
+        rank_list = np.unique(np.asarray([check_int("ranks", r, minimum=1) for r in ranks]))
+        if rank_list.size == 0 or rank_list[-1] > Kmax:
+            raise ParameterError("ranks", f"integers in 1..{Kmax}", list(ranks))
+    if stop_below is not None:
+        stop_below = check_positive_finite("stop_below", stop_below)
+    rng = check_random_state(random_state)
+    cache: dict[str, object] = {}
+    rows = []
+    for method in methods:
+        if method == "svd":
+            cache["V"] = svd_errors(A)[0]
+        elif method == "rows":
+            cache["order"] = landmark_row_order(A)
+        elif method == "performer":
+            cache["features"] = performer_features(Q.shape[1], int(rank_list[-1]), rng)
+        for k in rank_list:
+            k = int(k)
+            if method == "svd":
+                U, W = svd_witness(A, cache["V"], k)
+            elif method == "rows":
+                U, W = rows_witness(A, k, cache["order"])
+            elif method == "nystrom":
+                U, W = nystrom_witness(Q, K, s, k)
+            elif method == "linformer":
+                U, W = linformer_witness(Q, K, s, k)
+            else:
+                U, W = performer_witness(Q, K, s, cache["features"][:k])
+            if not (np.isfinite(U).all() and np.isfinite(W).all()):
+                continue  # a degenerate factorization certifies nothing
+            err = certified_upper_error(A, U, W)
+            plain = float(np.abs(A - U @ W.T).sum(axis=1).max())
+            rows.append({"method": method, "rank": k, "error": err, "computed": plain})
+            if stop_below is not None and err <= stop_below:
+                break
+    return pd.DataFrame(rows, columns=["method", "rank", "error", "computed"])
+
+
+def least_ranks(errors: pd.DataFrame, eps: Sequence[float], *, full_rank: int) -> pd.DataFrame:
+    """Per method and eps, the least tried rank whose certified error is ``<= eps``.
+
+    Parameters
+    ----------
+    errors : DataFrame from :func:`approximant_errors`
+    eps : sequence of float
+    full_rank : int
+        ``min(M, N)``; a method that reaches eps only there (or never) gains nothing over
+        ``B = A``.
+
+    Returns
+    -------
+    DataFrame with columns ``method``, ``eps``, ``rank`` (nullable Int64; NA where no
+    tried rank reaches eps), ``error`` (certified, at that rank), ``reached`` (a rank
+    below ``full_rank`` reaches eps).
+    """
+    eps = check_eps_grid(eps)
+    out = []
+    for method, g in errors.groupby("method", sort=False):
+        g = g.sort_values("rank")
+        for e in eps:
+            ok = g[g["error"] <= e]
+            if ok.empty:
+                out.append({"method": method, "eps": e, "rank": pd.NA, "error": np.nan})
+            else:
+                r = ok.iloc[0]
+                out.append(
+                    {"method": method, "eps": e, "rank": int(r["rank"]), "error": r["error"]}
+                )
+    df = pd.DataFrame(out, columns=["method", "eps", "rank", "error"])
+    df["rank"] = df["rank"].astype("Int64")
+    df["reached"] = (df["rank"] < full_rank).fillna(False).astype(bool)
+    return df
+
+
+def approximant_ranks(
+    A: np.ndarray,
+    eps: Sequence[float],
+    *,
+    Q: np.ndarray | None = None,
+    K: np.ndarray | None = None,
+    scale: float | None = None,
+    mask: np.ndarray | None = None,
+    methods: Sequence[str] = METHODS,
+    random_state: int | np.random.Generator | None = 0,
+) -> pd.DataFrame:
+    """Least certified rank of each approximant for each eps (one matrix).
+
+    Every rank from 1 upwards is tried (:func:`default_ranks`) until the certified error
+    is at most the smallest eps. See :func:`approximant_errors` for the parameters and
+    :func:`least_ranks` for the columns.
+    """
+    eps = check_eps_grid(eps)
+    errors = approximant_errors(
+        A,
+        Q=Q,
+        K=K,
+        scale=scale,
+        mask=mask,
+        methods=methods,
+        stop_below=min(eps),
+        random_state=random_state,
+    )
+    return least_ranks(errors, eps, full_rank=min(np.shape(A)))
+
+
+def compare_with_brackets(table: pd.DataFrame, brackets: pd.DataFrame) -> pd.DataFrame:
+    """Join least ranks with certified brackets and bound each approximant's overhead.
+
+    Parameters
+    ----------
+    table : DataFrame with ``index``, ``eps``, ``method``, ``rank`` (:func:`least_ranks`
+        rows with a matrix ``index``)
+    brackets : DataFrame with ``index``, ``eps``, ``lower``, ``upper``
+
+    Returns
+    -------
+    ``table`` with ``lower``, ``upper`` and ``overhead_min = rank / upper``,
+    ``overhead_max = rank / lower`` (inf where ``lower`` is 0, NaN where no rank reached
+    eps or no bracket is given).
+
+    Notes
+    -----
+    ``lower <= r_eps(A) <= upper`` (certified), so the approximant's rank over the optimum,
+    ``rank / r_eps``, lies in ``[rank / upper, rank / lower]``; a value of
+    ``overhead_min`` above 1 proves the approximant uses more rank than needed.
+    """
+    out = table.merge(brackets[["index", "eps", "lower", "upper"]], on=["index", "eps"], how="left")
+    rank = out["rank"].astype("Float64").to_numpy(float, na_value=np.nan)
+    low = out["lower"].astype("Float64").to_numpy(float, na_value=np.nan)
+    up = out["upper"].astype("Float64").to_numpy(float, na_value=np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["overhead_min"] = rank / up
+        out["overhead_max"] = np.where(
+            low > 0, rank / low, np.where(np.isnan(rank + low), np.nan, np.inf)
+        )
+    return out
+
+
+def summarize(table: pd.DataFrame) -> pd.DataFrame:
+    """Per method and eps: how often and at which rank each approximant reaches eps.
+
+    Columns ``method``, ``eps``, ``matrices``, ``reached_share`` (a rank below full rank
+    reaches eps), ``never_share`` (no tried rank does, not even full rank), and over the
+    matrices where some rank does: ``median_rank`` and, when brackets were joined,
+    ``median_overhead_min`` / ``median_overhead_max``.
+    """
+    rows = []
+    for (method, e), d in table.groupby(["method", "eps"], sort=False):
+        some = d[d["rank"].notna()]
+        row = {
+            "method": method,
+            "eps": e,
+            "matrices": len(d),
+            "reached_share": float(d["reached"].mean()),
+            "never_share": float(d["rank"].isna().mean()),
+            "median_rank": float(some["rank"].astype(float).median()) if len(some) else np.nan,
+        }
+        if "overhead_min" in d:
+            row["median_overhead_min"] = float(some["overhead_min"].median())
+            row["median_overhead_max"] = float(some["overhead_max"].median())
+        rows.append(row)
+    return pd.DataFrame(rows)

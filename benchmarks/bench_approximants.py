@@ -1,0 +1,190 @@
+"""How far practical efficient-attention approximants are from the certified optimum rank.
+
+For the 72 MiniLM heads (the packaged checkpoint, one bundled text per length, the
+package's own extraction), brackets ``[lo, hi]`` of ``r_eps`` from the engine
+(``attnrank bracket``, ``default`` effort) and, per head and eps, the least rank at which
+each approximant of ``attnrank approximants`` has certified max-row-l1 error <= eps:
+truncated SVD, landmark rows (pivoted QR), Nystromformer (segment-mean landmarks),
+Linformer (segment-mean pooling) and Performer (FAVOR+). Its overhead ``rank / r_eps`` lies
+in ``[rank / hi, rank / lo]``.
+
+Writes ``benchmarks/out/approximants_L{N}.csv`` (one row per head, method, eps),
+``approximants_L{N}_summary.csv`` / ``.json`` and ``docs/figures/approximants_L{N}.png``.
+
+Usage::
+
+    python benchmarks/bench_approximants.py [--lengths 128] [--corpus-seed 0] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.atomic import atomic_write
+from analysis.brackets.approximants import approximant_errors, compare_with_brackets, summarize
+from analysis.brackets.io import (
+    approximants_for_input,
+    bracket_frame,
+    load_matrices,
+    load_queries_keys,
+    profile_file,
+    result_json,
+)
+from analysis.sources.checkpoints import save_extraction
+from analysis.sources.commands import extract
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "out"
+FIGURES = ROOT / "docs" / "figures"
+EPS = (0.05, 0.1, 0.2)
+
+
+def figure(table: pd.DataFrame, length: int, path: Path) -> None:
+    """Per eps: heads sorted by their upper end, the bracket as a bar, each method's rank."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    styles = {
+        "svd": ("o", "C0"),
+        "rows": ("s", "C1"),
+        "nystrom": ("^", "C2"),
+        "linformer": ("v", "C3"),
+        "performer": ("x", "C4"),
+    }
+    fig, axes = plt.subplots(1, len(EPS), figsize=(5.2 * len(EPS), 4.2), sharey=True)
+    for ax, e in zip(axes, EPS, strict=True):
+        d = table[table["eps"] == e]
+        br = d.drop_duplicates("index").sort_values(["upper", "lower"]).reset_index(drop=True)
+        x = {idx: i for i, idx in enumerate(br["index"])}
+        ax.vlines(range(len(br)), br["lower"], br["upper"], color="0.3", lw=2.5, label="bracket")
+        for method, (marker, color) in styles.items():
+            m = d[(d["method"] == method) & d["rank"].notna()]
+            if m.empty:
+                continue
+            ax.scatter(
+                [x[i] for i in m["index"]],
+                m["rank"].astype(float),
+                marker=marker,
+                s=14,
+                color=color,
+                label=method,
+                alpha=0.8,
+            )
+        ax.axhline(length, color="0.6", ls=":", lw=1)
+        ax.set_title(f"eps = {e:g}")
+        ax.set_xlabel("head (sorted by certified upper end)")
+    axes[0].set_ylabel("rank reaching eps (certified)")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(
+        f"MiniLM, N = {length}: least rank of each approximant vs certified bracket "
+        "(Performer never reaches eps at rank <= N)"
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path, mode="wb") as fh:
+        fig.savefig(fh, format="png", dpi=130)
+    plt.close(fig)
+
+
+def performer_at_full_rank(A: np.ndarray, qk) -> dict:
+    """Performer's certified error with N features (seed 0) per head, and the median norms
+    of ``sqrt(s) q`` and ``sqrt(s) k`` that drive its variance."""
+    Q, K, s, _ = qk
+    N = A.shape[-1]
+    errs = [
+        approximant_errors(A[i], Q=Q[i], K=K[i], scale=s[i], methods=("performer",), ranks=[N])[
+            "error"
+        ].item()
+        for i in range(A.shape[0])
+    ]
+    nq = [np.median(np.linalg.norm(np.sqrt(s[i]) * Q[i], axis=1)) for i in range(A.shape[0])]
+    nk = [np.median(np.linalg.norm(np.sqrt(s[i]) * K[i], axis=1)) for i in range(A.shape[0])]
+    return {
+        "performer_error_full_rank_min": float(np.min(errs)),
+        "performer_error_full_rank_median": float(np.median(errs)),
+        "scaled_query_norm_median": float(np.median(nq)),
+        "scaled_query_norm_range": [float(np.min(nq)), float(np.max(nq))],
+        "scaled_key_norm_median": float(np.median(nk)),
+    }
+
+
+def run(length: int, corpus_seed: int, workers: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        npz = Path(tmp) / "x.npz"
+        ex = extract("minilm", corpus_seed=corpus_seed, length=length)
+        save_extraction(ex, npz)
+        data = load_matrices(npz)
+        t0 = time.perf_counter()
+        profiles = profile_file(data, eps=EPS, effort="default", workers=workers, progress=False)
+        t_brackets = time.perf_counter() - t0
+        res = result_json(data, profiles, eps=EPS, seed=0, effort="default", witnesses=False)
+        t0 = time.perf_counter()
+        qk = load_queries_keys(npz, data)
+        table, _ = approximants_for_input(data, qk, eps=EPS, progress=False)
+        t_approx = time.perf_counter() - t0
+        performer = performer_at_full_rank(data.A, qk)
+    table = compare_with_brackets(table, bracket_frame(res, data))
+    summary = summarize(table)
+    OUT.mkdir(parents=True, exist_ok=True)
+    with atomic_write(OUT / f"approximants_L{length}.csv", mode="w") as fh:
+        table.to_csv(fh, index=False)
+    with atomic_write(OUT / f"approximants_L{length}_summary.csv", mode="w") as fh:
+        summary.to_csv(fh, index=False)
+    figure(table, length, FIGURES / f"approximants_L{length}.png")
+    # Where the best approximant from A alone (SVD or landmark rows) sits in the bracket.
+    a_only = table[table["method"].isin(["svd", "rows"])]
+    best = a_only.groupby(["index", "eps"])["rank"].min().astype(float)
+    br = table.drop_duplicates(["index", "eps"]).set_index(["index", "eps"])
+    meta = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "length": length,
+        "input": ex.input_id,
+        "heads": int(data.A.shape[0]),
+        "eps": list(EPS),
+        "seconds_brackets": round(t_brackets, 1),
+        "seconds_approximants": round(t_approx, 1),
+        "median_hi_over_lo": float(np.median(br["upper"] / br["lower"])),
+        "best_A_only_equals_upper_share": float((best == br["upper"]).mean()),
+        "median_best_A_only_over_upper": float(np.median(best / br["upper"])),
+        **performer,
+        "summary": summary.to_dict(orient="records"),
+    }
+    with atomic_write(OUT / f"approximants_L{length}_summary.json", mode="w") as fh:
+        json.dump(meta, fh, indent=2)
+    return meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lengths", type=int, nargs="+", default=[128])
+    p.add_argument("--corpus-seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=2)
+    args = p.parse_args(argv)
+    for length in args.lengths:
+        meta = run(length, args.corpus_seed, args.workers)
+        print(
+            f"N = {length}, input {meta['input']}: brackets {meta['seconds_brackets']} s, "
+            f"approximants {meta['seconds_approximants']} s, median hi/lo "
+            f"{meta['median_hi_over_lo']:.2f}; Performer at rank N: certified error min "
+            f"{meta['performer_error_full_rank_min']:.3f}, median "
+            f"{meta['performer_error_full_rank_median']:.3f}"
+        )
+        print(
+            pd.DataFrame(meta["summary"]).to_string(index=False, float_format=lambda x: f"{x:.3g}")
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
