@@ -8,12 +8,15 @@ truncated SVD, landmark rows (pivoted QR), Nystromformer (segment-mean landmarks
 Linformer (segment-mean pooling) and Performer (FAVOR+). Its overhead ``rank / r_eps`` lies
 in ``[rank / hi, rank / lo]``.
 
-Writes ``benchmarks/out/approximants_L{N}.csv`` (one row per head, method, eps),
-``approximants_L{N}_summary.csv`` / ``.json`` and ``docs/figures/approximants_L{N}.png``.
+Writes ``benchmarks/out/approximants_L{N}[_t{t}].csv`` (one row per head, method, eps),
+``approximants_L{N}[_t{t}]_summary.csv`` / ``.json`` and, at t = 1,
+``docs/figures/approximants_L{N}.png``. ``--temperatures`` divides the logits by t
+(smoother heads at t > 1, where low-rank approximants are meant to work).
 
 Usage::
 
-    python benchmarks/bench_approximants.py [--lengths 128] [--corpus-seed 0] [--workers 2]
+    python benchmarks/bench_approximants.py [--lengths 128] [--temperatures 1]
+                                            [--corpus-seed 0] [--workers 2]
 """
 
 from __future__ import annotations
@@ -119,29 +122,38 @@ def performer_at_full_rank(A: np.ndarray, qk) -> dict:
     }
 
 
-def run(length: int, corpus_seed: int, workers: int) -> dict:
+def run(length: int, corpus_seed: int, workers: int, temperatures: list[float]) -> list[dict]:
+    metas = []
     with tempfile.TemporaryDirectory() as tmp:
         npz = Path(tmp) / "x.npz"
         ex = extract("minilm", corpus_seed=corpus_seed, length=length)
         save_extraction(ex, npz)
-        data = load_matrices(npz)
-        t0 = time.perf_counter()
-        profiles = profile_file(data, eps=EPS, effort="default", workers=workers, progress=False)
-        t_brackets = time.perf_counter() - t0
-        res = result_json(data, profiles, eps=EPS, seed=0, effort="default", witnesses=False)
-        t0 = time.perf_counter()
-        qk = load_queries_keys(npz, data)
-        table, _ = approximants_for_input(data, qk, eps=EPS, progress=False)
-        t_approx = time.perf_counter() - t0
-        performer = performer_at_full_rank(data.A, qk)
+        for t in temperatures:
+            metas.append(run_temperature(npz, ex.input_id, length, t, workers))
+    return metas
+
+
+def run_temperature(npz: Path, input_id: str, length: int, t: float, workers: int) -> dict:
+    data = load_matrices(npz, temperature=t)
+    t0 = time.perf_counter()
+    profiles = profile_file(data, eps=EPS, effort="default", workers=workers, progress=False)
+    t_brackets = time.perf_counter() - t0
+    res = result_json(data, profiles, eps=EPS, seed=0, effort="default", witnesses=False)
+    t0 = time.perf_counter()
+    qk = load_queries_keys(npz, data)
+    table, _ = approximants_for_input(data, qk, eps=EPS, progress=False)
+    t_approx = time.perf_counter() - t0
+    performer = performer_at_full_rank(data.A, qk)
     table = compare_with_brackets(table, bracket_frame(res, data))
     summary = summarize(table)
+    stem = f"approximants_L{length}" + ("" if t == 1 else f"_t{t:g}")
     OUT.mkdir(parents=True, exist_ok=True)
-    with atomic_write(OUT / f"approximants_L{length}.csv", mode="w") as fh:
+    with atomic_write(OUT / f"{stem}.csv", mode="w") as fh:
         table.to_csv(fh, index=False)
-    with atomic_write(OUT / f"approximants_L{length}_summary.csv", mode="w") as fh:
+    with atomic_write(OUT / f"{stem}_summary.csv", mode="w") as fh:
         summary.to_csv(fh, index=False)
-    figure(table, length, FIGURES / f"approximants_L{length}.png")
+    if t == 1:
+        figure(table, length, FIGURES / f"{stem}.png")
     # Where the best approximant from A alone (SVD or landmark rows) sits in the bracket.
     a_only = table[table["method"].isin(["svd", "rows"])]
     best = a_only.groupby(["index", "eps"])["rank"].min().astype(float)
@@ -149,7 +161,8 @@ def run(length: int, corpus_seed: int, workers: int) -> dict:
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "length": length,
-        "input": ex.input_id,
+        "temperature": t,
+        "input": input_id,
         "heads": int(data.A.shape[0]),
         "eps": list(EPS),
         "seconds_brackets": round(t_brackets, 1),
@@ -160,9 +173,21 @@ def run(length: int, corpus_seed: int, workers: int) -> dict:
         **performer,
         "summary": summary.to_dict(orient="records"),
     }
-    with atomic_write(OUT / f"approximants_L{length}_summary.json", mode="w") as fh:
+    with atomic_write(OUT / f"{stem}_summary.json", mode="w") as fh:
         json.dump(meta, fh, indent=2)
     return meta
+
+
+def report(meta: dict) -> None:
+    print(
+        f"N = {meta['length']}, t = {meta['temperature']:g}, input {meta['input']}: brackets "
+        f"{meta['seconds_brackets']} s, approximants {meta['seconds_approximants']} s, median "
+        f"hi/lo {meta['median_hi_over_lo']:.2f}; Performer at rank N: certified error min "
+        f"{meta['performer_error_full_rank_min']:.3f}, median "
+        f"{meta['performer_error_full_rank_median']:.3f}"
+    )
+    summary = pd.DataFrame(meta["summary"])
+    print(summary.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,19 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lengths", type=int, nargs="+", default=[128])
     p.add_argument("--corpus-seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--temperatures", type=float, nargs="+", default=[1.0], help="logit temperatures t"
+    )
     args = p.parse_args(argv)
     for length in args.lengths:
-        meta = run(length, args.corpus_seed, args.workers)
-        print(
-            f"N = {length}, input {meta['input']}: brackets {meta['seconds_brackets']} s, "
-            f"approximants {meta['seconds_approximants']} s, median hi/lo "
-            f"{meta['median_hi_over_lo']:.2f}; Performer at rank N: certified error min "
-            f"{meta['performer_error_full_rank_min']:.3f}, median "
-            f"{meta['performer_error_full_rank_median']:.3f}"
-        )
-        print(
-            pd.DataFrame(meta["summary"]).to_string(index=False, float_format=lambda x: f"{x:.3g}")
-        )
+        for meta in run(length, args.corpus_seed, args.workers, args.temperatures):
+            report(meta)
     return 0
 
 

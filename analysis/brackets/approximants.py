@@ -279,7 +279,13 @@ def approximant_errors(
     return pd.DataFrame(rows, columns=["method", "rank", "error", "computed"])
 
 
-def least_ranks(errors: pd.DataFrame, eps: Sequence[float], *, full_rank: int) -> pd.DataFrame:
+def least_ranks(
+    errors: pd.DataFrame,
+    eps: Sequence[float],
+    *,
+    full_rank: int,
+    methods: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Per method and eps, the least tried rank whose certified error is ``<= eps``.
 
     Parameters
@@ -289,6 +295,9 @@ def least_ranks(errors: pd.DataFrame, eps: Sequence[float], *, full_rank: int) -
     full_rank : int
         ``min(M, N)``; a method that reaches eps only there (or never) gains nothing over
         ``B = A``.
+    methods : sequence of str, optional
+        Methods to report, in this order (default: those in ``errors``); one with no
+        finite witness in ``errors`` gets NA ranks.
 
     Returns
     -------
@@ -297,9 +306,11 @@ def least_ranks(errors: pd.DataFrame, eps: Sequence[float], *, full_rank: int) -
     below ``full_rank`` reaches eps).
     """
     eps = check_eps_grid(eps)
+    if methods is None:
+        methods = list(dict.fromkeys(errors["method"]))
     out = []
-    for method, g in errors.groupby("method", sort=False):
-        g = g.sort_values("rank")
+    for method in methods:
+        g = errors[errors["method"] == method].sort_values("rank")
         for e in eps:
             ok = g[g["error"] <= e]
             if ok.empty:
@@ -343,7 +354,7 @@ def approximant_ranks(
         stop_below=min(eps),
         random_state=random_state,
     )
-    return least_ranks(errors, eps, full_rank=min(np.shape(A)))
+    return least_ranks(errors, eps, full_rank=min(np.shape(A)), methods=methods)
 
 
 def compare_with_brackets(table: pd.DataFrame, brackets: pd.DataFrame) -> pd.DataFrame:

@@ -173,6 +173,9 @@ def run_approximants(args: argparse.Namespace) -> int:
         checkpoint=ck,
     )
     if brackets is not None:
+        missing = sorted(set(eps) - set(brackets["eps"]))
+        if missing:
+            notes.append(f"--brackets has no bracket at eps {missing}: overheads left empty")
         table = compare_with_brackets(table, brackets)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)

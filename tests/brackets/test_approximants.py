@@ -266,3 +266,54 @@ def test_interrupted_run_resumes_from_checkpoint(extract_npz, tmp_path, monkeypa
     resumed, _ = bio.approximants_for_input(data, qk, eps=(0.1, 0.2), progress=False, checkpoint=ck)
     assert calls["n"] == -100 + 1  # only the unfinished matrix was computed
     pd.testing.assert_frame_equal(resumed, full)
+
+
+def test_cli_masked_extract_leaves_out_qk_methods(tmp_path, capsys):
+    rng = np.random.default_rng(7)
+    Q = rng.normal(size=(1, 1, 12, 4)).astype(np.float32)
+    K = rng.normal(size=(1, 1, 12, 4)).astype(np.float32)
+    scale = np.full((1, 1), 0.5, dtype=np.float32)
+    mask = np.tril(np.ones((12, 12), dtype=bool))  # causal
+    p = tmp_path / "causal.npz"
+    np.savez(p, Q=Q, K=K, scale=scale, mask=mask, A=softmax64(Q, K, scale, mask).astype(np.float32))
+    assert main(["approximants", str(p), "--eps", "0.1", "--quiet"]) == 0
+    cap = capsys.readouterr()
+    assert "left out: the input masks some keys" in cap.err
+    assert "svd" in cap.out and "performer" not in cap.out
+    assert main(["approximants", str(p), "--eps", "0.1", "--quiet", "--methods", "performer"]) == 2
+    assert "mask" in capsys.readouterr().err
+
+
+def test_a_method_without_finite_witness_gets_na_ranks():
+    errors = pd.DataFrame(
+        {"method": ["svd", "svd"], "rank": [1, 2], "error": [0.3, 0.05], "computed": [0.3, 0.05]}
+    )
+    t = least_ranks(errors, (0.1,), full_rank=4, methods=("nystrom", "svd"))
+    assert list(t["method"]) == ["nystrom", "svd"]
+    assert pd.isna(t["rank"].iloc[0]) and not t["reached"].iloc[0]
+    assert t["rank"].iloc[1] == 2 and t["reached"].iloc[1]
+
+
+def test_cli_notes_eps_without_bracket(extract_npz, tmp_path, capsys):
+    out = tmp_path / "b.json"
+    assert (
+        main(
+            [
+                "bracket",
+                str(extract_npz),
+                "--eps",
+                "0.2",
+                "--quiet",
+                "--effort",
+                "fast",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    rc = main(
+        ["approximants", str(extract_npz), "--eps", "0.1", "0.2", "--quiet", "--brackets", str(out)]
+    )
+    assert rc == 0
+    assert "no bracket at eps [0.1]" in capsys.readouterr().err
