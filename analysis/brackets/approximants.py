@@ -35,6 +35,10 @@ the logit scale ``s`` = the model's scale divided by the temperature):
 
 The Q/K methods need every key allowed (no mask): with a causal or padding mask these
 factorizations are not rank-k witnesses of the masked matrix.
+
+Every witness is ``U`` ``[M, k]``, ``W`` ``[N, k]``. The factorizations are written here (a
+few lines each) because the reference implementations are attention layers inside model
+code, which return the outputs ``A V``, not the factors that a certificate needs.
 """
 
 from __future__ import annotations
@@ -76,7 +80,9 @@ def _softmax_rows(S: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def rows_witness(A: np.ndarray, k: int, order: np.ndarray | None = None):
+def rows_witness(
+    A: np.ndarray, k: int, order: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(U, W) = (A R^+, R^T)`` with ``R`` the landmark rows ``A[order[:k]]``.
 
     ``order``: rows by a column-pivoted QR of ``A^T`` (computed when None).
@@ -92,7 +98,9 @@ def landmark_row_order(A: np.ndarray) -> np.ndarray:
     return scipy.linalg.qr(A.T, mode="r", pivoting=True)[1]
 
 
-def nystrom_witness(Q: np.ndarray, K: np.ndarray, s: float, k: int):
+def nystrom_witness(
+    Q: np.ndarray, K: np.ndarray, s: float, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Nystromformer with k segment-mean landmarks: ``(U, W) = (F pinv(B), C^T)``.
 
     Parameters
@@ -111,7 +119,9 @@ def nystrom_witness(Q: np.ndarray, K: np.ndarray, s: float, k: int):
     return F @ np.linalg.pinv(B), C.T.copy()
 
 
-def linformer_witness(Q: np.ndarray, K: np.ndarray, s: float, k: int):
+def linformer_witness(
+    Q: np.ndarray, K: np.ndarray, s: float, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Linformer with segment-mean pooling of keys and values: ``(softmax(s Q (E K)^T), E^T)``."""
     E = segment_matrix(K.shape[0], k)
     return _softmax_rows(s * Q @ (E @ K).T), E.T.copy()
@@ -133,7 +143,9 @@ def performer_features(d: int, count: int, rng: np.random.Generator) -> np.ndarr
     return W * np.linalg.norm(rng.standard_normal((count, d)), axis=1, keepdims=True)
 
 
-def performer_witness(Q: np.ndarray, K: np.ndarray, s: float, features: np.ndarray):
+def performer_witness(
+    Q: np.ndarray, K: np.ndarray, s: float, features: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """FAVOR+ with the given features ``[k, d]``: ``(D^-1 phi(Q), phi(K))``.
 
     Notes
