@@ -189,16 +189,21 @@ def test_overhead_is_bounded_by_the_bracket():
     np.testing.assert_allclose(s["median_overhead_min"], [2.0, 1.2])
 
 
+def write_extract(path, *, heads: int, length: int, mask, seed: int):
+    """An extract-like .npz (one layer): Q, K [1, heads, L, 4], scale 0.5, the given mask."""
+    rng = np.random.default_rng(seed)
+    Q = rng.normal(size=(1, heads, length, 4)).astype(np.float32)
+    K = rng.normal(size=(1, heads, length, 4)).astype(np.float32)
+    scale = np.full((1, heads), 0.5, dtype=np.float32)
+    A = softmax64(Q, K, scale, mask).astype(np.float32)
+    np.savez(path, Q=Q, K=K, scale=scale, mask=mask, A=A)
+    return path
+
+
 @pytest.fixture
 def extract_npz(tmp_path):
-    rng = np.random.default_rng(4)
-    Q = rng.normal(size=(1, 2, 16, 4)).astype(np.float32)
-    K = rng.normal(size=(1, 2, 16, 4)).astype(np.float32)
-    scale = np.full((1, 2), 0.5, dtype=np.float32)
-    p = tmp_path / "x.npz"
     mask = np.ones((16, 16), dtype=bool)
-    np.savez(p, Q=Q, K=K, scale=scale, mask=mask, A=softmax64(Q, K, scale, mask).astype(np.float32))
-    return p
+    return write_extract(tmp_path / "x.npz", heads=2, length=16, mask=mask, seed=4)
 
 
 def test_cli_against_brackets(extract_npz, tmp_path, capsys):
@@ -269,13 +274,8 @@ def test_interrupted_run_resumes_from_checkpoint(extract_npz, tmp_path, monkeypa
 
 
 def test_cli_masked_extract_leaves_out_qk_methods(tmp_path, capsys):
-    rng = np.random.default_rng(7)
-    Q = rng.normal(size=(1, 1, 12, 4)).astype(np.float32)
-    K = rng.normal(size=(1, 1, 12, 4)).astype(np.float32)
-    scale = np.full((1, 1), 0.5, dtype=np.float32)
-    mask = np.tril(np.ones((12, 12), dtype=bool))  # causal
-    p = tmp_path / "causal.npz"
-    np.savez(p, Q=Q, K=K, scale=scale, mask=mask, A=softmax64(Q, K, scale, mask).astype(np.float32))
+    causal = np.tril(np.ones((12, 12), dtype=bool))
+    p = write_extract(tmp_path / "causal.npz", heads=1, length=12, mask=causal, seed=7)
     assert main(["approximants", str(p), "--eps", "0.1", "--quiet"]) == 0
     cap = capsys.readouterr()
     assert "left out: the input masks some keys" in cap.err
