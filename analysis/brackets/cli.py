@@ -160,10 +160,17 @@ def run_approximants(args: argparse.Namespace) -> int:
         if not args.brackets.is_file():
             raise FileNotFoundError(f"--brackets: no such file: {args.brackets}")
         brackets = bracket_frame(json.loads(args.brackets.read_text()), data)
+    if brackets is not None:
+        missing = sorted(set(eps) - set(brackets["eps"]))
+        if missing:
+            print(
+                f"note: --brackets has no bracket at eps {missing}: overheads left empty",
+                file=sys.stderr,
+            )
     qk = load_queries_keys(args.input, data)
     # With --out, finished matrices go to a checkpoint beside it (removed once written).
     ck = args.out.with_name(args.out.name + ".partial") if args.out else None
-    table, notes = approximants_for_input(
+    table, left_out = approximants_for_input(
         data,
         qk,
         eps=eps,
@@ -173,11 +180,8 @@ def run_approximants(args: argparse.Namespace) -> int:
         checkpoint=ck,
     )
     if brackets is not None:
-        missing = sorted(set(eps) - set(brackets["eps"]))
-        if missing:
-            notes.append(f"--brackets has no bracket at eps {missing}: overheads left empty")
         table = compare_with_brackets(table, brackets)
-    for note in notes:
+    for note in left_out:
         print(f"note: {note}", file=sys.stderr)
     print(summarize(table).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     if args.out:
