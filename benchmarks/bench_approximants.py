@@ -103,7 +103,7 @@ def figure(table: pd.DataFrame, length: int, path: Path) -> None:
 def performer_at_full_rank(A: np.ndarray, qk) -> dict:
     """Performer's certified error with N features (seed 0) per head, and the median norms
     of ``sqrt(s) q`` and ``sqrt(s) k`` that drive its variance."""
-    Q, K, s, _ = qk
+    Q, K, s = qk.Q, qk.K, qk.scale
     N = A.shape[-1]
     errs = [
         approximant_errors(A[i], Q=Q[i], K=K[i], scale=s[i], methods=("performer",), ranks=[N])[

@@ -309,10 +309,21 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
     return VerifyReport(status, checked, msgs)
 
 
-def load_queries_keys(path: str | os.PathLike, data: MatrixInput):
-    """Per-matrix ``Q``, ``K`` ``[H, L, d]``, logit scale ``[H]`` (model scale / temperature)
-    and ``mask`` (None when every key is allowed) of an extract ``.npz`` that
-    :func:`load_matrices` has already checked; None for a ``.npy`` input."""
+@dataclass(frozen=True)
+class QueriesKeys:
+    """Per-matrix queries and keys of an extract: ``Q``, ``K`` ``[H, L, d]``, logit scale
+    ``[H]`` (the model's scale over the temperature), ``mask`` ``[L, L]`` (None when every
+    key is allowed)."""
+
+    Q: np.ndarray
+    K: np.ndarray
+    scale: np.ndarray
+    mask: np.ndarray | None
+
+
+def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys | None:
+    """The :class:`QueriesKeys` of an extract ``.npz`` that :func:`load_matrices` has already
+    checked; None for a ``.npy`` input."""
     if Path(path).suffix != ".npz":
         return None
     with np.load(path, allow_pickle=False) as z:
@@ -322,7 +333,7 @@ def load_queries_keys(path: str | os.PathLike, data: MatrixInput):
     if mask is not None and bool(np.all(mask)):
         mask = None
     s = scale.reshape(H).astype(np.float64) / float(data.temperature)
-    return Q.reshape(H, *Q.shape[2:]), K.reshape(H, *K.shape[2:]), s, mask
+    return QueriesKeys(Q.reshape(H, *Q.shape[2:]), K.reshape(H, *K.shape[2:]), s, mask)
 
 
 def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
@@ -350,7 +361,7 @@ def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
 
 def approximants_for_input(
     data: MatrixInput,
-    qk,
+    qk: QueriesKeys | None,
     *,
     eps: Sequence[float],
     methods: Sequence[str] | None = None,
@@ -363,7 +374,8 @@ def approximants_for_input(
     Parameters
     ----------
     data : MatrixInput
-    qk : the result of :func:`load_queries_keys` (None: ``A`` only)
+    qk : QueriesKeys or None
+        From :func:`load_queries_keys` (None: ``A`` only).
     methods : names from :data:`analysis.brackets.approximants.METHODS`; None takes every
         method the input allows (the Q/K ones need an extract without a mask).
     checkpoint : path, optional
@@ -386,7 +398,7 @@ def approximants_for_input(
         if qk is None:
             methods = [m for m in METHODS if m not in QK_METHODS]
             notes.append(f"{', '.join(QK_METHODS)} left out: a .npy input has no queries or keys")
-        elif qk[3] is not None:
+        elif qk.mask is not None:
             methods = [m for m in METHODS if m not in QK_METHODS]
             notes.append(f"{', '.join(QK_METHODS)} left out: the input masks some keys")
         else:
@@ -411,7 +423,7 @@ def approximants_for_input(
             kw = (
                 {}
                 if qk is None
-                else {"Q": qk[0][i], "K": qk[1][i], "scale": qk[2][i], "mask": qk[3]}
+                else {"Q": qk.Q[i], "K": qk.K[i], "scale": qk.scale[i], "mask": qk.mask}
             )
             df = approximant_ranks(
                 data.A[i],
