@@ -242,7 +242,9 @@ def approximant_errors(
         Per method, stop at the first rank (in increasing order) whose certified error is
         ``<= stop_below``: the least rank for every eps ``>= stop_below`` is then known.
     random_state : int or Generator
-        Seeds the Performer features (one draw for all ranks).
+        Seeds the Performer features: one draw of ``min(M, N)`` features, of which rank k
+        uses the first k (so the same seed gives the same witness at rank k whatever
+        ``ranks`` is).
 
     Returns
     -------
@@ -268,7 +270,7 @@ def approximant_errors(
         elif method == "rows":
             cache["order"] = landmark_row_order(A)
         elif method == "performer":
-            cache["features"] = performer_features(Q.shape[1], int(rank_list[-1]), rng)
+            cache["features"] = performer_features(Q.shape[1], Kmax, rng)
         for k in rank_list:
             k = int(k)
             if method == "svd":
@@ -351,22 +353,40 @@ def approximant_ranks(
 ) -> pd.DataFrame:
     """Least certified rank of each approximant for each eps (one matrix).
 
-    Every rank from 1 upwards is tried (:func:`default_ranks`) until the certified error
-    is at most the smallest eps. See :func:`approximant_errors` for the parameters and
-    :func:`least_ranks` for the columns.
+    Ranks are tried upwards (:func:`default_ranks`) until the certified error is at most
+    the smallest eps. Where the ranks form a geometric grid (``min(M, N) > 256``), every
+    rank between the last grid rank that misses an eps and the first that reaches it is
+    tried as well, so that the least rank is exact for a method whose error falls with the
+    rank. See :func:`approximant_errors` for the parameters and :func:`least_ranks` for the
+    columns.
     """
     eps = check_eps_grid(eps)
-    errors = approximant_errors(
-        A,
-        Q=Q,
-        K=K,
-        scale=scale,
-        mask=mask,
-        methods=methods,
-        stop_below=min(eps),
-        random_state=random_state,
-    )
-    return least_ranks(errors, eps, full_rank=min(np.shape(A)), methods=methods)
+    Kmax = min(np.shape(A))
+    kw = {"Q": Q, "K": K, "scale": scale, "mask": mask, "random_state": _seed(random_state)}
+    grid = default_ranks(Kmax)
+    errors = approximant_errors(A, methods=methods, ranks=grid, stop_below=min(eps), **kw)
+    parts = [errors]
+    if len(grid) < Kmax:
+        for method, g in errors.groupby("method", sort=False):
+            gap: set[int] = set()
+            for e in eps:
+                hit = g.loc[g["error"] <= e, "rank"]
+                if len(hit):
+                    first = int(hit.min())
+                    below = grid[grid < first]
+                    gap.update(range(int(below.max()) + 1 if below.size else 1, first))
+            if gap:
+                parts.append(approximant_errors(A, methods=(method,), ranks=sorted(gap), **kw))
+    errors = pd.concat(parts, ignore_index=True)
+    return least_ranks(errors, eps, full_rank=Kmax, methods=methods)
+
+
+def _seed(random_state: int | np.random.Generator | None) -> int:
+    """An int seed, so that several calls draw the same Performer features."""
+    rng = check_random_state(random_state)
+    if isinstance(random_state, (int, np.integer)):
+        return int(random_state)
+    return int(rng.integers(2**63 - 1))
 
 
 def compare_with_brackets(table: pd.DataFrame, brackets: pd.DataFrame) -> pd.DataFrame:

@@ -103,12 +103,14 @@ def test_performer_features_are_orthogonal_in_blocks_and_nested(qk):
     assert W.shape == (10, 4)
     block = W[:4] / np.linalg.norm(W[:4], axis=1, keepdims=True)
     np.testing.assert_allclose(block @ block.T, np.eye(4), atol=1e-12)
-    # One draw serves every rank: rank 5 uses the first 5 features of the draw for rank 10.
+    # One draw of min(M, N) = 24 features serves every rank: rank 5 uses its first 5,
+    # whatever other ranks are tried.
     Q, K, s, A = qk
-    errs = approximant_errors(A, Q=Q, K=K, scale=s, methods=("performer",), ranks=[5, 10])
-    feats = performer_features(4, 10, np.random.default_rng(0))
+    feats = performer_features(4, 24, np.random.default_rng(0))
     want = certified_upper_error(A, *performer_witness(Q, K, s, feats[:5]))
-    assert errs["error"].iloc[0] == want
+    for ranks in ([5, 10], [5]):
+        errs = approximant_errors(A, Q=Q, K=K, scale=s, methods=("performer",), ranks=ranks)
+        assert errs["error"].iloc[0] == want
 
 
 def test_errors_are_certified_and_least_rank_is_the_first_reaching_eps(qk):
@@ -317,3 +319,31 @@ def test_cli_notes_eps_without_bracket(extract_npz, tmp_path, capsys):
     )
     assert rc == 0
     assert "no bracket at eps [0.1]" in capsys.readouterr().err
+
+
+def test_geometric_grid_is_refined_between_grid_ranks(monkeypatch):
+    # Above ALL_RANKS_UP_TO ranks come from a geometric grid; every rank between the last
+    # grid rank that misses an eps and the first that reaches it is tried too.
+    import analysis.brackets.approximants as ap
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 3))
+    A = softmax64(X, X, 3.0)
+    eps = (0.05, 0.2)
+    full = approximant_ranks(A, eps, methods=("svd", "rows")).set_index(["method", "eps"])
+    curves = approximant_errors(A, methods=("svd", "rows"))  # every rank 1..60
+    monkeypatch.setattr(ap, "ALL_RANKS_UP_TO", 10)
+    monkeypatch.setattr(ap, "GRID", 8)
+    grid = ap.default_ranks(60)
+    assert len(grid) < 20
+    coarse = approximant_ranks(A, eps, methods=("svd", "rows")).set_index(["method", "eps"])
+    off_grid = 0
+    for (method, e), row in coarse.iterrows():
+        err = curves[curves["method"] == method].set_index("rank")["error"]
+        first = min(g for g in grid if err[g] <= e)  # first grid rank reaching eps
+        prev = max([g for g in grid if g < first], default=0)
+        want = min(k for k in range(prev + 1, first + 1) if err[k] <= e)
+        assert row["rank"] == want
+        assert row["rank"] >= full.loc[(method, e), "rank"]
+        off_grid += int(row["rank"] not in grid)
+    assert off_grid > 0  # the refinement found ranks the grid does not contain
