@@ -170,6 +170,12 @@ def run_temperature(npz: Path, input_id: str, length: int, t: float, workers: in
         "median_hi_over_lo": float(np.median(br["upper"] / br["lower"])),
         "best_A_only_equals_upper_share": float((best == br["upper"]).mean()),
         "median_best_A_only_over_upper": float(np.median(best / br["upper"])),
+        # Approximant ends below the engine's upper end (the engine missed a witness).
+        "approximant_below_upper": table.loc[
+            table["rank"] < table["upper"], ["index", "eps", "method", "rank", "lower", "upper"]
+        ]
+        .astype(object)
+        .to_dict(orient="records"),
         **performer,
         "summary": summary.to_dict(orient="records"),
     }
@@ -186,6 +192,8 @@ def report(meta: dict) -> None:
         f"{meta['performer_error_full_rank_min']:.3f}, median "
         f"{meta['performer_error_full_rank_median']:.3f}"
     )
+    for row in meta["approximant_below_upper"]:
+        print(f"approximant below the engine's upper end: {row}")
     summary = pd.DataFrame(meta["summary"])
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.3g}"))
 
