@@ -42,13 +42,13 @@ from analysis.brackets.io import (
     profile_file,
     result_json,
 )
-from analysis.sources.checkpoints import save_extraction
-from analysis.sources.commands import extract
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from minilm_heads import EPS, minilm_extract_npz  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out"
 FIGURES = ROOT / "docs" / "figures"
-EPS = (0.05, 0.1, 0.2)
 
 
 def figure(table: pd.DataFrame, length: int, path: Path) -> None:
@@ -126,10 +126,9 @@ def run(length: int, corpus_seed: int, workers: int, temperatures: list[float]) 
     metas = []
     with tempfile.TemporaryDirectory() as tmp:
         npz = Path(tmp) / "x.npz"
-        ex = extract("minilm", corpus_seed=corpus_seed, length=length)
-        save_extraction(ex, npz)
+        input_id = minilm_extract_npz(npz, length, corpus_seed=corpus_seed)
         for t in temperatures:
-            metas.append(run_temperature(npz, ex.input_id, length, t, workers))
+            metas.append(run_temperature(npz, input_id, length, t, workers))
     return metas
 
 

@@ -36,15 +36,15 @@ import pandas as pd
 import torch
 
 from analysis.atomic import atomic_write
-from analysis.brackets.approximants import linformer_witness, segment_matrix
+from analysis.brackets.approximants import approximant_ranks, linformer_witness, segment_matrix
 from analysis.brackets.io import MatrixInput, load_matrices, load_queries_keys, profile_file
 from analysis.brackets.verify import certified_upper_error
-from analysis.sources.checkpoints import save_extraction
-from analysis.sources.commands import extract
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from minilm_heads import EPS, minilm_extract_npz  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out"
-EPS = (0.05, 0.1, 0.2)
 
 
 def fit_projection(
@@ -121,8 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         npz = Path(tmp) / "x.npz"
-        ex = extract("minilm", corpus_seed=args.corpus_seed, length=args.length)
-        save_extraction(ex, npz)
+        input_id = minilm_extract_npz(npz, args.length, corpus_seed=args.corpus_seed)
         full = load_matrices(npz)
         qk = load_queries_keys(npz, full)
     heads = list(range(0, full.A.shape[0], args.every))
@@ -137,18 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     profiles = profile_file(data, eps=EPS, effort="default", workers=2, progress=False)
     rows = []
     for j, i in enumerate(heads):
+        # Segment pooling, exactly as `attnrank approximants` measures it.
+        pooled = approximant_ranks(
+            full.A[i], EPS, Q=qk.Q[i], K=qk.K[i], scale=qk.scale[i], methods=("linformer",)
+        ).set_index("eps")["rank"]
         for e in EPS:
             lo, hi = profiles[j].bracket(e)
-            pooled = None
-            for k in range(1, args.length + 1):  # segment pooling, as in `approximants`
-                if (
-                    certified_upper_error(
-                        full.A[i], *linformer_witness(qk.Q[i], qk.K[i], qk.scale[i], k)
-                    )
-                    <= e
-                ):
-                    pooled = k
-                    break
             t0 = time.perf_counter()
             k, fits, err = least_fitted_rank(
                 full.A[i], qk.Q[i], qk.K[i], float(qk.scale[i]), e, hi, steps=args.steps
@@ -159,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                     "eps": e,
                     "lower": lo,
                     "upper": hi,
-                    "pooled_rank": pooled,
+                    "pooled_rank": None if pd.isna(pooled[e]) else int(pooled[e]),
                     "fitted_rank": k,
                     "fitted_error": err,
                     "fits": fits,
@@ -189,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "length": args.length,
-        "input": ex.input_id,
+        "input": input_id,
         "heads": heads,
         "steps": args.steps,
         "seconds": round(time.perf_counter() - t_all, 1),

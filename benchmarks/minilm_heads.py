@@ -67,6 +67,17 @@ def minilm_attention(length: int, *, topic_index: int = 0) -> np.ndarray:
     return A.reshape(-1, length, length).double().numpy()
 
 
+def minilm_extract_npz(path: Path, length: int, *, corpus_seed: int = 0) -> str:
+    """Write ``attnrank extract minilm --corpus-seed S --length L`` to ``path`` (the
+    package's own extraction, with Q and K); return the input's id."""
+    from analysis.sources.checkpoints import save_extraction
+    from analysis.sources.commands import extract
+
+    ex = extract("minilm", corpus_seed=corpus_seed, length=length)
+    save_extraction(ex, path)
+    return ex.input_id
+
+
 def map_heads(one_head: Callable[..., list[dict]], jobs: Iterable, workers: int) -> list[dict]:
     """Run ``one_head`` on every job in ``workers`` processes; its row lists, concatenated
     in job order (the per-head diagnostics' common driver)."""
