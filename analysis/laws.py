@@ -113,7 +113,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from analysis.atomic import JsonlCheckpoint, atomic_write
-from analysis.brackets import EFFORTS, matrix_seed, profile_matrix
+from analysis.attention import derive_seed
+from analysis.brackets import EFFORTS, profile_matrix
 from analysis.compare.estimators import IntervalRegression
 from analysis.law_theory import (
     asymptotic_betas,
@@ -369,13 +370,13 @@ def make_config(
 def bracket_job(job: dict[str, Any]) -> dict[str, Any]:
     """Draw the job's matrix and bracket it; returns the job with ``lower``, ``upper`` and costs.
 
-    The point cloud's seed is ``matrix_seed(seed, "family:d:n:beta")``, so every (beta,
+    The point cloud's seed is ``derive_seed(seed, "family:d:n:beta")``, so every (beta,
     seed) is an independent draw and a re-run draws the same matrix.
     """
-    rs = matrix_seed(job["seed"], f"{job['family']}:{job['d']}:{job['n']}:{float(job['beta'])!r}")
+    rs = derive_seed(job["seed"], f"{job['family']}:{job['d']}:{job['n']}:{float(job['beta'])!r}")
     A = _GENERATORS[job["family"]](job["n"], job["d"], job["beta"], random_state=rs).A
     c0, w0 = time.process_time(), time.perf_counter()
-    prof = profile_matrix(A, eps=(job["eps"],), effort=job["effort"], random_state=rs)
+    prof = profile_matrix(A, eps=(job["eps"],), effort=job["effort"])
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     lo, hi = prof.bracket(job["eps"])
     return job | {

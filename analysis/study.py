@@ -57,9 +57,6 @@ __all__ = [
 ]
 
 STAGES = ("extract", "brackets", "descriptors", "compare", "report")
-#: The engine seed of every profile of a study (``attnrank brackets`` default); each
-#: profile's own seed derives from it and the (matrix, temperature) key.
-BRACKET_SEED = 0
 LIBRARIES = (
     "torch",
     "numpy",
@@ -769,7 +766,6 @@ def _provenance(design: Any, lock: Any, plan: StudyPlan, stages: dict[str, Any])
         "git_commit": _git_commit(Path(__file__).resolve().parent),
         "libraries": _library_versions(),
         "seeds": {
-            "bracket_engine": BRACKET_SEED,
             "inputs": int(design.data["sampling"].get("inputs", {}).get("seed", 0)),
             "inference": int(inf["seed"]),
             "held_out_draw": int(design.data["held_out"]["seed"]),
@@ -986,7 +982,6 @@ def run_study(
                             plan.eps,
                             temperatures=temps,
                             effort=plan.effort,
-                            seed=BRACKET_SEED,
                             workers=workers,
                             engine=engine,
                             progress=progress,

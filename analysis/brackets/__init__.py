@@ -3,8 +3,6 @@
 Takes arrays, returns profiles and witnesses; knows nothing of models, stores or studies.
 """
 
-from analysis.brackets.matrix import check_attention, softmax64
-
 # Version of the witness search (not of the certificates, which the verifier fixes). The
 # store records "analysis.brackets <version>" with every profile, so profiles from
 # different searches are never mistaken for one another. 2: per-size ascent step,
@@ -12,15 +10,13 @@ from analysis.brackets.matrix import check_attention, softmax64
 # 3: closing pass on nearly closed brackets (multi-start lower witnesses, longer upper run).
 __version__ = "3"
 
-__all__ = ["__version__", "check_attention", "softmax64"]
+__all__ = ["__version__"]
 
 from analysis.brackets.profile import (  # noqa: E402
     EFFORTS,
     LowerWitness,
     Profile,
     UpperWitness,
-    fixed_torch_threads,
-    matrix_seed,
     profile_matrices,
     profile_matrix,
 )
@@ -30,8 +26,6 @@ __all__ += [
     "LowerWitness",
     "Profile",
     "UpperWitness",
-    "fixed_torch_threads",
-    "matrix_seed",
     "profile_matrices",
     "profile_matrix",
 ]

@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--effort", choices=EFFORTS, default="default", help="time spent searching witnesses"
     )
-    p.add_argument("--seed", type=int, default=0)
+    # The search is deterministic; --seed did nothing and goes in the next release.
+    p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--workers", type=int, default=1, help="processes (results do not depend on it)")
     p.add_argument(
         "--batch",
@@ -96,6 +97,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_bracket(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps, name="--eps")
+    if args.seed is not None:
+        print(
+            "note: --seed is ignored and will be removed: the bracket search is deterministic",
+            file=sys.stderr,
+        )
     data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
     # With --out, finished matrices go to a checkpoint beside it, so that an interrupted
     # run resumes; the checkpoint is removed once OUT.json is written.
@@ -106,15 +112,12 @@ def run_bracket(args: argparse.Namespace) -> int:
         data,
         eps=eps,
         effort=args.effort,
-        seed=args.seed,
         workers=args.workers,
         batch=args.batch,
         progress=not args.quiet,
         checkpoint=ck,
     )
-    res = result_json(
-        data, profiles, eps=eps, seed=args.seed, effort=args.effort, witnesses=args.witnesses
-    )
+    res = result_json(data, profiles, eps=eps, effort=args.effort, witnesses=args.witnesses)
     for m in res["matrices"]:
         where = (
             f"matrix {m['index']}" if m["layer"] is None else f"layer {m['layer']} head {m['head']}"

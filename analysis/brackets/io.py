@@ -20,8 +20,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from analysis.atomic import JsonlCheckpoint, atomic_write
-from analysis.brackets.matrix import check_attention, softmax64
-from analysis.brackets.profile import Profile, matrix_seed, profile_matrices
+from analysis.attention import check_attention, derive_seed, softmax64
+from analysis.brackets.profile import Profile, profile_matrices
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError, check_eps_grid, check_int, check_positive_finite
 
@@ -104,8 +104,8 @@ BATCH = 4
 
 
 def _block(args: tuple) -> list[Profile]:
-    As, eps, effort, seeds = args
-    return profile_matrices(As, eps=eps, effort=effort, random_state=seeds)
+    As, eps, effort = args
+    return profile_matrices(As, eps=eps, effort=effort)
 
 
 def profile_file(
@@ -113,7 +113,6 @@ def profile_file(
     *,
     eps: Sequence[float],
     effort: str = "default",
-    seed: int = 0,
     workers: int = 1,
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
@@ -125,7 +124,7 @@ def profile_file(
     (:func:`analysis.brackets.profile.profile_matrices`); ``workers`` processes share the
     blocks, and results do not depend on ``workers``. With a ``checkpoint`` path, each
     finished profile is appended (and flushed to disk) as one JSON line keyed by input
-    hash, index, temperature, eps, effort and seed, and profiles already there are
+    hash, index, temperature, eps and effort, and profiles already there are
     reused, so an interrupted run resumes where it stopped (a block with any matrix
     missing is run again whole, so that its batch, and with it the result, is the same
     as in an uninterrupted run).
@@ -136,8 +135,7 @@ def profile_file(
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)
     keys = [
-        f"{data.sha256}:{i}:{t}:{data.renormalized}:{grid}:{effort}:{seed}"
-        for i in range(data.A.shape[0])
+        f"{data.sha256}:{i}:{t}:{data.renormalized}:{grid}:{effort}" for i in range(data.A.shape[0])
     ]
     ck = Path(checkpoint) if checkpoint is not None else None
     # A torn line (a crash mid-write) does not parse or decode: that matrix is redone.
@@ -148,15 +146,7 @@ def profile_file(
     )
     blocks = [list(range(s, min(s + batch, len(keys)))) for s in range(0, len(keys), batch)]
     todo = [blk for blk in blocks if any(keys[i] not in done for i in blk)]
-    jobs = [
-        (
-            data.A[blk],
-            eps,
-            effort,
-            [matrix_seed(seed, f"{data.sha256}:{i}:{t}") for i in blk],
-        )
-        for blk in todo
-    ]
+    jobs = [(data.A[blk], eps, effort) for blk in todo]
     bar = tqdm(
         total=len(keys),
         initial=len(keys) - sum(len(blk) for blk in todo),
@@ -200,7 +190,6 @@ def result_json(
     profiles: list[Profile],
     *,
     eps: Sequence[float],
-    seed: int,
     effort: str,
     witnesses: bool,
 ) -> dict[str, Any]:
@@ -223,7 +212,6 @@ def result_json(
         "input_sha256": data.sha256,
         "temperature": data.temperature,
         "renormalized": data.renormalized,
-        "seed": seed,
         "effort": effort,
         "matrices": mats,
     }
@@ -429,7 +417,7 @@ def approximants_for_input(
                 data.A[i],
                 eps,
                 methods=methods,
-                random_state=matrix_seed(seed, f"{data.sha256}:{i}:{t}"),
+                random_state=derive_seed(seed, f"{data.sha256}:{i}:{t}"),
                 **kw,
             )
             done[keys[i]] = df

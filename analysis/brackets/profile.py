@@ -9,21 +9,18 @@ are monotone in eps by construction. Every stored value is a certified number fr
 from __future__ import annotations
 
 import base64
-import contextlib
-import hashlib
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
-from threadpoolctl import threadpool_limits
 
+from analysis.attention import check_attention, fixed_torch_threads
 from analysis.brackets import lower as _lower
 from analysis.brackets import upper as _upper
-from analysis.brackets.matrix import check_attention
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError, check_choice, check_eps_grid
 
@@ -92,7 +89,7 @@ class Profile:
     upper : dict rank -> UpperWitness
     lower : dict size -> LowerWitness
     eps_targets : the eps values refinement aimed at (sorted)
-    effort, seed : how it was computed
+    effort : how it was computed (the search is deterministic: no seed)
     stats : timings (seconds) and the method behind each targeted end
     """
 
@@ -101,7 +98,6 @@ class Profile:
     lower: dict[int, LowerWitness]
     eps_targets: tuple[float, ...]
     effort: str
-    seed: int | None
     stats: dict[str, Any] = field(default_factory=dict)
 
     # -- reading brackets ---------------------------------------------------------
@@ -191,7 +187,6 @@ class Profile:
             "shape": list(self.shape),
             "eps_targets": list(self.eps_targets),
             "effort": self.effort,
-            "seed": self.seed,
             "stats": self.stats,
             "upper": [up(self.upper[k]) for k in sorted(self.upper)],
             "lower": [lo(self.lower[m]) for m in sorted(self.lower)],
@@ -236,7 +231,6 @@ class Profile:
             lower,
             tuple(d["eps_targets"]),
             d["effort"],
-            d["seed"],
             dict(d.get("stats", {})),
         )
 
@@ -255,28 +249,6 @@ class Profile:
             if not certified_lower_margin(A, w.R, w.Y) >= w.margin:
                 fails.append(f"lower size {w.size}")
         return fails
-
-
-def matrix_seed(seed: int, key: str) -> int:
-    """A deterministic 63-bit seed from a user seed and a matrix key."""
-    h = hashlib.sha256(f"{int(seed)}:{key}".encode()).digest()
-    return int.from_bytes(h[:8], "little") >> 1
-
-
-@contextlib.contextmanager
-def fixed_torch_threads(n: int = 1) -> Iterator[None]:
-    """Run with fixed torch and BLAS thread counts.
-
-    Reductions then do not depend on the pool size (determinism across ``--workers``),
-    and small LAPACK calls are not slowed by threads spinning against each other.
-    """
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        with threadpool_limits(limits=n):
-            yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def identity_witness(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -712,7 +684,6 @@ def profile_matrix(
     *,
     eps: Sequence[float] = (0.05, 0.1, 0.2),
     effort: str = "default",
-    random_state: int | None = 0,
     previous: Profile | None = None,
     renormalize: bool = False,
     prune: bool = True,
@@ -728,11 +699,6 @@ def profile_matrix(
         profile for any eps; targeted ones are the tightest.
     effort : {"fast", "default", "thorough"}
         Time spent searching for witnesses. Every level is equally sound.
-    random_state : int or None
-        Recorded with the profile. The current constructions are deterministic (the
-        closing pass's k-means uses fixed seeds), so the same matrix gives the same profile
-        whatever the seed; the seed is kept
-        so that a randomized construction can be added without changing the interface.
     previous : Profile, optional
         An earlier profile of the same matrix: its witnesses are re-verified and kept, so
         a new eps extends it.
@@ -770,7 +736,7 @@ def profile_matrix(
     A64 = check_attention(A, renormalize=renormalize)
     if A64.shape[0] != 1:
         raise ParameterError("A", "a single matrix of shape (M, N)", A64.shape)
-    return _profile_checked([A64[0]], targets, effort, [random_state], [previous], prune)[0]
+    return _profile_checked([A64[0]], targets, effort, [previous], prune)[0]
 
 
 def profile_matrices(
@@ -778,7 +744,6 @@ def profile_matrices(
     *,
     eps: Sequence[float] = (0.05, 0.1, 0.2),
     effort: str = "default",
-    random_state: int | None | Sequence[int | None] = 0,
     previous: Sequence[Profile | None] | None = None,
     renormalize: bool = False,
     prune: bool = True,
@@ -795,8 +760,6 @@ def profile_matrices(
     A : array ``[H, M, N]`` or a sequence of ``[M, N]`` arrays of one shape
     eps, effort, renormalize, prune
         As in :func:`profile_matrix`.
-    random_state : int, None, or one per matrix
-        Recorded with each profile (see :func:`profile_matrix`).
     previous : sequence of Profile or None, optional
         One earlier profile (or None) per matrix.
 
@@ -824,28 +787,21 @@ def profile_matrices(
             )
     mats = [a[0] for a in mats]
     H = len(mats)
-    seeds = (
-        [random_state] * H
-        if random_state is None or isinstance(random_state, (int, np.integer))
-        else list(random_state)
-    )
     prevs = [None] * H if previous is None else list(previous)
-    for name, seq in (("random_state", seeds), ("previous", prevs)):
-        if len(seq) != H:
-            raise ParameterError(name, f"one entry per matrix ({H})", f"{len(seq)} entries")
-    return _profile_checked(mats, targets, effort, seeds, prevs, prune)
+    if len(prevs) != H:
+        raise ParameterError("previous", f"one entry per matrix ({H})", f"{len(prevs)} entries")
+    return _profile_checked(mats, targets, effort, prevs, prune)
 
 
 def _profile_checked(
     mats: list[np.ndarray],
     targets: tuple[float, ...],
     effort: str,
-    seeds: list[int | None],
     prevs: list[Profile | None],
     prune: bool,
 ) -> list[Profile]:
     """:func:`profile_matrices` on validated input: float64 ``[M, N]`` matrices of one
-    shape, a sorted eps grid, one seed and one previous profile (or None) per matrix."""
+    shape, a sorted eps grid and one previous profile (or None) per matrix."""
     H = len(mats)
     settings = _EFFORT_SETTINGS[effort]
     with fixed_torch_threads(1):
@@ -869,7 +825,7 @@ def _profile_checked(
         "total": (t3 - t0) / H,
     }
     out = []
-    for b, prev, seed in zip(bs, prevs, seeds, strict=True):
+    for b, prev in zip(bs, prevs, strict=True):
         all_targets = tuple(sorted(set(targets) | set(prev.eps_targets if prev else ())))
         if prune:
             _prune(b, all_targets)
@@ -882,6 +838,5 @@ def _profile_checked(
             }
             for e in targets
         }
-        rs = None if seed is None else int(seed)
-        out.append(Profile((b.M, b.N), b.upper, b.lower, all_targets, effort, rs, stats))
+        out.append(Profile((b.M, b.N), b.upper, b.lower, all_targets, effort, stats))
     return out

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.descriptors.registry import (
     Cell,
     MatrixData,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.validation import ParameterError
 
 ARRAYS = ("A", "Q", "K", "scale", "mask")

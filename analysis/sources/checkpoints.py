@@ -525,7 +525,7 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
     """
     import torch
 
-    from analysis.brackets import softmax64
+    from analysis.attention import softmax64
 
     model = checkpoint.model
     params = inspect.signature(model.forward).parameters

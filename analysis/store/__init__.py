@@ -4,7 +4,7 @@ See :mod:`analysis.store.store` for the layout and the atomicity argument, and
 :mod:`analysis.store.run` for the resumable ``brackets`` computation.
 """
 
-from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key, profile_seed_key
+from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
 from analysis.store.run import BracketsSummary, run_brackets
 from analysis.store.store import MatrixArrays, MatrixRecord, ProfileRecord, Store
 
@@ -17,6 +17,5 @@ __all__ = [
     "Store",
     "cell_key",
     "matrix_key",
-    "profile_seed_key",
     "run_brackets",
 ]

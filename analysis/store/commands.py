@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from analysis.validation import check_eps_grid, check_positive_finite
@@ -14,13 +15,17 @@ def _run_brackets(args: argparse.Namespace) -> int:
     from analysis.store.run import run_brackets
 
     eps = check_eps_grid(args.eps)
+    if args.seed is not None:
+        print(
+            "note: --seed is ignored and will be removed: the bracket search is deterministic",
+            file=sys.stderr,
+        )
     temps = [check_positive_finite("temperatures", t) for t in args.temperatures]
     summary = run_brackets(
         args.store,
         eps,
         temperatures=temps,
         effort=args.effort,
-        seed=args.seed,
         workers=args.workers,
         version=args.profile_version,
         progress=not args.no_progress,
@@ -70,7 +75,8 @@ def register(subparsers: Any) -> None:
         help="temperatures t > 0; A_t = softmax(S / t) from the stored Q, K (default 1)",
     )
     p.add_argument("--effort", choices=("fast", "default", "thorough"), default="default")
-    p.add_argument("--seed", type=int, default=0, help="user seed (default 0)")
+    # The search is deterministic; --seed did nothing and goes in the next release.
+    p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument(
         "--profile-version",

@@ -13,7 +13,7 @@ from typing import Any
 
 from analysis.validation import ParameterError, check_int, check_positive_finite
 
-__all__ = ["MATRIX_FIELDS", "cell_key", "float_token", "matrix_key", "profile_seed_key"]
+__all__ = ["MATRIX_FIELDS", "cell_key", "float_token", "matrix_key"]
 
 #: Fields that identify a matrix record, in key order.
 MATRIX_FIELDS: tuple[str, ...] = ("source", "checkpoint", "layer", "head", "input_id", "length")
@@ -60,11 +60,6 @@ def matrix_key(
         check_int("length", length, minimum=1),
     ]
     return _digest("matrix", parts)
-
-
-def profile_seed_key(matrix: str, temperature: float) -> str:
-    """The string a profile's random seed derives from: ``"<matrix key>:<repr(t)>"``."""
-    return f"{matrix}:{float_token(temperature, 'temperature')}"
 
 
 def cell_key(matrix: str, temperature: float, eps: float) -> str:

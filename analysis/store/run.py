@@ -2,9 +2,8 @@
 
 Each finished profile is committed to the store at once, so a run killed at any moment
 keeps everything it finished, and the next run skips it. A profile is a pure function of
-(matrix arrays, temperature, eps grid, effort, seed), its seed derived from the user seed and
-the matrix key, and torch runs single-threaded inside each computation: a resumed run, a
-rerun and any ``workers`` give the same profiles.
+(matrix arrays, temperature, eps grid, effort), and torch runs single-threaded inside each
+computation: a resumed run, a rerun and any ``workers`` give the same profiles.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.brackets.profile import fixed_torch_threads
-from analysis.store.keys import float_token, profile_seed_key
+from analysis.attention import fixed_torch_threads
+from analysis.store.keys import float_token
 from analysis.store.store import Store, load_arrays
 from analysis.validation import (
     ParameterError,
@@ -44,7 +43,6 @@ class _Task:
     temperature: float
     eps_grid: tuple[float, ...]
     effort: str
-    user_seed: int
     version: str
     extend: bool  # a stored profile of this (matrix, temperature, version) is extended
 
@@ -66,11 +64,11 @@ def _resolve_engine(engine: Any) -> Any:
         engine = DEFAULT_ENGINE
     if isinstance(engine, str):
         engine = importlib.import_module(engine)
-    missing = [a for a in ("profile_matrix", "Profile", "matrix_seed") if not hasattr(engine, a)]
+    missing = [a for a in ("profile_matrix", "Profile") if not hasattr(engine, a)]
     if missing:
         raise ParameterError(
             "engine",
-            "a bracket engine exposing profile_matrix, Profile and matrix_seed",
+            "a bracket engine exposing profile_matrix and Profile",
             f"{getattr(engine, '__name__', engine)!s} lacks {', '.join(missing)}",
         )
     return engine
@@ -93,7 +91,6 @@ def plan_profiles(
     *,
     temperatures: Sequence[float] = (1.0,),
     effort: str = "default",
-    seed: int = 0,
     version: str | None = None,
     matrix_keys: Sequence[str] | None = None,
 ) -> tuple[list[_Task], int]:
@@ -141,7 +138,6 @@ def plan_profiles(
                     t,
                     union,
                     effort,
-                    seed,
                     version,
                     old is not None,
                 )
@@ -154,10 +150,7 @@ def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[
     engine = _resolve_engine(engine)
     arrays = load_arrays(Path(task.array_file))
     A = arrays.at(task.temperature)
-    seed = int(
-        engine.matrix_seed(task.user_seed, profile_seed_key(task.matrix_key, task.temperature))
-    )
-    kwargs: dict[str, Any] = {"eps": task.eps_grid, "effort": task.effort, "random_state": seed}
+    kwargs: dict[str, Any] = {"eps": task.eps_grid, "effort": task.effort}
     if previous is not None:
         kwargs["previous"] = engine.Profile.from_dict(previous)
     start = time.perf_counter()
@@ -168,7 +161,6 @@ def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[
     return {
         "profile": prof.to_dict(witnesses=True, arrays="float32-base64"),
         "brackets": brackets,
-        "seed": seed,
         "elapsed_s": elapsed,
     }
 
@@ -228,7 +220,6 @@ def run_brackets(
     *,
     temperatures: Sequence[float] = (1.0,),
     effort: str = "default",
-    seed: int = 0,
     workers: int = 1,
     version: str | None = None,
     engine: Any = None,
@@ -245,15 +236,13 @@ def run_brackets(
     temperatures : sequence of float
         ``A_t = softmax64(Q, K, scale, mask, t)`` from the stored Q, K.
     effort : {"fast", "default", "thorough"}
-    seed : int
-        User seed; each profile's seed is ``engine.matrix_seed(seed, "<matrix key>:<t>")``.
     workers : int
         Processes (spawned); results are committed by this process only.
     version : str, optional
         Profile version label; defaults to ``effort``. A tighter rerun under another label
         never overwrites a profile a locked study used.
     engine : module, dotted module name or object, optional
-        Provides ``profile_matrix``, ``Profile`` and ``matrix_seed``; ``analysis.brackets``
+        Provides ``profile_matrix`` and ``Profile``; ``analysis.brackets``
         by default (injectable for tests).
     progress : bool
         Show a tqdm progress bar.
@@ -270,7 +259,7 @@ def run_brackets(
     try:
         with _run_lock(st.path):
             return _run(
-                st, eps, temperatures, effort, seed, workers, version, engine, progress, matrix_keys
+                st, eps, temperatures, effort, workers, version, engine, progress, matrix_keys
             )
     finally:
         if own:
@@ -307,14 +296,12 @@ def _run(
     eps: Sequence[float],
     temperatures: Sequence[float],
     effort: str,
-    seed: int,
     workers: int,
     version: str | None,
     engine: Any,
     progress: bool,
     matrix_keys: Sequence[str] | None = None,
 ) -> BracketsSummary:
-    seed = check_int("seed", seed, minimum=0)
     workers = check_int("workers", workers, minimum=1)
     resolved = _resolve_engine(engine)
     tasks, done = plan_profiles(
@@ -322,7 +309,6 @@ def _run(
         eps,
         temperatures=temperatures,
         effort=effort,
-        seed=seed,
         version=version,
         matrix_keys=matrix_keys,
     )
@@ -345,7 +331,6 @@ def _run(
                 task.temperature,
                 version,
                 effort=task.effort,
-                seed=res["seed"],
                 eps_grid=task.eps_grid,
                 profile=res["profile"],
                 brackets=res["brackets"],

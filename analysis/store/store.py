@@ -41,7 +41,9 @@ from analysis.validation import ParameterError
 
 __all__ = ["MatrixArrays", "MatrixRecord", "ProfileRecord", "Store"]
 
-SCHEMA_VERSION = "1"
+# 2: profiles lost their ``seed`` column (the bracket search is deterministic and never
+# used it); a version-1 store is migrated in place on open, nothing else changes.
+SCHEMA_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,7 +71,6 @@ CREATE TABLE IF NOT EXISTS profiles (
     temperature REAL NOT NULL,
     version TEXT NOT NULL,
     effort TEXT NOT NULL,
-    seed INTEGER NOT NULL,
     eps_grid TEXT NOT NULL,
     profile BLOB NOT NULL,
     engine TEXT NOT NULL,
@@ -134,7 +135,7 @@ class MatrixArrays:
 
     def at(self, temperature: float = 1.0) -> np.ndarray:
         """``softmax64(Q, K, scale, mask, temperature)``: the certified matrix, float64."""
-        from analysis.brackets import softmax64
+        from analysis.attention import softmax64
 
         return softmax64(self.Q, self.K, self.scale, self.mask, temperature)
 
@@ -148,7 +149,6 @@ class ProfileRecord:
     temperature: float
     version: str
     effort: str
-    seed: int
     eps_grid: tuple[float, ...]
     engine: str
     elapsed_s: float
@@ -195,8 +195,21 @@ class Store:
         found = self._conn.execute(
             "SELECT value FROM store_meta WHERE name = 'schema_version'"
         ).fetchone()[0]
+        if found == "1":
+            found = self._migrate_from_1()
         if found != SCHEMA_VERSION:
             raise ParameterError("STORE", f"a store of schema version {SCHEMA_VERSION}", found)
+
+    def _migrate_from_1(self) -> str:
+        """Drop the unused ``profiles.seed`` column of a version-1 store (one transaction)."""
+        with self._conn:
+            cols = {r["name"] for r in self._conn.execute("PRAGMA table_info(profiles)")}
+            if "seed" in cols:
+                self._conn.execute("ALTER TABLE profiles DROP COLUMN seed")
+            self._conn.execute(
+                "UPDATE store_meta SET value = ? WHERE name = 'schema_version'", (SCHEMA_VERSION,)
+            )
+        return SCHEMA_VERSION
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -441,7 +454,6 @@ class Store:
         version: str,
         *,
         effort: str,
-        seed: int,
         eps_grid: Sequence[float],
         profile: dict[str, Any],
         brackets: dict[float, tuple[int, int]],
@@ -464,15 +476,14 @@ class Store:
             ).fetchone()
             if cur is None:
                 pid = self._conn.execute(
-                    "INSERT INTO profiles (matrix_key, temperature, version, effort, seed, "
+                    "INSERT INTO profiles (matrix_key, temperature, version, effort, "
                     "eps_grid, profile, engine, elapsed_s, revision, created_at, updated_at) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         matrix,
                         float(temperature),
                         version,
                         effort,
-                        int(seed),
                         grid,
                         blob,
                         engine,
@@ -485,11 +496,10 @@ class Store:
             else:
                 pid = cur["id"]
                 self._conn.execute(
-                    "UPDATE profiles SET effort = ?, seed = ?, eps_grid = ?, profile = ?, "
+                    "UPDATE profiles SET effort = ?, eps_grid = ?, profile = ?, "
                     "engine = ?, elapsed_s = ?, revision = ?, updated_at = ? WHERE id = ?",
                     (
                         effort,
-                        int(seed),
                         grid,
                         blob,
                         engine,
@@ -527,7 +537,6 @@ class Store:
             temperature=float(row["temperature"]),
             version=row["version"],
             effort=row["effort"],
-            seed=int(row["seed"]),
             eps_grid=tuple(json.loads(row["eps_grid"])),
             engine=row["engine"],
             elapsed_s=float(row["elapsed_s"]),

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.brackets.approximants import (
     METHODS,
     approximant_errors,

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.cli import main
 
 
@@ -30,7 +30,7 @@ def run_bracket(stack, tmp_path, *extra):
 
 def test_bracket_contract_and_verify(stack, tmp_path, capsys):
     out, res = run_bracket(stack, tmp_path, "--witnesses", "--effort", "fast")
-    assert set(res) >= {"input_sha256", "temperature", "renormalized", "seed", "matrices"}
+    assert set(res) >= {"input_sha256", "temperature", "renormalized", "effort", "matrices"}
     assert res["temperature"] is None
     m = res["matrices"][1]
     assert m["index"] == 1 and m["layer"] is None and m["head"] is None and m["shape"] == [20, 20]

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from analysis.attention import softmax64
 from analysis.brackets import lower as L
 from analysis.brackets import profile as P
-from analysis.brackets import softmax64
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from tests.brackets.known import blocks, blocks_threshold, permute
 

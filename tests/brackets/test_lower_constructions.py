@@ -5,8 +5,8 @@ import pytest
 import torch
 from scipy.optimize import linprog
 
+from analysis.attention import softmax64
 from analysis.brackets import lower as L
-from analysis.brackets import softmax64
 from analysis.brackets.verify import certified_lower_margin
 from tests.brackets.known import blocks, blocks_threshold, permute
 

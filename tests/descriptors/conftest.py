@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 
 
 def make_arrays(

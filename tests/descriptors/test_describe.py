@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.cli import main
 from analysis.descriptors import feature_info, feature_table, registered, unregister
 from analysis.descriptors.baseline import svd_projection_errors

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.descriptors import feature_info
 from analysis.descriptors.describe import describe_arrays
 from analysis.descriptors.kappa import DEFAULT_TOL

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.descriptors.describe import describe_arrays
 from analysis.descriptors.intrinsic import double_center, projective_residual, residual_error
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.cli import main
 from analysis.sources.checkpoints import (
     MINILM_ID,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.sources import synthetic
 from analysis.validation import ParameterError
 

@@ -1,14 +1,13 @@
 """A stand-in for ``analysis.brackets``'s profile API, for store tests only.
 
 It is NOT a bracket engine: ``bracket(eps)`` returns the numbers of singular values above
-``eps`` and ``eps / 4`` as (lo, hi), just a deterministic function of the matrix, the eps
-grid and the seed, with a ``previous`` that is recorded so extension can be checked.
+``eps`` and ``eps / 4`` as (lo, hi), just a deterministic function of the matrix and the eps
+grid, with a ``previous`` that is recorded so extension can be checked.
 ``FAIL_AFTER`` / ``SLEEP`` make it raise or slow down, to interrupt runs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 import numpy as np
@@ -18,16 +17,10 @@ FAIL_AFTER: int | None = None
 SLEEP: float = 0.0
 
 
-def matrix_seed(user_seed: int, key: str) -> int:
-    digest = hashlib.sha256(f"{user_seed}:{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
 class Profile:
-    def __init__(self, sv: list[float], eps: list[float], seed: int, history: list[list[float]]):
+    def __init__(self, sv: list[float], eps: list[float], history: list[list[float]]):
         self.sv = sv
         self.eps = eps
-        self.seed = seed
         self.history = history
 
     def bracket(self, eps: float) -> tuple[int, int]:
@@ -35,14 +28,14 @@ class Profile:
         return int((sv > eps).sum()), max(int((sv > eps / 4).sum()), 1)
 
     def to_dict(self, witnesses: bool = True, arrays: str = "lists") -> dict:
-        return {"sv": self.sv, "eps": self.eps, "seed": self.seed, "history": self.history}
+        return {"sv": self.sv, "eps": self.eps, "history": self.history}
 
     @classmethod
     def from_dict(cls, d: dict) -> Profile:
-        return cls(d["sv"], d["eps"], d["seed"], d["history"])
+        return cls(d["sv"], d["eps"], d["history"])
 
 
-def profile_matrix(A, eps=(0.1,), effort="default", random_state=None, previous=None):
+def profile_matrix(A, eps=(0.1,), effort="default", previous=None):
     if FAIL_AFTER is not None and len(CALLS) >= FAIL_AFTER:
         raise RuntimeError("fake engine: interrupted on purpose")
     if SLEEP:
@@ -52,6 +45,5 @@ def profile_matrix(A, eps=(0.1,), effort="default", random_state=None, previous=
         raise ValueError("fake engine: A must be a row-stochastic matrix")
     CALLS.append({"shape": A.shape, "eps": tuple(eps), "previous": previous is not None})
     sv = np.linalg.svd(A, compute_uv=False)
-    noise = np.random.default_rng(random_state).random() * 1e-9  # seed must matter
     history = ([] if previous is None else previous.history) + [list(eps)]
-    return Profile([float(s + noise) for s in sv], list(eps), int(random_state), history)
+    return Profile([float(s) for s in sv], list(eps), history)

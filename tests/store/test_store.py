@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import HERE, fill_store
 
-from analysis.brackets import softmax64
+from analysis.attention import softmax64
 from analysis.cli import main
 from analysis.sources import synthetic
 from analysis.store import Store, cell_key, matrix_key, run_brackets
@@ -30,7 +30,7 @@ def _snapshot(store: Store) -> dict:
     """Everything a profile run produced, independent of timing."""
     cells = store.cells().drop(columns=["effort"])
     profiles = {
-        (p.matrix_key, p.temperature, p.version): (p.eps_grid, p.seed, p.profile_dict())
+        (p.matrix_key, p.temperature, p.version): (p.eps_grid, p.profile_dict())
         for p in store.profiles()
     }
     return {"cells": cells.to_dict("records"), "profiles": profiles}
@@ -100,6 +100,26 @@ def test_matrix_records_round_trip(tmp_path):
 def test_missing_store_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="STORE"):
         Store(tmp_path / "nowhere")
+
+
+def test_schema_1_store_is_migrated_and_keeps_its_profiles(filled_store, engine):
+    """A store written before the seed column was dropped opens, keeps every profile."""
+    run_brackets(filled_store, (0.1,), engine=engine, progress=False)
+    before = _snapshot(filled_store)
+    path = filled_store.path
+    filled_store.close()
+    con = sqlite3.connect(path / Store.INDEX)
+    with con:  # turn it back into a schema-1 store: the seed column, version "1"
+        con.execute("ALTER TABLE profiles ADD COLUMN seed INTEGER NOT NULL DEFAULT 0")
+        con.execute("UPDATE store_meta SET value = '1' WHERE name = 'schema_version'")
+    con.close()
+    with Store(path) as st:
+        assert _snapshot(st) == before
+    con = sqlite3.connect(path / Store.INDEX)
+    cols = {r[1] for r in con.execute("PRAGMA table_info(profiles)")}
+    version = con.execute("SELECT value FROM store_meta WHERE name = 'schema_version'").fetchone()
+    con.close()
+    assert "seed" not in cols and version == ("2",)
 
 
 def test_add_extraction_keeps_layer_head_order(tmp_path):
@@ -182,7 +202,7 @@ def test_brackets_profiles_every_matrix_and_temperature(filled_store, engine):
 
 def test_interrupted_run_resumes_to_identical_results(tmp_path, engine):
     full = fill_store(tmp_path / "full")
-    run_brackets(full, EPS, temperatures=TEMPS, seed=3, engine=engine, progress=False)
+    run_brackets(full, EPS, temperatures=TEMPS, engine=engine, progress=False)
     expected = _snapshot(full)
     total = len(engine.CALLS)
     full.close()
@@ -191,11 +211,11 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path, engine):
     engine.CALLS.clear()
     engine.FAIL_AFTER = 5
     with pytest.raises(RuntimeError, match="on purpose"):
-        run_brackets(part, EPS, temperatures=TEMPS, seed=3, engine=engine, progress=False)
+        run_brackets(part, EPS, temperatures=TEMPS, engine=engine, progress=False)
     assert len(list(part.profiles())) == 5  # each finished profile was committed at once
     engine.FAIL_AFTER = None
     engine.CALLS.clear()
-    s = run_brackets(part, EPS, temperatures=TEMPS, seed=3, engine=engine, progress=False)
+    s = run_brackets(part, EPS, temperatures=TEMPS, engine=engine, progress=False)
     assert (s.computed, s.skipped) == (total - 5, 5)
     assert len(engine.CALLS) == total - 5  # nothing finished was recomputed
     assert _snapshot(part) == expected
@@ -292,7 +312,6 @@ def test_workers_give_the_same_profiles(tmp_path, engine):
         ({"temperatures": (-1.0,)}, "temperatures"),
         ({"effort": "extreme"}, "effort"),
         ({"workers": 0}, "workers"),
-        ({"seed": -2}, "seed"),
     ],
 )
 def test_bad_brackets_parameters_are_named(filled_store, engine, kwargs, name):
@@ -336,19 +355,19 @@ def test_real_engine_interrupted_run_resumes_identically(tmp_path):
 
     import analysis.brackets as real
 
-    if not all(hasattr(real, a) for a in ("profile_matrix", "Profile", "matrix_seed")):
+    if not all(hasattr(real, a) for a in ("profile_matrix", "Profile")):
         pytest.skip("analysis.brackets has no profile_matrix yet")
 
     def without_timings(snap):
         return {
             "cells": snap["cells"],
             "profiles": {
-                k: (g, s, {f: v for f, v in d.items() if f != "stats"})
-                for k, (g, s, d) in snap["profiles"].items()
+                k: (g, {f: v for f, v in d.items() if f != "stats"})
+                for k, (g, d) in snap["profiles"].items()
             },
         }
 
-    kw = {"temperatures": (0.5, 1.0), "effort": "fast", "seed": 1, "progress": False}
+    kw = {"temperatures": (0.5, 1.0), "effort": "fast", "progress": False}
     full = fill_store(tmp_path / "full", n_matrices=4)
     run_brackets(full, (0.1, 0.2), engine=real, **kw)
     expected = without_timings(_snapshot(full))
@@ -362,9 +381,7 @@ def test_real_engine_interrupted_run_resumes_identically(tmp_path):
         calls.append(1)
         return real.profile_matrix(A, **kwargs)
 
-    shim = types.SimpleNamespace(
-        profile_matrix=flaky, Profile=real.Profile, matrix_seed=real.matrix_seed
-    )
+    shim = types.SimpleNamespace(profile_matrix=flaky, Profile=real.Profile)
     part = fill_store(tmp_path / "part", n_matrices=4)
     with pytest.raises(KeyboardInterrupt):
         run_brackets(part, (0.1, 0.2), engine=shim, **kw)

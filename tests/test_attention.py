@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from analysis.brackets import check_attention, softmax64
+from analysis.attention import check_attention, softmax64
 from analysis.validation import ParameterError
 
 

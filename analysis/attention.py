@@ -1,11 +1,24 @@
-"""Building and checking the attention matrices that brackets certify."""
+"""The ground floor: attention matrices from stored arrays, their checks, runtime helpers.
+
+Every stage that touches an attention matrix (sources, store, descriptors, brackets) builds
+it with :func:`softmax64` and validates it with :func:`check_attention`, so this module
+imports no stage. :func:`fixed_torch_threads` and :func:`derive_seed` are the small runtime
+helpers the stages share.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+from collections.abc import Iterator
+
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from analysis.validation import ParameterError, check_positive_finite
+
+__all__ = ["ROW_SUM_TOL", "check_attention", "derive_seed", "fixed_torch_threads", "softmax64"]
 
 ROW_SUM_TOL = 1e-4
 
@@ -100,3 +113,33 @@ def check_attention(A: np.ndarray, *, renormalize: bool = False, name: str = "A"
             f"row {i} of matrix {h} sums to {sums[h, i]:.6g}",
         )
     return A
+
+
+def derive_seed(seed: int, key: str) -> int:
+    """A deterministic 63-bit seed from a user seed and a string key.
+
+    Used where randomness is real and must not depend on the order of work: the point
+    cloud of a synthetic matrix (``attnrank laws``), Performer's random features.
+
+    Notes
+    -----
+    ``int.from_bytes(sha256(f"{seed}:{key}")[:8], "little") >> 1``.
+    """
+    h = hashlib.sha256(f"{int(seed)}:{key}".encode()).digest()
+    return int.from_bytes(h[:8], "little") >> 1
+
+
+@contextlib.contextmanager
+def fixed_torch_threads(n: int = 1) -> Iterator[None]:
+    """Run with fixed torch and BLAS thread counts.
+
+    Reductions then do not depend on the pool size (determinism across ``--workers``),
+    and small LAPACK calls are not slowed by threads spinning against each other.
+    """
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        with threadpool_limits(limits=n):
+            yield
+    finally:
+        torch.set_num_threads(old)
