@@ -22,7 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analysis.prereg.cli",
     "analysis.compare.cli",
     "analysis.study",
-    "analysis.laws",
+    "analysis.laws.cli",
 )
 
 

@@ -42,7 +42,7 @@ from minilm_heads import OUT  # noqa: E402
 from analysis.brackets import profile_matrix  # noqa: E402
 from analysis.brackets.lower import lp_best_R, lp_best_Y  # noqa: E402
 from analysis.brackets.verify import certified_lower_margin  # noqa: E402
-from analysis.law_theory import harmonic_rank  # noqa: E402
+from analysis.laws.theory import harmonic_rank  # noqa: E402
 from analysis.sources.synthetic import spherical  # noqa: E402
 
 

@@ -1,11 +1,12 @@
-"""The slope fit on synthetic intervals with a known slope."""
+"""The slope fits (analysis.laws.fit) on synthetic intervals with a known slope."""
 
 import math
 
 import numpy as np
 import pytest
 
-from analysis.laws import fit_slope, identified_slopes, log_bounds
+from analysis.laws.fit import fit_law, fit_slope, identified_slopes, log_bounds
+from analysis.laws.theory import harmonic_slope
 from analysis.validation import ParameterError
 
 
@@ -99,3 +100,15 @@ def test_point_touching_an_open_bracket_is_degenerate():
     assert res["degenerate"] and res["sigma"] == 0.0
     assert res["intercept"] == pytest.approx(np.log(5))
     assert np.log(9) <= res["intercept"] + res["slope"] <= np.log(12)
+
+
+def test_fit_law_reports_the_harmonic_count(harmonic_table):
+    # Brackets built around the count itself: every one contains it.
+    (fit,) = fit_law(harmonic_table, family="spherical", n_boot=20)
+    h = fit.extra["harmonic"]
+    assert h["inside"] == h["n_matrices"] == 8
+    assert h["slope"] == pytest.approx(harmonic_slope(3, [1.0, 2.0, 4.0, 8.0], 0.1))
+    assert h["counts"]["1"] == 4
+    # the ball has no such count
+    (ball,) = fit_law(harmonic_table, family="ball", n_boot=20)
+    assert "harmonic" not in ball.extra

@@ -1,19 +1,29 @@
-"""The spherical harmonic rank count (analysis.law_theory): closed forms and limits."""
+"""The laws' predictions (analysis.laws.theory): asymptotic slopes, the harmonic rank count."""
 
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
-import analysis.laws as laws
-from analysis.law_theory import (
+from analysis.laws.theory import (
+    POWERS,
+    asymptotic_betas,
+    asymptotic_onset,
     harmonic_dimension,
     harmonic_rank,
     harmonic_slope,
     local_harmonic_slopes,
+    n_for_asymptotic_grid,
+    theory_slope,
 )
 from analysis.validation import ParameterError
+
+
+def test_theory_slopes():
+    assert [theory_slope("spherical", d) for d in (2, 3, 4)] == [0.5, 1.0, 1.5]
+    assert [theory_slope("ball", d) for d in (2, 3, 4)] == [1.0, 1.5, 2.0]
+    with pytest.raises(ParameterError, match="^family:"):
+        theory_slope("torus", 2)
 
 
 def test_harmonic_dimension_closed_forms():
@@ -86,41 +96,9 @@ def test_bad_input_names_parameter(call, name):
         call()
 
 
-def test_fit_law_reports_the_harmonic_count():
-    # Brackets built around the count itself: every one contains it, and the table says so.
-    rows = []
-    for beta in (1.0, 2.0, 4.0, 8.0):
-        r = harmonic_rank(3, beta, 0.1)
-        for seed in (0, 1):
-            rows.append(
-                {
-                    "d": 3,
-                    "eps": 0.1,
-                    "n": 512,
-                    "beta": beta,
-                    "seed": seed,
-                    "lower": r - seed,
-                    "upper": r + 2,
-                }
-            )
-    (fit,) = laws.fit_law(pd.DataFrame(rows), family="spherical", n_boot=20)
-    h = fit.extra["harmonic"]
-    assert h["inside"] == h["n_matrices"] == 8
-    assert h["slope"] == pytest.approx(harmonic_slope(3, [1.0, 2.0, 4.0, 8.0], 0.1))
-    assert h["counts"]["1"] == 4
-    assert "inside 8/8 brackets" in laws.markdown_table([fit])
-    frame = laws.fits_frame([fit])
-    assert frame.loc[0, "harmonic_inside"] == 8
-    # the ball has no such count
-    (ball,) = laws.fit_law(pd.DataFrame(rows), family="ball", n_boot=20)
-    assert "harmonic" not in ball.extra and "harmonic_slope" not in laws.fits_frame([ball])
-
-
 @pytest.mark.parametrize("eps", [0.1, 0.2])
 @pytest.mark.parametrize("d", [2, 3, 4])
 def test_asymptotic_onset_is_where_the_local_slopes_settle(d, eps):
-    from analysis.law_theory import POWERS, asymptotic_onset
-
     onset = asymptotic_onset(d, eps)
     slopes = local_harmonic_slopes(d, POWERS, eps)
     i = POWERS.index(onset)
@@ -130,8 +108,6 @@ def test_asymptotic_onset_is_where_the_local_slopes_settle(d, eps):
 
 
 def test_asymptotic_grid_and_the_n_it_needs():
-    from analysis.law_theory import asymptotic_betas, asymptotic_onset, n_for_asymptotic_grid
-
     g = asymptotic_betas(3, 0.2, 512)
     assert g[0] == asymptotic_onset(3, 0.2)
     assert all(b2 == 2 * b1 for b1, b2 in zip(g[:-1], g[1:], strict=True))
@@ -140,38 +116,3 @@ def test_asymptotic_grid_and_the_n_it_needs():
     need = n_for_asymptotic_grid(3, 0.1, points=3)
     assert len(asymptotic_betas(3, 0.1, need)) >= 3
     assert len(asymptotic_betas(3, 0.1, need - 1)) < 3
-
-
-def test_asymptotic_design_config(capsys, tmp_path):
-    from analysis.cli import main
-
-    c = laws.make_config("spherical", design="asymptotic", eps=[0.2], n=512)
-    assert c.design == "asymptotic" and 4 not in c.dims and 3 in c.dims
-    assert any("d = 4 left out" in note and "need n >=" in note for note in c.notes)
-    for kwargs, flag in [
-        ({"family": "ball", "eps": [0.2]}, "--design"),
-        ({"family": "spherical", "eps": [0.1, 0.2]}, "--eps"),
-        ({"family": "spherical", "eps": [0.2], "betas": [1, 2]}, "--betas"),
-        ({"family": "spherical", "eps": [0.1], "dims": [4]}, "--n"),
-    ]:
-        fam = kwargs.pop("family")
-        with pytest.raises(ParameterError, match=f"^{flag}:"):
-            laws.make_config(fam, design="asymptotic", **kwargs)
-    with pytest.raises(ParameterError, match="^--design:"):
-        laws.make_config("spherical", design="clever")
-    # the CLI says what it left out (here before any bracket: --n too small for every d)
-    rc = main(
-        [
-            "laws",
-            "--family",
-            "spherical",
-            "--design",
-            "asymptotic",
-            "--dims",
-            "4",
-            "--out",
-            str(tmp_path),
-            "--quiet",
-        ]
-    )
-    assert rc == 2 and "error: --n:" in capsys.readouterr().err

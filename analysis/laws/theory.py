@@ -1,4 +1,8 @@
-"""The spherical law's own finite-beta prediction: a spherical-harmonic rank count.
+"""The laws' predictions: asymptotic slopes per family and the spherical harmonic rank count.
+
+The families and their asymptotic laws (docs/method.md section 6) are in the package
+docstring of :mod:`analysis.laws`; :func:`theory_slope` gives the slope each predicts.
+The rest of this module is the spherical law's own finite-beta prediction.
 
 Certified brackets on the spherical family (``attnrank laws``) give slopes above the
 asymptotic ``(d - 1) / 2`` on grids that a 2-core machine can bracket. This module asks
@@ -45,9 +49,17 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import ive
 
-from analysis.validation import ParameterError, check_eps_grid, check_int, check_positive_finite
+from analysis.validation import (
+    ParameterError,
+    check_choice,
+    check_eps_grid,
+    check_int,
+    check_positive_finite,
+)
 
 __all__ = [
+    "FAMILIES",
+    "POWERS",
     "asymptotic_betas",
     "asymptotic_onset",
     "harmonic_dimension",
@@ -55,7 +67,16 @@ __all__ = [
     "harmonic_slope",
     "local_harmonic_slopes",
     "n_for_asymptotic_grid",
+    "theory_slope",
 ]
+
+FAMILIES: tuple[str, ...] = ("spherical", "ball")
+
+
+def theory_slope(family: str, d: int) -> float:
+    """``(d - 1) / 2`` for ``spherical``, ``d / 2`` for ``ball``."""
+    check_choice("family", family, FAMILIES)
+    return (d - 1) / 2 if family == "spherical" else d / 2
 
 
 def _check_d(d: int) -> int:

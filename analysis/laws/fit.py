@@ -1,0 +1,473 @@
+"""Slope fits of ``ln r`` against ``ln(1 + beta)`` or ``ln beta`` from certified brackets.
+
+Fit
+---
+Per (d, eps), outcome ``y = ln r`` observed as ``[ln lo, ln hi]``; ``lo = 0`` (possible
+only for eps >= 1 or an empty row, never for eps < 1, where ``lo >= 1``) is left-censored:
+``ln lo = -inf``. ``x = ln(1 + beta)`` or ``ln beta``. Four numbers are reported:
+
+1. ``slope``: censored-Gaussian (interval) regression by maximum likelihood
+   (:class:`analysis.compare.estimators.IntervalRegression`), with a 95% percentile CI
+   from a bootstrap that resamples seeds within each beta (B = ``n_boot``, seeded). Not
+   the Wald/sandwich CI: when the brackets are wide compared with the seed-to-seed
+   spread, the ML scale ``sigma`` is small or collapses to 0 (when a line threads every
+   bracket the supremum of the likelihood is reached only as ``sigma -> 0``, at the
+   max-min-margin line, which is then reported with ``degenerate = True``); the MLE then
+   sits at or near the boundary of the parameter space and Hessian-based standard errors
+   are unreliable. The bootstrap needs only independent observations, which the design
+   gives (one independent cloud per (beta, seed); clustering by seed would be needed, with
+   only 2-3 clusters, had the clouds been shared across beta).
+2. ``slope_mid``: OLS on the log-midpoints ``(ln lo + ln hi) / 2`` (sensitivity), with an
+   HC1 (heteroscedasticity-robust) CI.
+3. ``slope_set``: the sharp identified set of the least-squares slope of the *true*
+   ``ln r`` on x given only that each lies in its bracket: with ``w_i = (x_i - xbar) /
+   sum (x - xbar)^2`` the slope is ``sum w_i y_i``, minimised by ``y_i = ln lo_i`` where
+   ``w_i > 0`` and ``ln hi_i`` where ``w_i < 0`` (and maximised the other way). It needs no
+   model and says how far the certified brackets alone pin the slope; it is wide when the
+   brackets are.
+4. ``slope_threading``: the least and largest slope of a line lying inside *every*
+   bracket (NaN when none does). It assumes the law is exact on the sweep (no
+   seed-to-seed noise, no curvature) and is then the set of slopes the brackets cannot
+   tell apart; when it is non-empty the interval-ML fit is degenerate (item 1) and its
+   slope is one arbitrary-but-central member of this set.
+
+The CI is reported, never required to cover the asymptotic value: finite n and beta bend
+the curve (docs/guide/conventions.md, "Geometric laws").
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.compare.estimators import IntervalRegression
+from analysis.laws.theory import FAMILIES, harmonic_rank, harmonic_slope, theory_slope
+from analysis.validation import ParameterError, check_choice, check_int
+
+__all__ = [
+    "PAPER_SLOPES",
+    "QUICK_TOLERANCE",
+    "TOLERANCE",
+    "LawFit",
+    "fit_law",
+    "fit_slope",
+    "identified_slopes",
+    "law_x",
+    "local_slopes",
+    "log_bounds",
+    "threading_slopes",
+]
+
+#: The paper's fitted spherical slopes (docs/method.md section 6), for the table.
+PAPER_SLOPES: dict[str, dict[int, float]] = {"spherical": {2: 0.504, 3: 1.012, 4: 1.381}}
+#: Targets: |slope - theory| <= tolerance (issue 7).
+TOLERANCE: dict[str, float] = {"spherical": 0.15, "ball": 0.25}
+QUICK_TOLERANCE = 0.25
+
+
+def law_x(family: str, beta: np.ndarray | float) -> np.ndarray:
+    """The regressor: ``ln(1 + beta)`` (spherical) or ``ln beta`` (ball)."""
+    beta = np.asarray(beta, float)
+    return np.log1p(beta) if family == "spherical" else np.log(beta)
+
+
+def log_bounds(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``[ln lo, ln hi]``; ``lo = 0`` becomes ``-inf`` (left-censored)."""
+    lower = np.asarray(lower, float)
+    upper = np.asarray(upper, float)
+    if np.any(upper < 1) or np.any(lower > upper) or np.any(lower < 0):
+        raise ParameterError("brackets", "0 <= lower <= upper with upper >= 1", (lower, upper))
+    with np.errstate(divide="ignore"):
+        return np.log(lower), np.log(upper)
+
+
+def _threading_line(x: np.ndarray, ylo: np.ndarray, yhi: np.ndarray) -> tuple[float, float, float]:
+    """The line ``a + b x`` through every closed bracket (``lo == hi``, a point) that
+    maximises the least margin ``t`` to the ends of the others (an LP).
+
+    Returns ``(a, b, t)``; ``t > 0`` means such a line passes exactly through the points and
+    strictly inside every other bracket (``t = inf`` when all brackets are points on a line);
+    ``t = -inf`` when no line passes through the points.
+    """
+    from scipy.optimize import linprog
+
+    point = ylo == yhi
+    iv = ~point
+    fin = iv & np.isfinite(ylo)
+    ones = np.ones_like(x)
+    # variables (a, b, t); maximise t  <=>  minimise -t
+    A_ub = np.vstack(
+        [
+            np.column_stack([-ones[fin], -x[fin], ones[fin]]),  # lo + t <= a + b x
+            np.column_stack([ones[iv], x[iv], ones[iv]]),  # a + b x + t <= hi
+        ]
+    )
+    b_ub = np.concatenate([-ylo[fin], yhi[iv]])
+    A_eq = np.column_stack([ones[point], x[point], 0 * ones[point]]) if point.any() else None
+    b_eq = ylo[point] if point.any() else None
+    res = linprog(
+        [0.0, 0.0, -1.0],
+        A_ub=A_ub if iv.any() else None,
+        b_ub=b_ub if iv.any() else None,
+        A_eq=A_eq,
+        b_eq=b_eq,
+        bounds=[(None, None)] * 2 + [(None, 10.0)],
+    )
+    if res.status != 0:
+        return math.nan, math.nan, -math.inf
+    a, b, t = res.x
+    return float(a), float(b), (math.inf if not iv.any() else float(t))
+
+
+def threading_slopes(x: np.ndarray, ylo: np.ndarray, yhi: np.ndarray) -> tuple[float, float]:
+    """Least and largest slope of a line ``a + b x`` inside every bracket (two LPs).
+
+    ``(nan, nan)`` when no line passes through all brackets. Unlike
+    :func:`identified_slopes` this assumes the law holds exactly (no seed-to-seed noise).
+    """
+    from scipy.optimize import linprog
+
+    fin = np.isfinite(ylo)
+    ones = np.ones_like(x)
+    A_ub = np.vstack([np.column_stack([-ones[fin], -x[fin]]), np.column_stack([ones, x])])
+    b_ub = np.concatenate([-ylo[fin], yhi])
+    out = []
+    for sign in (1.0, -1.0):
+        res = linprog([0.0, sign], A_ub=A_ub, b_ub=b_ub, bounds=[(None, None)] * 2)
+        if res.status != 0:
+            return math.nan, math.nan
+        out.append(float(res.x[1]))
+    return out[0], out[1]
+
+
+def _ml_fit(
+    x: np.ndarray, ylo: np.ndarray, yhi: np.ndarray
+) -> tuple[float, float, float, bool, bool]:
+    """Interval-ML ``(intercept, slope, sigma, converged, degenerate)``.
+
+    When some line passes strictly inside every bracket (and exactly through the closed
+    ones; touching an open bracket's end is enough when closed ones exist), the
+    likelihood's supremum is reached only as ``sigma -> 0``, along lines whose
+    least margin to the bracket ends grows fastest: the limit is the max-min-margin
+    (Chebyshev) line, returned with ``sigma = 0`` and ``degenerate = True``. Otherwise the
+    MLE has ``sigma > 0``.
+    """
+    a, b, t = _threading_line(x, ylo, yhi)
+    # With closed brackets (points) a line through them makes the likelihood unbounded
+    # (density ~ 1/sigma) even when it only touches an open bracket's end (t = 0: that
+    # bracket keeps probability 1/2); without points the supremum needs t > 0.
+    has_points = bool(np.any(ylo == yhi))
+    if t > 1e-12 or (has_points and t >= -1e-12):
+        return a, b, 0.0, True, True
+    X = np.column_stack([np.ones_like(x), x])
+    model = IntervalRegression(ylo, yhi, X)
+    mid = np.where(np.isfinite(ylo), 0.5 * (ylo + yhi), yhi)
+    beta, *_ = np.linalg.lstsq(X, mid, rcond=None)
+    s = max(float(np.std(mid - X @ beta)), 1e-2)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # non-convergence is reported in ``converged``
+        res = model.fit(
+            start_params=np.append(beta, np.log(s)),
+            method="bfgs",
+            maxiter=500,
+            disp=0,
+            skip_hessian=True,
+            gtol=1e-8,
+        )
+        params = np.asarray(res.params, float)
+        conv = bool(res.mle_retvals.get("converged", True))
+        if not conv:
+            res = model.fit(
+                start_params=params, method="nm", maxiter=4000, disp=0, skip_hessian=True
+            )
+            params = np.asarray(res.params, float)
+            conv = bool(res.mle_retvals.get("converged", True))
+    return float(params[0]), float(params[1]), float(np.exp(params[2])), conv, False
+
+
+def identified_slopes(x: np.ndarray, ylo: np.ndarray, yhi: np.ndarray) -> tuple[float, float]:
+    """Sharp bounds of the least-squares slope of y on x over all ``y_i in [ylo_i, yhi_i]``."""
+    w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
+    lo_end = np.where(w > 0, ylo, yhi)
+    hi_end = np.where(w > 0, yhi, ylo)
+    with np.errstate(invalid="ignore"):
+        return float(np.sum(w * lo_end)), float(np.sum(w * hi_end))
+
+
+def fit_slope(
+    x: Sequence[float],
+    lower: Sequence[float],
+    upper: Sequence[float],
+    *,
+    strata: Sequence[Any] | None = None,
+    n_boot: int = 499,
+    random_state: int = 0,
+) -> dict[str, Any]:
+    """Slope of ``ln r`` on ``x`` from integer brackets ``[lower, upper]``.
+
+    Parameters
+    ----------
+    x : array (n,)
+        Regressor (``ln(1 + beta)`` or ``ln beta``); at least two distinct values.
+    lower, upper : array (n,)
+        Certified brackets (integers, ``0 <= lower <= upper``, ``upper >= 1``).
+    strata : array (n,), optional
+        Bootstrap strata (the beta of each row): rows are resampled within each stratum,
+        keeping the design. Default: one stratum per distinct x.
+    n_boot : int
+        Bootstrap replicates for the interval-ML CI (0 skips it: CI is NaN).
+    random_state : int
+        Seeds the bootstrap's ``numpy.random.Generator``.
+
+    Returns
+    -------
+    dict
+        ``intercept``, ``slope``, ``ci`` (95% percentile bootstrap), ``sigma`` (ML
+        residual scale), ``converged``, ``degenerate`` (a line threads every bracket:
+        ``slope`` is the sigma -> 0 limit of the ML fit, see :func:`_ml_fit`),
+        ``slope_mid``, ``ci_mid`` (OLS on log-midpoints, HC1), ``slope_set`` (identified
+        set), ``slope_threading`` (slopes of lines inside every bracket, NaN if none),
+        ``n_obs``, ``n_boot``.
+
+    Notes
+    -----
+    See the module docstring for the estimators and why the interval-ML CI is a
+    bootstrap. Rows with ``lower = 0`` enter the ML fit left-censored; they make the
+    midpoint and the identified set undefined (-inf / NaN) and are reported as such.
+    """
+    import statsmodels.api as sm
+
+    x = np.asarray(x, float)
+    ylo, yhi = log_bounds(lower, upper)
+    if x.shape != ylo.shape or x.ndim != 1:
+        raise ParameterError("x", "one value per bracket", (x.shape, ylo.shape))
+    if np.unique(x).size < 2:
+        raise ParameterError("x", "at least two distinct values", np.unique(x).tolist())
+    n_boot = check_int("n_boot", n_boot, minimum=0)
+    intercept, slope, sigma, conv, degenerate = _ml_fit(x, ylo, yhi)
+    strata = x if strata is None else np.asarray(strata)
+    ci = (math.nan, math.nan)
+    if n_boot:
+        rng = np.random.default_rng(random_state)
+        groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+        reps = []
+        for _ in range(n_boot):
+            idx = np.concatenate([rng.choice(g, size=g.size, replace=True) for g in groups])
+            reps.append(_ml_fit(x[idx], ylo[idx], yhi[idx])[1])
+        ci = tuple(float(v) for v in np.percentile(reps, [2.5, 97.5]))
+    finite = np.isfinite(ylo)
+    if finite.all():
+        mid = 0.5 * (ylo + yhi)
+        ols = sm.OLS(mid, sm.add_constant(x)).fit(cov_type="HC1")
+        slope_mid = float(ols.params[1])
+        ci_mid = tuple(float(v) for v in ols.conf_int(0.05)[1])
+    else:
+        slope_mid, ci_mid = math.nan, (math.nan, math.nan)
+    return {
+        "intercept": intercept,
+        "slope": slope,
+        "ci": list(ci),
+        "sigma": sigma,
+        "converged": conv,
+        "degenerate": degenerate,
+        "slope_mid": slope_mid,
+        "ci_mid": list(ci_mid),
+        "slope_set": list(identified_slopes(x, ylo, yhi)),
+        "slope_threading": list(threading_slopes(x, ylo, yhi)),
+        "n_obs": int(x.size),
+        "n_boot": n_boot,
+    }
+
+
+@dataclass(frozen=True)
+class LawFit:
+    """One fit of the law at one (d, eps). ``to_json()`` gives the ``--json`` entry."""
+
+    family: str
+    d: int
+    eps: float
+    n: int
+    beta_range: tuple[float, float]
+    slope: float
+    ci: tuple[float, float]
+    intercept: float
+    theory: float
+    tolerance: float
+    slope_mid: float
+    ci_mid: tuple[float, float]
+    slope_set: tuple[float, float]
+    slope_threading: tuple[float, float]
+    sigma: float
+    converged: bool
+    degenerate: bool
+    n_obs: int
+    paper: float | None
+    median_width_ratio: float
+    max_upper_over_n: float
+    n_ok: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def within_tolerance(self) -> bool:
+        return bool(abs(self.slope - self.theory) <= self.tolerance)
+
+    @property
+    def ci_covers_theory(self) -> bool:
+        """Whether the 95% CI contains the theory slope: reported, not a target
+        (docs/guide/conventions.md, "Geometric laws": finite n and beta bend the curve;
+        more seeds shrink the CI)."""
+        return bool(self.ci[0] <= self.theory <= self.ci[1])
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d |= d.pop("extra")
+        d["beta_range"] = list(self.beta_range)
+        d["ci"] = list(self.ci)
+        d["ci_mid"] = list(self.ci_mid)
+        d["slope_set"] = list(self.slope_set)
+        d["slope_threading"] = list(self.slope_threading)
+        d["within_tolerance"] = self.within_tolerance
+        d["ci_covers_theory"] = self.ci_covers_theory
+        if self.family != "ball":
+            d.pop("n_ok")
+        return d
+
+
+def local_slopes(family: str, g: pd.DataFrame) -> list[dict[str, float]]:
+    """Slopes between consecutive betas of one (d, eps): where the curve bends.
+
+    Per beta, seed means of ``ln lo``, ``ln hi`` and the log-midpoint; between betas
+    ``b1 < b2`` the midpoint slope and the range the brackets allow
+    ``[(ln lo_2 - ln hi_1) / dx, (ln hi_2 - ln lo_1) / dx]`` (seed means).
+    """
+    with np.errstate(divide="ignore"):
+        agg = (
+            g.assign(llo=np.log(g["lower"].astype(float)), lhi=np.log(g["upper"].astype(float)))
+            .groupby("beta")[["llo", "lhi"]]
+            .mean()
+            .sort_index()
+        )
+    betas = agg.index.to_numpy(float)
+    xs = law_x(family, betas)
+    out = []
+    for i in range(len(betas) - 1):
+        dx = xs[i + 1] - xs[i]
+        lo1, hi1 = agg.iloc[i]
+        lo2, hi2 = agg.iloc[i + 1]
+        out.append(
+            {
+                "beta_from": float(betas[i]),
+                "beta_to": float(betas[i + 1]),
+                "slope_mid": float(((lo2 + hi2) - (lo1 + hi1)) / (2 * dx)),
+                "slope_low": float((lo2 - hi1) / dx),
+                "slope_high": float((hi2 - lo1) / dx),
+            }
+        )
+    return out
+
+
+def fit_law(
+    table: pd.DataFrame,
+    *,
+    family: str,
+    tolerance: float | None = None,
+    n_boot: int = 499,
+    random_state: int = 0,
+) -> list[LawFit]:
+    """One :class:`LawFit` per (d, eps) of a bracket table from :func:`run_sweep`."""
+    check_choice("family", family, FAMILIES)
+    tol = TOLERANCE[family] if tolerance is None else float(tolerance)
+    fits = []
+    for (d, e), g in table.groupby(["d", "eps"], sort=True):
+        d = int(d)
+        x = law_x(family, g["beta"].to_numpy())
+        r = fit_slope(
+            x,
+            g["lower"].to_numpy(),
+            g["upper"].to_numpy(),
+            strata=g["beta"].to_numpy(),
+            n_boot=n_boot,
+            random_state=random_state,
+        )
+        # Post-hoc sensitivity (not a target): the upper half of the beta grid, where an
+        # asymptotic law should show first. Needs at least two betas there.
+        grid = np.sort(g["beta"].unique())
+        upper = grid[len(grid) // 2 :] if len(grid) >= 4 else grid[-2:]
+        gu = g[g["beta"].isin(upper)]
+        ru = fit_slope(
+            law_x(family, gu["beta"].to_numpy()),
+            gu["lower"].to_numpy(),
+            gu["upper"].to_numpy(),
+            strata=gu["beta"].to_numpy(),
+            n_boot=n_boot,
+            random_state=random_state,
+        )
+        n = int(g["n"].iloc[0])
+        bmin, bmax = float(g["beta"].min()), float(g["beta"].max())
+        with np.errstate(divide="ignore"):
+            ratio = g["upper"].to_numpy() / np.maximum(g["lower"].to_numpy(), 1)
+        fits.append(
+            LawFit(
+                family=family,
+                d=d,
+                eps=float(e),
+                n=n,
+                beta_range=(bmin, bmax),
+                slope=r["slope"],
+                ci=tuple(r["ci"]),
+                intercept=r["intercept"],
+                theory=theory_slope(family, d),
+                tolerance=tol,
+                slope_mid=r["slope_mid"],
+                ci_mid=tuple(r["ci_mid"]),
+                slope_set=tuple(r["slope_set"]),
+                slope_threading=tuple(r["slope_threading"]),
+                sigma=r["sigma"],
+                converged=r["converged"],
+                degenerate=r["degenerate"],
+                n_obs=r["n_obs"],
+                paper=PAPER_SLOPES.get(family, {}).get(d),
+                median_width_ratio=float(np.median(ratio)),
+                max_upper_over_n=float(g["upper"].max() / n),
+                n_ok=bool(n >= math.exp(bmax / 8)) if family == "ball" else None,
+                extra={
+                    "upper_half": {
+                        "beta_range": [float(upper[0]), float(upper[-1])],
+                        "slope": ru["slope"],
+                        "ci": ru["ci"],
+                        "slope_mid": ru["slope_mid"],
+                        "slope_set": ru["slope_set"],
+                        "degenerate": ru["degenerate"],
+                    },
+                    "local_slopes": local_slopes(family, g),
+                }
+                | ({"harmonic": _harmonic(d, float(e), g, upper)} if family == "spherical" else {}),
+            )
+        )
+    return fits
+
+
+def _harmonic(d: int, eps: float, g: pd.DataFrame, upper: np.ndarray) -> dict[str, Any]:
+    """The theory's finite-beta prediction on this grid (:mod:`analysis.laws.theory`).
+
+    ``slope``: OLS slope of the harmonic rank count over the sweep's betas (what the law's
+    own expansion gives on this grid, no brackets involved); ``upper_half_slope``: the same
+    over the post-hoc upper half; ``inside``: matrices whose bracket contains the count.
+    """
+    grid = np.sort(g["beta"].unique())
+    counts = {float(b): harmonic_rank(d, float(b), eps) for b in grid}
+    r = g["beta"].map(counts).to_numpy()
+    inside = int(((g["lower"].to_numpy() <= r) & (r <= g["upper"].to_numpy())).sum())
+    return {
+        "counts": {f"{b:g}": c for b, c in counts.items()},
+        "slope": harmonic_slope(d, grid, eps) if len(grid) >= 2 else math.nan,
+        "upper_half_slope": harmonic_slope(d, upper, eps) if len(upper) >= 2 else math.nan,
+        "inside": inside,
+        "n_matrices": int(len(g)),
+    }
