@@ -1,6 +1,6 @@
 """Efficient-attention approximants as certified upper witnesses.
 
-METHOD.md section 3 lists, among the upper constructions, "the efficient-attention
+docs/method.md section 3 lists, among the upper constructions, "the efficient-attention
 approximants a user would compare against (Nystrom landmarks, Linformer-style projection,
 Performer random features)". Each of them is a rank-k factorization ``U W^T`` of an
 approximation of ``A``, so each is just another upper witness: certified by
@@ -248,7 +248,7 @@ def approximant_errors(
 
     Returns
     -------
-    DataFrame with columns ``method``, ``rank``, ``error`` (certified, METHOD.md
+    DataFrame with columns ``method``, ``rank``, ``error`` (certified, docs/method.md
     section 3), ``computed`` (the plain float64 error, for reference).
     """
     A, Q, K, s, methods = _check_inputs(A, Q, K, scale, mask, methods)

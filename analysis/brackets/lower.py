@@ -1,6 +1,6 @@
 """Lower witnesses ``(R, Y)``: test spaces on which ``A`` is diagonally dominant.
 
-Theorem (METHOD.md section 3): with rows of ``R`` ``[N, m]`` and ``Y`` ``[m, M]`` in the l1
+Theorem (docs/method.md section 3): with rows of ``R`` ``[N, m]`` and ``Y`` ``[m, M]`` in the l1
 unit ball and ``G = Y A R``, ``min_p (G_pp - sum_(q != p) |G_pq|) > eps`` implies
 ``r_eps(A) >= m``. Functions here propose candidates; the verifier certifies them.
 """
@@ -255,7 +255,7 @@ def refine_lower(
     ``dG_pq = w_p (delta_pq - (1 - delta_pq) sign(G_pq))``, ``dY = dG (A R)^T``,
     ``dR = (Y A)^T dG``. After each Adam step every row of ``R`` and ``Y`` is projected
     onto the l1 unit ball, so the computed margin is the normalized one. Signed ``R``
-    matters: the useful test functions are differences of key groups (METHOD.md
+    matters: the useful test functions are differences of key groups (docs/method.md
     section 7).
     """
     P, M, N = A.shape
@@ -333,7 +333,7 @@ def lp_best_Y(A: np.ndarray, R: np.ndarray) -> np.ndarray:
     -----
     With ``B = A R`` and ``g = B^T y``, row p maximizes ``g_p - sum_(q != p) |g_q|``: one
     LP per p in ``y = y+ - y-`` (``y+, y- >= 0``, ``sum(y+ + y-) <= 1``) and ``t_q >= |g_q|``,
-    solved by HiGHS (``scipy.optimize.linprog``). Uses all M rows of ``A`` (METHOD.md
+    solved by HiGHS (``scipy.optimize.linprog``). Uses all M rows of ``A`` (docs/method.md
     section 7); the verifier certifies the result.
     """
     M = A.shape[0]

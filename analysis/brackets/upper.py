@@ -179,7 +179,7 @@ def refine_upper(
     ``f_i = sum_j sqrt(E_ij^2 + delta^2)``, ``E = A - U W^T``. Its gradient is
     ``dE = softmax(beta f)_i E_ij / sqrt(E_ij^2 + delta^2)``, ``dU = -dE W``,
     ``dW = -dE^T U``. ``delta`` goes 1e-3 -> 1e-5 and ``beta`` 20/eps -> 500/eps, so
-    the objective tightens towards the true max-row-l1 error (METHOD.md section 7).
+    the objective tightens towards the true max-row-l1 error (docs/method.md section 7).
     """
     P, M, N = A.shape
     K = U0.shape[-1]

@@ -91,7 +91,7 @@ def certified_lower_margin(A: np.ndarray, R, Y) -> float:
     -----
     With ``G = fl(Y A R)`` and ``D = gamma_(M+N+m) |Y||A||R|``,
     ``mu = min_p [(G_pp - D_pp) - sum_(j != p)(|G_pj| + D_pj)] / (||y_p||_1 max_i ||R_i||_1)``
-    (METHOD.md section 3). Dividing by the norms makes any scaling of ``Y`` and ``R``
+    (docs/method.md section 3). Dividing by the norms makes any scaling of ``Y`` and ``R``
     sound. We additionally subtract ``gamma_(m+2)`` times the magnitudes summed in the
     numerator (the numerator's own rounding), inflate the two norms by ``1 + gamma``
     of their lengths, and round the quotient towards zero by ``1 - 4u``.

@@ -1,8 +1,8 @@
 """Baseline blocks: features of A and of the cell's design variables only.
 
-``baseline`` is the primary (calibrated) baseline of METHOD.md section 4. ``baseline_plus``
+``baseline`` is the primary (calibrated) baseline of docs/method.md section 4. ``baseline_plus``
 holds the SVD-projection rank, which is one of the upper-witness constructions and hence
-partly the outcome: CONTRACTS.md keeps it out of the primary baseline.
+partly the outcome, so it stays out of the primary baseline (docs/method.md section 4).
 """
 
 from __future__ import annotations

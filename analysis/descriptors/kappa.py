@@ -2,10 +2,10 @@
 
 ``kappa(T) = min_{T = U W^T} max_i ||u_i||_2 * max_j ||w_j||_2`` is the gamma_2
 factorization norm of T (an optimal factorization exists at inner dimension rank T, so the
-minimum over inner dimension ``r = rank T`` in METHOD.md section 4 is the same number).
+minimum over inner dimension ``r = rank T`` in docs/method.md section 4 is the same number).
 It is gauge invariant by construction.
 
-Solver choice (why hand-written): the r x r SDP of METHOD.md section 4 posed in cvxpy with
+Solver choice (why hand-written): the r x r SDP of docs/method.md section 4 posed in cvxpy with
 Clarabel (N linear matrix inequalities of size r + 1) took 0.5 s at r = 4 and 9.4 s at
 r = 16 for M = N = 128, and was killed for memory at r = 32 on this machine; the descriptor
 needs ranks up to d = 32 (about 6 per head on MiniLM) for each of 72 heads. The dual
@@ -28,7 +28,7 @@ import numpy as np
 from analysis.validation import ParameterError, check_int, check_positive_finite
 
 # Two solves of one kappa both lie in [kappa, kappa (1 + gap)], so they agree to relative
-# DEFAULT_TOL: 5e-7 keeps gauge-related results within the 1e-6 that CONTRACTS.md asks.
+# DEFAULT_TOL: 5e-7 keeps gauge-related results within the relative 1e-6 of docs/guide/conventions.md ("Descriptors").
 DEFAULT_TOL = 5e-7
 DEFAULT_MAX_ITER = 3000
 _ETA = 2.0  # exponent of the multiplicative step (eta = 4 diverges on MiniLM heads)

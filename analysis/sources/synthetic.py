@@ -9,7 +9,7 @@ Families
 --------
 - :func:`spherical`: n points uniform on the unit sphere of R^d, logits ``beta <x_i, x_j>``.
 - :func:`full_ball`: n points uniform in the unit ball of R^d, same logits.
-- Planted known answers (METHOD.md section 3): :func:`uniform_rows`, :func:`identity`,
+- Planted known answers (docs/method.md section 3): :func:`uniform_rows`, :func:`identity`,
   :func:`permuted_blocks`, :func:`mixed_blocks`, :func:`diagonal_plus_constant`.
 """
 
@@ -59,7 +59,7 @@ class SyntheticMatrix:
         The family's parameters (JSON-able), including the seed where random.
     known_rank : dict or None
         For planted matrices: ``{"rank": r, "eps_below": e}``: ``r_eps(A) == r`` for every
-        eps < e (METHOD.md section 3); None for the geometric families.
+        eps < e (docs/method.md section 3); None for the geometric families.
     """
 
     A: np.ndarray
@@ -215,7 +215,7 @@ def permuted_blocks(n: int, m: int, *, random_state: Any = None) -> SyntheticMat
 def mixed_blocks(n: int, m: int, h: float, *, random_state: Any = None) -> SyntheticMatrix:
     """``(1 - h) * blocks + h * uniform`` (blocks as :func:`permuted_blocks`).
 
-    ``r_eps = m`` exactly for ``eps < (1 - h) / (1 + h - 2 h n_min / n)`` (METHOD.md 3).
+    ``r_eps = m`` exactly for ``eps < (1 - h) / (1 + h - 2 h n_min / n)`` (docs/method.md section 3).
 
     Parameters
     ----------
@@ -250,7 +250,7 @@ def mixed_blocks(n: int, m: int, h: float, *, random_state: Any = None) -> Synth
 def diagonal_plus_constant(n: int, a: float) -> SyntheticMatrix:
     """``A = a I + b J`` with ``b = (1 - a) / n`` so rows sum to 1.
 
-    ``r_eps = n`` exactly for ``eps < 1 / ||(a I + b J)^-1||_inf`` (METHOD.md section 3).
+    ``r_eps = n`` exactly for ``eps < 1 / ||(a I + b J)^-1||_inf`` (docs/method.md section 3).
 
     Parameters
     ----------
