@@ -21,7 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analysis.descriptors.describe",
     "analysis.prereg.cli",
     "analysis.compare.cli",
-    "analysis.study",
+    "analysis.study.cli",
     "analysis.laws.cli",
 )
 

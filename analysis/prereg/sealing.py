@@ -55,6 +55,10 @@ class SealedCells:
         Block -> feature names, checked against the lock's columns when it has them.
     cluster : str, keyword-only
         Name of the head-id column.
+    lock : Lock, optional, keyword-only
+        The lock of ``design_path`` as :func:`~analysis.prereg.lock.require_locked`
+        returned it earlier in the same run (the study runner checks once per run); the
+        design is then not read again. Not with ``features``.
     """
 
     def __init__(
@@ -64,12 +68,21 @@ class SealedCells:
         *,
         features: Mapping[str, Sequence[str]] | None = None,
         cluster: str = "cluster",
+        lock: Lock | None = None,
     ):
         if not isinstance(table, pd.DataFrame):
             raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
         if cluster not in table.columns:
             raise ParameterError("cluster", "a column of the table", cluster)
-        self._lock: Lock = require_locked(design_path, features=features)
+        if lock is None:
+            lock = require_locked(design_path, features=features)
+        elif not isinstance(lock, Lock):
+            raise ParameterError("lock", "a Lock from require_locked", type(lock).__name__)
+        elif Path(lock.design.path).resolve() != Path(design_path).resolve():
+            raise ParameterError("lock", f"the lock of {design_path}", str(lock.design.path))
+        elif features is not None:
+            raise ParameterError("features", "None when a verified lock is given", features)
+        self._lock: Lock = lock
         held = table[cluster].astype(str).isin(set(self._lock.held_out))
         if "held_out" in table.columns and (table["held_out"].astype(bool) != held).any():
             raise PreregistrationError(

@@ -109,12 +109,12 @@ def test_resume_after_interrupted_brackets(tmp_path, monkeypatch):
 
 
 def test_resume_after_interrupted_descriptors(tmp_path, monkeypatch):
-    import analysis.study as study
+    import analysis.study.describe as describe
     from tests.store import fake_engine
 
     design = make_study(tmp_path)
     run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
-    real = study._describe_task
+    real = describe.describe_task
     calls = []
 
     def flaky(*args):
@@ -123,11 +123,11 @@ def test_resume_after_interrupted_descriptors(tmp_path, monkeypatch):
         calls.append(args)
         return real(*args)
 
-    monkeypatch.setattr(study, "_describe_task", flaky)
+    monkeypatch.setattr(describe, "describe_task", flaky)
     with pytest.raises(KeyboardInterrupt):
         run_study(design, engine=fake_engine, stop_after="descriptors", **QUIET)
     assert len(list(study_paths(design).features.glob("*.csv"))) == 5
-    monkeypatch.setattr(study, "_describe_task", real)
+    monkeypatch.setattr(describe, "describe_task", real)
     run = run_study(design, engine=fake_engine, stop_after="descriptors", **QUIET)
     assert run.computed["descriptors"] == 24 - 5
 

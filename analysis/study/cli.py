@@ -1,0 +1,54 @@
+"""``attnrank run``: a locked study from its sources to its report."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from analysis.study.runner import STAGES, run_study
+
+__all__ = ["register"]
+
+
+def _checkpoint_arg(text: str) -> tuple[str, str]:
+    ck, sep, path = text.partition("=")
+    if not sep or not ck or not path:
+        raise argparse.ArgumentTypeError(f"expected ID=PATH, got {text!r}")
+    return ck, path
+
+
+def _run(args: argparse.Namespace) -> int:
+    run = run_study(
+        args.design,
+        root=args.root,
+        workers=args.workers,
+        progress=not args.no_progress,
+        checkpoint_paths=dict(args.checkpoint or []),
+        stop_after=args.stop_after,
+    )
+    print(run.summary())
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``run`` subcommand to ``subparsers``."""
+    p = subparsers.add_parser(
+        "run",
+        help="run a locked preregistered study: sources -> brackets -> descriptors -> "
+        "comparisons -> report (resumable)",
+        description="Check the lock, then extract, bracket, describe, compare and report, "
+        "skipping whatever is already stored. Ctrl-C loses nothing finished; re-run to resume.",
+    )
+    p.add_argument("design", metavar="DESIGN.toml", help="a locked design file")
+    p.add_argument("--root", help="study root (default: the parent of the design's folder)")
+    p.add_argument("--workers", type=int, default=1, help="processes for profiles/descriptors")
+    p.add_argument(
+        "--checkpoint",
+        action="append",
+        type=_checkpoint_arg,
+        metavar="ID=PATH",
+        help="a local folder holding the design's checkpoint ID (repeatable)",
+    )
+    p.add_argument("--stop-after", choices=STAGES, help="stop after this stage")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_run)

@@ -1,0 +1,191 @@
+"""Stage 4: the pre-specified nested comparisons on the sealed table.
+
+Held-out rows are released once, the result stamped with the lock hash; the OLS
+sensitivity refit and the exploratory head-level analysis (training heads only) follow.
+Everything is stored with a hash of its inputs, so an unchanged study is not refitted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.study.core import Study
+from analysis.study.records import read_json, write_frame, write_json
+from analysis.validation import ParameterError
+
+__all__ = ["compare_stage", "covariate_columns", "fit_comparisons"]
+
+
+def _frame_digest(*frames: pd.DataFrame) -> str:
+    h = hashlib.sha256()
+    for f in frames:
+        h.update(pd.util.hash_pandas_object(f, index=False).to_numpy().tobytes())
+        h.update("|".join(map(str, f.columns)).encode())
+    return h.hexdigest()
+
+
+def covariate_columns(features: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(covariate columns, log-scale columns) per the registry; diagnostics are dropped."""
+    from analysis.descriptors.registry import feature_table
+
+    info = feature_table([c for c in features.columns if "__" in c])
+    cov = info.loc[info["kind"] == "covariate"]
+    return list(cov["column"]), list(cov.loc[cov["log_scale"], "column"])
+
+
+def fit_comparisons(
+    confirmatory: pd.DataFrame,
+    training: pd.DataFrame,
+    models: Mapping[str, Sequence[str]],
+    *,
+    log_columns: Sequence[str],
+    lock_sha256: str,
+    kwargs: Mapping[str, Any],
+) -> tuple[Any, Any, Any]:
+    """The study's three fits: the confirmatory comparison, its OLS refit, the head level.
+
+    Parameters
+    ----------
+    confirmatory : DataFrame
+        Every cell, held-out included (the one release of the sealed table).
+    training : DataFrame
+        Training cells only (for the exploratory head-level analysis).
+    models : mapping
+        Model name -> blocks (the design's ``[models]``).
+    log_columns : sequence of str
+        Model columns entered as natural logs.
+    lock_sha256 : str
+        The locked design hash stamped on the comparisons.
+    kwargs : mapping
+        :meth:`analysis.prereg.Design.comparison_kwargs`.
+
+    Returns
+    -------
+    (NestedComparison, NestedComparison, HeadLevelAnalysis)
+        The design's estimator, the OLS refit, the head-level analysis.
+    """
+    from analysis.compare import compare_nested, head_level_analysis
+
+    res = compare_nested(
+        confirmatory,
+        models,
+        log_columns=log_columns,
+        lock_sha256=lock_sha256,
+        **kwargs,
+    )
+    ols = compare_nested(
+        confirmatory,
+        models,
+        log_columns=log_columns,
+        lock_sha256=lock_sha256,
+        **{**kwargs, "estimator": "ols"},
+    )
+    hl = head_level_analysis(
+        training,
+        models,
+        log_columns=log_columns,
+        estimator=kwargs["estimator"],
+        random_state=kwargs["random_state"],
+    )
+    return res, ols, hl
+
+
+def compare_stage(
+    study: Study,
+    brackets: pd.DataFrame,
+    features: pd.DataFrame,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Run (or reuse) the confirmatory comparison, its OLS refit and the head-level analysis."""
+    from analysis.prereg.sealing import SealedCells
+
+    design, plan, paths = study.design, study.plan, study.paths
+    real = brackets.loc[brackets["source"] == "checkpoint"]
+    covs, logs = covariate_columns(features)
+    table = real.merge(features[["cell_key", *covs]], on="cell_key", how="inner")
+    model_cols = sorted(
+        {
+            c
+            for blocks in design.models.values()
+            for b in blocks
+            for c in covs
+            if c.startswith(b + "__")
+        }
+    )
+    missing_features = len(real) - len(table)
+    finite = np.isfinite(table[model_cols].to_numpy(float)).all(axis=1) if model_cols else None
+    excluded = {
+        "missing_bracket": int(plan.planned_real_cells - len(real)),
+        "missing_descriptors": int(missing_features),
+        "non_finite_covariate": int(0 if finite is None else (~finite).sum()),
+    }
+    if finite is not None:
+        table = table.loc[finite]
+    table = table.assign(
+        cluster=table["head_id"],
+        y_lower=np.log2(table["lo"].astype(float)),
+        y_upper=np.log2(table["hi"].astype(float)),
+    ).drop(columns=["held_out"])
+    keep = ["cell_key", "cluster", "y_lower", "y_upper", "input_id", "length", *model_cols]
+    table = table.loc[:, keep].sort_values("cell_key").reset_index(drop=True)
+    log_cols = [c for c in logs if c in model_cols]
+    digest = f"compare/2:{_frame_digest(table)}:{design.sha256}"
+    record_file = paths.results / "compare.json"
+    record = read_json(record_file, {})
+    if record.get("inputs_sha256") == digest and all(
+        (paths.results / f).is_file() for f in record.get("files", [])
+    ):
+        say("compare: inputs unchanged, stored results reused")
+        return record
+    # the lock checked when the study was opened; the design is not read again
+    sealed = SealedCells(table, paths.design, lock=study.lock)
+    if table.empty or not (~table["cluster"].isin(set(design.held_out))).any():
+        raise ParameterError(
+            "cells", "training and held-out cells with brackets and descriptors", len(table)
+        )
+    train = sealed.training()
+    conf = sealed.release_confirmatory()
+    paths.results.mkdir(parents=True, exist_ok=True)
+    res, ols, hl = fit_comparisons(
+        conf.table,
+        train,
+        design.models,
+        log_columns=log_cols,
+        lock_sha256=conf.lock_sha256,
+        kwargs=design.comparison_kwargs(),
+    )
+    files = []
+    for name, frame in (
+        ("comparison.csv", res.to_frame()),
+        ("comparison_ols.csv", ols.to_frame()),
+        ("lr_tests.csv", res.lr_tests),
+        ("head_level.csv", hl.to_frame()),
+    ):
+        write_frame(paths.results / name, frame)
+        files.append(name)
+    record = {
+        "inputs_sha256": digest,
+        "lock_sha256": conf.lock_sha256,
+        "held_out_sha256": conf.held_out_sha256,
+        "missing_heads": list(conf.missing_heads),
+        "dropped_columns": sorted(
+            f"{r.column} ({r.model}: {r.reason})" for r in res.dropped.itertuples()
+        ),
+        "excluded": excluded,
+        "n_cells": len(table),
+        "head_level_meta": {
+            "residual_icc": float(hl.residual_icc),
+            "base_model": hl.base_model,
+            "folds": hl.folds,
+        },
+        "files": files,
+        "summary": res.summary(),
+    }
+    write_json(record_file, record)
+    say(res.summary())
+    return record

@@ -1,0 +1,169 @@
+"""What a design asks to compute: inputs to extract, synthetic matrices, grids, blocks.
+
+Pure functions of the parsed design (:class:`analysis.prereg.Design`); nothing here reads
+or writes a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from analysis.validation import ParameterError, check_int
+
+__all__ = [
+    "SYNTHETIC_FAMILIES",
+    "ExtractionTask",
+    "StudyPlan",
+    "SyntheticTask",
+    "missing_checkpoints",
+    "plan_study",
+]
+
+SYNTHETIC_FAMILIES = ("spherical", "ball")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractionTask:
+    """One forward pass: a checkpoint on one input of one length."""
+
+    checkpoint: str
+    length: int
+    corpus_seed: int
+    heads: tuple[tuple[int, int], ...]  # (layer, head) pairs the design names
+
+    @property
+    def label(self) -> str:
+        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}"
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticTask:
+    """One synthetic matrix of a family (its beta is its temperature)."""
+
+    family: str
+    n: int
+    d: int
+    beta: float
+    seed: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.family}|n={self.n}|d={self.d}|beta={self.beta!r}|seed={self.seed}"
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyPlan:
+    """Everything a design asks to compute."""
+
+    extractions: tuple[ExtractionTask, ...]
+    synthetic: tuple[SyntheticTask, ...]
+    temperatures: tuple[float, ...]
+    eps: tuple[float, ...]
+    effort: str
+    blocks: tuple[str, ...]
+    plugins: tuple[str, ...]
+
+    @property
+    def checkpoints(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t.checkpoint for t in self.extractions))
+
+    @property
+    def cells_per_matrix(self) -> int:
+        """Cells of one real matrix: every (temperature, eps) of the design."""
+        return len(self.temperatures) * len(self.eps)
+
+    @property
+    def planned_real_cells(self) -> int:
+        """Cells of every planned real matrix (every named head of every input)."""
+        return sum(len(t.heads) for t in self.extractions) * self.cells_per_matrix
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def plan_study(design: Any) -> StudyPlan:
+    """What a parsed, validated design (:class:`analysis.prereg.Design`) asks to compute.
+
+    Inputs: ``[sampling.inputs] seed = s, per_length = k`` gives corpus seeds s .. s+k-1 for
+    every (checkpoint, length); a source's own ``lengths`` overrides ``sampling.lengths``.
+    """
+    from analysis.prereg.design import population
+
+    data = design.data
+    sampling = data["sampling"]
+    inputs = sampling.get("inputs", {})
+    if inputs.get("source", "corpus") != "corpus":
+        raise ParameterError("sampling.inputs.source", "corpus", inputs.get("source"))
+    seed0 = check_int("sampling.inputs.seed", inputs.get("seed", 0), minimum=0)
+    per_length = check_int("sampling.inputs.per_length", inputs.get("per_length", 1), minimum=1)
+    heads_of: dict[str, list[tuple[int, int]]] = {}
+    for head_id in population(data):
+        ck, layer, head = head_id.rsplit(":", 2)
+        heads_of.setdefault(ck, []).append((int(layer), int(head)))
+    extractions, synthetic = [], []
+    for i, src in enumerate(sampling["sources"]):
+        if src["kind"] == "checkpoint":
+            lengths = src.get("lengths", sampling.get("lengths"))
+            if lengths is None:
+                raise ParameterError(
+                    f"sampling.sources[{i}].lengths", "lengths here or in [sampling]", None
+                )
+            for L in _as_list(lengths):
+                for s in range(seed0, seed0 + per_length):
+                    extractions.append(
+                        ExtractionTask(
+                            src["checkpoint"],
+                            check_int(f"sampling.sources[{i}].lengths", L, minimum=2),
+                            s,
+                            tuple(heads_of[src["checkpoint"]]),
+                        )
+                    )
+        else:
+            family = src["family"]
+            if family not in SYNTHETIC_FAMILIES:
+                raise ParameterError(
+                    f"sampling.sources[{i}].family", " or ".join(SYNTHETIC_FAMILIES), family
+                )
+            for d in _as_list(src["d"]):
+                for n in _as_list(src["n"]):
+                    for beta in _as_list(src["beta"]):
+                        for seed in _as_list(src.get("seeds", [0])):
+                            synthetic.append(
+                                SyntheticTask(family, int(n), int(d), float(beta), int(seed))
+                            )
+    blocks = tuple(dict.fromkeys(b for blocks in design.models.values() for b in blocks))
+    return StudyPlan(
+        extractions=tuple(extractions),
+        synthetic=tuple(synthetic),
+        temperatures=tuple(float(t) for t in sampling["temperatures"]),
+        eps=tuple(float(e) for e in sampling["eps"]),
+        effort=str(data.get("effort", "default")),
+        blocks=blocks,
+        plugins=tuple(data.get("descriptors", {}).get("plugins", [])),
+    )
+
+
+def missing_checkpoints(
+    plan: StudyPlan, checkpoint_paths: Mapping[str, str | os.PathLike] | None = None
+) -> list[tuple[str, str]]:
+    """Checkpoints of ``plan`` not available offline, with how to provide each.
+
+    Returns
+    -------
+    list of (checkpoint id, message)
+    """
+    from analysis.sources.checkpoints import resolve_checkpoint
+
+    paths = dict(checkpoint_paths or {})
+    missing = []
+    for ck in plan.checkpoints:
+        where = paths.get(ck, ck)
+        try:
+            resolve_checkpoint(where)
+        except ParameterError as exc:
+            missing.append((ck, str(exc)))
+    return missing

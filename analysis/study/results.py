@@ -1,0 +1,252 @@
+"""Tables and provenance from a study's stored stages, assembled into ``StudyResults``.
+
+Nothing here computes a bracket, a descriptor or a fit: it reads the store, the descriptor
+CSVs and the compare stage's files.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.study.core import Study, git_commit
+from analysis.study.paths import StudyPaths
+from analysis.study.plan import StudyPlan
+from analysis.study.records import read_json
+from analysis.validation import ParameterError
+
+__all__ = [
+    "LIBRARIES",
+    "bracket_table",
+    "feature_table",
+    "load_results",
+    "provenance",
+    "study_results",
+]
+
+LIBRARIES = (
+    "torch",
+    "numpy",
+    "scipy",
+    "pandas",
+    "statsmodels",
+    "scikit-learn",
+    "seaborn",
+    "matplotlib",
+    "transformers",
+)
+
+
+def _family_of(checkpoint: str) -> str:
+    c = checkpoint.lower()
+    for needle, fam in (
+        ("minilm", "bert"),
+        ("bert", "bert"),
+        ("gpt2", "gpt2"),
+        ("qwen", "qwen2"),
+        ("deit", "deit"),
+        ("vit", "vit"),
+    ):
+        if needle in c:
+            return fam
+    return c.rsplit("/", 1)[-1]
+
+
+def bracket_table(
+    store: Any,
+    plan: StudyPlan,
+    real_keys: Sequence[str],
+    synth_keys: Sequence[str],
+    held_out: Sequence[str],
+) -> pd.DataFrame:
+    """One row per planned cell that has a bracket (``StudyResults.brackets`` columns)."""
+    from analysis.report.results import BRACKET_COLUMNS
+
+    cells = store.cells(version=plan.effort)
+    real, synth = set(real_keys), set(synth_keys)
+    temps = set(plan.temperatures)
+    eps = set(plan.eps)
+    keep = cells["eps"].isin(eps) & (
+        (cells["matrix_key"].isin(real) & cells["temperature"].isin(temps))
+        | (cells["matrix_key"].isin(synth) & (cells["temperature"] == 1.0))
+    )
+    cells = cells.loc[keep].reset_index(drop=True)
+    is_syn = cells["source"] == "synthetic"
+    meta = {r.key: r.meta for r in store.matrices(source="synthetic")} if is_syn.any() else {}
+    params = [
+        meta.get(k, {}).get("params", {}) if s else {}
+        for k, s in zip(cells["matrix_key"], is_syn, strict=True)
+    ]
+    fam_syn = [meta.get(k, {}).get("family", "") for k in cells["matrix_key"]]
+    out = pd.DataFrame(
+        {
+            "cell_key": cells["cell_key"],
+            "matrix_key": cells["matrix_key"],
+            "source": cells["source"],
+            "checkpoint": np.where(is_syn, fam_syn, cells["checkpoint"]),
+            "family": [
+                f if s else _family_of(c)
+                for f, s, c in zip(fam_syn, is_syn, cells["checkpoint"], strict=True)
+            ],
+            "head_id": np.where(is_syn, "", cells["head_id"]),
+            "layer": cells["layer"].astype(int),
+            "head": cells["head"].astype(int),
+            "input_id": cells["input_id"],
+            "length": cells["length"].astype(int),
+            "temperature": cells["temperature"].astype(float),
+            "eps": cells["eps"].astype(float),
+            "lo": cells["lo"].astype(int),
+            "hi": cells["hi"].astype(int),
+        }
+    )
+    out["closed"] = out["lo"] == out["hi"]
+    out["held_out"] = (~is_syn) & cells["head_id"].isin(set(held_out))
+    for name in ("d", "beta", "seed"):
+        out[name] = [
+            float(p[name]) if name in p and p[name] is not None else np.nan for p in params
+        ]
+    return out.loc[:, list(BRACKET_COLUMNS)]
+
+
+def feature_table(paths: StudyPaths, real_keys: Sequence[str]) -> pd.DataFrame:
+    """``cell_key`` + ``BLOCK__feature`` for every described real cell."""
+    from analysis.store.keys import cell_key
+
+    frames = []
+    for k in real_keys:
+        f = paths.feature_file(k)
+        if not f.is_file():
+            continue
+        df = pd.read_csv(f)
+        keys = pd.Series(
+            [cell_key(k, t, e) for t, e in zip(df["temperature"], df["eps"], strict=True)],
+            name="cell_key",
+        )
+        frames.append(pd.concat([keys, df.drop(columns=["temperature", "eps"])], axis=1))
+    if not frames:
+        return pd.DataFrame({"cell_key": pd.Series(dtype=str)})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _stored_synthetic_keys(study: Study, store: Any) -> list[str]:
+    """Stored synthetic keys of the plan, from the input index (nothing is computed)."""
+    keys = (study.extractions.synthetic_key(t.label) for t in study.plan.synthetic)
+    return [k for k in keys if k is not None and store.has_matrix(k)]
+
+
+def _library_versions() -> dict[str, str]:
+    out = {}
+    for lib in LIBRARIES:
+        try:
+            out[lib] = importlib.metadata.version(lib)
+        except importlib.metadata.PackageNotFoundError:
+            out[lib] = "not installed"
+    return out
+
+
+def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
+    """The report's ``provenance.json``: hashes, versions, seeds, stage seconds.
+
+    ``stages`` is the stage record (``stages.json``: ``last_run_seconds``,
+    ``total_seconds``, ``runs``).
+    """
+    from analysis import __version__
+
+    design, lock = study.design, study.lock
+    inf = design.data["inference"]
+    return {
+        "design": str(design.path),
+        "design_sha256": design.sha256,
+        "lock_sha256": lock.sha256,
+        "held_out_sha256": lock.held_out_sha256,
+        "package_version": __version__,
+        "git_commit": git_commit(),
+        "libraries": _library_versions(),
+        "seeds": {
+            "inputs": int(design.data["sampling"].get("inputs", {}).get("seed", 0)),
+            "inference": int(inf["seed"]),
+            "held_out_draw": int(design.data["held_out"]["seed"]),
+        },
+        "effort": study.plan.effort,
+        "stage_seconds": dict(stages.get("last_run_seconds", {})),
+        "stage_seconds_total": dict(stages.get("total_seconds", {})),
+        "runs": int(stages.get("runs", 1)),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> Any:
+    """Assemble :class:`analysis.report.results.StudyResults` from an opened study.
+
+    Parameters
+    ----------
+    study : Study
+    stages : mapping, optional, keyword-only
+        The stage record when the caller holds it (the runner); read from
+        ``stages.json`` otherwise.
+    """
+    from analysis.report.results import StudyResults
+    from analysis.store.store import Store
+
+    paths, plan, design = study.paths, study.plan, study.design
+    if not (paths.store / Store.INDEX).is_file():
+        raise ParameterError("STORE", "a study store (run `attnrank run` first)", str(paths.store))
+    with Store(paths.store) as store:
+        real_keys = study.real_keys()
+        synth_keys = _stored_synthetic_keys(study, store)
+        brackets = bracket_table(store, plan, real_keys, synth_keys, design.held_out)
+        features = feature_table(paths, real_keys)
+    record = read_json(paths.results / "compare.json", {})
+
+    def frame(name: str) -> pd.DataFrame | None:
+        f = paths.results / name
+        return pd.read_csv(f) if name in record.get("files", []) and f.is_file() else None
+
+    skipped = {}
+    if not record:
+        why = (
+            "the design has no real-checkpoint cells"
+            if not real_keys
+            else "the compare stage has not run yet (run `attnrank run` without --stop-after)"
+        )
+        skipped = {k: why for k in ("comparison", "comparison_ols", "head_level")}
+
+    if stages is None:
+        stages = read_json(paths.stages_file, {})
+    return StudyResults(
+        study=paths.design.stem,
+        title=str(design.data.get("title", paths.design.stem)),
+        design=design.data,
+        brackets=brackets,
+        features=features,
+        comparison=frame("comparison.csv"),
+        comparison_ols=frame("comparison_ols.csv"),
+        head_level=frame("head_level.csv"),
+        dropped_columns=list(record.get("dropped_columns", [])),
+        excluded=dict(record.get("excluded", {})),
+        provenance=provenance(study, stages),
+        lr_tests=frame("lr_tests.csv"),
+        head_level_meta=dict(record.get("head_level_meta", {})),
+        skipped=skipped,
+    )
+
+
+def load_results(
+    design_path: str | os.PathLike,
+    *,
+    root: str | os.PathLike | None = None,
+    checkpoint_paths: Mapping[str, Any] | None = None,
+) -> Any:
+    """Assemble :class:`analysis.report.results.StudyResults` from a study's stored stages.
+
+    Reads only what is stored (nothing is computed); the comparison frames are None when
+    the compare stage has not run. ``checkpoint_paths`` is accepted for symmetry with
+    :func:`~analysis.study.runner.run_study` and not used.
+    """
+    return study_results(Study.open(design_path, root=root))

@@ -1,0 +1,165 @@
+"""``run_study``: the stage order, ``stop_after``, and the wall seconds of every stage."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from analysis.study.comparison import compare_stage
+from analysis.study.core import Study
+from analysis.study.describe import descriptor_stage
+from analysis.study.paths import StudyPaths
+from analysis.study.records import StageClock
+from analysis.study.results import bracket_table, feature_table, study_results
+from analysis.study.stages import bracket_stage, extract_stage, synthetic_stage
+from analysis.validation import ParameterError, check_int
+
+__all__ = ["STAGES", "StudyRun", "run_study"]
+
+STAGES = ("extract", "brackets", "descriptors", "compare", "report")
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyRun:
+    """What one ``attnrank run`` did."""
+
+    study: str
+    paths: StudyPaths
+    computed: dict[str, int]
+    stage_seconds: dict[str, float]
+    report_files: tuple[str, ...]
+
+    def summary(self) -> str:
+        lines = [f"study {self.study}: stored under {self.paths.data}"]
+        for s in STAGES:
+            if s in self.stage_seconds:
+                n = self.computed.get(s)
+                extra = f", {n} computed" if n is not None else ""
+                lines.append(f"  {s:<12}{self.stage_seconds[s]:8.1f} s{extra}")
+        if self.report_files:
+            lines.append(f"report: {self.paths.report} ({len(self.report_files)} files)")
+        return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _timed(clock: StageClock, stage: str) -> Iterator[None]:
+    """Add the stage's wall seconds to the record, also when it is interrupted."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        clock.add(stage, time.perf_counter() - start)
+
+
+def run_study(
+    design_path: str | os.PathLike,
+    *,
+    root: str | os.PathLike | None = None,
+    workers: int = 1,
+    progress: bool = True,
+    checkpoint_paths: Mapping[str, str | os.PathLike] | None = None,
+    stop_after: str | None = None,
+    engine: Any = None,
+    say: Callable[[str], None] | None = None,
+) -> StudyRun:
+    """Run a locked design from its sources to its report, resuming what is stored.
+
+    The design and its lock are read once (:meth:`Study.open`), and so is the input index;
+    every stage gets the same :class:`~analysis.study.core.Study`.
+
+    Parameters
+    ----------
+    design_path : path
+        A design file with its ``.lock`` beside it.
+    root : path, optional, keyword-only
+        Study root (default: the parent of the design's folder).
+    workers : int, keyword-only
+        Processes for profiles and descriptors.
+    progress : bool, keyword-only
+        tqdm bars per stage.
+    checkpoint_paths : mapping, keyword-only
+        Design checkpoint id -> local folder holding it (or a stand-in); others resolve
+        offline as in ``attnrank extract``.
+    stop_after : str, optional, keyword-only
+        Stop after this stage (one of :data:`STAGES`).
+    engine : optional, keyword-only
+        Bracket engine override (tests).
+    say : callable, optional, keyword-only
+        Receives one-line messages (default: print).
+
+    Returns
+    -------
+    StudyRun
+
+    Raises
+    ------
+    analysis.prereg.PreregistrationError
+        Before any work, when the lock is missing or the design drifted.
+    ParameterError
+        Before any work, when a checkpoint is not available offline (listing them all).
+    """
+    from analysis.store.store import Store
+
+    say = say or print
+    workers = check_int("workers", workers, minimum=1)
+    if stop_after is not None and stop_after not in STAGES:
+        raise ParameterError("stop_after", f"one of {', '.join(STAGES)}", stop_after)
+    study = Study.open(design_path, root=root)  # lock drift stops the run before any work
+    plan, paths = study.plan, study.paths
+    study.check_blocks()
+    cpaths = {k: os.fspath(v) for k, v in (checkpoint_paths or {}).items()}
+    study.check_checkpoints(cpaths)
+    paths.data.mkdir(parents=True, exist_ok=True)
+    clock = StageClock(paths.stages_file)
+    computed: dict[str, int] = {}
+    report_files: tuple[str, ...] = ()
+    say(
+        f"study {paths.design.stem}: lock ok ({study.lock.sha256[:12]}), "
+        f"{len(plan.extractions)} inputs, {len(plan.synthetic)} synthetic matrices, "
+        f"{len(plan.temperatures)} temperatures x {len(plan.eps)} eps, effort {plan.effort}"
+    )
+    with Store(paths.store, create=True) as store:
+        with _timed(clock, "extract"):
+            before = len(store.matrices())
+            real_keys = extract_stage(study, store, cpaths, progress, say)
+            synth_keys = synthetic_stage(study, store)
+            computed["extract"] = len(store.matrices()) - before
+        if stop_after != "extract":
+            with _timed(clock, "brackets"):
+                computed["brackets"] = bracket_stage(
+                    study,
+                    store,
+                    real_keys,
+                    synth_keys,
+                    workers=workers,
+                    engine=engine,
+                    progress=progress,
+                )
+        if stop_after not in ("extract", "brackets"):
+            with _timed(clock, "descriptors"):
+                computed["descriptors"] = descriptor_stage(
+                    study, store, real_keys, workers, progress
+                )
+        if stop_after in (None, "compare", "report") and real_keys:
+            brackets = bracket_table(store, plan, real_keys, synth_keys, study.design.held_out)
+            features = feature_table(paths, real_keys)
+            with _timed(clock, "compare"):
+                compare_stage(study, brackets, features, say)
+    if stop_after in (None, "report"):
+        from analysis.report import build_report
+
+        with _timed(clock, "report"):
+            results = study_results(study, stages=clock.record)
+            files = build_report(results, paths.report, progress=progress)
+        report_files = tuple(str(p) for p in files.paths())
+    return StudyRun(
+        study=paths.design.stem,
+        paths=paths,
+        computed=computed,
+        stage_seconds=dict(clock.now),
+        report_files=report_files,
+    )

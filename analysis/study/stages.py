@@ -1,0 +1,128 @@
+"""Stages 1 and 2: extract the design's inputs and synthetic matrices, bracket them.
+
+Each stage takes the :class:`~analysis.study.core.Study` and the open store, skips what is
+stored, and returns what the next stage needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from analysis.study.core import Study
+from analysis.study.plan import ExtractionTask
+from analysis.validation import ParameterError
+
+__all__ = ["bracket_stage", "extract_stage", "synthetic_stage"]
+
+
+def _extraction_done(entry: Any, store: Any) -> bool:
+    return bool(entry) and all(store.has_matrix(k) for k in entry["keys"])
+
+
+def extract_stage(
+    study: Study,
+    store: Any,
+    checkpoint_paths: Mapping[str, Any],
+    progress: bool,
+    say: Callable[[str], None],
+) -> list[str]:
+    """Extract what is not stored yet; return every real matrix key of the plan."""
+    from tqdm.auto import tqdm
+
+    from analysis.sources import inputs
+    from analysis.sources.checkpoints import extract_from_model, load_checkpoint
+
+    plan, index = study.plan, study.extractions
+    keys: list[str] = []
+    todo = [t for t in plan.extractions if not _extraction_done(index.entry(t.label), store)]
+    for t in plan.extractions:
+        if t not in todo:
+            keys.extend(index.entry(t.label)["keys"])
+    if not todo:
+        return keys
+    by_ckpt: dict[str, list[ExtractionTask]] = {}
+    for t in todo:
+        by_ckpt.setdefault(t.checkpoint, []).append(t)
+    bar = tqdm(total=len(todo), desc="extract", unit="input", disable=not progress)
+    try:
+        for ck, tasks in by_ckpt.items():
+            bar.set_postfix_str(f"loading {ck}")
+            model = load_checkpoint(checkpoint_paths.get(ck, ck))
+            for t in tasks:
+                if model.is_vision:
+                    mi = inputs.corpus_image(model, t.corpus_seed, t.length)
+                else:
+                    mi = inputs.corpus_text(model, t.corpus_seed, t.length)
+                ex = extract_from_model(model, mi)
+                if ex.checkpoint_id != ck and ck in checkpoint_paths:
+                    # a stand-in folder: its records carry the design's id
+                    meta = {**ex.meta, "checkpoint": ck, "stand_in": ex.meta.get("checkpoint")}
+                    ex = dataclasses.replace(ex, meta=meta)
+                elif ex.checkpoint_id != ck:
+                    raise ParameterError(
+                        "checkpoint", f"a checkpoint resolving to {ck}", ex.checkpoint_id
+                    )
+                new = store.add_extraction(ex, heads=t.heads)
+                index.record_input(t.label, ex.input_id, new)
+                keys.extend(new)
+                bar.update(1)
+            del model
+    finally:
+        bar.close()
+    say(f"extract: {len(todo)} inputs extracted, {len(plan.extractions) - len(todo)} stored")
+    return keys
+
+
+def synthetic_stage(study: Study, store: Any) -> list[str]:
+    """Store the design's synthetic matrices not stored yet; return every synthetic key."""
+    from analysis.sources import synthetic
+
+    make = {"spherical": synthetic.spherical, "ball": synthetic.full_ball}
+    known = study.extractions.synthetic()
+    keys, changed = [], False
+    for t in study.plan.synthetic:
+        key = known.get(t.label)
+        if key is None or not store.has_matrix(key):
+            key = store.add_synthetic(make[t.family](t.n, t.d, t.beta, random_state=t.seed))
+            known[t.label] = key
+            changed = True
+        keys.append(key)
+    if changed:
+        study.extractions.save()
+    return keys
+
+
+def bracket_stage(
+    study: Study,
+    store: Any,
+    real_keys: Sequence[str],
+    synth_keys: Sequence[str],
+    *,
+    workers: int,
+    engine: Any,
+    progress: bool,
+) -> int:
+    """Profile real matrices at every design temperature, synthetic ones at t = 1.
+
+    Returns the number of profiles computed or extended.
+    """
+    from analysis.store.run import run_brackets
+
+    plan = study.plan
+    n = 0
+    for keys, temps in ((real_keys, plan.temperatures), (synth_keys, (1.0,))):
+        if keys:
+            s = run_brackets(
+                store,
+                plan.eps,
+                temperatures=temps,
+                effort=plan.effort,
+                workers=workers,
+                engine=engine,
+                progress=progress,
+                matrix_keys=keys,
+            )
+            n += s.computed + s.extended
+    return n
