@@ -630,6 +630,7 @@ def _compare_stage(
 ) -> dict[str, Any]:
     """Run (or reuse) the confirmatory comparison, its OLS refit and the head-level analysis."""
     from analysis.compare import compare_nested, head_level_analysis
+    from analysis.descriptors import covariate_kwargs
     from analysis.prereg.sealing import SealedCells
 
     real = brackets.loc[brackets["source"] == "checkpoint"]
@@ -685,6 +686,7 @@ def _compare_stage(
         log_columns=log_cols,
         lock_sha256=conf.lock_sha256,
         **kwargs,
+        **covariate_kwargs(conf.table.columns),
     )
     _write_frame(paths.results / "comparison.csv", res.to_frame())
     files.append("comparison.csv")
@@ -694,6 +696,7 @@ def _compare_stage(
         log_columns=log_cols,
         lock_sha256=conf.lock_sha256,
         **{**kwargs, "estimator": "ols"},
+        **covariate_kwargs(conf.table.columns),
     )
     _write_frame(paths.results / "comparison_ols.csv", ols.to_frame())
     files.append("comparison_ols.csv")
@@ -705,6 +708,7 @@ def _compare_stage(
         log_columns=log_cols,
         estimator=kwargs["estimator"],
         random_state=kwargs["random_state"],
+        **covariate_kwargs(train.columns),
     )
     _write_frame(paths.results / "head_level.csv", hl.to_frame())
     files.append("head_level.csv")
