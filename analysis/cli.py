@@ -20,7 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analysis.store.commands",
     "analysis.descriptors.describe",
     "analysis.prereg.cli",
-    "analysis.compare.cli",
+    "analysis.prereg.power_cli",
     "analysis.study.cli",
     "analysis.laws.cli",
 )

@@ -2,7 +2,9 @@
 
 Input is a tidy table (``cell_key``, ``cluster``, ``held_out``, ``y_lower``, ``y_upper``,
 ``BLOCK__feature`` columns); output is frozen result objects with ``to_frame()`` and
-``summary()``.
+``summary()``. Which blocks are calibrated, the order of blocks in the collinearity
+screen and which columns are diagnostics are arguments (in a study, the descriptor
+registry supplies them).
 """
 
 from analysis.compare.covariates import PreparedCovariates, prepare_covariates
@@ -23,30 +25,15 @@ from analysis.compare.nested import (
     cluster_bootstrap_effect,
     compare_nested,
 )
-from analysis.compare.validate import (
-    POWER_CURVE_COLUMNS,
-    StudySizes,
-    ValidationResult,
-    approximate_power,
-    load_widths,
-    minimum_detectable_effect,
-    power_curve,
-    simulate_study,
-    validate_comparison,
-)
 
 __all__ = [
-    "POWER_CURVE_COLUMNS",
     "RESULT_COLUMNS",
     "ComparisonResult",
     "FittedModel",
     "HeadLevelResult",
     "IntervalRegression",
     "PreparedCovariates",
-    "StudySizes",
-    "ValidationResult",
     "check_nested",
-    "approximate_power",
     "cluster_bootstrap_effect",
     "compare_nested",
     "fit_estimator",
@@ -56,12 +43,7 @@ __all__ = [
     "head_level_analysis",
     "interval_loglik",
     "interval_sq_loss",
-    "load_widths",
-    "minimum_detectable_effect",
-    "power_curve",
     "prepare_covariates",
     "residual_icc",
-    "simulate_study",
     "spearman",
-    "validate_comparison",
 ]

@@ -1,14 +1,20 @@
-"""Covariate preparation: logs, baseline calibration, standardization, collinearity.
+"""Covariate preparation: logs, calibration, standardization, collinearity.
 
 Columns are named ``BLOCK__feature``. Everything that is learned (isotonic maps, means,
 standard deviations, which columns survive) is learned on training rows only.
+
+This package knows no block by name: which blocks are calibrated, the order in which
+blocks enter the collinearity screen and which columns are diagnostics (never covariates)
+are arguments. Their defaults are neutral (no calibration, each model's own block order,
+no diagnostics), so a table from any field is prepared exactly as described by its
+arguments; a study passes what its descriptor registry declares
+(``analysis.descriptors.covariate_kwargs``).
 """
 
 from __future__ import annotations
 
-import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,8 +24,6 @@ from sklearn.isotonic import IsotonicRegression
 from analysis.validation import ParameterError
 
 __all__ = [
-    "BLOCK_ORDER",
-    "CALIBRATED_BLOCKS",
     "PreparedCovariates",
     "block_columns",
     "greedy_independent",
@@ -27,32 +31,36 @@ __all__ = [
     "prepare_covariates",
 ]
 
-#: Built-in blocks in the order used for collinearity screening; plugins follow.
-BLOCK_ORDER: tuple[str, ...] = ("baseline", "baseline_plus", "native", "intrinsic")
-#: Blocks whose covariates are replaced by isotonic calibrations.
-CALIBRATED_BLOCKS: tuple[str, ...] = ("baseline", "baseline_plus")
-#: Per-r diagnostics (``intrinsic__q_r3``) are written by ``describe`` but never covariates.
-DIAGNOSTIC_RE = re.compile(r"_r\d+$")
 
-
-def block_columns(columns: Sequence[str], block: str) -> list[str]:
-    """Covariate columns of one block, in table order (per-r diagnostics excluded)."""
+def block_columns(
+    columns: Sequence[str], block: str, *, diagnostic_columns: Collection[str] = ()
+) -> list[str]:
+    """Covariate columns of one block, in table order (``diagnostic_columns`` excluded)."""
     prefix = block + "__"
-    return [
-        c for c in columns if c.startswith(prefix) and not DIAGNOSTIC_RE.search(c[len(prefix) :])
-    ]
+    skip = set(diagnostic_columns)
+    return [c for c in columns if c.startswith(prefix) and c not in skip]
 
 
-def _ordered_blocks(blocks: Sequence[str]) -> list[str]:
-    known = [b for b in BLOCK_ORDER if b in blocks]
-    return known + [b for b in blocks if b not in BLOCK_ORDER]
+def _ordered_blocks(blocks: Sequence[str], block_order: Sequence[str] = ()) -> list[str]:
+    """A model's blocks: those in ``block_order`` first, in that order, then the rest as given."""
+    known = [b for b in block_order if b in blocks]
+    return known + [b for b in blocks if b not in block_order]
 
 
-def model_feature_columns(columns: Sequence[str], blocks: Sequence[str]) -> list[str]:
-    """A model's covariate columns in block order; a block with none raises."""
+def model_feature_columns(
+    columns: Sequence[str],
+    blocks: Sequence[str],
+    *,
+    block_order: Sequence[str] = (),
+    diagnostic_columns: Collection[str] = (),
+) -> list[str]:
+    """A model's covariate columns in block order; a block with none raises.
+
+    ``block_order`` and ``diagnostic_columns`` are as in :func:`prepare_covariates`.
+    """
     out: list[str] = []
-    for b in _ordered_blocks(blocks):
-        cols = block_columns(columns, b)
+    for b in _ordered_blocks(blocks, block_order):
+        cols = block_columns(columns, b, diagnostic_columns=diagnostic_columns)
         if not cols:
             raise ParameterError("models", f"a block with {b}__* columns in the table", b)
         out.extend(cols)
@@ -123,7 +131,9 @@ def prepare_covariates(
     train: np.ndarray,
     *,
     log_columns: Sequence[str] = (),
-    calibrate_blocks: Sequence[str] = CALIBRATED_BLOCKS,
+    calibrate_blocks: Sequence[str] = (),
+    block_order: Sequence[str] = (),
+    diagnostic_columns: Collection[str] = (),
     tol: float = 1e-8,
 ) -> PreparedCovariates:
     """Build each model's covariate matrix from a tidy table.
@@ -139,7 +149,15 @@ def prepare_covariates(
     log_columns : sequence of str, keyword-only
         Positive scale features entered as natural logs; a non-positive value raises.
     calibrate_blocks : sequence of str, keyword-only
-        Blocks whose covariates are replaced by isotonic calibrations.
+        Blocks whose covariates are replaced by isotonic calibrations (default none: a
+        calibration is a modelling choice about a block, which only its owner can make).
+    block_order : sequence of str, keyword-only
+        Blocks in the order their columns enter the collinearity screen; a model's blocks
+        not listed follow in the model's own order (default: each model's own order).
+        One order shared by every model keeps a nested pair's kept columns nested.
+    diagnostic_columns : collection of str, keyword-only
+        Columns that are never covariates even when their block is in a model (default
+        none: every ``block__feature`` column of a model's blocks is a covariate).
     tol : float, keyword-only
         Relative tolerance for constant and collinear columns.
 
@@ -155,18 +173,32 @@ def prepare_covariates(
     midpoints ``(a + b) / 2`` on ``x`` (training rows with a non-finite midpoint are
     skipped); (3) standardization ``(x - m) / s`` with training mean and SD; a column
     with ``s <= tol * max(1, |m|)`` is dropped as constant; (4) per model, a pivoted QR
-    in block order (baseline, baseline_plus, native, intrinsic, plugins): column j is
+    in ``block_order`` (then the model's other blocks), columns of a block in table
+    order: column j is
     kept when the norm of its residual on the kept columns (training rows, with an
     intercept) exceeds ``sqrt(tol)`` times its own norm, else dropped as collinear.
     Greedy order means a nested pair keeps nested columns.
     """
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
+    for name, names in (
+        ("log_columns", log_columns),
+        ("calibrate_blocks", calibrate_blocks),
+        ("block_order", block_order),
+        ("diagnostic_columns", diagnostic_columns),
+    ):
+        if isinstance(names, str):  # a lone string would be read letter by letter
+            raise ParameterError(name, "a sequence of names, not one string", names)
     train = np.asarray(train, dtype=bool)
     if train.shape != (len(table),) or not train.any():
         raise ParameterError("train", "a boolean mask with at least one training row", train)
     cols_all = list(table.columns)
-    model_cols = {m: model_feature_columns(cols_all, b) for m, b in models.items()}
+    model_cols = {
+        m: model_feature_columns(
+            cols_all, b, block_order=block_order, diagnostic_columns=diagnostic_columns
+        )
+        for m, b in models.items()
+    }
     used = list(dict.fromkeys(c for cols in model_cols.values() for c in cols))
     for c in log_columns:
         if c not in cols_all:

@@ -6,17 +6,13 @@ and without head fixed effects, and the within-head correlation of M0 residuals.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from analysis.compare.covariates import (
-    CALIBRATED_BLOCKS,
-    greedy_independent,
-    prepare_covariates,
-)
+from analysis.compare.covariates import greedy_independent, prepare_covariates
 from analysis.compare.estimators import fit_estimator
 from analysis.compare.metrics import interval_sq_loss
 from analysis.validation import ParameterError, check_int, check_random_state
@@ -118,7 +114,9 @@ def head_level_analysis(
     fold_columns: Sequence[str] = ("input_id", "length"),
     n_folds: int = 5,
     random_state: int | np.random.Generator | None = None,
-    calibrate_blocks: Sequence[str] = CALIBRATED_BLOCKS,
+    calibrate_blocks: Sequence[str] = (),
+    block_order: Sequence[str] = (),
+    diagnostic_columns: Collection[str] = (),
 ) -> HeadLevelResult:
     """Cross-validated loss of each model with and without head fixed effects.
 
@@ -131,8 +129,11 @@ def head_level_analysis(
         Model name -> blocks.
     base_model : str, keyword-only
         Reference for ``gain_vs_base`` and the residual ICC (default: first model).
-    log_columns, estimator, calibrate_blocks : keyword-only
+    log_columns, estimator : keyword-only
         As in :func:`~analysis.compare.nested.compare_nested`.
+    calibrate_blocks, block_order, diagnostic_columns : keyword-only
+        As in :func:`~analysis.compare.nested.compare_nested` (neutral defaults: no
+        calibration, each model's own block order, no diagnostics).
     fold_columns : sequence of str, keyword-only
         Folds are the groups of these columns (default ``(input_id, length)``), shared by
         every head, so each head's fixed effect is estimated on its own other-fold cells.
@@ -192,6 +193,8 @@ def head_level_analysis(
                     train,
                     log_columns=log_columns,
                     calibrate_blocks=calibrate_blocks,
+                    block_order=block_order,
+                    diagnostic_columns=diagnostic_columns,
                 )
                 X = prep.matrices[name]
                 if fe:
@@ -223,6 +226,8 @@ def head_level_analysis(
         all_rows,
         log_columns=log_columns,
         calibrate_blocks=calibrate_blocks,
+        block_order=block_order,
+        diagnostic_columns=diagnostic_columns,
     )
     fit = fit_estimator(estimator, prep.matrices[base_model], lower, upper, groups=clusters)
     mid = 0.5 * (lower + upper)

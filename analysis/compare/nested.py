@@ -7,7 +7,7 @@ fitted on training rows; metrics are computed on held-out rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,11 +15,7 @@ import pandas as pd
 from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
-from analysis.compare.covariates import (
-    CALIBRATED_BLOCKS,
-    model_feature_columns,
-    prepare_covariates,
-)
+from analysis.compare.covariates import model_feature_columns, prepare_covariates
 from analysis.compare.estimators import ESTIMATORS, FittedModel, fit_estimator
 from analysis.compare.metrics import (
     HIGHER_IS_BETTER,
@@ -205,13 +201,18 @@ def check_nested(
     rich: str,
     *,
     name: str = "pairs",
+    diagnostic_columns: Collection[str] = (),
 ) -> None:
-    """Raise unless every covariate column of ``base`` is a column of ``rich``."""
+    """Raise unless every covariate column of ``base`` is a column of ``rich``.
+
+    ``diagnostic_columns`` are not covariates (see
+    :func:`~analysis.compare.covariates.prepare_covariates`).
+    """
     for m in (base, rich):
         if m not in models:
             raise ParameterError(name, "model names among " + ", ".join(models), m)
-    bcols = model_feature_columns(columns, models[base])
-    rcols = set(model_feature_columns(columns, models[rich]))
+    bcols = model_feature_columns(columns, models[base], diagnostic_columns=diagnostic_columns)
+    rcols = set(model_feature_columns(columns, models[rich], diagnostic_columns=diagnostic_columns))
     for c in bcols:
         if c not in rcols:
             raise ParameterError(
@@ -245,7 +246,9 @@ def compare_nested(
     ci_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
     lock_sha256: str | None = None,
-    calibrate_blocks: Sequence[str] = CALIBRATED_BLOCKS,
+    calibrate_blocks: Sequence[str] = (),
+    block_order: Sequence[str] = (),
+    diagnostic_columns: Collection[str] = (),
 ) -> ComparisonResult:
     """Fit nested models on training cells and compare them on held-out cells.
 
@@ -275,7 +278,12 @@ def compare_nested(
         Seeds the bootstrap (the same resamples serve every pair and metric).
     lock_sha256 : str or None, keyword-only
         Stamped on every row (a confirmatory run passes the lock's hash).
-    calibrate_blocks : sequence of str, keyword-only
+    calibrate_blocks, block_order, diagnostic_columns : keyword-only
+        Which blocks are calibrated, the order of blocks in the collinearity screen and
+        which columns are never covariates; see
+        :func:`~analysis.compare.covariates.prepare_covariates`. The defaults are neutral
+        (no calibration, each model's own block order, no diagnostics); a study passes
+        what its descriptor registry declares.
 
     Returns
     -------
@@ -319,9 +327,11 @@ def compare_nested(
         raise ParameterError("family", "at least one pair", family)
     cols = list(table.columns)
     for i, (b, r) in enumerate(family):
-        check_nested(cols, models, b, r, name=f"family[{i}]")
+        check_nested(cols, models, b, r, name=f"family[{i}]", diagnostic_columns=diagnostic_columns)
     for i, (b, r) in enumerate(extra_pairs):
-        check_nested(cols, models, b, r, name=f"extra_pairs[{i}]")
+        check_nested(
+            cols, models, b, r, name=f"extra_pairs[{i}]", diagnostic_columns=diagnostic_columns
+        )
 
     held = table["held_out"].to_numpy()
     if held.dtype != bool:
@@ -352,6 +362,8 @@ def compare_nested(
         train,
         log_columns=log_columns,
         calibrate_blocks=calibrate_blocks,
+        block_order=block_order,
+        diagnostic_columns=diagnostic_columns,
     )
 
     lo_h, up_h = lower[held], upper[held]

@@ -40,6 +40,7 @@ def _baseline_matrix(A: np.ndarray, mask: np.ndarray | None) -> dict[str, object
     needs=("A", "mask"),
     log_scale=("n_queries", "n_keys", "temperature", "eps", "max_col_mass", "stable_rank"),
     integers=("n_queries", "n_keys", "svd_rank_l2"),
+    calibrated=True,
 )
 def baseline(cell: Cell) -> dict[str, float]:
     """Design variables and spectrum/entropy summaries of A at the cell's temperature.
@@ -89,6 +90,7 @@ def svd_projection_errors(A: np.ndarray) -> np.ndarray:
     needs=("A",),
     diagnostics=("svd_proj_error",),
     integers=("svd_proj_rank",),
+    calibrated=True,
 )
 def baseline_plus(cell: Cell) -> dict[str, float]:
     """The cheap SVD-projection rank (a sensitivity block, outside the primary baseline).

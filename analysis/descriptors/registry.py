@@ -9,7 +9,12 @@ memoizes per matrix, so an SVD or a kappa solve is done once per matrix and reus
 
 Feature metadata (for the comparison stage): every feature has a ``kind`` (``"covariate"``
 or ``"diagnostic"``: diagnostics are written but never enter a model), a ``log_scale`` flag
-(positive scale features, entered as natural logs) and an ``integer`` flag.
+(positive scale features, entered as natural logs) and an ``integer`` flag. Block metadata
+for the comparison stage: whether a block's covariates are isotonically calibrated
+(``calibrated``) and the order in which blocks enter the collinearity screen
+(:func:`block_order`: built-in blocks first, plugins after in registration order).
+:func:`covariate_kwargs` hands these facts to ``analysis.compare``, which knows no block
+by name.
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ class Block:
         ``fnmatch`` patterns over feature names: which are diagnostics (not covariates),
         which are positive scale features (natural logs downstream), which are integers.
     description : str
+    calibrated : bool
+        Whether the comparison replaces the block's covariates by isotonic calibrations
+        of the outcome (see :func:`calibrated_blocks`).
     """
 
     name: str
@@ -67,6 +75,7 @@ class Block:
     log_scale: tuple[str, ...] = ()
     integers: tuple[str, ...] = ()
     description: str = ""
+    calibrated: bool = False
 
     def info(self, feature: str) -> FeatureInfo:
         """Metadata of one of this block's features."""
@@ -94,6 +103,7 @@ def descriptor(
     diagnostics: Iterable[str] = (),
     log_scale: Iterable[str] = (),
     integers: Iterable[str] = (),
+    calibrated: bool = False,
     replace: bool = False,
 ) -> Callable[[Callable[[Cell], Mapping[str, Any]]], Callable[[Cell], Mapping[str, Any]]]:
     """Register a descriptor block (decorator).
@@ -107,6 +117,10 @@ def descriptor(
     diagnostics, log_scale, integers : iterable of str, keyword-only
         ``fnmatch`` patterns over the block's feature names (see :class:`Block`).
         Features not matched by ``diagnostics`` are covariates.
+    calibrated : bool, keyword-only
+        Whether the comparison calibrates the block's covariates (isotonic regression on
+        training midpoints). Built in: ``baseline`` and ``baseline_plus``; plugin blocks
+        are usually not calibrated.
     replace : bool, keyword-only
         Allow replacing an existing block of the same name.
 
@@ -122,6 +136,8 @@ def descriptor(
     """
     if not isinstance(name, str) or not _NAME.match(name) or "__" in name:
         raise ParameterError("name", "a letter then letters, digits, single underscores", name)
+    if not isinstance(calibrated, bool):
+        raise ParameterError("calibrated", "True or False", calibrated)
     needs = tuple(needs)
     for n in needs:
         if n not in ARRAYS:
@@ -138,6 +154,7 @@ def descriptor(
             log_scale=tuple(log_scale),
             integers=tuple(integers),
             description=(func.__doc__ or "").strip().split("\n")[0],
+            calibrated=calibrated,
         )
         return func
 
@@ -163,9 +180,66 @@ def _ensure_builtin() -> None:
 
 
 def registered() -> dict[str, Block]:
-    """All registered blocks by name, built-in ones first, then in registration order."""
+    """All registered blocks by name, in registration order.
+
+    Built-in blocks are registered on first use, so a plugin loaded before that comes
+    first here; :func:`block_order` gives the canonical order.
+    """
     _ensure_builtin()
     return dict(_REGISTRY)
+
+
+def block_order() -> tuple[str, ...]:
+    """Registered block names in the comparison's order.
+
+    Built-in blocks first, in the order of :data:`BUILTIN_MODULES` and of registration
+    within a module (``baseline``, ``baseline_plus``, ``native``, ``intrinsic``), then
+    plugin blocks in registration order. The comparison screens collinear columns in this
+    order, so one fixed order for every model keeps a nested pair's kept columns nested.
+    """
+    blocks = registered()
+
+    def rank(name: str) -> int:
+        module = blocks[name].func.__module__
+        return BUILTIN_MODULES.index(module) if module in BUILTIN_MODULES else len(BUILTIN_MODULES)
+
+    return tuple(sorted(blocks, key=rank))  # stable: registration order within a rank
+
+
+def calibrated_blocks() -> tuple[str, ...]:
+    """Names of the blocks declared ``calibrated``, in :func:`block_order`."""
+    blocks = registered()
+    return tuple(b for b in block_order() if blocks[b].calibrated)
+
+
+def diagnostic_columns(columns: Iterable[str]) -> tuple[str, ...]:
+    """The ``block__feature`` columns among ``columns`` whose feature is a diagnostic.
+
+    Diagnostics (per-r columns such as ``intrinsic__q_r3``, and the others each block
+    declares) are written by ``describe`` but never enter a model. Columns without
+    ``__`` are skipped; a column of an unregistered block raises (see
+    :func:`feature_info`).
+    """
+    return tuple(c for c in columns if "__" in c and feature_info(c).kind == "diagnostic")
+
+
+def covariate_kwargs(columns: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """What the registry tells the comparison about a table with these columns.
+
+    Returns
+    -------
+    dict
+        ``block_order`` (:func:`block_order`), ``calibrate_blocks``
+        (:func:`calibrated_blocks`) and ``diagnostic_columns``
+        (:func:`diagnostic_columns` of ``columns``): the keyword arguments of
+        ``analysis.compare.compare_nested``, ``head_level_analysis`` and
+        ``prepare_covariates`` that carry descriptor facts.
+    """
+    return {
+        "block_order": block_order(),
+        "calibrate_blocks": calibrated_blocks(),
+        "diagnostic_columns": diagnostic_columns(columns),
+    }
 
 
 def get_block(name: str) -> Block:

@@ -1,4 +1,8 @@
-"""Preregistration: design schema, held-out draw, lock / check / amend, sealing."""
+"""Preregistration: design schema, held-out draw, lock / check / amend, sealing, power.
+
+The power analysis (:mod:`analysis.prereg.power`, :mod:`analysis.prereg.power_curve`)
+simulates a design's study and runs ``analysis.compare`` on it.
+"""
 
 from analysis.prereg.design import (
     Design,
@@ -21,26 +25,58 @@ from analysis.prereg.lock import (
     lock_path,
     require_locked,
 )
+from analysis.prereg.power import (
+    SIMULATED_BLOCKS,
+    SIMULATED_COVARIATES,
+    StudySizes,
+    ValidationResult,
+    load_widths,
+    simulate_study,
+    simulated_comparison,
+    simulated_decisions,
+    sizes_from_design,
+    validate_comparison,
+)
+from analysis.prereg.power_curve import (
+    POWER_CURVE_COLUMNS,
+    approximate_power,
+    minimum_detectable_effect,
+    power_curve,
+)
 from analysis.prereg.sealing import ConfirmatoryData, SealedCells
 
 __all__ = [
     "ConfirmatoryData",
     "Design",
     "Lock",
+    "POWER_CURVE_COLUMNS",
     "PreregistrationError",
+    "SIMULATED_BLOCKS",
+    "SIMULATED_COVARIATES",
     "SealedCells",
+    "StudySizes",
+    "ValidationResult",
     "amend_design",
+    "approximate_power",
     "canonical_bytes",
     "check_design",
-    "deviations_path",
     "design_sha256",
+    "deviations_path",
     "draw_held_out",
     "heads_sha256",
     "load_design",
+    "load_widths",
     "lock_design",
     "lock_path",
+    "minimum_detectable_effect",
     "population",
+    "power_curve",
     "require_locked",
+    "simulate_study",
+    "simulated_comparison",
+    "simulated_decisions",
+    "sizes_from_design",
+    "validate_comparison",
     "validate_design",
     "write_held_out",
 ]

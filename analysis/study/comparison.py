@@ -70,13 +70,18 @@ def fit_comparisons(
         The design's estimator, the OLS refit, the head-level analysis.
     """
     from analysis.compare import compare_nested, head_level_analysis
+    from analysis.descriptors import covariate_kwargs
 
+    # Block order, calibrated blocks and diagnostic columns come from the descriptor
+    # registry: compare itself names no block.
+    blocks = covariate_kwargs(confirmatory.columns)
     res = compare_nested(
         confirmatory,
         models,
         log_columns=log_columns,
         lock_sha256=lock_sha256,
         **kwargs,
+        **blocks,
     )
     ols = compare_nested(
         confirmatory,
@@ -84,6 +89,7 @@ def fit_comparisons(
         log_columns=log_columns,
         lock_sha256=lock_sha256,
         **{**kwargs, "estimator": "ols"},
+        **blocks,
     )
     hl = head_level_analysis(
         training,
@@ -91,6 +97,7 @@ def fit_comparisons(
         log_columns=log_columns,
         estimator=kwargs["estimator"],
         random_state=kwargs["random_state"],
+        **covariate_kwargs(training.columns),
     )
     return res, ols, hl
 

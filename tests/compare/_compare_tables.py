@@ -48,7 +48,7 @@ def make_table(
             "baseline__scale": x2,
             "native__q": nat,
             "intrinsic__k": intr,
-            "intrinsic__q_r3": rng.normal(size=n),  # a per-r diagnostic: never a covariate
+            "intrinsic__q_r3": rng.normal(size=n),  # a diagnostic (see COVARIATES)
         }
     )
 
@@ -60,3 +60,10 @@ MODELS = {
     "M3": ["baseline", "native", "intrinsic"],
 }
 FAMILY = [("M0", "M1"), ("M0", "M2"), ("M0", "M3")]
+#: What a descriptor registry would say about these tables (compare's own defaults are
+#: neutral): calibrated blocks, the screen's block order, the per-r diagnostic.
+COVARIATES = {
+    "calibrate_blocks": ("baseline", "baseline_plus"),
+    "block_order": ("baseline", "baseline_plus", "native", "intrinsic"),
+    "diagnostic_columns": ("intrinsic__q_r3",),
+}

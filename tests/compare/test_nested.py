@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _compare_tables import FAMILY, MODELS, make_table
+from _compare_tables import COVARIATES, FAMILY, MODELS, make_table
 from statsmodels.stats.multitest import multipletests
 
 from analysis.compare import (
@@ -31,7 +31,7 @@ def test_prepare_covariates(table):
         baseline__x1_copy=table["baseline__x1"],
     )
     train = ~t["held_out"].to_numpy()
-    prep = prepare_covariates(t, MODELS, train, log_columns=["baseline__scale"])
+    prep = prepare_covariates(t, MODELS, train, log_columns=["baseline__scale"], **COVARIATES)
     # block order: baseline columns first; duplicates dropped after their original
     assert prep.columns["M1"] == ("baseline__x1", "baseline__scale", "native__q")
     assert prep.columns["M2"] == ("baseline__x1", "baseline__scale", "intrinsic__k")
@@ -49,6 +49,32 @@ def test_prepare_covariates(table):
     assert np.all(np.diff(X[order, 0]) >= -1e-12)
     # the per-r diagnostic never enters
     assert all("q_r3" not in c for cols in prep.columns.values() for c in cols)
+
+
+def test_neutral_defaults_know_no_block(table):
+    # without the registry's facts: nothing calibrated, each model's own block order,
+    # every column of a model's blocks a covariate
+    train = ~table["held_out"].to_numpy()
+    models = {"N": ["native", "baseline"], "I": ["intrinsic"]}
+    prep = prepare_covariates(table, models, train)
+    assert prep.columns["N"] == ("native__q", "baseline__x1", "baseline__scale")
+    assert prep.columns["I"] == ("intrinsic__k", "intrinsic__q_r3")
+    x = table["baseline__x1"].to_numpy()
+    want = (x - x[train].mean()) / x[train].std()
+    np.testing.assert_allclose(prep.matrices["N"][:, 1], want, rtol=1e-12, atol=1e-12)
+    # the same call told the facts: registry order, baseline calibrated, q_r3 left out
+    told = prepare_covariates(table, models, train, **COVARIATES)
+    assert told.columns["N"] == ("baseline__x1", "baseline__scale", "native__q")
+    assert told.columns["I"] == ("intrinsic__k",)
+    assert not np.allclose(told.matrices["N"][:, 0], want)
+
+
+@pytest.mark.parametrize("name", ["calibrate_blocks", "block_order", "diagnostic_columns"])
+def test_one_string_is_not_a_list_of_names(table, name):
+    train = ~table["held_out"].to_numpy()
+    with pytest.raises(ParameterError) as info:
+        prepare_covariates(table, MODELS, train, **{name: "baseline"})
+    assert info.value.name == name
 
 
 def test_prepare_errors(table):
@@ -78,6 +104,7 @@ def test_result_frame_and_decision(table):
         random_state=0,
         lock_sha256="abc",
         extra_pairs=[("M2", "M3")],
+        **COVARIATES,
     )
     f = res.to_frame()
     assert tuple(f.columns) == RESULT_COLUMNS
@@ -113,6 +140,7 @@ def test_sensitivity_estimators(table):
             metrics=("interval_sq_loss",),
             random_state=1,
             log_columns=["baseline__scale"],
+            **COVARIATES,
         )
         assert res.estimator == est
         assert res.to_frame().loc[0, "effect"] > 0
@@ -121,7 +149,7 @@ def test_sensitivity_estimators(table):
 def test_nonnested_pair_names_the_column(table):
     models = {"A": ["baseline", "intrinsic"], "B": ["baseline", "native"]}
     with pytest.raises(ParameterError, match="B lacks column intrinsic__k of A") as info:
-        compare_nested(table, models, family=[("A", "B")], n_boot=99)
+        compare_nested(table, models, family=[("A", "B")], n_boot=99, **COVARIATES)
     assert info.value.name == "family[0]"
 
 
@@ -172,6 +200,7 @@ def test_null_native_is_not_declared(rng):
         random_state=2,
         metrics=("interval_sq_loss",),
         log_columns=["baseline__scale"],
+        **COVARIATES,
     )
     assert not res.adds_information("M0", "M1")
 
@@ -231,7 +260,7 @@ def test_head_level_analysis(rng):
     t["y_lower"] += s
     t["y_upper"] += s
     t["native__q"] = s + 0.01 * rng.normal(size=len(t))
-    res = head_level_analysis(t, MODELS, log_columns=["baseline__scale"])
+    res = head_level_analysis(t, MODELS, log_columns=["baseline__scale"], **COVARIATES)
     f = res.to_frame()
     assert list(f.columns) == [
         "model",
@@ -287,6 +316,7 @@ def test_locked_design_drives_a_confirmatory_run(tmp_path, rng):
         **design.comparison_kwargs(),
         log_columns=["baseline__scale"],
         lock_sha256=data.lock_sha256,
+        **COVARIATES,
     )
     f = res.to_frame()
     assert (f["lock_sha256"] == lock["design_sha256"]).all()

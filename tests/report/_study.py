@@ -18,7 +18,14 @@ import pandas as pd
 from analysis.brackets import profile_matrix
 from analysis.compare import compare_nested
 from analysis.compare.headlevel import head_level_analysis
-from analysis.descriptors.registry import Cell, MatrixData, feature_info, get_block, run_block
+from analysis.descriptors.registry import (
+    Cell,
+    MatrixData,
+    covariate_kwargs,
+    feature_info,
+    get_block,
+    run_block,
+)
 from analysis.report.results import BRACKET_COLUMNS, StudyResults
 from analysis.sources.synthetic import full_ball, spherical
 
@@ -233,6 +240,7 @@ def make_study(seed: int = 0) -> StudyResults:
         n_boot=inf["bootstrap_replicates"],
         alpha=inf["alpha"],
         random_state=inf["seed"],
+        **covariate_kwargs(table.columns),
     )
     lock = "ab" * 32
     res = compare_nested(table, models, estimator="interval", lock_sha256=lock, **kwargs)
@@ -240,7 +248,12 @@ def make_study(seed: int = 0) -> StudyResults:
     train = table.loc[~table["held_out"]].drop(columns=["held_out"])
     hl_models = {k: models[k] for k in ("M0", "M1", "M2", "M3")}
     hl = head_level_analysis(
-        train, hl_models, log_columns=log_columns, estimator="ols", random_state=3
+        train,
+        hl_models,
+        log_columns=log_columns,
+        estimator="ols",
+        random_state=3,
+        **covariate_kwargs(train.columns),
     )
     return StudyResults(
         study="report-test",

@@ -1,4 +1,7 @@
-"""``attnrank validate-comparison``: false-positive rate and power of the decision rule."""
+"""``attnrank validate-comparison``: false-positive rate and power of the decision rule.
+
+The library part (sizes of a design, the simulation) is :mod:`analysis.prereg.power`.
+"""
 
 from __future__ import annotations
 
@@ -7,61 +10,17 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.compare.validate import (
+from analysis.prereg.power import (
     DEFAULT_WIDTHS,
     INTRINSIC_FEATURES,
     NATIVE_FEATURES,
     StudySizes,
-    _check_assumptions,
+    check_assumptions,
     load_widths,
+    sizes_from_design,
     validate_comparison,
 )
 from analysis.validation import ParameterError, check_int, check_positive_finite
-
-
-def sizes_from_design(path: str | Path) -> StudySizes:
-    """The simulation sizes of a design file.
-
-    Heads, held-out heads, grid, and what the confirmatory run takes from the design
-    (``Design.comparison_kwargs``): the models of the Holm family, the family, estimator,
-    primary metric, B, alpha, CI level; the confirmatory pair is the design's
-    ``kind = "confirmatory"`` hypothesis (else the family's first pair).
-    """
-    from analysis.prereg.design import load_design  # cli may join stages
-
-    design = load_design(path, require_held_out=False)
-    data = design.data
-    pop = design.population()
-    frac = float(data["held_out"]["fraction"])
-    held = data["held_out"].get("heads") or []
-    n_held = len(held) if held else round(frac * len(pop))
-    s = data["sampling"]
-    lengths = None
-    for src in s["sources"]:
-        if src.get("kind") == "checkpoint":
-            lengths = src.get("lengths", s.get("lengths"))
-            break
-    kw = design.comparison_kwargs()
-    family = tuple(tuple(p) for p in kw["family"])
-    used = list(dict.fromkeys(m for p in family for m in p))
-    conf = [tuple(h["pair"]) for h in data.get("hypotheses", []) if h.get("kind") == "confirmatory"]
-    return StudySizes(
-        name=str(path),
-        n_heads=len(pop),
-        n_held_out=n_held,
-        lengths=tuple(lengths),
-        temperatures=tuple(s["temperatures"]),
-        eps=tuple(s["eps"]),
-        inputs_per_length=int(s["inputs"]["per_length"]),
-        n_boot=int(kw["n_boot"]),
-        alpha=float(kw["alpha"]),
-        ci_level=float(kw["ci_level"]),
-        models=tuple((m, tuple(design.models[m])) for m in used),
-        family=family,
-        confirmatory=conf[0] if conf else family[0],
-        estimator=str(kw["estimator"]),
-        primary_metric=str(kw["primary_metric"]),
-    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -70,7 +29,7 @@ def _run(args: argparse.Namespace) -> int:
     effect = check_positive_finite("--effect", args.effect)
     if effect >= 1:
         raise ParameterError("--effect", "a share in (0, 1)", args.effect)
-    _check_assumptions(
+    check_assumptions(
         icc=args.icc,
         residual_sd=args.residual_sd,
         native_head_share=args.native_head_share,

@@ -1,39 +1,47 @@
-"""Validation of the pre-specified comparison by simulation (false-positive rate, power).
+"""Power analysis of the pre-specified comparison by simulation (false-positive rate, power).
 
-Simulated studies have the shipped design's sizes (heads, held-out heads, cells per
-head, B, alpha, Holm family), heads with a random effect, and interval outcomes whose
-widths are resampled from real bracket widths (never from a study's held-out heads).
-The full pipeline (calibration, standardization, collinearity screen, interval fits,
-cluster bootstrap, Holm, decision rule) runs on each, called exactly as the confirmatory
-run calls it (``compare_nested(table, models, **design.comparison_kwargs())``) with the
-design's models, Holm family, estimator, primary metric, B, alpha and CI level.
-:func:`approximate_power` is the closed-form normal approximation that explains the
-simulated power (see its Notes and ``docs/prereg.md``).
+Simulated studies have a design's sizes (heads, held-out heads, cells per head, B, alpha,
+Holm family; :func:`sizes_from_design`), heads with a random effect, and interval
+outcomes whose widths are resampled from real bracket widths (never from a study's
+held-out heads). The full pipeline (calibration, standardization, collinearity screen,
+interval fits, cluster bootstrap, Holm, decision rule) runs on each through
+:func:`simulated_comparison`, called exactly as the confirmatory run calls it
+(``compare_nested(table, models, **design.comparison_kwargs())``) with the design's
+models, Holm family, estimator, primary metric, B, alpha and CI level, and with the
+simulated blocks' covariate facts (:data:`SIMULATED_COVARIATES`) where the real run has
+the descriptor registry's. Power curves and the closed-form approximation that explains
+the simulated power are in :mod:`analysis.prereg.power_curve`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 
-from analysis.compare.nested import compare_nested
+from analysis.compare import ComparisonResult, compare_nested
+from analysis.prereg.design import load_design
 from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
     "DEFAULT_WIDTHS",
-    "POWER_CURVE_COLUMNS",
+    "INTRINSIC_FEATURES",
+    "NATIVE_FEATURES",
     "SIMULATED_BLOCKS",
+    "SIMULATED_COVARIATES",
     "StudySizes",
     "ValidationResult",
-    "approximate_power",
+    "check_assumptions",
     "load_widths",
-    "minimum_detectable_effect",
-    "power_curve",
     "simulate_study",
+    "simulated_comparison",
+    "simulated_decisions",
+    "sizes_from_design",
     "validate_comparison",
 ]
 
@@ -50,32 +58,24 @@ FAMILY = (("M0", "M1"), ("M0", "M2"), ("M0", "M3"))
 LOG_COLUMNS = ("baseline__n", "baseline__temperature", "baseline__eps", "baseline__stable_rank")
 #: Blocks that :func:`simulate_study` writes; a design's family may use only these.
 SIMULATED_BLOCKS: tuple[str, ...] = ("baseline", "native", "intrinsic")
+#: What the comparison is told about the simulated blocks, as the descriptor registry
+#: tells it about the real ones: log-scale columns, the blocks' order in the collinearity
+#: screen (the registry's), the calibrated block (the registry calibrates ``baseline``)
+#: and no diagnostic columns (the simulation writes none).
+SIMULATED_COVARIATES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "log_columns": LOG_COLUMNS,
+        "block_order": SIMULATED_BLOCKS,
+        "calibrate_blocks": ("baseline",),
+        "diagnostic_columns": (),
+    }
+)
 #: Covariate columns of the real blocks on the MiniLM grid (``attnrank describe``, lengths
 #: 64 and 128, t in {0.5, 1, 2}, eps in {0.05, 0.1, 0.2}; constant ones excluded):
 #: native has 13 features of which ``head_dim`` is constant; intrinsic has 7 of which
 #: ``rank_C`` is constant (per-r diagnostics are never covariates).
 NATIVE_FEATURES = 12
 INTRINSIC_FEATURES = 6
-#: Columns of :func:`power_curve`'s table.
-POWER_CURVE_COLUMNS: tuple[str, ...] = (
-    "effect",
-    "native_head_share",
-    "icc",
-    "residual_sd",
-    "n_heads",
-    "n_held_out",
-    "native_features",
-    "simulations",
-    "false_positive_rate",
-    "power",
-    "power_se",
-    "mean_effect_null",
-    "mean_effect_alternative",
-    "sd_effect_alternative",
-    "z_approx",
-    "power_approx",
-    "seconds",
-)
 
 
 @dataclass(frozen=True)
@@ -165,6 +165,49 @@ class StudySizes:
         }
 
 
+def sizes_from_design(path: str | Path) -> StudySizes:
+    """The simulation sizes of a design file.
+
+    Heads, held-out heads, grid, and what the confirmatory run takes from the design
+    (``Design.comparison_kwargs``): the models of the Holm family, the family, estimator,
+    primary metric, B, alpha, CI level; the confirmatory pair is the design's
+    ``kind = "confirmatory"`` hypothesis (else the family's first pair).
+    """
+    design = load_design(path, require_held_out=False)
+    data = design.data
+    pop = design.population()
+    frac = float(data["held_out"]["fraction"])
+    held = data["held_out"].get("heads") or []
+    n_held = len(held) if held else round(frac * len(pop))
+    s = data["sampling"]
+    lengths = None
+    for src in s["sources"]:
+        if src.get("kind") == "checkpoint":
+            lengths = src.get("lengths", s.get("lengths"))
+            break
+    kw = design.comparison_kwargs()
+    family = tuple(tuple(p) for p in kw["family"])
+    used = list(dict.fromkeys(m for p in family for m in p))
+    conf = [tuple(h["pair"]) for h in data.get("hypotheses", []) if h.get("kind") == "confirmatory"]
+    return StudySizes(
+        name=str(path),
+        n_heads=len(pop),
+        n_held_out=n_held,
+        lengths=tuple(lengths),
+        temperatures=tuple(s["temperatures"]),
+        eps=tuple(s["eps"]),
+        inputs_per_length=int(s["inputs"]["per_length"]),
+        n_boot=int(kw["n_boot"]),
+        alpha=float(kw["alpha"]),
+        ci_level=float(kw["ci_level"]),
+        models=tuple((m, tuple(design.models[m])) for m in used),
+        family=family,
+        confirmatory=conf[0] if conf else family[0],
+        estimator=str(kw["estimator"]),
+        primary_metric=str(kw["primary_metric"]),
+    )
+
+
 def load_widths(path: str | Path) -> pd.DataFrame:
     """Read integer brackets (``eps``, ``lower``, ``upper``) and add ``width`` (log2).
 
@@ -213,7 +256,7 @@ def _widths_by_eps(widths: pd.DataFrame, eps: tuple[float, ...]) -> dict[float, 
     return out
 
 
-def _check_assumptions(
+def check_assumptions(
     *,
     icc: float,
     residual_sd: float,
@@ -222,7 +265,15 @@ def _check_assumptions(
     intrinsic_features: int,
     names: dict[str, str] | None = None,
 ) -> None:
-    """Validate the simulation's assumptions; ``names`` maps them to CLI flag names."""
+    """Validate the simulation's assumptions; ``names`` maps them to CLI flag names.
+
+    Raises
+    ------
+    ParameterError
+        Naming the first bad assumption (``names[assumption]`` when given): ``icc`` in
+        [0, 1), ``residual_sd`` > 0, ``native_head_share`` in [0, 1], feature counts
+        integers >= 1.
+    """
     names = names or {}
 
     def num(v) -> bool:
@@ -298,7 +349,7 @@ def simulate_study(
     rng = check_random_state(random_state)
     if not (isinstance(effect, (int, float)) and 0 <= effect < 1):
         raise ParameterError("effect", "a share in [0, 1)", effect)
-    _check_assumptions(
+    check_assumptions(
         icc=icc,
         residual_sd=residual_sd,
         native_head_share=native_head_share,
@@ -375,84 +426,6 @@ def simulate_study(
     return pd.DataFrame(cols)
 
 
-def approximate_power(
-    sizes: StudySizes = StudySizes(),
-    *,
-    effect: float = 0.10,
-    icc: float = 0.5,
-    native_head_share: float = 0.5,
-    target_power: float = 0.8,
-) -> dict[str, float]:
-    """Normal approximation to the power of the decision (point outcomes, oracle fits).
-
-    Parameters
-    ----------
-    sizes : StudySizes
-        ``n_held_out`` (H), ``cells_per_head`` (K), ``alpha`` and the family size m.
-    effect, icc, native_head_share : float, keyword-only
-        As in :func:`simulate_study` (``residual_sd`` cancels).
-    target_power : float, keyword-only
-
-    Returns
-    -------
-    dict
-        ``z`` (expected effect over its cluster-bootstrap SE), ``power_holm`` (one-sided
-        test at ``alpha / m``, the Holm threshold when M0<M1 has the smallest p),
-        ``power_unadjusted`` (at ``alpha``, Holm's last step), and
-        ``held_out_for_target``: held-out heads for ``target_power`` at ``alpha / m``.
-
-    Notes
-    -----
-    Write ``eps = effect``, ``s = native_head_share``, ``rho = icc``, ``V`` the variance
-    M0 leaves. With the true coefficients, M0's held-out residual is
-    ``e0 = b w + u + n`` and M1's is ``e1 = u + n``, ``b^2 = eps V``,
-    ``var u = rho (1 - eps) V`` (shared by the head's K cells),
-    ``var n = (1 - rho)(1 - eps) V``, ``w = sqrt(s) a_h + sqrt(1 - s) z_c``. The per-cell
-    squared-loss difference is ``D = e0^2 - e1^2 = b^2 w^2 + 2 b w (u + n)``, with mean
-    ``b^2``. Its head mean ``D_h`` has
-
-    ``var D_h / V^2 = 4 eps rho (1 - eps) (s + (1 - s)/K) + 4 eps (1 - rho)(1 - eps)/K
-    + eps^2 (2 s^2 + (4 s (1 - s) + 2 (1 - s)^2)/K)``.
-
-    The first term is ``2 b w u``: when the native signal has a head-level part
-    (``s > 0``) it does not average out over a head's cells, because ``u_h`` is shared.
-    The cluster bootstrap estimates ``var(mean D) = var D_h / H``, so
-    ``z = sqrt(H) eps / sqrt(var D_h / V^2)`` (V cancels) and the power is about
-    ``Phi(z - z_(1 - alpha'))``. At the defaults (eps 0.1, rho 0.5, s 0.5, K 18, H 18)
-    ``z = 1.27``. The interval loss (0 inside a bracket) and the estimation error of the
-    fits (more so with many native columns) lower the simulated power below this.
-    """
-    if not (isinstance(effect, (int, float)) and 0 < effect < 1):
-        raise ParameterError("effect", "a share in (0, 1)", effect)
-    _check_assumptions(
-        icc=icc,
-        residual_sd=1.0,
-        native_head_share=native_head_share,
-        native_features=1,
-        intrinsic_features=1,
-    )
-    if not (isinstance(target_power, (int, float)) and 0 < target_power < 1):
-        raise ParameterError("target_power", "a number in (0, 1)", target_power)
-    from scipy.stats import norm
-
-    e, s, rho, K, H = effect, native_head_share, icc, sizes.cells_per_head, sizes.n_held_out
-    m = len(sizes.family)
-    var_h = (
-        4 * e * rho * (1 - e) * (s + (1 - s) / K)
-        + 4 * e * (1 - rho) * (1 - e) / K
-        + e**2 * (2 * s**2 + (4 * s * (1 - s) + 2 * (1 - s) ** 2) / K)
-    )
-    z = float(np.sqrt(H) * e / np.sqrt(var_h))
-    z_holm = norm.ppf(1 - sizes.alpha / m)
-    needed = ((z_holm + norm.ppf(target_power)) / (e / np.sqrt(var_h))) ** 2
-    return {
-        "z": z,
-        "power_holm": float(norm.cdf(z - z_holm)),
-        "power_unadjusted": float(norm.cdf(z - norm.ppf(1 - sizes.alpha))),
-        "held_out_for_target": float(needed),
-    }
-
-
 @dataclass(frozen=True)
 class ValidationResult:
     """Outcome of :func:`validate_comparison`.
@@ -505,6 +478,38 @@ class ValidationResult:
         )
 
 
+def simulated_comparison(
+    sizes: StudySizes,
+    table: pd.DataFrame,
+    *,
+    random_state: int | np.random.Generator | None = None,
+) -> ComparisonResult:
+    """Run the pre-specified comparison on one simulated table, as the confirmatory run.
+
+    Parameters
+    ----------
+    sizes : StudySizes
+        Its models and :meth:`StudySizes.comparison_kwargs` (the design's settings).
+    table : pandas.DataFrame
+        From :func:`simulate_study`.
+    random_state : int, Generator or None, keyword-only
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    ComparisonResult
+        ``compare_nested(table, dict(sizes.models), random_state=random_state,
+        **sizes.comparison_kwargs(), **SIMULATED_COVARIATES)``.
+    """
+    return compare_nested(
+        table,
+        dict(sizes.models),
+        random_state=random_state,
+        **sizes.comparison_kwargs(),
+        **SIMULATED_COVARIATES,
+    )
+
+
 def _one_study(
     sizes: StudySizes,
     wmap: dict,
@@ -514,13 +519,7 @@ def _one_study(
 ) -> dict:
     """Simulate one study, run the pipeline, return the confirmatory pair's row."""
     table = simulate_study(sizes, wmap, effect=effect, random_state=rng, **sim_kwargs)
-    res = compare_nested(
-        table,
-        dict(sizes.models),
-        log_columns=LOG_COLUMNS,
-        random_state=rng,
-        **sizes.comparison_kwargs(),
-    )
+    res = simulated_comparison(sizes, table, random_state=rng)
     f = res.frame
     base, rich = sizes.confirmatory
     r = f[(f.base_model == base) & (f.rich_model == rich) & (f.metric == sizes.primary_metric)]
@@ -540,6 +539,62 @@ def _spawn(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
     if seq is not None:
         return [np.random.default_rng(s) for s in seq.spawn(n)]
     return [np.random.default_rng(int(rng.integers(2**63))) for _ in range(n)]
+
+
+def simulated_decisions(
+    sizes: StudySizes,
+    widths: pd.DataFrame | dict,
+    *,
+    effect: float,
+    simulations: int,
+    icc: float = 0.5,
+    residual_sd: float = 0.75,
+    native_head_share: float = 0.5,
+    native_features: int = NATIVE_FEATURES,
+    intrinsic_features: int = INTRINSIC_FEATURES,
+    random_state: int | np.random.Generator | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Simulate ``simulations`` studies at one effect share and decide each.
+
+    Parameters
+    ----------
+    sizes : StudySizes
+    widths : DataFrame from :func:`load_widths` (or its per-eps dict)
+    effect : float, keyword-only
+        Share of the variance M0 leaves that the native block explains (0 = null).
+    simulations : int, keyword-only
+    icc, residual_sd, native_head_share, native_features, intrinsic_features : keyword-only
+        As in :func:`simulate_study`.
+    random_state : int, Generator or None, keyword-only
+        Study k draws from the k-th of ``simulations`` child generators spawned from it
+        (its ``SeedSequence``), so studies are independent of each other's draws.
+    progress : callable or None, keyword-only
+        Called as ``progress(done, simulations)`` after each study.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per study, the confirmatory pair's primary-metric row of
+        :func:`simulated_comparison`: ``effect``, ``ci_low``, ``ci_high``, ``p_value``,
+        ``p_holm``, ``adds_information``.
+    """
+    simulations = check_int("simulations", simulations, minimum=1)
+    sim_kwargs = {
+        "icc": icc,
+        "residual_sd": residual_sd,
+        "native_head_share": native_head_share,
+        "native_features": native_features,
+        "intrinsic_features": intrinsic_features,
+    }
+    check_assumptions(**sim_kwargs)
+    wmap = widths if isinstance(widths, dict) else _widths_by_eps(widths, sizes.eps)
+    rows = []
+    for k, g in enumerate(_spawn(check_random_state(random_state), simulations)):
+        rows.append(_one_study(sizes, wmap, effect, g, sim_kwargs))
+        if progress is not None:
+            progress(k + 1, simulations)
+    return pd.DataFrame(rows)
 
 
 def validate_comparison(
@@ -578,7 +633,7 @@ def validate_comparison(
 
     Notes
     -----
-    Each study runs :func:`~analysis.compare.nested.compare_nested` with the sizes'
+    Each study runs :func:`simulated_comparison`: ``compare_nested`` with the sizes'
     models, Holm family, estimator, primary metric, B, alpha and CI level (what
     ``Design.comparison_kwargs`` gives the confirmatory run); the confirmatory pair's
     decision is counted. With N simulations the rates have binomial SE
@@ -594,7 +649,7 @@ def validate_comparison(
         "native_features": native_features,
         "intrinsic_features": intrinsic_features,
     }
-    _check_assumptions(**sim_kwargs)
+    check_assumptions(**sim_kwargs)
     rng = check_random_state(random_state)
     wmap = _widths_by_eps(widths, sizes.eps)
     gens = _spawn(rng, 2 * simulations)
@@ -620,154 +675,3 @@ def validate_comparison(
         seconds=time.perf_counter() - t0,
         runs=runs,
     )
-
-
-def power_curve(
-    widths: pd.DataFrame,
-    *,
-    simulations: int,
-    effects: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3),
-    head_shares: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75),
-    sizes: StudySizes = StudySizes(),
-    icc: float = 0.5,
-    residual_sd: float = 0.75,
-    native_features: int = NATIVE_FEATURES,
-    intrinsic_features: int = INTRINSIC_FEATURES,
-    random_state: int | np.random.Generator | None = None,
-    progress=None,
-) -> pd.DataFrame:
-    """Power over a grid of effect shares and native head shares, with the null's FPR.
-
-    Parameters
-    ----------
-    widths : pandas.DataFrame
-        From :func:`load_widths`.
-    simulations : int, keyword-only
-        Simulated studies per null and per (effect, head share) alternative.
-    effects, head_shares : tuple of float, keyword-only
-    sizes, icc, residual_sd, native_features, intrinsic_features : keyword-only
-        As in :func:`validate_comparison`.
-    random_state : int, Generator or None, keyword-only
-    progress : callable or None, keyword-only
-        Called as ``progress(done, total)`` after each simulated study.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (head share, effect) with :data:`POWER_CURVE_COLUMNS`: the null
-        (simulated once per head share, shared by its rows) gives
-        ``false_positive_rate`` and ``mean_effect_null``; ``power_se`` is the binomial
-        SE; ``z_approx`` / ``power_approx`` come from :func:`approximate_power`
-        (``power_holm``).
-    """
-    simulations = check_int("simulations", simulations, minimum=1)
-    effects = tuple(effects)
-    head_shares = tuple(head_shares)
-    if not effects or not head_shares:
-        raise ParameterError("effects/head_shares", "non-empty sequences", (effects, head_shares))
-    for e in effects:
-        if not (isinstance(e, (int, float)) and 0 < e < 1):
-            raise ParameterError("effects", "shares in (0, 1)", e)
-    for s in head_shares:
-        _check_assumptions(
-            icc=icc,
-            residual_sd=residual_sd,
-            native_head_share=s,
-            native_features=native_features,
-            intrinsic_features=intrinsic_features,
-            names={"native_head_share": "head_shares"},
-        )
-    rng = check_random_state(random_state)
-    wmap = _widths_by_eps(widths, sizes.eps)
-    total = len(head_shares) * (1 + len(effects)) * simulations
-    done = 0
-    rows = []
-    for s in head_shares:
-        sim_kwargs = {
-            "icc": icc,
-            "residual_sd": residual_sd,
-            "native_head_share": s,
-            "native_features": native_features,
-            "intrinsic_features": intrinsic_features,
-        }
-        null = []
-        for g in _spawn(rng, simulations):
-            null.append(_one_study(sizes, wmap, 0.0, g, sim_kwargs))
-            done += 1
-            if progress is not None:
-                progress(done, total)
-        null = pd.DataFrame(null)
-        for e in effects:
-            t0 = time.perf_counter()
-            alt = []
-            for g in _spawn(rng, simulations):
-                alt.append(_one_study(sizes, wmap, e, g, sim_kwargs))
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-            alt = pd.DataFrame(alt)
-            power = float(alt["adds_information"].mean())
-            approx = approximate_power(sizes, effect=e, icc=icc, native_head_share=s)
-            rows.append(
-                {
-                    "effect": e,
-                    "native_head_share": s,
-                    "icc": icc,
-                    "residual_sd": residual_sd,
-                    "n_heads": sizes.n_heads,
-                    "n_held_out": sizes.n_held_out,
-                    "native_features": native_features,
-                    "simulations": simulations,
-                    "false_positive_rate": float(null["adds_information"].mean()),
-                    "power": power,
-                    "power_se": float(np.sqrt(power * (1 - power) / simulations)),
-                    "mean_effect_null": float(null["effect"].mean()),
-                    "mean_effect_alternative": float(alt["effect"].mean()),
-                    "sd_effect_alternative": float(alt["effect"].std(ddof=1))
-                    if simulations > 1
-                    else float("nan"),
-                    "z_approx": approx["z"],
-                    "power_approx": approx["power_holm"],
-                    "seconds": time.perf_counter() - t0,
-                }
-            )
-    return pd.DataFrame(rows, columns=list(POWER_CURVE_COLUMNS))
-
-
-def minimum_detectable_effect(curve: pd.DataFrame, *, target: float = 0.8) -> pd.DataFrame:
-    """Smallest effect share reaching ``target`` power, per native head share.
-
-    Parameters
-    ----------
-    curve : pandas.DataFrame
-        From :func:`power_curve` (columns ``effect``, ``native_head_share``, ``power``).
-    target : float, keyword-only
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``native_head_share``, ``mde`` (linear interpolation of power in the effect
-        between the first grid point at or above ``target`` and the one below it; NaN when
-        no grid point reaches it, the effect itself when the smallest one does) and
-        ``reached`` (bool).
-    """
-    if not (isinstance(target, (int, float)) and 0 < target < 1):
-        raise ParameterError("target", "a number in (0, 1)", target)
-    for c in ("effect", "native_head_share", "power"):
-        if c not in curve.columns:
-            raise ParameterError("curve", f"a power_curve table with a column {c}", list(curve))
-    rows = []
-    for s, g in curve.groupby("native_head_share", sort=True):
-        g = g.sort_values("effect")
-        e = g["effect"].to_numpy(float)
-        p = g["power"].to_numpy(float)
-        hit = np.flatnonzero(p >= target)
-        if hit.size == 0:
-            mde = float("nan")
-        elif hit[0] == 0:
-            mde = float(e[0])
-        else:
-            i = hit[0]
-            mde = float(e[i - 1] + (target - p[i - 1]) * (e[i] - e[i - 1]) / (p[i] - p[i - 1]))
-        rows.append({"native_head_share": float(s), "mde": mde, "reached": bool(hit.size)})
-    return pd.DataFrame(rows)

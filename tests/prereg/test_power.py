@@ -1,4 +1,4 @@
-"""validate-comparison: simulation shape, width handling, CLI JSON and refusals."""
+"""Power analysis (validate-comparison): simulation shape, widths, CLI JSON and refusals."""
 
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main
-from analysis.compare import StudySizes, load_widths, simulate_study, validate_comparison
+from analysis.compare import compare_nested
+from analysis.prereg import (
+    SIMULATED_COVARIATES,
+    StudySizes,
+    load_widths,
+    simulate_study,
+    simulated_comparison,
+    simulated_decisions,
+    sizes_from_design,
+    validate_comparison,
+)
 from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,8 +134,7 @@ def test_cli_refuses_without_widths(tmp_path, monkeypatch, capsys):
 
 
 def test_sizes_from_design_take_the_confirmatory_settings():
-    from analysis.compare.cli import sizes_from_design
-    from analysis.prereg.design import load_design
+    from analysis.prereg import load_design
 
     path = ROOT / "preregistration" / "offline-minilm.toml"
     sizes = sizes_from_design(path)
@@ -140,26 +149,52 @@ def test_sizes_from_design_take_the_confirmatory_settings():
     assert mine["family"] == [tuple(p) for p in kw["family"]]
 
 
-def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path, monkeypatch):
-    import analysis.compare.validate as v
-
-    seen = []
-    real = v.compare_nested
-
-    def spy(table, models, **kwargs):
-        seen.append((models, kwargs))
-        return real(table, models, **kwargs)
-
-    monkeypatch.setattr(v, "compare_nested", spy)
+def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199, alpha=0.1, ci_level=0.9)
-    validate_comparison(w, simulations=1, sizes=sizes, random_state=1)
-    assert len(seen) == 2  # one null, one alternative study
-    models, kw = seen[0]
-    assert models == dict(sizes.models)
-    assert kw["family"] == list(sizes.family) and kw["n_boot"] == 199
-    assert kw["alpha"] == 0.1 and kw["ci_level"] == 0.9 and kw["estimator"] == "interval"
-    assert kw["primary_metric"] == "interval_sq_loss"
+    table = simulate_study(sizes, w, effect=0.1, random_state=1)
+    res = simulated_comparison(sizes, table, random_state=2)
+    assert (res.n_boot, res.alpha, res.estimator) == (199, 0.1, "interval")
+    assert res.primary_metric == "interval_sq_loss"
+    f = res.to_frame()
+    assert set(f.loc[f.p_holm.notna(), "pair"]) == {f"{b}<{r}" for b, r in sizes.family}
+    # exactly compare_nested with the design's settings and the simulated blocks' facts
+    want = compare_nested(
+        table,
+        dict(sizes.models),
+        random_state=2,
+        **sizes.comparison_kwargs(),
+        **SIMULATED_COVARIATES,
+    )
+    pd.testing.assert_frame_equal(f, want.to_frame(), check_exact=True)
+    assert SIMULATED_COVARIATES["calibrate_blocks"] == ("baseline",)
+
+
+def test_simulated_decisions_rows_and_progress(tmp_path):
+    w = load_widths(_widths(tmp_path / "w.csv"))
+    sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
+    seen = []
+    rows = simulated_decisions(
+        sizes,
+        w,
+        effect=0.2,
+        simulations=2,
+        random_state=5,
+        progress=lambda k, n: seen.append((k, n)),
+    )
+    assert list(rows.columns) == [
+        "effect",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "adds_information",
+    ]
+    assert len(rows) == 2 and seen == [(1, 2), (2, 2)]
+    again = simulated_decisions(sizes, w, effect=0.2, simulations=2, random_state=5)
+    pd.testing.assert_frame_equal(rows, again)  # seeded
+    with pytest.raises(ParameterError, match="icc"):
+        simulated_decisions(sizes, w, effect=0.2, simulations=1, icc=1.0)
 
 
 def test_sizes_refuse_blocks_the_simulation_does_not_write():
@@ -237,7 +272,7 @@ def test_simulated_head_share_and_feature_counts(tmp_path):
 
 
 def test_approximate_power_matches_its_model_by_monte_carlo():
-    from analysis.compare import approximate_power
+    from analysis.prereg import approximate_power
 
     rng = np.random.default_rng(0)
     eps, rho, s, K, H = 0.1, 0.5, 0.5, 18, 200_000
@@ -262,7 +297,7 @@ def test_approximate_power_matches_its_model_by_monte_carlo():
 
 
 def test_power_curve_rows(tmp_path):
-    from analysis.compare import POWER_CURVE_COLUMNS, power_curve
+    from analysis.prereg import POWER_CURVE_COLUMNS, power_curve
 
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
@@ -296,7 +331,7 @@ def test_power_curve_rows(tmp_path):
 
 
 def test_minimum_detectable_effect():
-    from analysis.compare import minimum_detectable_effect
+    from analysis.prereg import minimum_detectable_effect
 
     curve = pd.DataFrame(
         {

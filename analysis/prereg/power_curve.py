@@ -1,0 +1,297 @@
+"""Power curves of the pre-specified comparison and their closed-form approximation.
+
+:func:`power_curve` runs :func:`~analysis.prereg.power.simulated_decisions` over a grid
+of effect shares and native head shares; :func:`approximate_power` is the normal
+approximation that explains the simulated power (see its Notes and ``docs/prereg.md``);
+:func:`minimum_detectable_effect` reads a curve.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from analysis.prereg.power import (
+    INTRINSIC_FEATURES,
+    NATIVE_FEATURES,
+    StudySizes,
+    check_assumptions,
+    simulated_decisions,
+)
+from analysis.validation import ParameterError, check_int, check_random_state
+
+__all__ = [
+    "POWER_CURVE_COLUMNS",
+    "approximate_power",
+    "minimum_detectable_effect",
+    "power_curve",
+]
+
+#: The built-in sizes (frozen), the default of both functions.
+_BUILT_IN_SIZES = StudySizes()
+#: Columns of :func:`power_curve`'s table.
+POWER_CURVE_COLUMNS: tuple[str, ...] = (
+    "effect",
+    "native_head_share",
+    "icc",
+    "residual_sd",
+    "n_heads",
+    "n_held_out",
+    "native_features",
+    "simulations",
+    "false_positive_rate",
+    "power",
+    "power_se",
+    "mean_effect_null",
+    "mean_effect_alternative",
+    "sd_effect_alternative",
+    "z_approx",
+    "power_approx",
+    "seconds",
+)
+
+
+def approximate_power(
+    sizes: StudySizes = _BUILT_IN_SIZES,
+    *,
+    effect: float = 0.10,
+    icc: float = 0.5,
+    native_head_share: float = 0.5,
+    target_power: float = 0.8,
+) -> dict[str, float]:
+    """Normal approximation to the power of the decision (point outcomes, oracle fits).
+
+    Parameters
+    ----------
+    sizes : StudySizes
+        ``n_held_out`` (H), ``cells_per_head`` (K), ``alpha`` and the family size m.
+    effect, icc, native_head_share : float, keyword-only
+        As in :func:`~analysis.prereg.power.simulate_study` (``residual_sd`` cancels).
+    target_power : float, keyword-only
+
+    Returns
+    -------
+    dict
+        ``z`` (expected effect over its cluster-bootstrap SE), ``power_holm`` (one-sided
+        test at ``alpha / m``, the Holm threshold when M0<M1 has the smallest p),
+        ``power_unadjusted`` (at ``alpha``, Holm's last step), and
+        ``held_out_for_target``: held-out heads for ``target_power`` at ``alpha / m``.
+
+    Notes
+    -----
+    Write ``eps = effect``, ``s = native_head_share``, ``rho = icc``, ``V`` the variance
+    M0 leaves. With the true coefficients, M0's held-out residual is
+    ``e0 = b w + u + n`` and M1's is ``e1 = u + n``, ``b^2 = eps V``,
+    ``var u = rho (1 - eps) V`` (shared by the head's K cells),
+    ``var n = (1 - rho)(1 - eps) V``, ``w = sqrt(s) a_h + sqrt(1 - s) z_c``. The per-cell
+    squared-loss difference is ``D = e0^2 - e1^2 = b^2 w^2 + 2 b w (u + n)``, with mean
+    ``b^2``. Its head mean ``D_h`` has
+
+    ``var D_h / V^2 = 4 eps rho (1 - eps) (s + (1 - s)/K) + 4 eps (1 - rho)(1 - eps)/K
+    + eps^2 (2 s^2 + (4 s (1 - s) + 2 (1 - s)^2)/K)``.
+
+    The first term is ``2 b w u``: when the native signal has a head-level part
+    (``s > 0``) it does not average out over a head's cells, because ``u_h`` is shared.
+    The cluster bootstrap estimates ``var(mean D) = var D_h / H``, so
+    ``z = sqrt(H) eps / sqrt(var D_h / V^2)`` (V cancels) and the power is about
+    ``Phi(z - z_(1 - alpha'))``. At the defaults (eps 0.1, rho 0.5, s 0.5, K 18, H 18)
+    ``z = 1.27``. The interval loss (0 inside a bracket) and the estimation error of the
+    fits (more so with many native columns) lower the simulated power below this.
+    """
+    if not (isinstance(effect, (int, float)) and 0 < effect < 1):
+        raise ParameterError("effect", "a share in (0, 1)", effect)
+    check_assumptions(
+        icc=icc,
+        residual_sd=1.0,
+        native_head_share=native_head_share,
+        native_features=1,
+        intrinsic_features=1,
+    )
+    if not (isinstance(target_power, (int, float)) and 0 < target_power < 1):
+        raise ParameterError("target_power", "a number in (0, 1)", target_power)
+    from scipy.stats import norm
+
+    e, s, rho, K, H = effect, native_head_share, icc, sizes.cells_per_head, sizes.n_held_out
+    m = len(sizes.family)
+    var_h = (
+        4 * e * rho * (1 - e) * (s + (1 - s) / K)
+        + 4 * e * (1 - rho) * (1 - e) / K
+        + e**2 * (2 * s**2 + (4 * s * (1 - s) + 2 * (1 - s) ** 2) / K)
+    )
+    z = float(np.sqrt(H) * e / np.sqrt(var_h))
+    z_holm = norm.ppf(1 - sizes.alpha / m)
+    needed = ((z_holm + norm.ppf(target_power)) / (e / np.sqrt(var_h))) ** 2
+    return {
+        "z": z,
+        "power_holm": float(norm.cdf(z - z_holm)),
+        "power_unadjusted": float(norm.cdf(z - norm.ppf(1 - sizes.alpha))),
+        "held_out_for_target": float(needed),
+    }
+
+
+def _offset(
+    progress: Callable[[int, int], None] | None, done: int, total: int
+) -> Callable[[int, int], None] | None:
+    """Report one batch's ``progress(k, n)`` as ``progress(done + k, total)``."""
+    if progress is None:
+        return None
+    return lambda k, _n: progress(done + k, total)
+
+
+def power_curve(
+    widths: pd.DataFrame,
+    *,
+    simulations: int,
+    effects: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3),
+    head_shares: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75),
+    sizes: StudySizes = _BUILT_IN_SIZES,
+    icc: float = 0.5,
+    residual_sd: float = 0.75,
+    native_features: int = NATIVE_FEATURES,
+    intrinsic_features: int = INTRINSIC_FEATURES,
+    random_state: int | np.random.Generator | None = None,
+    progress=None,
+) -> pd.DataFrame:
+    """Power over a grid of effect shares and native head shares, with the null's FPR.
+
+    Parameters
+    ----------
+    widths : pandas.DataFrame
+        From :func:`~analysis.prereg.power.load_widths`.
+    simulations : int, keyword-only
+        Simulated studies per null and per (effect, head share) alternative.
+    effects, head_shares : tuple of float, keyword-only
+    sizes, icc, residual_sd, native_features, intrinsic_features : keyword-only
+        As in :func:`~analysis.prereg.power.validate_comparison`.
+    random_state : int, Generator or None, keyword-only
+    progress : callable or None, keyword-only
+        Called as ``progress(done, total)`` after each simulated study.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (head share, effect) with :data:`POWER_CURVE_COLUMNS`: the null
+        (simulated once per head share, shared by its rows) gives
+        ``false_positive_rate`` and ``mean_effect_null``; ``power_se`` is the binomial
+        SE; ``z_approx`` / ``power_approx`` come from :func:`approximate_power`
+        (``power_holm``).
+    """
+    simulations = check_int("simulations", simulations, minimum=1)
+    effects = tuple(effects)
+    head_shares = tuple(head_shares)
+    if not effects or not head_shares:
+        raise ParameterError("effects/head_shares", "non-empty sequences", (effects, head_shares))
+    for e in effects:
+        if not (isinstance(e, (int, float)) and 0 < e < 1):
+            raise ParameterError("effects", "shares in (0, 1)", e)
+    for s in head_shares:
+        check_assumptions(
+            icc=icc,
+            residual_sd=residual_sd,
+            native_head_share=s,
+            native_features=native_features,
+            intrinsic_features=intrinsic_features,
+            names={"native_head_share": "head_shares"},
+        )
+    rng = check_random_state(random_state)
+    total = len(head_shares) * (1 + len(effects)) * simulations
+    done = 0
+    rows = []
+    for s in head_shares:
+        sim_kwargs = {
+            "icc": icc,
+            "residual_sd": residual_sd,
+            "native_head_share": s,
+            "native_features": native_features,
+            "intrinsic_features": intrinsic_features,
+        }
+        null = simulated_decisions(
+            sizes,
+            widths,
+            effect=0.0,
+            simulations=simulations,
+            random_state=rng,
+            progress=_offset(progress, done, total),
+            **sim_kwargs,
+        )
+        done += simulations
+        for e in effects:
+            t0 = time.perf_counter()
+            alt = simulated_decisions(
+                sizes,
+                widths,
+                effect=e,
+                simulations=simulations,
+                random_state=rng,
+                progress=_offset(progress, done, total),
+                **sim_kwargs,
+            )
+            done += simulations
+            power = float(alt["adds_information"].mean())
+            approx = approximate_power(sizes, effect=e, icc=icc, native_head_share=s)
+            rows.append(
+                {
+                    "effect": e,
+                    "native_head_share": s,
+                    "icc": icc,
+                    "residual_sd": residual_sd,
+                    "n_heads": sizes.n_heads,
+                    "n_held_out": sizes.n_held_out,
+                    "native_features": native_features,
+                    "simulations": simulations,
+                    "false_positive_rate": float(null["adds_information"].mean()),
+                    "power": power,
+                    "power_se": float(np.sqrt(power * (1 - power) / simulations)),
+                    "mean_effect_null": float(null["effect"].mean()),
+                    "mean_effect_alternative": float(alt["effect"].mean()),
+                    "sd_effect_alternative": float(alt["effect"].std(ddof=1))
+                    if simulations > 1
+                    else float("nan"),
+                    "z_approx": approx["z"],
+                    "power_approx": approx["power_holm"],
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
+    return pd.DataFrame(rows, columns=list(POWER_CURVE_COLUMNS))
+
+
+def minimum_detectable_effect(curve: pd.DataFrame, *, target: float = 0.8) -> pd.DataFrame:
+    """Smallest effect share reaching ``target`` power, per native head share.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        From :func:`power_curve` (columns ``effect``, ``native_head_share``, ``power``).
+    target : float, keyword-only
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``native_head_share``, ``mde`` (linear interpolation of power in the effect
+        between the first grid point at or above ``target`` and the one below it; NaN when
+        no grid point reaches it, the effect itself when the smallest one does) and
+        ``reached`` (bool).
+    """
+    if not (isinstance(target, (int, float)) and 0 < target < 1):
+        raise ParameterError("target", "a number in (0, 1)", target)
+    for c in ("effect", "native_head_share", "power"):
+        if c not in curve.columns:
+            raise ParameterError("curve", f"a power_curve table with a column {c}", list(curve))
+    rows = []
+    for s, g in curve.groupby("native_head_share", sort=True):
+        g = g.sort_values("effect")
+        e = g["effect"].to_numpy(float)
+        p = g["power"].to_numpy(float)
+        hit = np.flatnonzero(p >= target)
+        if hit.size == 0:
+            mde = float("nan")
+        elif hit[0] == 0:
+            mde = float(e[0])
+        else:
+            i = hit[0]
+            mde = float(e[i - 1] + (target - p[i - 1]) * (e[i] - e[i - 1]) / (p[i] - p[i - 1]))
+        rows.append({"native_head_share": float(s), "mde": mde, "reached": bool(hit.size)})
+    return pd.DataFrame(rows)
