@@ -1,6 +1,8 @@
 """Certified brackets for the max-row-l1 approximation rank ``r_eps(A)``.
 
 Takes arrays, returns profiles and witnesses; knows nothing of models, stores or studies.
+:mod:`analysis.brackets.profile` holds the profiles, :mod:`analysis.brackets.search` the
+search that computes them.
 """
 
 # Version of the witness search (not of the certificates, which the verifier fixes). The
@@ -12,20 +14,24 @@ __version__ = "3"
 
 __all__ = ["__version__"]
 
-from analysis.brackets.profile import (  # noqa: E402
+from analysis.brackets.profile import LowerWitness, Profile, UpperWitness  # noqa: E402
+from analysis.brackets.search import (  # noqa: E402
     EFFORTS,
-    LowerWitness,
-    Profile,
-    UpperWitness,
+    SearchSettings,
+    close_brackets,
     profile_matrices,
     profile_matrix,
+    search_settings,
 )
 
 __all__ += [
     "EFFORTS",
     "LowerWitness",
     "Profile",
+    "SearchSettings",
     "UpperWitness",
+    "close_brackets",
     "profile_matrices",
     "profile_matrix",
+    "search_settings",
 ]

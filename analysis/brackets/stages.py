@@ -1,0 +1,439 @@
+"""The stages of the witness search, on builders that keep the best certified witnesses.
+
+Internal to :mod:`analysis.brackets.search`, which runs them in order (trivial witnesses,
+cheap stage, refinement, closing pass, pruning) and documents them; their tuning comes
+from one :class:`analysis.brackets.search.SearchSettings`. Every candidate goes through a
+:class:`Builder`, which keeps it only with its certified value (float64, see
+:mod:`analysis.brackets.verify`), so no stage can make a bracket unsound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from analysis.brackets import lower as _lower
+from analysis.brackets import upper as _upper
+from analysis.brackets.profile import LowerWitness, Profile, UpperWitness
+from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from analysis.validation import ParameterError
+
+if TYPE_CHECKING:  # the search module imports this one
+    from analysis.brackets.search import SearchSettings
+
+
+def _f32(X: np.ndarray) -> np.ndarray:
+    """Round to float32 values (held in float64): what gets certified is what is stored,
+    and float32 storage of it is then exact."""
+    return np.asarray(X, dtype=np.float32).astype(np.float64)
+
+
+class Builder:
+    """Collects candidate witnesses, keeping the best *certified* one per rank / size."""
+
+    def __init__(self, A: np.ndarray, previous: Profile | None):
+        self.A = A
+        self.M, self.N = A.shape
+        self.upper: dict[int, UpperWitness] = {}
+        self.lower: dict[int, LowerWitness] = {}
+        self.rejected = 0
+        if previous is not None:
+            if tuple(previous.shape) != A.shape:
+                raise ParameterError("previous", f"a profile of shape {A.shape}", previous.shape)
+            for w in previous.upper.values():  # re-certified, never trusted
+                self.offer_upper(w.U, w.W, w.method)
+            for w in previous.lower.values():
+                self.offer_lower(w.R, w.Y, w.method)
+
+    def offer_upper(self, U: np.ndarray, W: np.ndarray, method: str) -> float:
+        k = U.shape[1]
+        U, W = _f32(U), _f32(W)
+        e = certified_upper_error(self.A, U, W)
+        cur = self.upper.get(k)
+        if cur is None or e < cur.error:
+            self.upper[k] = UpperWitness(
+                k, e, method, np.array(U, np.float64), np.array(W, np.float64)
+            )
+        return e
+
+    def offer_lower(self, R: np.ndarray, Y: np.ndarray, method: str) -> float:
+        m = R.shape[1]
+        R, Y = _f32(R), _f32(Y)
+        mu = certified_lower_margin(self.A, R, Y)
+        if not mu > 0:
+            self.rejected += 1
+            return mu
+        cur = self.lower.get(m)
+        if cur is None or mu > cur.margin:
+            self.lower[m] = LowerWitness(
+                m, mu, method, np.array(R, np.float64), np.array(Y, np.float64)
+            )
+        return mu
+
+    def hi(self, eps: float) -> int:
+        ok = [k for k, w in self.upper.items() if w.error <= eps]
+        return min(ok) if ok else min(self.M, self.N)  # the implicit identity witness
+
+    def lo(self, eps: float) -> int:
+        return max((m for m, w in self.lower.items() if w.margin > eps), default=0)
+
+
+def trivial_witnesses(b: Builder) -> None:
+    """The zero witness (rank 0) and the row-sum lower witness of size 1."""
+    A, M, N = b.A, b.M, b.N
+    b.offer_upper(np.zeros((M, 0)), np.zeros((N, 0)), "zero")
+    # The identity witness (rank min(M, N), error 0) is implicit: see Profile.upper_end.
+    Y = np.zeros((1, M))
+    Y[0, int(A.sum(1).argmax())] = 1.0
+    b.offer_lower(np.ones((N, 1)), Y, "row-sum")
+
+
+def _first_below(curve: np.ndarray, eps: float) -> int | None:
+    idx = np.nonzero(curve <= eps * (1 - 1e-9))[0]
+    return int(idx[0]) if idx.size else None
+
+
+def cheap_stage(b: Builder, eps_all: Sequence[float]) -> dict[str, Any]:
+    """SVD projections, row covers and group (Gastinel-Kahan) witnesses for every eps.
+
+    Returns the cache the later stages read: ``"svd_V"``, the right singular vectors of A,
+    and ``"groups"``, per size m the best group witness's margin and column partition.
+    """
+    A = b.A
+    K = min(b.M, b.N)
+    V, err_svd = _upper.svd_errors(A)
+    order, radius = _upper.row_cover_order(A)
+    for eps in eps_all:
+        k = _first_below(err_svd, eps)
+        if k is not None and 0 < k < K:
+            for kk in (k, k + 1):  # k + 1 in case rounding puts k just above eps
+                U, W = _upper.svd_witness(A, V, kk)
+                if b.offer_upper(U, W, "svd") <= eps or kk == K:
+                    break
+        k = _first_below(radius, eps)
+        if k is not None and 0 < k < K:
+            U, W = _upper.row_cover_witness(A, order, k)
+            b.offer_upper(U, W, "row-cover")
+    m_cap = max(1, min(K, b.hi(min(eps_all))))
+    sizes = list(range(1, m_cap + 1))
+    best: dict[int, tuple[float, np.ndarray]] = {}
+    for method in ("ward", "average-cosine"):
+        labels = _lower.column_partitions(A, sizes, method=method)
+        for m in sizes:
+            _, _, mg = _lower.group_witness(A, labels[m - 1], m)
+            if m not in best or mg > best[m][0]:
+                best[m] = (mg, labels[m - 1])
+    for eps in eps_all:
+        ms = [m for m in sizes if best[m][0] > eps * (1 + 1e-9)]
+        for m in sorted(ms, reverse=True)[:2]:
+            R, Y, _ = _lower.group_witness(A, best[m][1], m)
+            if b.offer_lower(R, Y, "groups") > eps:
+                break
+    return {"svd_V": V, "groups": best}
+
+
+def svd_cache(b: Builder) -> dict[str, Any]:
+    """What the closing pass needs of :func:`cheap_stage`'s cache (the right singular
+    vectors of A), for running it without the cheap stage."""
+    return {"svd_V": _upper.svd_errors(b.A)[0]}
+
+
+def _budgets(sizes: torch.Tensor, base: int, ref: int) -> torch.Tensor:
+    """Step budget per problem: large problems cost more per step, so they get fewer
+    steps (down to 0.5x) and small ones somewhat more (up to 1.5x) than ``base`` at ``ref``."""
+    return (base * (ref / sizes.double()).clamp(0.5, 1.5)).round().long()
+
+
+def _upper_start(b: Builder, cache, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Starting factors at rank k: the truncated SVD of the best refined witness of a
+    larger rank (already shaped by the l1 objective), else the truncated SVD of A."""
+    larger = [w for w in b.upper.values() if w.rank > k and w.method.startswith("adam")]
+    if larger:
+        w = min(larger, key=lambda w: w.rank)
+        Ub, Sb, Vbh = np.linalg.svd(w.U @ w.W.T, full_matrices=False)
+        return Ub[:, :k] * Sb[:k], Vbh[:k].T
+    return _upper.svd_witness(b.A, cache["svd_V"], k)
+
+
+def _stack_A(bs: Sequence[Builder], owners: Sequence[int]) -> torch.Tensor:
+    """``[P, M, N]`` float32 stack of each problem's matrix (a view when all are one matrix)."""
+    if len(bs) == 1:
+        return torch.from_numpy(bs[0].A).float().expand(len(owners), -1, -1)
+    mats = [torch.from_numpy(b.A).float() for b in bs]
+    return torch.stack([mats[o] for o in owners])
+
+
+def _upper_round(bs, caches, problems, steps, *, svd_start=False, method="adam") -> list[bool]:
+    """One batched Adam refinement over ``(matrix, eps, rank)`` problems; success per problem.
+
+    ``bs`` and ``caches`` are the builders and cheap-stage caches of the matrices batched
+    together (one shape); a problem's first entry indexes them. Starts from
+    :func:`_upper_start`, or with ``svd_start`` from the truncated SVD of A.
+    """
+    if not problems:
+        return []
+    M, N = bs[0].M, bs[0].N
+    K = max(k for _, _, k in problems)
+    P = len(problems)
+    U0 = torch.zeros(P, M, K, dtype=torch.float32)
+    W0 = torch.zeros(P, N, K, dtype=torch.float32)
+    for p, (o, _, k) in enumerate(problems):
+        if svd_start:
+            U, W = _upper.svd_witness(bs[o].A, caches[o]["svd_V"], k)
+        else:
+            U, W = _upper_start(bs[o], caches[o], k)
+        U0[p, :, :k] = torch.from_numpy(U)
+        W0[p, :, :k] = torch.from_numpy(W)
+    At = _stack_A(bs, [o for o, _, _ in problems])
+    ranks = torch.tensor([k for _, _, k in problems])
+    targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
+    U, W, _ = _upper.refine_upper(At, U0, W0, ranks, targets, steps=_budgets(ranks, steps, 24))
+    out = []
+    for p, (o, eps, k) in enumerate(problems):
+        b = bs[o]
+        Uk = U[p, :, :k].double()
+        Wk = W[p, :, :k].double()
+        e = b.offer_upper(Uk.numpy(), Wk.numpy(), method)
+        if eps < e < 1.3 * eps:
+            # l1 refit of the rows that still violate the target (rows separate given W).
+            A64 = torch.from_numpy(b.A)
+            row_err = (A64 - Uk @ Wk.T).abs().sum(1)
+            bad = torch.nonzero(row_err > 0.98 * eps).squeeze(1)
+            if 0 < bad.numel() <= 32:
+                Ub = _upper.l1_refit_rows(A64[bad][None], Uk[bad][None], Wk[None])[0]
+                Uk = Uk.clone()
+                Uk[bad] = Ub
+                e = b.offer_upper(Uk.numpy(), Wk.numpy(), method + "+l1")
+        out.append(e <= eps)
+    return out
+
+
+def _ascend(
+    bs: Sequence[Builder],
+    problems: Sequence[tuple[int, float, int]],
+    starts: Sequence[tuple[np.ndarray, np.ndarray]],
+    steps: torch.Tensor,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Batched projected ascent (:func:`lower.refine_lower`) from one start per problem.
+
+    ``problems`` are ``(matrix, eps, size)`` with the matrix an index into ``bs``,
+    ``starts`` the matching ``(R [N, m], Y [m, M])``, ``steps`` the budget per problem.
+    Starts are zero-padded to the largest size; returns the best ``(R, Y)`` per problem
+    at its own size, in float64 (not yet certified).
+    """
+    M, N = bs[0].M, bs[0].N
+    K = max(m for _, _, m in problems)
+    P = len(problems)
+    R0 = torch.zeros(P, N, K, dtype=torch.float32)
+    Y0 = torch.zeros(P, K, M, dtype=torch.float32)
+    for p, ((_, _, m), (R, Y)) in enumerate(zip(problems, starts, strict=True)):
+        R0[p, :, :m] = torch.from_numpy(R)
+        Y0[p, :m, :] = torch.from_numpy(Y)
+    At = _stack_A(bs, [o for o, _, _ in problems])
+    sizes = torch.tensor([m for _, _, m in problems])
+    targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
+    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=steps)
+    return [
+        (R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy())
+        for p, (_, _, m) in enumerate(problems)
+    ]
+
+
+def _lower_round(bs, caches, problems, steps, settings: SearchSettings) -> list[bool]:
+    """One batched projected-ascent refinement over ``(matrix, eps, size)`` problems."""
+    if not problems:
+        return []
+    starts = [
+        _lower.group_witness(bs[o].A, caches[o]["groups"][m][1], m)[:2] for o, _, m in problems
+    ]
+    sizes = torch.tensor([m for _, _, m in problems])
+    # Each ascent step moves mostly the worst test function, so larger sizes need more
+    # steps; a step costs little more at larger sizes (the products are m x M x N).
+    budgets = (steps * (sizes.double() / 12).sqrt().clamp(1.0, 2.0)).round().long()
+    out = []
+    for (o, eps, m), (Rp, Yp) in zip(problems, _ascend(bs, problems, starts, budgets), strict=True):
+        b = bs[o]
+        mu = b.offer_lower(Rp, Yp, "ascent")
+        if not mu > eps and m <= settings.lp_max_size and mu > settings.lp_near * eps:
+            # A near miss at a small size: polish with the exact alternating LPs.
+            Rl, Yl, mg = _lower.lp_polish(b.A, Rp, Yp, rounds=settings.lp_rounds)
+            if mg > mu:
+                mu = max(mu, b.offer_lower(Rl, Yl, "ascent+lp"))
+        out.append(mu > eps)
+    return out
+
+
+def _next_trial(best: int, fail: int | None, first: int | None, step: float) -> int:
+    """Next size to try between a certified end ``best`` and a failed trial ``fail``.
+
+    With no failure yet, gallop from ``best`` by a fraction ``step`` of it (at least 1);
+    else take the midpoint. Sign conventions are the caller's: for the upper end ``best``
+    is above ``fail`` and ``step`` is negative.
+    """
+    if first is not None:
+        return first
+    if fail is None:
+        return best + int(math.copysign(max(1, round(abs(step) * best)), step))
+    return (best + fail) // 2 if step < 0 else (best + fail + 1) // 2
+
+
+def refine(bs, caches, targets: Sequence[float], settings: SearchSettings) -> None:
+    """Per-eps search: one upper and one lower trial per matrix, eps and round, all batched.
+
+    ``settings.rounds`` rounds. The first upper trial sits at ``settings.upper_first * hi``;
+    after a success the search gallops down by 15% of the rank, after a failure it bisects
+    between the failure and the certified end (likewise upwards for the lower end, starting
+    at the largest size whose group witness, boosted by ``settings.lower_boost``, would
+    pass). The lower search of an eps stops once fewer than ``settings.resolution * lo``
+    sizes are undecided. A lower trial that misses narrowly at a small size gets the exact
+    LP polish (``settings.lp_*``).
+    Failed sizes only steer the search; they never enter a bracket. The matrices of
+    ``bs`` search independently (each its own trials, from its own results); they only
+    share the batched optimizer runs.
+    """
+    keys = [(o, e) for o in range(len(bs)) for e in targets]
+    up_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
+    low_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
+    for rnd in range(settings.rounds):
+        up, lowp = [], []
+        for o, e in keys:
+            b, gk = bs[o], caches[o]["groups"]
+            uf, lf = up_fail[o, e], low_fail[o, e]
+            lo, hi = b.lo(e), b.hi(e)
+            if lo >= hi:
+                continue
+            floor_k = max(lo, 1, uf + 1 if uf is not None else 0)
+            if floor_k <= hi - 1:
+                first = int(round(settings.upper_first * hi)) if rnd == 0 else None
+                k = _next_trial(hi, uf, first, -0.15)
+                up.append((o, e, min(max(k, floor_k), hi - 1)))
+            ceil_m = min(hi, min(b.M, b.N), lf - 1 if lf is not None else hi)
+            if lo + 1 <= ceil_m and (lf is None or ceil_m - lo >= settings.resolution * lo):
+                first = None
+                if rnd == 0:
+                    ok = [m for m in gk if lo < m <= ceil_m and gk[m][0] * settings.lower_boost > e]
+                    first = max(ok) if ok else lo + 1
+                m = min(max(_next_trial(lo, lf, first, 0.15), lo + 1), ceil_m)
+                if m in gk:
+                    lowp.append((o, e, m))
+        if not up and not lowp:
+            break
+        for (o, e, k), ok in zip(
+            up, _upper_round(bs, caches, up, settings.upper_steps), strict=True
+        ):
+            if not ok:
+                uf = up_fail[o, e]
+                up_fail[o, e] = k if uf is None else max(uf, k)
+        for (o, e, m), ok in zip(
+            lowp, _lower_round(bs, caches, lowp, settings.lower_steps, settings), strict=True
+        ):
+            if not ok:
+                lf = low_fail[o, e]
+                low_fail[o, e] = m if lf is None else min(lf, m)
+
+
+def _close_lower_starts(b: Builder, m: int, seeds: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Named starting ``(R, Y)`` pairs at size m: the best witness so far ("prev"),
+    k-means partitions (raw and unit columns, ``seeds`` seeds each) and splits of the best
+    size m - 1 witness's groups, each partition turned into a Gastinel-Kahan witness."""
+    A = b.A
+    starts = []
+    if m in b.lower:
+        starts.append(("prev", b.lower[m].R, b.lower[m].Y))
+    parts = [("kmeans", lab) for lab in _lower.kmeans_partitions(A, m, list(range(seeds)))]
+    if m - 1 in b.lower:
+        parts += [("split", lab) for lab in _lower.split_partitions(A, b.lower[m - 1].R)]
+    for name, lab in parts:
+        R, Y, _ = _lower.group_witness(A, lab, m)
+        starts.append((name, R, Y))
+    return starts
+
+
+def close(bs, caches, targets: Sequence[float], settings: SearchSettings) -> None:
+    """Closing pass: extra search at the two sizes that would close a nearly closed bracket.
+
+    For every matrix of ``bs`` and targeted eps with ``1 <= hi - lo <= settings.close_width``:
+
+    - upper, rank ``hi - 1`` (not below lo): a longer Adam run from the truncated SVD
+      (a different start and schedule from the refinement's), then the l1 row refit;
+      only where the best error at that rank is already below ``settings.close_upper_near``
+      times eps (restarts from perturbed starts land on the same error, measured on MiniLM
+      heads, so far-off ranks are not worth the time);
+    - lower, size ``lo + 1`` (at most ``settings.close_max_size``; only where that size is
+      untried or its best margin is above ``settings.close_lower_near`` times eps):
+      multi-start projected ascent from k-means column partitions (``settings.close_seeds``
+      seeds, raw and unit columns), splits of the lo witness's groups and the best witness
+      so far, all in one batch; the best ``settings.close_polish`` per size then get the
+      exact alternating LP polish.
+
+    ``settings.close_upper_steps`` / ``close_lower_steps`` set the run lengths; with both 0
+    the pass does nothing.
+
+    Every candidate goes through its matrix's builder (verified); the pass can only add
+    witnesses, so it never widens a bracket.
+    """
+    if not (settings.close_upper_steps or settings.close_lower_steps):
+        return
+    ups: dict[tuple[int, int], float] = {}  # (matrix, rank) -> the smallest eps it would decide
+    lows: dict[tuple[int, int], float] = {}  # (matrix, size) -> the largest eps it would decide
+    for o, b in enumerate(bs):
+        for e in targets:
+            lo, hi = b.lo(e), b.hi(e)
+            if not 1 <= hi - lo <= settings.close_width:
+                continue
+            k = hi - 1
+            cur = b.upper.get(k)
+            if k >= max(lo, 1) and cur is not None and cur.error < settings.close_upper_near * e:
+                ups[o, k] = min(ups.get((o, k), e), e)
+            m = lo + 1
+            low = b.lower.get(m)
+            if m <= min(hi, settings.close_max_size) and (
+                low is None or low.margin > settings.close_lower_near * e
+            ):
+                lows[o, m] = max(lows.get((o, m), e), e)
+    if ups and settings.close_upper_steps:
+        problems = [(o, e, k) for (o, k), e in sorted(ups.items())]
+        _upper_round(
+            bs, caches, problems, settings.close_upper_steps, svd_start=True, method="close"
+        )
+    if not lows or not settings.close_lower_steps:
+        return
+    problems, starts, names = [], [], []
+    for (o, m), e in sorted(lows.items()):
+        for name, R, Y in _close_lower_starts(bs[o], m, settings.close_seeds):
+            problems.append((o, e, m))
+            starts.append((R, Y))
+            names.append(name)
+    budgets = torch.full((len(problems),), settings.close_lower_steps)
+    found = _ascend(bs, problems, starts, budgets)
+    scored: dict[tuple[int, int], list[tuple[float, str, np.ndarray, np.ndarray]]] = {}
+    for (o, _, m), name, (Rp, Yp) in zip(problems, names, found, strict=True):
+        mu = bs[o].offer_lower(Rp, Yp, f"close-{name}")
+        scored.setdefault((o, m), []).append((mu, name, Rp, Yp))
+    for (o, m), cands in scored.items():
+        b = bs[o]
+        if b.lower.get(m) is not None and b.lower[m].margin > lows[o, m]:
+            continue
+        cands.sort(key=lambda c: -c[0])
+        for _, name, Rp, Yp in cands[: settings.close_polish]:
+            Rl, Yl, _ = _lower.lp_polish(b.A, Rp, Yp, rounds=settings.close_lp_rounds)
+            if b.offer_lower(Rl, Yl, f"close-{name}+lp") > lows[o, m]:
+                break
+
+
+def prune(b: Builder, keep_eps: Sequence[float]) -> None:
+    """Keep the witnesses that decide a bracket on ``keep_eps`` plus the trivial ones."""
+    up = {0} & set(b.upper)
+    low = {1} & set(b.lower)
+    for e in keep_eps:
+        if b.hi(e) in b.upper:
+            up.add(b.hi(e))
+        m = b.lo(e)
+        if m:
+            low.add(m)
+    b.upper = {k: b.upper[k] for k in sorted(up)}
+    b.lower = {m: b.lower[m] for m in sorted(low)}
