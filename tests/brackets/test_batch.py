@@ -7,7 +7,7 @@ from analysis.attention import softmax64
 from analysis.brackets import profile_matrices, profile_matrix
 from analysis.brackets.io import MatrixInput, profile_file
 from analysis.validation import ParameterError
-from tests.brackets.known import aI_bJ, aI_bJ_threshold, blocks, blocks_threshold, permute
+from tests.fixtures.known import aI_bJ, aI_bJ_threshold, blocks, blocks_threshold, permute
 
 EPS = (0.05, 0.1, 0.2)
 

@@ -15,7 +15,7 @@ from analysis.brackets import (
 from analysis.brackets import lower as L
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError
-from tests.brackets.known import blocks, blocks_threshold, permute
+from tests.fixtures.known import blocks, blocks_threshold, permute
 
 
 def _smooth_head(rng, n=32, d=3, beta=6.0):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from analysis.brackets import profile_matrix
-from tests.brackets.known import aI_bJ, aI_bJ_threshold, blocks, blocks_threshold, permute
+from tests.fixtures.known import aI_bJ, aI_bJ_threshold, blocks, blocks_threshold, permute
 
 EPS = (0.05, 0.1, 0.2, 0.5)
 

@@ -8,7 +8,7 @@ from scipy.optimize import linprog
 from analysis.attention import softmax64
 from analysis.brackets import lower as L
 from analysis.brackets.verify import certified_lower_margin
-from tests.brackets.known import blocks, blocks_threshold, permute
+from tests.fixtures.known import blocks, blocks_threshold, permute
 
 
 def _project_sort(x: np.ndarray) -> np.ndarray:

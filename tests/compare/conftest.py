@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from _compare_tables import make_table
+
+from tests.fixtures.compare_tables import make_table
 
 
 @pytest.fixture

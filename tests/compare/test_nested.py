@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _compare_tables import COVARIATES, FAMILY, MODELS, make_table
 from statsmodels.stats.multitest import multipletests
 
 from analysis.compare import (
@@ -20,6 +19,7 @@ from analysis.compare import (
     spearman,
 )
 from analysis.validation import ParameterError
+from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
 
 ROOT = Path(__file__).resolve().parents[2]
 

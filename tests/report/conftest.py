@@ -8,9 +8,9 @@ import warnings
 
 import numpy as np
 import pytest
-from _study import make_study
 
 from analysis.report import build_report
+from tests.fixtures.study_results import make_study
 
 
 def snapshot(results) -> dict:

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from _study import HELD_OUT
 from PIL import Image
 
 from analysis.report import BRACKET_COLUMNS, ReportFiles, build_report
@@ -23,6 +22,7 @@ from analysis.report.tables import (
     write_csv,
 )
 from analysis.validation import ParameterError
+from tests.fixtures.study_results import HELD_OUT
 
 TABLES = {
     "data",

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import HERE, fill_store
 
 from analysis.attention import softmax64
 from analysis.cli import main
 from analysis.sources import synthetic
 from analysis.store import Store, cell_key, matrix_key, run_brackets
 from analysis.validation import ParameterError
+from tests.fixtures.stores import fill_store
 
 ROOT = Path(__file__).resolve().parents[2]
 EPS = (0.05, 0.1, 0.2)
@@ -234,8 +234,8 @@ def test_killed_subprocess_resumes_to_identical_results(tmp_path, engine):
     script = textwrap.dedent(
         f"""
         import sys
-        sys.path[:0] = [{str(ROOT)!r}, {str(HERE)!r}]
-        import fake_engine
+        sys.path[:0] = [{str(ROOT)!r}]
+        from tests.fixtures import fake_engine
         fake_engine.SLEEP = 0.3
         from analysis.store import run_brackets
         run_brackets({str(tmp_path / "part")!r}, {EPS!r}, temperatures={TEMPS!r},
@@ -298,7 +298,7 @@ def test_workers_give_the_same_profiles(tmp_path, engine):
     a = fill_store(tmp_path / "a", n_matrices=4)
     run_brackets(a, (0.1,), engine=engine, progress=False)
     b = fill_store(tmp_path / "b", n_matrices=4)
-    run_brackets(b, (0.1,), engine="fake_engine", workers=2, progress=False)
+    run_brackets(b, (0.1,), engine="tests.fixtures.fake_engine", workers=2, progress=False)
     assert _snapshot(a) == _snapshot(b)
     a.close()
     b.close()
@@ -335,7 +335,7 @@ def test_cli_brackets_and_errors(tmp_path, engine, monkeypatch, capsys):
     import analysis.store.run as run_mod
 
     fill_store(tmp_path / "s", n_matrices=3).close()
-    monkeypatch.setattr(run_mod, "DEFAULT_ENGINE", "fake_engine")
+    monkeypatch.setattr(run_mod, "DEFAULT_ENGINE", "tests.fixtures.fake_engine")
     assert main(["brackets", str(tmp_path / "s"), "--eps", "0.1", "0.2", "--no-progress"]) == 0
     assert "3 computed" in capsys.readouterr().out
     rc = main(["brackets", str(tmp_path / "s"), "--eps", "0.1", "--temperatures", "0.5", "1"])

@@ -40,7 +40,7 @@ def _plugin_design(text: str) -> str:
 
 
 def test_plugin_block_is_described_and_compared(tmp_path):
-    from tests.store import fake_engine
+    from tests.fixtures import fake_engine
 
     (tmp_path / "study_plugin_sinks.py").write_text(PLUGIN, encoding="utf-8")
     design = make_study(tmp_path, "plugged", _plugin_design(small_design_text()))

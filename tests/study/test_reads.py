@@ -40,7 +40,7 @@ def _shared_reads(reads: Counter, design: pathlib.Path) -> dict[str, int]:
 
 
 def test_a_run_reads_design_lock_and_index_once(tmp_path, file_reads):
-    from tests.store import fake_engine
+    from tests.fixtures import fake_engine
 
     design = make_study(tmp_path)
     file_reads.clear()  # writing, drawing and locking the design read it
@@ -62,7 +62,7 @@ def test_a_run_reads_design_lock_and_index_once(tmp_path, file_reads):
 
 
 def test_stop_after_extract_reads_once(tmp_path, file_reads):
-    from tests.store import fake_engine
+    from tests.fixtures import fake_engine
 
     design = make_study(tmp_path)
     run_study(design, engine=fake_engine, stop_after="extract", **QUIET)

@@ -100,7 +100,7 @@ def _standin_design() -> str:
 
 
 def test_paper_design_runs_on_standins(standins, tmp_path):
-    from tests.store import fake_engine
+    from tests.fixtures import fake_engine
 
     design = make_study(tmp_path, "paper-standins", _standin_design())
     run = run_study(

@@ -88,7 +88,7 @@ def test_missing_lock_refuses(tmp_path):
 
 
 def test_resume_after_interrupted_brackets(tmp_path, monkeypatch):
-    from tests.store import fake_engine
+    from tests.fixtures import fake_engine
 
     design = make_study(tmp_path)
     monkeypatch.setattr(fake_engine, "CALLS", [])
@@ -110,7 +110,7 @@ def test_resume_after_interrupted_brackets(tmp_path, monkeypatch):
 
 def test_resume_after_interrupted_descriptors(tmp_path, monkeypatch):
     import analysis.study.describe as describe
-    from tests.store import fake_engine
+    from tests.fixtures import fake_engine
 
     design = make_study(tmp_path)
     run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
