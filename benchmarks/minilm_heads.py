@@ -71,7 +71,7 @@ def minilm_extract_npz(path: Path, length: int, *, corpus_seed: int = 0) -> str:
     """Write ``attnrank extract minilm --corpus-seed S --length L`` to ``path`` (the
     package's own extraction, with Q and K); return the input's id."""
     from analysis.sources.checkpoints import save_extraction
-    from analysis.sources.commands import extract
+    from analysis.sources.extract import extract
 
     ex = extract("minilm", corpus_seed=corpus_seed, length=length)
     save_extraction(ex, path)

@@ -1,7 +1,8 @@
 """Bracket files: load ``.npy`` / ``.npz`` inputs, write and re-check ``OUT.json``.
 
-The JSON layout is a stable contract (CONTRACTS.md, "Bracket engine"); other tools
-script against it.
+The JSON layout is a stable contract (docs/guide/conventions.md, "Bracket engine"); other
+tools script against it. Errors name the parameters of these functions (``path``,
+``temperature``, ``workers``); the command line names its flags instead.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from tqdm.auto import tqdm
 
 from analysis.atomic import JsonlCheckpoint, atomic_write
 from analysis.attention import check_attention, derive_seed, softmax64
-from analysis.brackets.profile import Profile, profile_matrices
+from analysis.brackets.profile import Profile
+from analysis.brackets.search import profile_matrices
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError, check_eps_grid, check_int, check_positive_finite
 
@@ -60,39 +62,37 @@ def load_matrices(
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"INPUT: no such file: {path}")
+        raise FileNotFoundError(f"path: no such file: {path}")
     sha = file_sha256(path)
     if path.suffix == ".npy":
         if temperature is not None:
-            raise ParameterError("--temperature", "no temperature with a .npy input", temperature)
-        A = check_attention(
-            np.load(path, allow_pickle=False), renormalize=renormalize, name="INPUT"
-        )
+            raise ParameterError("temperature", "no temperature with a .npy input", temperature)
+        A = check_attention(np.load(path, allow_pickle=False), renormalize=renormalize, name="path")
         H = A.shape[0]
         return MatrixInput(A, [None] * H, [None] * H, sha, None, renormalize)
     if path.suffix == ".npz":
-        t = 1.0 if temperature is None else check_positive_finite("--temperature", temperature)
+        t = 1.0 if temperature is None else check_positive_finite("temperature", temperature)
         with np.load(path, allow_pickle=False) as z:
             missing = [k for k in ("Q", "K", "scale") if k not in z.files]
             if missing:
                 raise ParameterError(
-                    "INPUT", "an extract .npz with Q, K, scale, mask", f"missing {missing}"
+                    "path", "an extract .npz with Q, K, scale, mask", f"missing {missing}"
                 )
             Q, K, scale = z["Q"], z["K"], z["scale"]
             mask = z["mask"] if "mask" in z.files else None
         if Q.ndim != 4 or K.shape != Q.shape or scale.shape != Q.shape[:2]:
             raise ParameterError(
-                "INPUT",
+                "path",
                 "Q, K [layer, head, L, d] and scale [layer, head]",
                 (Q.shape, K.shape, scale.shape),
             )
         A = softmax64(Q, K, scale, mask, t)
         nl, nh = A.shape[:2]
-        A = check_attention(A.reshape(nl * nh, *A.shape[2:]), renormalize=renormalize, name="INPUT")
+        A = check_attention(A.reshape(nl * nh, *A.shape[2:]), renormalize=renormalize, name="path")
         layers = [i // nh for i in range(nl * nh)]
         heads = [i % nh for i in range(nl * nh)]
         return MatrixInput(A, layers, heads, sha, t, renormalize)
-    raise ParameterError("INPUT", "a .npy or .npz file", path.name)
+    raise ParameterError("path", "a .npy or .npz file", path.name)
 
 
 # Matrices profiled side by side in one job (:func:`profile_matrices`). Blocks are fixed
@@ -121,7 +121,7 @@ def profile_file(
     """Profiles for every matrix of ``data``.
 
     Matrices are profiled in fixed blocks of ``batch`` consecutive indices, side by side
-    (:func:`analysis.brackets.profile.profile_matrices`); ``workers`` processes share the
+    (:func:`analysis.brackets.search.profile_matrices`); ``workers`` processes share the
     blocks, and results do not depend on ``workers``. With a ``checkpoint`` path, each
     finished profile is appended (and flushed to disk) as one JSON line keyed by input
     hash, index, temperature, eps and effort, and profiles already there are
@@ -130,8 +130,8 @@ def profile_file(
     as in an uninterrupted run).
     """
     eps = check_eps_grid(eps)
-    workers = check_int("--workers", workers, minimum=1)
-    batch = check_int("--batch", batch, minimum=1)
+    workers = check_int("workers", workers, minimum=1)
+    batch = check_int("batch", batch, minimum=1)
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)
     keys = [
@@ -335,7 +335,7 @@ def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
     )
     if not same:
         raise ParameterError(
-            "--brackets",
+            "result",
             "a result of `attnrank bracket` on the same INPUT, temperature and renormalization",
             {k: result.get(k) for k in ("input_sha256", "temperature", "renormalized")},
         )
@@ -380,7 +380,7 @@ def approximants_for_input(
 
     from analysis.brackets.approximants import METHODS, QK_METHODS, approximant_ranks
 
-    eps = check_eps_grid(eps, name="--eps")
+    eps = check_eps_grid(eps)
     notes: list[str] = []
     if methods is None:
         if qk is None:
@@ -393,7 +393,7 @@ def approximants_for_input(
             methods = list(METHODS)
     elif qk is None and any(m in QK_METHODS for m in methods):
         raise ParameterError(
-            "--methods", "svd, rows for a .npy input (it has no queries or keys)", list(methods)
+            "methods", "svd, rows for a .npy input (it has no queries or keys)", list(methods)
         )
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)

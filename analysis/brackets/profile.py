@@ -223,17 +223,3 @@ def identity_witness(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``B = A`` as a rank-``min(M, N)`` factorization: ``(A, I)`` or ``(I, A^T)``."""
     M, N = A.shape
     return (A.copy(), np.eye(N)) if N <= M else (np.eye(M), A.T.copy())
-
-
-# The search moved to analysis.brackets.search; these names stay importable from here until
-# every caller imports them from there (or from analysis.brackets). Lazy, because the search
-# imports this module.
-_MOVED_TO_SEARCH = ("EFFORTS", "profile_matrix", "profile_matrices")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_SEARCH:
-        from analysis.brackets import search
-
-        return getattr(search, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,7 @@
-"""``attnrank describe``: descriptor blocks for every (layer, head, temperature, eps) cell."""
+"""Descriptor blocks for every (layer, head, temperature, eps) cell (``attnrank describe``)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -41,21 +40,21 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     FileNotFoundError
         The file does not exist.
     ParameterError
-        Naming ``INPUT`` (not an npz / missing arrays) or the offending array.
+        Naming ``path`` (not an npz / missing arrays) or the offending array.
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"INPUT: no such file: {path}")
+        raise FileNotFoundError(f"path: no such file: {path}")
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
     except Exception as exc:  # zipfile/pickle/format errors all mean "not a valid npz"
         raise ParameterError(
-            "INPUT", "an .npz written by attnrank extract", f"{path} ({exc})"
+            "path", "an .npz written by attnrank extract", f"{path} ({exc})"
         ) from None
     missing = [k for k in ("Q", "K", "scale") if k not in data]
     if missing:
-        raise ParameterError("INPUT", "an npz with arrays Q, K, scale", f"missing {missing}")
+        raise ParameterError("path", "an npz with arrays Q, K, scale", f"missing {missing}")
     out: dict[str, np.ndarray] = {}
     for name in ("Q", "K"):
         arr = data[name]
@@ -313,59 +312,3 @@ def describe_file(
     return describe_arrays(
         data, eps=eps_grid, temperatures=temps, blocks=blocks, progress=progress, threads=threads
     )
-
-
-def _run(args: argparse.Namespace) -> int:
-    from analysis.descriptors.registry import feature_table
-
-    df = describe_file(
-        args.input,
-        eps=args.eps,
-        temperatures=args.temperatures,
-        blocks=args.blocks,
-        plugins=args.plugin,
-        progress=not args.quiet,
-        threads=args.threads,
-    )
-    write_csv_atomic(df, args.out)
-    if args.features_out:
-        write_csv_atomic(feature_table(df.columns), args.features_out)
-    n_cells, n_feat = df.shape[0], df.shape[1] - len(KEY_COLUMNS)
-    print(f"wrote {args.out}: {n_cells} cells x {n_feat} features")
-    return 0
-
-
-def register(subparsers: Any) -> None:
-    """Add the ``describe`` subcommand."""
-    p = subparsers.add_parser(
-        "describe",
-        help="descriptor blocks (baseline, native, intrinsic, plugins) per cell",
-        description="Compute descriptor blocks for every (layer, head, temperature, eps) of an "
-        "extract npz; one CSV row per cell, columns BLOCK__feature.",
-    )
-    p.add_argument("input", metavar="INPUT.npz", help="npz written by attnrank extract")
-    p.add_argument("--eps", type=float, nargs="+", required=True, help="tolerances (> 0)")
-    p.add_argument("--temperatures", type=float, nargs="+", default=[1.0], help="default: 1")
-    p.add_argument(
-        "--blocks",
-        nargs="+",
-        default=None,
-        help="block names in output order (default: all registered, plugins included)",
-    )
-    p.add_argument(
-        "--plugin",
-        action="extend",
-        nargs="+",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first so its @descriptor blocks register (repeatable)",
-    )
-    p.add_argument("--out", required=True, help="output CSV (written atomically)")
-    p.add_argument(
-        "--features-out",
-        default=None,
-        help="optional CSV of feature metadata (kind, log_scale, integer)",
-    )
-    p.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=_run)

@@ -253,19 +253,19 @@ def get_block(name: str) -> Block:
 def load_plugin(module: str) -> None:
     """Import a user module whose :func:`descriptor` decorators register new blocks.
 
-    Raises :class:`ParameterError` naming ``--plugin`` when the module cannot be imported.
+    Raises :class:`ParameterError` naming ``module`` when it cannot be imported.
     """
     if not isinstance(module, str) or not module:
-        raise ParameterError("--plugin", "an importable module path like pkg.mod", module)
+        raise ParameterError("module", "an importable module path like pkg.mod", module)
     try:
         importlib.import_module(module)
     except ParameterError as exc:  # e.g. a block name that is already registered
         raise ParameterError(
-            "--plugin", f"a module whose blocks register cleanly ({exc})", module
+            "module", f"a module whose blocks register cleanly ({exc})", module
         ) from None
     except ImportError as exc:
         raise ParameterError(
-            "--plugin", "an importable module path like pkg.mod", f"{module} ({exc})"
+            "module", "an importable module path like pkg.mod", f"{module} ({exc})"
         ) from None
 
 

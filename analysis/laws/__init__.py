@@ -13,7 +13,7 @@ Modules
   identified and threading slope sets, local slopes; why each is reported.
 - :mod:`analysis.laws.theory`: the asymptotic slopes and the spherical harmonic rank count.
 - :mod:`analysis.laws.render`: tables, the figure, ``results.json`` and :func:`run_laws`.
-- :mod:`analysis.laws.cli`: the ``attnrank laws`` subcommand.
+- the ``attnrank laws`` subcommand is :mod:`analysis.cli.laws`.
 
 Theory (docs/method.md section 6, the paper's earlier version)
 --------------------------------------------------------------

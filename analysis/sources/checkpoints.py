@@ -609,7 +609,8 @@ NPZ_KEYS = ("A", "Q", "K", "scale", "mask", "causal", "tokens", "meta")
 
 
 def save_extraction(extraction: Extraction, path: str | os.PathLike[str]) -> Path:
-    """Write the CONTRACTS ``.npz`` layout atomically; it loads with ``allow_pickle=False``.
+    """Write the ``.npz`` layout (docs/guide/conventions.md, "Extraction") atomically; it loads
+    with ``allow_pickle=False``.
 
     Keys: ``A`` [layer, head, L, L] float32, ``Q``/``K`` [layer, head, L, d] float32,
     ``scale`` [layer, head] float64, ``mask`` bool [L, L], ``causal`` 0-d bool, ``tokens``
@@ -637,7 +638,7 @@ def load_extraction(path: str | os.PathLike[str]) -> Extraction:
         missing = [k for k in NPZ_KEYS if k not in z.files]
         if missing:
             raise ParameterError(
-                "file", f"an extract .npz with keys {', '.join(NPZ_KEYS)}", missing
+                "path", f"an extract .npz with keys {', '.join(NPZ_KEYS)}", missing
             )
         data: Mapping[str, np.ndarray] = {k: z[k] for k in NPZ_KEYS}
     return Extraction(

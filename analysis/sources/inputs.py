@@ -42,10 +42,10 @@ def _max_positions(config: Any) -> int | None:
 
 
 def _check_length(checkpoint: Checkpoint, length: Any) -> int:
-    L = check_int("--length", length, minimum=1)
+    L = check_int("length", length, minimum=1)
     limit = _max_positions(checkpoint.model.config)
     if limit is not None and L > limit:
-        raise ParameterError("--length", f"an integer <= {limit} for this checkpoint", L)
+        raise ParameterError("length", f"an integer <= {limit} for this checkpoint", L)
     return L
 
 
@@ -73,7 +73,7 @@ def text_input(
     Raises
     ------
     ParameterError
-        Naming ``--length`` when the text yields fewer than L tokens.
+        Naming ``length`` when the text yields fewer than L tokens.
     """
     L = _check_length(checkpoint, length)
     tok = checkpoint.tokenizer
@@ -85,7 +85,7 @@ def text_input(
     n = int(enc["input_ids"].shape[-1])
     if n < L:
         raise ParameterError(
-            "--length", f"at most {n} (the text has only {n} tokens); pass a longer text", L
+            "length", f"at most {n} (the text has only {n} tokens); pass a longer text", L
         )
     ids = enc["input_ids"]
     tensors = {"input_ids": ids, "attention_mask": enc.get("attention_mask")}
@@ -101,15 +101,15 @@ def text_input(
     )
 
 
-def read_text(path: str | os.PathLike[str]) -> str:
-    """Read a UTF-8 text file (``--text``)."""
+def read_text(path: str | os.PathLike[str], *, name: str = "path") -> str:
+    """Read a UTF-8 text file; errors name ``name`` (a caller's parameter, e.g. ``text``)."""
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"--text: no such file: {p}")
+        raise FileNotFoundError(f"{name}: no such file: {p}")
     try:
         return p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ParameterError("--text", "a UTF-8 text file", str(p)) from None
+        raise ParameterError(name, "a UTF-8 text file", str(p)) from None
 
 
 def corpus_text(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
@@ -123,11 +123,11 @@ def corpus_text(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
     Raises
     ------
     ParameterError
-        Naming ``--length`` when no topic is that long; ``--corpus-seed`` for a bad seed.
+        Naming ``length`` when no topic is that long; ``seed`` for a bad seed.
     """
     from pydoc_data.topics import topics
 
-    seed = check_int("--corpus-seed", seed, minimum=0)
+    seed = check_int("seed", seed, minimum=0)
     L = _check_length(checkpoint, length)
     names = sorted(topics)
     order = np.random.default_rng(seed).permutation(len(names))
@@ -150,7 +150,7 @@ def corpus_text(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
             input_id=f"corpus:pydoc_data.topics/{name}",
             meta={"corpus": "pydoc_data.topics", "topic": name, "corpus_seed": seed},
         )
-    raise ParameterError("--length", f"at most {longest} (the longest corpus text)", L)
+    raise ParameterError("length", f"at most {longest} (the longest corpus text)", L)
 
 
 # --------------------------------------------------------------------------------------
@@ -177,25 +177,25 @@ def _find_position_embeddings(model: Any) -> Any:
 
 
 def image_lengths(checkpoint: Checkpoint, around: int | None = None, n: int = 4) -> list[int]:
-    """Valid ``--length`` values (prefix + s^2) nearest ``around`` (native when None)."""
+    """Valid ``length`` values (prefix + s^2) nearest ``around`` (native when None)."""
     _, side, prefix = _vision_geometry(checkpoint)
     centre = side if around is None else max(1, round(math.sqrt(max(around - prefix, 1))))
     sides = range(max(1, centre - n), centre + n + 1)
     return [prefix + s * s for s in sides]
 
 
-def read_image(path: str | os.PathLike[str]) -> np.ndarray:
-    """Read an image file as an RGB uint8 array ``[height, width, 3]`` (``--image``)."""
+def read_image(path: str | os.PathLike[str], *, name: str = "path") -> np.ndarray:
+    """Read an image file as an RGB uint8 array ``[height, width, 3]``; errors name ``name``."""
     from PIL import Image, UnidentifiedImageError
 
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"--image: no such file: {p}")
+        raise FileNotFoundError(f"{name}: no such file: {p}")
     try:
         with Image.open(p) as im:
             return np.asarray(im.convert("RGB"))
     except UnidentifiedImageError:
-        raise ParameterError("--image", "an image file PIL can read", str(p)) from None
+        raise ParameterError(name, "an image file PIL can read", str(p)) from None
 
 
 def image_input(
@@ -222,7 +222,7 @@ def image_input(
     Raises
     ------
     ParameterError
-        Naming ``--length`` and listing the valid lengths near it.
+        Naming ``length`` and listing the valid lengths near it.
     """
     import torch
 
@@ -230,12 +230,12 @@ def image_input(
     if length is None:
         s = side
     else:
-        L = check_int("--length", length, minimum=prefix + 1)
+        L = check_int("length", length, minimum=prefix + 1)
         s = math.isqrt(max(L - prefix, 0))
         if s < 1 or prefix + s * s != L:
             near = ", ".join(map(str, image_lengths(checkpoint, L)))
             raise ParameterError(
-                "--length", f"{prefix} + a square number of patches (near {L}: {near})", L
+                "length", f"{prefix} + a square number of patches (near {L}: {near})", L
             )
     px = s * patch
     proc = checkpoint.image_processor
@@ -267,7 +267,7 @@ def corpus_image(checkpoint: Checkpoint, seed: int, length: int | None = None) -
     """
     from sklearn.datasets import load_sample_images
 
-    seed = check_int("--corpus-seed", seed, minimum=0)
+    seed = check_int("seed", seed, minimum=0)
     bunch = load_sample_images()
     pairs = sorted(zip((Path(f).name for f in bunch.filenames), bunch.images, strict=True))
     i = int(np.random.default_rng(seed).integers(len(pairs)))

@@ -1,7 +1,8 @@
 """The cell store: matrix records with their arrays, bracket profiles, and cells.
 
 See :mod:`analysis.store.store` for the layout and the atomicity argument, and
-:mod:`analysis.store.run` for the resumable ``brackets`` computation.
+:mod:`analysis.store.run` for the resumable bracket profiles (:func:`run_brackets`,
+``attnrank store bracket``).
 """
 
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key

@@ -49,7 +49,7 @@ class _Task:
 
 @dataclasses.dataclass(frozen=True)
 class BracketsSummary:
-    """What one ``brackets`` run did."""
+    """What one :func:`run_brackets` call did."""
 
     total: int
     computed: int
@@ -110,9 +110,9 @@ def plan_profiles(
     other = sorted({e for _, e in stored.values()} - {effort})
     if other:
         raise ParameterError(
-            "profile_version",
+            "version",
             f"a version label whose stored profiles were computed at effort {effort!r} "
-            "(pick another --profile-version)",
+            "(pick another label)",
             f"{version!r} holds effort {', '.join(map(repr, other))}",
         )
     stored_grids = {k: g for k, (g, _) in stored.items()}
@@ -268,7 +268,7 @@ def run_brackets(
 
 @contextlib.contextmanager
 def _run_lock(path: Path) -> Iterator[None]:
-    """One ``brackets`` run per store at a time (an advisory lock on ``STORE/.brackets.lock``).
+    """One :func:`run_brackets` per store at a time (an advisory lock on ``STORE/.brackets.lock``).
 
     Two concurrent runs would not corrupt the store (every write is a transaction), but they
     would compute the same profiles twice. Where ``fcntl`` is missing the lock is skipped.
@@ -283,7 +283,7 @@ def _run_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise ParameterError(
-                "STORE", "a store no other `brackets` run is working on", str(path)
+                "store", "a store no other bracket run is working on", str(path)
             ) from None
         try:
             yield

@@ -180,7 +180,7 @@ class Store:
         index = self.path / self.INDEX
         if not index.is_file():
             if not create:
-                raise FileNotFoundError(f"STORE: no store at {self.path} (missing {self.INDEX})")
+                raise FileNotFoundError(f"path: no store at {self.path} (missing {self.INDEX})")
             self.path.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(index, timeout=60.0)
         self._conn.row_factory = sqlite3.Row
@@ -198,7 +198,7 @@ class Store:
         if found == "1":
             found = self._migrate_from_1()
         if found != SCHEMA_VERSION:
-            raise ParameterError("STORE", f"a store of schema version {SCHEMA_VERSION}", found)
+            raise ParameterError("path", f"a store of schema version {SCHEMA_VERSION}", found)
 
     def _migrate_from_1(self) -> str:
         """Drop the unused ``profiles.seed`` column of a version-1 store (one transaction)."""
@@ -611,7 +611,7 @@ def load_arrays(path: Path, sha256: str | None = None) -> MatrixArrays:
     if sha256 is not None:
         found = hashlib.sha256(path.read_bytes()).hexdigest()
         if found != sha256:
-            raise ParameterError("STORE", f"array file {path.name} with SHA-256 {sha256}", found)
+            raise ParameterError("path", f"array file {path.name} with SHA-256 {sha256}", found)
     with np.load(path, allow_pickle=False) as z:
         return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool))
 

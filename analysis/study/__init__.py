@@ -27,7 +27,7 @@ Modules: :mod:`~analysis.study.plan` (what the design asks for),
 ``extractions.json``), :mod:`~analysis.study.core` (:class:`Study`),
 :mod:`~analysis.study.stages` (extract, brackets), :mod:`~analysis.study.describe`,
 :mod:`~analysis.study.comparison`, :mod:`~analysis.study.results`,
-:mod:`~analysis.study.runner` and :mod:`~analysis.study.cli` (``attnrank run``).
+:mod:`~analysis.study.runner` (``attnrank run`` is :mod:`analysis.cli.study`).
 """
 
 from analysis.study.core import Study

@@ -87,7 +87,7 @@ def test_blocks_do_not_depend_on_workers_and_resume_whole(rng, tmp_path):
 
 
 def test_batch_is_validated(rng):
-    with pytest.raises(ParameterError, match="batch"):
+    with pytest.raises(ParameterError, match="^batch:"):
         profile_file(_data(smooth_stack(rng, h=2)), eps=EPS, batch=0, progress=False)
 
 

@@ -1,4 +1,4 @@
-"""``attnrank laws`` (analysis.laws.cli): errors name the flag, the --json schema, outputs."""
+"""``attnrank laws`` (analysis.cli.laws): errors name the flag, the --json schema, outputs."""
 
 import json
 import math

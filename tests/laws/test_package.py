@@ -3,7 +3,7 @@
 import importlib
 
 import analysis.laws as laws
-from analysis.cli import COMMAND_MODULES
+from analysis.cli import GROUPS
 
 
 def test_every_public_name_resolves():
@@ -24,5 +24,5 @@ def test_names_the_benchmarks_use():
 
 
 def test_the_subcommand_module_is_registered():
-    assert "analysis.laws.cli" in COMMAND_MODULES
-    assert hasattr(importlib.import_module("analysis.laws.cli"), "register")
+    assert "analysis.cli.laws" in GROUPS
+    assert hasattr(importlib.import_module("analysis.cli.laws"), "register")

@@ -118,7 +118,7 @@ def test_vision_lengths_interpolate_position_embeddings(tiny_model, kind):
     )
     with pytest.raises(ParameterError) as info:
         _input(kind, ck, prefix + 20)
-    assert info.value.name == "--length"
+    assert info.value.name == "length"
     assert str(prefix + 16) in str(info.value) and str(prefix + 25) in str(info.value)
 
 

@@ -36,15 +36,17 @@ def test_corpus_text_is_deterministic_and_exact_length(minilm):
 def test_length_errors_name_length(minilm, tmp_path):
     with pytest.raises(ParameterError) as info:
         corpus_text(minilm, 0, 100_000)
-    assert info.value.name == "--length"
+    assert info.value.name == "length"
     with pytest.raises(ParameterError) as info:
         text_input(minilm, "too short", 50)
-    assert info.value.name == "--length" and "4 tokens" in str(info.value)
+    assert info.value.name == "length" and "4 tokens" in str(info.value)
     with pytest.raises(ParameterError) as info:
         corpus_text(minilm, -1, 10)
-    assert info.value.name == "--corpus-seed"
-    with pytest.raises(FileNotFoundError, match="--text"):
+    assert info.value.name == "seed"
+    with pytest.raises(FileNotFoundError, match="^path: no such file"):
         read_text(tmp_path / "missing.txt")
+    with pytest.raises(FileNotFoundError, match="^text: no such file"):
+        read_text(tmp_path / "missing.txt", name="text")
 
 
 def test_corpus_image_is_deterministic_and_resized(tiny_model):

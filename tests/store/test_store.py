@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from analysis.attention import softmax64
-from analysis.cli import main
 from analysis.sources import synthetic
 from analysis.store import Store, cell_key, matrix_key, run_brackets
 from analysis.validation import ParameterError
@@ -98,7 +97,7 @@ def test_matrix_records_round_trip(tmp_path):
 
 
 def test_missing_store_is_an_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="STORE"):
+    with pytest.raises(FileNotFoundError, match="^path: no store"):
         Store(tmp_path / "nowhere")
 
 
@@ -328,27 +327,6 @@ def test_an_engine_without_the_api_is_refused(filled_store):
     assert info.value.name == "engine"
 
 
-# -- CLI -----------------------------------------------------------------------------------
-
-
-def test_cli_brackets_and_errors(tmp_path, engine, monkeypatch, capsys):
-    import analysis.store.run as run_mod
-
-    fill_store(tmp_path / "s", n_matrices=3).close()
-    monkeypatch.setattr(run_mod, "DEFAULT_ENGINE", "tests.fixtures.fake_engine")
-    assert main(["brackets", str(tmp_path / "s"), "--eps", "0.1", "0.2", "--no-progress"]) == 0
-    assert "3 computed" in capsys.readouterr().out
-    rc = main(["brackets", str(tmp_path / "s"), "--eps", "0.1", "--temperatures", "0.5", "1"])
-    assert rc == 0
-    assert "3 computed, 0 extended, 3 already stored" in capsys.readouterr().out
-    assert main(["brackets", str(tmp_path / "s"), "--eps", "nan"]) == 2
-    assert "eps" in capsys.readouterr().err
-    assert main(["brackets", str(tmp_path / "s"), "--eps", "0.1", "--temperatures", "0"]) == 2
-    assert "temperatures" in capsys.readouterr().err
-    assert main(["brackets", str(tmp_path / "missing"), "--eps", "0.1"]) == 2
-    assert "STORE" in capsys.readouterr().err
-
-
 def test_real_engine_interrupted_run_resumes_identically(tmp_path):
     """With the real bracket engine (skipped until it is importable on this branch)."""
     import types
@@ -404,7 +382,7 @@ def test_a_second_concurrent_run_is_refused(filled_store, engine):
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(ParameterError) as info:
             run_brackets(filled_store, (0.1,), engine=engine, progress=False)
-        assert info.value.name == "STORE"
+        assert info.value.name == "store"
     run_brackets(filled_store, (0.1,), engine=engine, progress=False)  # released: fine
 
 
@@ -414,4 +392,4 @@ def test_a_version_label_keeps_one_effort(filled_store, engine):
         run_brackets(
             filled_store, (0.1,), effort="thorough", version="v1", engine=engine, progress=False
         )
-    assert info.value.name == "profile_version"
+    assert info.value.name == "version"

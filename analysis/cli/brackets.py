@@ -1,4 +1,8 @@
-"""``attnrank bracket`` and ``attnrank verify``."""
+"""``attnrank bracket FILE``, ``attnrank verify FILE OUT.json``, ``attnrank approximants FILE``.
+
+``bracket`` certifies the matrices of one file; a store's matrices are bracketed by
+``attnrank store bracket`` (:mod:`analysis.cli.store`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import sys
 from pathlib import Path
 
 from analysis.atomic import atomic_write
+from analysis.brackets import EFFORTS
 from analysis.brackets.approximants import METHODS as APPROX_METHODS
 from analysis.brackets.approximants import compare_with_brackets, summarize
 from analysis.brackets.io import (
@@ -21,15 +26,19 @@ from analysis.brackets.io import (
     verify_result,
     write_json_atomic,
 )
-from analysis.brackets.profile import EFFORTS
 from analysis.validation import check_eps_grid
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``bracket``, ``verify`` and ``approximants``."""
     p = sub.add_parser(
         "bracket",
-        help="certified brackets [lo, hi] of r_eps for every matrix of a .npy / .npz file",
-        description="Certified brackets lo <= r_eps(A) <= hi, each end backed by a witness.",
+        help="certified brackets [lo, hi] of r_eps for every matrix of one .npy / .npz file",
+        description=(
+            "Certified brackets lo <= r_eps(A) <= hi, each end backed by a witness, for "
+            "every matrix of one file; printed, and written to OUT.json with --out. "
+            "(The matrices of a store: `attnrank store bracket STORE`.)"
+        ),
     )
     p.add_argument("input", metavar="INPUT", help=".npy (M, N) or (H, M, N), or an extract .npz")
     p.add_argument("--eps", type=float, nargs="+", required=True, help="tolerances (> 0)")
@@ -54,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"matrices searched side by side per job (default {BATCH}; 1: one at a time)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=run_bracket)
+    p.set_defaults(func=run_bracket, param_flags={"path": "INPUT"})
 
     v = sub.add_parser(
         "verify",
@@ -62,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     v.add_argument("input", metavar="INPUT")
     v.add_argument("result", metavar="OUT.json", type=Path)
-    v.set_defaults(func=run_verify)
+    v.set_defaults(func=run_verify, param_flags={"path": "INPUT"})
 
     a = sub.add_parser(
         "approximants",
@@ -92,11 +101,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--seed", type=int, default=0, help="Performer features (per matrix)")
     a.add_argument("--out", type=Path, help="TABLE.csv, one row per (matrix, method, eps)")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
-    a.set_defaults(func=run_approximants)
+    a.set_defaults(func=run_approximants, param_flags={"path": "INPUT", "result": "--brackets"})
 
 
 def run_bracket(args: argparse.Namespace) -> int:
-    eps = check_eps_grid(args.eps, name="--eps")
+    eps = check_eps_grid(args.eps)
     if args.seed is not None:
         print(
             "note: --seed is ignored and will be removed: the bracket search is deterministic",
@@ -156,7 +165,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_approximants(args: argparse.Namespace) -> int:
-    eps = check_eps_grid(args.eps, name="--eps")
+    eps = check_eps_grid(args.eps)
     data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
     brackets = None
     if args.brackets is not None:

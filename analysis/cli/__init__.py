@@ -1,0 +1,88 @@
+"""The ``attnrank`` command line: parse, call one library function per command, print.
+
+Commands come in groups, one module per group, each exposing ``register(subparsers)``:
+it adds its parsers and sets ``func(args) -> int`` on each. :data:`GROUPS` lists the
+modules in the order of ``attnrank --help``; a new group is one module plus one line
+there. A group module turns flags into keyword arguments of library functions and prints
+what they return; it computes nothing itself. Flags are kebab-case, data files are
+positional.
+
+``bracket`` and ``store bracket``
+---------------------------------
+Two commands certify brackets, on two kinds of data:
+
+- ``attnrank bracket FILE`` brackets the matrices of one file (``.npy`` ``(M, N)`` or
+  ``(H, M, N)``, or an ``attnrank extract`` ``.npz`` at one ``--temperature``) and prints
+  them, or writes ``OUT.json`` with ``--out``; nothing is stored.
+- ``attnrank store bracket STORE`` computes the bracket profile of every (matrix,
+  temperature) of a store (filled by ``attnrank store add STORE FILE.npz...``), commits
+  each at once and resumes where an interrupted run stopped.
+
+The old spellings ``attnrank brackets STORE`` and ``attnrank store-add STORE FILE...`` are
+aliases for one release: they print a one-line deprecation note to stderr, then do
+exactly what ``store bracket`` and ``store add`` do.
+
+Errors
+------
+Library functions raise :class:`~analysis.validation.ParameterError` naming their Python
+parameter (``workers``); :func:`main` names the command's flag instead (``--workers``),
+through :mod:`analysis.cli.errors`, and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from analysis import __version__
+from analysis.cli.errors import annotate, flags_of, rename
+from analysis.validation import ParameterError
+
+__all__ = ["GROUPS", "build_parser", "main"]
+
+# Modules that provide command groups, in the order they appear in --help. A new group is
+# analysis/cli/<group>.py with its register(), and one line here.
+GROUPS: tuple[str, ...] = (
+    "analysis.cli.brackets",  # bracket FILE, verify, approximants
+    "analysis.cli.sources",  # extract
+    "analysis.cli.store",  # store add, store bracket (old: store-add, brackets)
+    "analysis.cli.describe",  # describe
+    "analysis.cli.prereg",  # prereg draw | lock | check | amend
+    "analysis.cli.power",  # validate-comparison
+    "analysis.cli.study",  # run
+    "analysis.cli.laws",  # laws
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``attnrank`` parser with every group of :data:`GROUPS` registered."""
+    parser = argparse.ArgumentParser(
+        prog="attnrank",
+        description=(
+            "Certified rank brackets of softmax attention and preregistered studies. "
+            "`attnrank bracket FILE` brackets the matrices of one file; "
+            "`attnrank store bracket STORE` profiles every (matrix, temperature) of a store."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"attnrank {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in GROUPS:
+        importlib.import_module(name).register(sub)
+    annotate(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one ``attnrank`` command; the exit status (2: a bad parameter or missing file)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ParameterError, FileNotFoundError) as exc:
+        print(f"attnrank {args.command}: error: {rename(exc, flags_of(args))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"attnrank {args.command}: interrupted; finished work is kept", file=sys.stderr)
+        return 130

@@ -1,0 +1,66 @@
+"""``attnrank describe INPUT.npz``: descriptor blocks for every (layer, head, temperature, eps)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from analysis.descriptors.describe import KEY_COLUMNS, describe_file, write_csv_atomic
+    from analysis.descriptors.registry import feature_table
+
+    df = describe_file(
+        args.input,
+        eps=args.eps,
+        temperatures=args.temperatures,
+        blocks=args.blocks,
+        plugins=args.plugin,
+        progress=not args.quiet,
+        threads=args.threads,
+    )
+    write_csv_atomic(df, args.out)
+    if args.features_out:
+        write_csv_atomic(feature_table(df.columns), args.features_out)
+    n_cells, n_feat = df.shape[0], df.shape[1] - len(KEY_COLUMNS)
+    print(f"wrote {args.out}: {n_cells} cells x {n_feat} features")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``describe`` subcommand."""
+    p = subparsers.add_parser(
+        "describe",
+        help="descriptor blocks (baseline, native, intrinsic, plugins) per cell",
+        description="Compute descriptor blocks for every (layer, head, temperature, eps) of an "
+        "extract npz; one CSV row per cell, columns BLOCK__feature.",
+    )
+    p.add_argument("input", metavar="INPUT.npz", help="npz written by attnrank extract")
+    p.add_argument("--eps", type=float, nargs="+", required=True, help="tolerances (> 0)")
+    p.add_argument("--temperatures", type=float, nargs="+", default=[1.0], help="default: 1")
+    p.add_argument(
+        "--blocks",
+        nargs="+",
+        default=None,
+        help="block names in output order (default: all registered, plugins included)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first so its @descriptor blocks register (repeatable)",
+    )
+    p.add_argument("--out", required=True, help="output CSV (written atomically)")
+    p.add_argument(
+        "--features-out",
+        default=None,
+        help="optional CSV of feature metadata (kind, log_scale, integer)",
+    )
+    p.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    # describe_file names its file ``path`` and load_plugin its ``module``.
+    p.set_defaults(func=_run, param_flags={"path": "INPUT", "module": "--plugin"})

@@ -1,0 +1,67 @@
+"""``attnrank extract CHECKPOINT``: per-head A, Q, K, scale and mask of one input."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from analysis.sources.checkpoints import save_extraction
+    from analysis.sources.extract import extract
+
+    ex = extract(
+        args.checkpoint,
+        text=args.text,
+        image=args.image,
+        corpus_seed=args.corpus_seed,
+        length=args.length,
+    )
+    out = save_extraction(ex, args.out)
+    n_layers, n_heads, L, _ = ex.A.shape
+    print(
+        f"wrote {out}: {ex.checkpoint_id}, {n_layers} layers x {n_heads} heads, L={L}, "
+        f"d={ex.Q.shape[-1]}, causal={ex.causal}, input {ex.input_id}; "
+        f"max |softmax64(Q, K, scale, mask) - A| = {ex.meta['parity_max_abs']:.2e}"
+    )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``extract``."""
+    p = subparsers.add_parser(
+        "extract",
+        help="per-head attention, queries and keys of one input (offline)",
+        description=(
+            "Run one input through a checkpoint with eager attention and write A [layer, head, "
+            "L, L], Q and K [layer, head, L, d], scale [layer, head], mask [L, L], causal, "
+            "tokens and meta to an .npz (loads with allow_pickle=False). Nothing is downloaded."
+        ),
+    )
+    p.add_argument(
+        "checkpoint",
+        metavar="CHECKPOINT",
+        help="local folder, 'minilm', or a Hugging Face id already in the local cache "
+        "(bert-base-uncased, gpt2, Qwen/Qwen2.5-0.5B, google/vit-base-patch16-224, "
+        "facebook/deit-small-patch16-224, sentence-transformers/all-MiniLM-L6-v2)",
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--text", metavar="FILE", help="UTF-8 text file (its first L tokens)")
+    src.add_argument("--image", metavar="FILE", help="image file (resized to L = 1 + P patches)")
+    src.add_argument(
+        "--corpus-seed",
+        type=int,
+        metavar="S",
+        help="pick a bundled text (pydoc_data.topics) or sample image deterministically",
+    )
+    p.add_argument(
+        "--length",
+        type=int,
+        metavar="L",
+        help="positions incl. special tokens (text: required; images: 1 + P, P square; "
+        "default native)",
+    )
+    p.add_argument("--out", required=True, metavar="OUT.npz", help="output file (atomic write)")
+    p.set_defaults(func=_run)

@@ -1,0 +1,156 @@
+"""``attnrank store add STORE FILE.npz...`` and ``attnrank store bracket STORE``.
+
+``store bracket`` profiles every (matrix, temperature) of a store; one file's matrices are
+bracketed by ``attnrank bracket FILE`` (:mod:`analysis.cli.brackets`). The old top-level
+spellings ``store-add`` and ``brackets`` stay for one release: they print a deprecation
+note to stderr, then run the same function on the same arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from analysis.brackets import EFFORTS
+from analysis.validation import check_eps_grid, check_positive_finite
+
+__all__ = ["register"]
+
+# Names that store functions raise and `store bracket` spells otherwise (analysis.cli.errors).
+# Not for `store add`: there ``path`` may also be an extract file's (load_extraction).
+_BRACKET_FLAGS = {"path": "STORE", "store": "STORE", "version": "--profile-version"}
+
+
+def _run_bracket(args: argparse.Namespace) -> int:
+    from analysis.store.run import run_brackets
+
+    eps = check_eps_grid(args.eps)
+    if args.seed is not None:
+        print(
+            "note: --seed is ignored and will be removed: the bracket search is deterministic",
+            file=sys.stderr,
+        )
+    temps = [check_positive_finite("temperatures", t) for t in args.temperatures]
+    summary = run_brackets(
+        args.store,
+        eps=eps,
+        temperatures=temps,
+        effort=args.effort,
+        workers=args.workers,
+        version=args.profile_version,
+        progress=not args.quiet,
+    )
+    print(
+        f"{args.store}: {summary.total} profiles (version {summary.version!r}): "
+        f"{summary.computed} computed, {summary.extended} extended, {summary.skipped} already "
+        f"stored; {summary.elapsed_s:.1f} s"
+    )
+    return 0
+
+
+def _run_add(args: argparse.Namespace) -> int:
+    from analysis.sources.checkpoints import load_extraction
+    from analysis.store.store import Store
+
+    with Store(args.store, create=True) as store:
+        for path in args.files:
+            keys = store.add_extraction(load_extraction(path))
+            print(f"{path}: {len(keys)} matrices in {args.store}")
+    return 0
+
+
+def _floats(text: str) -> str:
+    return text  # validated by check_eps_grid / check_positive_finite so errors name the flag
+
+
+def _deprecated(func: Callable[[argparse.Namespace], int], old: str, new: str) -> Callable:
+    """``func`` after a one-line note that ``attnrank OLD`` is now ``attnrank NEW``."""
+
+    def run(args: argparse.Namespace) -> int:
+        print(
+            f"note: `attnrank {old}` is deprecated and will be removed in the next release; "
+            f"use `attnrank {new}` (same arguments)",
+            file=sys.stderr,
+        )
+        return func(args)
+
+    return run
+
+
+_BRACKET_HELP = "bracket profiles of every (matrix, temperature) of a store, resumably"
+_BRACKET_DESCRIPTION = (
+    "Compute a bracket profile for every (matrix, temperature) of STORE that has none "
+    "covering the eps grid yet. Each finished profile is committed at once: an "
+    "interrupted run resumes where it stopped and never recomputes a finished one. "
+    "A new eps extends a stored profile (old witnesses kept). "
+    "(The matrices of one file: `attnrank bracket FILE`.)"
+)
+_ADD_HELP = "add extract .npz files to a store (created if missing)"
+_ADD_DESCRIPTION = "Add every (layer, head) of each `attnrank extract` file as a matrix record."
+
+
+def _bracket_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("store", metavar="STORE", help="store folder (see `attnrank store add`)")
+    p.add_argument("--eps", nargs="+", required=True, type=_floats, help="eps grid (> 0)")
+    p.add_argument(
+        "--temperatures",
+        nargs="+",
+        default=["1"],
+        type=_floats,
+        metavar="T",
+        help="temperatures t > 0; A_t = softmax(S / t) from the stored Q, K (default 1)",
+    )
+    p.add_argument("--effort", choices=EFFORTS, default="default")
+    # The search is deterministic; --seed did nothing and goes in the next release.
+    p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument(
+        "--profile-version",
+        default=None,
+        metavar="V",
+        help="profile version label (default: the effort level)",
+    )
+    # --quiet as in every other command; --no-progress is the old spelling.
+    p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("store", metavar="STORE", help="store folder (created if missing)")
+    p.add_argument("files", nargs="+", metavar="FILE.npz", help="files of `attnrank extract`")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``store`` (``add``, ``bracket``) and the old ``store-add`` / ``brackets``."""
+    g = subparsers.add_parser(
+        "store",
+        help="a store of matrices: add extract files, bracket every (matrix, temperature)",
+        description=(
+            "A store is a folder of matrices (one record per (layer, head) of each extract "
+            "file) and their bracket profiles. `store add` fills it, `store bracket` "
+            "profiles it. Formerly `attnrank store-add` and `attnrank brackets`."
+        ),
+    )
+    sub = g.add_subparsers(dest="store_command", metavar="ACTION")
+    sub.required = True
+    a = sub.add_parser("add", help=_ADD_HELP, description=_ADD_DESCRIPTION)
+    _add_arguments(a)
+    a.set_defaults(func=_run_add)
+    b = sub.add_parser("bracket", help=_BRACKET_HELP, description=_BRACKET_DESCRIPTION)
+    _bracket_arguments(b)
+    b.set_defaults(func=_run_bracket, param_flags=_BRACKET_FLAGS)
+
+    # Old spellings, left out of --help (no help=), for one release.
+    old_b = subparsers.add_parser(
+        "brackets", description="Deprecated: `attnrank store bracket`. " + _BRACKET_DESCRIPTION
+    )
+    _bracket_arguments(old_b)
+    old_b.set_defaults(
+        func=_deprecated(_run_bracket, "brackets", "store bracket"), param_flags=_BRACKET_FLAGS
+    )
+    old_a = subparsers.add_parser(
+        "store-add", description="Deprecated: `attnrank store add`. " + _ADD_DESCRIPTION
+    )
+    _add_arguments(old_a)
+    old_a.set_defaults(func=_deprecated(_run_add, "store-add", "store add"))

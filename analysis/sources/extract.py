@@ -1,0 +1,85 @@
+"""Per-head A, Q, K, scale and mask of one input through a checkpoint (``attnrank extract``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from analysis.validation import ParameterError, check_int
+
+__all__ = ["extract"]
+
+
+def extract(
+    checkpoint: Any,
+    *,
+    text: str | Path | None = None,
+    image: str | Path | None = None,
+    corpus_seed: int | None = None,
+    length: int | None = None,
+) -> Any:
+    """Load ``checkpoint`` offline and extract one input (exactly one of the three sources).
+
+    Parameters
+    ----------
+    checkpoint : str, path or model
+        Name, alias, local folder or in-memory model (see ``load_checkpoint``).
+    text, image : path, optional
+        A UTF-8 text file (text models) or an image file (ViT / DeiT).
+    corpus_seed : int, optional
+        Pick a bundled corpus text (``pydoc_data.topics``) or sample image deterministically.
+    length : int, optional
+        L, positions including special tokens; required for text, native size for images
+        when omitted.
+
+    Returns
+    -------
+    analysis.sources.checkpoints.Extraction
+
+    Raises
+    ------
+    ParameterError
+        Naming the parameter at fault (``text``, ``image``, ``corpus_seed``, ``length``,
+        ``checkpoint``), or ``input`` when not exactly one source is given.
+    """
+    from analysis.sources import inputs
+    from analysis.sources.checkpoints import extract_from_model, load_checkpoint
+
+    given = [
+        name
+        for name, v in (("text", text), ("image", image), ("corpus_seed", corpus_seed))
+        if v is not None
+    ]
+    if len(given) != 1:
+        raise ParameterError("input", "exactly one of text, image, corpus_seed", given)
+    if corpus_seed is not None:
+        corpus_seed = check_int("corpus_seed", corpus_seed, minimum=0)
+    ckpt = load_checkpoint(checkpoint)
+    if ckpt.is_vision:
+        if text is not None:
+            raise ParameterError(
+                "text", "an image or a corpus seed for an image checkpoint", str(text)
+            )
+        if image is not None:
+            model_input = inputs.image_input(
+                ckpt,
+                inputs.read_image(image, name="image"),
+                length,
+                meta={"file": Path(image).name},
+            )
+        else:
+            model_input = inputs.corpus_image(ckpt, corpus_seed, length)
+    else:
+        if image is not None:
+            raise ParameterError(
+                "image", "a text or a corpus seed for a text checkpoint", str(image)
+            )
+        if length is None:
+            raise ParameterError("length", "the number of tokens L for a text checkpoint", None)
+        if text is not None:
+            model_input = inputs.text_input(
+                ckpt, inputs.read_text(text, name="text"), length, meta={"file": Path(text).name}
+            )
+        else:
+            model_input = inputs.corpus_text(ckpt, corpus_seed, length)
+    return extract_from_model(ckpt, model_input)
