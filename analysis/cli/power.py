@@ -35,14 +35,7 @@ def _run(args: argparse.Namespace) -> int:
         native_head_share=args.native_head_share,
         native_features=args.native_features,
         intrinsic_features=args.intrinsic_features,
-        names={
-            "icc": "--icc",
-            "residual_sd": "--residual-sd",
-            "native_head_share": "--native-head-share",
-            "native_features": "--native-features",
-            "intrinsic_features": "--intrinsic-features",
-        },
-    )
+    )  # errors name the Python parameter; main() turns it into the flag
     sizes = sizes_from_design(args.design) if args.design else StudySizes()
     if args.widths:
         widths_path = Path(args.widths)

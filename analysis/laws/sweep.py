@@ -201,7 +201,7 @@ def _ints(name: str, values: Any, minimum: int) -> tuple[int, ...]:
 
 def default_config(family: str, *, quick: bool = False) -> SweepConfig:
     """The default (or ``--quick``) sweep of a family; see the module docstring."""
-    check_choice("--family", family, FAMILIES)
+    check_choice("family", family, FAMILIES)
     grids = DEFAULT_BETAS[family]
     if quick:
         grids = {d: tuple(b for i, b in enumerate(g) if i % 2 == 0) for d, g in grids.items()}
@@ -230,36 +230,36 @@ def make_config(
     it would need.
     """
     base = default_config(family, quick=quick)
-    design = check_choice("--design", design, DESIGNS)
-    dims_ = base.dims if dims is None else _ints("--dims", dims, 2)
+    design = check_choice("design", design, DESIGNS)
+    dims_ = base.dims if dims is None else _ints("dims", dims, 2)
     if design == "asymptotic":
         if family != "spherical":
-            raise ParameterError("--design", "'default' for the ball (no harmonic count)", design)
+            raise ParameterError("design", "'default' for the ball (no harmonic count)", design)
         if betas is not None:
-            raise ParameterError("--betas", "none with --design asymptotic (it sets them)", betas)
+            raise ParameterError("betas", "none with --design asymptotic (it sets them)", betas)
         if eps is not None and len(set(eps)) != 1:
-            raise ParameterError("--eps", "one value with --design asymptotic", eps)
+            raise ParameterError("eps", "one value with --design asymptotic", eps)
         grid: dict[int, tuple[float, ...]] = {}  # set below, once n and eps are known
     elif betas is None:
         missing = [d for d in dims_ if d not in base.betas]
         if missing:
             raise ParameterError(
-                "--betas", f"explicit values for d = {missing} (defaults exist for d in 2..4)", None
+                "betas", f"explicit values for d = {missing} (defaults exist for d in 2..4)", None
             )
         grid = {d: base.betas[d] for d in dims_}
     else:
-        b = _floats("--betas", betas)
+        b = _floats("betas", betas)
         if len(set(b)) < 2:
-            raise ParameterError("--betas", "at least two distinct values (a slope needs two)", b)
+            raise ParameterError("betas", "at least two distinct values (a slope needs two)", b)
         grid = {d: tuple(sorted(set(b))) for d in dims_}
-    n_ = base.n if n is None else check_int("--n", n, minimum=8)
-    eps_ = base.eps if eps is None else check_eps_grid(eps, name="--eps")
+    n_ = base.n if n is None else check_int("n", n, minimum=8)
+    eps_ = base.eps if eps is None else check_eps_grid(eps, name="eps")
     bad = [e for e in eps_ if e >= 1]
     if bad:
-        raise ParameterError("--eps", "values in (0, 1) (r_eps = 1 or 0 for eps >= 1)", bad)
+        raise ParameterError("eps", "values in (0, 1) (r_eps = 1 or 0 for eps >= 1)", bad)
     eps_ = tuple(sorted(set(eps_)))
-    seeds_ = base.seeds if seeds is None else _ints("--seeds", seeds, 0)
-    effort_ = base.effort if effort is None else check_choice("--effort", effort, EFFORTS)
+    seeds_ = base.seeds if seeds is None else _ints("seeds", seeds, 0)
+    effort_ = base.effort if effort is None else check_choice("effort", effort, EFFORTS)
     notes: list[str] = []
     if design == "asymptotic":
         (e,) = eps_
@@ -282,7 +282,7 @@ def make_config(
                     f"n >= {need} (n = {n_})"
                 )
         if not kept:
-            raise ParameterError("--n", "a size that leaves some d an asymptotic grid", n_)
+            raise ParameterError("n", "a size that leaves some d an asymptotic grid", n_)
         dims_ = tuple(kept)
     return SweepConfig(family, dims_, grid, n_, eps_, seeds_, effort_, design, tuple(notes))
 
@@ -336,7 +336,7 @@ def run_sweep(
     DataFrame
         One row per job of ``config`` (cached or new), with ``cached`` marking reuse.
     """
-    workers = check_int("--workers", workers, minimum=1)
+    workers = check_int("workers", workers, minimum=1)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ck = out / CHECKPOINT_NAME

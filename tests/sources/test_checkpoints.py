@@ -193,9 +193,9 @@ def test_cli_extract_text_from_local_folder(tmp_path, capsys):
     """A saved folder (tiny BERT + MiniLM's tokenizer) through `attnrank extract`."""
     import transformers
 
-    from analysis.sources.checkpoints import _minilm_package_path
+    from analysis.sources.checkpoints import minilm_package_path
 
-    tok = transformers.AutoTokenizer.from_pretrained(_minilm_package_path())
+    tok = transformers.AutoTokenizer.from_pretrained(minilm_package_path())
     cfg = transformers.BertConfig(
         vocab_size=tok.vocab_size,
         hidden_size=16,
@@ -261,7 +261,7 @@ def test_hf_cache_checkpoint_resolves_with_revision(tiny_model, tmp_path, monkey
     import huggingface_hub.constants as hc
     import transformers
 
-    from analysis.sources.checkpoints import _minilm_package_path
+    from analysis.sources.checkpoints import minilm_package_path
 
     hub = tmp_path / "hub"
     repo = hub / "models--openai-community--gpt2"
@@ -269,7 +269,7 @@ def test_hf_cache_checkpoint_resolves_with_revision(tiny_model, tmp_path, monkey
     snap = repo / "snapshots" / commit
     tiny_model("gpt2").save_pretrained(snap)
     # a stand-in tokenizer (the real GPT-2 one is not on this machine); ids < 100 suffice
-    tok = transformers.AutoTokenizer.from_pretrained(_minilm_package_path())
+    tok = transformers.AutoTokenizer.from_pretrained(minilm_package_path())
     tok.save_pretrained(snap)
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text(commit)
