@@ -13,7 +13,7 @@ def test_make_config_defaults():
     q = make_config("spherical", quick=True)
     assert q.n == 256 and q.effort == "default" and len(q.seeds) == 2
     assert all(set(q.betas[d]) <= set(c.betas[d]) for d in c.dims)
-    with pytest.raises(ParameterError, match="--betas"):
+    with pytest.raises(ParameterError, match="^betas:"):
         make_config("ball", dims=[7])
 
 
@@ -22,10 +22,10 @@ def test_asymptotic_design_config():
     assert c.design == "asymptotic" and 4 not in c.dims and 3 in c.dims
     assert any("d = 4 left out" in note and "need n >=" in note for note in c.notes)
     for kwargs, flag in [
-        ({"family": "ball", "eps": [0.2]}, "--design"),
-        ({"family": "spherical", "eps": [0.1, 0.2]}, "--eps"),
-        ({"family": "spherical", "eps": [0.2], "betas": [1, 2]}, "--betas"),
-        ({"family": "spherical", "eps": [0.1], "dims": [4]}, "--n"),
+        ({"family": "ball", "eps": [0.2]}, "design"),
+        ({"family": "spherical", "eps": [0.1, 0.2]}, "eps"),
+        ({"family": "spherical", "eps": [0.2], "betas": [1, 2]}, "betas"),
+        ({"family": "spherical", "eps": [0.1], "dims": [4]}, "n"),
     ]:
         fam = kwargs.pop("family")
         with pytest.raises(ParameterError, match=f"^{flag}:"):
