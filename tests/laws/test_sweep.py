@@ -30,7 +30,7 @@ def test_asymptotic_design_config():
         fam = kwargs.pop("family")
         with pytest.raises(ParameterError, match=f"^{flag}:"):
             make_config(fam, design="asymptotic", **kwargs)
-    with pytest.raises(ParameterError, match="^--design:"):
+    with pytest.raises(ParameterError, match="^design:"):
         make_config("spherical", design="clever")
 
 
