@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analysis.compare.cli",
     "analysis.study",
     "analysis.laws",
+    "analysis.reference_widths",
 )
 
 

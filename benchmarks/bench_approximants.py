@@ -13,9 +13,9 @@ Writes ``benchmarks/out/approximants_L{N}[_t{t}].csv`` (one row per head, method
 ``docs/figures/approximants_L{N}.png``. ``--temperatures`` divides the logits by t
 (smoother heads at t > 1, where low-rank approximants are meant to work).
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_approximants.py [--lengths 128] [--temperatures 1]
+    python -m benchmarks.bench_approximants [--lengths 128] [--temperatures 1]
                                             [--corpus-seed 0] [--workers 2]
 """
 
@@ -42,12 +42,8 @@ from analysis.brackets.io import (
     profile_file,
     result_json,
 )
+from benchmarks.common import EPS, OUT, ROOT, minilm_extract_npz
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import EPS, minilm_extract_npz  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "out"
 FIGURES = ROOT / "docs" / "figures"
 
 
