@@ -99,7 +99,7 @@ def build_minilm_npz(path: Path, *, length: int = 128) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Imported here: tests load this file by path, without the repository root on sys.path.
+    # Imported here: tests load this file by path for build_minilm_npz alone.
     from benchmarks.common import OUT
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
