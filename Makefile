@@ -31,12 +31,12 @@ example: $(STAMP)
 	$(BIN)/attnrank verify data/examples/minilm_l64_4heads.npy reports/example/brackets.json
 
 lint: $(STAMP)
-	$(BIN)/ruff check analysis tests benchmarks
-	$(BIN)/ruff format --check analysis tests benchmarks
+	$(BIN)/ruff check analysis tests benchmarks experiments
+	$(BIN)/ruff format --check analysis tests benchmarks experiments
 
 format: $(STAMP)
-	$(BIN)/ruff format analysis tests benchmarks
-	$(BIN)/ruff check --fix analysis tests benchmarks
+	$(BIN)/ruff format analysis tests benchmarks experiments
+	$(BIN)/ruff check --fix analysis tests benchmarks experiments
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -13,9 +13,9 @@ Writes ``benchmarks/out/approximants_L{N}[_t{t}].csv`` (one row per head, method
 ``docs/figures/approximants_L{N}.png``. ``--temperatures`` divides the logits by t
 (smoother heads at t > 1, where low-rank approximants are meant to work).
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_approximants.py [--lengths 128] [--temperatures 1]
+    python -m benchmarks.bench_approximants [--lengths 128] [--temperatures 1]
                                             [--corpus-seed 0] [--workers 2]
 """
 
@@ -42,12 +42,8 @@ from analysis.brackets.io import (
     profile_file,
     result_json,
 )
+from benchmarks.common import EPS, OUT, ROOT, minilm_extract_npz
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import EPS, minilm_extract_npz  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "out"
 FIGURES = ROOT / "docs" / "figures"
 
 
@@ -137,7 +133,7 @@ def run_temperature(npz: Path, input_id: str, length: int, t: float, workers: in
     t0 = time.perf_counter()
     profiles = profile_file(data, eps=EPS, effort="default", workers=workers, progress=False)
     t_brackets = time.perf_counter() - t0
-    res = result_json(data, profiles, eps=EPS, seed=0, effort="default", witnesses=False)
+    res = result_json(data, profiles, eps=EPS, effort="default", witnesses=False)
     t0 = time.perf_counter()
     qk = load_queries_keys(npz, data)
     table, _ = approximants_for_input(data, qk, eps=EPS, progress=False)

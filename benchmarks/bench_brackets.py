@@ -3,15 +3,20 @@
 Measures, per length and effort: median hi/lo, share of closed brackets, time per matrix,
 which construction won each end; and the wall time of the whole 72-head stack at N = 128
 with witnesses (profiles, JSON with witnesses, written to disk). Writes the per-bracket
-table to ``benchmarks/out/``, appends one line per (effort, length) to
+table to ``benchmarks/out/`` and appends one line per (effort, length) to
 ``benchmarks/out/bench_brackets_runs.jsonl`` (start time, load average, wall time: no run's
-timing is lost when the next one overwrites the summary), and writes the interval widths of
-training heads to ``data/reference/minilm_bracket_widths.csv`` (used by
-``attnrank validate-comparison``; only the lengths measured are replaced, the others kept).
+timing is lost when the next one overwrites the summary).
 
-Usage::
+The reference widths that ``attnrank validate-comparison`` reads
+(``data/reference/minilm_bracket_widths.csv``, training heads only) are the package's to
+write: ``attnrank reference-widths --design preregistration/offline-minilm.toml --lengths
+96 128 --workers 2 --out data/reference/minilm_bracket_widths.csv``. It brackets the same
+heads, each training head alone, so its lower ends can differ by one from this benchmark's
+blocks of 4 (docs/engine.md, Heads side by side).
 
-    python benchmarks/bench_brackets.py [--lengths 96 128] [--efforts default]
+Usage, from the repository root::
+
+    python -m benchmarks.bench_brackets [--lengths 96 128] [--efforts default]
                                         [--workers 2] [--heads 72] [--batch 4]
 """
 
@@ -22,43 +27,25 @@ import collections
 import datetime
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import EPS, TOPIC, minilm_attention  # noqa: E402
-
-from analysis.atomic import atomic_write  # noqa: E402
-from analysis.brackets.io import (  # noqa: E402
+from analysis.brackets.io import (
     BATCH,
     MatrixInput,
     profile_file,
     result_json,
     write_json_atomic,
 )
-from analysis.prereg.design import load_design  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def minilm_heldout_heads() -> set[int]:
-    """Flat indices (layer * 12 + head) of the shipped MiniLM study's held-out heads,
-    read from its locked design (CONTRACTS.md: widths never come from held-out heads)."""
-    design = load_design(ROOT / "preregistration" / "offline-minilm.toml")
-    out = set()
-    for head_id in design.held_out:
-        _, layer, head = head_id.rsplit(":", 2)
-        out.add(int(layer) * 12 + int(head))
-    return out
+from benchmarks.common import EPS, OUT, command_line, minilm_attention
 
 
 def run(
     length: int, effort: str, workers: int, n_heads: int, out_dir: Path, batch: int = BATCH
 ) -> pd.DataFrame:
-    A = minilm_attention(length, topic_index=TOPIC.get(length, 0))[:n_heads]
+    A = minilm_attention(length)[:n_heads]
     data = MatrixInput(
         A,
         [i // 12 for i in range(len(A))],
@@ -68,8 +55,8 @@ def run(
         False,
     )
     t0 = time.perf_counter()
-    profiles = profile_file(data, eps=EPS, effort=effort, seed=0, workers=workers, batch=batch)
-    res = result_json(data, profiles, eps=EPS, seed=0, effort=effort, witnesses=True)
+    profiles = profile_file(data, eps=EPS, effort=effort, workers=workers, batch=batch)
+    res = result_json(data, profiles, eps=EPS, effort=effort, witnesses=True)
     write_json_atomic(res, out_dir / f"minilm_L{length}_{effort}.json")
     wall = time.perf_counter() - t0
     rows = []
@@ -137,11 +124,10 @@ def main() -> None:
     ap.add_argument(
         "--batch", type=int, default=BATCH, help="matrices profiled side by side per job"
     )
-    ap.add_argument("--no-widths", action="store_true", help="do not write the widths reference")
     args = ap.parse_args()
-    out_dir = ROOT / "benchmarks" / "out"
+    out_dir = OUT
     out_dir.mkdir(parents=True, exist_ok=True)
-    print("command:", "python benchmarks/bench_brackets.py " + " ".join(sys.argv[1:]))
+    print("command:", command_line("benchmarks.bench_brackets"))
     frames, summary = [], {}
     for effort in args.efforts:
         for L in args.lengths:
@@ -165,21 +151,6 @@ def main() -> None:
     allr = pd.concat(frames)
     allr.to_csv(out_dir / "bench_brackets.csv", index=False)
     (out_dir / "bench_brackets_summary.json").write_text(json.dumps(summary, indent=1))
-    if not args.no_widths and "default" in args.efforts:
-        held = minilm_heldout_heads()
-        w = allr[(allr["effort"] == "default") & ~allr["index"].isin(held)]
-        ref = ROOT / "data" / "reference"
-        ref.mkdir(parents=True, exist_ok=True)
-        path = ref / "minilm_bracket_widths.csv"
-        cols = ["length", "layer", "head", "eps", "lower", "upper"]
-        new = w[cols]
-        if path.exists():  # replace only the lengths measured now; keep the others
-            old = pd.read_csv(path)
-            new = pd.concat([old[~old["length"].isin(new["length"].unique())], new])
-        new = new.sort_values(["length", "layer", "head", "eps"])
-        with atomic_write(path, mode="w") as fh:
-            new.to_csv(fh, index=False)
-        print(f"\nwrote {path} ({len(w)} brackets of training heads at N = {args.lengths})")
 
 
 if __name__ == "__main__":

@@ -2,14 +2,14 @@
 
 Single process, one torch / BLAS thread (as the engine runs per matrix), so CPU seconds
 (``time.process_time``) are comparable across runs on a shared machine. For quick
-before/after comparisons of engine changes; ``bench_brackets.py`` is the full benchmark.
+before/after comparisons of engine changes; ``benchmarks.bench_brackets`` is the full benchmark.
 ``--batch 1 4`` compares block sizes of :func:`analysis.brackets.profile_matrices`
 (heads profiled side by side, in consecutive blocks; per-matrix CPU is the block's
 divided by its size).
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_brackets_sample.py [--length 128] [--every 3] [--batch 1 4]
+    python -m benchmarks.bench_brackets_sample [--length 128] [--every 3] [--batch 1 4]
                                                [--out FILE.csv]
 """
 
@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_brackets import EPS, TOPIC, bracket_quality  # noqa: E402
-from minilm_heads import minilm_attention  # noqa: E402
-
-from analysis.brackets import profile_matrices  # noqa: E402
+from analysis.brackets import profile_matrices
+from benchmarks.bench_brackets import bracket_quality
+from benchmarks.common import EPS, command_line, minilm_attention
 
 
 def run(A, heads: list[int], effort: str, batch: int) -> pd.DataFrame:
@@ -35,7 +32,7 @@ def run(A, heads: list[int], effort: str, batch: int) -> pd.DataFrame:
     for s in range(0, len(heads), batch):
         blk = heads[s : s + batch]
         c0, w0 = time.process_time(), time.perf_counter()
-        profs = profile_matrices(A[blk], eps=EPS, effort=effort, random_state=0)
+        profs = profile_matrices(A[blk], eps=EPS, effort=effort)
         cpu = (time.process_time() - c0) / len(blk)
         wall = (time.perf_counter() - w0) / len(blk)
         for i, prof in zip(blk, profs, strict=True):
@@ -83,9 +80,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, nargs="+", default=[1], help="block sizes to compare")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    A = minilm_attention(args.length, topic_index=TOPIC.get(args.length, 0))
+    A = minilm_attention(args.length)
     heads = args.heads if args.heads else list(range(0, len(A), args.every))
-    print("command:", "python benchmarks/bench_brackets_sample.py " + " ".join(sys.argv[1:]))
+    print("command:", command_line("benchmarks.bench_brackets_sample"))
     frames, summary = [], {}
     for batch in args.batch:
         df = run(A, heads, args.effort, batch)

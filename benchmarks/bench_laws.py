@@ -1,8 +1,8 @@
 """Benchmark ``attnrank laws``: fitted slopes against theory, and the cost of the sweeps.
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_laws.py [--presets spherical-quick spherical ball-quick ball]
+    python -m benchmarks.bench_laws [--presets spherical-quick spherical ball-quick ball]
         [--workers 2] [--fresh] [--out benchmarks/out/laws]
 
 Each preset runs ``run_laws`` into ``OUT/<preset>/`` (a re-run reuses the brackets
@@ -21,13 +21,11 @@ import json
 import os
 import resource
 import shutil
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's analysis
-
-from analysis.laws import QUICK_TOLERANCE, make_config, run_laws  # noqa: E402
+from analysis.laws import QUICK_TOLERANCE, make_config, run_laws
+from benchmarks.common import OUT, command_line
 
 PRESETS = {
     "spherical-quick": ("spherical", True),
@@ -48,9 +46,9 @@ def main() -> int:
     ap.add_argument("--presets", nargs="+", default=list(PRESETS), choices=list(PRESETS))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--fresh", action="store_true", help="delete cached brackets first")
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/out/laws"))
+    ap.add_argument("--out", type=Path, default=OUT / "laws")
     args = ap.parse_args()
-    summary = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "presets": {}}
+    summary = {"command": command_line("benchmarks.bench_laws"), "presets": {}}
     for name in args.presets:
         family, quick = PRESETS[name]
         out = args.out / name

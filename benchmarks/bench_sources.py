@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_sources.py [--length 128] [--inputs 3] [--repeats 3] [--profiles 4]
+    python -m benchmarks.bench_sources [--length 128] [--inputs 3] [--repeats 3] [--profiles 4]
 
 Extraction time is one forward pass with the capture (all 6 x 12 = 72 heads), the parity
 check included, excluding the one-off model load (reported separately); the median over
@@ -14,9 +14,7 @@ check included, excluding the one-off model load (reported separately); the medi
 from __future__ import annotations
 
 import argparse
-import shlex
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.sources.checkpoints import extract_from_model, load_checkpoint
     from analysis.sources.inputs import corpus_text
     from analysis.store import Store
+    from benchmarks.common import command_line
 
-    print("command:", shlex.join([sys.executable, *sys.argv]))
+    print("command:", command_line("benchmarks.bench_sources"))
     print(f"torch threads: {torch.get_num_threads()}")
     t0 = time.perf_counter()
     ck = load_checkpoint("minilm")

@@ -1,8 +1,8 @@
 """Benchmark ``attnrank validate-comparison``: false-positive rate, power and runtime.
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_validate_comparison.py [--simulations 200] [--seed 0]
+    python -m benchmarks.bench_validate_comparison [--simulations 200] [--seed 0]
         [--widths FILE] [--grid] [--power-curve N] [--heads-curve N] [--figure-dir DIR]
         [--design FILE] [--native-head-share S]
 
@@ -18,9 +18,10 @@ default effect. Both write CSVs and ``power_curve.png`` under ``benchmarks/out/`
 
 Without ``--widths`` it writes a STAND-IN width file (integer brackets drawn from a
 plausible distribution: log2 rank uniform on [1.5, 4.5] shifted by eps; hi/lo
-log-normal around 2.3 before integer rounding, as METHOD.md section 7 expects of a full
-engine run; 2% closed) and says so in its output. Replace it by
-``data/reference/minilm_bracket_widths.csv`` once the engine benchmark has written it.
+log-normal around 2.3 before integer rounding, as docs/method.md section 7 expects of a full
+engine run; 2% closed) and says so in its output. Pass
+``--widths data/reference/minilm_bracket_widths.csv`` (written by ``attnrank
+reference-widths``) for the engine's widths.
 """
 
 from __future__ import annotations
@@ -35,9 +36,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's analysis
-
-from analysis.cli import main as cli_main  # noqa: E402
+from analysis.cli import main as cli_main
+from benchmarks.common import OUT
 
 
 def write_standin_widths(path: Path, *, seed: int = 0, per_eps: int = 432) -> None:
@@ -86,7 +86,7 @@ def _progress(desc: str, total: int):
 
 def run_power_curve(widths: Path, n: int, seed: int, out: Path) -> pd.DataFrame:
     """Power against effect share and native head share (MiniLM sizes)."""
-    from analysis.compare.validate import load_widths, minimum_detectable_effect, power_curve
+    from analysis.prereg import load_widths, minimum_detectable_effect, power_curve
 
     w = load_widths(widths)
     bar, step = _progress("power curve", len(HEAD_SHARES) * (1 + len(EFFECTS)) * n)
@@ -118,7 +118,7 @@ def run_heads_curve(
     name: str = "power_heads.csv",
 ) -> pd.DataFrame:
     """Power against the number of held-out heads (fraction 0.25, effect 0.1)."""
-    from analysis.compare.validate import StudySizes, load_widths, power_curve
+    from analysis.prereg import StudySizes, load_widths, power_curve
 
     w = load_widths(widths)
     frames = []
@@ -256,7 +256,7 @@ def main() -> int:
         f"closed {np.mean(ratio == 1):.3f}",
         file=sys.stderr,
     )
-    out_dir = Path(__file__).resolve().parent / "out"
+    out_dir = OUT
     out_dir.mkdir(parents=True, exist_ok=True)
     if args.replot:
         ec, hc = (

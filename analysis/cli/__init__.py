@@ -50,6 +50,7 @@ GROUPS: tuple[str, ...] = (
     "analysis.cli.describe",  # describe
     "analysis.cli.prereg",  # prereg draw | lock | check | amend
     "analysis.cli.power",  # validate-comparison
+    "analysis.cli.reference",  # reference-widths (the widths validate-comparison draws)
     "analysis.cli.study",  # run
     "analysis.cli.laws",  # laws
 )

@@ -12,7 +12,7 @@ import numpy as np
 from analysis.descriptors.registry import Cell, descriptor
 
 
-def _baseline_matrix(A: np.ndarray, mask: np.ndarray | None) -> dict[str, object]:
+def baseline_matrix(A: np.ndarray, mask: np.ndarray | None) -> dict[str, object]:
     """eps-independent baseline quantities of one ``[M, N]`` matrix."""
     M, N = A.shape
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -56,7 +56,7 @@ def baseline(cell: Cell) -> dict[str, float]:
       (Eckart-Young; ``sigma_(N+1) = 0``).
     """
     t = cell.temperature
-    base = cell.cached(("baseline", t), lambda: _baseline_matrix(cell.A, cell.mask))
+    base = cell.cached(("baseline", t), lambda: baseline_matrix(cell.A, cell.mask))
     sv = base["sv"]
     k = int(np.count_nonzero(sv > cell.eps))  # sv is sorted descending
     out = {k_: v for k_, v in base.items() if k_ != "sv"}

@@ -13,9 +13,9 @@ Per (head, eps): ranks are searched from the engine's upper end upwards (x1.25 s
 bisection), one fit per rank tried. Writes ``benchmarks/out/fitted_linformer_L{N}.csv`` and
 a summary ``.json``.
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_fitted_linformer.py [--length 128] [--every 6] [--steps 600]
+    python -m experiments.fitted_linformer [--length 128] [--every 6] [--steps 600]
 
 Measured with ``--every 2 --steps 1000`` (docs/approximants.md).
 """
@@ -39,12 +39,7 @@ from analysis.atomic import atomic_write
 from analysis.brackets.approximants import approximant_ranks, linformer_witness, segment_matrix
 from analysis.brackets.io import MatrixInput, load_matrices, load_queries_keys, profile_file
 from analysis.brackets.verify import certified_upper_error
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import EPS, minilm_extract_npz  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "out"
+from benchmarks.common import EPS, OUT, minilm_extract_npz
 
 
 def fit_projection(

@@ -25,15 +25,15 @@ this measures, at the two sizes that would close it:
   exact expansion constant of that witness's test space,
   ``lambda(Z) = min { ||A z||_inf : z in range(R), ||z||_inf = 1 }`` (N small LPs, one per
   coordinate where ``|z_j| = 1``).
-  ``lambda(Z) > eps`` would already prove ``r >= lo + 1`` (the proof of METHOD.md section 3
+  ``lambda(Z) > eps`` would already prove ``r >= lo + 1`` (the proof of docs/method.md section 3
   with ``z = R x`` in place of ``x``), and it bounds what any basis ``(R T, Y)`` of the same
   space can certify, so it says whether the certificate *form* or the *space* limits the
   lower end. It is an uncertified LP value, reported as a diagnostic only; no bracket uses
   it.
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_closure_limits.py [--length 96] [--heads 72] [--workers 2]
+    python -m experiments.closure_limits [--length 96] [--heads 72] [--workers 2]
         [--lp-rounds 2] [--ascent-steps 2000] [--continue-steps S ...] [--skip-lower]
         [--upper-starts 24 --upper-start-steps 2000]
 
@@ -44,22 +44,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 from scipy.optimize import linprog
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import OUT, diagnostic_profile, head_table, near_misses  # noqa: E402
-
-from analysis.brackets.lower import lp_best_Y, refine_lower  # noqa: E402
-from analysis.brackets.upper import l1_refit_rows, refine_upper  # noqa: E402
-from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
+from analysis.brackets.lower import lp_best_Y, refine_lower
+from analysis.brackets.upper import l1_refit_rows, refine_upper
+from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from benchmarks.common import OUT, command_line, diagnostic_profile, head_table, near_misses
 
 
 def best_W(A: np.ndarray, U: np.ndarray) -> np.ndarray | None:
@@ -331,7 +327,7 @@ def main() -> None:
     ap.add_argument("--upper-starts", type=int, default=0, help="other-basin starts at hi - 1")
     ap.add_argument("--upper-start-steps", type=int, default=1200)
     args = ap.parse_args()
-    print("command:", "python benchmarks/bench_closure_limits.py " + " ".join(sys.argv[1:]))
+    print("command:", command_line("experiments.closure_limits"))
     options = (
         args.lp_rounds,
         args.ascent_steps,

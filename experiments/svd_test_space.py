@@ -8,17 +8,17 @@ from column groups. For a smooth kernel the span of the top-m right singular vec
 ``A`` (close to the low-degree spherical harmonics) is the obvious alternative. This script
 computes, for one spherical matrix, the engine's bracket (effort ``default``) and
 ``lambda`` of the top-m singular subspace for the given sizes (N small LPs each,
-:func:`bench_closure_limits.expansion`), beside the m-th singular value (for contrast:
+:func:`experiments.closure_limits.expansion`), beside the m-th singular value (for contrast:
 ``sigma_m`` is the l2 analogue). ``lambda(Z) > eps`` would prove ``r_eps >= m`` (the proof
-of METHOD.md section 3 with ``z`` in place of ``R x``); the values are uncertified LP
+of docs/method.md section 3 with ``z`` in place of ``R x``); the values are uncertified LP
 optima, a diagnostic only. With ``--polish-rounds R`` it also tries to fit the engine's own
 certificate to the singular subspace of each size in ``--polish-sizes``: from that basis,
 ``R`` rounds of the exact alternating LPs (:func:`analysis.brackets.lower.lp_best_Y`, then
 :func:`analysis.brackets.lower.lp_best_R`), each pair certified by the engine's verifier.
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_svd_test_space.py [--n 512] [--d 3] [--beta 16] [--seed 0]
+    python -m experiments.svd_test_space [--n 512] [--d 3] [--beta 16] [--seed 0]
         [--eps 0.1] [--sizes 45 51 55 60] [--polish-sizes 51 --polish-rounds 0]
 
 Prints the rows and writes ``benchmarks/out/svd_test_space.json``
@@ -29,21 +29,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_closure_limits import expansion  # noqa: E402
-from minilm_heads import OUT  # noqa: E402
-
-from analysis.brackets import profile_matrix  # noqa: E402
-from analysis.brackets.lower import lp_best_R, lp_best_Y  # noqa: E402
-from analysis.brackets.verify import certified_lower_margin  # noqa: E402
-from analysis.laws.theory import harmonic_rank  # noqa: E402
-from analysis.sources.synthetic import spherical  # noqa: E402
+from analysis.brackets import profile_matrix
+from analysis.brackets.lower import lp_best_R, lp_best_Y
+from analysis.brackets.verify import certified_lower_margin
+from analysis.laws.theory import harmonic_rank
+from analysis.sources.synthetic import spherical
+from benchmarks.common import OUT, command_line
+from experiments.closure_limits import expansion
 
 
 def main() -> None:
@@ -57,11 +53,11 @@ def main() -> None:
     ap.add_argument("--polish-sizes", type=int, nargs="*", default=[51])
     ap.add_argument("--polish-rounds", type=int, default=0)
     args = ap.parse_args()
-    command = "python benchmarks/bench_svd_test_space.py " + " ".join(sys.argv[1:])
+    command = command_line("experiments.svd_test_space")
     print("command:", command)
     A = spherical(args.n, args.d, args.beta, random_state=args.seed).A
     t0 = time.perf_counter()
-    prof = profile_matrix(A, eps=(args.eps,), effort="default", random_state=0, prune=False)
+    prof = profile_matrix(A, eps=(args.eps,), effort="default", prune=False)
     lo, hi = prof.bracket(args.eps)
     engine_seconds = time.perf_counter() - t0
     _, s, Vt = np.linalg.svd(A)

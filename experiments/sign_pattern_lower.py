@@ -1,7 +1,7 @@
 """Do m-row sign-pattern lower certificates close the nearly closed brackets?
 
-The engine's lower witness ``(R, Y)`` (METHOD.md section 3) certifies at most the expansion
-constant of its test space ``range(R)``; ``bench_closure_limits.py`` and
+The engine's lower witness ``(R, Y)`` (docs/method.md section 3) certifies at most the expansion
+constant of its test space ``range(R)``; ``experiments.closure_limits`` and
 ``bench_topological_lower.py`` showed that better spaces, not better certificates for
 them, are what the width-1 brackets miss. This script tries a certificate that needs no
 test space at all: m rows of ``A`` (or m combinations ``Y``) whose exact rank-(m-1)
@@ -52,9 +52,9 @@ nothing) it also tries the (m + 1)-row form of :func:`hyperplane_search` with ``
 candidate extra rows (those the LP duals rate best as stand-ins): an uncertified
 diagnostic of whether one more row helps.
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_sign_pattern_lower.py [--length 96] [--max-size 10]
+    python -m experiments.sign_pattern_lower [--length 96] [--max-size 10]
         [--max-evals 40] [--max-seconds 10] [--multistart] [--ascend-steps 0]
         [--hyperplane 0 --hyperplane-max-size 6] [--heads 72] [--workers 2]
 
@@ -65,25 +65,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from minilm_heads import OUT, diagnostic_profile, head_table, near_misses  # noqa: E402
-
-from analysis.brackets.lower import (  # noqa: E402
+from analysis.brackets.lower import (
     group_witness,
     kmeans_partitions,
     lp_best_R,
     lp_polish,
 )
-from analysis.brackets.verify import UNIT_ROUNDOFF, certified_lower_margin, gamma  # noqa: E402
+from analysis.brackets.verify import UNIT_ROUNDOFF, certified_lower_margin, gamma
+from benchmarks.common import OUT, command_line, diagnostic_profile, head_table, near_misses
 
 
 def sign_patterns(m: int) -> np.ndarray:
@@ -506,7 +502,7 @@ def main() -> None:
     ap.add_argument("--hyperplane-max-size", type=int, default=6)
     ap.add_argument("--heads", type=int, default=72)
     args = ap.parse_args()
-    command = "python benchmarks/bench_sign_pattern_lower.py " + " ".join(sys.argv[1:])
+    command = command_line("experiments.sign_pattern_lower")
     print("command:", command)
     options = (
         args.max_size,

@@ -2,16 +2,16 @@
 
 The full-ball law (``r ~ beta^(d/2)``) is half a power above the spherical one
 (``beta^((d-1)/2)``), so on a grid where both laws hold the ratio ``r_ball / r_sphere``
-grows like ``beta^(1/2)``. This benchmark runs ``run_laws`` for both families on the ball's
+grows like ``beta^(1/2)``. This experiment runs ``run_laws`` for both families on the ball's
 default beta grid with the same seeds (a ball matrix and its sphere partner share the
 point directions; the ball only draws radii on top) and reports, per (d, beta), both
 certified brackets, the certified range of the ratio ``[lo_ball / hi_sphere,
 hi_ball / lo_sphere]``, the ratio of bracket midpoints, and the slope of the log ratio
 against ``log beta`` (midpoints, OLS), against the 0.5 the two laws predict together.
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/bench_ball_vs_sphere.py [--dims 2 3 4] [--seeds 0] [--workers 2]
+    python -m experiments.ball_vs_sphere [--dims 2 3 4] [--seeds 0] [--workers 2]
         [--effort default] [--out benchmarks/out/ball_vs_sphere]
 
 Brackets are cached under ``OUT/<family>-d<d>/`` (``run_laws``), so a re-run only refits.
@@ -21,18 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's analysis
-
-from analysis.laws import DEFAULT_BETAS, make_config, run_laws  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
+from analysis.laws import DEFAULT_BETAS, make_config, run_laws
+from benchmarks.common import OUT, command_line
 
 
 def main() -> None:
@@ -43,9 +39,9 @@ def main() -> None:
     ap.add_argument("--eps", type=float, default=0.1)
     ap.add_argument("--effort", default="default")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "ball_vs_sphere")
+    ap.add_argument("--out", type=Path, default=OUT / "ball_vs_sphere")
     args = ap.parse_args()
-    print("command:", "python benchmarks/bench_ball_vs_sphere.py " + " ".join(sys.argv[1:]))
+    print("command:", command_line("experiments.ball_vs_sphere"))
     t0 = time.perf_counter()
     frames = []
     for d in args.dims:

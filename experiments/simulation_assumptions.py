@@ -1,8 +1,8 @@
 """Ground the assumptions of ``attnrank validate-comparison`` in MiniLM training heads.
 
 Two measurements, both on the shipped MiniLM study's TRAINING heads only (its 18 held-out
-heads are read from the locked design and dropped before anything is computed;
-CONTRACTS.md "Order of work" 2):
+heads are read from the locked design and dropped before anything is computed: outside a
+locked confirmatory run, descriptors are looked at against outcomes on training heads only):
 
 1. Native head share (predictors only, no outcome is read): the study's own inputs
    (``attnrank extract minilm --corpus-seed <design seed> --length L`` for the design's
@@ -14,7 +14,7 @@ CONTRACTS.md "Order of work" 2):
    baseline). Also counts the non-constant covariates of each block.
 2. Residual SD and ICC of M0, and the bracket widths: the reference brackets
    (``data/reference/minilm_bracket_widths.csv``, training heads, t = 1) against the
-   baseline block of the same matrices (``benchmarks/minilm_heads.py`` inputs); M0 is
+   baseline block of the same matrices (``attnrank reference-widths`` inputs); M0 is
    prepared and fitted as in ``compare_nested`` (isotonic calibration, interval
    regression). Reported: in-sample sigma, and the SD / ICC of midpoint residuals of a
    head-grouped 6-fold CV (new heads, as the held-out comparison sees them).
@@ -22,7 +22,7 @@ CONTRACTS.md "Order of work" 2):
 Writes ``benchmarks/out/simulation_assumptions.json`` and
 ``benchmarks/out/native_head_share.csv``. Run from the repository root::
 
-    python benchmarks/bench_simulation_assumptions.py [--intrinsic]
+    python -m experiments.simulation_assumptions [--intrinsic]
 
 ``--intrinsic`` also describes the intrinsic block (slow: kappa solves) to count its
 covariates.
@@ -39,15 +39,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from analysis.cli import main as cli_main  # noqa: E402
-from analysis.compare.covariates import prepare_covariates  # noqa: E402
-from analysis.compare.estimators import fit_interval  # noqa: E402
-from analysis.compare.headlevel import residual_icc  # noqa: E402
-from analysis.prereg.design import load_design  # noqa: E402
+from analysis.cli import main as cli_main
+from analysis.compare.covariates import prepare_covariates
+from analysis.compare.estimators import fit_interval
+from analysis.compare.headlevel import residual_icc
+from analysis.descriptors import covariate_kwargs
+from analysis.prereg.design import load_design
+from benchmarks.common import OUT, ROOT, command_line
 
 DESIGN = ROOT / "preregistration" / "offline-minilm.toml"
 WIDTHS = ROOT / "data" / "reference" / "minilm_bracket_widths.csv"
@@ -155,10 +153,8 @@ def native_head_share(df: pd.DataFrame, feats: pd.DataFrame) -> tuple[pd.DataFra
 
 
 def residual_check() -> dict:
-    from bench_brackets import TOPIC
-    from minilm_heads import minilm_attention
-
-    from analysis.descriptors.baseline import _baseline_matrix
+    from analysis.descriptors.baseline import baseline_matrix
+    from benchmarks.common import minilm_attention
 
     w = pd.read_csv(WIDTHS)
     held = held_out_pairs(load_design(DESIGN))
@@ -166,9 +162,9 @@ def residual_check() -> dict:
         raise ValueError("the widths reference holds a held-out head")
     rows = []
     for L in sorted(w["length"].unique()):
-        A = minilm_attention(int(L), topic_index=TOPIC.get(int(L), 0))
+        A = minilm_attention(int(L))
         for (layer, head), g in w[w["length"] == L].groupby(["layer", "head"]):
-            b = _baseline_matrix(A[layer * 12 + head], None)
+            b = baseline_matrix(A[layer * 12 + head], None)
             b.pop("sv")
             for r in g.itertuples():
                 rows.append(
@@ -192,7 +188,9 @@ def residual_check() -> dict:
     mid = 0.5 * (lo + up)
     groups = t["cluster"].to_numpy()
     everything = np.ones(len(t), dtype=bool)
-    prep = prepare_covariates(t, {"M0": ["baseline"]}, everything, log_columns=logc)
+    prep = prepare_covariates(
+        t, {"M0": ["baseline"]}, everything, log_columns=logc, **covariate_kwargs(t.columns)
+    )
     fit = fit_interval(prep.matrices["M0"], lo, up)
     res_in = mid - fit.predict(prep.matrices["M0"])
     from sklearn.model_selection import GroupKFold
@@ -201,7 +199,9 @@ def residual_check() -> dict:
     for trn, tst in GroupKFold(6).split(t, groups=groups):
         m = np.zeros(len(t), dtype=bool)
         m[trn] = True
-        p = prepare_covariates(t, {"M0": ["baseline"]}, m, log_columns=logc)
+        p = prepare_covariates(
+            t, {"M0": ["baseline"]}, m, log_columns=logc, **covariate_kwargs(t.columns)
+        )
         f = fit_interval(p.matrices["M0"][m], lo[m], up[m])
         cv[tst] = mid[tst] - f.predict(p.matrices["M0"][tst])
     width = up - lo
@@ -229,8 +229,9 @@ def residual_check() -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--intrinsic", action="store_true", help="also describe the intrinsic block")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out")
+    ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
+    print("command:", command_line("experiments.simulation_assumptions"))
     work = args.out / "assumptions"
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

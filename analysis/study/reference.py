@@ -1,0 +1,262 @@
+"""Bracket widths of a design's training heads on bundled texts (``attnrank reference-widths``).
+
+The simulations that validate the pre-specified comparison (``attnrank
+validate-comparison``) draw interval widths from real certified brackets, never from a
+study's held-out heads. This module produces that reference table
+(``data/reference/minilm_bracket_widths.csv`` for the shipped MiniLM design): the design's
+one checkpoint is run on one bundled text per length (:mod:`pydoc_data.topics`, through
+:mod:`analysis.sources`), and each training head (the design's population minus
+``held_out.heads``) is bracketed at t = 1 with the engine, alone. Held-out heads are never
+bracketed here.
+
+Command::
+
+    attnrank reference-widths --design preregistration/offline-minilm.toml \\
+        --lengths 96 128 --workers 2 --out data/reference/minilm_bracket_widths.csv
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.atomic import atomic_write
+from analysis.validation import ParameterError, check_choice, check_eps_grid, check_int
+
+__all__ = [
+    "COLUMNS",
+    "FORWARD_THREADS",
+    "TOPIC_INDEX",
+    "corpus_extraction",
+    "corpus_heads",
+    "reference_widths",
+    "write_reference_widths",
+]
+
+#: Columns of the reference table, in order.
+COLUMNS: tuple[str, ...] = ("length", "layer", "head", "eps", "lower", "upper")
+#: Which bundled text each length uses: the n-th topic of :mod:`pydoc_data.topics` (sorted
+#: by name) among those with at least L tokens; a different text per length, so the
+#: lengths are not prefixes of one input. Lengths not listed use the first (n = 0).
+TOPIC_INDEX: dict[int, int] = {64: 0, 96: 3, 128: 5, 256: 1}
+#: Torch threads of the float32 forward pass. The last bits of the heads depend on it
+#: (docs/sources.md, Reproducibility), and the engine can react to them at a near miss; the
+#: shipped reference was made with 2, so a machine with more cores repeats it.
+FORWARD_THREADS = 2
+DEFAULT_LENGTHS: tuple[int, ...] = (96, 128)
+DEFAULT_EPS: tuple[float, ...] = (0.05, 0.1, 0.2)
+
+
+def _check_lengths(lengths: Any) -> tuple[int, ...]:
+    vals = [lengths] if isinstance(lengths, (int, np.integer)) else list(lengths)
+    if not vals:
+        raise ParameterError("lengths", "at least one length", vals)
+    out = tuple(check_int("lengths", v, minimum=2) for v in vals)
+    if len(set(out)) != len(out):
+        raise ParameterError("lengths", "distinct lengths", list(out))
+    return out
+
+
+def corpus_extraction(
+    checkpoint: Any,
+    length: int,
+    *,
+    topic_index: int | None = None,
+    threads: int | None = FORWARD_THREADS,
+) -> Any:
+    """Extract every head of a text checkpoint on one bundled text of ``length`` tokens.
+
+    Parameters
+    ----------
+    checkpoint : str, path, model or analysis.sources.checkpoints.Checkpoint
+        A text checkpoint (see :func:`analysis.sources.checkpoints.load_checkpoint`); a
+        loaded ``Checkpoint`` is used as is.
+    length : int
+        L, tokens including special tokens.
+    topic_index : int, optional
+        The text: the ``topic_index``-th topic of :mod:`pydoc_data.topics` (sorted by name)
+        among those with at least L tokens, truncated to L tokens. Default
+        ``TOPIC_INDEX.get(length, 0)``.
+    threads : int or None
+        Torch threads for the forward pass (None: as the caller left them).
+
+    Returns
+    -------
+    analysis.sources.checkpoints.Extraction
+        Input id ``"corpus:pydoc_data.topics/<topic>"``.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``topic_index`` when fewer topics have L tokens.
+    """
+    from pydoc_data.topics import topics
+
+    from analysis.attention import fixed_torch_threads
+    from analysis.sources.checkpoints import Checkpoint, extract_from_model, load_checkpoint
+    from analysis.sources.inputs import text_input
+
+    L = check_int("lengths", length, minimum=2)
+    n = check_int("topic_index", TOPIC_INDEX.get(L, 0) if topic_index is None else topic_index)
+    ckpt = checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+    tok = ckpt.tokenizer
+    if tok is None:
+        raise ParameterError("checkpoint", "a text checkpoint with a tokenizer", ckpt.checkpoint_id)
+    # Truncating at L decides "at least L tokens" without tokenizing whole long topics.
+    names = [
+        k
+        for k in sorted(topics)
+        if len(tok(topics[k], truncation=True, max_length=L)["input_ids"]) >= L
+    ]
+    if not 0 <= n < len(names):
+        raise ParameterError("topic_index", f"0 .. {len(names) - 1} at L = {L}", n)
+    name = names[n]
+    model_input = text_input(
+        ckpt,
+        topics[name],
+        L,
+        input_id=f"corpus:pydoc_data.topics/{name}",
+        meta={"corpus": "pydoc_data.topics", "topic": name, "topic_index": n},
+    )
+    if threads is None:
+        return extract_from_model(ckpt, model_input)
+    with fixed_torch_threads(check_int("threads", threads, minimum=1)):
+        return extract_from_model(ckpt, model_input)
+
+
+def corpus_heads(
+    checkpoint: Any,
+    length: int,
+    *,
+    topic_index: int | None = None,
+    threads: int | None = FORWARD_THREADS,
+) -> np.ndarray:
+    """:func:`corpus_extraction`'s attention as float64 ``[layer * head, L, L]``.
+
+    The flat index is ``layer * heads + head``; the values are the model's eager float32
+    probabilities (t = 1). Parameters as in :func:`corpus_extraction`.
+    """
+    ex = corpus_extraction(checkpoint, length, topic_index=topic_index, threads=threads)
+    return ex.A.reshape(-1, ex.length, ex.length).astype(np.float64)
+
+
+def _design_heads(design: Any) -> tuple[str, list[tuple[int, int]], set[tuple[int, int]]]:
+    """The design's one checkpoint, its population ``(layer, head)`` sorted, the held-out."""
+    checkpoints = [
+        s["checkpoint"] for s in design.data["sampling"]["sources"] if s.get("kind") == "checkpoint"
+    ]
+    if len(set(checkpoints)) != 1:
+        raise ParameterError(
+            "design", "a design with exactly one checkpoint source", sorted(set(checkpoints))
+        )
+
+    def split(head_id: str) -> tuple[int, int]:
+        _, layer, head = head_id.rsplit(":", 2)
+        return int(layer), int(head)
+
+    population = [split(h) for h in design.population()]
+    held_out = {split(h) for h in design.held_out}
+    return checkpoints[0], population, held_out
+
+
+def reference_widths(
+    design_path: str | os.PathLike[str],
+    *,
+    lengths: Sequence[int] = DEFAULT_LENGTHS,
+    eps: Sequence[float] = DEFAULT_EPS,
+    effort: str | None = None,
+    workers: int = 1,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Certified brackets of a design's training heads, one bundled text per length.
+
+    Parameters
+    ----------
+    design_path : path
+        A design file with one checkpoint source and its drawn ``held_out.heads``.
+    lengths : sequence of int
+        Token lengths L (distinct, >= 2); the text of each is given by
+        :data:`TOPIC_INDEX`.
+    eps : sequence of float
+        Tolerances.
+    effort : str, optional
+        Engine effort; default the design's ``effort``.
+    workers : int
+        Processes sharing the heads (results do not depend on it).
+    progress : bool
+        Show the engine's progress bar.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`COLUMNS`, one row per (length, training head, eps), sorted by
+        ``length, layer, head, eps``.
+
+    Notes
+    -----
+    Each head is bracketed alone (``analysis.brackets.profile_matrix``; the bracket
+    runner's ``batch=1``), as the shipped reference was made. Side by side in a block, a
+    head's bracket can differ in the last bits of the batched float32 products with its
+    companions (:func:`analysis.brackets.profile_matrices`); alone, it depends on the head
+    only, whichever heads the design holds out.
+    """
+    from analysis.brackets import EFFORTS
+    from analysis.brackets.io import MatrixInput, profile_file
+    from analysis.prereg.design import load_design
+    from analysis.sources.checkpoints import load_checkpoint
+
+    Ls = _check_lengths(lengths)
+    grid = check_eps_grid(eps, "eps")
+    workers = check_int("workers", workers, minimum=1)
+    design = load_design(design_path)
+    effort = design.data.get("effort", "default") if effort is None else effort
+    check_choice("effort", effort, EFFORTS)
+    checkpoint, population, held_out = _design_heads(design)
+    training = [h for h in population if h not in held_out]
+    if not training:
+        raise ParameterError("design", "at least one head that is not held out", population)
+    layers = [layer for layer, _ in training]
+    heads = [head for _, head in training]
+    ckpt = load_checkpoint(checkpoint)
+    rows = []
+    for L in Ls:
+        ex = corpus_extraction(ckpt, L)
+        if max(layers) >= ex.A.shape[0] or max(heads) >= ex.A.shape[1]:
+            raise ParameterError(
+                "design", f"heads of {checkpoint} ({ex.A.shape[0]} x {ex.A.shape[1]})", training
+            )
+        data = MatrixInput(
+            ex.A[layers, heads].astype(np.float64),
+            layers,
+            heads,
+            f"{checkpoint}:{ex.input_id}:L{L}",
+            None,
+            False,
+        )
+        profiles = profile_file(
+            data, eps=grid, effort=effort, workers=workers, batch=1, progress=progress
+        )
+        for (layer, head), prof in zip(training, profiles, strict=True):
+            for e in grid:
+                lo, hi = prof.bracket(e)
+                rows.append((L, layer, head, e, lo, hi))
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    return table.sort_values(["length", "layer", "head", "eps"], ignore_index=True)
+
+
+def write_reference_widths(
+    design_path: str | os.PathLike[str], out: str | os.PathLike[str], **kwargs: Any
+) -> pd.DataFrame:
+    """:func:`reference_widths` written to ``out`` as CSV (atomically); the table.
+
+    ``kwargs`` go to :func:`reference_widths`. The file holds exactly the lengths asked
+    for; an existing file is replaced whole, and only once the table is complete.
+    """
+    table = reference_widths(design_path, **kwargs)
+    with atomic_write(out, mode="w") as fh:
+        table.to_csv(fh, index=False)
+    return table
