@@ -22,6 +22,7 @@ COMMANDS = [
     "describe",
     "prereg",
     "validate-comparison",
+    "reference-widths",
     "run",
     "laws",
 ]

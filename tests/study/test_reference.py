@@ -12,7 +12,7 @@ from analysis.cli import main
 from analysis.study.reference import COLUMNS, reference_widths, write_reference_widths
 from analysis.validation import ParameterError
 
-DESIGN = Path(__file__).resolve().parents[1] / "preregistration" / "offline-minilm.toml"
+DESIGN = Path(__file__).resolve().parents[2] / "preregistration" / "offline-minilm.toml"
 CKPT = "sentence-transformers/all-MiniLM-L6-v2"
 HEADS = [(0, 0), (0, 1), (0, 2), (0, 4)]
 HELD_OUT = (0, 4)
