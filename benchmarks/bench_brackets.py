@@ -12,7 +12,7 @@ The reference widths that ``attnrank validate-comparison`` reads
 write: ``attnrank reference-widths --design preregistration/offline-minilm.toml --lengths
 96 128 --workers 2 --out data/reference/minilm_bracket_widths.csv``. It brackets the same
 heads, each training head alone, so its lower ends can differ by one from this benchmark's
-blocks of 4 (docs/engine.md, Heads side by side).
+blocks of 4 (docs/results/engine.md, Heads side by side).
 
 Usage, from the repository root::
 

@@ -17,7 +17,7 @@ Usage, from the repository root::
 
     python -m experiments.fitted_linformer [--length 128] [--every 6] [--steps 600]
 
-Measured with ``--every 2 --steps 1000`` (docs/approximants.md).
+Measured with ``--every 2 --steps 1000`` (docs/results/approximants.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Would top singular subspaces make better lower-witness test spaces at large rank?
 
 On the spherical family the lower ends at large rank are what keeps the brackets wide
-(docs/laws.md). A lower witness ``(R, Y)`` of size m certifies at most the expansion
+(docs/results/laws.md). A lower witness ``(R, Y)`` of size m certifies at most the expansion
 constant of its test space ``Z = range(R)``,
 ``lambda(Z) = min { ||A z||_inf / ||z||_inf : z in Z }``, and the engine builds its spaces
 from column groups. For a smooth kernel the span of the top-m right singular vectors of

@@ -39,7 +39,7 @@ class SearchSettings:
         Refinement rounds. Per round, every matrix and targeted eps gets one trial rank
         below ``hi`` and one trial size above ``lo``. 0 skips refinement (``fast``: cheap
         stage only). ``default`` 6: 5 rounds saved 3.3% of the optimizer work and left 10
-        of 72 MiniLM upper ends one higher (docs/engine.md); ``thorough`` 7.
+        of 72 MiniLM upper ends one higher (docs/results/engine.md); ``thorough`` 7.
     upper_steps : int
         Adam steps of an upper trial at rank 24; other ranks k get ``24 / k`` times as many,
         within 0.5x to 1.5x (a step costs more at larger ranks).
@@ -57,7 +57,7 @@ class SearchSettings:
     close_seeds : int
         k-means seeds per column scaling (raw and unit columns) for the closing pass's
         lower starts: ``default`` 3, ``thorough`` 8; the k-means starts win most lower
-        closures (docs/engine.md, "Engine 3: closing pass").
+        closures (docs/results/engine.md, "Engine 3: closing pass").
     upper_first : float
         The first upper trial of an eps sits at ``round(upper_first * hi)``, ``hi`` being
         the cheap stage's (mostly SVD) end: 0.7 is the typical ratio of refined to SVD rank.
@@ -188,7 +188,7 @@ def profile_matrix(
         Keep only the witnesses that decide a targeted bracket (and the trivial ones).
         ``False`` keeps the best certified witness of every rank and size tried, also
         those that decide nothing (the near misses at ``hi - 1`` and ``lo + 1``, for
-        diagnostics such as ``benchmarks/bench_closure_limits.py``); brackets are the same.
+        diagnostics such as ``experiments/closure_limits.py``); brackets are the same.
 
     Returns
     -------

@@ -200,7 +200,7 @@ def intrinsic(cell: Cell) -> dict[str, float]:
 
     Notes
     -----
-    At temperature t (CONTRACTS "Temperature enters exactly"), for r = 1 .. min(d, rank C):
+    At temperature t (docs/guide/conventions.md, "Descriptors"), for r = 1 .. min(d, rank C):
     ``q_r = q(C - T_r) / t``, ``tau_r = 2 tanh(q(C - T_r) / (4t))``,
     ``kappa_r = kappa(T_r) / t`` (attained value from the solver's P), and where
     ``tau_r < eps`` the profile value ``(r/2) log2(1 + kappa_r / (eps - tau_r)^2)``.

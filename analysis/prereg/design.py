@@ -62,7 +62,7 @@ _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def canonical_bytes(parsed: Mapping[str, Any]) -> bytes:
-    """Canonical serialization of a parsed design (CONTRACTS "Design file and lock").
+    """Canonical serialization of a parsed design (docs/guide/conventions.md, "Design file and lock").
 
     Notes
     -----
@@ -480,7 +480,7 @@ def population(data: Mapping[str, Any]) -> list[str]:
 
 
 def draw_held_out(data: Mapping[str, Any]) -> list[str]:
-    """Draw the held-out heads exactly as CONTRACTS states.
+    """Draw the held-out heads exactly as docs/guide/conventions.md states ("Design file and lock").
 
     Notes
     -----

@@ -1,4 +1,4 @@
-"""Brackets on matrices whose r_eps is known in closed form (METHOD.md section 3)."""
+"""Brackets on matrices whose r_eps is known in closed form (docs/method.md section 3)."""
 
 import numpy as np
 import pytest
