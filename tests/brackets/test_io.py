@@ -24,15 +24,15 @@ def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
     full = bio.profile_file(data, eps=(0.1,), effort="fast", progress=False)
 
     calls = {"n": 0}
-    real = bio._block  # one job per block; blocks of one matrix here
+    real = bio.profile_matrices  # one call per block; blocks of one matrix here
 
-    def flaky(job):
+    def flaky(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 3:
             raise KeyboardInterrupt  # as if Ctrl-C hit during the third matrix
-        return real(job)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(bio, "_block", flaky)
+    monkeypatch.setattr(bio, "profile_matrices", flaky)
     with pytest.raises(KeyboardInterrupt):
         bio.profile_file(data, eps=(0.1,), effort="fast", progress=False, checkpoint=ck, batch=1)
     assert len(ck.read_text().splitlines()) == 2  # two finished matrices were kept

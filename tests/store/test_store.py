@@ -149,25 +149,19 @@ def test_crash_between_array_and_index_leaves_no_record(tmp_path, monkeypatch):
     store = Store(tmp_path / "s", create=True)
     sm = synthetic.identity(5)
 
-    real = store._conn
-
-    class Proxy:
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-        def __enter__(self):
-            return real.__enter__()
-
-        def __exit__(self, *exc):
-            return real.__exit__(*exc)
-
-        def executemany(self, *a, **k):
-            raise OSError("disk vanished")
-
-    store._conn = Proxy()
-    with pytest.raises(OSError):
+    # A trigger makes the index insert fail after the arrays are written (as a full disk
+    # or a killed process would), through SQLite itself.
+    con = sqlite3.connect(tmp_path / "s" / Store.INDEX)
+    con.execute(
+        "CREATE TRIGGER vanish BEFORE INSERT ON matrices "
+        "BEGIN SELECT RAISE(ABORT, 'disk vanished'); END"
+    )
+    con.commit()
+    with pytest.raises(sqlite3.DatabaseError, match="disk vanished"):
         store.add_synthetic(sm)
-    store._conn = real
+    con.execute("DROP TRIGGER vanish")
+    con.commit()
+    con.close()
     assert store.matrices() == []
     # and an orphan array file does not stop the next write
     key = store.add_synthetic(sm)
