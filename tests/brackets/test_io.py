@@ -1,19 +1,14 @@
 """Bracket files: an interrupted ``profile_file`` resumes from its checkpoint."""
 
-import numpy as np
 import pytest
 
-from analysis.attention import softmax64
+from tests.fixtures.stacks import write_stack
 
 
 @pytest.fixture
 def stack(tmp_path):
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(3, 20, 3))
-    A = softmax64(X, X, np.array([2.0, 5.0, 9.0]))
-    path = tmp_path / "A.npy"
-    np.save(path, A.astype(np.float32))
-    return path
+    """Three 20 x 20 attention matrices in one .npy (float32)."""
+    return write_stack(tmp_path / "A.npy")
 
 
 def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):

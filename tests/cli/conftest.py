@@ -6,17 +6,13 @@ import numpy as np
 import pytest
 
 from analysis.attention import softmax64
+from tests.fixtures.stacks import write_stack
 
 
 @pytest.fixture
 def stack(tmp_path):
     """Three 20 x 20 attention matrices in one .npy (float32)."""
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(3, 20, 3))
-    A = softmax64(X, X, np.array([2.0, 5.0, 9.0]))
-    path = tmp_path / "A.npy"
-    np.save(path, A.astype(np.float32))
-    return path
+    return write_stack(tmp_path / "A.npy")
 
 
 def write_extract(path, *, seed: int = 0, layers: int = 1, heads: int = 2, length: int = 10):
