@@ -40,6 +40,7 @@ __all__ = [
     "check_design",
     "amend_design",
     "require_locked",
+    "git_commit",
 ]
 
 LOCK_FORMAT = "attnrank-prereg-lock/1"
@@ -120,7 +121,8 @@ def _section_hashes(data: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _git_commit(where: Path) -> str | None:
+def git_commit(where: Path) -> str | None:
+    """The commit checked out at ``where`` (None outside a git checkout or without git)."""
     try:
         out = subprocess.run(
             ["git", "-C", str(where), "rev-parse", "HEAD"],
@@ -170,7 +172,7 @@ def _build_record(
         ),
         "provenance": {
             "package_version": __version__,
-            "git_commit": _git_commit(design.path.parent.resolve()),
+            "git_commit": git_commit(design.path.parent.resolve()),
             "note": "provenance only; not part of drift",
         },
         "locked_at": _now(),

@@ -125,8 +125,5 @@ def load_plugins(plugins: Sequence[str], root: Path | str | None) -> None:
 
 
 def git_commit() -> str | None:
-    """The commit of the code that runs (None outside a git checkout).
-
-    The one use of the private ``analysis.prereg.lock._git_commit`` in this package.
-    """
-    return prereg_lock._git_commit(Path(__file__).resolve().parent)
+    """The commit of the code that runs (None outside a git checkout)."""
+    return prereg_lock.git_commit(Path(__file__).resolve().parent)
