@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -80,11 +81,29 @@ class PreparedCovariates:
         Model name -> tuple of kept column names, in block order.
     dropped : pandas.DataFrame
         Columns ``model``, ``column``, ``reason`` (``constant`` or ``collinear``).
+    calibrations : mapping
+        Column -> ``(x, y)``, the knots of its isotonic calibration map (the fit's
+        ``X_thresholds_`` and ``y_thresholds_``, on the logged scale for ``log_columns``);
+        only columns of calibrated blocks whose training values are not all equal.
+        Read-only.
+    centers, scales : mapping
+        Column -> training mean and SD used to standardize it (after log and
+        calibration), for every covariate of the models, constant ones included.
+        Read-only.
+
+    Notes
+    -----
+    ``calibrations``, ``centers``, ``scales``, ``columns`` and ``dropped`` are everything
+    the preparation learns; all of it is learned on training rows, which is what lets a
+    test show that held-out rows cannot change it.
     """
 
     matrices: dict[str, np.ndarray]
     columns: dict[str, tuple[str, ...]]
     dropped: pd.DataFrame = field(repr=False)
+    calibrations: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)
+    centers: Mapping[str, float] = field(repr=False)
+    scales: Mapping[str, float] = field(repr=False)
 
 
 def greedy_independent(
@@ -123,6 +142,12 @@ def greedy_independent(
 
 def _midpoints(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return 0.5 * (lower + upper)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    out = np.array(a, dtype=float)  # a copy: the fitted estimator keeps its own
+    out.flags.writeable = False
+    return out
 
 
 def prepare_covariates(
@@ -209,6 +234,9 @@ def prepare_covariates(
     fit_rows = train & np.isfinite(mid)
 
     values: dict[str, np.ndarray] = {}
+    calibrations: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    centers: dict[str, float] = {}
+    scales: dict[str, float] = {}
     dropped: list[tuple[str, str, str]] = []
     constant: set[str] = set()
     for c in used:
@@ -233,8 +261,10 @@ def prepare_covariates(
                     warnings.simplefilter("ignore", UserWarning)
                     iso.fit(xf, mid[fit_rows])
                 x = iso.predict(x)
+                calibrations[c] = (_read_only(iso.X_thresholds_), _read_only(iso.y_thresholds_))
         m = float(x[train].mean())
         s = float(x[train].std())
+        centers[c], scales[c] = m, s
         if s <= tol * max(1.0, abs(m)):
             constant.add(c)
             values[c] = np.zeros_like(x)
@@ -262,4 +292,7 @@ def prepare_covariates(
         matrices=matrices,
         columns=kept_cols,
         dropped=pd.DataFrame(dropped, columns=["model", "column", "reason"]),
+        calibrations=MappingProxyType(calibrations),
+        centers=MappingProxyType(centers),
+        scales=MappingProxyType(scales),
     )

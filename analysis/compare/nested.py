@@ -15,7 +15,11 @@ import pandas as pd
 from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
-from analysis.compare.covariates import model_feature_columns, prepare_covariates
+from analysis.compare.covariates import (
+    PreparedCovariates,
+    model_feature_columns,
+    prepare_covariates,
+)
 from analysis.compare.estimators import ESTIMATORS, FittedModel, fit_estimator
 from analysis.compare.metrics import (
     HIGHER_IS_BETTER,
@@ -80,6 +84,10 @@ class ComparisonResult:
         The locked design hash; None for an unlocked (exploratory or simulated) run.
     fits : dict
         Model -> :class:`~analysis.compare.estimators.FittedModel`.
+    covariates : PreparedCovariates
+        The covariate preparation the fits used: its calibration maps, training means and
+        SDs, kept and dropped columns, and every row's design matrix (held-out rows
+        included, built with what was learned on training rows).
     """
 
     frame: pd.DataFrame = field(repr=False)
@@ -92,6 +100,7 @@ class ComparisonResult:
     n_boot: int
     lock_sha256: str | None
     fits: dict = field(repr=False)
+    covariates: PreparedCovariates = field(repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
@@ -463,4 +472,5 @@ def compare_nested(
         n_boot=n_boot,
         lock_sha256=lock_sha256,
         fits=fits,
+        covariates=prep,
     )
