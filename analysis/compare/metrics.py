@@ -56,6 +56,8 @@ def spearman(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) ->
         keep = w > 0
         x, y, w = x[keep], y[keep], w[keep]
         rx, ry = _weighted_ranks(x, w), _weighted_ranks(y, w)
+    if w.size < 2:  # e.g. a bootstrap replicate whose cells all have infinite midpoints
+        return float("nan")
     mx = np.average(rx, weights=w)
     my = np.average(ry, weights=w)
     cov = np.sum(w * (rx - mx) * (ry - my))

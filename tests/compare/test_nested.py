@@ -251,6 +251,13 @@ def test_weighted_spearman_matches_repetition(rng):
     assert abs(spearman(x, y, weights=w) - want) < 1e-12
 
 
+def test_weighted_spearman_without_cells_is_nan():
+    """A bootstrap replicate that draws no usable cell gives NaN, not a crash."""
+    x, y = np.arange(4.0), np.arange(4.0)
+    assert np.isnan(spearman(x, y, weights=np.zeros(4)))
+    assert np.isnan(spearman(x, y, weights=np.array([0, 0, 3, 0])))
+
+
 def test_head_level_analysis(rng):
     t = make_table(rng, n_heads=16, native_effect=0.0)
     t = t[~t["held_out"]].copy()
