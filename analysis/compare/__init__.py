@@ -19,6 +19,8 @@ from analysis.compare.estimators import (
 from analysis.compare.headlevel import HeadLevelResult, head_level_analysis, residual_icc
 from analysis.compare.metrics import interval_loglik, interval_sq_loss, spearman
 from analysis.compare.nested import (
+    FIT_FAILED,
+    FIT_OK,
     RESULT_COLUMNS,
     ComparisonResult,
     check_nested,
@@ -27,6 +29,8 @@ from analysis.compare.nested import (
 )
 
 __all__ = [
+    "FIT_FAILED",
+    "FIT_OK",
     "RESULT_COLUMNS",
     "ComparisonResult",
     "FittedModel",

@@ -13,7 +13,7 @@ import statsmodels.api as sm
 from scipy.special import log_ndtr
 from statsmodels.base.model import GenericLikelihoodModel
 
-from analysis.validation import ParameterError
+from analysis.validation import ParameterError, check_int
 
 __all__ = [
     "ESTIMATORS",
@@ -170,6 +170,18 @@ class FittedModel:
     alpha : float or None
         Chosen ridge penalty.
     converged : bool
+        The optimizer's own stopping test passed and the solution is finite. Closed-form
+        fits (``ols``, ``ridge``) are converged when their coefficients are finite.
+    iterations : int
+        Optimizer iterations (``interval``: BFGS plus any L-BFGS retry, counted by a
+        per-iteration callback); 0 for the closed-form ``ols`` and ``ridge``.
+    grad_norm : float
+        Largest absolute component of the gradient, at the solution, of the objective
+        the fit minimizes, averaged over training cells: the mean negative interval
+        log-likelihood for ``interval`` (the quantity BFGS's ``gtol = 1e-7`` tests);
+        half the mean squared midpoint residual for ``ols``; the ridge objective
+        ``(||y - b0 - X b||^2 + alpha ||b||^2) / (2 n)`` for ``ridge``. A closed-form
+        solution leaves only rounding error (about 1e-15). NaN when not finite.
     """
 
     estimator: str
@@ -180,6 +192,8 @@ class FittedModel:
     bse: np.ndarray | None = None
     alpha: float | None = None
     converged: bool = True
+    iterations: int = 0
+    grad_norm: float = float("nan")
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Predicted latent mean ``mu = b0 + X b``."""
@@ -190,6 +204,12 @@ class FittedModel:
 def _with_const(X: np.ndarray) -> np.ndarray:
     X = np.asarray(X, float)
     return np.column_stack([np.ones(X.shape[0]), X])
+
+
+def _max_abs(grad: np.ndarray) -> float:
+    """The gradient's largest absolute component (NaN when any is not finite)."""
+    grad = np.asarray(grad, float)
+    return float(np.max(np.abs(grad))) if np.all(np.isfinite(grad)) else float("nan")
 
 
 def fit_interval(
@@ -212,33 +232,68 @@ def fit_interval(
         Compute standard errors (numerical Hessian of the analytic score); off in the
         comparison pipeline, where only predictions are used.
     maxiter : int, keyword-only
+        Iteration cap of the BFGS run (>= 1); the L-BFGS retry, when BFGS stops short,
+        gets ``10 * maxiter``. A fit that stops at a cap is reported
+        ``converged=False``.
 
     Returns
     -------
     FittedModel
+        With ``converged``, ``iterations`` and ``grad_norm`` (see :class:`FittedModel`).
+
+    Notes
+    -----
+    BFGS from the OLS-on-midpoints start, ``gtol = 1e-7`` on the mean score. When BFGS
+    reports failure (iteration cap, or a line search that lost precision), L-BFGS
+    continues from where it stopped; its own test (projected gradient or relative
+    decrease of the objective) then decides ``converged``. Non-finite parameters or
+    log-likelihood always count as not converged.
     """
+    maxiter = check_int("maxiter", maxiter, minimum=1)
     model = IntervalRegression(lower, upper, _with_const(X))
     start = model.start_params_ols()
+    steps = [0]
+
+    def count(_params) -> None:  # called once per optimizer iteration
+        steps[0] += 1
+
     res = model.fit(
-        start_params=start, method="bfgs", maxiter=maxiter, disp=0, skip_hessian=not cov, gtol=1e-7
+        start_params=start,
+        method="bfgs",
+        maxiter=maxiter,
+        disp=0,
+        skip_hessian=not cov,
+        gtol=1e-7,
+        callback=count,
     )
     params = np.asarray(res.params, float)
     converged = bool(res.mle_retvals.get("converged", True))
     if not converged:  # a second try with Newton-free robust optimizer
         res = model.fit(
-            start_params=params, method="lbfgs", maxiter=10 * maxiter, disp=0, skip_hessian=not cov
+            start_params=params,
+            method="lbfgs",
+            maxiter=10 * maxiter,
+            disp=0,
+            skip_hessian=not cov,
+            callback=count,
         )
         params = np.asarray(res.params, float)
         converged = bool(res.mle_retvals.get("converged", True))
+    loglik = model.loglike(params)
+    grad = model.score(params) / model.endog.shape[0]  # the mean score statsmodels fits
+    grad_norm = _max_abs(grad)
+    converged = converged and bool(np.all(np.isfinite(params)) and np.isfinite(loglik))
     bse = np.asarray(res.bse, float)[:-1] if cov else None
     return FittedModel(
         estimator="interval",
         coef=params[:-1],
         sigma=float(np.exp(params[-1])),
-        loglik=model.loglike(params),
+        loglik=loglik,
         n_params=params.size,
         bse=bse,
         converged=converged,
+        iterations=steps[0],
+        grad_norm=grad_norm,
     )
 
 
@@ -254,16 +309,23 @@ def _midpoints_checked(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
 def fit_ols(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> FittedModel:
     """OLS on interval midpoints (sensitivity estimator)."""
     mid = _midpoints_checked(lower, upper)
-    res = sm.OLS(mid, _with_const(X)).fit()
+    Xc = _with_const(X)
+    res = sm.OLS(mid, Xc).fit()
     sigma = float(np.sqrt(res.scale))
     ll = float(np.sum(interval_loglik_obs(res.fittedvalues, sigma, lower, upper)))
+    coef = np.asarray(res.params, float)
+    # gradient of 0.5 * mean((mid - Xc b)^2): -Xc' r / n (zero up to rounding)
+    grad = -(Xc.T @ (mid - Xc @ coef)) / mid.size
     return FittedModel(
         "ols",
-        np.asarray(res.params, float),
+        coef,
         sigma,
         ll,
         int(res.params.size) + 1,
         bse=np.asarray(res.bse, float),
+        converged=bool(np.all(np.isfinite(coef))),
+        iterations=0,
+        grad_norm=_max_abs(grad),
     )
 
 
@@ -305,8 +367,20 @@ def fit_ridge(
     fitted = best.predict(X)
     sigma = float(np.sqrt(np.mean((mid - fitted) ** 2)))
     ll = float(np.sum(interval_loglik_obs(fitted, sigma, lower, upper)))
+    alpha = float(search.best_params_["alpha"])
+    # gradient of (||mid - b0 - X b||^2 + alpha ||b||^2) / (2 n), intercept unpenalized
+    resid = mid - fitted
+    grad = np.append(-resid.mean(), (-(X.T @ resid) + alpha * best.coef_) / mid.size)
     return FittedModel(
-        "ridge", coef, sigma, ll, X.shape[1] + 2, alpha=float(search.best_params_["alpha"])
+        "ridge",
+        coef,
+        sigma,
+        ll,
+        X.shape[1] + 2,
+        alpha=alpha,
+        converged=bool(np.all(np.isfinite(coef))),
+        iterations=0,
+        grad_norm=_max_abs(grad),
     )
 
 
@@ -317,10 +391,15 @@ def fit_estimator(
     upper: np.ndarray,
     *,
     groups: np.ndarray | None = None,
+    maxiter: int = 200,
 ) -> FittedModel:
-    """Dispatch to :func:`fit_interval`, :func:`fit_ols` or :func:`fit_ridge`."""
+    """Dispatch to :func:`fit_interval`, :func:`fit_ols` or :func:`fit_ridge`.
+
+    ``maxiter`` is the interval fit's iteration cap (see :func:`fit_interval`); the
+    closed-form ``ols`` and ``ridge`` have none and ignore it.
+    """
     if estimator == "interval":
-        return fit_interval(X, lower, upper)
+        return fit_interval(X, lower, upper, maxiter=maxiter)
     if estimator == "ols":
         return fit_ols(X, lower, upper)
     if estimator == "ridge":

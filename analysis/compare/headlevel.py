@@ -28,6 +28,7 @@ HEAD_LEVEL_COLUMNS: tuple[str, ...] = (
     "n_folds",
     "n_cells",
     "n_heads",
+    "fits_not_converged",
 )
 
 
@@ -39,6 +40,9 @@ class HeadLevelResult:
     ----------
     frame : pandas.DataFrame
         One row per (model, head_effects); see :data:`HEAD_LEVEL_COLUMNS`.
+        ``fits_not_converged`` counts the row's fold fits whose optimizer did not
+        converge (:attr:`~analysis.compare.estimators.FittedModel.converged`); their
+        cells' losses are still included.
     residual_icc : float
         Within-head (intraclass) correlation of the base model's midpoint residuals.
     base_model : str
@@ -62,9 +66,14 @@ class HeadLevelResult:
         ]
         for _, r in self.frame.iterrows():
             fe = "with head effects" if r.head_effects else "block alone      "
+            failed = (
+                f"; {r.fits_not_converged} fold fit(s) did not converge"
+                if r.fits_not_converged
+                else ""
+            )
             lines.append(
                 f"  {r.model:<8} {fe} CV loss {r.cv_interval_sq_loss:.4f} "
-                f"(gain vs {self.base_model} {r.gain_vs_base:+.4f})"
+                f"(gain vs {self.base_model} {r.gain_vs_base:+.4f}){failed}"
             )
         return "\n".join(lines)
 
@@ -117,6 +126,7 @@ def head_level_analysis(
     calibrate_blocks: Sequence[str] = (),
     block_order: Sequence[str] = (),
     diagnostic_columns: Collection[str] = (),
+    maxiter: int = 200,
 ) -> HeadLevelResult:
     """Cross-validated loss of each model with and without head fixed effects.
 
@@ -140,6 +150,9 @@ def head_level_analysis(
         When absent (or a single group), ``n_folds`` random folds within each head.
     n_folds : int, keyword-only
     random_state : keyword-only
+    maxiter : int, keyword-only
+        Iteration cap of each interval fit (see
+        :func:`~analysis.compare.estimators.fit_interval`).
 
     Returns
     -------
@@ -164,6 +177,7 @@ def head_level_analysis(
         if c not in table.columns:
             raise ParameterError("table", f"a column named {c}", list(table.columns)[:12])
     n_folds = check_int("n_folds", n_folds, minimum=2)
+    maxiter = check_int("maxiter", maxiter, minimum=1)
     rng = check_random_state(random_state)
     if not models:
         raise ParameterError("models", "at least one model", models)
@@ -182,6 +196,7 @@ def head_level_analysis(
     for fe in (False, True):
         for name, blocks in models.items():
             loss = np.full(len(table), np.nan)
+            not_converged = 0
             for g in range(k):
                 test = folds == g
                 train = ~test
@@ -201,8 +216,14 @@ def head_level_analysis(
                     keep = greedy_independent(X[train], fixed=dummies[train])
                     X = np.column_stack([dummies, X[:, keep]])
                 fit = fit_estimator(
-                    estimator, X[train], lower[train], upper[train], groups=clusters[train]
+                    estimator,
+                    X[train],
+                    lower[train],
+                    upper[train],
+                    groups=clusters[train],
+                    maxiter=maxiter,
                 )
+                not_converged += not fit.converged
                 loss[test] = interval_sq_loss(fit.predict(X[test]), lower[test], upper[test])
             rows.append(
                 {
@@ -213,6 +234,7 @@ def head_level_analysis(
                     "n_folds": k,
                     "n_cells": int(np.isfinite(loss).sum()),
                     "n_heads": len(heads),
+                    "fits_not_converged": int(not_converged),
                 }
             )
     frame = pd.DataFrame(rows)
@@ -229,7 +251,9 @@ def head_level_analysis(
         block_order=block_order,
         diagnostic_columns=diagnostic_columns,
     )
-    fit = fit_estimator(estimator, prep.matrices[base_model], lower, upper, groups=clusters)
+    fit = fit_estimator(
+        estimator, prep.matrices[base_model], lower, upper, groups=clusters, maxiter=maxiter
+    )
     mid = 0.5 * (lower + upper)
     icc = residual_icc(mid - fit.predict(prep.matrices[base_model]), clusters)
     return HeadLevelResult(

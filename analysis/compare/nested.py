@@ -31,6 +31,8 @@ from analysis.compare.metrics import (
 from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
+    "FIT_FAILED",
+    "FIT_OK",
     "RESULT_COLUMNS",
     "ComparisonResult",
     "bootstrap_counts",
@@ -57,7 +59,19 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "n_cells",
     "n_heads",
     "lock_sha256",
+    # fit diagnostics (added last so the columns above keep their positions)
+    "base_converged",
+    "rich_converged",
+    "base_iterations",
+    "rich_iterations",
+    "base_grad_norm",
+    "rich_grad_norm",
+    "status",
 )
+#: ``status`` of a pair whose two fits converged.
+FIT_OK = "ok"
+#: ``status`` of a pair with a fit that did not converge: reported, never decided.
+FIT_FAILED = "fit failed"
 REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
 
 
@@ -71,7 +85,7 @@ class ComparisonResult:
         One row per (pair, metric); use :meth:`to_frame` for a copy.
     lr_tests : pandas.DataFrame
         In-sample likelihood-ratio tests (secondary): ``pair``, ``base_model``,
-        ``rich_model``, ``statistic``, ``df``, ``p_value``.
+        ``rich_model``, ``statistic``, ``df``, ``p_value``, ``status`` (as in ``frame``).
     dropped : pandas.DataFrame
         Constant or collinear columns dropped per model (``model``, ``column``,
         ``reason``).
@@ -126,7 +140,10 @@ class ComparisonResult:
             "adds information = Holm p < alpha and CI low > 0",
         ]
         for _, r in f.iterrows():
-            mark = "ADDS INFORMATION" if r.adds_information else "no"
+            if r.status == FIT_FAILED:
+                mark = "FIT FAILED (no result)"
+            else:
+                mark = "ADDS INFORMATION" if r.adds_information else "no"
             holm = "outside family" if np.isnan(r.p_holm) else f"{r.p_holm:.4f}"
             lines.append(
                 f"  {r.pair:<16} {r.metric:<17} base {r.base_value:.4f} rich "
@@ -135,6 +152,18 @@ class ComparisonResult:
             )
         n = f.iloc[0]
         lines.append(f"  held-out cells {n.n_cells}, heads {n.n_heads}")
+        failed = [m for m, fit in self.fits.items() if not fit.converged]
+        if failed:
+            lines.append(
+                "  fit failed: "
+                + "; ".join(
+                    f"{m} did not converge ({self.fits[m].iterations} iterations, "
+                    f"gradient norm {self.fits[m].grad_norm:.3g})"
+                    for m in failed
+                )
+                + "; a pair with a failed fit is no result and never adds information "
+                "(in the Holm family it counts with p = 1)"
+            )
         if not self.dropped.empty:
             lines.append(
                 "  dropped columns: "
@@ -231,6 +260,19 @@ def check_nested(
         raise ParameterError(name, f"{rich} with a column more than {base}", (base, rich))
 
 
+def _fit_columns(base: FittedModel, rich: FittedModel) -> dict:
+    """The pair's fit diagnostics and status (the last columns of RESULT_COLUMNS)."""
+    return {
+        "base_converged": bool(base.converged),
+        "rich_converged": bool(rich.converged),
+        "base_iterations": int(base.iterations),
+        "rich_iterations": int(rich.iterations),
+        "base_grad_norm": float(base.grad_norm),
+        "rich_grad_norm": float(rich.grad_norm),
+        "status": FIT_OK if base.converged and rich.converged else FIT_FAILED,
+    }
+
+
 def _pair_list(name: str, pairs) -> list[tuple[str, str]]:
     out = []
     for p in pairs:
@@ -258,6 +300,7 @@ def compare_nested(
     calibrate_blocks: Sequence[str] = (),
     block_order: Sequence[str] = (),
     diagnostic_columns: Collection[str] = (),
+    maxiter: int = 200,
 ) -> ComparisonResult:
     """Fit nested models on training cells and compare them on held-out cells.
 
@@ -293,6 +336,10 @@ def compare_nested(
         :func:`~analysis.compare.covariates.prepare_covariates`. The defaults are neutral
         (no calibration, each model's own block order, no diagnostics); a study passes
         what its descriptor registry declares.
+    maxiter : int, keyword-only
+        Iteration cap of each interval fit (see
+        :func:`~analysis.compare.estimators.fit_interval`); ignored by the closed-form
+        ``ols`` and ``ridge``.
 
     Returns
     -------
@@ -311,6 +358,15 @@ def compare_nested(
     metric. Adds information: ``p_holm < alpha`` and ``ci_low > 0``. Secondary: the
     in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
     ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
+
+    Fit failures: each row carries both fits' ``converged``, ``iterations`` and
+    ``grad_norm`` (:class:`~analysis.compare.estimators.FittedModel`). A pair with a fit
+    that did not converge gets ``status = "fit failed"`` (else ``"ok"``) and
+    ``adds_information = False``; its effect, CI and p are still computed and shown, but
+    they are not a result. In Holm it keeps its place in the family with p = 1: the
+    family stays the pre-specified size (dropping the pair would loosen the other
+    pairs' adjustment after seeing a failure), and a p of 1 is never rejected, so it
+    rejects nothing itself and its ``p_holm`` is 1.
     """
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
@@ -325,6 +381,7 @@ def compare_nested(
     if primary_metric not in metrics:
         raise ParameterError("primary_metric", "one of the computed metrics", primary_metric)
     n_boot = check_int("n_boot", n_boot, minimum=99)
+    maxiter = check_int("maxiter", maxiter, minimum=1)
     if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise ParameterError("alpha", "a number in (0, 1)", alpha)
     if not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
@@ -382,7 +439,14 @@ def compare_nested(
     preds: dict[str, np.ndarray] = {}
     for m in used:
         X = prep.matrices[m]
-        fit = fit_estimator(estimator, X[train], lower[train], upper[train], groups=clusters[train])
+        fit = fit_estimator(
+            estimator,
+            X[train],
+            lower[train],
+            upper[train],
+            groups=clusters[train],
+            maxiter=maxiter,
+        )
         fits[m] = fit
         yh = fit.predict(X[held])
         preds[m] = yh
@@ -434,17 +498,19 @@ def compare_nested(
                     "n_cells": n_cells,
                     "n_heads": n_heads,
                     "lock_sha256": lock_sha256,
+                    **_fit_columns(fits[b], fits[r]),
                     "_in_family": (b, r) in family,
                 }
             )
     frame = pd.DataFrame(rows)
+    ok = (frame["status"] == FIT_OK).to_numpy()
+    # a failed pair stays in the family with p = 1 (see Notes)
+    p_family = np.where(ok, frame["p_value"], 1.0)
     for met in metrics:
-        sel = (frame.metric == met) & frame["_in_family"]
-        frame.loc[sel, "p_holm"] = multipletests(
-            frame.loc[sel, "p_value"], alpha=alpha, method="holm"
-        )[1]
+        sel = ((frame.metric == met) & frame["_in_family"]).to_numpy()
+        frame.loc[sel, "p_holm"] = multipletests(p_family[sel], alpha=alpha, method="holm")[1]
     p_dec = np.where(frame["_in_family"], frame["p_holm"], frame["p_value"])
-    frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0)
+    frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0) & ok
     frame = frame.drop(columns="_in_family")
 
     lr_rows = []
@@ -459,6 +525,7 @@ def compare_nested(
                 "statistic": stat,
                 "df": df,
                 "p_value": float(chi2.sf(stat, df)) if df > 0 else np.nan,
+                "status": _fit_columns(fits[b], fits[r])["status"],
             }
         )
     return ComparisonResult(

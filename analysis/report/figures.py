@@ -34,6 +34,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from analysis.atomic import atomic_write
+from analysis.compare.nested import FIT_FAILED
 from analysis.report.results import StudyResults
 from analysis.report.tables import hypotheses, real_cells, synthetic_cells
 from analysis.validation import ParameterError
@@ -436,7 +437,8 @@ def forest(results: StudyResults) -> Figure | None:
 
     The interval estimator (confirmatory) is drawn with circles; the OLS sensitivity
     refit, where present, with grey squares just below. Filled = adds information by the
-    pre-specified rule; open = does not.
+    pre-specified rule; open = does not; a cross = a fit did not converge (``status``
+    "fit failed"): drawn for completeness, not a result, and its label says so.
     """
     frames = []
     if results.comparison is not None:
@@ -446,6 +448,9 @@ def forest(results: StudyResults) -> Figure | None:
     if not frames:
         return None
     df = pd.concat(frames, ignore_index=True)
+    if "status" not in df:  # a frame stored before fit diagnostics existed
+        df["status"] = ""
+    failed = df["status"] == FIT_FAILED
     hyp = {h["pair"]: h for h in hypotheses(results.design)}
     family = {f"{a}<{b}" for a, b in results.design.get("inference", {}).get("family", [])}
     if not family:
@@ -461,6 +466,8 @@ def forest(results: StudyResults) -> Figure | None:
         h = hyp.get(p)
         tag = f"{h['id']} ({h['kind']})" if h else "sensitivity" if p in sens else ""
         labels[p] = f"{tag}\n{p}" if tag else p
+        for est in df.loc[failed & (df["pair"] == p), "estimator"].unique():
+            labels[p] += "\nFIT FAILED (" + est.split(" ")[0] + ")"
     metric_names = {
         "interval_sq_loss": "interval squared loss\n(effect = base - rich; > 0 helps)",
         "interval_loglik": "interval log-likelihood\n(effect = rich - base; > 0 helps)",
@@ -488,7 +495,8 @@ def forest(results: StudyResults) -> Figure | None:
                     y = ypos[r.pair] + dy
                     ax.hlines(y, r.ci_low, r.ci_high, color=color, lw=1.6)
                     ax.plot(
-                        [r.effect], [y], marker=mk, ms=7, color=color,
+                        [r.effect], [y], marker="X" if r.status == FIT_FAILED else mk,
+                        ms=7, color=color,
                         mfc=color if r.adds_information else "white", mew=1.5, ls="none",
                     )  # fmt: skip
             ax.axvline(0.0, color="0.2", ls="--", lw=0.9)
@@ -516,6 +524,11 @@ def forest(results: StudyResults) -> Figure | None:
             Line2D([], [], marker="o", color="0.2", ls="none", label="filled: adds information"),
             Line2D([], [], marker="o", color="0.2", mfc="white", ls="none", label="open: does not"),
         ]
+        if failed.any():
+            handles.append(
+                Line2D([], [], marker="X", color="0.2", mfc="white", ls="none",
+                       label="cross: fit failed (no result)")
+            )  # fmt: skip
         fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False,
                    fontsize="small")  # fmt: skip
         fig.suptitle(

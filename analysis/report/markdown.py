@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.compare.nested import FIT_FAILED
 from analysis.report.provenance import provenance_lines
 from analysis.report.results import StudyResults
 from analysis.report.tables import (
@@ -66,6 +67,19 @@ def _decision(row: Mapping[str, Any], *, alpha: float, in_family: bool) -> str:
     return "does not add information" + (f" ({'; '.join(reasons)})" if reasons else "")
 
 
+def _fit_failure(row: Mapping[str, Any]) -> str:
+    """Which of the pair's fits did not converge, with the optimizer's diagnostics."""
+    bits = []
+    for side in ("base", "rich"):
+        if not bool(row.get(f"{side}_converged", True)):
+            bits.append(
+                f"{row[f'{side}_model']} did not converge "
+                f"({format_value(row.get(f'{side}_iterations'))} iterations, gradient norm "
+                f"{_n(row.get(f'{side}_grad_norm'))})"
+            )
+    return "; ".join(bits) or "a fit did not converge"
+
+
 def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") -> list[str]:
     """One plain-English sentence per design hypothesis, from the primary-metric rows.
 
@@ -80,7 +94,10 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
     list of str
         E.g. ``"H1 (confirmatory; M0<M1): interval squared loss effect 0.012
         [−0.004, 0.031], one-sided p = 0.08, Holm p = 0.21 → does not add information
-        (Holm p ≥ 0.05; the CI reaches 0 or below)."``
+        (Holm p ≥ 0.05; the CI reaches 0 or below)."`` A pair whose row has
+        ``status == "fit failed"`` gets no numbers, only which fit did not converge:
+        ``"H1 (confirmatory; M0<M1): fit failed: M1 did not converge (2200 iterations,
+        gradient norm 0.003); no result; the pair entered Holm with p = 1."``
     """
     design = results.design
     frame = results.comparison if estimator == "interval" else results.comparison_ols
@@ -103,6 +120,10 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
             continue
         r = rows.iloc[0]
         in_family = h["pair"] in family if family else not math.isnan(float(r["p_holm"]))
+        if r.get("status") == FIT_FAILED:
+            holm_note = "; the pair entered Holm with p = 1" if in_family else ""
+            out.append(f"{head}: fit failed: {_fit_failure(r)}; no result{holm_note}.")
+            continue
         holm = f"Holm p = {_p(r['p_holm'])}" if in_family else "outside the Holm family"
         out.append(
             f"{head}: {METRIC_NAMES.get(primary, primary)} {r['base_model']} "
@@ -139,6 +160,7 @@ def _compact_comparison(frame: pd.DataFrame) -> pd.DataFrame:
         "p_value",
         "p_holm",
         "adds_information",
+        "status",
     ]
     return frame.loc[:, [c for c in cols if c in frame.columns]]
 

@@ -255,9 +255,10 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
     pandas.DataFrame or None
         ``hypothesis``, ``kind`` (from the design; empty for pairs without one),
         ``holm_family`` (the pair is in the design's Holm family), then the comparison's
-        own columns ``pair`` ... ``n_heads`` unchanged (``lock_sha256`` goes to the
-        provenance block). Rows ordered by metric (primary first) then hypothesis order.
-        None when that comparison has not run.
+        own columns ``pair`` ... ``n_heads`` and the fit diagnostics ``base_converged``
+        ... ``status`` unchanged (``lock_sha256`` goes to the provenance block). Rows
+        ordered by metric (primary first) then hypothesis order. None when that
+        comparison has not run.
     """
     if estimator not in ("interval", "ols"):
         raise ParameterError("estimator", "one of interval, ols", estimator)
@@ -281,7 +282,9 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
     out["_m"] = out["metric"].map({m: i for i, m in enumerate(metrics)})
     out["_h"] = out["pair"].map(lambda p: order.get(p, len(order)))
     out = out.sort_values(["_m", "_h", "pair"], kind="stable").drop(columns=["_m", "_h"])
-    out["adds_information"] = out["adds_information"].astype(bool)
+    for c in ("adds_information", "base_converged", "rich_converged"):
+        if c in out:
+            out[c] = out[c].astype(bool)
     return out.reset_index(drop=True)
 
 
@@ -373,14 +376,18 @@ def build_tables(results: StudyResults) -> list[Table]:
             comparison_table(results, estimator="interval"),
             "Effect = base minus rich for losses, rich minus base otherwise (positive = "
             "the richer model helps); 95% cluster-bootstrap CI over held-out heads; "
-            "one-sided p; Holm across the design's family within each metric.",
+            "one-sided p; Holm across the design's family within each metric. status "
+            "'fit failed': a fit did not converge (see the converged, iterations and "
+            "grad_norm columns); such a pair is no result, enters Holm with p = 1 and never "
+            "adds information.",
         ),
         (
             "comparisons_ols",
             "Nested comparisons, OLS-on-midpoints sensitivity refit",
             comparison_table(results, estimator="ols"),
             "The same pairs refitted by OLS on interval midpoints (a sensitivity "
-            "estimator; not the pre-specified decision).",
+            "estimator; not the pre-specified decision). Closed form: 0 iterations; "
+            "grad_norm is that of the least-squares objective.",
         ),
         (
             "lr_tests",
@@ -392,7 +399,8 @@ def build_tables(results: StudyResults) -> list[Table]:
             "head_level",
             "Head-level analysis (exploratory; training heads only)",
             head_level_table(results),
-            "Cross-validated interval squared loss with and without head fixed effects.",
+            "Cross-validated interval squared loss with and without head fixed effects; "
+            "fits_not_converged counts fold fits whose optimizer did not converge.",
         ),
         (
             "descriptors",

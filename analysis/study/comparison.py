@@ -141,7 +141,9 @@ def compare_stage(
     keep = ["cell_key", "cluster", "y_lower", "y_upper", "input_id", "length", *model_cols]
     table = table.loc[:, keep].sort_values("cell_key").reset_index(drop=True)
     log_cols = [c for c in logs if c in model_cols]
-    digest = f"compare/2:{_frame_digest(table)}:{design.sha256}"
+    # compare/3: results carry the fits' convergence diagnostics and status, so results
+    # stored by an older version are refitted rather than reused without them
+    digest = f"compare/3:{_frame_digest(table)}:{design.sha256}"
     record_file = paths.results / "compare.json"
     record = read_json(record_file, {})
     if record.get("inputs_sha256") == digest and all(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import norm
@@ -105,3 +107,45 @@ def test_interval_sq_loss():
     np.testing.assert_allclose(
         interval_sq_loss(np.array([1.5, 0.5, 3.0, 2.5]), lo, up), [0.0, 0.25, 1.0, 0.25]
     )
+
+
+def test_fits_carry_convergence_diagnostics(rng):
+    # a well-posed problem: BFGS stops on its gradient test (gtol 1e-7 on the mean
+    # score), so the reported gradient norm is at most that
+    n = 300
+    X = rng.normal(size=(n, 3))
+    y = 1.0 + X @ np.array([0.5, -0.3, 0.2]) + 0.6 * rng.normal(size=n)
+    lower, upper = _intervals(rng, y)
+    fit = fit_interval(X, lower, upper)
+    assert fit.converged is True
+    assert isinstance(fit.iterations, int) and fit.iterations >= 1
+    assert 0.0 <= fit.grad_norm <= 1e-7
+    # closed-form estimators: no iterations, the least-squares gradient is ~0
+    for closed in (fit_ols(X, lower, upper), fit_ridge(X, lower, upper, groups=np.arange(n) % 10)):
+        assert closed.converged is True and closed.iterations == 0
+        assert 0.0 <= closed.grad_norm < 1e-8, (closed.estimator, closed.grad_norm)
+
+
+def test_capped_interval_fit_is_not_converged(rng):
+    # a column that perfectly separates one-sided intervals: the likelihood has no
+    # finite maximum, and one BFGS iteration plus ten L-BFGS ones cannot finish
+    n = 200
+    x1 = rng.normal(size=n)
+    sep = np.repeat([-1.0, 0.0, 1.0], [50, 100, 50])
+    y = 1.0 + 0.5 * x1 + 0.5 * rng.normal(size=n)
+    lower, upper = y - 0.5, y + 0.5
+    lower[sep < 0] = -np.inf
+    upper[sep > 0] = np.inf
+    X = np.column_stack([x1, sep])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning is the point
+        for fit in (
+            fit_interval(X, lower, upper, maxiter=1),
+            fit_estimator("interval", X, lower, upper, maxiter=1),
+        ):
+            assert fit.converged is False
+            assert 1 <= fit.iterations <= 1 + 10
+            assert fit.grad_norm > 1e-4
+    with pytest.raises(ParameterError) as info:
+        fit_interval(X, lower, upper, maxiter=0)
+    assert info.value.name == "maxiter"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +20,33 @@ from analysis.compare import (
     spearman,
 )
 from analysis.validation import ParameterError
-from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
+from tests.fixtures.compare_tables import (
+    COVARIATES,
+    FAMILY,
+    MODELS,
+    make_table,
+    with_separating_column,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The result columns before the fit diagnostics were added (their positions stay).
+OLD_COLUMNS = (
+    "pair",
+    "base_model",
+    "rich_model",
+    "metric",
+    "base_value",
+    "rich_value",
+    "effect",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "adds_information",
+    "n_cells",
+    "n_heads",
+    "lock_sha256",
+)
 
 
 def test_prepare_covariates(table):
@@ -127,6 +152,71 @@ def test_result_frame_and_decision(table):
     assert "ADDS INFORMATION" in res.summary() and "abc" in res.summary()
     assert set(res.lr_tests.columns) >= {"pair", "statistic", "df", "p_value"}
     assert res.lr_tests.set_index("pair").loc["M0<M1", "df"] == 1
+    # every fit converged: each row says so, with the optimizer's diagnostics
+    assert RESULT_COLUMNS[: len(OLD_COLUMNS)] == OLD_COLUMNS  # old positions kept
+    assert (f["status"] == "ok").all()
+    assert f["base_converged"].all() and f["rich_converged"].all()
+    assert (f["base_iterations"] >= 1).all() and (f["rich_iterations"] >= 1).all()
+    assert (f["base_grad_norm"] < 1e-5).all() and (f["rich_grad_norm"] < 1e-5).all()
+    fit = res.fits["M1"]
+    m1 = f[f.rich_model == "M1"].iloc[0]
+    assert (m1.rich_converged, m1.rich_iterations, m1.rich_grad_norm) == (
+        fit.converged,
+        fit.iterations,
+        fit.grad_norm,
+    )
+
+
+def test_a_fit_that_does_not_converge_is_reported_failed(rng):
+    # native__sep separates one-sided intervals: M1 and M3 (which hold it) cannot finish
+    # in one BFGS + ten L-BFGS iterations; M0 and M2 converge in a few
+    table = with_separating_column(make_table(rng, native_effect=0.5), rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning
+        res = compare_nested(
+            table,
+            MODELS,
+            family=FAMILY,
+            extra_pairs=[("M2", "M3")],
+            log_columns=["baseline__scale"],
+            n_boot=499,
+            random_state=0,
+            maxiter=1,
+            **COVARIATES,
+        )
+    assert [res.fits[m].converged for m in ("M0", "M1", "M2", "M3")] == [
+        True,
+        False,
+        True,
+        False,
+    ]
+    f = res.to_frame()
+    assert tuple(f.columns) == RESULT_COLUMNS
+    failed = f["pair"].isin(["M0<M1", "M0<M3", "M2<M3"])
+    assert (f.loc[failed, "status"] == "fit failed").all()
+    assert (f.loc[~failed, "status"] == "ok").all()
+    assert not f.loc[failed, "rich_converged"].any() and f.loc[~failed, "rich_converged"].all()
+    assert f.loc[f.pair == "M0<M1", "base_converged"].all()
+    assert (f.loc[failed, "rich_grad_norm"] > 1e-4).all()
+    assert (f.loc[failed, "rich_iterations"] <= 11).all()
+    # a failed pair never adds information, although its numbers alone would say so
+    primary = f[f.metric == "interval_sq_loss"].set_index("pair")
+    assert primary.loc["M0<M1", "p_value"] < 0.05 and primary.loc["M0<M1", "ci_low"] > 0
+    assert not f.loc[failed, "adds_information"].any()
+    assert not res.adds_information("M0", "M1")
+    # Holm: a failed pair keeps its place in the family with p = 1
+    for _, g in f.groupby("metric"):
+        fam = g[g.pair != "M2<M3"]
+        p = np.where(fam["status"] == "fit failed", 1.0, fam["p_value"])
+        np.testing.assert_allclose(fam["p_holm"], multipletests(p, method="holm")[1])
+        assert (fam.loc[fam.status == "fit failed", "p_holm"] == 1.0).all()
+        assert np.isnan(g.loc[g.pair == "M2<M3", "p_holm"]).all()
+    ok = f[~failed]
+    want = (ok["p_holm"] < 0.05) & (ok["ci_low"] > 0)
+    assert (ok["adds_information"] == want).all()
+    text = res.summary()
+    assert text.count("FIT FAILED") == failed.sum()
+    assert "M1 did not converge" in text
 
 
 def test_sensitivity_estimators(table):
@@ -165,6 +255,7 @@ def test_nonnested_pair_names_the_column(table):
         ({"family": [("M0",)]}, "family"),
         ({"family": [("M0", "M9")]}, "family[0]"),
         ({"extra_pairs": [("M1", "M0")]}, "extra_pairs[0]"),
+        ({"maxiter": 0}, "maxiter"),
     ],
 )
 def test_invalid_parameters_named(table, kwargs, name):
@@ -278,7 +369,9 @@ def test_head_level_analysis(rng):
         "n_folds",
         "n_cells",
         "n_heads",
+        "fits_not_converged",
     ]
+    assert (f["fits_not_converged"] == 0).all()
     assert (f["n_folds"] == 4).all()  # (input_id, length) groups
     g = f.set_index(["model", "head_effects"])["gain_vs_base"]
     assert g[("M1", False)] > 0.3  # the head-level signal helps without head effects...
@@ -287,6 +380,21 @@ def test_head_level_analysis(rng):
     assert "within-head correlation" in res.summary()
     with pytest.raises(ParameterError, match="training rows only"):
         head_level_analysis(t.assign(held_out=True), MODELS)
+
+
+def test_head_level_counts_fits_that_did_not_converge(rng):
+    t = with_separating_column(make_table(rng, native_effect=0.5), rng)
+    t = t[~t["held_out"]].drop(columns="held_out")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning
+        res = head_level_analysis(
+            t, MODELS, log_columns=["baseline__scale"], maxiter=1, **COVARIATES
+        )
+    f = res.to_frame().set_index(["model", "head_effects"])["fits_not_converged"]
+    # M1 and M3 hold the separating column: every fold fit stops at the cap
+    assert f[("M1", False)] == f[("M3", False)] == 4
+    assert f[("M0", False)] == f[("M2", False)] == 0
+    assert "4 fold fit(s) did not converge" in res.summary()
 
 
 def test_residual_icc_known_values():

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
 
+from analysis.compare import compare_nested
 from analysis.report import BRACKET_COLUMNS, ReportFiles, build_report
 from analysis.report.figures import FIGURES
 from analysis.report.markdown import hypothesis_sentences, render_report
@@ -22,6 +24,13 @@ from analysis.report.tables import (
     write_csv,
 )
 from analysis.validation import ParameterError
+from tests.fixtures.compare_tables import (
+    COVARIATES,
+    FAMILY,
+    MODELS,
+    make_table,
+    with_separating_column,
+)
 from tests.fixtures.study_results import HELD_OUT
 
 TABLES = {
@@ -201,6 +210,77 @@ def test_comparison_table_labels_pairs_from_the_design(study):
     )
     with pytest.raises(ParameterError, match="estimator"):
         comparison_table(study, estimator="ridge")
+
+
+def test_comparison_tables_carry_the_fit_diagnostics(study, built):
+    files, _ = built
+    cols = [
+        "base_converged",
+        "rich_converged",
+        "base_iterations",
+        "rich_iterations",
+        "base_grad_norm",
+        "rich_grad_norm",
+        "status",
+    ]
+    for name, est in (("comparisons", "interval"), ("comparisons_ols", "ols")):
+        t = comparison_table(study, estimator=est)
+        assert list(t.columns[-len(cols) :]) == cols, name
+        assert (t["status"] == "ok").all() and t["rich_converged"].all(), name
+        back = read_back(files.tables[name]["csv"])
+        assert list(back.columns[-len(cols) :]) == cols, name
+        assert "status" in files.tables[name]["md"].read_text()
+        assert "grad\\_norm" in files.tables[name]["tex"].read_text()
+    # the OLS refit is closed-form: no iterations
+    assert (comparison_table(study, estimator="ols")["rich_iterations"] == 0).all()
+    assert (comparison_table(study)["rich_iterations"] >= 1).all()
+
+
+def test_a_failed_fit_is_reported_as_fit_failed(study, tmp_path):
+    """A pre-specified pair whose rich fit did not converge: "fit failed", never a result."""
+    rng = np.random.default_rng(5)
+    table = with_separating_column(make_table(rng, native_effect=0.5), rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning
+        res = compare_nested(
+            table,
+            MODELS,
+            family=FAMILY,
+            log_columns=["baseline__scale"],
+            n_boot=199,
+            random_state=0,
+            maxiter=1,
+            lock_sha256=study.provenance["lock_sha256"],
+            **COVARIATES,
+        )
+    frame = res.to_frame()
+    assert not res.fits["M1"].converged and res.fits["M2"].converged
+    failed = dataclasses.replace(
+        study,
+        comparison=frame,
+        comparison_ols=None,
+        lr_tests=res.lr_tests,
+        skipped={"comparison_ols": "midpoint estimators need finite interval ends"},
+    )
+    sentences = dict(zip(["H1", "H2", "H3", "S1"], hypothesis_sentences(failed), strict=True))
+    for h in ("H1", "H3"):  # M0<M1, M0<M3: the rich model holds native__sep
+        s = sentences[h]
+        assert "fit failed" in s and "did not converge" in s, s
+        assert "effect" not in s and "adds information" not in s and "one-sided p" not in s, s
+    assert "fit failed" not in sentences["H2"] and "effect" in sentences["H2"]
+    files = build_report(failed, tmp_path, figure_formats=("png",))
+    text = files.report.read_text()
+    h1 = next(line for line in text.splitlines() if line.startswith("- **H1**"))
+    assert "fit failed" in h1 and "M1 did not converge" in h1
+    t = read_back(files.tables["comparisons"]["csv"])
+    assert set(t.loc[t.pair.isin(["M0<M1", "M0<M3"]), "status"]) == {"fit failed"}
+    assert set(t.loc[t.pair == "M0<M2", "status"]) == {"ok"}
+    assert not t.loc[t.status == "fit failed", "adds_information"].any()
+    assert not t.loc[t.status == "fit failed", "rich_converged"].any()
+    assert "fit failed" in files.tables["comparisons"]["md"].read_text()
+    assert "fit failed" in files.tables["comparisons"]["tex"].read_text()
+    # the embedded table in report.md shows the status too
+    assert "| status |" in text or "| status" in text
 
 
 def test_descriptor_table_leaves_out_per_r_and_counts_nan(edge_study):

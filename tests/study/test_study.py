@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from analysis.compare import FIT_FAILED, FIT_OK, RESULT_COLUMNS
 from analysis.prereg.lock import PreregistrationError
 from analysis.report import build_report
 from analysis.study import load_results, plan_study, run_study, study_paths
@@ -35,6 +36,10 @@ def test_full_run_writes_every_stage_and_the_report(finished_study):
     assert comp is not None and set(comp["pair"]) >= {"M0<M1", "M0<M2", "M0<M3"}
     lock = json.loads(Path(str(design) + ".lock").read_text())
     assert (comp["lock_sha256"] == lock["design_sha256"]).all()
+    # the stored comparison carries each pair's fit diagnostics and status
+    assert tuple(comp.columns) == RESULT_COLUMNS
+    assert comp["status"].isin([FIT_OK, FIT_FAILED]).all()
+    assert (comp["status"] == FIT_OK).eq(comp["base_converged"] & comp["rich_converged"]).all()
     for table in ("brackets", "comparisons", "head_level", "descriptors"):
         for ext in ("md", "csv", "tex"):
             assert (paths.report / "tables" / f"{table}.{ext}").is_file()
