@@ -1,13 +1,19 @@
 """Parameter validation shared by every stage.
 
 All user-facing checks live here so that every error message has the same shape:
-the parameter's name, what is allowed, and what came in.
+the parameter's name, what is allowed, and what came in. That includes array files:
+:func:`read_npy` and :func:`read_npz` are the one way the package opens a ``.npy`` /
+``.npz`` that a user (or a store) hands it, and they turn every way such a file can be
+wrong (text, a pickle, empty, truncated, corrupt, an object array, a zip that is no
+``.npz``, missing arrays) into a :class:`ParameterError` naming the file.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +27,11 @@ class ParameterError(ValueError):
         self.allowed = allowed
         self.got = got
         super().__init__(f"{name}: expected {allowed}, got {_short(got)}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, Any]]:
+        # Errors raised in worker processes come back pickled; the default reduce would
+        # call __init__ with the message alone.
+        return (type(self), (self.name, self.allowed, self.got))
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -68,3 +79,176 @@ def check_random_state(value: Any, name: str = "random_state") -> np.random.Gene
     if isinstance(value, np.random.Generator):
         return value
     raise ParameterError(name, "None, an int seed or a numpy.random.Generator", value)
+
+
+# -- array files --------------------------------------------------------------------------
+
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive
+_PICKLED = "an object array (loading it would run pickle)"
+
+
+def _existing(path: str | os.PathLike[str], name: str) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{name}: no such file: {p}")
+    return p
+
+
+def _sniff(path: Path, name: str, allowed: str) -> str:
+    """``"npy"``, ``"zip"``, or what else the file holds, from its first bytes."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(32)
+    except OSError as exc:
+        raise ParameterError(name, allowed, f"{path.name}: cannot be read ({exc})") from exc
+    if head.startswith(_NPY_MAGIC):
+        return "npy"
+    if head.startswith(_ZIP_MAGICS):
+        return "zip"
+    if not head:
+        return "an empty file"
+    if head[:1] == b"\x80":  # pickle protocol 2 and later open with PROTO
+        return "a Python pickle (never loaded)"
+    text = head.decode("utf-8", "replace")[:-1]  # the last character may be cut short
+    if "\ufffd" not in text and all(c.isprintable() or c in "\t\r\n" for c in text):
+        return f"text ({text[:16]!r}...)"
+    return f"binary data ({head[:8]!r}...)"
+
+
+def _damage(exc: BaseException) -> str:
+    """What a failed ``numpy.load`` says about the file, in a few words."""
+    kind = type(exc).__name__
+    if kind == "error":  # zlib.error, struct.error: the module says what failed
+        kind = f"{type(exc).__module__}.error"
+    return f"truncated or corrupt ({kind}: {exc})"
+
+
+def _check_header(fh: Any, p: Path, what: str, name: str, allowed: str) -> None:
+    """Refuse a ``.npy`` stream whose header is unreadable or whose dtype needs pickle.
+
+    Only the header is read, so that an object array is refused before ``numpy.load``
+    gets to it, whatever numpy's own message would be.
+    """
+    try:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            dtype = np.lib.format.read_array_header_1_0(fh)[2]
+        else:
+            dtype = np.lib.format.read_array_header_2_0(fh)[2]
+    except Exception as exc:
+        raise ParameterError(name, allowed, f"{p.name}{what}: {_damage(exc)}") from exc
+    if dtype.hasobject:
+        raise ParameterError(name, allowed, f"{p.name}{what}: {_PICKLED}")
+
+
+def read_npy(
+    path: str | os.PathLike[str],
+    *,
+    name: str = "path",
+    allowed: str = "a .npy file of a numeric array (numpy.save)",
+) -> np.ndarray:
+    """The array of a ``.npy`` file, loaded with ``allow_pickle=False``.
+
+    Parameters
+    ----------
+    path : path-like
+    name : str
+        The caller's parameter for the file: errors name it.
+    allowed : str
+        What the caller accepts, for the error message.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``"NAME: no such file: PATH"``.
+    ParameterError
+        Naming ``name``, with the file's name and what is wrong with it, for anything
+        that is not a readable ``.npy`` of a plain (non-object) array.
+    """
+    p = _existing(path, name)
+    kind = _sniff(p, name, allowed)
+    if kind == "zip":
+        raise ParameterError(name, allowed, f"{p.name}: a zip archive (.npz?), not a .npy file")
+    if kind != "npy":
+        raise ParameterError(name, allowed, f"{p.name}: not a NumPy file: {kind}")
+    with open(p, "rb") as fh:
+        _check_header(fh, p, "", name, allowed)
+    try:
+        return np.load(p, allow_pickle=False)
+    except Exception as exc:  # every failure to parse means the same to the caller
+        raise ParameterError(name, allowed, f"{p.name}: {_damage(exc)}") from exc
+
+
+def read_npz(
+    path: str | os.PathLike[str],
+    *,
+    required: Sequence[str],
+    optional: Sequence[str] = (),
+    name: str = "path",
+    allowed: str = "a .npz file of numeric arrays (numpy.savez)",
+) -> dict[str, np.ndarray]:
+    """The ``required`` arrays of a ``.npz`` file and those of ``optional`` it has.
+
+    Loaded with ``allow_pickle=False``. Every member's header is checked (an object
+    array anywhere refuses the file), and every returned array is read here, decompressed
+    and its CRC checked, so that a damaged member fails now, naming the file.
+
+    Parameters
+    ----------
+    path : path-like
+    required, optional : sequences of str
+        Array names; a missing required one is an error.
+    name : str
+        The caller's parameter for the file: errors name it.
+    allowed : str
+        What the caller accepts, for the error message.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``"NAME: no such file: PATH"``.
+    ParameterError
+        Naming ``name``, with the file's name and what is wrong with it: not a zip
+        archive, truncated or corrupt, a required array missing, a member that is not a
+        ``.npy`` array, an object array.
+    """
+    p = _existing(path, name)
+    kind = _sniff(p, name, allowed)
+    if kind == "npy":
+        raise ParameterError(name, allowed, f"{p.name}: a single .npy array, not a .npz archive")
+    if kind != "zip":
+        raise ParameterError(name, allowed, f"{p.name}: not a NumPy file: {kind}")
+    try:
+        archive = np.load(p, allow_pickle=False)
+    except Exception as exc:
+        raise ParameterError(name, allowed, f"{p.name}: {_damage(exc)}") from exc
+    with archive:
+        # Every member's header, not only the arrays asked for: a file that would need
+        # pickle anywhere is refused, whichever arrays the caller reads.
+        for member in archive.zip.namelist():
+            if member.endswith(".npy"):
+                try:
+                    with archive.zip.open(member) as fh:
+                        _check_header(fh, p, f": {member[:-4]}", name, allowed)
+                except ParameterError:
+                    raise
+                except Exception as exc:  # a damaged zip entry
+                    got = f"{p.name}: {member[:-4]}: {_damage(exc)}"
+                    raise ParameterError(name, allowed, got) from exc
+        files = list(archive.files)
+        missing = [k for k in required if k not in files]
+        if missing:
+            has = ", ".join(files) or "nothing"
+            got = f"{p.name}: no array {', '.join(missing)} (has {has})"
+            raise ParameterError(name, allowed, got)
+        out: dict[str, np.ndarray] = {}
+        for key in [*required, *(k for k in optional if k in files)]:
+            try:
+                value = archive[key]
+            except Exception as exc:
+                raise ParameterError(name, allowed, f"{p.name}: {key}: {_damage(exc)}") from exc
+            if not isinstance(value, np.ndarray):  # a member without the .npy header
+                raise ParameterError(name, allowed, f"{p.name}: {key}: not a .npy array")
+            out[key] = value
+    return out

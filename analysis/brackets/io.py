@@ -25,10 +25,22 @@ from analysis.attention import check_attention, derive_seed, softmax64
 from analysis.brackets.profile import Profile
 from analysis.brackets.search import profile_matrices
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
-from analysis.validation import ParameterError, check_eps_grid, check_int, check_positive_finite
+from analysis.validation import (
+    ParameterError,
+    check_eps_grid,
+    check_int,
+    check_positive_finite,
+    read_npy,
+    read_npz,
+)
 
 if TYPE_CHECKING:  # pandas only for the approximant tables, not on the bracket path
     import pandas as pd
+
+
+#: What :func:`load_matrices` accepts, for its error messages.
+NPY_INPUT = "a .npy file of attention matrices (M, N) or (H, M, N) (numpy.save)"
+NPZ_INPUT = "an `attnrank extract` .npz with arrays Q, K, scale (mask optional)"
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,23 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def _queries_keys(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """``Q``, ``K``, ``scale``, ``mask`` (None when not stored) of an extract ``.npz``, checked."""
+    z = read_npz(path, required=("Q", "K", "scale"), optional=("mask",), allowed=NPZ_INPUT)
+    Q, K, scale, mask = z["Q"], z["K"], z["scale"], z.get("mask")
+    if not all(np.issubdtype(x.dtype, np.number) for x in (Q, K, scale)):
+        raise ParameterError(
+            "path", "numeric Q, K, scale", f"{path.name}: {(Q.dtype, K.dtype, scale.dtype)}"
+        )
+    if Q.ndim != 4 or K.shape != Q.shape or scale.shape != Q.shape[:2]:
+        raise ParameterError(
+            "path",
+            "Q, K [layer, head, L, d] and scale [layer, head]",
+            (Q.shape, K.shape, scale.shape),
+        )
+    return Q, K, scale, mask
+
+
 def load_matrices(
     path: str | os.PathLike, *, temperature: float | None = None, renormalize: bool = False
 ) -> MatrixInput:
@@ -67,25 +96,12 @@ def load_matrices(
     if path.suffix == ".npy":
         if temperature is not None:
             raise ParameterError("temperature", "no temperature with a .npy input", temperature)
-        A = check_attention(np.load(path, allow_pickle=False), renormalize=renormalize, name="path")
+        A = check_attention(read_npy(path, allowed=NPY_INPUT), renormalize=renormalize, name="path")
         H = A.shape[0]
         return MatrixInput(A, [None] * H, [None] * H, sha, None, renormalize)
     if path.suffix == ".npz":
         t = 1.0 if temperature is None else check_positive_finite("temperature", temperature)
-        with np.load(path, allow_pickle=False) as z:
-            missing = [k for k in ("Q", "K", "scale") if k not in z.files]
-            if missing:
-                raise ParameterError(
-                    "path", "an extract .npz with Q, K, scale, mask", f"missing {missing}"
-                )
-            Q, K, scale = z["Q"], z["K"], z["scale"]
-            mask = z["mask"] if "mask" in z.files else None
-        if Q.ndim != 4 or K.shape != Q.shape or scale.shape != Q.shape[:2]:
-            raise ParameterError(
-                "path",
-                "Q, K [layer, head, L, d] and scale [layer, head]",
-                (Q.shape, K.shape, scale.shape),
-            )
+        Q, K, scale, mask = _queries_keys(path)
         A = softmax64(Q, K, scale, mask, t)
         nl, nh = A.shape[:2]
         A = check_attention(A.reshape(nl * nh, *A.shape[2:]), renormalize=renormalize, name="path")
@@ -310,13 +326,12 @@ class QueriesKeys:
 
 
 def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys | None:
-    """The :class:`QueriesKeys` of an extract ``.npz`` that :func:`load_matrices` has already
-    checked; None for a ``.npy`` input."""
-    if Path(path).suffix != ".npz":
+    """The :class:`QueriesKeys` of an extract ``.npz`` (read and checked as
+    :func:`load_matrices` does); None for a ``.npy`` input."""
+    path = Path(path)
+    if path.suffix != ".npz":
         return None
-    with np.load(path, allow_pickle=False) as z:
-        Q, K, scale = z["Q"], z["K"], z["scale"]
-        mask = z["mask"] if "mask" in z.files else None
+    Q, K, scale, mask = _queries_keys(path)
     H = Q.shape[0] * Q.shape[1]
     if mask is not None and bool(np.all(mask)):
         mask = None

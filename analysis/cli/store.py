@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from analysis.brackets import EFFORTS
-from analysis.validation import check_eps_grid, check_positive_finite
+from analysis.cli.errors import rename
+from analysis.validation import ParameterError, check_eps_grid, check_positive_finite
 
 __all__ = ["register"]
 
@@ -56,7 +57,13 @@ def _run_add(args: argparse.Namespace) -> int:
 
     with Store(args.store, create=True) as store:
         for path in args.files:
-            keys = store.add_extraction(load_extraction(path))
+            try:
+                extraction = load_extraction(path)
+            except (ParameterError, FileNotFoundError) as exc:
+                # load_extraction's ``path`` is one of the FILE.npz positionals (not the
+                # store, whose own errors also say ``path``).
+                raise rename(exc, {"path": "FILE.npz"}) from exc
+            keys = store.add_extraction(extraction)
             print(f"{path}: {len(keys)} matrices in {args.store}")
     return 0
 

@@ -20,7 +20,7 @@ from analysis.descriptors.registry import (
     registered,
     run_block,
 )
-from analysis.validation import ParameterError, check_eps_grid, check_int
+from analysis.validation import ParameterError, check_eps_grid, check_int, read_npz
 
 KEY_COLUMNS = ("layer", "head", "temperature", "eps")
 PARITY_TOL = 1e-4
@@ -40,21 +40,15 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     FileNotFoundError
         The file does not exist.
     ParameterError
-        Naming ``path`` (not an npz / missing arrays) or the offending array.
+        Naming ``path`` (not a readable npz, missing arrays: see
+        :func:`analysis.validation.read_npz`) or the offending array.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"path: no such file: {path}")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except Exception as exc:  # zipfile/pickle/format errors all mean "not a valid npz"
-        raise ParameterError(
-            "path", "an .npz written by attnrank extract", f"{path} ({exc})"
-        ) from None
-    missing = [k for k in ("Q", "K", "scale") if k not in data]
-    if missing:
-        raise ParameterError("path", "an npz with arrays Q, K, scale", f"missing {missing}")
+    data = read_npz(
+        path,
+        required=("Q", "K", "scale"),
+        optional=("mask", "causal", "A"),
+        allowed="an `attnrank extract` .npz with arrays Q, K, scale (mask, causal, A optional)",
+    )
     out: dict[str, np.ndarray] = {}
     for name in ("Q", "K"):
         arr = data[name]

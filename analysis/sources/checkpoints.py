@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from analysis.atomic import atomic_savez
-from analysis.validation import ParameterError
+from analysis.validation import ParameterError, read_npz
 
 # Never reach for the network: every load below is local_files_only as well.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -632,17 +632,22 @@ def save_extraction(extraction: Extraction, path: str | os.PathLike[str]) -> Pat
 
 
 def load_extraction(path: str | os.PathLike[str]) -> Extraction:
-    """Read an ``extract`` ``.npz`` (with ``allow_pickle=False``)."""
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"no such file: {p}")
-    with np.load(p, allow_pickle=False) as z:
-        missing = [k for k in NPZ_KEYS if k not in z.files]
-        if missing:
-            raise ParameterError(
-                "path", f"an extract .npz with keys {', '.join(NPZ_KEYS)}", missing
-            )
-        data: Mapping[str, np.ndarray] = {k: z[k] for k in NPZ_KEYS}
+    """Read an ``extract`` ``.npz`` (with ``allow_pickle=False``).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``"path: no such file: ..."``.
+    ParameterError
+        Naming ``path``: not a readable ``.npz`` (text, a pickle, empty, truncated,
+        corrupt, object arrays), an array of :data:`NPZ_KEYS` missing, ``meta`` not JSON.
+    """
+    allowed = f"an `attnrank extract` .npz with arrays {', '.join(NPZ_KEYS)}"
+    data: Mapping[str, np.ndarray] = read_npz(path, required=NPZ_KEYS, allowed=allowed)
+    try:
+        meta = json.loads(str(data["meta"]))
+    except ValueError as exc:
+        raise ParameterError("path", allowed, f"{Path(path).name}: meta is not JSON") from exc
     return Extraction(
         data["A"],
         data["Q"],
@@ -651,5 +656,5 @@ def load_extraction(path: str | os.PathLike[str]) -> Extraction:
         data["mask"].astype(bool),
         bool(data["causal"]),
         data["tokens"],
-        json.loads(str(data["meta"])),
+        meta,
     )

@@ -37,7 +37,7 @@ import numpy as np
 
 from analysis.atomic import atomic_savez
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
-from analysis.validation import ParameterError
+from analysis.validation import ParameterError, read_npz
 
 __all__ = ["MatrixArrays", "MatrixRecord", "ProfileRecord", "Store"]
 
@@ -606,14 +606,35 @@ class Store:
         return pd.DataFrame(list(self.iter_cells(version=version)), columns=columns)
 
 
+#: The arrays of a store's array file (``arrays/<k[:2]>/<k>.npz``).
+ARRAY_KEYS = ("A", "Q", "K", "scale", "mask")
+
+
 def load_arrays(path: Path, sha256: str | None = None) -> MatrixArrays:
-    """Read one matrix's ``.npz`` (``allow_pickle=False``), optionally checking its hash."""
+    """Read one matrix's ``.npz`` (``allow_pickle=False``), optionally checking its hash.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``"path: no such file: ..."``.
+    ParameterError
+        Naming ``path``, with the file's name: another SHA-256 than ``sha256``, or a
+        file that is not a readable ``.npz`` of :data:`ARRAY_KEYS` (damaged on disk).
+    """
+    path = Path(path)
+    allowed = f"a store array file: an .npz with arrays {', '.join(ARRAY_KEYS)}"
     if sha256 is not None:
+        if not path.is_file():
+            raise FileNotFoundError(f"path: no such file: {path}")
         found = hashlib.sha256(path.read_bytes()).hexdigest()
         if found != sha256:
             raise ParameterError("path", f"array file {path.name} with SHA-256 {sha256}", found)
-    with np.load(path, allow_pickle=False) as z:
-        return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool))
+    z = read_npz(path, required=ARRAY_KEYS, allowed=allowed)
+    if z["scale"].size != 1 or not np.issubdtype(z["scale"].dtype, np.number):
+        raise ParameterError(
+            "path", allowed, f"{path.name}: scale {z['scale'].dtype} {z['scale'].shape}"
+        )
+    return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool))
 
 
 @contextlib.contextmanager

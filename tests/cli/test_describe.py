@@ -48,6 +48,6 @@ def test_bad_input_file_is_INPUT(tmp_path, capsys):
     bad.write_text("not a zip")
     out = str(tmp_path / "o.csv")
     assert main(["describe", str(bad), "--eps", "0.1", "--out", out, "--quiet"]) == 2
-    assert "error: INPUT: expected an .npz written by attnrank extract" in capsys.readouterr().err
+    assert "error: INPUT: expected an `attnrank extract` .npz" in capsys.readouterr().err
     assert main(["describe", str(tmp_path / "no.npz"), "--eps", "0.1", "--out", out]) == 2
     assert "error: INPUT: no such file" in capsys.readouterr().err
