@@ -381,6 +381,57 @@ def approximant_ranks(
     return least_ranks(errors, eps, full_rank=Kmax, methods=methods)
 
 
+def recheck_ranks(
+    table: pd.DataFrame,
+    A: np.ndarray,
+    *,
+    Q: np.ndarray | None = None,
+    K: np.ndarray | None = None,
+    scale: float | None = None,
+    mask: np.ndarray | None = None,
+    random_state: int | np.random.Generator | None = 0,
+) -> list[str]:
+    """Re-certify a stored :func:`approximant_ranks` table of ``A``; describe each failure.
+
+    Parameters are those the table was made with (the Performer features must be drawn
+    from the same seed). Every witness is a deterministic function of ``A``, ``Q``, ``K``
+    and the seed, so for each row with a rank the method's witness at that rank is built
+    again and certified: the row fails when that certified error is not ``<=`` the stored
+    ``error``, when the stored ``error`` is not ``<= eps``, or when ``reached`` is not
+    ``rank < min(M, N)``. A row without a rank claims nothing (no tried rank reached eps;
+    ``reached`` must be False).
+
+    That a rank is the *least* one is not a certificate and is not re-checked: it would
+    take the search again. A stored rank raised above the least one stays sound (its
+    error is still certified); one lowered, or an error lowered, fails. The cost is one
+    witness per method and distinct rank, about 5% of :func:`approximant_ranks` at 64 and
+    128 tokens.
+    """
+    Kmax = min(np.shape(A))
+    kw = {"Q": Q, "K": K, "scale": scale, "mask": mask, "random_state": _seed(random_state)}
+    fails = []
+    for r in table.itertuples(index=False):
+        has_rank = not pd.isna(r.rank)
+        if bool(r.reached) != (has_rank and int(r.rank) < Kmax):
+            fails.append(f"{r.method} eps={r.eps:g}: reached={r.reached} at rank {r.rank}")
+    ranked = table[table["rank"].notna()]
+    for method, g in ranked.groupby("method", sort=False):
+        ranks = sorted({int(k) for k in g["rank"]})
+        if ranks[0] < 1 or ranks[-1] > Kmax:
+            fails.append(f"{method}: ranks {ranks} outside 1..{Kmax}")
+            continue
+        errs = approximant_errors(A, methods=(method,), ranks=ranks, **kw)
+        now = dict(zip(errs["rank"].astype(int), errs["error"], strict=True))
+        for r in g.itertuples(index=False):
+            e = now.get(int(r.rank), float("nan"))  # missing: no finite witness now
+            if not (e <= r.error and r.error <= r.eps):
+                fails.append(
+                    f"{method} eps={r.eps:g}: rank {int(r.rank)} certifies {e!r}, "
+                    f"stored {r.error!r}"
+                )
+    return fails
+
+
 def _seed(random_state: int | np.random.Generator | None) -> int:
     """An int seed, so that several calls draw the same Performer features."""
     rng = check_random_state(random_state)

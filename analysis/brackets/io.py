@@ -11,7 +11,8 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,7 @@ def profile_file(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     batch: int = BATCH,
+    say: Callable[[str], None] | None = None,
 ) -> list[Profile]:
     """Profiles for every matrix of ``data``.
 
@@ -144,6 +146,12 @@ def profile_file(
     reused, so an interrupted run resumes where it stopped (a block with any matrix
     missing is run again whole, so that its batch, and with it the result, is the same
     as in an uninterrupted run).
+
+    A checkpointed profile is reused only once every witness in it re-verifies against
+    its matrix (:meth:`Profile.reverify`, cheap next to the search): one that fails (a
+    damaged or edited line) is dropped and its block recomputed, and their number is
+    passed to ``say`` (default: a :class:`UserWarning`) as
+    ``"N stored profiles failed re-verification and were recomputed"``.
     """
     eps = check_eps_grid(eps)
     workers = check_int("workers", workers, minimum=1)
@@ -160,6 +168,11 @@ def profile_file(
         if ck is not None
         else {}
     )
+    dropped = 0
+    for i, key in enumerate(keys):
+        if key in done and done[key].reverify(data.A[i]):
+            del done[key]  # recomputed below, and appended after the failed line
+            dropped += 1
     blocks = [list(range(s, min(s + batch, len(keys)))) for s in range(0, len(keys), batch)]
     todo = [blk for blk in blocks if any(keys[i] not in done for i in blk)]
     jobs = [(data.A[blk], eps, effort) for blk in todo]
@@ -186,7 +199,24 @@ def profile_file(
                 if append is not None:
                     append({"key": keys[i], "profile": prof.to_dict()})
             bar.update(len(blk))
+    _report_dropped(dropped, "profile", say)
     return [done[k] for k in keys]
+
+
+def _report_dropped(n: int, what: str, say: Callable[[str], None] | None) -> None:
+    """Tell ``say`` (default: a :class:`UserWarning` to the caller's caller) that ``n``
+    stored items of kind ``what`` failed re-verification and were recomputed (nothing if
+    ``n`` is 0)."""
+    if not n:
+        return
+    if n == 1:
+        note = f"1 stored {what} failed re-verification and was recomputed"
+    else:
+        note = f"{n} stored {what}s failed re-verification and were recomputed"
+    if say is None:
+        warnings.warn(note, UserWarning, stacklevel=3)
+    else:
+        say(note)
 
 
 def _witness_json(prof: Profile, A: np.ndarray, brackets: list[dict[str, Any]]) -> dict[str, list]:
@@ -371,6 +401,7 @@ def approximants_for_input(
     seed: int = 0,
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """Least certified rank of each efficient-attention approximant, every matrix and eps.
 
@@ -384,6 +415,13 @@ def approximants_for_input(
     checkpoint : path, optional
         JSON lines of finished matrices (keyed by input hash, index, temperature, eps,
         methods and seed); matrices already there are reused, so an interrupted run resumes.
+        A stored table is reused only once every ranked row re-certifies
+        (:func:`analysis.brackets.approximants.recheck_ranks`: each witness rebuilt at its
+        stored rank, about 5% of the search's cost) and its rows are the methods x eps
+        asked for; a table that fails is recomputed.
+    say : callable, optional
+        Receives ``"N stored approximant tables failed re-verification and were
+        recomputed"`` when N > 0 (default: a :class:`UserWarning`).
 
     Returns
     -------
@@ -393,7 +431,12 @@ def approximants_for_input(
     """
     import pandas as pd
 
-    from analysis.brackets.approximants import METHODS, QK_METHODS, approximant_ranks
+    from analysis.brackets.approximants import (
+        METHODS,
+        QK_METHODS,
+        approximant_ranks,
+        recheck_ranks,
+    )
 
     eps = check_eps_grid(eps)
     notes: list[str] = []
@@ -416,6 +459,21 @@ def approximants_for_input(
     keys = [f"{data.sha256}:{i}:{tag}" for i in range(data.A.shape[0])]
     ck = JsonlCheckpoint(checkpoint) if checkpoint is not None else None
     done = ck.read(lambda rec: _rank_frame(rec["rows"])) if ck is not None else {}
+
+    def inputs(i: int) -> dict[str, Any]:
+        kw = {} if qk is None else {"Q": qk.Q[i], "K": qk.K[i], "scale": qk.scale[i]}
+        kw["mask"] = None if qk is None else qk.mask
+        return {**kw, "random_state": derive_seed(seed, f"{data.sha256}:{i}:{t}")}
+
+    cells = sorted((m, e) for m in methods for e in eps)
+    dropped = 0
+    for i, key in enumerate(keys):
+        if key in done:
+            df = done[key]
+            rows = sorted(zip(df["method"], df["eps"].astype(float), strict=True))
+            if rows != cells or recheck_ranks(df, data.A[i], **inputs(i)):
+                del done[key]  # recomputed below, and appended after the failed line
+                dropped += 1
     with contextlib.ExitStack() as stack:
         append = stack.enter_context(ck.appender()) if ck is not None else None
         for i in tqdm(
@@ -423,22 +481,12 @@ def approximants_for_input(
         ):
             if keys[i] in done:
                 continue
-            kw = (
-                {}
-                if qk is None
-                else {"Q": qk.Q[i], "K": qk.K[i], "scale": qk.scale[i], "mask": qk.mask}
-            )
-            df = approximant_ranks(
-                data.A[i],
-                eps,
-                methods=methods,
-                random_state=derive_seed(seed, f"{data.sha256}:{i}:{t}"),
-                **kw,
-            )
+            df = approximant_ranks(data.A[i], eps, methods=methods, **inputs(i))
             done[keys[i]] = df
             if append is not None:
                 recs = df.astype(object).where(df.notna(), None).to_dict(orient="records")
                 append({"key": keys[i], "rows": recs})
+    _report_dropped(dropped, "approximant table", say)
     parts = []
     for i, key in enumerate(keys):
         df = done[key].copy()

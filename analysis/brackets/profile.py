@@ -12,6 +12,7 @@ re-verification); :mod:`analysis.brackets.search` computes profiles.
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 
 from analysis.attention import check_attention
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
-from analysis.validation import check_choice, check_eps_grid
+from analysis.validation import ParameterError, check_choice, check_eps_grid
 
 PROFILE_FORMAT = 1
 
@@ -161,9 +162,47 @@ class Profile:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Profile:
-        """Restore a profile written by :meth:`to_dict` (with witnesses)."""
-        M, N = d["shape"]
+    def from_dict(cls, d: dict[str, Any], *, A: np.ndarray | None = None) -> Profile:
+        """Restore a profile written by :meth:`to_dict` (with witnesses).
+
+        Without ``A`` nothing is checked: the errors and margins are the numbers as they
+        were stored, which a damaged, stale or edited file can get wrong, so no bracket read
+        off the restored profile is certified until :meth:`reverify` against its matrix
+        returns ``[]``. With ``A``, the matrix the profile certifies, every witness is
+        re-verified here (cheap next to the search that found them).
+
+        Parameters
+        ----------
+        d : dict
+            As written by :meth:`to_dict` with ``witnesses=True``.
+        A : array ``[M, N]``, optional, keyword-only
+            Re-verify every witness against this matrix (:meth:`reverify`).
+
+        Raises
+        ------
+        ParameterError
+            Named ``profile``: ``d`` is not such a dict, or, with ``A``, some witness fails
+            re-verification (the failures are listed).
+        """
+        try:
+            prof = cls._decode(d)
+        except (KeyError, TypeError, ValueError) as exc:  # binascii.Error is a ValueError
+            raise ParameterError(
+                "profile",
+                "a dict written by Profile.to_dict(witnesses=True)",
+                f"{type(exc).__name__}: {exc}",
+            ) from None
+        if A is not None:
+            fails = prof.reverify(A)
+            if fails:
+                raise ParameterError(
+                    "profile", "a profile whose every witness re-verifies against A", fails
+                )
+        return prof
+
+    @classmethod
+    def _decode(cls, d: dict[str, Any]) -> Profile:
+        M, N = (int(x) for x in d["shape"])
         b64 = d.get("arrays", "lists") == "float32-base64"
 
         def arr(x, rows, cols):
@@ -207,15 +246,45 @@ class Profile:
         return identity_witness(A) if w.U is None else (w.U, w.W)
 
     def reverify(self, A: np.ndarray) -> list[str]:
-        """Re-check every stored witness against ``A``; return a description of each failure."""
+        """Re-check every stored witness against ``A``; return a description of each failure.
+
+        A witness fails when the certified value recomputed from its arrays (float64,
+        :mod:`analysis.brackets.verify`) is not ``<=`` its stored error (upper) or not
+        ``>=`` its stored margin (lower), NaN failing both, or when its arrays are missing,
+        non-finite or not of the shape that its rank or size and the profile's shape give.
+        A profile of another shape than ``A`` fails whole (one entry). ``[]`` means every
+        number the profile holds is certified for ``A``.
+
+        The comparison is exact. On the machine that certified a witness it repeats the
+        same arithmetic; elsewhere a product rounded differently in its last bit can move
+        the certified value by an ulp, and the witness then fails: a profile recomputed for
+        nothing, never a wrong bracket.
+        """
         A = check_attention(A)[0]
+        if tuple(self.shape) != A.shape:
+            return [f"shape {tuple(self.shape)} is not A's {A.shape}"]
+        M, N = A.shape
         fails = []
-        for w in self.upper.values():
-            if not certified_upper_error(A, *self.witness_arrays(w, A)) <= w.error:
-                fails.append(f"upper rank {w.rank}")
-        for w in self.lower.values():
-            if not certified_lower_margin(A, w.R, w.Y) >= w.margin:
-                fails.append(f"lower size {w.size}")
+        for k, w in sorted(self.upper.items()):
+            shapes = (np.shape(w.U), np.shape(w.W))
+            e = float("nan")
+            if k == w.rank and shapes == ((M, k), (N, k)):
+                with contextlib.suppress(ParameterError):  # non-finite entries
+                    e = certified_upper_error(A, w.U, w.W)
+            if np.isnan(e):
+                fails.append(f"upper rank {k}: non-finite or misshapen witness")
+            elif not e <= w.error:
+                fails.append(f"upper rank {k}: certified error {e!r}, stored {w.error!r}")
+        for m, w in sorted(self.lower.items()):
+            shapes = (np.shape(w.R), np.shape(w.Y))
+            mu = float("nan")
+            if m == w.size and m >= 1 and shapes == ((N, m), (m, M)):
+                with contextlib.suppress(ParameterError):
+                    mu = certified_lower_margin(A, w.R, w.Y)
+            if np.isnan(mu):
+                fails.append(f"lower size {m}: non-finite or misshapen witness")
+            elif not mu >= w.margin:
+                fails.append(f"lower size {m}: certified margin {mu!r}, stored {w.margin!r}")
         return fails
 
 

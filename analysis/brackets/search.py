@@ -180,8 +180,11 @@ def profile_matrix(
         Time spent searching for witnesses (:func:`search_settings`). Every level is
         equally sound.
     previous : Profile, optional
-        An earlier profile of the same matrix: its witnesses are re-verified and kept, so
-        a new eps extends it.
+        An earlier profile of the same matrix: its witnesses are re-certified against ``A``
+        and kept, so a new eps extends it. Their stored errors and margins are never read,
+        so a damaged or edited ``previous`` cannot make a bracket unsound; a witness that
+        no longer certifies what it claimed simply counts for what it certifies now
+        (``previous.reverify(A)`` tells whether any such witness is there).
     renormalize : bool
         Divide each row by its sum first (else rows must sum to 1 within 1e-4).
     prune : bool

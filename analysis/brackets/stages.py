@@ -44,10 +44,17 @@ class Builder:
         if previous is not None:
             if tuple(previous.shape) != A.shape:
                 raise ParameterError("previous", f"a profile of shape {A.shape}", previous.shape)
-            for w in previous.upper.values():  # re-certified, never trusted
-                self.offer_upper(w.U, w.W, w.method)
-            for w in previous.lower.values():
-                self.offer_lower(w.R, w.Y, w.method)
+            # Re-certified, never trusted: the stored errors and margins are not read, so a
+            # damaged witness counts only with what it certifies now.
+            try:
+                for w in previous.upper.values():
+                    self.offer_upper(w.U, w.W, w.method)
+                for w in previous.lower.values():
+                    self.offer_lower(w.R, w.Y, w.method)
+            except ParameterError as exc:  # non-finite or misshapen arrays
+                raise ParameterError(
+                    "previous", "a profile whose witnesses are finite arrays of its shape", exc
+                ) from None
 
     def offer_upper(self, U: np.ndarray, W: np.ndarray, method: str) -> float:
         k = U.shape[1]

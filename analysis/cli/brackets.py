@@ -113,7 +113,8 @@ def run_bracket(args: argparse.Namespace) -> int:
         )
     data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
     # With --out, finished matrices go to a checkpoint beside it, so that an interrupted
-    # run resumes; the checkpoint is removed once OUT.json is written.
+    # run resumes (every reused profile re-verified against its matrix first); the
+    # checkpoint is removed once OUT.json is written.
     ck = args.out.with_name(args.out.name + ".partial") if args.out else None
     if ck is not None:
         ck.parent.mkdir(parents=True, exist_ok=True)
@@ -125,6 +126,7 @@ def run_bracket(args: argparse.Namespace) -> int:
         batch=args.batch,
         progress=not args.quiet,
         checkpoint=ck,
+        say=lambda note: print(note, file=sys.stderr),
     )
     res = result_json(data, profiles, eps=eps, effort=args.effort, witnesses=args.witnesses)
     for m in res["matrices"]:
@@ -190,6 +192,7 @@ def run_approximants(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=not args.quiet,
         checkpoint=ck,
+        say=lambda note: print(note, file=sys.stderr),
     )
     if brackets is not None:
         table = compare_with_brackets(table, brackets)

@@ -48,6 +48,9 @@ def _run_bracket(args: argparse.Namespace) -> int:
         f"{summary.computed} computed, {summary.extended} extended, {summary.skipped} already "
         f"stored; {summary.elapsed_s:.1f} s"
     )
+    note = summary.reverify_note()
+    if note:
+        print(note)
     return 0
 
 

@@ -313,7 +313,11 @@ def bracket_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_checkpoint(path: Path) -> dict[str, dict[str, Any]]:
-    """Finished records (JSON lines) by key; a torn last line is ignored (it is redone)."""
+    """Finished records (JSON lines) by key; a torn last line is ignored (it is redone).
+
+    The records hold brackets, not witnesses, so they cannot be re-verified on load: they
+    are trusted as written (delete the file to recompute them).
+    """
     return JsonlCheckpoint(path).read()
 
 

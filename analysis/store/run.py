@@ -3,7 +3,9 @@
 Each finished profile is committed to the store at once, so a run killed at any moment
 keeps everything it finished, and the next run skips it. A profile is a pure function of
 (matrix arrays, temperature, eps grid, effort), and torch runs single-threaded inside each
-computation: a resumed run, a rerun and any ``workers`` give the same profiles.
+computation: a resumed run, a rerun and any ``workers`` give the same profiles. Nothing
+stored is trusted: a run re-verifies every stored profile it covers before it skips or
+extends it, and recomputes those that fail.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import importlib
 import multiprocessing
 import time
 import types
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +52,21 @@ class _Task:
 
 @dataclasses.dataclass(frozen=True)
 class BracketsSummary:
-    """What one :func:`run_brackets` call did."""
+    """What one :func:`run_brackets` call did.
+
+    Attributes
+    ----------
+    total : int
+        Profiles the run covers (every matrix x temperature).
+    computed, extended, skipped : int
+        Computed from scratch, extended to new eps, already stored and kept.
+    version : str
+    elapsed_s : float
+    reverified : int
+        Stored profiles re-verified before the run trusted, extended or skipped them.
+    dropped : int
+        Of those, the ones that failed and were recomputed (counted in ``computed``).
+    """
 
     total: int
     computed: int
@@ -57,6 +74,21 @@ class BracketsSummary:
     skipped: int
     version: str
     elapsed_s: float
+    reverified: int = 0
+    dropped: int = 0
+
+    def reverify_note(self) -> str | None:
+        """:func:`reverify_note` of ``dropped``."""
+        return reverify_note(self.dropped)
+
+
+def reverify_note(dropped: int) -> str | None:
+    """``"N stored profiles failed re-verification and were recomputed"``; None if N = 0."""
+    if not dropped:
+        return None
+    if dropped == 1:
+        return "1 stored profile failed re-verification and was recomputed"
+    return f"{dropped} stored profiles failed re-verification and were recomputed"
 
 
 def _resolve_engine(engine: Any) -> Any:
@@ -65,10 +97,13 @@ def _resolve_engine(engine: Any) -> Any:
     if isinstance(engine, str):
         engine = importlib.import_module(engine)
     missing = [a for a in ("profile_matrix", "Profile") if not hasattr(engine, a)]
+    if not missing:
+        prof = engine.Profile
+        missing = [f"Profile.{a}" for a in ("from_dict", "reverify") if not hasattr(prof, a)]
     if missing:
         raise ParameterError(
             "engine",
-            "a bracket engine exposing profile_matrix and Profile",
+            "a bracket engine exposing profile_matrix and Profile (with from_dict, reverify)",
             f"{getattr(engine, '__name__', engine)!s} lacks {', '.join(missing)}",
         )
     return engine
@@ -93,12 +128,16 @@ def plan_profiles(
     effort: str = "default",
     version: str | None = None,
     matrix_keys: Sequence[str] | None = None,
+    recompute: Collection[tuple[str, float]] = (),
 ) -> tuple[list[_Task], int]:
     """The profiles a run still has to compute or extend, and how many are already done.
 
     A stored profile whose eps grid covers ``eps`` is done; one that lacks some eps is
     extended (the new grid is the union; the engine keeps the old witnesses).
     ``matrix_keys`` restricts the plan to those matrices (None = every stored matrix).
+    The stored profiles of the ``(matrix key, temperature)`` pairs in ``recompute`` (those
+    that failed re-verification) are neither done nor extended: they are computed from
+    scratch, on the union of their stored grid and ``eps``.
     """
     grid = tuple(sorted(set(check_eps_grid(eps))))
     temps = tuple(dict.fromkeys(check_positive_finite("temperatures", t) for t in temperatures))
@@ -123,11 +162,13 @@ def plan_profiles(
         if unknown:
             raise ParameterError("matrix_keys", "keys of stored matrices", sorted(unknown)[:3])
         records = [r for r in records if r.key in wanted]
+    redo = {(k, float(t)) for k, t in recompute}
     tasks, done = [], 0
     for rec in records:
         for t in temps:
             old = stored_grids.get((rec.key, t))
-            if old is not None and set(grid) <= set(old):
+            fresh = (rec.key, t) in redo
+            if old is not None and not fresh and set(grid) <= set(old):
                 done += 1
                 continue
             union = tuple(sorted(set(grid) | set(old or ())))
@@ -139,10 +180,58 @@ def plan_profiles(
                     union,
                     effort,
                     version,
-                    old is not None,
+                    old is not None and not fresh,
                 )
             )
     return tasks, done
+
+
+def _stored_failures(
+    store: Store,
+    version: str,
+    temperatures: Sequence[float],
+    matrix_keys: Sequence[str] | None,
+    engine: Any,
+    progress: bool,
+) -> tuple[int, list[tuple[str, float]]]:
+    """Re-verify the stored profiles of ``version`` that a run covers; return how many were
+    checked and the ``(matrix key, temperature)`` of those that failed.
+
+    A profile fails when its blob does not decode, when ``Profile.reverify`` against
+    ``A_t`` (rebuilt from the stored Q, K as for the search) reports any witness, or when
+    a stored bracket row is not what the profile gives at its eps: the study reads those
+    rows, not the blob. Sequential in this process: per profile one ``softmax64`` and one
+    float64 product per witness, cheap next to the search.
+    """
+    from tqdm.auto import tqdm
+
+    temps = {float(t) for t in temperatures}
+    wanted = None if matrix_keys is None else set(matrix_keys)
+    pairs = sorted(
+        (k, t)
+        for k, t in store.profile_grids(version)
+        if t in temps and (wanted is None or k in wanted)
+    )
+    failed: list[tuple[str, float]] = []
+    arrays, arrays_key = None, None
+    bar = tqdm(pairs, desc=f"re-verify ({version})", unit="profile", disable=not progress)
+    # one thread: torch's thread pool costs more than it saves on a matrix this size
+    with fixed_torch_threads(1):
+        for key, t in bar:
+            if key != arrays_key:  # pairs are sorted by matrix: one array file per matrix
+                arrays, arrays_key = store.arrays(key), key
+            rec = store.profile(key, t, version)
+            try:
+                prof = engine.Profile.from_dict(rec.profile_dict())
+                ok = not prof.reverify(arrays.at(t)) and all(
+                    tuple(int(v) for v in prof.bracket(e)) == rec.brackets.get(e)
+                    for e in rec.eps_grid
+                )
+            except (KeyError, TypeError, ValueError, zlib.error):  # incl. ParameterError
+                ok = False
+            if not ok or set(rec.brackets) != set(rec.eps_grid):
+                failed.append((key, t))
+    return len(pairs), failed
 
 
 def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[str, Any]:
@@ -228,6 +317,11 @@ def run_brackets(
 ) -> BracketsSummary:
     """Compute (or extend) the profile of every (matrix, temperature) not yet stored.
 
+    Every stored profile the run covers is first re-verified against its matrix (its
+    witnesses, and the stored bracket rows against the profile); one that fails is
+    recomputed from scratch rather than skipped or extended, and counted in
+    ``BracketsSummary.dropped``.
+
     Parameters
     ----------
     store : Store or path
@@ -304,18 +398,19 @@ def _run(
 ) -> BracketsSummary:
     workers = check_int("workers", workers, minimum=1)
     resolved = _resolve_engine(engine)
-    tasks, done = plan_profiles(
-        st,
-        eps,
-        temperatures=temperatures,
-        effort=effort,
-        version=version,
-        matrix_keys=matrix_keys,
-    )
+    plan = {
+        "temperatures": temperatures,
+        "effort": effort,
+        "version": version,
+        "matrix_keys": matrix_keys,
+    }
+    plan_profiles(st, eps, **plan)  # validates every argument before the re-verification
     version = version or effort
+    start = time.perf_counter()
+    checked, failed = _stored_failures(st, version, temperatures, matrix_keys, resolved, progress)
+    tasks, done = plan_profiles(st, eps, recompute=failed, **plan)
     from tqdm.auto import tqdm
 
-    start = time.perf_counter()
     computed = extended = 0
     bar = tqdm(
         total=len(tasks) + done,
@@ -352,4 +447,6 @@ def _run(
         skipped=done,
         version=version,
         elapsed_s=time.perf_counter() - start,
+        reverified=checked,
+        dropped=len(failed),
     )

@@ -157,7 +157,9 @@ class ProfileRecord:
     blob: bytes = dataclasses.field(repr=False)
 
     def profile_dict(self) -> dict[str, Any]:
-        """The engine's ``Profile.to_dict(witnesses=True)`` as stored."""
+        """The engine's ``Profile.to_dict(witnesses=True)`` as stored, unchecked (the store
+        knows no engine): :func:`analysis.store.run_brackets` re-verifies it against its
+        matrix before trusting it."""
         return json.loads(zlib.decompress(self.blob).decode("utf-8"))
 
 
@@ -555,7 +557,12 @@ class Store:
         return {(r[0], float(r[1])): (tuple(json.loads(r[2])), r[3]) for r in rows}
 
     def profiles(self, *, version: str | None = None) -> Iterator[ProfileRecord]:
-        """Every stored profile (optionally of one version), in id order."""
+        """Every stored profile (optionally of one version), in id order, as stored.
+
+        Nothing here is re-verified (the store knows no engine);
+        :func:`analysis.store.run_brackets` re-verifies every profile it covers against its
+        matrix, and recomputes those that fail, before it skips or extends them.
+        """
         sql = "SELECT * FROM profiles" + (" WHERE version = ?" if version else "") + " ORDER BY id"
         for row in self._conn.execute(sql, (version,) if version else ()).fetchall():
             yield self._profile_record(row)
@@ -573,6 +580,11 @@ class Store:
 
         Keys: ``cell_key``, ``matrix_key``, the matrix fields, ``head_id``, ``temperature``,
         ``eps``, ``lo``, ``hi``, ``version``, ``effort``.
+
+        The brackets are the stored rows, as stored. They are certified as far as the last
+        :func:`analysis.store.run_brackets` over them re-verified their profiles (it checks
+        each profile's witnesses against its matrix and these rows against the profile);
+        the study's brackets stage runs it before the study reads them.
         """
         sql = (
             "SELECT m.key AS matrix_key, m.source, m.checkpoint, m.layer, m.head, m.input_id, "

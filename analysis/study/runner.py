@@ -138,6 +138,7 @@ def run_study(
                     workers=workers,
                     engine=engine,
                     progress=progress,
+                    say=say,
                 )
         if stop_after not in ("extract", "brackets"):
             with _timed(clock, "descriptors"):

@@ -103,15 +103,20 @@ def bracket_stage(
     workers: int,
     engine: Any,
     progress: bool,
+    say: Callable[[str], None] = print,
 ) -> int:
     """Profile real matrices at every design temperature, synthetic ones at t = 1.
 
+    Every stored profile of the plan is re-verified against its matrix before it is kept
+    (:func:`analysis.store.run_brackets`), so the brackets the study reads next are
+    certified; those that fail are recomputed, and their number goes to ``say``.
+
     Returns the number of profiles computed or extended.
     """
-    from analysis.store.run import run_brackets
+    from analysis.store.run import reverify_note, run_brackets
 
     plan = study.plan
-    n = 0
+    n = dropped = 0
     for keys, temps in ((real_keys, plan.temperatures), (synth_keys, (1.0,))):
         if keys:
             s = run_brackets(
@@ -125,4 +130,8 @@ def bracket_stage(
                 matrix_keys=keys,
             )
             n += s.computed + s.extended
+            dropped += s.dropped
+    note = reverify_note(dropped)
+    if note:
+        say(f"brackets: {note}")
     return n

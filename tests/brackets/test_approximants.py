@@ -347,3 +347,33 @@ def test_geometric_grid_is_refined_between_grid_ranks(monkeypatch):
         assert row["rank"] >= full.loc[(method, e), "rank"]
         off_grid += int(row["rank"] not in grid)
     assert off_grid > 0  # the refinement found ranks the grid does not contain
+
+
+def test_tampered_checkpoint_tables_are_recertified_and_recomputed(extract_npz, tmp_path):
+    """A resumed run rebuilds each stored row's witness at its rank and certifies it again:
+    a lowered rank or error fails, and that matrix's table is recomputed and counted."""
+    import analysis.brackets.io as bio
+
+    data = bio.load_matrices(extract_npz)
+    qk = bio.load_queries_keys(extract_npz, data)
+    eps = (0.1, 0.2)
+    ck = tmp_path / "t.csv.partial"
+    full, _ = bio.approximants_for_input(data, qk, eps=eps, progress=False, checkpoint=ck)
+    lines = [json.loads(line) for line in ck.read_text().splitlines()]
+    row = next(r for r in lines[0]["rows"] if r["method"] == "svd" and r["eps"] == 0.1)
+    row["rank"] -= 2  # claims a rank two below the least one the SVD reaches
+    row = next(r for r in lines[1]["rows"] if r["method"] == "rows" and r["eps"] == 0.2)
+    row["error"] /= 2  # claims half the certified error
+    ck.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    said: list[str] = []
+    resumed, _ = bio.approximants_for_input(
+        data, qk, eps=eps, progress=False, checkpoint=ck, say=said.append
+    )
+    pd.testing.assert_frame_equal(resumed, full)
+    assert said == ["2 stored approximant tables failed re-verification and were recomputed"]
+    said.clear()
+    again, _ = bio.approximants_for_input(
+        data, qk, eps=eps, progress=False, checkpoint=ck, say=said.append
+    )
+    pd.testing.assert_frame_equal(again, full)
+    assert said == []

@@ -137,3 +137,65 @@ def test_tiny_eps_uses_identity_witness(head_and_profile):
     from analysis.brackets.verify import certified_upper_error
 
     assert certified_upper_error(A, *prof.witness_arrays(w, A)) <= 1e-12
+
+
+def test_from_dict_with_A_reverifies_and_names_profile(head_and_profile):
+    from tests.fixtures.tamper import scale_upper, set_margin
+
+    A, prof = head_and_profile
+    d = json.loads(json.dumps(prof.to_dict(arrays="float32-base64")))
+    back = Profile.from_dict(d, A=A)  # an intact profile loads
+    assert back.brackets(GRID) == prof.brackets(GRID)
+    hi = prof.bracket(0.1)[1]
+    lo = prof.bracket(0.1)[0]
+    for bad, what in (
+        (scale_upper(d, hi, 1.5), f"upper rank {hi}"),
+        (set_margin(d, lo, 0.99), f"lower size {lo}"),
+    ):
+        Profile.from_dict(bad)  # without A nothing is checked
+        with pytest.raises(ParameterError, match=what) as info:
+            Profile.from_dict(bad, A=A)
+        assert info.value.name == "profile"
+    with pytest.raises(ParameterError, match="shape") as info:
+        Profile.from_dict(d, A=smooth_head(np.random.default_rng(0), n=12))
+    assert info.value.name == "profile"
+
+
+def test_reverify_reports_damaged_witnesses_instead_of_raising(head_and_profile):
+    """Non-finite entries, a witness whose width disagrees with its rank, a profile of
+    another shape: each is a failure in the list, not an exception."""
+    from dataclasses import replace
+
+    A, prof = head_and_profile
+    hi = prof.bracket(0.1)[1]
+    lo = prof.bracket(0.1)[0]
+    w = prof.upper[hi]
+    nan_U = w.U.copy()
+    nan_U[0, 0] = np.nan
+    bad = Profile.from_dict(prof.to_dict())
+    bad.upper[hi] = replace(w, U=nan_U)
+    assert bad.reverify(A) == [f"upper rank {hi}: non-finite or misshapen witness"]
+    bad = Profile.from_dict(prof.to_dict())
+    bad.upper[hi] = replace(w, rank=hi - 1)  # claims rank hi - 1 with hi columns
+    assert bad.reverify(A) == [f"upper rank {hi}: non-finite or misshapen witness"]
+    bad = Profile.from_dict(prof.to_dict())
+    bad.lower[lo] = replace(prof.lower[lo], margin=float("nan"))
+    assert len(bad.reverify(A)) == 1 and bad.reverify(A)[0].startswith(f"lower size {lo}:")
+    other = smooth_head(np.random.default_rng(0), n=12)
+    assert prof.reverify(other) == [f"shape {prof.shape} is not A's {other.shape}"]
+
+
+def test_a_damaged_previous_profile_is_named(head_and_profile):
+    """``previous`` witnesses are re-certified, never trusted; non-finite ones are refused
+    under the parameter's name (not the verifier's ``U``)."""
+    from dataclasses import replace
+
+    A, prof = head_and_profile
+    hi = prof.bracket(0.1)[1]
+    bad = Profile.from_dict(prof.to_dict())
+    U = bad.upper[hi].U.copy()
+    U[0, 0] = np.inf
+    bad.upper[hi] = replace(bad.upper[hi], U=U)
+    with pytest.raises(ParameterError) as info:
+        profile_matrix(A, eps=(0.3,), effort="fast", previous=bad)
+    assert info.value.name == "previous"

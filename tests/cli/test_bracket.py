@@ -128,3 +128,26 @@ def test_batch_one_is_profile_matrix_one_at_a_time(stack, tmp_path):
     A = load_matrices(stack).A
     alone = [profile_matrix(a, eps=(0.05, 0.1, 0.2)).brackets((0.05, 0.1, 0.2)) for a in A]
     assert [m["brackets"] for m in res["matrices"]] == alone
+
+
+def test_bracket_resume_recomputes_a_tampered_checkpoint_line(stack, tmp_path, capsys):
+    """``OUT.json.partial`` lines are re-verified on resume; a failed one is recomputed and
+    the count goes to stderr."""
+    from analysis.brackets.io import load_matrices, profile_file
+    from tests.fixtures.tamper import set_margin
+
+    clean, expected = run_bracket(stack, tmp_path / "clean", "--effort", "fast")
+    capsys.readouterr()
+    out = tmp_path / "out.json"
+    ck = tmp_path / "out.json.partial"
+    profs = profile_file(
+        load_matrices(stack), eps=(0.05, 0.1, 0.2), effort="fast", progress=False, checkpoint=ck
+    )
+    lines = [json.loads(line) for line in ck.read_text().splitlines()]
+    lines[1]["profile"] = set_margin(lines[1]["profile"], max(profs[1].lower), 0.95)
+    ck.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    _, res = run_bracket(stack, tmp_path, "--effort", "fast")
+    err = capsys.readouterr().err
+    assert "1 stored profile failed re-verification and was recomputed" in err
+    assert [m["brackets"] for m in res["matrices"]] == [m["brackets"] for m in expected["matrices"]]
+    assert not ck.exists() and out.is_file()

@@ -55,6 +55,28 @@ def test_store_bracket_resumes(synthetic_store, capsys):
     assert "3 computed, 0 extended, 3 already stored" in capsys.readouterr().out
 
 
+def test_store_bracket_recomputes_and_reports_a_tampered_profile(synthetic_store, capsys):
+    from tests.fixtures.tamper import edit_store_profile, set_margin
+
+    s, fast = str(synthetic_store), ["--eps", "0.1", "--effort", "fast", "--quiet"]
+    assert main(["store", "bracket", s, *fast]) == 0
+    assert "re-verification" not in capsys.readouterr().out
+    before = snapshot(synthetic_store)
+    with Store(synthetic_store) as store:
+        p = next(store.profiles())
+    lo = p.brackets[0.1][0]
+    edit_store_profile(s, p.matrix_key, 1.0, "fast", lambda d: set_margin(d, lo, 0.9))
+    assert main(["store", "bracket", s, *fast]) == 0
+    out = capsys.readouterr().out
+    assert "1 computed, 0 extended, 2 already stored" in out
+    assert "1 stored profile failed re-verification and was recomputed" in out
+    after = snapshot(synthetic_store)
+    assert after["cells"] == before["cells"]
+    assert {k: v[2] for k, v in after["profiles"].items()} == {
+        k: v[2] for k, v in before["profiles"].items()
+    }
+
+
 @pytest.mark.parametrize(
     ("argv", "flag"),
     [

@@ -315,10 +315,20 @@ def test_bad_brackets_parameters_are_named(filled_store, engine, kwargs, name):
     assert info.value.name == name
 
 
-def test_an_engine_without_the_api_is_refused(filled_store):
+def test_an_engine_without_the_api_is_refused(filled_store, engine):
+    import types
+
     with pytest.raises(ParameterError) as info:
         run_brackets(filled_store, (0.1,), engine=object(), progress=False)
     assert info.value.name == "engine"
+
+    class Unverifiable:  # a profile that cannot be re-verified cannot be trusted
+        from_dict = engine.Profile.from_dict
+
+    shim = types.SimpleNamespace(profile_matrix=engine.profile_matrix, Profile=Unverifiable)
+    with pytest.raises(ParameterError) as info:
+        run_brackets(filled_store, (0.1,), engine=shim, progress=False)
+    assert info.value.name == "engine" and info.value.got.endswith("lacks Profile.reverify")
 
 
 def test_real_engine_interrupted_run_resumes_identically(tmp_path):
@@ -387,3 +397,47 @@ def test_a_version_label_keeps_one_effort(filled_store, engine):
             filled_store, (0.1,), effort="thorough", version="v1", engine=engine, progress=False
         )
     assert info.value.name == "version"
+
+
+def test_tampered_stored_profiles_are_reverified_and_recomputed(tmp_path):
+    """Every stored profile a run covers is re-verified against its matrix first (real
+    engine): a damaged witness, an inflated margin or a bracket row that its profile does
+    not give is dropped and recomputed, not extended or trusted, and counted."""
+    import analysis.brackets as real
+    from tests.fixtures.tamper import (
+        edit_store_profile,
+        scale_upper,
+        set_margin,
+        set_store_bracket,
+    )
+
+    kw = {"effort": "fast", "progress": False, "engine": real}
+    clean = fill_store(tmp_path / "clean", n_matrices=4)
+    run_brackets(clean, (0.1,), **kw)
+    run_brackets(clean, (0.1, 0.2), **kw)
+    expected = {p.matrix_key: p.brackets for p in clean.profiles()}
+    clean.close()
+
+    st = fill_store(tmp_path / "st", n_matrices=4)
+    s = run_brackets(st, (0.1,), **kw)
+    assert (s.computed, s.reverified, s.dropped) == (4, 0, 0)
+    a, b, c, _ = st.profiles()
+    lo_b = b.brackets[0.1][0]
+    edit_store_profile(
+        st.path, a.matrix_key, 1.0, "fast", lambda d: scale_upper(d, a.brackets[0.1][1], 1.5)
+    )
+    edit_store_profile(st.path, b.matrix_key, 1.0, "fast", lambda d: set_margin(d, lo_b, 0.9))
+    set_store_bracket(st.path, c.matrix_key, 1.0, "fast", 0.1, 1, 1)
+
+    s = run_brackets(st, (0.1, 0.2), **kw)  # a new eps: the intact profile is extended
+    assert (s.reverified, s.dropped) == (4, 3)
+    assert (s.computed, s.extended, s.skipped) == (3, 1, 0)
+    assert {p.matrix_key: p.brackets for p in st.profiles()} == expected
+    for p in st.profiles():
+        prof = real.Profile.from_dict(p.profile_dict())
+        assert prof.reverify(st.arrays(p.matrix_key).at(p.temperature)) == []
+        assert {e: prof.bracket(e) for e in p.eps_grid} == p.brackets
+
+    s = run_brackets(st, (0.1, 0.2), **kw)  # nothing to do: everything re-verifies
+    assert (s.reverified, s.dropped, s.computed, s.skipped) == (4, 0, 0, 4)
+    st.close()

@@ -65,6 +65,29 @@ def test_rerun_computes_nothing_and_rerenders(study_copy):
     assert run.report_files and all(Path(p).is_file() for p in run.report_files)
 
 
+def test_rerun_recomputes_and_reports_a_tampered_stored_profile(study_copy):
+    """The bracket stage re-verifies every stored profile before the study reads its
+    brackets: a tampered one is recomputed (the same brackets) and the count is said."""
+    from analysis.store.store import Store
+    from tests.fixtures.tamper import edit_store_profile, scale_upper
+
+    paths = study_paths(study_copy)
+    before = load_results(study_copy).brackets
+    with Store(paths.store) as st:
+        p = [p for p in st.profiles() if p.temperature == 2.0][0]
+    hi = p.brackets[0.1][1]
+    edit_store_profile(paths.store, p.matrix_key, 2.0, p.version, lambda d: scale_upper(d, hi, 1.5))
+    said: list[str] = []
+    run = run_study(study_copy, progress=False, say=said.append)
+    assert run.computed == {"extract": 0, "brackets": 1, "descriptors": 0}
+    assert "brackets: 1 stored profile failed re-verification and was recomputed" in said
+    pd.testing.assert_frame_equal(load_results(study_copy).brackets, before)
+    said.clear()
+    run = run_study(study_copy, progress=False, say=said.append)
+    assert run.computed["brackets"] == 0
+    assert not any("re-verification" in line for line in said)
+
+
 def test_report_builds_from_the_stored_study(finished_study, tmp_path):
     design, _ = finished_study
     res = load_results(design)
