@@ -64,7 +64,7 @@ def _decision(row: Mapping[str, Any], *, alpha: float, in_family: bool) -> str:
         reasons.append(f"{'Holm' if in_family else 'unadjusted'} p ≥ {alpha:g}")
     if not (row["ci_low"] > 0):
         reasons.append("the CI reaches 0 or below")
-    return "does not add information" + (f" ({'; '.join(reasons)})" if reasons else "")
+    return "no incremental information detected" + (f" ({'; '.join(reasons)})" if reasons else "")
 
 
 def _fit_failure(row: Mapping[str, Any]) -> str:
@@ -93,7 +93,7 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
     -------
     list of str
         E.g. ``"H1 (confirmatory; M0<M1): interval squared loss effect 0.012
-        [−0.004, 0.031], one-sided p = 0.08, Holm p = 0.21 → does not add information
+        [−0.004, 0.031], one-sided p = 0.08, Holm p = 0.21 → no incremental information detected
         (Holm p ≥ 0.05; the CI reaches 0 or below)."`` A pair whose row has
         ``status == "fit failed"`` gets no numbers, only which fit did not converge:
         ``"H1 (confirmatory; M0<M1): fit failed: M1 did not converge (2200 iterations,
