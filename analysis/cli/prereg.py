@@ -1,34 +1,31 @@
-"""``attnrank prereg draw|lock|check|amend FILE``."""
+"""``attnrank prereg draw|lock|check|amend FILE``.
+
+``lock``, ``check`` and ``amend`` import the design's plugins and compute each block's
+covariate names and version from the descriptor registry (``analysis.study.block_facts``),
+so that the lock records them and a later change of a block is drift.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from analysis.prereg.design import draw_held_out, load_design, write_held_out
 from analysis.prereg.lock import amend_design, check_design, lock_design, lock_path
 from analysis.validation import ParameterError
 
 
-def _features(path: str | None) -> dict | None:
-    if path is None:
-        return None
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"features file not found: {p}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ParameterError(
-            "--features", "a JSON object block -> [feature names]", str(exc)
-        ) from None
-    if not isinstance(data, dict) or not all(
-        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in data.values()
-    ):
-        raise ParameterError("--features", "a JSON object block -> [feature names]", data)
-    return data
+def _block_facts(args: argparse.Namespace) -> dict[str, dict]:
+    """Each design block's covariate names and version, from the registry (plugins loaded).
+
+    The design's plugins are imported from the study root (``--root``, default the parent
+    of the design's folder), as ``attnrank run`` does.
+    """
+    from analysis.study.core import block_facts
+    from analysis.study.paths import study_paths
+
+    design = load_design(args.file)
+    return block_facts(design, root=study_paths(args.file, root=args.root).root)
 
 
 def _draw(args: argparse.Namespace) -> int:
@@ -45,16 +42,17 @@ def _draw(args: argparse.Namespace) -> int:
 
 
 def _lock(args: argparse.Namespace) -> int:
-    record = lock_design(args.file, features=_features(args.features))
+    record = lock_design(args.file, **_block_facts(args))
     print(f"locked {args.file} -> {lock_path(args.file)}")
     print(f"design sha256:   {record['design_sha256']}")
     print(f"held-out sha256: {record['held_out']['sha256']} ({record['held_out']['n']} heads)")
+    print(f"lock sha256:     {record['lock_sha256']}")
     print(record["features_note"])
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
-    changes = check_design(args.file, features=_features(args.features))
+    changes = check_design(args.file, **_block_facts(args))
     if changes:
         for c in changes:
             print(f"{args.file}: {c}", file=sys.stderr)
@@ -64,11 +62,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _amend(args: argparse.Namespace) -> int:
-    record = amend_design(args.file, reason=args.reason, features=_features(args.features))
+    record = amend_design(args.file, reason=args.reason, **_block_facts(args))
     last = record["amendments"][-1]
     print(f"amendment {len(record['amendments'])} recorded; re-locked {args.file}")
     for c in last["changes"]:
         print(f"- {c}")
+    print(f"lock sha256: {last['previous_lock_sha256']} -> {last['new_lock_sha256']}")
     return 0
 
 
@@ -87,7 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         s = sub.add_parser(name, help=text)
         s.add_argument("file")
         s.add_argument(
-            "--features", metavar="JSON", help="JSON object mapping block -> feature names"
+            "--root",
+            help="study root whose plugins the design names (default: the parent of the "
+            "design's folder)",
         )
         if name == "amend":
             s.add_argument("--reason", required=True, help="why the design changed")

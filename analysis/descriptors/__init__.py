@@ -20,13 +20,16 @@ from analysis.descriptors.registry import (
     registered,
     unregister,
 )
+from analysis.descriptors.versions import block_covariates, block_version
 
 __all__ = [
     "Block",
     "Cell",
     "FeatureInfo",
     "MatrixData",
+    "block_covariates",
     "block_order",
+    "block_version",
     "calibrated_blocks",
     "covariate_kwargs",
     "descriptor",

@@ -19,11 +19,13 @@ from analysis.prereg.lock import (
     Lock,
     PreregistrationError,
     amend_design,
+    check_descriptor_columns,
     check_design,
     deviations_path,
     lock_design,
     lock_path,
     require_locked,
+    verify_blocks,
 )
 from analysis.prereg.power import (
     SIMULATED_BLOCKS,
@@ -59,6 +61,7 @@ __all__ = [
     "amend_design",
     "approximate_power",
     "canonical_bytes",
+    "check_descriptor_columns",
     "check_design",
     "design_sha256",
     "deviations_path",
@@ -78,5 +81,6 @@ __all__ = [
     "sizes_from_design",
     "validate_comparison",
     "validate_design",
+    "verify_blocks",
     "write_held_out",
 ]

@@ -1,11 +1,14 @@
 """Lock, check and amend a design; ``require_locked`` guards every analysis command.
 
 The lock ``FILE.lock`` (JSON, beside the design) stores the SHA-256 of the canonical
-design, the held-out list and its hash, each model's blocks and sorted feature columns
-(when known), a hash per top-level section (so that ``check`` can say what changed),
-the package version and git commit (provenance only), and the time. A deliberate change
-goes through :func:`amend_design`, which appends to ``<stem>.deviations.md`` beside the
-design and re-locks.
+design, the held-out list and its hash, each model's blocks and sorted covariate columns,
+each block's covariate names and version (when known: this package never imports the
+descriptor registry, so the study layer or the CLI computes them and passes ``features=``
+and ``versions=``), a hash per top-level section (so that ``check`` can say what changed),
+the lock hash (over the design hash, the held-out hash, the models and the blocks: what a
+confirmatory result is stamped with), the package version and git commit (provenance
+only), and the time. A deliberate change goes through :func:`amend_design`, which appends
+to ``<stem>.deviations.md`` beside the design and re-locks.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ __all__ = [
     "check_design",
     "amend_design",
     "require_locked",
+    "verify_blocks",
+    "check_descriptor_columns",
     "git_commit",
 ]
 
@@ -68,7 +73,10 @@ class Lock:
     ----------
     design : Design
     sha256 : str
-        The locked design hash (stamped on every confirmatory result).
+        The lock hash (stamped on every confirmatory result): the record's
+        ``lock_sha256``, a hash of the design hash, the held-out hash, the models' columns
+        and the blocks' covariates and versions, so that an amendment of a block changes
+        it; the design hash for a lock written before it existed.
     held_out : tuple of str
     held_out_sha256 : str
     record : dict
@@ -140,21 +148,68 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+Features = Mapping[str, Sequence[str]]
+Versions = Mapping[str, str | None]
+
+
+def _design_blocks(design: Design) -> list[str]:
+    """The blocks of the design's models, in first-use order."""
+    return list(dict.fromkeys(b for blocks in design.models.values() for b in blocks))
+
+
+def _normalized(features: Features | None) -> dict[str, list[str]] | None:
+    """Block -> sorted bare feature names (``baseline__log_n`` -> ``log_n``)."""
+    if features is None:
+        return None
+    out = {}
+    for b, names in features.items():
+        out[b] = sorted({f[len(b) + 2 :] if f.startswith(b + "__") else f for f in names})
+    return out
+
+
+def _lock_hash(record: Mapping[str, Any]) -> str:
+    """The lock hash: what a confirmatory result is stamped with (see :class:`Lock`)."""
+    content = {
+        "design_sha256": record["design_sha256"],
+        "held_out_sha256": record["held_out"]["sha256"],
+        "models": record["models"],
+        "blocks": record.get("blocks", {}),
+    }
+    return hashlib.sha256(canonical_bytes(content)).hexdigest()
+
+
 def _build_record(
     design: Design,
-    features: Mapping[str, Sequence[str]] | None,
+    features: Features | None,
+    versions: Versions | None,
     amendments: list[dict],
 ) -> dict:
+    norm = _normalized(features)
     models = {}
     for name, blocks in design.models.items():
-        cols = model_columns(blocks, features)
-        models[name] = {"blocks": list(blocks), "features": cols}
+        models[name] = {"blocks": list(blocks), "features": model_columns(blocks, norm)}
     known = all(m["features"] is not None for m in models.values())
+    blocks_rec = {
+        b: {"covariates": norm[b], "version": (versions or {}).get(b)}
+        for b in _design_blocks(design)
+        if norm is not None and b in norm
+    }
+    versioned = known and all(v["version"] for v in blocks_rec.values())
+    if versioned:
+        note = (
+            "each block's covariate names and version and each model's sorted covariate "
+            "columns are locked; a change is drift"
+        )
+    elif known:
+        note = "each model's sorted feature columns are locked (block versions were not known)"
+    else:
+        note = "feature columns were not known at lock time: only block names are locked"
     ho = design.data["held_out"]
-    return {
+    record = {
         "format": LOCK_FORMAT,
         "design": design.path.name,
         "design_sha256": design.sha256,
+        "lock_sha256": "",
         "sections": _section_hashes(design.data),
         "held_out": {
             "heads": list(design.held_out),
@@ -164,12 +219,9 @@ def _build_record(
             "fraction": ho["fraction"],
         },
         "models": models,
+        "blocks": blocks_rec,
         "features_known": known,
-        "features_note": (
-            "each model's sorted feature columns are locked; a change is drift"
-            if known
-            else "feature columns were not known at lock time: only block names are locked"
-        ),
+        "features_note": note,
         "provenance": {
             "package_version": __version__,
             "git_commit": git_commit(design.path.parent.resolve()),
@@ -178,6 +230,8 @@ def _build_record(
         "locked_at": _now(),
         "amendments": amendments,
     }
+    record["lock_sha256"] = _lock_hash(record)
+    return record
 
 
 def _write_json(path: Path, record: dict) -> None:
@@ -216,16 +270,21 @@ def _check_draw(design: Design) -> None:
 def lock_design(
     design_path: str | Path,
     *,
-    features: Mapping[str, Sequence[str]] | None = None,
+    features: Features | None = None,
+    versions: Versions | None = None,
 ) -> dict:
     """Write ``FILE.lock``; refuse when a lock exists (use :func:`amend_design`).
 
     Parameters
     ----------
     design_path : str or Path
-    features : mapping block -> feature names, optional
-        When given for every block of every model, each model's sorted columns are
-        locked; otherwise only block names are, and the lock says so.
+    features : mapping block -> covariate names, optional, keyword-only
+        When given for every block of every model, each block's covariate names and each
+        model's sorted columns are locked; otherwise only block names are, and the lock
+        says so. ``attnrank prereg lock`` computes them from the descriptor registry.
+    versions : mapping block -> version, optional, keyword-only
+        Each block's version (``analysis.descriptors.block_version``), locked with its
+        covariate names.
 
     Returns
     -------
@@ -241,12 +300,83 @@ def lock_design(
         )
     design = load_design(design_path)
     _check_draw(design)
-    record = _build_record(design, features, [])
+    record = _build_record(design, features, versions, [])
     _write_json(lp, record)
     return record
 
 
-def _diff(record: dict, design: Design, features: Mapping[str, Sequence[str]] | None) -> list[str]:
+def _locked_blocks(record: Mapping[str, Any]) -> dict[str, dict]:
+    """Block -> ``{"covariates": [...], "version": str | None}`` as locked.
+
+    A lock written before block versions existed, with feature columns, yields its
+    columns split by block and no versions; a lock without columns yields ``{}``.
+    """
+    if "blocks" in record:
+        return {b: dict(v) for b, v in record["blocks"].items()}
+    out: dict[str, dict] = {}
+    for m in record.get("models", {}).values():
+        if m.get("features") is None:
+            continue
+        for b in m["blocks"]:
+            cols = [c.split("__", 1)[1] for c in m["features"] if c.partition("__")[0] == b]
+            out[b] = {"covariates": sorted(cols), "version": None}
+    return out
+
+
+def _names(items: Sequence[str]) -> str:
+    return "[" + ", ".join(items) + "]" if items else "none"
+
+
+def _block_changes(
+    record: Mapping[str, Any],
+    design: Design,
+    features: Features | None,
+    versions: Versions | None,
+) -> list[str]:
+    """How the blocks (as the registry has them now) differ from the lock; [] if unknown."""
+    if features is None:
+        return []
+    norm = _normalized(features) or {}
+    locked = _locked_blocks(record)
+    locked_models = {b for m in record.get("models", {}).values() for b in m["blocks"]}
+    unlocked, unversioned, changes = [], [], []
+    for b in _design_blocks(design):
+        if b not in norm or b not in locked_models:
+            continue  # a block the lock never had: the models change says so
+        if b not in locked:
+            unlocked.append(b)
+            continue
+        old, new = set(locked[b]["covariates"]), set(norm[b])
+        if old != new:
+            changes.append(
+                f"block {b}: covariate columns changed (added "
+                f"{_names(sorted(f'{b}__{f}' for f in new - old))}, removed "
+                f"{_names(sorted(f'{b}__{f}' for f in old - new))})"
+            )
+        if versions is None or versions.get(b) is None:
+            continue
+        was = locked[b].get("version")
+        if was is None:
+            unversioned.append(b)
+        elif was != versions[b]:
+            changes.append(f"block {b}: source changed (version {was[:12]} -> {versions[b][:12]})")
+    if unlocked:
+        changes.insert(
+            0,
+            f"covariate names and versions of blocks {', '.join(unlocked)} are not locked "
+            "(the lock was written without them)",
+        )
+    if unversioned:
+        changes.append(f"versions of blocks {', '.join(unversioned)} are not locked")
+    return changes
+
+
+def _diff(
+    record: dict,
+    design: Design,
+    features: Features | None,
+    versions: Versions | None = None,
+) -> list[str]:
     """Human-readable differences between a lock record and the current design."""
     changes: list[str] = []
     old = list(record["held_out"]["heads"])
@@ -280,17 +410,9 @@ def _diff(record: dict, design: Design, features: Mapping[str, Sequence[str]] | 
             model_msgs.append(
                 f"{name} blocks {old_models[name]['blocks']} -> {list(new_models[name])}"
             )
-        elif features is not None and old_models[name]["features"] is not None:
-            cols = model_columns(new_models[name], features)
-            if cols is not None and cols != old_models[name]["features"]:
-                add = sorted(set(cols) - set(old_models[name]["features"]))
-                rem = sorted(set(old_models[name]["features"]) - set(cols))
-                model_msgs.append(
-                    f"{name} feature columns changed (added {add or 'none'}, "
-                    f"removed {rem or 'none'})"
-                )
     if model_msgs:
         changes.append("models changed: " + "; ".join(model_msgs))
+    changes.extend(_block_changes(record, design, features, versions))
     old_sections = record.get("sections", {})
     new_sections = _section_hashes(design.data)
     other = sorted(
@@ -304,19 +426,25 @@ def _diff(record: dict, design: Design, features: Mapping[str, Sequence[str]] | 
         changes.append("design hash changed")
     if record["held_out"]["sha256"] != heads_sha256(record["held_out"]["heads"]):
         changes.append("lock file damaged: its held-out hash does not match its list")
+    if "lock_sha256" in record and record["lock_sha256"] != _lock_hash(record):
+        changes.append("lock file damaged: its lock hash does not match its content")
     return changes
 
 
 def check_design(
-    design_path: str | Path, *, features: Mapping[str, Sequence[str]] | None = None
+    design_path: str | Path,
+    *,
+    features: Features | None = None,
+    versions: Versions | None = None,
 ) -> list[str]:
-    """Compare a design with its lock.
+    """Compare a design (and, when given, its blocks' covariates and versions) with its lock.
 
     Returns
     -------
     list of str
         Empty when the design matches its lock; otherwise one message per change
-        (e.g. ``"held-out list changed: 3 heads added (...)"``).
+        (e.g. ``"held-out list changed: 3 heads added (...)"``,
+        ``"block native: source changed (version 0c1d... -> 9f3a...)"``).
 
     Raises
     ------
@@ -326,14 +454,19 @@ def check_design(
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    return _diff(record, design, features)
+    return _diff(record, design, features, versions)
+
+
+def _amend_hint(design_path: Path | str) -> str:
+    return f'A deliberate change goes through `attnrank prereg amend {design_path} --reason "..."`.'
 
 
 def amend_design(
     design_path: str | Path,
     *,
     reason: str,
-    features: Mapping[str, Sequence[str]] | None = None,
+    features: Features | None = None,
+    versions: Versions | None = None,
 ) -> dict:
     """Record a deliberate change: append to the deviations log and re-lock.
 
@@ -342,37 +475,35 @@ def amend_design(
     design_path : str or Path
     reason : str, keyword-only
         Why the design changed (required, non-empty).
-    features : mapping, optional
-        New block -> feature names (a feature change is an amendment too).
+    features, versions : mapping, optional, keyword-only
+        Each block's covariate names and version now (a change of a block is an
+        amendment too; see :func:`lock_design`). When omitted, the locked ones are kept.
 
     Returns
     -------
     dict
-        The new lock record; ``amendments`` lists every amendment so far.
+        The new lock record; ``amendments`` lists every amendment so far, each with the
+        changes, the previous and new design, held-out and lock hashes, and the covariates
+        and versions of the blocks it (re)locked.
     """
     if not isinstance(reason, str) or not reason.strip():
         raise ParameterError("reason", "a non-empty explanation of the change", reason)
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    changes = _diff(record, design, features)
-    old_features = (
-        {
-            b: [c.split("__", 1)[1] for c in m["features"] if c.startswith(b + "__")]
-            for m in record["models"].values()
-            if m["features"] is not None
-            for b in m["blocks"]
-        }
-        if record.get("features_known")
-        else None
-    )
-    use_features = features if features is not None else old_features
-    if features is not None and not record.get("features_known"):
-        changes.append("feature columns now locked")
+    changes = _diff(record, design, features, versions)
     if not changes:
         raise PreregistrationError(
             f"{design_path} matches its lock: nothing to amend", name="design"
         )
+    locked = _locked_blocks(record)
+    use_features = (
+        features
+        if features is not None
+        else ({b: v["covariates"] for b, v in locked.items()} or None)
+    )
+    use_versions = {b: v.get("version") for b, v in locked.items()}
+    use_versions.update(versions or {})
     entry = {
         "time": _now(),
         "reason": reason.strip(),
@@ -381,9 +512,13 @@ def amend_design(
         "new_design_sha256": design.sha256,
         "previous_held_out_sha256": record["held_out"]["sha256"],
         "new_held_out_sha256": heads_sha256(design.held_out),
+        "previous_lock_sha256": record.get("lock_sha256", record["design_sha256"]),
     }
-    amendments = list(record.get("amendments", [])) + [entry]
-    new_record = _build_record(design, use_features, amendments)
+    amendments = list(record.get("amendments", []))
+    new_record = _build_record(design, use_features, use_versions, [*amendments, entry])
+    entry["new_lock_sha256"] = new_record["lock_sha256"]
+    # the covariates and versions this amendment (re)locked: new or changed blocks
+    entry["blocks"] = {b: v for b, v in new_record["blocks"].items() if locked.get(b) != v}
     log = deviations_path(design_path)
     header = (
         ""
@@ -393,14 +528,19 @@ def amend_design(
             "Each entry was appended by `attnrank prereg amend` before re-locking.\n"
         )
     )
+    relocked = [
+        f"block {b} locked: covariates {_names(v['covariates'])}; version {v['version']}"
+        for b, v in entry["blocks"].items()
+    ]
     text = (
-        f"\n## Amendment {len(amendments)} ({entry['time']})\n\n"
+        f"\n## Amendment {len(amendments) + 1} ({entry['time']})\n\n"
         f"Reason: {entry['reason']}\n\n"
-        + "".join(f"- {c}\n" for c in changes)
+        + "".join(f"- {c}\n" for c in [*changes, *relocked])
         + f"\nDesign SHA-256: {entry['previous_design_sha256']} -> "
         f"{entry['new_design_sha256']}\n"
         f"Held-out SHA-256: {entry['previous_held_out_sha256']} -> "
         f"{entry['new_held_out_sha256']}\n"
+        f"Lock SHA-256: {entry['previous_lock_sha256']} -> {entry['new_lock_sha256']}\n"
     )
     with log.open("a", encoding="utf-8") as fh:
         fh.write(header + text)
@@ -408,31 +548,126 @@ def amend_design(
     return new_record
 
 
-def require_locked(
-    design_path: str | Path, *, features: Mapping[str, Sequence[str]] | None = None
-) -> Lock:
-    """Return the verified lock, or refuse: call first in every analysis command.
+def _refuse(design_path: Path | str, changes: list[str]) -> PreregistrationError:
+    return PreregistrationError(
+        f"{design_path} drifted from its lock; confirmatory analysis refused: "
+        + "; ".join(changes)
+        + ". "
+        + _amend_hint(design_path)
+    )
 
-    Raises
-    ------
-    PreregistrationError
-        When the lock is missing or the design (or, when ``features`` is given, a
-        model's feature columns) drifted from it; the message names what changed.
-    """
-    design_path = Path(design_path)
-    record = _read_lock(design_path)
-    design = load_design(design_path)
-    changes = _diff(record, design, features)
-    if changes:
-        raise PreregistrationError(
-            f"{design_path} drifted from its lock; confirmatory analysis refused: "
-            + "; ".join(changes)
-            + ". A deliberate change goes through `attnrank prereg amend`."
-        )
+
+def _lock_of(record: dict, design: Design) -> Lock:
     return Lock(
         design=design,
-        sha256=record["design_sha256"],
+        sha256=record.get("lock_sha256") or record["design_sha256"],
         held_out=tuple(record["held_out"]["heads"]),
         held_out_sha256=record["held_out"]["sha256"],
         record=record,
     )
+
+
+def require_locked(
+    design_path: str | Path,
+    *,
+    features: Features | None = None,
+    versions: Versions | None = None,
+) -> Lock:
+    """Return the verified lock, or refuse: call first in every analysis command.
+
+    Parameters
+    ----------
+    design_path : str or Path
+    features, versions : mapping, optional, keyword-only
+        The blocks' covariate names and versions now (from the descriptor registry);
+        when given, they must match the lock's (:func:`verify_blocks`).
+
+    Raises
+    ------
+    PreregistrationError
+        When the lock is missing or the design (or, when ``features`` is given, a block's
+        covariates or version) drifted from it; the message names what changed and says
+        how to amend.
+    """
+    design_path = Path(design_path)
+    record = _read_lock(design_path)
+    design = load_design(design_path)
+    changes = _diff(record, design, features, versions)
+    if changes:
+        raise _refuse(design_path, changes)
+    return _lock_of(record, design)
+
+
+def verify_blocks(lock: Lock, *, features: Features, versions: Versions) -> None:
+    """Refuse when the design's blocks drifted from a verified lock (nothing is read).
+
+    Parameters
+    ----------
+    lock : Lock
+        From :func:`require_locked`.
+    features, versions : mapping, keyword-only
+        Each design block's covariate names and version now, from the descriptor
+        registry (the study layer computes them; this package never imports it).
+
+    Raises
+    ------
+    PreregistrationError
+        Naming each drifted block (covariate columns added or removed, source changed, or
+        not locked at all) and the ``attnrank prereg amend`` command that records it.
+    """
+    if not isinstance(lock, Lock):
+        raise ParameterError("lock", "a Lock from require_locked", type(lock).__name__)
+    changes = _block_changes(lock.record, lock.design, features, versions)
+    if changes:
+        raise _refuse(lock.design.path, changes)
+
+
+def check_descriptor_columns(lock: Lock, columns: Sequence[str]) -> None:
+    """Refuse a descriptor table whose covariate columns differ from the locked ones.
+
+    Parameters
+    ----------
+    lock : Lock
+    columns : sequence of str
+        The table's covariate columns ``BLOCK__feature`` (diagnostics left out); columns
+        of blocks outside the design's models are ignored.
+
+    Raises
+    ------
+    PreregistrationError
+        Named ``features``, naming each block whose columns differ (or that the lock has
+        no covariate names for) and how to amend.
+    """
+    path = lock.design.path
+    locked = _locked_blocks(lock.record)
+    blocks = _design_blocks(lock.design)
+    unlocked = [b for b in blocks if b not in locked]
+    if unlocked:
+        raise PreregistrationError(
+            f"{path}: the lock has no covariate names for blocks {', '.join(unlocked)}; "
+            f'lock them with `attnrank prereg amend {path} --reason "..."`',
+            name="features",
+        )
+    by_block: dict[str, set[str]] = {}
+    for c in columns:
+        by_block.setdefault(c.partition("__")[0], set()).add(c)
+    msgs = []
+    for b in blocks:
+        want = {f"{b}__{f}" for f in locked[b]["covariates"]}
+        have = by_block.get(b, set())
+        if want != have:
+            msgs.append(
+                f"block {b}: the table has {_names(sorted(have - want))} beyond the lock "
+                f"and lacks {_names(sorted(want - have))}"
+            )
+    if msgs:
+        raise PreregistrationError(
+            f"{path}: the descriptor table's covariate columns differ from the lock; "
+            "comparison refused: "
+            + "; ".join(msgs)
+            + ". The table must be the locked blocks' output: if a block changed on "
+            f'purpose, record it with `attnrank prereg amend {path} --reason "..."` and '
+            "run again (the descriptors of changed blocks are then recomputed); otherwise "
+            "delete the stored descriptor files so that the run recomputes them.",
+            name="features",
+        )

@@ -52,7 +52,8 @@ class SealedCells:
     design_path : str or Path
         The locked design; :func:`~analysis.prereg.lock.require_locked` runs first.
     features : mapping, optional
-        Block -> feature names, checked against the lock's columns when it has them.
+        Block -> covariate names, checked against the lock's (a lock without them is
+        refused; see :func:`~analysis.prereg.lock.require_locked`).
     cluster : str, keyword-only
         Name of the head-id column.
     lock : Lock, optional, keyword-only

@@ -30,7 +30,7 @@ Modules: :mod:`~analysis.study.plan` (what the design asks for),
 :mod:`~analysis.study.runner` (``attnrank run`` is :mod:`analysis.cli.study`).
 """
 
-from analysis.study.core import Study
+from analysis.study.core import Study, block_facts
 from analysis.study.paths import StudyPaths, study_paths
 from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.results import load_results, study_results
@@ -42,6 +42,7 @@ __all__ = [
     "StudyPaths",
     "StudyPlan",
     "StudyRun",
+    "block_facts",
     "load_results",
     "missing_checkpoints",
     "plan_study",

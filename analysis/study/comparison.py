@@ -1,6 +1,8 @@
 """Stage 4: the pre-specified nested comparisons on the sealed table.
 
-Held-out rows are released once, the result stamped with the lock hash; the OLS
+The descriptor table's covariate columns must be the ones the lock lists for each block
+(``analysis.prereg.check_descriptor_columns``). Held-out rows are released once, the result
+stamped with the lock hash; the OLS
 sensitivity refit and the exploratory head-level analysis (training heads only) follow.
 Everything is stored with a hash of its inputs, so an unchanged study is not refitted.
 """
@@ -108,12 +110,22 @@ def compare_stage(
     features: pd.DataFrame,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Run (or reuse) the confirmatory comparison, its OLS refit and the head-level analysis."""
+    """Run (or reuse) the confirmatory comparison, its OLS refit and the head-level analysis.
+
+    Raises
+    ------
+    analysis.prereg.PreregistrationError
+        When the descriptor table's covariate columns of a design block differ from the
+        lock's (the message names the block and says how to amend).
+    """
+    from analysis.prereg.lock import check_descriptor_columns
     from analysis.prereg.sealing import SealedCells
 
     design, plan, paths = study.design, study.plan, study.paths
     real = brackets.loc[brackets["source"] == "checkpoint"]
     covs, logs = covariate_columns(features)
+    if len(features):  # no descriptor at all is refused below, naming the cells
+        check_descriptor_columns(study.lock, covs)  # before anything is fitted or reused
     table = real.merge(features[["cell_key", *covs]], on="cell_key", how="inner")
     model_cols = sorted(
         {
@@ -141,9 +153,9 @@ def compare_stage(
     keep = ["cell_key", "cluster", "y_lower", "y_upper", "input_id", "length", *model_cols]
     table = table.loc[:, keep].sort_values("cell_key").reset_index(drop=True)
     log_cols = [c for c in logs if c in model_cols]
-    # compare/3: results carry the fits' convergence diagnostics and status, so results
-    # stored by an older version are refitted rather than reused without them
-    digest = f"compare/3:{_frame_digest(table)}:{design.sha256}"
+    # compare/4: results carry the fits' convergence diagnostics and status, and the key
+    # holds the lock hash, not only the design's: an amended block refits and restamps
+    digest = f"compare/4:{_frame_digest(table)}:{study.lock.sha256}"
     record_file = paths.results / "compare.json"
     record = read_json(record_file, {})
     if record.get("inputs_sha256") == digest and all(

@@ -1,8 +1,10 @@
 """The study of one run: design, lock, plan and paths, opened once and passed to every stage.
 
-:meth:`Study.open` checks the lock (which reads the design and its lock file once) and plans
-the work; the stages and the results read everything else they share from the Study, e.g.
-the input index ``extractions.json``, read on first use and kept for the rest of the run.
+:meth:`Study.open` checks the lock (which reads the design and its lock file once), imports
+the design's plugins, checks each block's covariate names and version against the lock
+(:func:`block_facts`) and plans the work; the stages and the results read everything else
+they share from the Study, e.g. the input index ``extractions.json``, read on first use and
+kept for the rest of the run.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.records import ExtractionIndex
 from analysis.validation import ParameterError
 
-__all__ = ["Study", "git_commit", "load_plugins"]
+__all__ = ["Study", "block_facts", "design_blocks", "git_commit", "load_plugins"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -61,15 +63,27 @@ class Study:
         Raises
         ------
         analysis.prereg.PreregistrationError
-            When the lock is missing or the design drifted from it.
+            When the lock is missing, the design drifted from it, or a block's covariate
+            names or version (from the registry, plugins imported) differ from the lock's.
+        ParameterError
+            Naming ``models.NAME`` when a model's block is not registered.
         """
         lock = prereg_lock.require_locked(design_path)  # reads the design and its lock
-        return cls(
+        study = cls(
             design=lock.design,
             lock=lock,
             plan=plan_study(lock.design),
             paths=study_paths(design_path, root=root),
         )
+        # a block edited after the lock stops every analysis command here, before any work
+        prereg_lock.verify_blocks(lock, **block_facts(lock.design, root=study.paths.root))
+        return study
+
+    @property
+    def block_versions(self) -> dict[str, str]:
+        """Each planned block's locked version (equal to the registry's: checked on open)."""
+        blocks = self.lock.record["blocks"]
+        return {b: blocks[b]["version"] for b in self.plan.blocks}
 
     @functools.cached_property
     def extractions(self) -> ExtractionIndex:
@@ -79,22 +93,6 @@ class Study:
     def real_keys(self) -> list[str]:
         """Matrix keys the index records for the planned inputs, in plan order."""
         return [k for t in self.plan.extractions for k in self.extractions.keys(t.label)]
-
-    def check_blocks(self) -> None:
-        """Import the design's plugins; every block of every model must then be registered."""
-        from analysis.descriptors.registry import registered
-
-        plan = self.plan
-        load_plugins(plan.plugins, self.paths.root)
-        known = registered()
-        for name, blocks in self.design.models.items():
-            for b in blocks:
-                if b not in known:
-                    raise ParameterError(
-                        f"models.{name}",
-                        f"registered blocks (built in, or from plugins {list(plan.plugins)})",
-                        b,
-                    )
 
     def check_checkpoints(self, checkpoint_paths: Mapping[str, str]) -> None:
         """Refuse mappings of unknown ids, then list every checkpoint not available offline."""
@@ -112,6 +110,57 @@ class Study:
                 + "\n(or map a local folder with --checkpoint ID=PATH)",
                 [ck for ck, _ in missing],
             )
+
+
+def design_blocks(design: Design, *, root: Path | str | None) -> tuple[str, ...]:
+    """Import the design's plugins; return its models' blocks, each of them registered.
+
+    Parameters
+    ----------
+    design : Design
+    root : path, keyword-only
+        The study root, put first on ``sys.path`` for the plugins.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``models.NAME`` for a block that is neither built in nor registered by a
+        plugin.
+    """
+    from analysis.descriptors.registry import registered
+
+    plugins = list(design.data.get("descriptors", {}).get("plugins", []))
+    load_plugins(plugins, root)
+    known = registered()
+    for name, blocks in design.models.items():
+        for b in blocks:
+            if b not in known:
+                raise ParameterError(
+                    f"models.{name}",
+                    f"registered blocks (built in, or from plugins {plugins})",
+                    b,
+                )
+    return tuple(dict.fromkeys(b for blocks in design.models.values() for b in blocks))
+
+
+def block_facts(design: Design, *, root: Path | str | None) -> dict[str, dict]:
+    """What the lock records of the design's blocks, computed from the registry now.
+
+    Returns
+    -------
+    dict
+        ``{"features": {block: covariate names}, "versions": {block: version}}``: the
+        keyword arguments of :func:`analysis.prereg.lock_design`, ``amend_design``,
+        ``check_design``, ``require_locked`` and ``verify_blocks``
+        (:func:`analysis.descriptors.block_covariates`, ``block_version``).
+    """
+    from analysis.descriptors.versions import block_covariates, block_version
+
+    blocks = design_blocks(design, root=root)
+    return {
+        "features": {b: list(block_covariates(b)) for b in blocks},
+        "versions": {b: block_version(b) for b in blocks},
+    }
 
 
 def load_plugins(plugins: Sequence[str], root: Path | str | None) -> None:

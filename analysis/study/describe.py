@@ -1,4 +1,10 @@
-"""Stage 3: the design's descriptor blocks, one atomic CSV per stored real matrix."""
+"""Stage 3: the design's descriptor blocks, one atomic CSV per stored real matrix.
+
+``features/blocks.json`` records the locked version of each block the stored files were
+written with; when a version differs (a block amended after its descriptors were stored,
+or files from before versions were recorded), every stored file is removed and recomputed,
+so that a result stamped with the lock hash never mixes in another block version's output.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +19,12 @@ import pandas as pd
 
 from analysis.study.core import Study, load_plugins
 from analysis.study.plan import StudyPlan
-from analysis.study.records import write_frame
+from analysis.study.records import read_json, write_frame, write_json
 
-__all__ = ["descriptor_stage", "describe_task"]
+__all__ = ["VERSIONS_FILE", "descriptor_stage", "describe_task"]
+
+#: In the features folder: block -> locked version the stored descriptor files were made by.
+VERSIONS_FILE = "blocks.json"
 
 
 def features_done(path: Path, plan: StudyPlan) -> bool:
@@ -57,6 +66,23 @@ def describe_task(
     return time.perf_counter() - start
 
 
+def _retire_other_versions(folder: Path, versions: dict[str, str]) -> int:
+    """Remove the stored descriptor files unless they were made by these block versions.
+
+    The record is rewritten before any new file exists, so an interrupted stage resumes
+    with the files it finished. Returns the number of files removed.
+    """
+    record = folder / VERSIONS_FILE
+    made_by = read_json(record, {})
+    if {b: made_by.get(b) for b in versions} == versions:
+        return 0
+    stale = sorted(folder.glob("*.csv"))
+    for f in stale:
+        f.unlink()
+    write_json(record, versions)
+    return len(stale)
+
+
 def descriptor_stage(
     study: Study,
     store: Any,
@@ -69,6 +95,7 @@ def descriptor_stage(
 
     plan, paths = study.plan, study.paths
     paths.features.mkdir(parents=True, exist_ok=True)
+    _retire_other_versions(paths.features, study.block_versions)
     todo = [k for k in keys if not features_done(paths.feature_file(k), plan)]
     bar = tqdm(
         total=len(keys),

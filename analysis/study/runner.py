@@ -98,9 +98,12 @@ def run_study(
     Raises
     ------
     analysis.prereg.PreregistrationError
-        Before any work, when the lock is missing or the design drifted.
+        Before any work, when the lock is missing or the design or a block drifted
+        (:meth:`Study.open`); in the compare stage, when the descriptor table's covariate
+        columns differ from the lock.
     ParameterError
-        Before any work, when a checkpoint is not available offline (listing them all).
+        Before any work, when a model's block is not registered, or a checkpoint is not
+        available offline (listing them all).
     """
     from analysis.store.store import Store
 
@@ -108,9 +111,9 @@ def run_study(
     workers = check_int("workers", workers, minimum=1)
     if stop_after is not None and stop_after not in STAGES:
         raise ParameterError("stop_after", f"one of {', '.join(STAGES)}", stop_after)
-    study = Study.open(design_path, root=root)  # lock drift stops the run before any work
+    # lock drift (of the design or of a block) stops the run before any work
+    study = Study.open(design_path, root=root)
     plan, paths = study.plan, study.paths
-    study.check_blocks()
     cpaths = {k: os.fspath(v) for k, v in (checkpoint_paths or {}).items()}
     study.check_checkpoints(cpaths)
     paths.data.mkdir(parents=True, exist_ok=True)

@@ -57,8 +57,8 @@ def test_every_command_carries_its_table():
     assert flags["version"] == "--profile-version" and flags["quiet"] == "--quiet"
     assert flags["no_progress"] == "--quiet" and flags["store"] == "STORE"
     assert flags_of(parser.parse_args(["brackets", "S", "--eps", "0.1"])) == flags
-    flags = flags_of(parser.parse_args(["prereg", "check", "f.toml", "--features", "x"]))
-    assert flags["features"] == "--features"
+    flags = flags_of(parser.parse_args(["prereg", "check", "f.toml", "--root", "x"]))
+    assert flags["root"] == "--root"
 
 
 def test_rename():

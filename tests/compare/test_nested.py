@@ -434,7 +434,7 @@ def test_locked_design_drives_a_confirmatory_run(tmp_path, rng):
         **COVARIATES,
     )
     f = res.to_frame()
-    assert (f["lock_sha256"] == lock["design_sha256"]).all()
+    assert (f["lock_sha256"] == lock["lock_sha256"]).all()
     assert set(f["pair"]) == {"M0<M1", "M0<M2", "M0<M3", "M0plus<M1plus"}
     assert (f["n_heads"] == 18).all()
     assert f.loc[f.pair == "M0plus<M1plus", "p_holm"].isna().all()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,7 @@ from analysis.prereg import (
     design_sha256,
     draw_held_out,
     load_design,
+    lock_path,
     population,
     validate_design,
 )
@@ -158,3 +161,17 @@ def test_shipped_paper_design():
 @pytest.mark.parametrize("name", ["offline-minilm.toml", "paper-checkpoints.toml"])
 def test_shipped_designs_are_locked_and_match(name):
     assert check_design(SHIPPED / name) == []
+
+
+@pytest.mark.parametrize("name", ["offline-minilm.toml", "paper-checkpoints.toml"])
+def test_shipped_locks_carry_covariates_and_block_versions(name):
+    from analysis.cli import main
+
+    rec = json.loads(lock_path(SHIPPED / name).read_text(encoding="utf-8"))
+    assert rec["features_known"] is True
+    blocks = {b for m in rec["models"].values() for b in m["blocks"]}
+    assert set(rec["blocks"]) == blocks
+    for b, facts in rec["blocks"].items():
+        assert facts["covariates"] and re.fullmatch(r"[0-9a-f]{64}", facts["version"]), b
+    # the CLI computes the covariates and versions from the registry and compares
+    assert main(["prereg", "check", str(SHIPPED / name)]) == 0

@@ -13,16 +13,19 @@ from analysis.prereg import (
     PreregistrationError,
     SealedCells,
     amend_design,
+    check_descriptor_columns,
     check_design,
     deviations_path,
     load_design,
     lock_design,
     lock_path,
     require_locked,
+    verify_blocks,
 )
 from analysis.validation import ParameterError
 
 FEATURES = {"baseline": ["log_n", "entropy"], "native": ["q"], "intrinsic": ["kappa"]}
+VERSIONS = {"baseline": "a" * 64, "native": "b" * 64, "intrinsic": "c" * 64}
 
 
 def _heads_line(path):
@@ -40,11 +43,14 @@ def _set_heads(path, heads):
 
 
 def test_round_trip(design_file, capsys):
-    record = lock_design(design_file)
-    assert lock_path(design_file).is_file()
+    assert main(["prereg", "lock", str(design_file)]) == 0
+    record = json.loads(lock_path(design_file).read_text())
     assert record["held_out"]["n"] == 5
-    assert record["features_known"] is False
-    assert "only block names" in record["features_note"]
+    # the CLI locks each block's covariate names and version from the registry
+    assert record["features_known"] is True
+    assert "covariate names and version" in record["features_note"]
+    assert "native__kappa" in record["models"]["M1"]["features"]
+    assert set(record["blocks"]) == {"baseline", "native", "intrinsic"}
     assert record["provenance"]["package_version"]
     assert re.match(r"\d{4}-\d\d-\d\dT", record["locked_at"])
     assert check_design(design_file) == []
@@ -143,12 +149,9 @@ def test_feature_columns_locked_and_drift(design_file, tmp_path):
     assert check_design(design_file, features=FEATURES) == []
     changed = dict(FEATURES, native=["q", "r"])
     msg = check_design(design_file, features=changed)
-    assert msg and "M1 feature columns changed" in msg[0] and "native__r" in msg[0]
-    with pytest.raises(PreregistrationError, match="feature columns"):
+    assert msg == ["block native: covariate columns changed (added [native__r], removed none)"]
+    with pytest.raises(PreregistrationError, match="block native: covariate columns.*amend"):
         require_locked(design_file, features=changed)
-    fjson = tmp_path / "features.json"
-    fjson.write_text(json.dumps(changed))
-    assert main(["prereg", "check", str(design_file), "--features", str(fjson)]) == 1
     amend_design(design_file, reason="new native feature", features=changed)
     assert check_design(design_file, features=changed) == []
 
@@ -177,7 +180,7 @@ def test_sealing(design_file):
     tr = sealed.training()
     assert list(tr["cluster"]) == [train_head] and not tr["held_out"].any()
     data = sealed.release_confirmatory()
-    assert data.lock_sha256 == lock["design_sha256"]
+    assert data.lock_sha256 == lock["lock_sha256"]
     assert data.table["held_out"].tolist() == [True, True, False]
     assert len(data.missing_heads) == len(held) - 1
     with pytest.raises(PreregistrationError, match="already released"):
@@ -218,3 +221,80 @@ def test_damaged_lock_is_caught(design_file):
     assert any("lock file damaged" in m for m in msgs)
     with pytest.raises(PreregistrationError, match="damaged"):
         require_locked(design_file)
+
+
+def test_block_versions_locked_and_drift(design_file):
+    record = lock_design(design_file, features=FEATURES, versions=VERSIONS)
+    assert record["blocks"]["native"] == {"covariates": ["q"], "version": "b" * 64}
+    assert record["blocks"]["baseline"]["covariates"] == ["entropy", "log_n"]
+    assert check_design(design_file, features=FEATURES, versions=VERSIONS) == []
+    edited = dict(VERSIONS, native="d" * 64)
+    assert check_design(design_file, features=FEATURES, versions=edited) == [
+        "block native: source changed (version bbbbbbbbbbbb -> dddddddddddd)"
+    ]
+    with pytest.raises(PreregistrationError, match=r"block native: source changed.*prereg amend"):
+        require_locked(design_file, features=FEATURES, versions=edited)
+    lock = require_locked(design_file)  # the design alone has not changed
+    verify_blocks(lock, features=FEATURES, versions=VERSIONS)
+    with pytest.raises(PreregistrationError, match=r"block native.*prereg amend"):
+        verify_blocks(lock, features=FEATURES, versions=edited)
+
+    new = amend_design(design_file, reason="native edited", features=FEATURES, versions=edited)
+    assert new["design_sha256"] == record["design_sha256"]
+    assert new["lock_sha256"] != record["lock_sha256"]  # results of the new block differ
+    entry = new["amendments"][-1]
+    assert entry["previous_lock_sha256"] == record["lock_sha256"]
+    assert entry["new_lock_sha256"] == new["lock_sha256"]
+    assert entry["blocks"] == {"native": {"covariates": ["q"], "version": "d" * 64}}
+    log = deviations_path(design_file).read_text()
+    assert "- block native: source changed" in log
+    assert f"- block native locked: covariates [q]; version {'d' * 64}" in log
+    assert f"Lock SHA-256: {record['lock_sha256']} -> {new['lock_sha256']}" in log
+    assert (
+        require_locked(design_file, features=FEATURES, versions=edited).sha256
+        == (new["lock_sha256"])
+    )
+
+
+def test_a_lock_without_blocks_is_refused_when_blocks_are_checked(design_file):
+    record = lock_design(design_file)
+    assert record["features_known"] is False and record["blocks"] == {}
+    assert "only block names" in record["features_note"]
+    require_locked(design_file)  # the design alone is locked
+    with pytest.raises(PreregistrationError, match=r"blocks baseline, native, intrinsic.*not"):
+        require_locked(design_file, features=FEATURES, versions=VERSIONS)
+    new = amend_design(design_file, reason="lock the blocks", features=FEATURES, versions=VERSIONS)
+    assert new["features_known"] is True
+    assert "are not locked" in new["amendments"][-1]["changes"][0]
+    assert set(new["amendments"][-1]["blocks"]) == set(FEATURES)
+    assert check_design(design_file, features=FEATURES, versions=VERSIONS) == []
+
+
+def test_identical_content_gives_the_same_lock_hash(design_file, tmp_path):
+    other = tmp_path / "other" / "preregistration" / design_file.name
+    other.parent.mkdir(parents=True)
+    other.write_text(design_file.read_text())
+    a = lock_design(design_file, features=FEATURES, versions=VERSIONS)
+    b = lock_design(other, features=FEATURES, versions=VERSIONS)
+    assert a["lock_sha256"] == b["lock_sha256"] != a["design_sha256"]
+    rec = json.loads(lock_path(other).read_text())
+    rec["blocks"]["native"]["version"] = "e" * 64
+    lock_path(other).write_text(json.dumps(rec))
+    assert any("lock hash does not match" in m for m in check_design(other))
+
+
+def test_descriptor_columns_checked_against_the_lock(design_file):
+    lock_design(design_file, features=FEATURES, versions=VERSIONS)
+    lock = require_locked(design_file)
+    cols = ["baseline__entropy", "baseline__log_n", "native__q", "intrinsic__kappa"]
+    check_descriptor_columns(lock, cols + ["elsewhere__x"])  # other blocks are ignored
+    with pytest.raises(PreregistrationError, match=r"block native.*native__r.*prereg amend"):
+        check_descriptor_columns(lock, cols + ["native__r"])
+    with pytest.raises(PreregistrationError, match=r"block baseline.*lacks \[baseline__log_n\]"):
+        check_descriptor_columns(lock, [c for c in cols if c != "baseline__log_n"])
+
+
+def test_descriptor_columns_need_locked_covariates(design_file):
+    lock_design(design_file)
+    with pytest.raises(PreregistrationError, match="no covariate names.*prereg amend"):
+        check_descriptor_columns(require_locked(design_file), ["native__q"])

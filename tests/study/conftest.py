@@ -10,6 +10,7 @@ import pytest
 
 from analysis.prereg.design import draw_held_out, load_design, write_held_out
 from analysis.prereg.lock import lock_design
+from analysis.study import block_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "preregistration" / "offline-minilm.toml"
@@ -35,13 +36,40 @@ def small_design_text(*, estimator: str = "ols") -> str:
     return s
 
 
-def make_study(root: Path, name: str = "small", text: str | None = None) -> Path:
-    """Write, draw and lock a design under ``root/preregistration``; return its path."""
+def plugin_design_text(text: str, module: str, block: str) -> str:
+    """``text`` with plugin ``module`` and a model ``M4 = [baseline, block]`` in the family."""
+    text = text.replace("plugins = []", f'plugins = ["{module}"]')
+    text = text.replace(
+        'M1plus = ["baseline", "baseline_plus", "native"]',
+        f'M1plus = ["baseline", "baseline_plus", "native"]\nM4 = ["baseline", "{block}"]',
+    )
+    text = text.replace(
+        'family = [["M0", "M1"], ["M0", "M2"], ["M0", "M3"]]',
+        'family = [["M0", "M1"], ["M0", "M2"], ["M0", "M3"], ["M0", "M4"]]',
+    )
+    return text.replace(
+        "[sampling]",
+        '[[hypotheses]]\nid = "H4"\nkind = "secondary"\npair = ["M0", "M4"]\n'
+        f'statement = "The plugin block {block} adds information."\n\n[sampling]',
+        1,
+    )
+
+
+def make_study(
+    root: Path, name: str = "small", text: str | None = None, *, blocks: bool = True
+) -> Path:
+    """Write, draw and lock a design under ``root/preregistration``; return its path.
+
+    With ``blocks`` (as ``attnrank prereg lock`` does) the lock records each block's
+    covariate names and version from the registry; without, only the design is locked
+    (for a design naming a block that is not registered).
+    """
     (root / "preregistration").mkdir(parents=True, exist_ok=True)
     path = root / "preregistration" / f"{name}.toml"
     path.write_text(text or small_design_text(), encoding="utf-8")
     write_held_out(path, draw_held_out(load_design(path, require_held_out=False).data))
-    lock_design(path)
+    facts = block_facts(load_design(path), root=root) if blocks else {}
+    lock_design(path, **facts)
     return path
 
 

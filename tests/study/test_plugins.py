@@ -6,7 +6,7 @@ import pytest
 
 from analysis.study import load_results, run_study
 from analysis.validation import ParameterError
-from tests.study.conftest import make_study, small_design_text
+from tests.study.conftest import make_study, plugin_design_text, small_design_text
 
 pytestmark = pytest.mark.slow
 
@@ -21,29 +21,15 @@ def study_sinks(cell):
 '''
 
 
-def _plugin_design(text: str) -> str:
-    text = text.replace("plugins = []", 'plugins = ["study_plugin_sinks"]')
-    text = text.replace(
-        'M1plus = ["baseline", "baseline_plus", "native"]',
-        'M1plus = ["baseline", "baseline_plus", "native"]\nM4 = ["baseline", "study_sinks"]',
-    )
-    text = text.replace(
-        'family = [["M0", "M1"], ["M0", "M2"], ["M0", "M3"]]',
-        'family = [["M0", "M1"], ["M0", "M2"], ["M0", "M3"], ["M0", "M4"]]',
-    )
-    return text.replace(
-        "[sampling]",
-        '[[hypotheses]]\nid = "H4"\nkind = "secondary"\npair = ["M0", "M4"]\n'
-        'statement = "First-key attention mass adds information."\n\n[sampling]',
-        1,
-    )
-
-
 def test_plugin_block_is_described_and_compared(tmp_path):
     from tests.fixtures import fake_engine
 
     (tmp_path / "study_plugin_sinks.py").write_text(PLUGIN, encoding="utf-8")
-    design = make_study(tmp_path, "plugged", _plugin_design(small_design_text()))
+    design = make_study(
+        tmp_path,
+        "plugged",
+        plugin_design_text(small_design_text(), "study_plugin_sinks", "study_sinks"),
+    )
     run_study(design, engine=fake_engine, stop_after="compare", progress=False, say=print)
     res = load_results(design)
     assert "study_sinks__first_col_mass" in res.features.columns
@@ -55,12 +41,8 @@ def test_plugin_block_is_described_and_compared(tmp_path):
 
 def test_unregistered_plugin_block_is_named(tmp_path):
     (tmp_path / "study_plugin_empty.py").write_text("", encoding="utf-8")
-    text = (
-        _plugin_design(small_design_text())
-        .replace('"study_plugin_sinks"', '"study_plugin_empty"')
-        .replace('"study_sinks"]', '"study_nowhere"]')
-    )
-    design = make_study(tmp_path, "unplugged", text)
+    text = plugin_design_text(small_design_text(), "study_plugin_empty", "study_nowhere")
+    design = make_study(tmp_path, "unplugged", text, blocks=False)
     with pytest.raises(ParameterError, match="models.M4"):
         run_study(design, progress=False, say=lambda _: None)
     assert not (tmp_path / "data").exists()

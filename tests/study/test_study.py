@@ -35,7 +35,7 @@ def test_full_run_writes_every_stage_and_the_report(finished_study):
     comp = res.comparison
     assert comp is not None and set(comp["pair"]) >= {"M0<M1", "M0<M2", "M0<M3"}
     lock = json.loads(Path(str(design) + ".lock").read_text())
-    assert (comp["lock_sha256"] == lock["design_sha256"]).all()
+    assert (comp["lock_sha256"] == lock["lock_sha256"]).all()
     # the stored comparison carries each pair's fit diagnostics and status
     assert tuple(comp.columns) == RESULT_COLUMNS
     assert comp["status"].isin([FIT_OK, FIT_FAILED]).all()
@@ -49,6 +49,7 @@ def test_full_run_writes_every_stage_and_the_report(finished_study):
     assert (paths.report / "figures" / "forest.png").is_file()
     prov = json.loads((paths.report / "provenance.json").read_text())
     assert prov["design_sha256"] == lock["design_sha256"]
+    assert prov["lock_sha256"] == lock["lock_sha256"]
     assert {"extract", "brackets", "descriptors", "compare"} <= set(prov["stage_seconds_total"])
     text = (paths.report / "report.md").read_text()
     for hyp in ("H1", "H2", "H3"):

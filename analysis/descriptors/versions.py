@@ -1,0 +1,118 @@
+"""What a preregistration lock records of a block: its covariate names and its version.
+
+``attnrank prereg lock`` (and ``amend``) record, for every block of every model of a
+design, the covariate names the block writes (:func:`block_covariates`) and a version
+(:func:`block_version`); ``attnrank run`` recomputes both from the registry before any
+work and refuses a design whose blocks drifted from its lock (docs/prereg.md, "Lock,
+check, amend"). ``analysis.prereg`` never imports this package: the study layer and the
+CLI compute these facts here and hand them to the prereg functions.
+
+Covariate names. Blocks return their features as a dict per cell, so the names are what
+the block writes on a fixed probe cell (a seeded 6 x 6 attention head, d = 3, t = 1,
+eps = 0.1, no mask), less the block's diagnostics. A block must write the same covariate
+names on every cell (diagnostics such as the per-r columns of ``intrinsic`` may vary); the
+compare stage refuses a descriptor table whose covariate columns differ from the lock.
+
+Version. The SHA-256 of the block's declaration (name, function name, ``needs``, the
+``diagnostics`` / ``log_scale`` / ``integers`` patterns, ``calibrated``) and of the source
+text of the module that defines the block's function, with line endings normalized to
+``\\n`` and a UTF-8 byte-order mark dropped. Source text, not bytecode or an AST dump, so
+that the version is the same on every machine and every Python version for the same
+checkout. The whole module, not only the function, because the helpers that compute a
+block's features live beside it (``baseline_matrix``, ``intrinsic_profile``); any edit of
+the module, comments included, is therefore drift, to be recorded with ``prereg amend``.
+Code imported from other modules (e.g. ``analysis.descriptors.kappa`` for ``intrinsic``,
+``analysis.attention.softmax64`` for every block) is not part of the version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from pathlib import Path
+
+import numpy as np
+
+from analysis.descriptors.registry import Cell, MatrixData, get_block, run_block
+from analysis.validation import ParameterError
+
+__all__ = ["PROBE", "block_covariates", "block_version"]
+
+#: The probe cell's shape and grid: L queries and keys, head dimension d, t, eps, seed.
+PROBE = {"L": 6, "d": 3, "temperature": 1.0, "eps": 0.1, "seed": 20261202}
+
+
+def _probe_cell() -> Cell:
+    rng = np.random.default_rng(PROBE["seed"])
+    L, d = PROBE["L"], PROBE["d"]
+    Q = rng.standard_normal((L, d))
+    K = rng.standard_normal((L, d))
+    t, eps = PROBE["temperature"], PROBE["eps"]
+    data = MatrixData(Q, K, 1.0 / np.sqrt(d), None, eps_grid=(eps,), temperatures=(t,))
+    return Cell(data, t, eps)
+
+
+def block_covariates(name: str) -> tuple[str, ...]:
+    """Sorted covariate feature names (bare, e.g. ``log_n``) the block ``name`` writes.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``blocks`` when the block is not registered or fails on the probe cell.
+    """
+    block = get_block(name)
+    try:
+        row = run_block(block, _probe_cell())
+    except ParameterError:
+        raise
+    except Exception as exc:  # a plugin's own error: say which block and where
+        raise ParameterError(
+            "blocks",
+            f"block {name!r} to describe the probe cell {PROBE} (the lock records the "
+            "covariate names it writes there)",
+            f"{type(exc).__name__}: {exc}",
+        ) from exc
+    feats = (col.split("__", 1)[1] for col in row)
+    return tuple(sorted(f for f in feats if block.info(f).kind == "covariate"))
+
+
+def _source_bytes(name: str, func: object) -> bytes:
+    try:
+        file = inspect.getsourcefile(func)  # type: ignore[arg-type]
+    except TypeError:
+        file = None
+    if file is None or not Path(file).is_file():
+        raise ParameterError(
+            "blocks",
+            f"block {name!r} defined in a Python source file (its version is a hash of "
+            "that file's text)",
+            getattr(func, "__module__", None),
+        )
+    data = Path(file).read_bytes()
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def block_version(name: str) -> str:
+    """SHA-256 (hex) of the block's declaration and of its module's source text.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``blocks`` when the block is not registered or its function has no source
+        file (defined interactively).
+    """
+    block = get_block(name)
+    payload = {
+        "block": block.name,
+        "function": getattr(block.func, "__qualname__", repr(block.func)),
+        "needs": list(block.needs),
+        "diagnostics": list(block.diagnostics),
+        "log_scale": list(block.log_scale),
+        "integers": list(block.integers),
+        "calibrated": block.calibrated,
+        "source_sha256": hashlib.sha256(_source_bytes(name, block.func)).hexdigest(),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
