@@ -2,7 +2,11 @@
 
 ``lock``, ``check`` and ``amend`` import the design's plugins and compute each block's
 covariate names and version from the descriptor registry (``analysis.study.block_facts``),
-so that the lock records them and a later change of a block is drift.
+so that the lock records them and a later change of a block is drift. ``lock`` and
+``amend`` also read the study store's outcome record (``analysis.study.stored_outcomes``;
+the store is ``<root>/data/<stem>/store``): once outcomes exist, ``lock`` is refused (also
+after deleting the lock) and ``amend`` refuses a change of ``held_out``, ``models``,
+``metrics`` or ``inference``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,14 @@ def _block_facts(args: argparse.Namespace) -> dict[str, dict]:
     return block_facts(design, root=study_paths(args.file, root=args.root).root)
 
 
+def _outcomes(args: argparse.Namespace) -> dict | None:
+    """The study store's outcome record (None before the study's first bracket)."""
+    from analysis.study.core import stored_outcomes
+    from analysis.study.paths import study_paths
+
+    return stored_outcomes(study_paths(args.file, root=args.root))
+
+
 def _draw(args: argparse.Namespace) -> int:
     design = load_design(args.file, require_held_out=False)
     if lock_path(args.file).exists():
@@ -42,7 +54,7 @@ def _draw(args: argparse.Namespace) -> int:
 
 
 def _lock(args: argparse.Namespace) -> int:
-    record = lock_design(args.file, **_block_facts(args))
+    record = lock_design(args.file, outcomes=_outcomes(args), **_block_facts(args))
     print(f"locked {args.file} -> {lock_path(args.file)}")
     print(f"design sha256:   {record['design_sha256']}")
     print(f"held-out sha256: {record['held_out']['sha256']} ({record['held_out']['n']} heads)")
@@ -62,9 +74,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _amend(args: argparse.Namespace) -> int:
-    record = amend_design(args.file, reason=args.reason, **_block_facts(args))
+    record = amend_design(
+        args.file, reason=args.reason, outcomes=_outcomes(args), **_block_facts(args)
+    )
     last = record["amendments"][-1]
     print(f"amendment {len(record['amendments'])} recorded; re-locked {args.file}")
+    print(f"sections changed: {', '.join(last['sections']) or 'none'}")
     for c in last["changes"]:
         print(f"- {c}")
     print(f"lock sha256: {last['previous_lock_sha256']} -> {last['new_lock_sha256']}")
@@ -87,8 +102,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         s.add_argument("file")
         s.add_argument(
             "--root",
-            help="study root whose plugins the design names (default: the parent of the "
-            "design's folder)",
+            help="study root: its plugins and its store (outcomes) (default: the parent "
+            "of the design's folder)",
         )
         if name == "amend":
             s.add_argument("--reason", required=True, help="why the design changed")

@@ -16,6 +16,7 @@ from analysis.prereg.design import (
     write_held_out,
 )
 from analysis.prereg.lock import (
+    FROZEN_SECTIONS,
     Lock,
     PreregistrationError,
     amend_design,
@@ -50,6 +51,7 @@ from analysis.prereg.sealing import ConfirmatoryData, SealedCells
 __all__ = [
     "ConfirmatoryData",
     "Design",
+    "FROZEN_SECTIONS",
     "Lock",
     "POWER_CURVE_COLUMNS",
     "PreregistrationError",

@@ -7,8 +7,15 @@ descriptor registry, so the study layer or the CLI computes them and passes ``fe
 and ``versions=``), a hash per top-level section (so that ``check`` can say what changed),
 the lock hash (over the design hash, the held-out hash, the models and the blocks: what a
 confirmatory result is stamped with), the package version and git commit (provenance
-only), and the time. A deliberate change goes through :func:`amend_design`, which appends
+only), the time of the first lock (``locked_at``, kept across amendments) and of the last
+(``relocked_at``). A deliberate change goes through :func:`amend_design`, which appends
 to ``<stem>.deviations.md`` beside the design and re-locks.
+
+Once outcomes exist (the study store records, before its first bracket, the lock hash it
+computes under), :func:`lock_design` refuses (a deleted lock is no way to start over) and
+:func:`amend_design` refuses a change of :data:`FROZEN_SECTIONS`. This package never
+imports the store: the caller (the study layer, ``attnrank prereg``) reads the store's
+record and passes it as ``outcomes=``.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from analysis.validation import ParameterError
 
 __all__ = [
     "LOCK_FORMAT",
+    "FROZEN_SECTIONS",
     "PreregistrationError",
     "Lock",
     "lock_path",
@@ -49,6 +57,12 @@ __all__ = [
 ]
 
 LOCK_FORMAT = "attnrank-prereg-lock/1"
+
+#: Sections that no amendment may change once outcomes exist: what the confirmatory
+#: comparison is (the held-out heads, the models, the metrics and the inference).
+FROZEN_SECTIONS: tuple[str, ...] = ("held_out", "models", "metrics", "inference")
+
+Outcomes = Mapping[str, str]
 
 
 class PreregistrationError(ParameterError):
@@ -228,6 +242,7 @@ def _build_record(
             "note": "provenance only; not part of drift",
         },
         "locked_at": _now(),
+        "relocked_at": None,
         "amendments": amendments,
     }
     record["lock_sha256"] = _lock_hash(record)
@@ -272,8 +287,9 @@ def lock_design(
     *,
     features: Features | None = None,
     versions: Versions | None = None,
+    outcomes: Outcomes | None = None,
 ) -> dict:
-    """Write ``FILE.lock``; refuse when a lock exists (use :func:`amend_design`).
+    """Write ``FILE.lock``; refuse when a lock exists (use :func:`amend_design`) or outcomes do.
 
     Parameters
     ----------
@@ -285,6 +301,11 @@ def lock_design(
     versions : mapping block -> version, optional, keyword-only
         Each block's version (``analysis.descriptors.block_version``), locked with its
         covariate names.
+    outcomes : mapping, optional, keyword-only
+        The study store's outcome record (``analysis.study.stored_outcomes``: ``time``,
+        ``lock_sha256``, ``store``), None when no outcome exists. When given, the lock is
+        refused: the design was locked when those outcomes were computed, and a lock
+        written now (e.g. after deleting the old one) would hide what changed since.
 
     Returns
     -------
@@ -297,6 +318,14 @@ def lock_design(
         raise PreregistrationError(
             f"{lp.name} already exists: a locked design changes only through "
             f"`attnrank prereg amend {design_path} --reason ...`"
+        )
+    if outcomes is not None:
+        raise PreregistrationError(
+            f"{design_path}: outcomes exist since {outcomes.get('time')} under lock "
+            f"{outcomes.get('lock_sha256')} (recorded in the study store "
+            f"{outcomes.get('store')}); a new lock is refused. Restore {lp.name} (the lock "
+            "those outcomes were computed under) and record a change with `attnrank "
+            f'prereg amend {design_path} --reason "..."`'
         )
     design = load_design(design_path)
     _check_draw(design)
@@ -431,6 +460,36 @@ def _diff(
     return changes
 
 
+def _sections_changed(record: Mapping[str, Any], design: Design) -> list[str]:
+    """The top-level sections whose hash differs from the lock's (the held-out list counts
+    as ``held_out``)."""
+    old = record.get("sections", {})
+    new = _section_hashes(design.data)
+    out = {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
+    if list(record["held_out"]["heads"]) != list(design.held_out):
+        out.add("held_out")
+    if any(
+        list(m["blocks"]) != list(design.models.get(name, []))
+        for name, m in record["models"].items()
+    ) or set(record["models"]) != set(design.models):
+        out.add("models")
+    return sorted(out)
+
+
+def _refuse_frozen(
+    design_path: Path, touched: Sequence[str], outcomes: Outcomes
+) -> PreregistrationError:
+    frozen = [s for s in FROZEN_SECTIONS if s in touched]
+    return PreregistrationError(
+        f"{design_path}: the amendment changes [{', '.join(frozen)}], refused: outcomes "
+        f"exist since {outcomes.get('time')} under lock {outcomes.get('lock_sha256')} "
+        f"(recorded in the study store {outcomes.get('store')}), and "
+        f"{', '.join(FROZEN_SECTIONS)} are frozen once outcomes exist. Revert those "
+        "sections; other sections stay amendable.",
+        name=frozen[0],
+    )
+
+
 def check_design(
     design_path: str | Path,
     *,
@@ -467,6 +526,7 @@ def amend_design(
     reason: str,
     features: Features | None = None,
     versions: Versions | None = None,
+    outcomes: Outcomes | None = None,
 ) -> dict:
     """Record a deliberate change: append to the deviations log and re-lock.
 
@@ -478,13 +538,19 @@ def amend_design(
     features, versions : mapping, optional, keyword-only
         Each block's covariate names and version now (a change of a block is an
         amendment too; see :func:`lock_design`). When omitted, the locked ones are kept.
+    outcomes : mapping, optional, keyword-only
+        The study store's outcome record (see :func:`lock_design`); when given, an
+        amendment that changes a section of :data:`FROZEN_SECTIONS` is refused (named
+        after the first such section). Block covariates and versions stay amendable.
 
     Returns
     -------
     dict
-        The new lock record; ``amendments`` lists every amendment so far, each with the
-        changes, the previous and new design, held-out and lock hashes, and the covariates
-        and versions of the blocks it (re)locked.
+        The new lock record; ``locked_at`` stays the time of the first lock and
+        ``amendments`` lists every amendment so far, each with its time, reason, changes,
+        the sections it changed, whether outcomes existed, the previous and new design,
+        held-out and lock hashes, and the covariates and versions of the blocks it
+        (re)locked.
     """
     if not isinstance(reason, str) or not reason.strip():
         raise ParameterError("reason", "a non-empty explanation of the change", reason)
@@ -496,6 +562,9 @@ def amend_design(
         raise PreregistrationError(
             f"{design_path} matches its lock: nothing to amend", name="design"
         )
+    touched = _sections_changed(record, design)
+    if outcomes is not None and any(s in touched for s in FROZEN_SECTIONS):
+        raise _refuse_frozen(design_path, touched, outcomes)
     locked = _locked_blocks(record)
     use_features = (
         features
@@ -508,6 +577,8 @@ def amend_design(
         "time": _now(),
         "reason": reason.strip(),
         "changes": changes,
+        "sections": touched,
+        "outcomes_existed": outcomes is not None,
         "previous_design_sha256": record["design_sha256"],
         "new_design_sha256": design.sha256,
         "previous_held_out_sha256": record["held_out"]["sha256"],
@@ -517,6 +588,9 @@ def amend_design(
     amendments = list(record.get("amendments", []))
     new_record = _build_record(design, use_features, use_versions, [*amendments, entry])
     entry["new_lock_sha256"] = new_record["lock_sha256"]
+    # the first lock time is kept; the re-lock time is the amendment's
+    new_record["locked_at"] = record["locked_at"]
+    new_record["relocked_at"] = entry["time"]
     # the covariates and versions this amendment (re)locked: new or changed blocks
     entry["blocks"] = {b: v for b, v in new_record["blocks"].items() if locked.get(b) != v}
     log = deviations_path(design_path)
@@ -535,6 +609,8 @@ def amend_design(
     text = (
         f"\n## Amendment {len(amendments) + 1} ({entry['time']})\n\n"
         f"Reason: {entry['reason']}\n\n"
+        f"Sections changed: {_names(touched)}"
+        f"{' (outcomes existed)' if outcomes is not None else ''}\n\n"
         + "".join(f"- {c}\n" for c in [*changes, *relocked])
         + f"\nDesign SHA-256: {entry['previous_design_sha256']} -> "
         f"{entry['new_design_sha256']}\n"

@@ -165,6 +165,40 @@ def _compact_comparison(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.loc[:, [c for c in cols if c in frame.columns]]
 
 
+def _amendments(prov: Mapping[str, Any]) -> list[str]:
+    """The "Amendments" section: every amendment of the lock since its first lock."""
+    L = ["## Amendments", ""]
+    first = prov.get("locked_at")
+    if "amendments" not in prov:
+        return L + ["Not recorded (an unlocked or exploratory run).", ""]
+    items = list(prov.get("amendments") or [])
+    if first:
+        L += [f"First locked at {first}.", ""]
+    if not items:
+        return L + ["None: the design is as first locked.", ""]
+    L += [
+        "Each amendment was recorded by `attnrank prereg amend` and re-locked the design "
+        "(the deviations log beside the design has the full entries); once outcomes exist, "
+        "held_out, models, metrics and inference cannot be amended.",
+        "",
+    ]
+
+    def reason(a: Mapping[str, Any]) -> str:
+        return " ".join(str(a.get("reason", "")).split()).rstrip(".") + "."
+
+    for i, a in enumerate(items, 1):
+        secs = ", ".join(a.get("sections") or []) or "none (descriptor blocks only)"
+        after = " (after outcomes existed)" if a.get("outcomes_existed") else ""
+        L.append(
+            f"{i}. {a.get('time')}{after}: {reason(a)} "
+            f"Sections changed: {secs}. Design `{str(a.get('previous_design_sha256'))[:12]}` "
+            f"-> `{str(a.get('new_design_sha256'))[:12]}`, lock "
+            f"`{str(a.get('previous_lock_sha256'))[:12]}` -> "
+            f"`{str(a.get('new_lock_sha256'))[:12]}`."
+        )
+    return L + [""]
+
+
 def render_report(
     results: StudyResults,
     *,
@@ -283,6 +317,8 @@ def render_report(
     rules = (design.get("exclusions", {}) or {}).get("rules", [])
     if rules:
         L += ["Exclusion rules:", ""] + [f"- {r}" for r in rules] + [""]
+
+    L += _amendments(prov)
 
     # -- data ----------------------------------------------------------------------
     real = real_cells(results)

@@ -58,6 +58,23 @@ def _one_line(value: Any) -> str:
     return text.replace("#", "no.")
 
 
+def _amendments_line(value: Any) -> str:
+    """``N: TIME (sections S, ...); ...`` for the lock's amendments (``none`` if none).
+
+    The full entries (reasons, hashes) are in ``provenance.json`` and ``report.md``.
+    """
+    if not isinstance(value, (list, tuple)) or not value:
+        return _one_line(value)
+    parts = []
+    for a in value:
+        if isinstance(a, Mapping):
+            secs = a.get("sections") or []
+            parts.append(f"{a.get('time')} (sections {', '.join(secs) if secs else 'none'})")
+        else:
+            parts.append(str(a))
+    return _one_line(f"{len(value)}: " + "; ".join(parts))
+
+
 def provenance_lines(
     provenance: Mapping[str, Any], *, study: str | None = None, table: str | None = None
 ) -> list[tuple[str, str]]:
@@ -85,7 +102,9 @@ def provenance_lines(
     for key in PROVENANCE_KEYS:
         lines.append((key, _one_line(provenance.get(key))))
     for key in sorted(set(provenance) - set(PROVENANCE_KEYS), key=str):
-        lines.append((_one_line(key), _one_line(provenance[key])))
+        value = provenance[key]
+        text = _amendments_line(value) if key == "amendments" else _one_line(value)
+        lines.append((_one_line(key), text))
     return lines
 
 

@@ -228,6 +228,46 @@ class Store:
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
 
+    # -- outcomes ----------------------------------------------------------------------
+
+    _OUTCOMES = "outcomes"
+
+    def outcome_record(self) -> dict[str, str] | None:
+        """When outcomes were first computed in this store, and under which lock.
+
+        Returns
+        -------
+        dict or None
+            ``{"time": ISO time, "lock_sha256": str, "design": str, "store": str}`` as
+            :meth:`record_outcomes` first wrote it; None when no outcome was recorded.
+        """
+        row = self._conn.execute(
+            "SELECT value FROM store_meta WHERE name = ?", (self._OUTCOMES,)
+        ).fetchone()
+        if row is None:
+            return None
+        return {**json.loads(row[0]), "store": str(self.path)}
+
+    def record_outcomes(self, *, lock_sha256: str, design: str) -> dict[str, str]:
+        """Record, once, that outcomes are computed here under the lock ``lock_sha256``.
+
+        Called before the first bracket of a study is computed; a later call keeps the
+        first record (the time outcomes first existed is what a preregistration needs),
+        so the design's lock can no longer be reset or its core amended
+        (``analysis.prereg.lock_design``, ``amend_design``). Returns the stored record.
+        """
+        if not isinstance(lock_sha256, str) or not lock_sha256:
+            raise ParameterError("lock_sha256", "the lock hash of the study", lock_sha256)
+        value = json.dumps({"time": _now(), "lock_sha256": lock_sha256, "design": str(design)})
+        with self._conn:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO store_meta VALUES (?, ?)", (self._OUTCOMES, value)
+            )
+        record = self.outcome_record()
+        if record is None:  # cannot happen: the row was just written or already there
+            raise RuntimeError(f"store {self.path}: the outcome record was not written")
+        return record
+
     # -- matrices ----------------------------------------------------------------------
 
     def _array_path(self, key: str) -> Path:

@@ -30,7 +30,7 @@ Modules: :mod:`~analysis.study.plan` (what the design asks for),
 :mod:`~analysis.study.runner` (``attnrank run`` is :mod:`analysis.cli.study`).
 """
 
-from analysis.study.core import Study, block_facts
+from analysis.study.core import Study, block_facts, stored_outcomes
 from analysis.study.paths import StudyPaths, study_paths
 from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.results import load_results, study_results
@@ -47,6 +47,7 @@ __all__ = [
     "missing_checkpoints",
     "plan_study",
     "run_study",
+    "stored_outcomes",
     "study_paths",
     "study_results",
 ]

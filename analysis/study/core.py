@@ -23,7 +23,14 @@ from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.records import ExtractionIndex
 from analysis.validation import ParameterError
 
-__all__ = ["Study", "block_facts", "design_blocks", "git_commit", "load_plugins"]
+__all__ = [
+    "Study",
+    "block_facts",
+    "design_blocks",
+    "git_commit",
+    "load_plugins",
+    "stored_outcomes",
+]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -161,6 +168,22 @@ def block_facts(design: Design, *, root: Path | str | None) -> dict[str, dict]:
         "features": {b: list(block_covariates(b)) for b in blocks},
         "versions": {b: block_version(b) for b in blocks},
     }
+
+
+def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
+    """The study store's outcome record (None when no store or no outcome exists yet).
+
+    ``{"time", "lock_sha256", "design", "store"}``: when the first bracket of the study
+    was computed, under which lock, in which store. The keyword argument ``outcomes`` of
+    :func:`analysis.prereg.lock_design` and ``amend_design`` (``analysis.prereg`` never
+    imports the store: this layer reads it and passes the record on).
+    """
+    from analysis.store.store import Store
+
+    if not (paths.store / Store.INDEX).is_file():
+        return None
+    with Store(paths.store) as store:
+        return store.outcome_record()
 
 
 def load_plugins(plugins: Sequence[str], root: Path | str | None) -> None:

@@ -151,7 +151,8 @@ def _library_versions() -> dict[str, str]:
 
 
 def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
-    """The report's ``provenance.json``: hashes, versions, seeds, stage seconds.
+    """The report's ``provenance.json``: hashes, lock time and amendments, versions, seeds,
+    stage seconds.
 
     ``stages`` is the stage record (``stages.json``: ``last_run_seconds``,
     ``total_seconds``, ``runs``).
@@ -160,11 +161,31 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
 
     design, lock = study.design, study.lock
     inf = design.data["inference"]
+    # every amendment of the lock, as the lock lists it (deviations log: beside the design)
+    amendments = [
+        {
+            k: a.get(k)
+            for k in (
+                "time",
+                "reason",
+                "sections",
+                "changes",
+                "outcomes_existed",
+                "previous_design_sha256",
+                "new_design_sha256",
+                "previous_lock_sha256",
+                "new_lock_sha256",
+            )
+        }
+        for a in lock.record.get("amendments", [])
+    ]
     return {
         "design": str(design.path),
         "design_sha256": design.sha256,
         "lock_sha256": lock.sha256,
         "held_out_sha256": lock.held_out_sha256,
+        "locked_at": lock.record.get("locked_at"),
+        "amendments": amendments,
         "package_version": __version__,
         "git_commit": git_commit(),
         "libraries": _library_versions(),

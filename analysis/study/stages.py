@@ -111,11 +111,19 @@ def bracket_stage(
     (:func:`analysis.store.run_brackets`), so the brackets the study reads next are
     certified; those that fail are recomputed, and their number goes to ``say``.
 
+    Before the first bracket, the store records that outcomes exist and the lock hash
+    they are computed under (:meth:`analysis.store.Store.record_outcomes`; the first
+    record is kept).
+
     Returns the number of profiles computed or extended.
     """
     from analysis.store.run import reverify_note, run_brackets
 
     plan = study.plan
+    if real_keys or synth_keys:
+        # before the first bracket: from now on outcomes exist, and the lock they are
+        # computed under can be neither reset nor amended in its core (prereg lock/amend)
+        store.record_outcomes(lock_sha256=study.lock.sha256, design=study.design.path.name)
     n = dropped = 0
     for keys, temps in ((real_keys, plan.temperatures), (synth_keys, (1.0,))):
         if keys:

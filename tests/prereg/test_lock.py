@@ -298,3 +298,30 @@ def test_descriptor_columns_need_locked_covariates(design_file):
     lock_design(design_file)
     with pytest.raises(PreregistrationError, match="no covariate names.*prereg amend"):
         check_descriptor_columns(require_locked(design_file), ["native__q"])
+
+
+OUTCOMES = {"time": "2026-01-01T00:00:00+00:00", "lock_sha256": "f" * 64, "store": "S"}
+
+
+def test_outcomes_refuse_a_new_lock_and_freeze_the_core(design_file):
+    with pytest.raises(PreregistrationError, match="outcomes exist since 2026-01-01") as err:
+        lock_design(design_file, outcomes=OUTCOMES)
+    assert err.value.name == "design" and "f" * 64 in str(err.value)
+    assert not lock_path(design_file).exists()
+    first = lock_design(design_file, features=FEATURES, versions=VERSIONS)
+    text = design_file.read_text()
+    design_file.write_text(text.replace('title = "toy"', 'title = "toy study"'))
+    rec = amend_design(design_file, reason="title", outcomes=OUTCOMES)
+    assert rec["amendments"][-1]["sections"] == ["title"]
+    assert rec["amendments"][-1]["outcomes_existed"] is True
+    assert rec["locked_at"] == first["locked_at"]
+    assert rec["relocked_at"] == rec["amendments"][-1]["time"]
+    assert (
+        "Sections changed: [title] (outcomes existed)" in deviations_path(design_file).read_text()
+    )
+    design_file.write_text(design_file.read_text().replace("alpha = 0.05", "alpha = 0.1"))
+    with pytest.raises(PreregistrationError, match=r"changes \[inference\], refused") as err:
+        amend_design(design_file, reason="looser", outcomes=OUTCOMES)
+    assert err.value.name == "inference"
+    # without outcomes (before the first bracket) the same amendment is accepted
+    assert amend_design(design_file, reason="looser")["amendments"][-1]["sections"] == ["inference"]
