@@ -105,6 +105,16 @@ def test_rebuilt_attention_matches_onnx_runtime(dino):
     assert check.to_frame()["passed"].all()
 
 
+def test_loader_verifies_on_demand():
+    pytest.importorskip("onnxruntime")
+    from analysis.sources.families.dinov2_onnx import load_dinov2_onnx_checkpoint
+
+    plain = load_dinov2_onnx_checkpoint(packaged_checkpoint("dinov2"))
+    assert "onnx_max_abs" not in plain.meta  # not on every load
+    checked = load_dinov2_onnx_checkpoint(packaged_checkpoint("dinov2"), verify=True)
+    assert 0 <= checked.meta["onnx_max_abs"] <= 1e-4
+
+
 def test_swapped_q_weights_are_caught(backbone, dino):
     pytest.importorskip("onnxruntime")
     from analysis.sources.families.dinov2_onnx import build_dinov2, verify_against_onnx
