@@ -7,7 +7,12 @@ screen and which columns are diagnostics are arguments (in a study, the descript
 registry supplies them).
 """
 
-from analysis.compare.covariates import PreparedCovariates, prepare_covariates
+from analysis.compare.covariates import (
+    Calibration,
+    PreparedCovariates,
+    head_folds,
+    prepare_covariates,
+)
 from analysis.compare.estimators import (
     FittedModel,
     IntervalRegression,
@@ -32,6 +37,7 @@ __all__ = [
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",
+    "Calibration",
     "ComparisonResult",
     "FittedModel",
     "HeadLevelResult",
@@ -44,6 +50,7 @@ __all__ = [
     "fit_interval",
     "fit_ols",
     "fit_ridge",
+    "head_folds",
     "head_level_analysis",
     "interval_loglik",
     "interval_sq_loss",

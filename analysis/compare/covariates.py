@@ -1,7 +1,10 @@
 """Covariate preparation: logs, calibration, standardization, collinearity.
 
 Columns are named ``BLOCK__feature``. Everything that is learned (isotonic maps, means,
-standard deviations, which columns survive) is learned on training rows only.
+standard deviations, which columns survive) is learned on training rows only. The
+isotonic maps can be cross-fitted (:class:`Calibration`): a training row is then
+calibrated by maps fitted on the other folds of training heads, so a head's own outcomes
+never enter its own calibrated covariates.
 
 This package knows no block by name: which blocks are calibrated, the order in which
 blocks enter the collinearity screen and which columns are diagnostics (never covariates)
@@ -25,12 +28,136 @@ from sklearn.isotonic import IsotonicRegression
 from analysis.validation import ParameterError
 
 __all__ = [
+    "CALIBRATION_MODES",
+    "Calibration",
     "PreparedCovariates",
     "block_columns",
     "greedy_independent",
+    "head_folds",
     "model_feature_columns",
     "prepare_covariates",
 ]
+
+
+#: How a calibrated block's isotonic maps meet the training rows (:class:`Calibration`).
+CALIBRATION_MODES: tuple[str, ...] = ("in-sample", "cross-fitted")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How the isotonic calibration maps are fitted and applied to training rows.
+
+    ``Calibration()`` is in-sample: one map per covariate, fitted on every training row
+    and applied to every row. ``Calibration(folds=K, seed=S)`` is cross-fitted by head:
+    the training heads are split into K folds (:func:`head_folds`), a training
+    row's calibrated value comes from the map fitted on the training rows of the other
+    folds, and held-out rows use the map fitted on all training rows.
+
+    Attributes
+    ----------
+    folds : int or None
+        K >= 2 for cross-fitting; None for in-sample.
+    seed : int or None
+        The seed the fold assignment derives from (an int >= 0 when cross-fitted, None
+        otherwise); a study passes the design's ``[inference] seed``.
+
+    Notes
+    -----
+    In-sample maps have about as many steps as there are distinct training outcomes
+    they can follow, so on the training rows they absorb part of each head's own
+    deviation (head effects): the baseline looks better in sample than on new heads,
+    and a richer block fitted next to it has less left to explain. Cross-fitted
+    training values are, like held-out values, predictions for heads the map did not
+    see.
+    """
+
+    folds: int | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.folds is None:
+            if self.seed is not None:
+                raise ParameterError(
+                    "calibration", "no seed for in-sample calibration (folds=None)", self.seed
+                )
+            return
+        if not _is_int(self.folds) or self.folds < 2:
+            raise ParameterError("calibration", "a number of folds K >= 2 (an integer)", self.folds)
+        if not _is_int(self.seed) or self.seed < 0:
+            raise ParameterError(
+                "calibration", "a seed (an integer >= 0) for the fold assignment", self.seed
+            )
+
+    @property
+    def mode(self) -> str:
+        """``"cross-fitted"`` or ``"in-sample"`` (:data:`CALIBRATION_MODES`)."""
+        return "in-sample" if self.folds is None else "cross-fitted"
+
+    def describe(self) -> str:
+        """``"cross-fitted by head, 5 folds (seed 20261202)"`` or ``"in-sample"``."""
+        if self.folds is None:
+            return "in-sample"
+        return f"cross-fitted by head, {self.folds} folds (seed {self.seed})"
+
+
+def head_folds(clusters: np.ndarray, train: np.ndarray, *, folds: int, seed: int) -> np.ndarray:
+    """Assign whole training heads to ``folds`` folds, reproducibly from ``seed``.
+
+    Parameters
+    ----------
+    clusters : array (n,)
+        Head (cluster) of each row; compared as strings.
+    train : array of bool (n,)
+        Training rows; only their heads are assigned.
+    folds : int, keyword-only
+        K >= 2, at most the number of training heads.
+    seed : int, keyword-only
+        Seed of the assignment (a study passes its ``[inference] seed``).
+
+    Returns
+    -------
+    numpy.ndarray of int (n,)
+        Fold ``0..K-1`` of each training row (equal for all rows of a head), -1 on the
+        other rows.
+
+    Raises
+    ------
+    ParameterError
+        Named ``calibration`` when K is not an integer >= 2 or exceeds the number of
+        training heads.
+
+    Notes
+    -----
+    The training heads are sorted (as strings); with
+    ``rng = numpy.random.default_rng(numpy.random.SeedSequence(seed).spawn(1)[0])`` (the
+    first child stream of the seed, so independent of a bootstrap seeded with
+    ``default_rng(seed)``) and ``order = rng.permutation(H)``, head ``order[i]`` gets
+    fold ``i % K``: fold sizes differ by at most one head. Held-out rows play no part,
+    so the assignment depends only on the training heads' ids and the seed.
+    """
+    spec = Calibration(folds=folds, seed=seed)  # validates K and the seed
+    clusters = np.asarray(clusters).astype(str)
+    train = np.asarray(train, dtype=bool)
+    if clusters.shape != train.shape or clusters.ndim != 1:
+        raise ParameterError("train", "a boolean mask as long as clusters", train.shape)
+    heads = np.unique(clusters[train])
+    if spec.folds > len(heads):
+        raise ParameterError(
+            "calibration",
+            f"at most as many folds as training heads ({len(heads)})",
+            f"cross-fitted by head, {spec.folds} folds",
+        )
+    rng = np.random.default_rng(np.random.SeedSequence(spec.seed).spawn(1)[0])
+    order = rng.permutation(len(heads))
+    head_fold = np.empty(len(heads), dtype=int)
+    head_fold[order] = np.arange(len(heads)) % spec.folds
+    out = np.full(len(clusters), -1, dtype=int)
+    out[train] = head_fold[np.searchsorted(heads, clusters[train])]
+    return out
 
 
 def block_columns(
@@ -82,20 +209,32 @@ class PreparedCovariates:
     dropped : pandas.DataFrame
         Columns ``model``, ``column``, ``reason`` (``constant`` or ``collinear``).
     calibrations : mapping
-        Column -> ``(x, y)``, the knots of its isotonic calibration map (the fit's
-        ``X_thresholds_`` and ``y_thresholds_``, on the logged scale for ``log_columns``);
-        only columns of calibrated blocks whose training values are not all equal.
-        Read-only.
+        Column -> ``(x, y)``, the knots of its isotonic calibration map fitted on all
+        training rows (the fit's ``X_thresholds_`` and ``y_thresholds_``, on the logged
+        scale for ``log_columns``); only columns of calibrated blocks whose training
+        values are not all equal. It calibrates the held-out rows, and the training rows
+        too when calibration is in-sample. Read-only.
     centers, scales : mapping
         Column -> training mean and SD used to standardize it (after log and
         calibration), for every covariate of the models, constant ones included.
         Read-only.
+    fold_calibrations : mapping
+        Cross-fitted calibration only (else empty): column -> one ``(x, y)`` per fold, in
+        fold order, the knots of the map fitted on the training rows of the other folds
+        and applied to this fold's training rows. Read-only.
+    calibration_folds : numpy.ndarray or None
+        The fold of each row (-1 outside training) when cross-fitted, else None.
+        Read-only.
+    calibrated : mapping
+        Column of ``calibrations`` -> its calibrated values on every row, before
+        standardization (cross-fitted on training rows when ``calibration_folds`` is
+        set). Read-only.
 
     Notes
     -----
-    ``calibrations``, ``centers``, ``scales``, ``columns`` and ``dropped`` are everything
-    the preparation learns; all of it is learned on training rows, which is what lets a
-    test show that held-out rows cannot change it.
+    ``calibrations``, ``fold_calibrations``, ``centers``, ``scales``, ``columns`` and
+    ``dropped`` are everything the preparation learns; all of it is learned on training
+    rows, which is what lets a test show that held-out rows cannot change it.
     """
 
     matrices: dict[str, np.ndarray]
@@ -104,6 +243,13 @@ class PreparedCovariates:
     calibrations: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)
     centers: Mapping[str, float] = field(repr=False)
     scales: Mapping[str, float] = field(repr=False)
+    fold_calibrations: Mapping[str, tuple[tuple[np.ndarray, np.ndarray], ...]] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False
+    )
+    calibration_folds: np.ndarray | None = field(default=None, repr=False)
+    calibrated: Mapping[str, np.ndarray] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False
+    )
 
 
 def greedy_independent(
@@ -144,10 +290,41 @@ def _midpoints(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return 0.5 * (lower + upper)
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
-    out = np.array(a, dtype=float)  # a copy: the fitted estimator keeps its own
+def _read_only(a: np.ndarray, dtype: type = float) -> np.ndarray:
+    out = np.array(a, dtype=dtype)  # a copy: the fitted estimator keeps its own
     out.flags.writeable = False
     return out
+
+
+def _isotonic(x: np.ndarray, y: np.ndarray) -> IsotonicRegression:
+    """``IsotonicRegression(increasing="auto", out_of_bounds="clip")`` fitted to (x, y)."""
+    iso = IsotonicRegression(increasing="auto", out_of_bounds="clip")
+    with warnings.catch_warnings():
+        # "auto" picks the direction from the sign of Spearman's rho and warns when its
+        # CI spans 0; the fit is valid either way
+        warnings.simplefilter("ignore", UserWarning)
+        iso.fit(x, y)
+    return iso
+
+
+def _knots(iso: IsotonicRegression) -> tuple[np.ndarray, np.ndarray]:
+    return _read_only(iso.X_thresholds_), _read_only(iso.y_thresholds_)
+
+
+def _check_folds(folds: object, train: np.ndarray) -> np.ndarray:
+    """Validated per-row fold labels (training rows: ints >= 0, at least two folds)."""
+    f = np.asarray(folds)
+    if f.shape != train.shape or not np.issubdtype(f.dtype, np.integer):
+        raise ParameterError(
+            "calibration_folds", "an integer fold label per row (or None)", getattr(f, "shape", f)
+        )
+    if np.any(f[train] < 0) or len(np.unique(f[train])) < 2:
+        raise ParameterError(
+            "calibration_folds",
+            "labels >= 0 on training rows, with at least two folds",
+            np.unique(f[train]).tolist(),
+        )
+    return f.astype(int)
 
 
 def prepare_covariates(
@@ -159,6 +336,7 @@ def prepare_covariates(
     calibrate_blocks: Sequence[str] = (),
     block_order: Sequence[str] = (),
     diagnostic_columns: Collection[str] = (),
+    calibration_folds: np.ndarray | None = None,
     tol: float = 1e-8,
 ) -> PreparedCovariates:
     """Build each model's covariate matrix from a tidy table.
@@ -183,6 +361,12 @@ def prepare_covariates(
     diagnostic_columns : collection of str, keyword-only
         Columns that are never covariates even when their block is in a model (default
         none: every ``block__feature`` column of a model's blocks is a covariate).
+    calibration_folds : array of int or None, keyword-only
+        None (default): in-sample calibration, each map fitted on all training rows and
+        applied to every row. Else a fold label per row (labels of non-training rows
+        are ignored; :func:`head_folds` assigns whole heads): cross-fitted
+        calibration, each training row calibrated by the map fitted on the training
+        rows of the other folds, every other row by the map fitted on all training rows.
     tol : float, keyword-only
         Relative tolerance for constant and collinear columns.
 
@@ -196,7 +380,10 @@ def prepare_covariates(
     calibrated block becomes ``g(x)``, where ``g`` is
     ``IsotonicRegression(increasing="auto", out_of_bounds="clip")`` fitted to training
     midpoints ``(a + b) / 2`` on ``x`` (training rows with a non-finite midpoint are
-    skipped); (3) standardization ``(x - m) / s`` with training mean and SD; a column
+    skipped); cross-fitted, a training row of fold k gets ``g_(-k)(x)``, with ``g_(-k)``
+    fitted the same way on the training rows outside fold k, and the other rows
+    ``g(x)`` (a column whose training values are all equal is not calibrated either
+    way); (3) standardization ``(x - m) / s`` with training mean and SD; a column
     with ``s <= tol * max(1, |m|)`` is dropped as constant; (4) per model, a pivoted QR
     in ``block_order`` (then the model's other blocks), columns of a block in table
     order: column j is
@@ -217,6 +404,7 @@ def prepare_covariates(
     train = np.asarray(train, dtype=bool)
     if train.shape != (len(table),) or not train.any():
         raise ParameterError("train", "a boolean mask with at least one training row", train)
+    folds = None if calibration_folds is None else _check_folds(calibration_folds, train)
     cols_all = list(table.columns)
     model_cols = {
         m: model_feature_columns(
@@ -235,6 +423,8 @@ def prepare_covariates(
 
     values: dict[str, np.ndarray] = {}
     calibrations: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    fold_calibrations: dict[str, tuple[tuple[np.ndarray, np.ndarray], ...]] = {}
+    calibrated: dict[str, np.ndarray] = {}
     centers: dict[str, float] = {}
     scales: dict[str, float] = {}
     dropped: list[tuple[str, str, str]] = []
@@ -254,14 +444,28 @@ def prepare_covariates(
         if c.split("__", 1)[0] in calibrate_blocks:
             xf = x[fit_rows]
             if xf.size and np.ptp(xf) > 0:
-                iso = IsotonicRegression(increasing="auto", out_of_bounds="clip")
-                with warnings.catch_warnings():
-                    # "auto" picks the direction from the sign of Spearman's rho and
-                    # warns when its CI spans 0; the fit is valid either way
-                    warnings.simplefilter("ignore", UserWarning)
-                    iso.fit(xf, mid[fit_rows])
-                x = iso.predict(x)
-                calibrations[c] = (_read_only(iso.X_thresholds_), _read_only(iso.y_thresholds_))
+                iso = _isotonic(xf, mid[fit_rows])
+                calibrations[c] = _knots(iso)
+                z = iso.predict(x)
+                if folds is not None:
+                    # out of fold: a training head never meets a map fitted on its own
+                    # outcomes (an in-sample map absorbs part of each head's effect)
+                    per_fold = []
+                    for k in np.unique(folds[train]):
+                        rows = fit_rows & (folds != k)
+                        if not rows.any():
+                            raise ParameterError(
+                                "calibration",
+                                "training cells with a finite midpoint outside every fold",
+                                f"none outside fold {int(k)}",
+                            )
+                        iso_k = _isotonic(x[rows], mid[rows])
+                        apply = train & (folds == k)
+                        z[apply] = iso_k.predict(x[apply])
+                        per_fold.append(_knots(iso_k))
+                    fold_calibrations[c] = tuple(per_fold)
+                x = z
+                calibrated[c] = _read_only(z)
         m = float(x[train].mean())
         s = float(x[train].std())
         centers[c], scales[c] = m, s
@@ -295,4 +499,7 @@ def prepare_covariates(
         calibrations=MappingProxyType(calibrations),
         centers=MappingProxyType(centers),
         scales=MappingProxyType(scales),
+        fold_calibrations=MappingProxyType(fold_calibrations),
+        calibration_folds=None if folds is None else _read_only(folds, int),
+        calibrated=MappingProxyType(calibrated),
     )

@@ -16,7 +16,9 @@ from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
 from analysis.compare.covariates import (
+    Calibration,
     PreparedCovariates,
+    head_folds,
     model_feature_columns,
     prepare_covariates,
 )
@@ -67,6 +69,10 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "base_grad_norm",
     "rich_grad_norm",
     "status",
+    # how the calibration maps met the training cells (added last, as above)
+    "calibration",
+    "calibration_folds",
+    "calibration_seed",
 )
 #: ``status`` of a pair whose two fits converged.
 FIT_OK = "ok"
@@ -102,6 +108,10 @@ class ComparisonResult:
         The covariate preparation the fits used: its calibration maps, training means and
         SDs, kept and dropped columns, and every row's design matrix (held-out rows
         included, built with what was learned on training rows).
+    calibration : Calibration
+        In-sample or cross-fitted by head (K folds, seed); also the frame's
+        ``calibration`` (mode), ``calibration_folds`` and ``calibration_seed`` columns
+        (None when in-sample).
     """
 
     frame: pd.DataFrame = field(repr=False)
@@ -115,6 +125,7 @@ class ComparisonResult:
     lock_sha256: str | None
     fits: dict = field(repr=False)
     covariates: PreparedCovariates = field(repr=False)
+    calibration: Calibration = field(default_factory=Calibration)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
@@ -138,6 +149,7 @@ class ComparisonResult:
             f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
             f"cluster bootstrap over held-out heads, B = {self.n_boot}; alpha = {self.alpha}; "
             "adds information = Holm p < alpha and CI low > 0",
+            f"calibration of calibrated blocks: {self.calibration.describe()}",
         ]
         for _, r in f.iterrows():
             if r.status == FIT_FAILED:
@@ -301,6 +313,7 @@ def compare_nested(
     block_order: Sequence[str] = (),
     diagnostic_columns: Collection[str] = (),
     maxiter: int = 200,
+    calibration: Calibration | None = None,
 ) -> ComparisonResult:
     """Fit nested models on training cells and compare them on held-out cells.
 
@@ -340,6 +353,12 @@ def compare_nested(
         Iteration cap of each interval fit (see
         :func:`~analysis.compare.estimators.fit_interval`); ignored by the closed-form
         ``ols`` and ``ridge``.
+    calibration : Calibration or None, keyword-only
+        How the maps of ``calibrate_blocks`` meet the training cells: None (default) or
+        ``Calibration()`` in-sample; ``Calibration(folds=K, seed=S)`` cross-fitted by
+        head (:func:`~analysis.compare.covariates.head_folds` over the training heads;
+        held-out cells always use the maps fitted on all training cells). K larger than
+        the number of training heads raises a ParameterError named ``calibration``.
 
     Returns
     -------
@@ -387,6 +406,10 @@ def compare_nested(
     if not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
         raise ParameterError("ci_level", "a number in (0, 1)", ci_level)
     rng = check_random_state(random_state)
+    if calibration is None:
+        calibration = Calibration()
+    if not isinstance(calibration, Calibration):
+        raise ParameterError("calibration", "a Calibration or None", calibration)
     family = _pair_list("family", family)
     extra_pairs = _pair_list("extra_pairs", extra_pairs)
     if not family:
@@ -422,6 +445,11 @@ def compare_nested(
     pairs = family + extra_pairs
     used = list(dict.fromkeys(m for p in pairs for m in p))
     train = ~held
+    folds = (
+        None
+        if calibration.folds is None
+        else head_folds(clusters, train, folds=calibration.folds, seed=calibration.seed)
+    )
     prep = prepare_covariates(
         table,
         {m: models[m] for m in used},
@@ -430,6 +458,7 @@ def compare_nested(
         calibrate_blocks=calibrate_blocks,
         block_order=block_order,
         diagnostic_columns=diagnostic_columns,
+        calibration_folds=folds,
     )
 
     lo_h, up_h = lower[held], upper[held]
@@ -499,6 +528,9 @@ def compare_nested(
                     "n_heads": n_heads,
                     "lock_sha256": lock_sha256,
                     **_fit_columns(fits[b], fits[r]),
+                    "calibration": calibration.mode,
+                    "calibration_folds": calibration.folds,
+                    "calibration_seed": calibration.seed,
                     "_in_family": (b, r) in family,
                 }
             )
@@ -540,4 +572,5 @@ def compare_nested(
         lock_sha256=lock_sha256,
         fits=fits,
         covariates=prep,
+        calibration=calibration,
     )

@@ -33,6 +33,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10 with the tomli bac
 __all__ = [
     "REQUIRED_SECTIONS",
     "KNOWN_METRICS",
+    "CROSS_FITTED_CALIBRATION",
+    "parse_calibration",
     "Design",
     "canonical_bytes",
     "design_sha256",
@@ -59,6 +61,52 @@ REQUIRED_SECTIONS: tuple[str, ...] = (
 KNOWN_METRICS: tuple[str, ...] = ("interval_sq_loss", "interval_loglik", "spearman_mid")
 EFFORTS: tuple[str, ...] = ("fast", "default", "thorough")
 _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+#: The accepted cross-fitted ``[descriptors] calibration``, with K the number of folds.
+CROSS_FITTED_CALIBRATION = "cross-fitted by head, K folds"
+_CROSS_FITTED_RE = re.compile(r"^cross-fitted by head, ([0-9]+) folds$")
+
+
+def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> int | None:
+    """The number of cross-fitting folds K a design's ``[descriptors] calibration`` states.
+
+    Parameters
+    ----------
+    value : str or None
+        The key's value (None when the design has no such key).
+    name : str, keyword-only
+        Named in errors.
+
+    Returns
+    -------
+    int or None
+        K for ``"cross-fitted by head, K folds"`` (K an integer >= 2); None for the
+        in-sample calibration: ``"in-sample"``, a missing key, or the free text of a
+        design written before the key was parsed (any text that mentions neither
+        "cross" nor "fold", such as the first shipped designs' description of the
+        isotonic fit). Older designs keep their in-sample calibration that way.
+
+    Raises
+    ------
+    ParameterError
+        Named ``name``: not a string, or text that mentions cross-fitting or folds in
+        any other form than the exact one (a misspelt cross-fit is never read as
+        in-sample), or K < 2.
+    """
+    if value is None:
+        return None
+    allowed = f'"{CROSS_FITTED_CALIBRATION}" (K an integer >= 2) or "in-sample"'
+    if not isinstance(value, str):
+        raise ParameterError(name, allowed, value)
+    m = _CROSS_FITTED_RE.match(value)
+    if m:
+        k = int(m.group(1))
+        if k < 2:
+            raise ParameterError(name, allowed, value)
+        return k
+    low = value.lower()
+    if "cross" in low or "fold" in low:
+        raise ParameterError(name, allowed, value)
+    return None  # "in-sample", or the legacy free-text description
 
 
 def canonical_bytes(parsed: Mapping[str, Any]) -> bytes:
@@ -112,6 +160,12 @@ class Design:
         return {k: tuple(v) for k, v in self.data["models"].items()}
 
     @property
+    def calibration_folds(self) -> int | None:
+        """K when ``[descriptors] calibration`` is cross-fitted by head, else None
+        (in-sample; see :func:`parse_calibration`)."""
+        return parse_calibration(self.data["descriptors"].get("calibration"))
+
+    @property
     def family(self) -> tuple[tuple[str, str], ...]:
         return tuple((a, b) for a, b in self.data["inference"]["family"])
 
@@ -129,10 +183,15 @@ class Design:
         -------
         dict
             ``family``, ``extra_pairs``, ``estimator``, ``metrics``, ``primary_metric``,
-            ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed).
+            ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed),
+            ``calibration`` (``analysis.compare.Calibration``: cross-fitted by head with
+            :attr:`calibration_folds` folds and the inference seed, or in-sample).
             The caller adds the table, ``self.models``, ``log_columns`` and the lock hash.
         """
+        from analysis.compare.covariates import Calibration  # sklearn: only when needed
+
         inf = self.data["inference"]
+        k = self.calibration_folds
         met = self.data["metrics"]
         metrics = [met["primary"]] + [m for m in met.get("secondary", []) if m != met["primary"]]
         return {
@@ -145,6 +204,9 @@ class Design:
             "alpha": float(inf["alpha"]),
             "ci_level": float(inf.get("ci_level", 0.95)),
             "random_state": int(inf["seed"]),
+            "calibration": Calibration()
+            if k is None
+            else Calibration(folds=k, seed=int(inf["seed"])),
         }
 
 
@@ -261,6 +323,7 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     plugins = _str_list(
         "descriptors.plugins", _need(desc, "plugins", "descriptors."), nonempty=False
     )
+    folds = parse_calibration(desc.get("calibration"))
     builtin = {"baseline", "baseline_plus", "native", "intrinsic"}
     # A plugin module may register blocks under any name, so without plugins every block
     # must be built in; with plugins the runner checks, after importing them, that every
@@ -374,6 +437,13 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
         if unknown:
             raise ParameterError(
                 "held_out.heads", "ids of the design's real-checkpoint heads", unknown
+            )
+        # the run checks again on the heads that have cells (exclusions can drop some)
+        if folds is not None and folds > len(pop) - len(heads):
+            raise ParameterError(
+                "descriptors.calibration",
+                f"at most as many folds as training heads ({len(pop) - len(heads)})",
+                desc.get("calibration"),
             )
 
     # outcome

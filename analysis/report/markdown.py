@@ -29,7 +29,7 @@ from analysis.report.tables import (
     synthetic_cells,
 )
 
-__all__ = ["hypothesis_sentences", "render_report"]
+__all__ = ["calibration_sentence", "hypothesis_sentences", "render_report"]
 
 METRIC_NAMES = {
     "interval_sq_loss": "interval squared loss",
@@ -165,6 +165,44 @@ def _compact_comparison(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.loc[:, [c for c in cols if c in frame.columns]]
 
 
+def calibration_sentence(results: StudyResults) -> str:
+    """The methods sentence on how the calibration maps met the training cells.
+
+    Read from what the comparison ran with (``provenance["calibration"]``, else the
+    comparison frame's ``calibration`` columns); before the comparison has run, the
+    design's ``[descriptors] calibration`` text is quoted.
+    """
+    cal = dict(results.provenance.get("calibration") or {})
+    frame = results.comparison
+    if not cal and frame is not None and "calibration" in frame.columns and len(frame):
+        r = frame.iloc[0]
+        cal = {"mode": r["calibration"]}
+        if not pd.isna(r.get("calibration_folds")):
+            cal["folds"] = int(r["calibration_folds"])
+            cal["seed"] = int(r["calibration_seed"])
+    mode = cal.get("mode")
+    if mode == "cross-fitted":
+        return (
+            f"Calibration: cross-fitted by head, {format_value(cal.get('folds'))} folds "
+            f"(seed {format_value(cal.get('seed'))}): each training cell's calibrated "
+            "covariates come from isotonic maps fitted on the training heads of the other "
+            "folds, so no training head is calibrated with its own outcomes; held-out cells "
+            "use the maps fitted on all training heads."
+        )
+    if mode == "in-sample":
+        return (
+            "Calibration: in-sample: the isotonic maps are fitted on all training cells and "
+            "applied to those same cells (and to the held-out cells), so they can absorb "
+            "part of each training head's own effect."
+        )
+    text = (results.design.get("descriptors", {}) or {}).get("calibration")
+    return (
+        f'Calibration as the design states it: "{text}" (the comparison has not run).'
+        if text
+        else "Calibration: not stated in the design (in-sample)."
+    )
+
+
 def _amendments(prov: Mapping[str, Any]) -> list[str]:
     """The "Amendments" section: every amendment of the lock since its first lock."""
     L = ["## Amendments", ""]
@@ -285,6 +323,8 @@ def render_report(
             else ""
         )
         + f". Estimator: {inf.get('estimator', 'interval')} fits on training cells.",
+        "",
+        calibration_sentence(results),
         "",
     ]
     fam = inf.get("family", []) or []

@@ -73,7 +73,10 @@ class StudyResults:
     provenance : dict
         ``design_sha256``, ``lock_sha256``, ``held_out_sha256``, ``package_version``,
         ``git_commit``, ``libraries`` (name -> version), ``seeds`` (name -> int),
-        ``effort``, ``stage_seconds`` (stage -> wall seconds), ``created`` (ISO time).
+        ``effort``, ``stage_seconds`` (stage -> wall seconds), ``created`` (ISO time);
+        once the comparison ran, ``calibration``: ``mode`` (``"cross-fitted"`` or
+        ``"in-sample"``), ``folds``, ``seed`` and ``description`` of the calibration
+        maps it used.
     lr_tests : pandas.DataFrame or None
         Optional: the confirmatory result's ``lr_tests`` (in-sample likelihood-ratio
         tests, a pre-specified secondary test): ``pair``, ``base_model``, ``rich_model``,

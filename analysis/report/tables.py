@@ -256,7 +256,8 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
         ``hypothesis``, ``kind`` (from the design; empty for pairs without one),
         ``holm_family`` (the pair is in the design's Holm family), then the comparison's
         own columns ``pair`` ... ``n_heads`` and the fit diagnostics ``base_converged``
-        ... ``status`` unchanged (``lock_sha256`` goes to the provenance block). Rows
+        ... ``status`` unchanged (``lock_sha256`` and the ``calibration`` columns go to
+        the provenance block). Rows
         ordered by metric (primary first) then hypothesis order. None when that
         comparison has not run.
     """
@@ -275,7 +276,8 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
             "holm_family": f["pair"].isin(family) if family else f["p_holm"].notna(),
         }
     )
-    keep = [c for c in RESULT_COLUMNS if c != "lock_sha256"]  # the hash is in provenance
+    # the hash and the calibration (one value per run) are in the provenance block
+    keep = [c for c in RESULT_COLUMNS if c != "lock_sha256" and not c.startswith("calibration")]
     out = pd.concat([out, f[[c for c in keep if c in f.columns]]], axis=1)
     order = {p: i for i, p in enumerate(hyp)}
     metrics = _metric_order(results.design, list(dict.fromkeys(out["metric"])))

@@ -2,7 +2,8 @@
 
 The descriptor table's covariate columns must be the ones the lock lists for each block
 (``analysis.prereg.check_descriptor_columns``). Held-out rows are released once, the result
-stamped with the lock hash; the OLS
+stamped with the lock hash; the calibration maps are in-sample or cross-fitted by head as
+the design's ``[descriptors] calibration`` says (``Design.comparison_kwargs``); the OLS
 sensitivity refit and the exploratory head-level analysis (training heads only) follow.
 Everything is stored with a hash of its inputs, so an unchanged study is not refitted.
 """
@@ -153,9 +154,9 @@ def compare_stage(
     keep = ["cell_key", "cluster", "y_lower", "y_upper", "input_id", "length", *model_cols]
     table = table.loc[:, keep].sort_values("cell_key").reset_index(drop=True)
     log_cols = [c for c in logs if c in model_cols]
-    # compare/4: results carry the fits' convergence diagnostics and status, and the key
-    # holds the lock hash, not only the design's: an amended block refits and restamps
-    digest = f"compare/4:{_frame_digest(table)}:{study.lock.sha256}"
+    # compare/5: results carry the calibration (mode, folds, seed) besides the fits'
+    # diagnostics; the key holds the lock hash, so an amended design or block refits
+    digest = f"compare/5:{_frame_digest(table)}:{study.lock.sha256}"
     record_file = paths.results / "compare.json"
     record = read_json(record_file, {})
     if record.get("inputs_sha256") == digest and all(
@@ -199,6 +200,12 @@ def compare_stage(
         ),
         "excluded": excluded,
         "n_cells": len(table),
+        "calibration": {
+            "mode": res.calibration.mode,
+            "folds": res.calibration.folds,
+            "seed": res.calibration.seed,
+            "description": res.calibration.describe(),
+        },
         "head_level_meta": {
             "residual_icc": float(hl.residual_icc),
             "base_model": hl.base_model,

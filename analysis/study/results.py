@@ -240,6 +240,9 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
 
     if stages is None:
         stages = read_json(paths.stages_file, {})
+    prov = provenance(study, stages)
+    if "calibration" in record:  # what the stored comparison ran with
+        prov["calibration"] = dict(record["calibration"])
     return StudyResults(
         study=paths.design.stem,
         title=str(design.data.get("title", paths.design.stem)),
@@ -251,7 +254,7 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
         head_level=frame("head_level.csv"),
         dropped_columns=list(record.get("dropped_columns", [])),
         excluded=dict(record.get("excluded", {})),
-        provenance=provenance(study, stages),
+        provenance=prov,
         lr_tests=frame("lr_tests.csv"),
         head_level_meta=dict(record.get("head_level_meta", {})),
         skipped=skipped,

@@ -8,7 +8,9 @@ and SDs), the collinearity screen's kept and dropped columns, the design matrice
 model's coefficients, sigma and in-sample log-likelihood, and the in-sample
 likelihood-ratio tests. Only the held-out metrics may move, and they must, or the
 perturbation was never seen. The same holds for the held-out cells' covariates, except
-that their own rows of the design matrices move with them.
+that their own rows of the design matrices move with them. Both calibrations are run:
+in-sample, and cross-fitted by head (then the fold assignment, every out-of-fold map and
+the training rows' cross-fitted values must stay bit-identical too).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import ComparisonResult, compare_nested
+from analysis.compare import Calibration, ComparisonResult, compare_nested
 from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
 
 LOG_COLUMNS = ["baseline__scale"]
@@ -38,7 +40,10 @@ def _table() -> pd.DataFrame:
     )
 
 
-def _run(table: pd.DataFrame, estimator: str) -> ComparisonResult:
+CALIBRATIONS = {"in_sample": Calibration(), "cross_fitted": Calibration(folds=4, seed=5)}
+
+
+def _run(table: pd.DataFrame, estimator: str, calibration: str) -> ComparisonResult:
     return compare_nested(
         table,
         MODELS,
@@ -48,6 +53,7 @@ def _run(table: pd.DataFrame, estimator: str) -> ComparisonResult:
         estimator=estimator,
         n_boot=199,
         random_state=0,
+        calibration=CALIBRATIONS[calibration],
         **COVARIATES,
     )
 
@@ -143,6 +149,23 @@ def _assert_same_fit(a: ComparisonResult, b: ComparisonResult, rows: np.ndarray)
         xb, yb = pb.calibrations[c]
         _same_bits(xa, xb, f"calibration knots x of {c}")
         _same_bits(ya, yb, f"calibration knots y of {c}")
+    assert a.calibration == b.calibration
+    if a.calibration.folds is None:
+        assert not pa.fold_calibrations and pa.calibration_folds is None
+    else:
+        # cross-fitted: the folds, each out-of-fold map and the values it gave
+        _same_bits(pa.calibration_folds, pb.calibration_folds, "fold assignment")
+        assert set(pa.fold_calibrations) == set(pb.fold_calibrations) == calibrated
+        for c, maps in pa.fold_calibrations.items():
+            assert len(maps) == len(pb.fold_calibrations[c]) == a.calibration.folds
+            for k, ((xa, ya), (xb, yb)) in enumerate(
+                zip(maps, pb.fold_calibrations[c], strict=True)
+            ):
+                _same_bits(xa, xb, f"fold {k} calibration knots x of {c}")
+                _same_bits(ya, yb, f"fold {k} calibration knots y of {c}")
+    assert set(pa.calibrated) == set(pb.calibrated) == calibrated
+    for c in pa.calibrated:  # calibrated values before standardization, on ``rows``
+        _same_bits(pa.calibrated[c][rows], pb.calibrated[c][rows], f"calibrated values of {c}")
     assert list(pa.centers) == list(pb.centers) and list(pa.scales) == list(pb.scales)
     for c in pa.centers:
         _same_bits(pa.centers[c], pb.centers[c], f"training mean of {c}")
@@ -182,21 +205,25 @@ def table() -> pd.DataFrame:
     return _table()
 
 
-@pytest.fixture(scope="module", params=["interval", "ols", "ridge"])
-def reference(request, table) -> tuple[str, ComparisonResult]:
-    return request.param, _run(table, request.param)
+@pytest.fixture(
+    scope="module",
+    params=[(e, c) for c in CALIBRATIONS for e in ("interval", "ols", "ridge")],
+    ids=lambda p: f"{p[0]}-{p[1]}",
+)
+def reference(request, table) -> tuple[tuple[str, str], ComparisonResult]:
+    return request.param, _run(table, *request.param)
 
 
 @pytest.mark.parametrize("change", list(BRACKETS))
 def test_held_out_brackets_change_no_fitted_object(table, reference, change):
-    estimator, before = reference
+    setting, before = reference
     held = table["held_out"].to_numpy()
     changed = BRACKETS[change](table, held, np.random.default_rng(7))
     pd.testing.assert_frame_equal(changed.loc[~held], table.loc[~held], check_exact=True)
     assert not changed.loc[held, ["y_lower", "y_upper"]].equals(
         table.loc[held, ["y_lower", "y_upper"]]
     )
-    after = _run(changed, estimator)
+    after = _run(changed, *setting)
     every_row = np.ones(len(table), dtype=bool)
     _assert_same_fit(before, after, every_row)
     _assert_scores_moved(before, after)
@@ -204,10 +231,10 @@ def test_held_out_brackets_change_no_fitted_object(table, reference, change):
 
 @pytest.mark.parametrize("change", list(COVARIATE_CHANGES))
 def test_held_out_covariates_change_no_fitted_object(table, reference, change):
-    estimator, before = reference
+    setting, before = reference
     held = table["held_out"].to_numpy()
     changed = COVARIATE_CHANGES[change](table, held, np.random.default_rng(7))
     pd.testing.assert_frame_equal(changed.loc[~held], table.loc[~held], check_exact=True)
-    after = _run(changed, estimator)
+    after = _run(changed, *setting)
     _assert_same_fit(before, after, ~held)
     _assert_scores_moved(before, after)

@@ -18,7 +18,7 @@ from analysis.prereg import (
     population,
     validate_design,
 )
-from analysis.prereg.design import tomllib
+from analysis.prereg.design import Design, parse_calibration, tomllib
 from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,3 +175,76 @@ def test_shipped_locks_carry_covariates_and_block_versions(name):
         assert facts["covariates"] and re.fullmatch(r"[0-9a-f]{64}", facts["version"]), b
     # the CLI computes the covariates and versions from the registry and compares
     assert main(["prereg", "check", str(SHIPPED / name)]) == 0
+
+
+# --- [descriptors] calibration ----------------------------------------------------------
+
+LEGACY_CALIBRATION = (
+    "each baseline covariate replaced by an increasing-or-decreasing isotonic fit of "
+    "training-cell midpoints on it"
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "folds"),
+    [
+        ("cross-fitted by head, 5 folds", 5),
+        ("cross-fitted by head, 2 folds", 2),
+        ("cross-fitted by head, 15 folds", 15),  # the toy design's 15 training heads
+        ("in-sample", None),
+        (LEGACY_CALIBRATION, None),  # the first shipped designs' free text: in-sample
+        (None, None),  # no key: in-sample
+    ],
+)
+def test_calibration_is_parsed(design_text, value, folds):
+    from analysis.compare import Calibration
+
+    data = tomllib.loads(design_text)
+    if value is not None:
+        data["descriptors"]["calibration"] = value
+    validate_design(data, require_held_out=False)
+    assert parse_calibration(value) == folds
+    design = Design(path=Path("toy.toml"), data=data, sha256=design_sha256(data))
+    assert design.calibration_folds == folds
+    want = Calibration() if folds is None else Calibration(folds=folds, seed=1)  # [inference] seed
+    assert design.comparison_kwargs()["calibration"] == want
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "cross-fitted by head, 1 folds",
+        "cross-fitted by head, 0 folds",
+        "cross-fitted by head, five folds",
+        "cross-fitted by head, 5 fold",
+        "Cross-fitted by head, 5 folds",
+        "cross-fitted by head,5 folds",
+        "cross-fitted, 5 folds",
+        "cross-fitted by cell, 5 folds",
+        "5-fold cross-fitting",
+        "out-of-fold isotonic maps",
+        5,
+        ["cross-fitted by head, 5 folds"],
+    ],
+)
+def test_calibration_other_forms_are_refused(design_text, value):
+    data = tomllib.loads(design_text)
+    data["descriptors"]["calibration"] = value
+    with pytest.raises(ParameterError, match="cross-fitted by head, K folds") as info:
+        validate_design(data, require_held_out=False)
+    assert info.value.name == "descriptors.calibration"
+
+
+def test_calibration_with_more_folds_than_training_heads_is_refused(design_file):
+    # the toy design: 20 heads, 5 held out, so 15 training heads
+    text = design_file.read_text()
+    design_file.write_text(
+        text.replace("plugins = []", 'plugins = []\ncalibration = "cross-fitted by head, 16 folds"')
+    )
+    with pytest.raises(ParameterError, match=r"training heads \(15\)") as info:
+        load_design(design_file)
+    assert info.value.name == "descriptors.calibration"
+    design_file.write_text(
+        text.replace("plugins = []", 'plugins = []\ncalibration = "cross-fitted by head, 15 folds"')
+    )
+    assert load_design(design_file).calibration_folds == 15

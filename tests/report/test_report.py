@@ -14,7 +14,7 @@ from PIL import Image
 from analysis.compare import compare_nested
 from analysis.report import BRACKET_COLUMNS, ReportFiles, build_report
 from analysis.report.figures import FIGURES
-from analysis.report.markdown import hypothesis_sentences, render_report
+from analysis.report.markdown import calibration_sentence, hypothesis_sentences, render_report
 from analysis.report.tables import (
     build_tables,
     comparison_table,
@@ -399,3 +399,57 @@ def test_only_synthetic_cells(study, tmp_path):
     assert "## Synthetic families (exploratory)" in text
     counts = read_back(files.tables["data"]["csv"]).set_index("item")["count"]
     assert counts["real_cells"] == 0 and counts["synthetic_cells"] == len(syn)
+
+
+# -- calibration ---------------------------------------------------------------------
+
+CROSS_FITTED = {
+    "mode": "cross-fitted",
+    "folds": 5,
+    "seed": 20261202,
+    "description": "cross-fitted by head, 5 folds (seed 20261202)",
+}
+
+
+def test_report_states_a_cross_fitted_calibration(study, tmp_path):
+    prov = {**study.provenance, "calibration": dict(CROSS_FITTED)}
+    files = build_report(dataclasses.replace(study, provenance=prov), tmp_path / "r")
+    text = files.report.read_text()
+    methods = text.split("## Amendments", 1)[0]  # in "What was pre-specified"
+    assert (
+        "Calibration: cross-fitted by head, 5 folds (seed 20261202): each training cell's "
+        "calibrated covariates come from isotonic maps fitted on the training heads of the "
+        "other folds" in methods
+    )
+    assert "held-out cells use the maps fitted on all training heads" in methods
+    assert json.loads(files.provenance.read_text())["calibration"] == CROSS_FITTED
+    assert "- calibration: `description=cross-fitted by head, 5 folds" in text
+    # one value per run: in provenance, not a column of the comparison tables
+    assert "calibration" not in read_back(files.tables["comparisons"]["csv"]).columns
+
+
+def test_report_states_an_in_sample_calibration(study, built):
+    # the fixture's comparison ran in-sample; no provenance entry: read from the frame
+    assert "calibration" not in study.provenance
+    text = built[0].report.read_text()
+    assert "Calibration: in-sample: the isotonic maps are fitted on all training cells" in text
+    assert calibration_sentence(study).startswith("Calibration: in-sample")
+
+
+def test_calibration_sentence_reads_the_comparison_frame_after_a_csv_round_trip(study, tmp_path):
+    frame = study.comparison.assign(
+        calibration="cross-fitted", calibration_folds=4, calibration_seed=9
+    )
+    frame.to_csv(tmp_path / "c.csv", index=False)
+    back = pd.read_csv(tmp_path / "c.csv")
+    s = calibration_sentence(dataclasses.replace(study, comparison=back))
+    assert s.startswith("Calibration: cross-fitted by head, 4 folds (seed 9): ")
+
+
+def test_calibration_sentence_before_the_comparison_quotes_the_design(edge_study):
+    design = {**edge_study.design, "descriptors": {"calibration": "cross-fitted by head, 3 folds"}}
+    s = calibration_sentence(dataclasses.replace(edge_study, design=design))
+    assert s == (
+        'Calibration as the design states it: "cross-fitted by head, 3 folds" '
+        "(the comparison has not run)."
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -87,6 +88,51 @@ def test_rerun_recomputes_and_reports_a_tampered_stored_profile(study_copy):
     run = run_study(study_copy, progress=False, say=said.append)
     assert run.computed["brackets"] == 0
     assert not any("re-verification" in line for line in said)
+
+
+def test_cross_fitted_calibration_is_run_and_reported(study_copy):
+    """An amended ``[descriptors] calibration`` refits the comparison cross-fitted by head
+    and the result, compare.json, provenance.json and report.md say so."""
+    import re
+
+    from analysis.cli import main
+    from analysis.prereg import load_design
+
+    paths = study_paths(study_copy)
+    before = pd.read_csv(paths.results / "comparison.csv")
+    # the stored comparison ran with the calibration its design states (the shipped
+    # designs' first free text reads as the legacy in-sample calibration)
+    k = load_design(study_copy).calibration_folds
+    assert (before["calibration"] == ("in-sample" if k is None else "cross-fitted")).all()
+    assert (
+        before["calibration_folds"].isna().all()
+        if k is None
+        else (before.calibration_folds == k).all()
+    )
+    text = study_copy.read_text(encoding="utf-8")
+    study_copy.write_text(
+        re.sub(r"(?m)^calibration = .*$", 'calibration = "cross-fitted by head, 3 folds"', text),
+        encoding="utf-8",
+    )
+    assert main(["prereg", "amend", str(study_copy), "--reason", "cross-fit by head"]) == 0
+    run_study(study_copy, **QUIET)
+    comp = pd.read_csv(paths.results / "comparison.csv")
+    assert tuple(comp.columns) == RESULT_COLUMNS
+    assert (comp["calibration"] == "cross-fitted").all()
+    assert (comp["calibration_folds"] == 3).all() and (comp["calibration_seed"] == 20261202).all()
+    assert not np.allclose(comp["base_value"], before["base_value"], rtol=0, atol=0)
+    record = json.loads((paths.results / "compare.json").read_text())
+    assert record["calibration"] == {
+        "mode": "cross-fitted",
+        "folds": 3,
+        "seed": 20261202,
+        "description": "cross-fitted by head, 3 folds (seed 20261202)",
+    }
+    assert "calibration of calibrated blocks: cross-fitted by head, 3 folds" in record["summary"]
+    prov = json.loads((paths.report / "provenance.json").read_text())
+    assert prov["calibration"] == record["calibration"]
+    report = (paths.report / "report.md").read_text()
+    assert "Calibration: cross-fitted by head, 3 folds (seed 20261202): " in report
 
 
 def test_report_builds_from_the_stored_study(finished_study, tmp_path):
