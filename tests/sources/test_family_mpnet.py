@@ -8,6 +8,8 @@ of every layer only with the captured bias.
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -26,10 +28,11 @@ CHECKPOINT = "sentence-transformers/all-mpnet-base-v2"
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
+    path = tmp_path_factory.mktemp("attnrank-cache")
     with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("attnrank-cache")
         mp.setenv("ATTNRANK_CACHE", str(path))
         yield path
+    shutil.rmtree(path)  # 843 MB: not left behind in pytest's kept temporary folders
 
 
 @pytest.fixture(scope="module")
