@@ -29,8 +29,9 @@ def softmax64(
     scale: float | np.ndarray,
     mask: np.ndarray | torch.Tensor | None = None,
     t: float = 1.0,
+    bias: np.ndarray | torch.Tensor | None = None,
 ) -> np.ndarray:
-    """Row softmax of ``scale * Q K^T / t`` in float64 on the CPU.
+    """Row softmax of ``(scale * Q K^T + bias) / t`` in float64 on the CPU.
 
     This is the single place where every certified matrix is built from stored arrays.
 
@@ -44,7 +45,11 @@ def softmax64(
     mask : bool array ``[L_q, L_k]`` (or broadcastable), optional
         True where a query may attend to a key. Masked entries come out exactly 0.
     t : float
-        Temperature; logits are divided by it.
+        Temperature; the whole logit (bias included) is divided by it.
+    bias : array broadcastable to ``[..., L_q, L_k]``, optional
+        An additive logit term that is not of the ``Q K^T`` form, as the model adds it
+        (e.g. MPNet's relative-position bias, one ``[L, L]`` per head). Finite; never a
+        mask (masked keys go in ``mask``).
 
     Returns
     -------
@@ -53,7 +58,10 @@ def softmax64(
     Notes
     -----
     ``A_ij = exp(S_ij - max_l S_il) / sum_l exp(S_il - max_l S_il)`` over allowed l, with
-    ``S = scale * Q K^T / t``. Subtracting the row maximum keeps every exponent <= 0.
+    ``S = (scale * Q K^T + bias) / t`` (``S = scale * Q K^T / t`` without a bias, computed
+    as ``(Q K^T) * (scale / t)``). A temperature divides the bias as well: it is part of
+    the logit the model feeds to its softmax. Subtracting the row maximum keeps every
+    exponent <= 0.
     """
     t = check_positive_finite("t", t)
     q = torch.as_tensor(np.asarray(Q), dtype=torch.float64, device="cpu")
@@ -61,7 +69,22 @@ def softmax64(
     if q.shape[-1] != k.shape[-1] or q.ndim < 2:
         raise ParameterError("Q, K", "arrays [..., L, d] with the same d", (q.shape, k.shape))
     s = torch.as_tensor(np.asarray(scale, dtype=np.float64))
-    logits = (q @ k.transpose(-1, -2)) * (s[..., None, None] / t)
+    if bias is None:
+        logits = (q @ k.transpose(-1, -2)) * (s[..., None, None] / t)
+    else:
+        b = torch.as_tensor(np.asarray(bias), dtype=torch.float64, device="cpu")
+        qk = q @ k.transpose(-1, -2)
+        try:
+            shape = torch.broadcast_shapes(qk.shape, b.shape)
+        except RuntimeError:
+            shape = None
+        if shape != qk.shape:
+            raise ParameterError(
+                "bias", f"an array broadcastable to the logits {tuple(qk.shape)}", tuple(b.shape)
+            )
+        if not bool(torch.isfinite(b).all()):
+            raise ParameterError("bias", "finite entries (masked keys go in mask)", "NaN or inf")
+        logits = (qk * s[..., None, None] + b) / t
     if mask is not None:
         m = torch.as_tensor(np.asarray(mask, dtype=bool))
         if not bool(m.any(-1).all()):

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pandas only for the approximant tables, not on the bracket 
 
 #: What :func:`load_matrices` accepts, for its error messages.
 NPY_INPUT = "a .npy file of attention matrices (M, N) or (H, M, N) (numpy.save)"
-NPZ_INPUT = "an `attnrank extract` .npz with arrays Q, K, scale (mask optional)"
+NPZ_INPUT = "an `attnrank extract` .npz with arrays Q, K, scale (mask, bias optional)"
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,13 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def _queries_keys(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """``Q``, ``K``, ``scale``, ``mask`` (None when not stored) of an extract ``.npz``, checked."""
-    z = read_npz(path, required=("Q", "K", "scale"), optional=("mask",), allowed=NPZ_INPUT)
-    Q, K, scale, mask = z["Q"], z["K"], z["scale"], z.get("mask")
+def _queries_keys(
+    path: Path,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """``Q``, ``K``, ``scale``, ``mask``, ``bias`` (None when not stored) of an extract
+    ``.npz``, checked."""
+    z = read_npz(path, required=("Q", "K", "scale"), optional=("mask", "bias"), allowed=NPZ_INPUT)
+    Q, K, scale, mask, bias = z["Q"], z["K"], z["scale"], z.get("mask"), z.get("bias")
     if not all(np.issubdtype(x.dtype, np.number) for x in (Q, K, scale)):
         raise ParameterError(
             "path", "numeric Q, K, scale", f"{path.name}: {(Q.dtype, K.dtype, scale.dtype)}"
@@ -78,7 +81,14 @@ def _queries_keys(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
             "Q, K [layer, head, L, d] and scale [layer, head]",
             (Q.shape, K.shape, scale.shape),
         )
-    return Q, K, scale, mask
+    L = Q.shape[2]
+    if bias is not None and (
+        bias.shape != (*Q.shape[:2], L, L) or not np.issubdtype(bias.dtype, np.number)
+    ):
+        raise ParameterError(
+            "path", "a numeric bias [layer, head, L, L]", f"{path.name}: bias {bias.shape}"
+        )
+    return Q, K, scale, mask, bias
 
 
 def load_matrices(
@@ -88,7 +98,8 @@ def load_matrices(
 
     ``.npy``: an array ``(M, N)`` or ``(H, M, N)``, used as given (``temperature`` must be
     None). ``.npz`` (as written by ``attnrank extract``): ``A = softmax64(Q, K, scale, mask,
-    t)`` for every layer and head, index ``layer * H + head``; ``temperature`` defaults to 1.
+    t, bias)`` for every layer and head (``bias`` when the extract has one), index
+    ``layer * H + head``; ``temperature`` defaults to 1.
     """
     path = Path(path)
     if not path.is_file():
@@ -102,8 +113,8 @@ def load_matrices(
         return MatrixInput(A, [None] * H, [None] * H, sha, None, renormalize)
     if path.suffix == ".npz":
         t = 1.0 if temperature is None else check_positive_finite("temperature", temperature)
-        Q, K, scale, mask = _queries_keys(path)
-        A = softmax64(Q, K, scale, mask, t)
+        Q, K, scale, mask, bias = _queries_keys(path)
+        A = softmax64(Q, K, scale, mask, t, bias)
         nl, nh = A.shape[:2]
         A = check_attention(A.reshape(nl * nh, *A.shape[2:]), renormalize=renormalize, name="path")
         layers = [i // nh for i in range(nl * nh)]
@@ -347,12 +358,14 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
 class QueriesKeys:
     """Per-matrix queries and keys of an extract: ``Q``, ``K`` ``[H, L, d]``, logit scale
     ``[H]`` (the model's scale over the temperature), ``mask`` ``[L, L]`` (None when every
-    key is allowed)."""
+    key is allowed), ``bias`` ``[H, L, L]`` (the additive logit term at t = 1, None when the
+    model adds none)."""
 
     Q: np.ndarray
     K: np.ndarray
     scale: np.ndarray
     mask: np.ndarray | None
+    bias: np.ndarray | None = None
 
 
 def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys | None:
@@ -361,12 +374,14 @@ def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys
     path = Path(path)
     if path.suffix != ".npz":
         return None
-    Q, K, scale, mask = _queries_keys(path)
+    Q, K, scale, mask, bias = _queries_keys(path)
     H = Q.shape[0] * Q.shape[1]
     if mask is not None and bool(np.all(mask)):
         mask = None
     s = scale.reshape(H).astype(np.float64) / float(data.temperature)
-    return QueriesKeys(Q.reshape(H, *Q.shape[2:]), K.reshape(H, *K.shape[2:]), s, mask)
+    if bias is not None:
+        bias = bias.reshape(H, *bias.shape[2:])
+    return QueriesKeys(Q.reshape(H, *Q.shape[2:]), K.reshape(H, *K.shape[2:]), s, mask, bias)
 
 
 def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
@@ -447,11 +462,23 @@ def approximants_for_input(
         elif qk.mask is not None:
             methods = [m for m in METHODS if m not in QK_METHODS]
             notes.append(f"{', '.join(QK_METHODS)} left out: the input masks some keys")
+        elif qk.bias is not None:
+            methods = [m for m in METHODS if m not in QK_METHODS]
+            notes.append(
+                f"{', '.join(QK_METHODS)} left out: the input adds a logit bias to scale Q K^T"
+            )
         else:
             methods = list(METHODS)
     elif qk is None and any(m in QK_METHODS for m in methods):
         raise ParameterError(
             "methods", "svd, rows for a .npy input (it has no queries or keys)", list(methods)
+        )
+    elif qk is not None and qk.bias is not None and any(m in QK_METHODS for m in methods):
+        # They approximate softmax(s Q K^T); with a bias that is not the matrix certified.
+        raise ParameterError(
+            "methods",
+            "svd, rows for an input whose logits add a bias to scale Q K^T",
+            list(methods),
         )
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)

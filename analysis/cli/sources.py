@@ -24,7 +24,8 @@ def _run(args: argparse.Namespace) -> int:
     print(
         f"wrote {out}: {ex.checkpoint_id}, {n_layers} layers x {n_heads} heads, L={L}, "
         f"d={ex.Q.shape[-1]}, causal={ex.causal}, input {ex.input_id}; "
-        f"max |softmax64(Q, K, scale, mask) - A| = {ex.meta['parity_max_abs']:.2e}"
+        f"max |softmax64(Q, K, scale, mask{', bias' if ex.bias is not None else ''}) - A| = "
+        f"{ex.meta['parity_max_abs']:.2e}"
     )
     return 0
 

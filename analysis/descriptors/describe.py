@@ -32,8 +32,8 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     Returns
     -------
     dict with ``Q``, ``K`` float64 ``[layer, head, L, d]``, ``scale`` float64
-    ``[layer, head]``, ``mask`` bool ``[L, L]`` and, when stored, ``A``
-    ``[layer, head, L, L]``.
+    ``[layer, head]``, ``mask`` bool ``[L, L]`` and, when stored, ``A`` and ``bias``
+    ``[layer, head, L, L]`` (the model's additive logit term, float64).
 
     Raises
     ------
@@ -46,8 +46,9 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     data = read_npz(
         path,
         required=("Q", "K", "scale"),
-        optional=("mask", "causal", "A"),
-        allowed="an `attnrank extract` .npz with arrays Q, K, scale (mask, causal, A optional)",
+        optional=("mask", "causal", "A", "bias"),
+        allowed="an `attnrank extract` .npz with arrays Q, K, scale "
+        "(mask, causal, A, bias optional)",
     )
     out: dict[str, np.ndarray] = {}
     for name in ("Q", "K"):
@@ -90,21 +91,36 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
         if A.shape != (n_layer, n_head, L, L):
             raise ParameterError("A", f"shape {(n_layer, n_head, L, L)}", A.shape)
         out["A"] = A
+    if "bias" in data:
+        bias = np.asarray(data["bias"])
+        if bias.shape != (n_layer, n_head, L, L) or not np.issubdtype(bias.dtype, np.number):
+            raise ParameterError(
+                "bias", f"a numeric array of shape {(n_layer, n_head, L, L)}", bias.shape
+            )
+        bias = bias.astype(np.float64)
+        if not np.isfinite(bias).all():
+            raise ParameterError("bias", "finite entries (masked keys go in mask)", "NaN or inf")
+        out["bias"] = bias
     return out
 
 
 def _check_parity(data: dict[str, np.ndarray], layer: int, head: int) -> None:
-    """The stored A (t = 1) must match softmax64 of the stored Q, K, scale, mask."""
+    """The stored A (t = 1) must match softmax64 of the stored Q, K, scale, mask (, bias)."""
     if "A" not in data:
         return
+    bias = data.get("bias")
     A64 = softmax64(
-        data["Q"][layer, head], data["K"][layer, head], data["scale"][layer, head], data.get("mask")
+        data["Q"][layer, head],
+        data["K"][layer, head],
+        data["scale"][layer, head],
+        data.get("mask"),
+        bias=None if bias is None else bias[layer, head],
     )
     err = float(np.abs(A64 - data["A"][layer, head]).max())
     if not err <= PARITY_TOL:
         raise ParameterError(
             "A",
-            f"softmax64(Q, K, scale, mask) within {PARITY_TOL:g} (stored t = 1 matrix)",
+            f"softmax64(Q, K, scale, mask, bias) within {PARITY_TOL:g} (stored t = 1 matrix)",
             f"max deviation {err:.3g} at layer {layer}, head {head}",
         )
 
@@ -118,7 +134,7 @@ def _chosen_blocks(blocks: Sequence[str] | None) -> list[Any]:
     chosen = [get_block(b) for b in blocks]
     if len({b.name for b in chosen}) != len(chosen):
         raise ParameterError("blocks", "distinct block names", list(blocks))
-    available = {"Q", "K", "scale", "mask", "A"}
+    available = {"Q", "K", "scale", "mask", "A", "bias"}  # mask, bias: None when absent
     for b in chosen:
         lacking = [n for n in b.needs if n not in available]
         if lacking:
@@ -137,9 +153,10 @@ def _describe_one(
     eps_grid: tuple[float, ...],
     temperatures: tuple[float, ...],
     chosen: Sequence[Any],
+    bias: np.ndarray | None = None,
 ) -> list[dict[str, float]]:
     """Rows ``{temperature, eps, BLOCK__feature...}`` of one head (SVDs shared across cells)."""
-    mat = MatrixData(Q, K, scale, mask, eps_grid=eps_grid, temperatures=temperatures)
+    mat = MatrixData(Q, K, scale, mask, eps_grid=eps_grid, temperatures=temperatures, bias=bias)
     rows = []
     for t in temperatures:
         for e in eps_grid:
@@ -160,6 +177,7 @@ def describe_matrix(
     eps: Iterable[float],
     temperatures: Iterable[float] = (1.0,),
     blocks: Sequence[str] | None = None,
+    bias: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Descriptor blocks of one head for every (temperature, eps) cell.
 
@@ -173,6 +191,9 @@ def describe_matrix(
         Finite, > 0.
     blocks : sequence of str or None, keyword-only
         Registered block names (None = every registered block).
+    bias : ndarray ``[query, key]`` or None, keyword-only
+        The model's additive logit term (logits ``scale Q K^T + bias`` at t = 1); None
+        for models without one, whose output does not change with this argument.
 
     Returns
     -------
@@ -190,6 +211,7 @@ def describe_matrix(
         eps_grid=eps_grid,
         temperatures=temps,
         chosen=_chosen_blocks(blocks),
+        bias=None if bias is None else np.asarray(bias),
     )
     df = pd.DataFrame(rows)
     feat = [c for c in df.columns if c not in KEY_COLUMNS]
@@ -212,7 +234,7 @@ def describe_arrays(
     ----------
     data : dict
         As returned by :func:`load_npz` (``Q``, ``K`` ``[layer, head, L, d]``, ``scale``
-        ``[layer, head]``, ``mask`` ``[L, L]``, optional ``A``).
+        ``[layer, head]``, ``mask`` ``[L, L]``, optional ``A`` and ``bias``).
     eps, temperatures : iterable of float, keyword-only
         Finite, > 0.
     blocks : sequence of str or None, keyword-only
@@ -238,6 +260,7 @@ def describe_arrays(
 
     n_layer, n_head = data["Q"].shape[:2]
     heads = [(li, hi) for li in range(n_layer) for hi in range(n_head)]
+    bias = data.get("bias")
     rows: list[dict[str, float]] = []
     old_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -253,6 +276,7 @@ def describe_arrays(
                     eps_grid=eps_grid,
                     temperatures=temps,
                     chosen=chosen,
+                    bias=None if bias is None else bias[li, hi],
                 ):
                     rows.append({"layer": li, "head": hi, **row})
     finally:

@@ -1,7 +1,8 @@
 """Intrinsic geometry block: gauge-invariant descriptors of the interaction ``C = P_M S P_N``.
 
-Everything here depends on Q and K only through ``S = scale * Q K^T``, so any gauge
-``(Q G, K G^-T)`` leaves it unchanged (up to floating-point rounding of S).
+Everything here depends on Q and K only through the full logits ``S = scale * Q K^T``
+(plus the model's additive bias where it has one, e.g. MPNet's relative-position bias),
+so any gauge ``(Q G, K G^-T)`` leaves it unchanged (up to floating-point rounding of S).
 """
 
 from __future__ import annotations
@@ -63,10 +64,11 @@ class IntrinsicProfile:
     Attributes
     ----------
     d : int
-        Head dimension (number of per-r columns written).
+        Head dimension. Per-r columns are written for r = 1 .. max(d, R).
     rank_C : int
     sigma : numpy.ndarray ``[R]``
-        Singular values of C, ``R = min(d, rank C)``.
+        Singular values of C: ``R = min(d, rank C)`` for logits ``scale Q K^T`` (whose
+        rank is at most d), ``R = rank C`` when a bias is added (it can exceed d).
     q : numpy.ndarray ``[R]``
         ``q(C - T_r)`` for r = 1 .. R over each row's allowed keys.
     kappa : dict[int, KappaResult]
@@ -78,6 +80,11 @@ class IntrinsicProfile:
     sigma: np.ndarray
     q: np.ndarray
     kappa: dict[int, KappaResult]
+
+    @property
+    def n_columns(self) -> int:
+        """How many per-r columns (``<name>_r1`` ..) the block writes: ``max(d, R)``."""
+        return max(self.d, int(self.q.size))
 
 
 def intrinsic_profile(
@@ -91,6 +98,7 @@ def intrinsic_profile(
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
     cells: Sequence[tuple[float, float]] | None = None,
+    bias: np.ndarray | None = None,
 ) -> IntrinsicProfile:
     """SVD of C, q(C - T_r) for every r, and kappa(T_r) for the r any cell can use.
 
@@ -109,26 +117,32 @@ def intrinsic_profile(
         are pruned: their kappa solve stops once its certified lower bound shows it, and
         they are left out of ``kappa`` (their per-r diagnostics are NaN). ``Pi``, ``r*``
         and ``kappa*`` are unchanged by pruning.
+    bias : array ``[L, L]`` or None, keyword-only
+        The model's additive logit term; the interaction is then that of the full logits.
 
     Notes
     -----
-    ``S = scale Q K^T`` in float64 at t = 1, ``C = P_M S P_N = U diag(sigma) V^T``,
+    ``S = scale Q K^T (+ bias)`` in float64 at t = 1, ``C = P_M S P_N = U diag(sigma) V^T``,
     ``T_r = U_r diag(sigma_r) V_r^T`` (unrefined truncated SVD), factored for kappa as
     ``(U_r sigma_r^1/2, V_r sigma_r^1/2)``; kappa is invariant to that choice. At
     ``r = rank C``, ``T_r = C`` and q is set to exactly 0 (the computed residual is rounding
-    noise, which would otherwise differ between gauges).
+    noise, which would otherwise differ between gauges). r runs to ``min(d, rank C)``
+    without a bias (``rank C <= d`` then) and to ``rank C`` with one: a bias is not of
+    the ``Q K^T`` form, so the full logits can have any rank up to ``min(M, N)``.
     """
     Q = np.asarray(Q, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
     d = Q.shape[1]
     S = float(scale) * (Q @ K.T)
+    if bias is not None:
+        S = S + np.asarray(bias, dtype=np.float64)
     C = double_center(S)
     U, sv, Vt = np.linalg.svd(C, full_matrices=False)
     # Zero below RANK_RTOL * sigma_1, and below rounding level of S itself (C = 0 exactly
     # when S has only row and column terms, but its computed SVD is noise).
     noise = 1e3 * np.finfo(np.float64).eps * np.linalg.norm(S)
     rank_C = int(np.count_nonzero(sv > max(RANK_RTOL * sv[0], noise))) if sv.size else 0
-    R = min(d, rank_C)
+    R = min(d, rank_C) if bias is None else rank_C
     m = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), C.shape)
     res = C.copy()
     q = np.empty(R)
@@ -190,7 +204,7 @@ PER_R = ("sigma", "q", "tau", "kappa", "kappa_lower", "kappa_gap", "profile")
 
 @descriptor(
     "intrinsic",
-    needs=("Q", "K", "scale", "mask"),
+    needs=("Q", "K", "scale", "mask", "bias"),
     diagnostics=tuple(f"{name}_r*" for name in PER_R)
     + ("rank_C", "kappa_star", "kappa_gap_star", "tau_star"),
     integers=("r_star", "interaction_dim", "rank_C"),
@@ -209,6 +223,10 @@ def intrinsic(cell: Cell) -> dict[str, float]:
     r > rank C, and for the kappa columns where no cell of the grid uses that r or where r
     was pruned as provably unable to attain Pi in any cell of the grid) are diagnostics. If C = 0 (rank 0), ``Pi = r_star = interaction_dim = 0``: T = 0 is exact
     (tau = 0) and the r = 0 profile value is 0.
+
+    With an additive logit bias (``cell.bias``, e.g. MPNet's relative-position bias) C is
+    the interaction of the full logits ``scale Q K^T + bias``, r runs to ``rank C`` (which
+    can exceed d) and the per-r columns to ``max(d, rank C)``.
     """
     mat = cell.matrix
     prof: IntrinsicProfile = cell.cached(
@@ -221,12 +239,13 @@ def intrinsic(cell: Cell) -> dict[str, float]:
             eps_max=max(mat.eps_grid),
             t_max=max(mat.temperatures),
             cells=[(t, e) for t in mat.temperatures for e in mat.eps_grid],
+            bias=mat.bias,
         ),
     )
     t, eps = cell.temperature, cell.eps
     R = prof.q.size
     tau = residual_error(prof.q, t) if R else np.empty(0)
-    cols = {name: np.full(prof.d, np.nan) for name in PER_R}
+    cols = {name: np.full(prof.n_columns, np.nan) for name in PER_R}
     cols["sigma"][:R] = prof.sigma / t
     cols["q"][:R] = prof.q / t
     cols["tau"][:R] = tau

@@ -31,7 +31,7 @@ import numpy as np
 from analysis.attention import softmax64
 from analysis.validation import ParameterError
 
-ARRAYS = ("A", "Q", "K", "scale", "mask")
+ARRAYS = ("A", "Q", "K", "scale", "mask", "bias")
 KINDS = ("covariate", "diagnostic")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -58,7 +58,7 @@ class Block:
         Block name, the column prefix before ``__``.
     func : callable ``(Cell) -> dict[str, float]``
     needs : tuple of str
-        Arrays the block reads, a subset of ``("A", "Q", "K", "scale", "mask")``.
+        Arrays the block reads, a subset of ``("A", "Q", "K", "scale", "mask", "bias")``.
     diagnostics, log_scale, integers : tuple of str
         ``fnmatch`` patterns over feature names: which are diagnostics (not covariates),
         which are positive scale features (natural logs downstream), which are integers.
@@ -113,7 +113,8 @@ def descriptor(
     name : str
         Block name: a letter, then letters, digits or single underscores (no ``__``).
     needs : iterable of str, keyword-only
-        Arrays the block reads, from ``("A", "Q", "K", "scale", "mask")``.
+        Arrays the block reads, from ``("A", "Q", "K", "scale", "mask", "bias")``
+        (``mask`` and ``bias`` may be None for a given head).
     diagnostics, log_scale, integers : iterable of str, keyword-only
         ``fnmatch`` patterns over the block's feature names (see :class:`Block`).
         Features not matched by ``diagnostics`` are covariates.
@@ -299,6 +300,9 @@ class MatrixData:
     eps_grid, temperatures : tuple of float
         The whole grid this matrix will be described on (blocks may use them to skip work
         no cell needs).
+    bias : array ``[L, L]`` or None, keyword-only
+        The model's additive logit term beside ``scale Q K^T`` (None for most models);
+        the logits are ``scale Q K^T + bias`` at t = 1.
     """
 
     def __init__(
@@ -310,11 +314,13 @@ class MatrixData:
         *,
         eps_grid: tuple[float, ...],
         temperatures: tuple[float, ...],
+        bias: np.ndarray | None = None,
     ) -> None:
         self.Q = np.asarray(Q, dtype=np.float64)
         self.K = np.asarray(K, dtype=np.float64)
         self.scale = float(scale)
         self.mask = None if mask is None else np.asarray(mask, dtype=bool)
+        self.bias = None if bias is None else np.asarray(bias, dtype=np.float64)
         self.eps_grid = tuple(eps_grid)
         self.temperatures = tuple(temperatures)
         self._cache: dict[Any, Any] = {}
@@ -326,9 +332,10 @@ class MatrixData:
         return self._cache[key]
 
     def attention(self, t: float) -> np.ndarray:
-        """``softmax64(Q, K, scale, mask, t)``, computed once per temperature."""
+        """``softmax64(Q, K, scale, mask, t, bias)``, computed once per temperature."""
         return self.cached(
-            ("A", float(t)), lambda: softmax64(self.Q, self.K, self.scale, self.mask, t)
+            ("A", float(t)),
+            lambda: softmax64(self.Q, self.K, self.scale, self.mask, t, self.bias),
         )
 
 
@@ -367,6 +374,11 @@ class Cell:
     @property
     def mask(self) -> np.ndarray | None:
         return self.matrix.mask
+
+    @property
+    def bias(self) -> np.ndarray | None:
+        """The additive logit term at t = 1 (None for most models); at t it is ``bias / t``."""
+        return self.matrix.bias
 
     @property
     def eps_grid(self) -> tuple[float, ...]:

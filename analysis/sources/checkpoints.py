@@ -7,6 +7,12 @@ wrapper sees the query and key tensors after every projection, rotary embedding 
 split, the scale, and the additive mask, and it keeps the probabilities the eager function
 returns. Nothing is re-implemented per architecture, so the stored ``Q``, ``K`` are by
 construction the ones that produced the stored ``A``.
+
+Attention modules that compute their logits inline instead (MPNet in transformers 5.25)
+are read through forward hooks declared in :data:`INLINE_ATTENTION`: the outputs of their
+query and key projections, the mask and any additive logit bias exactly as the module
+receives them, and the probabilities it returns. A bias (MPNet's relative-position bias)
+is stored as its own array, ``bias``, never folded into the mask.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ __all__ = [
     "ALIASES",
     "Checkpoint",
     "Extraction",
+    "INLINE_ATTENTION",
+    "InlineAttention",
     "ModelInput",
     "canonical_checkpoint_id",
     "capture_attention",
@@ -349,6 +357,117 @@ class _Call:
     scaling: float
     mask: Any  # additive or bool, broadcastable to [batch, head, L, L], or None
     weights: Any  # [batch, head, L, L]
+    bias: Any = None  # additive logit term broadcastable to [batch, head, L, L], or None
+
+
+@dataclasses.dataclass(frozen=True)
+class InlineAttention:
+    """How to read an attention module that computes its logits itself.
+
+    Some architectures do not call a module-level ``eager_attention_forward``; their
+    attention module computes ``scores = (x W_q)(x W_k)^T / sqrt(d) [+ bias] + mask`` in
+    its own ``forward``. Such a module is read through hooks, never re-implemented: the
+    outputs of its query and key projections (split into heads as the module splits
+    them), the mask and bias arguments exactly as it receives them, and the probabilities
+    it returns.
+
+    Attributes
+    ----------
+    query, key : str
+        Names of the submodules whose outputs are the flat queries and keys
+        ``[batch, L, heads * d]``.
+    head_dim : str
+        Attribute of the module holding d; the logit scale is ``d ** -0.5``.
+    mask : str
+        Forward argument holding the additive attention mask.
+    bias : str or None
+        Forward argument holding an additive logit term (e.g. a relative-position bias),
+        kept separately from the mask.
+    flag : str
+        Forward argument that makes the module return its probabilities (set while the
+        capture is open; the output is given back as the caller asked for it).
+    weights_index : int
+        Position of the probabilities in the module's output tuple.
+    """
+
+    query: str
+    key: str
+    head_dim: str
+    mask: str = "attention_mask"
+    bias: str | None = None
+    flag: str = "output_attentions"
+    weights_index: int = 1
+
+
+#: Attention modules (by class name) that compute their logits inline in transformers 5,
+#: read by :func:`capture_attention` through hooks.
+INLINE_ATTENTION: dict[str, InlineAttention] = {
+    # MPNet: scores = q k^T / sqrt(d) + position_bias + mask (modeling_mpnet.py); the
+    # relative-position bias is computed once by the encoder and passed to every layer.
+    "MPNetSelfAttention": InlineAttention(
+        query="q", key="k", head_dim="attention_head_size", bias="position_bias"
+    ),
+}
+
+
+@contextlib.contextmanager
+def _inline_hooks(modules: list[Any], calls: list[_Call]) -> Iterator[None]:
+    """Hooks that record each inline attention call of ``modules`` into ``calls``."""
+    handles = []
+
+    def heads(x: Any, d: int) -> Any:
+        # [batch, L, heads * d] -> [batch, heads, L, d], the module's own view + transpose
+        return x.view(*x.shape[:-1], -1, d).transpose(1, 2)
+
+    def attach(module: Any, spec: InlineAttention) -> None:
+        signature = inspect.signature(module.forward)
+        seen: dict[str, Any] = {}
+
+        def keep(name: str):
+            def hook(_mod, _args, output):
+                seen[name] = output.detach().clone()
+
+            return hook
+
+        def before(_mod, args, kwargs):
+            bound = signature.bind(*args, **kwargs)
+            seen["asked"] = bool(bound.arguments.get(spec.flag, False))
+            seen["mask"] = bound.arguments.get(spec.mask)
+            seen["bias"] = None if spec.bias is None else bound.arguments.get(spec.bias)
+            bound.arguments[spec.flag] = True
+            return bound.args, bound.kwargs
+
+        def after(_mod, _args, _kwargs, output):
+            d = int(getattr(module, spec.head_dim))
+            mask, bias = seen["mask"], seen["bias"]
+            calls.append(
+                _Call(
+                    module,
+                    heads(seen["query"], d),
+                    heads(seen["key"], d),
+                    float(d**-0.5),
+                    None if mask is None else mask.detach().clone(),
+                    output[spec.weights_index].detach().clone(),
+                    None if bias is None else bias.detach().clone(),
+                )
+            )
+            if not seen["asked"]:
+                i = spec.weights_index
+                return output[:i] + output[i + 1 :]
+            return output
+
+        handles.append(module.get_submodule(spec.query).register_forward_hook(keep("query")))
+        handles.append(module.get_submodule(spec.key).register_forward_hook(keep("key")))
+        handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+        handles.append(module.register_forward_hook(after, with_kwargs=True))
+
+    try:
+        for m in modules:
+            attach(m, INLINE_ATTENTION[type(m).__name__])
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 @contextlib.contextmanager
@@ -356,23 +475,32 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
     """Record every eager attention call of ``model`` while the context is open.
 
     Yields a list that fills with one record per attention call (query, key, scaling, mask,
-    probabilities). The model's ``eager_attention_forward`` functions are restored on exit,
-    also when the forward pass raises. The wrapper replaces a module-level function, so do
-    not run other models of the same architecture in other threads while it is open.
+    probabilities, and an additive logit bias where the model adds one). Two paths, both
+    undone on exit, also when the forward pass raises:
+
+    * the model's module-level ``eager_attention_forward`` functions are wrapped (BERT,
+      GPT-2, Qwen2, ViT, DeiT). The wrapper replaces a module-level function, so do not
+      run other models of the same architecture in other threads while it is open;
+    * attention modules listed in :data:`INLINE_ATTENTION` (MPNet), which compute their
+      logits inline, are read through forward hooks on the module and on its query and
+      key projections (:class:`InlineAttention`).
 
     Raises
     ------
     ParameterError
         Naming ``checkpoint`` when no module of the model exposes an eager attention
-        function (architecture not supported by this transformers version).
+        function and none is a known inline attention module (architecture not supported
+        by this transformers version).
     """
     modules = {sys.modules[type(m).__module__] for m in model.modules()}
     targets = [m for m in modules if callable(getattr(m, "eager_attention_forward", None))]
-    if not targets:
+    inline = [m for m in model.modules() if type(m).__name__ in INLINE_ATTENTION]
+    if not targets and not inline:
         raise ParameterError(
             "checkpoint",
             "a model whose attention goes through transformers' eager_attention_forward "
-            "(BERT, GPT-2, Qwen2, ViT, DeiT with transformers >= 5)",
+            "(BERT, GPT-2, Qwen2, ViT, DeiT with transformers >= 5) or an attention module "
+            f"read through hooks ({', '.join(INLINE_ATTENTION)})",
             type(model).__name__,
         )
     calls: list[_Call] = []
@@ -401,7 +529,8 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
     try:
         for m, original in originals.items():
             m.eager_attention_forward = make_wrapper(original)
-        yield calls
+        with _inline_hooks(inline, calls):
+            yield calls
     finally:
         for m, original in originals.items():
             m.eager_attention_forward = original
@@ -431,6 +560,19 @@ def _allowed_mask(mask: Any, L: int) -> np.ndarray:
     if not bool((allowed == allowed[:1]).all()):
         raise ParameterError("checkpoint", "one mask shared by every head", "per-head masks")
     return allowed[0].cpu().numpy().astype(bool)
+
+
+def _head_bias(bias: Any, n_heads: int, L: int) -> np.ndarray | None:
+    """A captured additive logit bias as float32 ``[head, L, L]`` (batch 1), or None."""
+    if bias is None:
+        return None
+    try:
+        b = bias.broadcast_to((1, n_heads, L, L))
+    except RuntimeError:
+        raise ParameterError(
+            "checkpoint", f"a logit bias broadcastable to (1, {n_heads}, {L}, {L})", bias.shape
+        ) from None
+    return b[0].float().cpu().numpy().copy()
 
 
 @dataclasses.dataclass
@@ -492,12 +634,16 @@ class Extraction:
     tokens : ndarray of str, ``[L]``
     meta : dict
         JSON-able provenance (checkpoint, revision / weights hash, input id, length, library
-        versions, parity of ``softmax64(Q, K, scale, mask)`` with ``A``).
+        versions, parity of ``softmax64(Q, K, scale, mask, bias=bias)`` with ``A``).
+    bias : ndarray, float32, ``[layer, head, query, key]``, or None
+        An additive logit term that is not of the ``Q K^T`` form, exactly as the model adds
+        it (MPNet's relative-position bias); None for models without one.
 
     Notes
     -----
-    ``A[l, h] == softmax(scale[l, h] * Q[l, h] K[l, h]^T + log mask)`` row-wise, up to the
-    float32 arithmetic of the model (checked at extraction; ``meta["parity_max_abs"]``).
+    ``A[l, h] == softmax(scale[l, h] * Q[l, h] K[l, h]^T + bias[l, h] + log mask)``
+    row-wise (no bias term when ``bias`` is None), up to the float32 arithmetic of the
+    model (checked at extraction; ``meta["parity_max_abs"]``).
     """
 
     A: np.ndarray
@@ -508,6 +654,7 @@ class Extraction:
     causal: bool
     tokens: np.ndarray
     meta: dict[str, Any]
+    bias: np.ndarray | None = None
 
     @property
     def checkpoint_id(self) -> str:
@@ -539,7 +686,7 @@ def _library_versions() -> dict[str, str]:
 
 
 def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extraction:
-    """Run one forward pass and collect A, Q, K, scale and mask for every layer and head.
+    """Run one forward pass and collect A, Q, K, scale, mask (and bias) for every head.
 
     Parameters
     ----------
@@ -575,7 +722,7 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
             f"one self-attention call per layer ({n_layers})",
             f"{len(calls)} calls",
         )
-    A, Q, K, scales, masks = [], [], [], [], []
+    A, Q, K, scales, masks, biases = [], [], [], [], [], []
     for call in calls:
         q, k, w = call.query, call.key, call.weights
         if q.shape[0] != 1 or q.shape[-2] != L or k.shape[-2] != L:
@@ -596,6 +743,7 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         K.append(k[0].float().cpu().numpy())
         scales.append(np.full(n_heads, call.scaling, dtype=np.float64))
         masks.append(_allowed_mask(call.mask, L))
+        biases.append(_head_bias(call.bias, n_heads, L))
     mask = masks[0]
     if any(not np.array_equal(m, mask) for m in masks[1:]):
         raise ParameterError(
@@ -606,7 +754,12 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
     K_arr = np.stack(K).astype(np.float32)
     scale = np.stack(scales)
     causal = bool(not mask.all())
-    rebuilt = softmax64(Q_arr, K_arr, scale, mask)
+    bias = None
+    if any(b is not None for b in biases):
+        # Carried beside the mask, never folded into it; a layer without one adds zeros.
+        zeros = np.zeros(A_arr.shape[1:], dtype=np.float32)
+        bias = np.stack([zeros if b is None else b for b in biases]).astype(np.float32)
+    rebuilt = softmax64(Q_arr, K_arr, scale, mask, bias=bias)
     parity = float(np.abs(rebuilt - A_arr).max())
     meta = {
         "checkpoint": checkpoint.checkpoint_id,
@@ -624,9 +777,8 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         # was made.
         "torch_threads": torch.get_num_threads(),
     }
-    return Extraction(
-        A_arr, Q_arr, K_arr, scale, mask, causal, np.asarray(model_input.tokens, dtype=str), meta
-    )
+    tokens = np.asarray(model_input.tokens, dtype=str)
+    return Extraction(A_arr, Q_arr, K_arr, scale, mask, causal, tokens, meta, bias)
 
 
 # --------------------------------------------------------------------------------------
@@ -634,6 +786,8 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
 # --------------------------------------------------------------------------------------
 
 NPZ_KEYS = ("A", "Q", "K", "scale", "mask", "causal", "tokens", "meta")
+#: Arrays an extract holds only for some models (older files have none of them).
+NPZ_OPTIONAL = ("bias",)
 
 
 def save_extraction(extraction: Extraction, path: str | os.PathLike[str]) -> Path:
@@ -642,7 +796,8 @@ def save_extraction(extraction: Extraction, path: str | os.PathLike[str]) -> Pat
 
     Keys: ``A`` [layer, head, L, L] float32, ``Q``/``K`` [layer, head, L, d] float32,
     ``scale`` [layer, head] float64, ``mask`` bool [L, L], ``causal`` 0-d bool, ``tokens``
-    str [L], ``meta`` 0-d str (JSON).
+    str [L], ``meta`` 0-d str (JSON), and ``bias`` [layer, head, L, L] float32 only when
+    the model adds one (a file without it is read as bias None).
     """
     arrays = {
         "A": extraction.A,
@@ -654,6 +809,8 @@ def save_extraction(extraction: Extraction, path: str | os.PathLike[str]) -> Pat
         "tokens": np.asarray(extraction.tokens, dtype=str),
         "meta": np.asarray(json.dumps(extraction.meta, sort_keys=True, default=str)),
     }
+    if extraction.bias is not None:
+        arrays["bias"] = np.asarray(extraction.bias, dtype=np.float32)
     return atomic_savez(path, arrays, compressed=True)
 
 
@@ -666,14 +823,25 @@ def load_extraction(path: str | os.PathLike[str]) -> Extraction:
         ``"path: no such file: ..."``.
     ParameterError
         Naming ``path``: not a readable ``.npz`` (text, a pickle, empty, truncated,
-        corrupt, object arrays), an array of :data:`NPZ_KEYS` missing, ``meta`` not JSON.
+        corrupt, object arrays), an array of :data:`NPZ_KEYS` missing, ``meta`` not JSON,
+        a ``bias`` that is not a finite float array of the shape of ``A``.
     """
-    allowed = f"an `attnrank extract` .npz with arrays {', '.join(NPZ_KEYS)}"
-    data: Mapping[str, np.ndarray] = read_npz(path, required=NPZ_KEYS, allowed=allowed)
+    allowed = f"an `attnrank extract` .npz with arrays {', '.join(NPZ_KEYS)} (bias optional)"
+    data: Mapping[str, np.ndarray] = read_npz(
+        path, required=NPZ_KEYS, optional=NPZ_OPTIONAL, allowed=allowed
+    )
     try:
         meta = json.loads(str(data["meta"]))
     except ValueError as exc:
         raise ParameterError("path", allowed, f"{Path(path).name}: meta is not JSON") from exc
+    bias = data.get("bias")
+    if bias is not None and (
+        bias.shape != data["A"].shape
+        or not np.issubdtype(bias.dtype, np.floating)
+        or not np.isfinite(bias).all()
+    ):
+        got = f"{Path(path).name}: bias {bias.dtype} {bias.shape}, A {data['A'].shape}"
+        raise ParameterError("path", allowed + ", a finite float bias shaped like A", got)
     return Extraction(
         data["A"],
         data["Q"],
@@ -683,4 +851,5 @@ def load_extraction(path: str | os.PathLike[str]) -> Extraction:
         bool(data["causal"]),
         data["tokens"],
         meta,
+        bias,
     )

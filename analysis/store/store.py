@@ -4,7 +4,7 @@ Layout of a store folder::
 
     STORE/
       index.sqlite                    the index (matrices, profiles, brackets)
-      arrays/<k[:2]>/<k>.npz          A (t = 1), Q, K, scale, mask of matrix k
+      arrays/<k[:2]>/<k>.npz          A (t = 1), Q, K, scale, mask (and bias) of matrix k
 
 Why SQLite for the index: it ships with Python (no new dependency), every write is an ACID
 transaction that survives a killed process, readers never see a half-committed row, and the
@@ -125,6 +125,9 @@ class MatrixArrays:
     Q, K : ndarray ``[L, d]``
     scale : float
     mask : ndarray bool ``[query, key]`` (True = allowed)
+    bias : ndarray ``[query, key]`` or None
+        The model's additive logit term beside ``scale Q K^T`` (MPNet's relative-position
+        bias), None for heads without one.
     """
 
     A: np.ndarray
@@ -132,12 +135,13 @@ class MatrixArrays:
     K: np.ndarray
     scale: float
     mask: np.ndarray
+    bias: np.ndarray | None = None
 
     def at(self, temperature: float = 1.0) -> np.ndarray:
-        """``softmax64(Q, K, scale, mask, temperature)``: the certified matrix, float64."""
+        """``softmax64(Q, K, scale, mask, temperature, bias)``: the certified matrix, float64."""
         from analysis.attention import softmax64
 
-        return softmax64(self.Q, self.K, self.scale, self.mask, temperature)
+        return softmax64(self.Q, self.K, self.scale, self.mask, temperature, self.bias)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,6 +292,7 @@ class Store:
         scale: float,
         mask: np.ndarray | None = None,
         meta: dict[str, Any] | None = None,
+        bias: np.ndarray | None = None,
     ) -> str:
         """Add one matrix record; return its key. An existing key is left as it is.
 
@@ -297,6 +302,8 @@ class Store:
         Q, K : ndarray ``[L, d]``
         scale : float
         mask : bool ndarray ``[L, L]``, optional (all allowed when None)
+        bias : ndarray ``[L, L]``, optional
+            Additive logit term beside ``scale Q K^T`` (stored only when given).
         """
         return self.add_matrices(
             [
@@ -313,6 +320,7 @@ class Store:
                     "scale": scale,
                     "mask": mask,
                     "meta": meta,
+                    "bias": bias,
                 }
             ]
         )[0]
@@ -345,17 +353,23 @@ class Store:
             if mask.shape != A.shape:
                 raise ParameterError("mask", f"a bool array of shape {A.shape}", mask.shape)
             scale = float(rec["scale"])
+            arrays = {
+                "A": A,
+                "Q": Q,
+                "K": K,
+                "scale": np.asarray(scale, dtype=np.float64),
+                "mask": mask,
+            }
+            bias = rec.get("bias")
+            if bias is not None:  # only then: a bias-free record's file is as before
+                bias = np.asarray(bias)
+                if bias.shape != A.shape or not np.isfinite(bias).all():
+                    raise ParameterError(
+                        "bias", f"a finite array of shape {A.shape}", f"{bias.dtype} {bias.shape}"
+                    )
+                arrays["bias"] = bias
             path = self._array_path(key)
-            atomic_savez(
-                path,
-                {
-                    "A": A,
-                    "Q": Q,
-                    "K": K,
-                    "scale": np.asarray(scale, dtype=np.float64),
-                    "mask": mask,
-                },
-            )
+            atomic_savez(path, arrays)
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             head_id = f"{fields['checkpoint']}:{fields['layer']}:{fields['head']}"
             rows.append(
@@ -392,6 +406,7 @@ class Store:
         in ``[layer, head]`` order (row-major).
         """
         meta = {**extraction.meta, "tokens": [str(t) for t in extraction.tokens]}
+        bias = getattr(extraction, "bias", None)
         common = {
             "source": source,
             "checkpoint": extraction.checkpoint_id,
@@ -418,6 +433,7 @@ class Store:
                 "Q": extraction.Q[layer, head],
                 "K": extraction.K[layer, head],
                 "scale": float(extraction.scale[layer, head]),
+                "bias": None if bias is None else bias[layer, head],
                 "meta": meta,
             }
             for layer in range(n_layers)
@@ -660,6 +676,8 @@ class Store:
 
 #: The arrays of a store's array file (``arrays/<k[:2]>/<k>.npz``).
 ARRAY_KEYS = ("A", "Q", "K", "scale", "mask")
+#: Arrays only some records have (a head whose model adds a logit bias).
+OPTIONAL_ARRAY_KEYS = ("bias",)
 
 
 def load_arrays(path: Path, sha256: str | None = None) -> MatrixArrays:
@@ -681,12 +699,15 @@ def load_arrays(path: Path, sha256: str | None = None) -> MatrixArrays:
         found = hashlib.sha256(path.read_bytes()).hexdigest()
         if found != sha256:
             raise ParameterError("path", f"array file {path.name} with SHA-256 {sha256}", found)
-    z = read_npz(path, required=ARRAY_KEYS, allowed=allowed)
+    z = read_npz(path, required=ARRAY_KEYS, optional=OPTIONAL_ARRAY_KEYS, allowed=allowed)
     if z["scale"].size != 1 or not np.issubdtype(z["scale"].dtype, np.number):
         raise ParameterError(
             "path", allowed, f"{path.name}: scale {z['scale'].dtype} {z['scale'].shape}"
         )
-    return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool))
+    bias = z.get("bias")
+    if bias is not None and bias.shape != z["A"].shape:
+        raise ParameterError("path", allowed, f"{path.name}: bias {bias.shape}, A {z['A'].shape}")
+    return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool), bias)
 
 
 @contextlib.contextmanager

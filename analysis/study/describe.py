@@ -60,7 +60,14 @@ def describe_task(
     arr = load_arrays(Path(array_file))
     with threadpool_limits(1):
         df = describe_matrix(
-            arr.Q, arr.K, arr.scale, arr.mask, eps=eps, temperatures=temps, blocks=blocks
+            arr.Q,
+            arr.K,
+            arr.scale,
+            arr.mask,
+            eps=eps,
+            temperatures=temps,
+            blocks=blocks,
+            bias=arr.bias,
         )
     write_frame(Path(out), df)
     return time.perf_counter() - start

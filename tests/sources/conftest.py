@@ -42,6 +42,13 @@ def _build(kind: str):
     elif kind == "deit":
         cfg = transformers.DeiTConfig(image_size=32, patch_size=8, **TINY)
         model = transformers.DeiTModel(cfg, add_pooling_layer=False)
+    elif kind == "mpnet":
+        # Inline attention with a relative-position bias; its random init (std 0.02) is
+        # too small to matter, so the bias table is redrawn at the scale of real MPNet's.
+        cfg = transformers.MPNetConfig(vocab_size=100, max_position_embeddings=64, **TINY)
+        model = transformers.MPNetModel(cfg, add_pooling_layer=False)
+        with torch.no_grad():
+            model.encoder.relative_attention_bias.weight.normal_(0.0, 2.0)
     else:
         raise KeyError(kind)
     cfg._attn_implementation = "eager"
