@@ -21,7 +21,14 @@ from analysis.compare.estimators import (
     fit_ols,
     fit_ridge,
 )
-from analysis.compare.headlevel import HeadLevelResult, head_level_analysis, residual_icc
+from analysis.compare.headlevel import (
+    FoldExtrapolationWarning,
+    HeadLevelResult,
+    QuestionSkippedWarning,
+    head_level_analysis,
+    head_level_folds,
+    residual_icc,
+)
 from analysis.compare.metrics import interval_loglik, interval_sq_loss, spearman
 from analysis.compare.nested import (
     FIT_FAILED,
@@ -40,9 +47,11 @@ __all__ = [
     "Calibration",
     "ComparisonResult",
     "FittedModel",
+    "FoldExtrapolationWarning",
     "HeadLevelResult",
     "IntervalRegression",
     "PreparedCovariates",
+    "QuestionSkippedWarning",
     "check_nested",
     "cluster_bootstrap_effect",
     "compare_nested",
@@ -52,6 +61,7 @@ __all__ = [
     "fit_ridge",
     "head_folds",
     "head_level_analysis",
+    "head_level_folds",
     "interval_loglik",
     "interval_sq_loss",
     "prepare_covariates",

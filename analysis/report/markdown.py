@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.compare.headlevel import QUESTION_TEXT, QUESTIONS
 from analysis.compare.nested import FIT_FAILED
 from analysis.report.provenance import provenance_lines
 from analysis.report.results import StudyResults
@@ -48,6 +49,40 @@ def _p(x: Any) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     return f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}"
+
+
+def _head_level_lines(meta: Mapping[str, Any]) -> list[str]:
+    """What each head-level question answers, its folds or why it was skipped."""
+    folds, skipped = meta.get("folds", {}), meta.get("skipped", {})
+    if isinstance(folds, str):  # stored before the two questions existed
+        L = [f"Training heads only. Folds: {folds}.", ""]
+    else:
+        L = ["Training heads only; two questions, side by side in the table below.", ""]
+        for q in QUESTIONS:
+            state = (
+                f"**Skipped**: {skipped[q]}."
+                if q in skipped
+                else f"Folds: {folds.get(q, 'not recorded')}."
+            )
+            L.append(f"- {q.replace('_', '-').capitalize()}: {QUESTION_TEXT[q]} {state}")
+        L.append("")
+    close = []
+    if "residual_icc" in meta:
+        close.append(
+            f"Within-head correlation of {meta.get('base_model', 'M0')} residuals: "
+            f"{_n(meta['residual_icc'])}."
+        )
+    close.append(
+        "A block whose within-head gain vanishes with head fixed effects carries "
+        "head-level information only; its across-head gain is what it says about heads "
+        "the fit never saw."
+    )
+    L += [" ".join(close), ""]
+    warned = list(meta.get("warnings", []))
+    if warned:
+        L += ["Fold warnings (a fold extrapolates in a design variable):", ""]
+        L += [f"- {w}" for w in warned] + [""]
+    return L
 
 
 def _listing(values: Sequence[Any]) -> str:
@@ -442,20 +477,7 @@ def render_report(
         why = results.skipped.get("head_level", "no reason was recorded")
         L += [f"The head-level analysis has not run: {why}.", ""]
     else:
-        meta = results.head_level_meta
-        bits = ["Training heads only."]
-        if "folds" in meta:
-            bits.append(f"Folds: {meta['folds']}.")
-        if "residual_icc" in meta:
-            bits.append(
-                f"Within-head correlation of {meta.get('base_model', 'M0')} residuals: "
-                f"{_n(meta['residual_icc'])}."
-            )
-        bits.append(
-            "A block whose gain vanishes with head fixed effects carries head-level "
-            "information only."
-        )
-        L += [" ".join(bits), ""]
+        L += _head_level_lines(results.head_level_meta)
         L += table("head_level")
 
     # -- descriptors ---------------------------------------------------------------

@@ -64,8 +64,8 @@ class StudyResults:
     comparison_ols : pandas.DataFrame or None
         The same pairs refitted with the OLS-on-midpoints sensitivity estimator.
     head_level : pandas.DataFrame or None
-        ``HeadLevelResult.to_frame()`` (``analysis.compare.headlevel.HEAD_LEVEL_COLUMNS``)
-        on training heads.
+        ``HeadLevelResult.to_frame()`` (``analysis.compare.headlevel.HEAD_LEVEL_COLUMNS``:
+        one row per question, model and fixed_effects) on training heads.
     dropped_columns : list of str
         Covariates dropped as constant or collinear.
     excluded : dict
@@ -82,8 +82,11 @@ class StudyResults:
         tests, a pre-specified secondary test): ``pair``, ``base_model``, ``rich_model``,
         ``statistic``, ``df``, ``p_value``.
     head_level_meta : dict
-        Optional: what ``head_level`` alone does not carry, from ``HeadLevelResult``:
-        ``residual_icc`` (float), ``base_model`` (str), ``folds`` (str).
+        Optional: what ``head_level`` alone does not carry, ``HeadLevelResult.meta()``:
+        ``residual_icc`` (float), ``base_model`` (str), ``folds`` (question -> how its
+        folds were formed), ``skipped`` (question -> why it was not answered),
+        ``warnings`` (fold extrapolation messages). A ``folds`` string (stored before
+        the two questions existed) is shown as is.
     skipped : dict
         Optional: result name (``"comparison"``, ``"comparison_ols"``, ``"head_level"``)
         -> why it did not run, shown in the report where that result would be.

@@ -296,13 +296,43 @@ def lr_table(results: StudyResults) -> pd.DataFrame | None:
     return None if lr is None else lr.copy().reset_index(drop=True)
 
 
+#: Side-by-side head-level columns: (question, fixed effects) -> column prefix.
+HEAD_LEVEL_SIDES = {
+    ("within_head", False): "within_head",
+    ("within_head", True): "within_head_fe",
+    ("across_head", False): "across_head",
+}
+
+
 def head_level_table(results: StudyResults) -> pd.DataFrame | None:
-    """The head-level analysis frame (exploratory, training heads), or None."""
+    """The head-level analysis, both questions side by side (exploratory), or None.
+
+    One row per model: ``model``, ``blocks``, then ``<side>_loss`` and ``<side>_gain``
+    (cross-validated interval squared loss and gain over the base model) for
+    ``within_head`` (block alone), ``within_head_fe`` (with head fixed effects) and
+    ``across_head`` (unseen heads), then ``fits_not_converged`` and ``warnings`` summed
+    over the model's rows. A skipped question's columns are NaN. A frame stored before
+    the two questions existed (no ``question`` column) is shown as stored.
+    """
     if results.head_level is None:
         return None
-    out = results.head_level.copy().reset_index(drop=True)
-    if "head_effects" in out:
-        out["head_effects"] = out["head_effects"].astype(bool)
+    hl = results.head_level.copy().reset_index(drop=True)
+    if "question" not in hl:
+        if "head_effects" in hl:
+            hl["head_effects"] = hl["head_effects"].astype(bool)
+        return hl
+    hl["fixed_effects"] = hl["fixed_effects"].astype(bool)
+    models = list(dict.fromkeys(hl["model"]))
+    out = pd.DataFrame(
+        {"model": models, "blocks": [hl.loc[hl.model == m, "blocks"].iloc[0] for m in models]}
+    )
+    for (question, fe), side in HEAD_LEVEL_SIDES.items():
+        part = hl[(hl.question == question) & (hl.fixed_effects == fe)].set_index("model")
+        out[f"{side}_loss"] = out["model"].map(part["cv_loss"]).astype(float)
+        out[f"{side}_gain"] = out["model"].map(part["gain_vs_base"]).astype(float)
+    for c in ("fits_not_converged", "warnings"):
+        if c in hl:
+            out[c] = out["model"].map(hl.groupby("model")[c].sum()).astype(int)
     return out
 
 
@@ -401,8 +431,13 @@ def build_tables(results: StudyResults) -> list[Table]:
             "head_level",
             "Head-level analysis (exploratory; training heads only)",
             head_level_table(results),
-            "Cross-validated interval squared loss with and without head fixed effects; "
-            "fits_not_converged counts fold fits whose optimizer did not converge.",
+            "Cross-validated interval squared loss of log2 r_eps (_loss) and its gain "
+            "over the base model (_gain, positive = the block helps). within_head: one "
+            "input held out within each length, block alone; within_head_fe: the same "
+            "folds with head fixed effects; across_head: whole training heads held out, "
+            "no head effects. – = question skipped (see the report). fits_not_converged "
+            "counts fold fits whose optimizer did not converge; warnings counts folds "
+            "that extrapolate in a design variable.",
         ),
         (
             "descriptors",

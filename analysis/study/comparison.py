@@ -69,8 +69,9 @@ def fit_comparisons(
 
     Returns
     -------
-    (NestedComparison, NestedComparison, HeadLevelAnalysis)
-        The design's estimator, the OLS refit, the head-level analysis.
+    (NestedComparison, NestedComparison, HeadLevelResult)
+        The design's estimator, the OLS refit, the head-level analysis (its across-head
+        folds seeded by the design's inference seed).
     """
     from analysis.compare import compare_nested, head_level_analysis
     from analysis.descriptors import covariate_kwargs
@@ -151,12 +152,15 @@ def compare_stage(
         y_lower=np.log2(table["lo"].astype(float)),
         y_upper=np.log2(table["hi"].astype(float)),
     ).drop(columns=["held_out"])
-    keep = ["cell_key", "cluster", "y_lower", "y_upper", "input_id", "length", *model_cols]
+    # the design variables travel with the cells: the head-level folds check them
+    design_vars = ["input_id", "length", "temperature", "eps"]
+    keep = ["cell_key", "cluster", "y_lower", "y_upper", *design_vars, *model_cols]
     table = table.loc[:, keep].sort_values("cell_key").reset_index(drop=True)
     log_cols = [c for c in logs if c in model_cols]
-    # compare/5: results carry the calibration (mode, folds, seed) besides the fits'
-    # diagnostics; the key holds the lock hash, so an amended design or block refits
-    digest = f"compare/5:{_frame_digest(table)}:{study.lock.sha256}"
+    # compare/6: results carry the calibration (mode, folds, seed), and the head-level
+    # analysis answers the within-head and across-head questions; the key holds the lock
+    # hash, not only the design's: an amended design or block refits and restamps
+    digest = f"compare/6:{_frame_digest(table)}:{study.lock.sha256}"
     record_file = paths.results / "compare.json"
     record = read_json(record_file, {})
     if record.get("inputs_sha256") == digest and all(
@@ -206,11 +210,7 @@ def compare_stage(
             "seed": res.calibration.seed,
             "description": res.calibration.describe(),
         },
-        "head_level_meta": {
-            "residual_icc": float(hl.residual_icc),
-            "base_model": hl.base_model,
-            "folds": hl.folds,
-        },
+        "head_level_meta": hl.meta(),
         "files": files,
         "summary": res.summary(),
     }

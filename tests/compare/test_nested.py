@@ -1,4 +1,4 @@
-"""Covariate preparation, nested comparisons, bootstrap coverage, head-level analysis."""
+"""Covariate preparation, nested comparisons, bootstrap coverage (head level: test_headlevel)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
@@ -14,9 +13,7 @@ from analysis.compare import (
     RESULT_COLUMNS,
     cluster_bootstrap_effect,
     compare_nested,
-    head_level_analysis,
     prepare_covariates,
-    residual_icc,
     spearman,
 )
 from analysis.validation import ParameterError
@@ -347,63 +344,6 @@ def test_weighted_spearman_without_cells_is_nan():
     x, y = np.arange(4.0), np.arange(4.0)
     assert np.isnan(spearman(x, y, weights=np.zeros(4)))
     assert np.isnan(spearman(x, y, weights=np.array([0, 0, 3, 0])))
-
-
-def test_head_level_analysis(rng):
-    t = make_table(rng, n_heads=16, native_effect=0.0)
-    t = t[~t["held_out"]].copy()
-    # a head-level shift s_h that the native feature measures (constant within heads)
-    codes, _ = pd.factorize(t["cluster"])
-    s = rng.normal(size=codes.max() + 1)[codes]
-    t["y_lower"] += s
-    t["y_upper"] += s
-    t["native__q"] = s + 0.01 * rng.normal(size=len(t))
-    res = head_level_analysis(t, MODELS, log_columns=["baseline__scale"], **COVARIATES)
-    f = res.to_frame()
-    assert list(f.columns) == [
-        "model",
-        "blocks",
-        "head_effects",
-        "cv_interval_sq_loss",
-        "gain_vs_base",
-        "n_folds",
-        "n_cells",
-        "n_heads",
-        "fits_not_converged",
-    ]
-    assert (f["fits_not_converged"] == 0).all()
-    assert (f["n_folds"] == 4).all()  # (input_id, length) groups
-    g = f.set_index(["model", "head_effects"])["gain_vs_base"]
-    assert g[("M1", False)] > 0.3  # the head-level signal helps without head effects...
-    assert abs(g[("M1", True)]) < 0.1 * g[("M1", False)]  # ...and adds nothing within heads
-    assert -1 <= res.residual_icc <= 1
-    assert "within-head correlation" in res.summary()
-    with pytest.raises(ParameterError, match="training rows only"):
-        head_level_analysis(t.assign(held_out=True), MODELS)
-
-
-def test_head_level_counts_fits_that_did_not_converge(rng):
-    t = with_separating_column(make_table(rng, native_effect=0.5), rng)
-    t = t[~t["held_out"]].drop(columns="held_out")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning
-        res = head_level_analysis(
-            t, MODELS, log_columns=["baseline__scale"], maxiter=1, **COVARIATES
-        )
-    f = res.to_frame().set_index(["model", "head_effects"])["fits_not_converged"]
-    # M1 and M3 hold the separating column: every fold fit stops at the cap
-    assert f[("M1", False)] == f[("M3", False)] == 4
-    assert f[("M0", False)] == f[("M2", False)] == 0
-    assert "4 fold fit(s) did not converge" in res.summary()
-
-
-def test_residual_icc_known_values():
-    g = np.repeat(np.arange(50), 10)
-    rng = np.random.default_rng(5)
-    r = rng.normal(size=50)[g] + rng.normal(size=500)
-    assert abs(residual_icc(r, g) - 0.5) < 0.2
-    assert abs(residual_icc(rng.normal(size=500), g)) < 0.1
-    assert pd.isna(residual_icc(np.ones(3), np.array([0, 0, 0])))
 
 
 def test_locked_design_drives_a_confirmatory_run(tmp_path, rng):

@@ -285,6 +285,51 @@ def test_a_failed_fit_is_reported_as_fit_failed(study, tmp_path):
     assert "| status |" in text or "| status" in text
 
 
+def test_head_level_shows_both_questions_and_why_one_was_skipped(study, built):
+    """The fixture study has one input per length: within-head skipped, across-head shown."""
+    files, _ = built
+    text = files.report.read_text()
+    section = text.split("## Head-level analysis (exploratory)")[1].split("\n## ")[0]
+    assert "- Within-head: within a head, does the block predict" in section
+    assert "**Skipped**: every length has a single input" in section
+    assert "per_length >= 2" in section
+    assert "- Across-head: across heads, does the block predict" in section
+    assert "Folds: 5 folds of whole training heads" in section
+    t = read_back(files.tables["head_level"]["csv"])
+    assert list(t["model"]) == ["M0", "M1", "M2", "M3"]
+    assert t["within_head_loss"].isna().all() and t["within_head_fe_loss"].isna().all()
+    assert t["across_head_loss"].notna().all()
+    across = study.head_level[study.head_level.question == "across_head"]
+    np.testing.assert_array_equal(t["across_head_loss"], across["cv_loss"])
+    np.testing.assert_array_equal(t["across_head_gain"], across["gain_vs_base"])
+
+
+def test_head_level_both_questions_answered_side_by_side(study, tmp_path):
+    from analysis.compare import head_level_analysis
+
+    rng = np.random.default_rng(8)
+    table = make_table(rng, n_heads=16)
+    train = table[~table["held_out"]].drop(columns="held_out")
+    hl = head_level_analysis(
+        train, MODELS, log_columns=["baseline__scale"], random_state=0, **COVARIATES
+    )
+    both = dataclasses.replace(study, head_level=hl.to_frame(), head_level_meta=hl.meta())
+    files = build_report(both, tmp_path, figure_formats=("png",))
+    text = files.report.read_text()
+    assert "Skipped" not in text.split("## Head-level analysis")[1].split("\n## ")[0]
+    assert "Folds: leave one input_id out within each length (2 folds" in text
+    t = read_back(files.tables["head_level"]["csv"])
+    f = hl.to_frame().set_index(["question", "fixed_effects", "model"])["cv_loss"].sort_index()
+    for side, key in (
+        ("within_head", ("within_head", False)),
+        ("within_head_fe", ("within_head", True)),
+        ("across_head", ("across_head", False)),
+    ):
+        np.testing.assert_array_equal(t[f"{side}_loss"], f.loc[key].loc[t["model"]].to_numpy())
+    md = files.tables["head_level"]["md"].read_text()
+    assert "within_head_fe_loss" in md
+
+
 def test_descriptor_table_leaves_out_per_r_and_counts_nan(edge_study):
     t = descriptor_table(edge_study)
     assert "q_r1" not in set(t["feature"])

@@ -26,7 +26,11 @@ def tiny_design(tmp_path: Path) -> Path:
     text, n_heads = re.subn(r"(?m)^heads = 12\b.*$", "heads = [0, 1, 2, 4]", text)
     held = f'heads = ["{CKPT}:{HELD_OUT[0]}:{HELD_OUT[1]}"]'
     text, n_held = re.subn(r'(?m)^heads = \["sentence-transformers.*$', held, text)
-    assert (n_layers, n_heads, n_held) == (1, 1, 1)  # the shipped file's layout changed
+    # 3 training heads cannot fill the shipped design's 5 calibration folds
+    text, n_cal = re.subn(
+        r"(?m)^calibration = .*$", 'calibration = "cross-fitted by head, 3 folds"', text
+    )
+    assert (n_layers, n_heads, n_held, n_cal) == (1, 1, 1, 1)  # the shipped layout changed
     path = tmp_path / "tiny.toml"
     path.write_text(text, encoding="utf-8")
     return path

@@ -55,6 +55,15 @@ def test_full_run_writes_every_stage_and_the_report(finished_study):
     text = (paths.report / "report.md").read_text()
     for hyp in ("H1", "H2", "H3"):
         assert hyp in text
+    # one input per length: the head-level within-head question is skipped, said why,
+    # and the across-head question answered on folds of whole training heads
+    meta = res.head_level_meta
+    assert "single input" in meta["skipped"]["within_head"]
+    assert "whole training heads" in meta["folds"]["across_head"]
+    hl = res.head_level.set_index("question")
+    assert (hl.loc["within_head", "status"] == "skipped").all()
+    assert (hl.loc["across_head", "status"] == "ok").all()
+    assert "**Skipped**: every length has a single input" in text
     assert run.computed["brackets"] == 12 * 2 * 2 + 2
 
 
