@@ -139,7 +139,11 @@ def test_sizes_from_design_take_the_confirmatory_settings():
     path = ROOT / "preregistration" / "offline-minilm.toml"
     sizes = sizes_from_design(path)
     kw = load_design(path).comparison_kwargs()
-    assert (sizes.n_heads, sizes.n_held_out, sizes.cells_per_head) == (72, 18, 18)
+    assert (sizes.n_heads, sizes.n_held_out, sizes.cells_per_head) == (
+        72,
+        18,
+        36,
+    )  # 2 inputs x 2 lengths x 3 temperatures x 3 eps
     assert sizes.family == tuple(tuple(p) for p in kw["family"])
     assert sizes.confirmatory == ("M0", "M1")
     assert dict(sizes.models)["M3"] == ("baseline", "native", "intrinsic")
