@@ -42,6 +42,7 @@ __all__ = [
     "load_checkpoint",
     "load_extraction",
     "minilm_package_path",
+    "mixed_sliding_window",
     "resolve_checkpoint",
     "save_extraction",
 ]
@@ -349,6 +350,7 @@ class _Call:
     scaling: float
     mask: Any  # additive or bool, broadcastable to [batch, head, L, L], or None
     weights: Any  # [batch, head, L, L]
+    softcap: float | None = None  # tanh logit capping (Gemma-2), not of the Q K^T form
 
 
 @contextlib.contextmanager
@@ -392,6 +394,7 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
                     float(scaling),
                     None if attention_mask is None else attention_mask.detach().clone(),
                     None if weights is None else weights.detach().clone(),
+                    kwargs.get("softcap"),
                 )
             )
             return out, weights
@@ -431,6 +434,20 @@ def _allowed_mask(mask: Any, L: int) -> np.ndarray:
     if not bool((allowed == allowed[:1]).all()):
         raise ParameterError("checkpoint", "one mask shared by every head", "per-head masks")
     return allowed[0].cpu().numpy().astype(bool)
+
+
+def mixed_sliding_window(config: Any) -> int | None:
+    """The window of a model whose layers mix sliding-window and full attention, else None.
+
+    Such a model (Gemma-3: 15 of 18 layers see the last ``sliding_window`` keys) masks
+    every layer alike, causally, as long as L <= the window; beyond it the layers' masks
+    differ and the one ``[L, L]`` mask of an extraction cannot describe them.
+    """
+    types = list(getattr(config, "layer_types", None) or ())
+    window = getattr(config, "sliding_window", None)
+    if isinstance(window, int) and "sliding_attention" in types and len(set(types)) > 1:
+        return window
+    return None
 
 
 @dataclasses.dataclass
@@ -591,6 +608,14 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         k = k.repeat_interleave(n_heads // n_kv, dim=1)
         if w is None:
             raise ParameterError("checkpoint", "eager attention returning weights", None)
+        if call.softcap is not None:
+            # softcap * tanh(S / softcap) is not scale * Q K^T: the stored Q, K would not
+            # reproduce A, and every later stage rebuilds A from them.
+            raise ParameterError(
+                "checkpoint",
+                "attention logits without soft-capping (tanh capping is not of the Q K^T form)",
+                f"attention logit softcap {call.softcap}",
+            )
         A.append(w[0].float().cpu().numpy())
         Q.append(q[0].float().cpu().numpy())
         K.append(k[0].float().cpu().numpy())
@@ -598,6 +623,14 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         masks.append(_allowed_mask(call.mask, L))
     mask = masks[0]
     if any(not np.array_equal(m, mask) for m in masks[1:]):
+        window = mixed_sliding_window(model.config)
+        if window is not None:
+            raise ParameterError(
+                "length",
+                f"at most {window} positions (the sliding window; beyond it the layers' "
+                "masks differ and one [L, L] mask no longer describes them)",
+                L,
+            )
         raise ParameterError(
             "checkpoint", "the same mask in every layer (no sliding windows)", "layer-wise masks"
         )
