@@ -8,11 +8,11 @@ head's ``A = softmax64(Q, K, scale, mask)`` at t = 1 is bracketed by the engine
 described by every registered descriptor block
 (:func:`analysis.descriptors.describe.describe_matrix`), one torch / BLAS thread per worker.
 
-Writes to ``benchmarks/out/families/``:
+Writes to ``benchmarks/out/families/`` (``--out``):
 
-* ``<alias>_L<L>.npz``: the extraction (reused by a rerun, so resumed heads see the same
+* ``<alias>_s<seed>_L<L>.npz``: the extraction (reused by a rerun, so resumed heads see the same
   matrices);
-* ``<alias>_L<L>_<effort>_<heads>.csv``: one row per (head, eps): ``lower``, ``upper``,
+* ``<alias>_s<seed>_L<L>_<effort>_<heads>.csv``: one row per (head, eps): ``lower``, ``upper``,
   the construction behind each end, seconds per profile (the block's time over its size),
   descriptor seconds per head, and three shape measures of the head (mean mass on key 0,
   on the diagonal, on the previous key). Written atomically when every head is done; until
@@ -27,7 +27,7 @@ Usage, from the repository root::
 
     python -m benchmarks.families --checkpoint smollm2 minilm [--lengths 64 128]
         [--eps 0.05 0.1 0.2] [--heads-limit 9] [--workers 2] [--effort default]
-        [--batch 4] [--corpus-seed 0] [--fresh]
+        [--batch 4] [--corpus-seed 0] [--fresh] [--out DIR]
 
 Default lengths: 64 and 128 for text, 65 and 145 (1 + 8^2, 1 + 12^2) for vision.
 ``--heads-limit k`` takes k heads evenly spaced over (layer, head) in layer-major order (a
@@ -91,18 +91,16 @@ def extraction(alias: str, length: int, seed: int, out_dir: Path) -> tuple[Any, 
     """The extraction of one corpus input (read back when this benchmark saved it)."""
     from analysis.sources.checkpoints import load_extraction
 
-    path = out_dir / f"{_slug(alias)}_L{length}.npz"
+    path = out_dir / f"{_slug(alias)}_s{seed}_L{length}.npz"
     if path.is_file():
         ex = load_extraction(path)
+        if ex.meta["input"].get("corpus_seed") != seed:
+            raise SystemExit(f"{path} holds another corpus seed's input: rerun with --fresh")
         return ex, ex.meta["bench_note"]
     from analysis.sources import inputs
-    from analysis.sources.checkpoints import extract_from_model, load_checkpoint, save_extraction
+    from analysis.sources.checkpoints import extract_from_model, save_extraction
 
-    ck = _CHECKPOINTS.get(alias)
-    if ck is None:
-        t0 = time.perf_counter()
-        ck = _CHECKPOINTS[alias] = load_checkpoint(alias)
-        print(f"  loaded {alias} in {time.perf_counter() - t0:.1f} s")
+    ck = _checkpoint(alias)
     if ck.is_vision:
         model_input = inputs.corpus_image(ck, seed, length)
     else:
@@ -117,13 +115,20 @@ def extraction(alias: str, length: int, seed: int, out_dir: Path) -> tuple[Any, 
 _CHECKPOINTS: dict[str, Any] = {}
 
 
-def default_lengths(alias: str) -> tuple[int, ...]:
-    """64, 128 for text checkpoints; 65, 145 for vision ones (known without loading)."""
-    from analysis.sources.packaged import packaged_checkpoint
+def _checkpoint(alias: str) -> Any:
+    """The loaded checkpoint of ``alias`` (loaded once per family)."""
+    from analysis.sources.checkpoints import load_checkpoint
 
-    spec = packaged_checkpoint(alias)
-    vision = spec is not None and "dinov2" in spec.checkpoint_id.lower()
-    return VISION_LENGTHS if vision else TEXT_LENGTHS
+    if alias not in _CHECKPOINTS:
+        t0 = time.perf_counter()
+        _CHECKPOINTS[alias] = load_checkpoint(alias)
+        print(f"  loaded {alias} in {time.perf_counter() - t0:.1f} s")
+    return _CHECKPOINTS[alias]
+
+
+def default_lengths(alias: str) -> tuple[int, ...]:
+    """64, 128 for a text checkpoint; 65, 145 for a vision one (loads the checkpoint)."""
+    return VISION_LENGTHS if _checkpoint(alias).is_vision else TEXT_LENGTHS
 
 
 def select_heads(n_layers: int, n_heads: int, limit: int | None) -> list[tuple[int, int]]:
@@ -210,7 +215,7 @@ def run_one(
     from tqdm.auto import tqdm
 
     tag = "all" if heads_limit is None else f"h{heads_limit}"
-    final = out_dir / f"{_slug(alias)}_L{length}_{effort}_{tag}.csv"
+    final = out_dir / f"{_slug(alias)}_s{seed}_L{length}_{effort}_{tag}.csv"
     if final.is_file():
         print(f"  {final.name} exists: skipped")
         return pd.read_csv(final)
@@ -321,9 +326,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=4, help="heads profiled side by side per job")
     ap.add_argument("--corpus-seed", type=int, default=0)
     ap.add_argument("--fresh", action="store_true", help="delete this run's earlier outputs")
+    ap.add_argument("--out", type=Path, default=FAMILIES_OUT, help="output folder")
     args = ap.parse_args(argv)
     print("command:", command_line("benchmarks.families"))
-    out_dir = FAMILIES_OUT
+    out_dir = args.out
     out_dir.mkdir(parents=True, exist_ok=True)
     eps = tuple(sorted(set(args.eps)))
     summaries = []
