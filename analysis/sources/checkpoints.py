@@ -50,6 +50,7 @@ __all__ = [
     "load_checkpoint",
     "load_extraction",
     "minilm_package_path",
+    "mixed_sliding_window",
     "resolve_checkpoint",
     "save_extraction",
 ]
@@ -358,6 +359,7 @@ class _Call:
     mask: Any  # additive or bool, broadcastable to [batch, head, L, L], or None
     weights: Any  # [batch, head, L, L]
     bias: Any = None  # additive logit term broadcastable to [batch, head, L, L], or None
+    softcap: float | None = None  # tanh logit capping (Gemma-2), not of the Q K^T form
 
 
 @dataclasses.dataclass(frozen=True)
@@ -520,6 +522,7 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
                     float(scaling),
                     None if attention_mask is None else attention_mask.detach().clone(),
                     None if weights is None else weights.detach().clone(),
+                    softcap=kwargs.get("softcap"),
                 )
             )
             return out, weights
@@ -573,6 +576,20 @@ def _head_bias(bias: Any, n_heads: int, L: int) -> np.ndarray | None:
             "checkpoint", f"a logit bias broadcastable to (1, {n_heads}, {L}, {L})", bias.shape
         ) from None
     return b[0].float().cpu().numpy().copy()
+
+
+def mixed_sliding_window(config: Any) -> int | None:
+    """The window of a model whose layers mix sliding-window and full attention, else None.
+
+    Such a model (Gemma-3: 15 of 18 layers see the last ``sliding_window`` keys) masks
+    every layer alike, causally, as long as L <= the window; beyond it the layers' masks
+    differ and the one ``[L, L]`` mask of an extraction cannot describe them.
+    """
+    types = list(getattr(config, "layer_types", None) or ())
+    window = getattr(config, "sliding_window", None)
+    if isinstance(window, int) and "sliding_attention" in types and len(set(types)) > 1:
+        return window
+    return None
 
 
 @dataclasses.dataclass
@@ -738,6 +755,14 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         k = k.repeat_interleave(n_heads // n_kv, dim=1)
         if w is None:
             raise ParameterError("checkpoint", "eager attention returning weights", None)
+        if call.softcap is not None:
+            # softcap * tanh(S / softcap) is not scale * Q K^T: the stored Q, K would not
+            # reproduce A, and every later stage rebuilds A from them.
+            raise ParameterError(
+                "checkpoint",
+                "attention logits without soft-capping (tanh capping is not of the Q K^T form)",
+                f"attention logit softcap {call.softcap}",
+            )
         A.append(w[0].float().cpu().numpy())
         Q.append(q[0].float().cpu().numpy())
         K.append(k[0].float().cpu().numpy())
@@ -746,6 +771,14 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         biases.append(_head_bias(call.bias, n_heads, L))
     mask = masks[0]
     if any(not np.array_equal(m, mask) for m in masks[1:]):
+        window = mixed_sliding_window(model.config)
+        if window is not None:
+            raise ParameterError(
+                "length",
+                f"at most {window} positions (the sliding window; beyond it the layers' "
+                "masks differ and one [L, L] mask no longer describes them)",
+                L,
+            )
         raise ParameterError(
             "checkpoint", "the same mask in every layer (no sliding windows)", "layer-wise masks"
         )

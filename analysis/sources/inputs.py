@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.sources.checkpoints import Checkpoint, ModelInput
+from analysis.sources.checkpoints import Checkpoint, ModelInput, mixed_sliding_window
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
@@ -43,9 +43,20 @@ def _max_positions(config: Any) -> int | None:
 
 def _check_length(checkpoint: Checkpoint, length: Any) -> int:
     L = check_int("length", length, minimum=1)
-    limit = _max_positions(checkpoint.model.config)
+    config = checkpoint.model.config
+    limit = _max_positions(config)
     if limit is not None and L > limit:
         raise ParameterError("length", f"an integer <= {limit} for this checkpoint", L)
+    window = mixed_sliding_window(config)
+    if window is not None and L > window:
+        n = sum(t == "sliding_attention" for t in config.layer_types)
+        raise ParameterError(
+            "length",
+            f"an integer <= {window}: {n} of {len(config.layer_types)} layers attend within "
+            f"a sliding window of {window} positions, so beyond it the layers' masks differ "
+            "and one [L, L] mask no longer describes them",
+            L,
+        )
     return L
 
 
