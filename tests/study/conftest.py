@@ -17,12 +17,13 @@ SHIPPED = ROOT / "preregistration" / "offline-minilm.toml"
 
 
 def small_design_text(*, estimator: str = "ols") -> str:
-    """The shipped MiniLM design shrunk to 12 heads, L in {12, 16}, effort fast."""
+    """The shipped MiniLM design shrunk to 12 heads, L in {12, 16}, one input each, effort fast."""
     s = SHIPPED.read_text(encoding="utf-8")
     s = s.replace('effort = "default"', 'effort = "fast"')
     s = re.sub(r"temperatures = \[[^\]]*\]", "temperatures = [1.0, 2.0]", s, count=1)
     s = re.sub(r"\neps = \[[^\]]*\]", "\neps = [0.1, 0.2]", s, count=1)
     s = re.sub(r"lengths = \[[^\]]*\]", "lengths = [12, 16]", s, count=1)
+    s = re.sub(r"(?m)^per_length = \d+", "per_length = 1", s)  # one input per length
     s = re.sub(r"layers = 6[^\n]*", "layers = [0, 1]", s)
     s = re.sub(r"heads = 12[^\n]*", "heads = [0, 1, 2, 3, 4, 5]", s)
     s = re.sub(
