@@ -1,8 +1,9 @@
 """Nested model comparisons on held-out cells with a cluster bootstrap and Holm.
 
 Input: a tidy table with ``cell_key``, ``cluster`` (head id), ``held_out`` (bool),
-``y_lower``, ``y_upper`` (log2 interval ends) and ``BLOCK__feature`` columns. Models are
-fitted on training rows; metrics are computed on held-out rows.
+``y_lower``, ``y_upper`` (log2 interval ends) and ``BLOCK__feature`` columns, and
+optionally ``stratum`` (the bootstrap then resamples held-out clusters within each
+stratum). Models are fitted on training rows; metrics are computed on held-out rows.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ __all__ = [
     "FIT_OK",
     "RESULT_COLUMNS",
     "ComparisonResult",
+    "STRATUM",
     "bootstrap_counts",
     "check_nested",
+    "cluster_strata",
     "cluster_bootstrap_effect",
     "compare_nested",
     "percentile_ci_and_p",
@@ -73,6 +76,9 @@ FIT_OK = "ok"
 #: ``status`` of a pair with a fit that did not converge: reported, never decided.
 FIT_FAILED = "fit failed"
 REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
+#: Optional column: the stratum of each cell's cluster (a study passes the checkpoint, the
+#: unit of its per-checkpoint held-out draw); the bootstrap resamples clusters within it.
+STRATUM = "stratum"
 
 
 @dataclass(frozen=True)
@@ -172,9 +178,68 @@ class ComparisonResult:
         return "\n".join(lines)
 
 
-def bootstrap_counts(n_clusters: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Counts ``c_bh`` of each cluster in B resamples of clusters with replacement."""
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
+def bootstrap_counts(
+    n_clusters: int,
+    n_boot: int,
+    rng: np.random.Generator,
+    strata: np.ndarray | None = None,
+) -> np.ndarray:
+    """Counts ``c_bh`` of each cluster in B resamples of clusters with replacement.
+
+    Parameters
+    ----------
+    n_clusters : int
+    n_boot : int
+    rng : numpy.random.Generator
+    strata : array (n_clusters,) or None
+        Stratum of each cluster. When given, each stratum's clusters are resampled among
+        themselves (strata in sorted order, each a multinomial of its own size), so every
+        replicate keeps each stratum's number of clusters. With one stratum the draws are
+        those of the unstratified call, number for number.
+
+    Returns
+    -------
+    numpy.ndarray (n_boot, n_clusters) of int
+    """
+    if strata is None:
+        return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
+    strata = np.asarray(strata)
+    if strata.shape != (n_clusters,):
+        raise ParameterError("strata", f"one stratum per cluster ({n_clusters})", strata.shape)
+    counts = np.zeros((n_boot, n_clusters), dtype=np.int64)
+    for s in np.unique(strata):
+        idx = np.flatnonzero(strata == s)
+        k = idx.size
+        counts[:, idx] = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot)
+    return counts
+
+
+def cluster_strata(clusters: np.ndarray, strata: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Factorize ``clusters`` and give each cluster its one stratum.
+
+    Returns
+    -------
+    codes : array (n,) of int
+        ``pandas.factorize`` codes of ``clusters`` (order of first appearance).
+    cluster_stratum : array (n_clusters,)
+        The stratum of each code.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``stratum`` when a cluster's cells lie in more than one stratum.
+    """
+    codes, uniq = pd.factorize(np.asarray(clusters))
+    strata = np.asarray(strata).astype(str)
+    per = pd.DataFrame({"c": codes, "s": strata}).drop_duplicates()
+    if len(per) != len(uniq):
+        bad = per.loc[per["c"].duplicated(keep=False), "c"].iloc[0]
+        raise ParameterError(
+            "stratum", "one stratum per cluster", f"cluster {uniq[bad]} in several strata"
+        )
+    out = np.empty(len(uniq), dtype=object)
+    out[per["c"].to_numpy()] = per["s"].to_numpy()
+    return codes, out.astype(str)
 
 
 def replicate_means(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -202,6 +267,7 @@ def cluster_bootstrap_effect(
     n_boot: int = 2000,
     ci_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
+    strata: np.ndarray | None = None,
 ) -> tuple[float, float, float, float]:
     """Effect of per-cell values with a cluster-bootstrap CI and one-sided p.
 
@@ -213,6 +279,9 @@ def cluster_bootstrap_effect(
         Cluster (head) of each cell.
     higher_is_better : bool, keyword-only
         Effect is ``mean(rich) - mean(base)`` when True, else ``mean(base) - mean(rich)``.
+    strata : array (n,) or None, keyword-only
+        Stratum of each cell (constant within a cluster): clusters are resampled within
+        strata (:func:`bootstrap_counts`).
 
     Returns
     -------
@@ -223,8 +292,12 @@ def cluster_bootstrap_effect(
     rng = check_random_state(random_state)
     base = np.asarray(base, float)
     rich = np.asarray(rich, float)
-    codes, uniq = pd.factorize(np.asarray(clusters))
-    counts = bootstrap_counts(len(uniq), n_boot, rng)
+    if strata is None:
+        codes, uniq = pd.factorize(np.asarray(clusters))
+        counts = bootstrap_counts(len(uniq), n_boot, rng)
+    else:
+        codes, per_cluster = cluster_strata(clusters, strata)
+        counts = bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)
     sign = 1.0 if higher_is_better else -1.0
     eff = sign * (rich.mean() - base.mean())
     eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
@@ -308,7 +381,9 @@ def compare_nested(
     ----------
     table : pandas.DataFrame
         Columns ``cell_key``, ``cluster``, ``held_out``, ``y_lower``, ``y_upper`` and
-        ``BLOCK__feature`` covariates. Held-out rows must be whole clusters.
+        ``BLOCK__feature`` covariates; optionally ``stratum`` (constant within a cluster,
+        e.g. the checkpoint of a per-checkpoint held-out draw). Held-out rows must be
+        whole clusters.
     models : mapping
         Model name -> block names.
     family : sequence of (base, rich), keyword-only
@@ -351,7 +426,9 @@ def compare_nested(
     held-out cells (Spearman: the rank correlation of ``y_hat`` with midpoints).
     Effect: ``base - rich`` for the loss, ``rich - base`` otherwise (positive = the rich
     model helps). Bootstrap: held-out heads are resampled with replacement B times
-    (counts ``c_bh``); replicate means are ``sum_h c_bh S_h / sum_h c_bh n_h`` with
+    (counts ``c_bh``), within each stratum when the table has a ``stratum`` column (each
+    stratum keeps its number of held-out heads in every replicate; one stratum gives the
+    unstratified draws exactly); replicate means are ``sum_h c_bh S_h / sum_h c_bh n_h`` with
     per-head sums ``S_h`` and sizes ``n_h``; fits are not refitted. CI: the
     ``(1 -/+ ci_level) / 2`` percentiles of the replicate effects. One-sided
     ``p = (1 + #{b : effect_b <= 0}) / (B + 1)``. Holm across ``family`` within each
@@ -455,10 +532,18 @@ def compare_nested(
         if "interval_loglik" in metrics:
             cell_vals[(m, "interval_loglik")] = interval_loglik(yh, fit.sigma, lo_h, up_h)
 
-    # cluster bootstrap over held-out heads: one set of resamples for everything
-    codes, uniq = pd.factorize(clusters[held])
-    n_heads = len(uniq)
-    counts = bootstrap_counts(n_heads, n_boot, rng)
+    # cluster bootstrap over held-out heads (within strata when the table has them): one
+    # set of resamples for everything
+    if STRATUM in table.columns:
+        strata = table[STRATUM].astype(str).to_numpy()
+        cluster_strata(clusters, strata)  # every cluster in one stratum, training ones too
+        codes, per_cluster = cluster_strata(clusters[held], strata[held])
+        n_heads = per_cluster.size
+        counts = bootstrap_counts(n_heads, n_boot, rng, per_cluster)
+    else:
+        codes, uniq = pd.factorize(clusters[held])
+        n_heads = len(uniq)
+        counts = bootstrap_counts(n_heads, n_boot, rng)
     boot: dict[tuple[str, str], np.ndarray] = {}
     point: dict[tuple[str, str], float] = {}
     for (m, met), v in cell_vals.items():
