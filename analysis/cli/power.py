@@ -8,6 +8,7 @@ counts come from :func:`analysis.study.power.validation_sizes`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -43,6 +44,9 @@ def _run(args: argparse.Namespace) -> int:
     widths_path = Path(args.widths) if args.widths else root / DEFAULT_WIDTHS
     widths = load_widths(widths_path)
     sizes = validation_sizes(design_path, root=root)
+    if args.bootstrap:
+        # another CI/p method than the design's, to compare them on the same studies
+        sizes = dataclasses.replace(sizes, bootstrap=args.bootstrap)
     if args.seed is None:
         seed = int(load_design(design_path, require_held_out=False).data["inference"]["seed"])
     else:
@@ -164,6 +168,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=5,
         help="bisection steps of the minimum-detectable-effect search (5)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        choices=("cluster", "studentized"),
+        help="CI and p of the cluster bootstrap: percentile (cluster) or bootstrap-t "
+        "(studentized); default: the design's inference.bootstrap",
     )
     p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     p.set_defaults(func=_run)

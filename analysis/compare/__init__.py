@@ -19,6 +19,7 @@ from analysis.compare.estimators import (
 from analysis.compare.headlevel import HeadLevelResult, head_level_analysis, residual_icc
 from analysis.compare.metrics import interval_loglik, interval_sq_loss, spearman
 from analysis.compare.nested import (
+    BOOTSTRAPS,
     FIT_FAILED,
     FIT_OK,
     RESULT_COLUMNS,
@@ -29,6 +30,7 @@ from analysis.compare.nested import (
 )
 
 __all__ = [
+    "BOOTSTRAPS",
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",

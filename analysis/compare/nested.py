@@ -32,6 +32,7 @@ from analysis.compare.metrics import (
 from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
+    "BOOTSTRAPS",
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",
@@ -44,6 +45,7 @@ __all__ = [
     "compare_nested",
     "percentile_ci_and_p",
     "replicate_means",
+    "studentized_ci_and_p",
 ]
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -79,6 +81,10 @@ REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower
 #: Optional column: the stratum of each cell's cluster (a study passes the checkpoint, the
 #: unit of its per-checkpoint held-out draw); the bootstrap resamples clusters within it.
 STRATUM = "stratum"
+#: CI and one-sided p from the cluster bootstrap's resamples: ``"cluster"`` (percentile,
+#: :func:`percentile_ci_and_p`) or ``"studentized"`` (bootstrap-t of the per-head effect
+#: with a stratified cluster-robust SE, :func:`studentized_ci_and_p`).
+BOOTSTRAPS: tuple[str, ...] = ("cluster", "studentized")
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,8 @@ class ComparisonResult:
         The covariate preparation the fits used: its calibration maps, training means and
         SDs, kept and dropped columns, and every row's design matrix (held-out rows
         included, built with what was learned on training rows).
+    bootstrap : str
+        ``"cluster"`` (percentile) or ``"studentized"`` (bootstrap-t).
     """
 
     frame: pd.DataFrame = field(repr=False)
@@ -121,6 +129,7 @@ class ComparisonResult:
     lock_sha256: str | None
     fits: dict = field(repr=False)
     covariates: PreparedCovariates = field(repr=False)
+    bootstrap: str = "cluster"
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
@@ -142,7 +151,8 @@ class ComparisonResult:
             f"Nested comparisons ({self.estimator} fits on training cells; "
             f"metrics on held-out cells)",
             f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
-            f"cluster bootstrap over held-out heads, B = {self.n_boot}; alpha = {self.alpha}; "
+            f"{'studentized ' if self.bootstrap == 'studentized' else ''}cluster bootstrap "
+            f"over held-out heads, B = {self.n_boot}; alpha = {self.alpha}; "
             "adds information = Holm p < alpha and CI low > 0",
         ]
         for _, r in f.iterrows():
@@ -258,6 +268,78 @@ def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95) -> tuple[fl
     return float(lo), float(hi), float(p)
 
 
+def _cluster_se(
+    head_sums: np.ndarray, head_sizes: np.ndarray, counts: np.ndarray, strata: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ratio means and their stratified cluster-robust SEs, one per row of ``counts``.
+
+    For counts ``c_h`` (a replicate's, or all ones for the sample) the mean is
+    ``T = sum c_h S_h / N``, ``N = sum c_h n_h``; with ``z_h = S_h - T n_h`` (the
+    linearized ratio) and, in stratum s of ``H_s`` heads, the count-weighted variance
+    ``v_s = sum_s c_h (z_h - zbar_s)^2 / (H_s - 1)`` (0 when ``H_s = 1``), the SE is
+    ``sqrt(sum_s H_s v_s) / N``.
+    """
+    counts = np.atleast_2d(counts).astype(float)
+    N = counts @ head_sizes
+    T = (counts @ head_sums) / N
+    z = head_sums[None, :] - T[:, None] * head_sizes[None, :]
+    var = np.zeros(counts.shape[0])
+    for s in np.unique(strata):
+        idx = np.flatnonzero(strata == s)
+        k = idx.size
+        if k < 2:
+            continue
+        c, zs = counts[:, idx], z[:, idx]
+        zbar = (c * zs).sum(axis=1) / c.sum(axis=1)
+        var += k * (c * (zs - zbar[:, None]) ** 2).sum(axis=1) / (k - 1)
+    return T, np.sqrt(var) / N
+
+
+def studentized_ci_and_p(
+    head_sums: np.ndarray,
+    head_sizes: np.ndarray,
+    counts: np.ndarray,
+    strata: np.ndarray,
+    ci_level: float = 0.95,
+) -> tuple[float, float, float, float]:
+    """Effect, studentized (bootstrap-t) CI and one-sided p from per-head sums.
+
+    Parameters
+    ----------
+    head_sums : array (H,)
+        Per-head sums of the per-cell effect (base minus rich loss, or rich minus base).
+    head_sizes : array (H,)
+        Cells per head.
+    counts : array (B, H)
+        The cluster-bootstrap counts (:func:`bootstrap_counts`).
+    strata : array (H,)
+        Stratum of each head (one value for an unstratified draw).
+
+    Returns
+    -------
+    effect, ci_low, ci_high, p_value : float
+
+    Notes
+    -----
+    ``effect = sum S_h / sum n_h`` with SE ``se`` (:func:`_cluster_se`); each replicate
+    gives ``t_b = (effect_b - effect) / se_b`` with its own SE. One-sided
+    ``p = (1 + #{b : t_b >= effect / se}) / (B + 1)``; CI
+    ``[effect - q_hi se, effect - q_lo se]`` with ``q_lo, q_hi`` the ``(1 -/+ ci_level) / 2``
+    quantiles of ``t_b``. A replicate with ``se_b = 0`` (every draw the same head) has
+    ``t_b = 0``.
+    """
+    head_sums = np.asarray(head_sums, float)
+    head_sizes = np.asarray(head_sizes, float)
+    (eff,), (se,) = _cluster_se(head_sums, head_sizes, np.ones((1, head_sums.size)), strata)
+    eff_b, se_b = _cluster_se(head_sums, head_sizes, counts, strata)
+    t_b = np.divide(eff_b - eff, se_b, out=np.zeros_like(eff_b), where=se_b > 0)
+    t_obs = eff / se if se > 0 else np.copysign(np.inf, eff) if eff else 0.0
+    q = (1.0 - ci_level) / 2.0
+    q_lo, q_hi = np.quantile(t_b, [q, 1.0 - q])
+    p = (1.0 + np.sum(t_b >= t_obs)) / (t_b.size + 1.0)
+    return float(eff), float(eff - q_hi * se), float(eff - q_lo * se), float(p)
+
+
 def cluster_bootstrap_effect(
     base: np.ndarray,
     rich: np.ndarray,
@@ -268,6 +350,7 @@ def cluster_bootstrap_effect(
     ci_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
     strata: np.ndarray | None = None,
+    bootstrap: str = "cluster",
 ) -> tuple[float, float, float, float]:
     """Effect of per-cell values with a cluster-bootstrap CI and one-sided p.
 
@@ -282,23 +365,34 @@ def cluster_bootstrap_effect(
     strata : array (n,) or None, keyword-only
         Stratum of each cell (constant within a cluster): clusters are resampled within
         strata (:func:`bootstrap_counts`).
+    bootstrap : {"cluster", "studentized"}, keyword-only
+        Percentile (:func:`percentile_ci_and_p`) or studentized
+        (:func:`studentized_ci_and_p`) CI and p from the same resamples.
 
     Returns
     -------
     effect, ci_low, ci_high, p_value : float
         The same computation :func:`compare_nested` uses for mean metrics.
     """
+    if bootstrap not in BOOTSTRAPS:
+        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
     n_boot = check_int("n_boot", n_boot, minimum=99)
     rng = check_random_state(random_state)
     base = np.asarray(base, float)
     rich = np.asarray(rich, float)
     if strata is None:
         codes, uniq = pd.factorize(np.asarray(clusters))
+        per_cluster = np.zeros(len(uniq), dtype=int)
         counts = bootstrap_counts(len(uniq), n_boot, rng)
     else:
         codes, per_cluster = cluster_strata(clusters, strata)
         counts = bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)
     sign = 1.0 if higher_is_better else -1.0
+    if bootstrap == "studentized":
+        k = per_cluster.size
+        d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
+        n_h = np.bincount(codes, minlength=k).astype(float)
+        return studentized_ci_and_p(d, n_h, counts, per_cluster, ci_level)
     eff = sign * (rich.mean() - base.mean())
     eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
     lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
@@ -374,6 +468,7 @@ def compare_nested(
     block_order: Sequence[str] = (),
     diagnostic_columns: Collection[str] = (),
     maxiter: int = 200,
+    bootstrap: str = "cluster",
 ) -> ComparisonResult:
     """Fit nested models on training cells and compare them on held-out cells.
 
@@ -415,6 +510,10 @@ def compare_nested(
         Iteration cap of each interval fit (see
         :func:`~analysis.compare.estimators.fit_interval`); ignored by the closed-form
         ``ols`` and ``ridge``.
+    bootstrap : {"cluster", "studentized"}, keyword-only
+        How the CI and p of the mean metrics are read from the resamples (the design's
+        ``inference.bootstrap``): ``"cluster"`` percentile, ``"studentized"`` bootstrap-t
+        (:func:`studentized_ci_and_p`). Spearman's CI is percentile in both.
 
     Returns
     -------
@@ -457,6 +556,8 @@ def compare_nested(
             raise ParameterError("metrics", "among " + ", ".join(METRICS), m)
     if primary_metric not in metrics:
         raise ParameterError("primary_metric", "one of the computed metrics", primary_metric)
+    if bootstrap not in BOOTSTRAPS:
+        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
     n_boot = check_int("n_boot", n_boot, minimum=99)
     maxiter = check_int("maxiter", maxiter, minimum=1)
     if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
@@ -543,9 +644,11 @@ def compare_nested(
     else:
         codes, uniq = pd.factorize(clusters[held])
         n_heads = len(uniq)
+        per_cluster = np.zeros(n_heads, dtype=int)
         counts = bootstrap_counts(n_heads, n_boot, rng)
     boot: dict[tuple[str, str], np.ndarray] = {}
     point: dict[tuple[str, str], float] = {}
+    head_sizes = np.bincount(codes, minlength=n_heads).astype(float)
     for (m, met), v in cell_vals.items():
         point[(m, met)] = float(v.mean())
         boot[(m, met)] = replicate_means(v, codes, counts)
@@ -564,8 +667,15 @@ def compare_nested(
         sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
         for b, r in pairs:
             eff = sign * (point[(r, met)] - point[(b, met)])
-            eff_b = sign * (boot[(r, met)] - boot[(b, met)])
-            lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
+            if bootstrap == "studentized" and met != "spearman_mid":
+                d = sign * (cell_vals[(r, met)] - cell_vals[(b, met)])
+                d_h = np.bincount(codes, weights=d, minlength=n_heads)
+                _, lo_ci, hi_ci, p = studentized_ci_and_p(
+                    d_h, head_sizes, counts, per_cluster, ci_level
+                )
+            else:
+                eff_b = sign * (boot[(r, met)] - boot[(b, met)])
+                lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
             rows.append(
                 {
                     "pair": f"{b}<{r}",
@@ -625,4 +735,5 @@ def compare_nested(
         lock_sha256=lock_sha256,
         fits=fits,
         covariates=prep,
+        bootstrap=bootstrap,
     )

@@ -57,6 +57,9 @@ REQUIRED_SECTIONS: tuple[str, ...] = (
     "exploratory",
 )
 KNOWN_METRICS: tuple[str, ...] = ("interval_sq_loss", "interval_loglik", "spearman_mid")
+#: ``inference.bootstrap``: ``"cluster"`` = the percentile cluster bootstrap over held-out
+#: heads; ``"studentized"`` = its bootstrap-t (``analysis.compare.BOOTSTRAPS``).
+BOOTSTRAP_METHODS: tuple[str, ...] = ("cluster", "studentized")
 EFFORTS: tuple[str, ...] = ("fast", "default", "thorough")
 _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -129,7 +132,8 @@ class Design:
         -------
         dict
             ``family``, ``extra_pairs``, ``estimator``, ``metrics``, ``primary_metric``,
-            ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed).
+            ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed),
+            ``bootstrap`` (``inference.bootstrap``, default ``"cluster"``).
             The caller adds the table, ``self.models``, ``log_columns`` and the lock hash.
         """
         inf = self.data["inference"]
@@ -145,6 +149,7 @@ class Design:
             "alpha": float(inf["alpha"]),
             "ci_level": float(inf.get("ci_level", 0.95)),
             "random_state": int(inf["seed"]),
+            "bootstrap": str(inf.get("bootstrap", "cluster")),
         }
 
 
@@ -408,6 +413,9 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     est = inf.get("estimator", "interval")
     if est not in ("interval", "ols", "ridge"):
         raise ParameterError("inference.estimator", "interval, ols or ridge", est)
+    boot = inf.get("bootstrap", "cluster")
+    if boot not in BOOTSTRAP_METHODS:
+        raise ParameterError("inference.bootstrap", " or ".join(BOOTSTRAP_METHODS), boot)
     if inf.get("cluster", "head") != "head":
         raise ParameterError("inference.cluster", "head", inf.get("cluster"))
     fam = _need(inf, "family", "inference.")

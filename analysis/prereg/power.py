@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.compare import ComparisonResult, compare_nested
+from analysis.compare import BOOTSTRAPS, ComparisonResult, compare_nested
 from analysis.prereg.design import load_design
 from analysis.validation import ParameterError, check_int, check_random_state
 
@@ -186,9 +186,9 @@ class StudySizes:
     confirmatory : (base, rich)
         The design's confirmatory pair (its rich model adds a simulated block).
     estimator, primary_metric : str
-    bootstrap : str
-        The design's ``inference.bootstrap`` (``"cluster"``: the percentile cluster
-        bootstrap).
+    bootstrap : {"cluster", "studentized"}
+        The design's ``inference.bootstrap``: the percentile cluster bootstrap, or its
+        studentized (bootstrap-t) form.
     strata : tuple of (label, heads, held_out)
         The held-out draw's strata (a design's checkpoints): heads and held-out heads of
         each; default one stratum ``("all", n_heads, n_held_out)``. The simulation draws
@@ -244,6 +244,8 @@ class StudySizes:
         if tuple(self.confirmatory) not in {tuple(p) for p in self.family}:
             raise ParameterError("confirmatory", "a pair of the Holm family", self.confirmatory)
         signal_block(self, tuple(self.confirmatory), name="confirmatory")
+        if self.bootstrap not in BOOTSTRAPS:
+            raise ParameterError("bootstrap", " or ".join(BOOTSTRAPS), self.bootstrap)
         if not 0 < self.n_held_out < self.n_heads:
             raise ParameterError(
                 "n_held_out", f"an integer in (0, {self.n_heads})", self.n_held_out
@@ -298,6 +300,7 @@ class StudySizes:
             "n_boot": self.n_boot,
             "alpha": self.alpha,
             "ci_level": self.ci_level,
+            "bootstrap": self.bootstrap,
         }
 
 
@@ -427,7 +430,7 @@ def sizes_from_design(
         confirmatory=conf[0] if conf else family[0],
         estimator=str(kw["estimator"]),
         primary_metric=str(kw["primary_metric"]),
-        bootstrap=str(data["inference"].get("bootstrap", "cluster")),
+        bootstrap=str(kw["bootstrap"]),
         strata=strata,
         features=tuple((b, int(counts.get(b, 1))) for b in SIMULATED_BLOCKS),
         features_note=features_note or "given",

@@ -1,8 +1,9 @@
 """``report.md``: a short results section built from the design and the result tables.
 
-Sections: what was pre-specified (hypotheses, models, outcome, metric, decision rule,
-held-out heads), the data, the brackets, the confirmatory comparisons with one sentence
-per hypothesis, the sensitivity refits, the head-level analysis, the descriptors, the
+Sections: what was pre-specified (hypotheses with the simulated power of each decision and
+its minimum detectable effect, models, outcome, metric, decision rule, held-out heads), the
+data, the brackets, the confirmatory comparisons with one sentence per hypothesis, the
+simulated size, power and MDE of each decision, the sensitivity refits, the head-level analysis, the descriptors, the
 exploratory synthetic families, and the provenance block. Every number is read from the
 :class:`~analysis.report.results.StudyResults`; sentences only restate them.
 """
@@ -212,7 +213,8 @@ def _power_section(results: StudyResults) -> list[str]:
     L += [
         f"`attnrank validate-comparison` on this design: {power.get('simulations')} simulated "
         "studies per scenario with the design's sizes, held-out draw per checkpoint, B, "
-        "alpha and Holm family; the signal sits in the block the rich model adds and "
+        f"alpha, Holm family and bootstrap ({power.get('bootstrap', 'cluster')}); the "
+        "signal sits in the block the rich model adds and "
         f"explains a share of the variance M0 leaves; ICC {_n(a.get('icc'))}, residual SD "
         f"{_n(a.get('residual_sd'))}, head share {_n(a.get('native_head_share'))}, truth in "
         f"its bracket Beta({', '.join(_n(x) for x in a.get('truth_position', []))}), "

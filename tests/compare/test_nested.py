@@ -500,3 +500,54 @@ def test_cluster_bootstrap_effect_takes_strata():
     assert same == one
     two = cluster_bootstrap_effect(base, rich, clusters, n_boot=199, random_state=2, strata=strata)
     assert two[0] == same[0] and two[1:3] != same[1:3]
+
+
+# --- the studentized (bootstrap-t) reading of the same resamples ---
+
+
+def test_cluster_se_is_the_stratified_cluster_robust_se():
+    from analysis.compare.nested import _cluster_se
+
+    rng = np.random.default_rng(0)
+    d_h = rng.normal(size=9)
+    n_h = np.full(9, 4.0)
+    (t,), (se,) = _cluster_se(d_h, n_h, np.ones((1, 9)), np.zeros(9, dtype=int))
+    assert t == pytest.approx(d_h.sum() / 36)
+    assert se == pytest.approx(np.std(d_h / 4, ddof=1) / np.sqrt(9))
+    # two strata: the variances add, each with its own mean
+    strata = np.array([0] * 4 + [1] * 5)
+    (_,), (se2,) = _cluster_se(d_h, n_h, np.ones((1, 9)), strata)
+    z = d_h - t * n_h
+    want = sum(k * np.var(z[strata == s], ddof=1) for s, k in ((0, 4), (1, 5)))
+    assert se2 == pytest.approx(np.sqrt(want) / 36)
+    # a replicate's counts act as frequency weights: head 0 twice equals listing it twice
+    counts = np.array([[2, 0, 1, 1, 1, 1, 1, 1, 1]])
+    (tb,), (seb,) = _cluster_se(d_h, n_h, counts, np.zeros(9, dtype=int))
+    rep = np.r_[d_h[0], d_h[0], d_h[2:]]
+    assert tb == pytest.approx(rep.sum() / 36)
+    assert seb == pytest.approx(np.std(rep / 4 - 0, ddof=1) / 3)
+
+
+def test_studentized_bootstrap_reads_the_same_resamples(table):
+    kw = {"family": FAMILY, "n_boot": 199, "random_state": 5, **COVARIATES}
+    pct = compare_nested(table, MODELS, log_columns=["baseline__scale"], **kw)
+    stu = compare_nested(
+        table, MODELS, log_columns=["baseline__scale"], bootstrap="studentized", **kw
+    )
+    a, b = pct.to_frame(), stu.to_frame()
+    np.testing.assert_array_equal(a["effect"], b["effect"])  # same fits
+    mean = a["metric"] != "spearman_mid"
+    assert not np.allclose(a.loc[mean, "ci_low"], b.loc[mean, "ci_low"])
+    np.testing.assert_array_equal(a.loc[~mean, "ci_low"], b.loc[~mean, "ci_low"])
+    # the decision's two conditions agree: a CI above 0 means t beyond its upper quantile
+    assert ((b["ci_low"] > 0) <= (b["p_value"] < 0.05)).all()
+    assert stu.bootstrap == "studentized" and "studentized cluster bootstrap" in stu.summary()
+    with pytest.raises(ParameterError, match="bootstrap"):
+        compare_nested(table, MODELS, bootstrap="percentile", **kw)
+
+
+def test_design_bootstrap_methods_are_compare_s():
+    from analysis.compare import BOOTSTRAPS
+    from analysis.prereg.design import BOOTSTRAP_METHODS
+
+    assert BOOTSTRAP_METHODS == BOOTSTRAPS == ("cluster", "studentized")

@@ -165,7 +165,7 @@ def test_sizes_from_design_take_the_confirmatory_settings():
     assert sizes.confirmatory == ("M0", "M1")
     assert dict(sizes.models)["M3"] == ("baseline", "native", "intrinsic")
     mine = sizes.comparison_kwargs()
-    for k in ("estimator", "primary_metric", "n_boot", "alpha", "ci_level"):
+    for k in ("estimator", "primary_metric", "n_boot", "alpha", "ci_level", "bootstrap"):
         assert mine[k] == kw[k], k
     assert mine["family"] == [tuple(p) for p in kw["family"]]
 
