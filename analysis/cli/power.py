@@ -1,112 +1,114 @@
-"""``attnrank validate-comparison``: false-positive rate and power of the decision rule.
+"""``attnrank validate-comparison``: size at two nulls, power and MDE of the decision rule.
 
-The library part (sizes of a design, the simulation) is :mod:`analysis.prereg.power`.
+The library part is :mod:`analysis.prereg.power` (the simulation) and
+:mod:`analysis.prereg.error_rates` (the error rates); the design's sizes and covariate
+counts come from :func:`analysis.study.power.validation_sizes`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
-from analysis.prereg.power import (
-    DEFAULT_WIDTHS,
-    INTRINSIC_FEATURES,
-    NATIVE_FEATURES,
-    StudySizes,
-    check_assumptions,
-    load_widths,
-    sizes_from_design,
-    validate_comparison,
-)
-from analysis.validation import ParameterError, check_int, check_positive_finite
+from analysis.prereg.error_rates import validate_comparison
+from analysis.prereg.power import DEFAULT_WIDTHS, PowerAssumptions, load_widths
+from analysis.validation import check_int
+
+#: The design validated when ``--design`` is not given (relative to the working folder).
+DEFAULT_DESIGN = Path("preregistration/offline-minilm.toml")
 
 
 def _run(args: argparse.Namespace) -> int:
-    sims = check_int("--simulations", args.simulations, minimum=1)
-    seed = check_int("--seed", args.seed, minimum=0)
-    effect = check_positive_finite("--effect", args.effect)
-    if effect >= 1:
-        raise ParameterError("--effect", "a share in (0, 1)", args.effect)
-    check_assumptions(
+    from analysis.prereg.design import load_design
+    from analysis.study.power import validation_sizes
+
+    sims = check_int("--simulations", args.simulations, minimum=2)
+    # errors name the Python parameter; main() turns it into the flag
+    assumptions = PowerAssumptions(
+        effect=args.effect,
         icc=args.icc,
         residual_sd=args.residual_sd,
         native_head_share=args.native_head_share,
         native_features=args.native_features,
         intrinsic_features=args.intrinsic_features,
-    )  # errors name the Python parameter; main() turns it into the flag
-    sizes = sizes_from_design(args.design) if args.design else StudySizes()
-    if args.widths:
-        widths_path = Path(args.widths)
-    elif args.design:
-        widths_path = Path(args.design).resolve().parent.parent / DEFAULT_WIDTHS
-    else:
-        widths_path = DEFAULT_WIDTHS
+        truth_position=tuple(args.truth_position),
+        width_bins=args.width_bins,
+    )
+    design_path = Path(args.design)
+    if not design_path.is_file():
+        raise FileNotFoundError(f"design: no such file: {design_path}")
+    root = Path(args.root) if args.root else design_path.resolve().parent.parent
+    widths_path = Path(args.widths) if args.widths else root / DEFAULT_WIDTHS
     widths = load_widths(widths_path)
+    sizes = validation_sizes(design_path, root=root)
+    if args.bootstrap:
+        # another CI/p method than the design's, to compare them on the same studies
+        sizes = dataclasses.replace(sizes, bootstrap=args.bootstrap)
+    if args.seed is None:
+        seed = int(load_design(design_path, require_held_out=False).data["inference"]["seed"])
+    else:
+        seed = check_int("--seed", args.seed, minimum=0)
+    hyps = [h[0] for h in sizes.hypotheses] if args.all_hypotheses else args.hypotheses
 
-    def progress(done: int, total: int) -> None:
-        if not args.json and (done % 20 == 0 or done == total):
-            print(f"  {done}/{total} simulated studies", file=sys.stderr)
+    def progress(done: int, _total: int | None) -> None:
+        if not args.json and done % 100 == 0:
+            print(f"  {done} simulated studies", file=sys.stderr)
 
     res = validate_comparison(
         widths,
         simulations=sims,
         sizes=sizes,
-        effect=effect,
-        icc=args.icc,
-        residual_sd=args.residual_sd,
-        native_head_share=args.native_head_share,
-        native_features=args.native_features,
-        intrinsic_features=args.intrinsic_features,
+        assumptions=assumptions,
+        hypotheses=hyps,
+        mde_steps=args.mde_steps,
         random_state=seed,
+        workers=args.workers,
         progress=progress,
     )
     out = res.to_dict()
-    out.update(
-        {
-            "residual_sd": args.residual_sd,
-            "native_head_share": args.native_head_share,
-            "native_features": args.native_features,
-            "intrinsic_features": args.intrinsic_features,
-            "widths": str(widths_path),
-            "seed": seed,
-            "seconds": round(res.seconds, 2),
-        }
-    )
+    out["widths"] = str(widths_path)
     if args.json:
         print(json.dumps(out))
     else:
         print(res.summary())
+        print(res.to_frame().round(4).to_string(index=False))
     return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "validate-comparison",
-        help="simulate the pre-specified comparison: false-positive rate and power",
+        help="simulate the pre-specified comparison: size at the simple and boundary "
+        "nulls, power, minimum detectable effect",
     )
     p.add_argument(
         "--design",
         metavar="FILE",
-        help="take the study sizes from this design "
-        "(default: the shipped offline MiniLM study's sizes)",
+        default=str(DEFAULT_DESIGN),
+        help=f"the design whose study is simulated (default {DEFAULT_DESIGN}); its "
+        "blocks' covariate counts come from its study store after the collinearity "
+        "screen on training cells when there is one, else from its lock",
     )
+    p.add_argument("--root", help="study root (default: the parent of the design's folder)")
     p.add_argument(
         "--effect",
         type=float,
         default=0.10,
         metavar="SHARE",
-        help="share of the variance M0 leaves that native explains (default 0.10)",
+        help="share of the variance M0 leaves that the signal block explains under the "
+        "alternative (default 0.10)",
     )
     p.add_argument(
         "--simulations",
         type=int,
         required=True,
         metavar="N",
-        help="simulated studies per scenario (null and alternative)",
+        help="simulated studies per scenario and per share searched",
     )
-    p.add_argument("--seed", type=int, required=True, metavar="S")
+    p.add_argument("--seed", type=int, metavar="S", help="default: the design's inference seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--widths",
@@ -125,19 +127,53 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--native-head-share",
         type=float,
         default=0.5,
-        help="share of native features' variance between heads (0.5; measured on the "
-        "MiniLM training heads: 0.68-0.90 of what the baseline leaves, median 0.80)",
+        help="share of the simulated blocks' variance between heads (0.5; measured on "
+        "the MiniLM training heads: 0.68-0.90 of what the baseline leaves, median 0.80)",
     )
     p.add_argument(
         "--native-features",
         type=int,
-        default=NATIVE_FEATURES,
-        help=f"columns of the simulated native block ({NATIVE_FEATURES}, as the real block)",
+        help="columns of the simulated native block (default: the design's)",
     )
     p.add_argument(
         "--intrinsic-features",
         type=int,
-        default=INTRINSIC_FEATURES,
-        help=f"columns of the simulated intrinsic block ({INTRINSIC_FEATURES}, as the real block)",
+        help="columns of the simulated intrinsic block (default: the design's)",
     )
+    p.add_argument(
+        "--truth-position",
+        type=float,
+        nargs=2,
+        default=(2.0, 1.0),
+        metavar=("A", "B"),
+        help="Beta(A, B) law of where the truth lies in its bracket, 0 = lower end "
+        "(default 2 1: skewed to the upper end; 1 1 = uniform)",
+    )
+    p.add_argument(
+        "--width-bins",
+        type=int,
+        default=4,
+        help="midpoint bins per eps within which widths are resampled (4; 1 = per eps)",
+    )
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--hypotheses",
+        nargs="+",
+        metavar="ID",
+        help="hypothesis ids to simulate (default: the confirmatory one)",
+    )
+    which.add_argument("--all-hypotheses", action="store_true", help="simulate every hypothesis")
+    p.add_argument(
+        "--mde-steps",
+        type=int,
+        default=5,
+        help="bisection steps of the minimum-detectable-effect search (5)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        choices=("cluster", "studentized"),
+        help="CI and p of the cluster bootstrap: percentile (cluster) or bootstrap-t "
+        "(studentized); default: the design's inference.bootstrap",
+    )
+    p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     p.set_defaults(func=_run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from analysis.study.power import DEFAULT_POWER_SIMULATIONS
 from analysis.study.runner import STAGES, run_study
 
 __all__ = ["register"]
@@ -25,6 +26,7 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         checkpoint_paths=dict(args.checkpoint or []),
         stop_after=args.stop_after,
+        power_simulations=args.power_simulations,
     )
     print(run.summary())
     return 0
@@ -48,6 +50,14 @@ def register(subparsers: Any) -> None:
         type=_checkpoint_arg,
         metavar="ID=PATH",
         help="a local folder holding the design's checkpoint ID (repeatable)",
+    )
+    p.add_argument(
+        "--power-simulations",
+        type=int,
+        default=DEFAULT_POWER_SIMULATIONS,
+        metavar="N",
+        help="simulated studies per scenario of the power stage (default "
+        f"{DEFAULT_POWER_SIMULATIONS}; 0 skips it; stored, so a re-run costs nothing)",
     )
     p.add_argument("--stop-after", choices=STAGES, help="stop after this stage")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

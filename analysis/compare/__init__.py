@@ -31,6 +31,7 @@ from analysis.compare.headlevel import (
 )
 from analysis.compare.metrics import interval_loglik, interval_sq_loss, spearman
 from analysis.compare.nested import (
+    BOOTSTRAPS,
     FIT_FAILED,
     FIT_OK,
     RESULT_COLUMNS,
@@ -41,6 +42,7 @@ from analysis.compare.nested import (
 )
 
 __all__ = [
+    "BOOTSTRAPS",
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",

@@ -1,8 +1,9 @@
 """Nested model comparisons on held-out cells with a cluster bootstrap and Holm.
 
 Input: a tidy table with ``cell_key``, ``cluster`` (head id), ``held_out`` (bool),
-``y_lower``, ``y_upper`` (log2 interval ends) and ``BLOCK__feature`` columns. Models are
-fitted on training rows; metrics are computed on held-out rows.
+``y_lower``, ``y_upper`` (log2 interval ends) and ``BLOCK__feature`` columns, and
+optionally ``stratum`` (the bootstrap then resamples held-out clusters within each
+stratum). Models are fitted on training rows; metrics are computed on held-out rows.
 """
 
 from __future__ import annotations
@@ -33,16 +34,20 @@ from analysis.compare.metrics import (
 from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
+    "BOOTSTRAPS",
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",
     "ComparisonResult",
+    "STRATUM",
     "bootstrap_counts",
     "check_nested",
+    "cluster_strata",
     "cluster_bootstrap_effect",
     "compare_nested",
     "percentile_ci_and_p",
     "replicate_means",
+    "studentized_ci_and_p",
 ]
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -79,6 +84,13 @@ FIT_OK = "ok"
 #: ``status`` of a pair with a fit that did not converge: reported, never decided.
 FIT_FAILED = "fit failed"
 REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
+#: Optional column: the stratum of each cell's cluster (a study passes the checkpoint, the
+#: unit of its per-checkpoint held-out draw); the bootstrap resamples clusters within it.
+STRATUM = "stratum"
+#: CI and one-sided p from the cluster bootstrap's resamples: ``"cluster"`` (percentile,
+#: :func:`percentile_ci_and_p`) or ``"studentized"`` (bootstrap-t of the per-head effect
+#: with a stratified cluster-robust SE, :func:`studentized_ci_and_p`).
+BOOTSTRAPS: tuple[str, ...] = ("cluster", "studentized")
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,8 @@ class ComparisonResult:
         In-sample or cross-fitted by head (K folds, seed); also the frame's
         ``calibration`` (mode), ``calibration_folds`` and ``calibration_seed`` columns
         (None when in-sample).
+    bootstrap : str
+        ``"cluster"`` (percentile) or ``"studentized"`` (bootstrap-t).
     """
 
     frame: pd.DataFrame = field(repr=False)
@@ -126,6 +140,7 @@ class ComparisonResult:
     fits: dict = field(repr=False)
     covariates: PreparedCovariates = field(repr=False)
     calibration: Calibration = field(default_factory=Calibration)
+    bootstrap: str = "cluster"
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
@@ -147,7 +162,8 @@ class ComparisonResult:
             f"Nested comparisons ({self.estimator} fits on training cells; "
             f"metrics on held-out cells)",
             f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
-            f"cluster bootstrap over held-out heads, B = {self.n_boot}; alpha = {self.alpha}; "
+            f"{'studentized ' if self.bootstrap == 'studentized' else ''}cluster bootstrap "
+            f"over held-out heads, B = {self.n_boot}; alpha = {self.alpha}; "
             "adds information = Holm p < alpha and CI low > 0",
             f"calibration of calibrated blocks: {self.calibration.describe()}",
         ]
@@ -184,9 +200,68 @@ class ComparisonResult:
         return "\n".join(lines)
 
 
-def bootstrap_counts(n_clusters: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Counts ``c_bh`` of each cluster in B resamples of clusters with replacement."""
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
+def bootstrap_counts(
+    n_clusters: int,
+    n_boot: int,
+    rng: np.random.Generator,
+    strata: np.ndarray | None = None,
+) -> np.ndarray:
+    """Counts ``c_bh`` of each cluster in B resamples of clusters with replacement.
+
+    Parameters
+    ----------
+    n_clusters : int
+    n_boot : int
+    rng : numpy.random.Generator
+    strata : array (n_clusters,) or None
+        Stratum of each cluster. When given, each stratum's clusters are resampled among
+        themselves (strata in sorted order, each a multinomial of its own size), so every
+        replicate keeps each stratum's number of clusters. With one stratum the draws are
+        those of the unstratified call, number for number.
+
+    Returns
+    -------
+    numpy.ndarray (n_boot, n_clusters) of int
+    """
+    if strata is None:
+        return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
+    strata = np.asarray(strata)
+    if strata.shape != (n_clusters,):
+        raise ParameterError("strata", f"one stratum per cluster ({n_clusters})", strata.shape)
+    counts = np.zeros((n_boot, n_clusters), dtype=np.int64)
+    for s in np.unique(strata):
+        idx = np.flatnonzero(strata == s)
+        k = idx.size
+        counts[:, idx] = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot)
+    return counts
+
+
+def cluster_strata(clusters: np.ndarray, strata: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Factorize ``clusters`` and give each cluster its one stratum.
+
+    Returns
+    -------
+    codes : array (n,) of int
+        ``pandas.factorize`` codes of ``clusters`` (order of first appearance).
+    cluster_stratum : array (n_clusters,)
+        The stratum of each code.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``stratum`` when a cluster's cells lie in more than one stratum.
+    """
+    codes, uniq = pd.factorize(np.asarray(clusters))
+    strata = np.asarray(strata).astype(str)
+    per = pd.DataFrame({"c": codes, "s": strata}).drop_duplicates()
+    if len(per) != len(uniq):
+        bad = per.loc[per["c"].duplicated(keep=False), "c"].iloc[0]
+        raise ParameterError(
+            "stratum", "one stratum per cluster", f"cluster {uniq[bad]} in several strata"
+        )
+    out = np.empty(len(uniq), dtype=object)
+    out[per["c"].to_numpy()] = per["s"].to_numpy()
+    return codes, out.astype(str)
 
 
 def replicate_means(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -205,6 +280,78 @@ def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95) -> tuple[fl
     return float(lo), float(hi), float(p)
 
 
+def _cluster_se(
+    head_sums: np.ndarray, head_sizes: np.ndarray, counts: np.ndarray, strata: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ratio means and their stratified cluster-robust SEs, one per row of ``counts``.
+
+    For counts ``c_h`` (a replicate's, or all ones for the sample) the mean is
+    ``T = sum c_h S_h / N``, ``N = sum c_h n_h``; with ``z_h = S_h - T n_h`` (the
+    linearized ratio) and, in stratum s of ``H_s`` heads, the count-weighted variance
+    ``v_s = sum_s c_h (z_h - zbar_s)^2 / (H_s - 1)`` (0 when ``H_s = 1``), the SE is
+    ``sqrt(sum_s H_s v_s) / N``.
+    """
+    counts = np.atleast_2d(counts).astype(float)
+    N = counts @ head_sizes
+    T = (counts @ head_sums) / N
+    z = head_sums[None, :] - T[:, None] * head_sizes[None, :]
+    var = np.zeros(counts.shape[0])
+    for s in np.unique(strata):
+        idx = np.flatnonzero(strata == s)
+        k = idx.size
+        if k < 2:
+            continue
+        c, zs = counts[:, idx], z[:, idx]
+        zbar = (c * zs).sum(axis=1) / c.sum(axis=1)
+        var += k * (c * (zs - zbar[:, None]) ** 2).sum(axis=1) / (k - 1)
+    return T, np.sqrt(var) / N
+
+
+def studentized_ci_and_p(
+    head_sums: np.ndarray,
+    head_sizes: np.ndarray,
+    counts: np.ndarray,
+    strata: np.ndarray,
+    ci_level: float = 0.95,
+) -> tuple[float, float, float, float]:
+    """Effect, studentized (bootstrap-t) CI and one-sided p from per-head sums.
+
+    Parameters
+    ----------
+    head_sums : array (H,)
+        Per-head sums of the per-cell effect (base minus rich loss, or rich minus base).
+    head_sizes : array (H,)
+        Cells per head.
+    counts : array (B, H)
+        The cluster-bootstrap counts (:func:`bootstrap_counts`).
+    strata : array (H,)
+        Stratum of each head (one value for an unstratified draw).
+
+    Returns
+    -------
+    effect, ci_low, ci_high, p_value : float
+
+    Notes
+    -----
+    ``effect = sum S_h / sum n_h`` with SE ``se`` (:func:`_cluster_se`); each replicate
+    gives ``t_b = (effect_b - effect) / se_b`` with its own SE. One-sided
+    ``p = (1 + #{b : t_b >= effect / se}) / (B + 1)``; CI
+    ``[effect - q_hi se, effect - q_lo se]`` with ``q_lo, q_hi`` the ``(1 -/+ ci_level) / 2``
+    quantiles of ``t_b``. A replicate with ``se_b = 0`` (every draw the same head) has
+    ``t_b = 0``.
+    """
+    head_sums = np.asarray(head_sums, float)
+    head_sizes = np.asarray(head_sizes, float)
+    (eff,), (se,) = _cluster_se(head_sums, head_sizes, np.ones((1, head_sums.size)), strata)
+    eff_b, se_b = _cluster_se(head_sums, head_sizes, counts, strata)
+    t_b = np.divide(eff_b - eff, se_b, out=np.zeros_like(eff_b), where=se_b > 0)
+    t_obs = eff / se if se > 0 else np.copysign(np.inf, eff) if eff else 0.0
+    q = (1.0 - ci_level) / 2.0
+    q_lo, q_hi = np.quantile(t_b, [q, 1.0 - q])
+    p = (1.0 + np.sum(t_b >= t_obs)) / (t_b.size + 1.0)
+    return float(eff), float(eff - q_hi * se), float(eff - q_lo * se), float(p)
+
+
 def cluster_bootstrap_effect(
     base: np.ndarray,
     rich: np.ndarray,
@@ -214,6 +361,8 @@ def cluster_bootstrap_effect(
     n_boot: int = 2000,
     ci_level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
+    strata: np.ndarray | None = None,
+    bootstrap: str = "cluster",
 ) -> tuple[float, float, float, float]:
     """Effect of per-cell values with a cluster-bootstrap CI and one-sided p.
 
@@ -225,19 +374,37 @@ def cluster_bootstrap_effect(
         Cluster (head) of each cell.
     higher_is_better : bool, keyword-only
         Effect is ``mean(rich) - mean(base)`` when True, else ``mean(base) - mean(rich)``.
+    strata : array (n,) or None, keyword-only
+        Stratum of each cell (constant within a cluster): clusters are resampled within
+        strata (:func:`bootstrap_counts`).
+    bootstrap : {"cluster", "studentized"}, keyword-only
+        Percentile (:func:`percentile_ci_and_p`) or studentized
+        (:func:`studentized_ci_and_p`) CI and p from the same resamples.
 
     Returns
     -------
     effect, ci_low, ci_high, p_value : float
         The same computation :func:`compare_nested` uses for mean metrics.
     """
+    if bootstrap not in BOOTSTRAPS:
+        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
     n_boot = check_int("n_boot", n_boot, minimum=99)
     rng = check_random_state(random_state)
     base = np.asarray(base, float)
     rich = np.asarray(rich, float)
-    codes, uniq = pd.factorize(np.asarray(clusters))
-    counts = bootstrap_counts(len(uniq), n_boot, rng)
+    if strata is None:
+        codes, uniq = pd.factorize(np.asarray(clusters))
+        per_cluster = np.zeros(len(uniq), dtype=int)
+        counts = bootstrap_counts(len(uniq), n_boot, rng)
+    else:
+        codes, per_cluster = cluster_strata(clusters, strata)
+        counts = bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)
     sign = 1.0 if higher_is_better else -1.0
+    if bootstrap == "studentized":
+        k = per_cluster.size
+        d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
+        n_h = np.bincount(codes, minlength=k).astype(float)
+        return studentized_ci_and_p(d, n_h, counts, per_cluster, ci_level)
     eff = sign * (rich.mean() - base.mean())
     eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
     lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
@@ -314,6 +481,7 @@ def compare_nested(
     diagnostic_columns: Collection[str] = (),
     maxiter: int = 200,
     calibration: Calibration | None = None,
+    bootstrap: str = "cluster",
 ) -> ComparisonResult:
     """Fit nested models on training cells and compare them on held-out cells.
 
@@ -321,7 +489,9 @@ def compare_nested(
     ----------
     table : pandas.DataFrame
         Columns ``cell_key``, ``cluster``, ``held_out``, ``y_lower``, ``y_upper`` and
-        ``BLOCK__feature`` covariates. Held-out rows must be whole clusters.
+        ``BLOCK__feature`` covariates; optionally ``stratum`` (constant within a cluster,
+        e.g. the checkpoint of a per-checkpoint held-out draw). Held-out rows must be
+        whole clusters.
     models : mapping
         Model name -> block names.
     family : sequence of (base, rich), keyword-only
@@ -359,6 +529,10 @@ def compare_nested(
         head (:func:`~analysis.compare.covariates.head_folds` over the training heads;
         held-out cells always use the maps fitted on all training cells). K larger than
         the number of training heads raises a ParameterError named ``calibration``.
+    bootstrap : {"cluster", "studentized"}, keyword-only
+        How the CI and p of the mean metrics are read from the resamples (the design's
+        ``inference.bootstrap``): ``"cluster"`` percentile, ``"studentized"`` bootstrap-t
+        (:func:`studentized_ci_and_p`). Spearman's CI is percentile in both.
 
     Returns
     -------
@@ -370,7 +544,9 @@ def compare_nested(
     held-out cells (Spearman: the rank correlation of ``y_hat`` with midpoints).
     Effect: ``base - rich`` for the loss, ``rich - base`` otherwise (positive = the rich
     model helps). Bootstrap: held-out heads are resampled with replacement B times
-    (counts ``c_bh``); replicate means are ``sum_h c_bh S_h / sum_h c_bh n_h`` with
+    (counts ``c_bh``), within each stratum when the table has a ``stratum`` column (each
+    stratum keeps its number of held-out heads in every replicate; one stratum gives the
+    unstratified draws exactly); replicate means are ``sum_h c_bh S_h / sum_h c_bh n_h`` with
     per-head sums ``S_h`` and sizes ``n_h``; fits are not refitted. CI: the
     ``(1 -/+ ci_level) / 2`` percentiles of the replicate effects. One-sided
     ``p = (1 + #{b : effect_b <= 0}) / (B + 1)``. Holm across ``family`` within each
@@ -399,6 +575,8 @@ def compare_nested(
             raise ParameterError("metrics", "among " + ", ".join(METRICS), m)
     if primary_metric not in metrics:
         raise ParameterError("primary_metric", "one of the computed metrics", primary_metric)
+    if bootstrap not in BOOTSTRAPS:
+        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
     n_boot = check_int("n_boot", n_boot, minimum=99)
     maxiter = check_int("maxiter", maxiter, minimum=1)
     if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
@@ -484,12 +662,22 @@ def compare_nested(
         if "interval_loglik" in metrics:
             cell_vals[(m, "interval_loglik")] = interval_loglik(yh, fit.sigma, lo_h, up_h)
 
-    # cluster bootstrap over held-out heads: one set of resamples for everything
-    codes, uniq = pd.factorize(clusters[held])
-    n_heads = len(uniq)
-    counts = bootstrap_counts(n_heads, n_boot, rng)
+    # cluster bootstrap over held-out heads (within strata when the table has them): one
+    # set of resamples for everything
+    if STRATUM in table.columns:
+        strata = table[STRATUM].astype(str).to_numpy()
+        cluster_strata(clusters, strata)  # every cluster in one stratum, training ones too
+        codes, per_cluster = cluster_strata(clusters[held], strata[held])
+        n_heads = per_cluster.size
+        counts = bootstrap_counts(n_heads, n_boot, rng, per_cluster)
+    else:
+        codes, uniq = pd.factorize(clusters[held])
+        n_heads = len(uniq)
+        per_cluster = np.zeros(n_heads, dtype=int)
+        counts = bootstrap_counts(n_heads, n_boot, rng)
     boot: dict[tuple[str, str], np.ndarray] = {}
     point: dict[tuple[str, str], float] = {}
+    head_sizes = np.bincount(codes, minlength=n_heads).astype(float)
     for (m, met), v in cell_vals.items():
         point[(m, met)] = float(v.mean())
         boot[(m, met)] = replicate_means(v, codes, counts)
@@ -508,8 +696,15 @@ def compare_nested(
         sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
         for b, r in pairs:
             eff = sign * (point[(r, met)] - point[(b, met)])
-            eff_b = sign * (boot[(r, met)] - boot[(b, met)])
-            lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
+            if bootstrap == "studentized" and met != "spearman_mid":
+                d = sign * (cell_vals[(r, met)] - cell_vals[(b, met)])
+                d_h = np.bincount(codes, weights=d, minlength=n_heads)
+                _, lo_ci, hi_ci, p = studentized_ci_and_p(
+                    d_h, head_sizes, counts, per_cluster, ci_level
+                )
+            else:
+                eff_b = sign * (boot[(r, met)] - boot[(b, met)])
+                lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
             rows.append(
                 {
                     "pair": f"{b}<{r}",
@@ -573,4 +768,5 @@ def compare_nested(
         fits=fits,
         covariates=prep,
         calibration=calibration,
+        bootstrap=bootstrap,
     )

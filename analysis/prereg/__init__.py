@@ -1,7 +1,8 @@
 """Preregistration: design schema, held-out draw, lock / check / amend, sealing, power.
 
-The power analysis (:mod:`analysis.prereg.power`, :mod:`analysis.prereg.power_curve`)
-simulates a design's study and runs ``analysis.compare`` on it.
+The power analysis (:mod:`analysis.prereg.power`, :mod:`analysis.prereg.error_rates`,
+:mod:`analysis.prereg.power_curve`) simulates a design's study and runs
+``analysis.compare`` on it.
 """
 
 from analysis.prereg.design import (
@@ -14,6 +15,13 @@ from analysis.prereg.design import (
     population,
     validate_design,
     write_held_out,
+)
+from analysis.prereg.error_rates import (
+    HypothesisPower,
+    Rate,
+    ValidationResult,
+    clopper_pearson,
+    validate_comparison,
 )
 from analysis.prereg.lock import (
     FROZEN_SECTIONS,
@@ -31,14 +39,14 @@ from analysis.prereg.lock import (
 from analysis.prereg.power import (
     SIMULATED_BLOCKS,
     SIMULATED_COVARIATES,
+    PowerAssumptions,
     StudySizes,
-    ValidationResult,
+    WidthModel,
     load_widths,
     simulate_study,
     simulated_comparison,
     simulated_decisions,
     sizes_from_design,
-    validate_comparison,
 )
 from analysis.prereg.power_curve import (
     POWER_CURVE_COLUMNS,
@@ -52,17 +60,22 @@ __all__ = [
     "ConfirmatoryData",
     "Design",
     "FROZEN_SECTIONS",
+    "HypothesisPower",
     "Lock",
     "POWER_CURVE_COLUMNS",
+    "PowerAssumptions",
     "PreregistrationError",
+    "Rate",
     "SIMULATED_BLOCKS",
     "SIMULATED_COVARIATES",
     "SealedCells",
     "StudySizes",
     "ValidationResult",
+    "WidthModel",
     "amend_design",
     "approximate_power",
     "canonical_bytes",
+    "clopper_pearson",
     "check_descriptor_columns",
     "check_design",
     "design_sha256",

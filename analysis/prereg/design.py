@@ -59,6 +59,9 @@ REQUIRED_SECTIONS: tuple[str, ...] = (
     "exploratory",
 )
 KNOWN_METRICS: tuple[str, ...] = ("interval_sq_loss", "interval_loglik", "spearman_mid")
+#: ``inference.bootstrap``: ``"cluster"`` = the percentile cluster bootstrap over held-out
+#: heads; ``"studentized"`` = its bootstrap-t (``analysis.compare.BOOTSTRAPS``).
+BOOTSTRAP_METHODS: tuple[str, ...] = ("cluster", "studentized")
 EFFORTS: tuple[str, ...] = ("fast", "default", "thorough")
 _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 #: The accepted cross-fitted ``[descriptors] calibration``, with K the number of folds.
@@ -186,6 +189,7 @@ class Design:
             ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed),
             ``calibration`` (``analysis.compare.Calibration``: cross-fitted by head with
             :attr:`calibration_folds` folds and the inference seed, or in-sample).
+            ``bootstrap`` (``inference.bootstrap``, default ``"cluster"``).
             The caller adds the table, ``self.models``, ``log_columns`` and the lock hash.
         """
         from analysis.compare.covariates import Calibration  # sklearn: only when needed
@@ -207,6 +211,7 @@ class Design:
             "calibration": Calibration()
             if k is None
             else Calibration(folds=k, seed=int(inf["seed"])),
+            "bootstrap": str(inf.get("bootstrap", "cluster")),
         }
 
 
@@ -478,6 +483,9 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     est = inf.get("estimator", "interval")
     if est not in ("interval", "ols", "ridge"):
         raise ParameterError("inference.estimator", "interval, ols or ridge", est)
+    boot = inf.get("bootstrap", "cluster")
+    if boot not in BOOTSTRAP_METHODS:
+        raise ParameterError("inference.bootstrap", " or ".join(BOOTSTRAP_METHODS), boot)
     if inf.get("cluster", "head") != "head":
         raise ParameterError("inference.cluster", "head", inf.get("cluster"))
     fam = _need(inf, "family", "inference.")

@@ -8,6 +8,7 @@ approximation that explains the simulated power (see its Notes and ``docs/prereg
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -15,10 +16,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.prereg.power import (
-    INTRINSIC_FEATURES,
-    NATIVE_FEATURES,
+    PowerAssumptions,
     StudySizes,
-    check_assumptions,
     simulated_decisions,
 )
 from analysis.validation import ParameterError, check_int, check_random_state
@@ -30,8 +29,9 @@ __all__ = [
     "power_curve",
 ]
 
-#: The built-in sizes (frozen), the default of both functions.
+#: The default sizes and assumptions (frozen), the defaults of both functions.
 _BUILT_IN_SIZES = StudySizes()
+_DEFAULT_ASSUMPTIONS = PowerAssumptions()
 #: Columns of :func:`power_curve`'s table.
 POWER_CURVE_COLUMNS: tuple[str, ...] = (
     "effect",
@@ -101,15 +101,8 @@ def approximate_power(
     ``z = 1.27``. The interval loss (0 inside a bracket) and the estimation error of the
     fits (more so with many native columns) lower the simulated power below this.
     """
-    if not (isinstance(effect, (int, float)) and 0 < effect < 1):
-        raise ParameterError("effect", "a share in (0, 1)", effect)
-    check_assumptions(
-        icc=icc,
-        residual_sd=1.0,
-        native_head_share=native_head_share,
-        native_features=1,
-        intrinsic_features=1,
-    )
+    # validated by name as the simulation's assumptions are (residual_sd cancels)
+    PowerAssumptions(effect=effect, icc=icc, native_head_share=native_head_share)
     if not (isinstance(target_power, (int, float)) and 0 < target_power < 1):
         raise ParameterError("target_power", "a number in (0, 1)", target_power)
     from scipy.stats import norm
@@ -148,11 +141,9 @@ def power_curve(
     effects: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3),
     head_shares: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75),
     sizes: StudySizes = _BUILT_IN_SIZES,
-    icc: float = 0.5,
-    residual_sd: float = 0.75,
-    native_features: int = NATIVE_FEATURES,
-    intrinsic_features: int = INTRINSIC_FEATURES,
+    assumptions: PowerAssumptions = _DEFAULT_ASSUMPTIONS,
     random_state: int | np.random.Generator | None = None,
+    workers: int = 1,
     progress=None,
 ) -> pd.DataFrame:
     """Power over a grid of effect shares and native head shares, with the null's FPR.
@@ -164,9 +155,12 @@ def power_curve(
     simulations : int, keyword-only
         Simulated studies per null and per (effect, head share) alternative.
     effects, head_shares : tuple of float, keyword-only
-    sizes, icc, residual_sd, native_features, intrinsic_features : keyword-only
-        As in :func:`~analysis.prereg.power.validate_comparison`.
+    sizes : StudySizes, keyword-only
+    assumptions : PowerAssumptions, keyword-only
+        Everything but the effect and the head share, which the grid sets.
     random_state : int, Generator or None, keyword-only
+    workers : int, keyword-only
+        Processes (results do not depend on it).
     progress : callable or None, keyword-only
         Called as ``progress(done, total)`` after each simulated study.
 
@@ -187,35 +181,27 @@ def power_curve(
     for e in effects:
         if not (isinstance(e, (int, float)) and 0 < e < 1):
             raise ParameterError("effects", "shares in (0, 1)", e)
+    per_share = {}
     for s in head_shares:
-        check_assumptions(
-            icc=icc,
-            residual_sd=residual_sd,
-            native_head_share=s,
-            native_features=native_features,
-            intrinsic_features=intrinsic_features,
-            names={"native_head_share": "head_shares"},
-        )
+        try:
+            per_share[s] = dataclasses.replace(assumptions, native_head_share=s)
+        except ParameterError as exc:
+            raise ParameterError("head_shares", exc.allowed, s) from None
     rng = check_random_state(random_state)
     total = len(head_shares) * (1 + len(effects)) * simulations
     done = 0
     rows = []
     for s in head_shares:
-        sim_kwargs = {
-            "icc": icc,
-            "residual_sd": residual_sd,
-            "native_head_share": s,
-            "native_features": native_features,
-            "intrinsic_features": intrinsic_features,
-        }
+        a = per_share[s]
         null = simulated_decisions(
             sizes,
             widths,
-            effect=0.0,
+            share=0.0,
             simulations=simulations,
+            assumptions=a,
             random_state=rng,
+            workers=workers,
             progress=_offset(progress, done, total),
-            **sim_kwargs,
         )
         done += simulations
         for e in effects:
@@ -223,24 +209,25 @@ def power_curve(
             alt = simulated_decisions(
                 sizes,
                 widths,
-                effect=e,
+                share=e,
                 simulations=simulations,
+                assumptions=a,
                 random_state=rng,
+                workers=workers,
                 progress=_offset(progress, done, total),
-                **sim_kwargs,
             )
             done += simulations
             power = float(alt["adds_information"].mean())
-            approx = approximate_power(sizes, effect=e, icc=icc, native_head_share=s)
+            approx = approximate_power(sizes, effect=e, icc=a.icc, native_head_share=s)
             rows.append(
                 {
                     "effect": e,
                     "native_head_share": s,
-                    "icc": icc,
-                    "residual_sd": residual_sd,
+                    "icc": a.icc,
+                    "residual_sd": a.residual_sd,
                     "n_heads": sizes.n_heads,
                     "n_held_out": sizes.n_held_out,
-                    "native_features": native_features,
+                    "native_features": sizes.feature_count("native", a),
                     "simulations": simulations,
                     "false_positive_rate": float(null["adds_information"].mean()),
                     "power": power,

@@ -1,8 +1,9 @@
 """``report.md``: a short results section built from the design and the result tables.
 
-Sections: what was pre-specified (hypotheses, models, outcome, metric, decision rule,
-held-out heads), the data, the brackets, the confirmatory comparisons with one sentence
-per hypothesis, the sensitivity refits, the head-level analysis, the descriptors, the
+Sections: what was pre-specified (hypotheses with the simulated power of each decision and
+its minimum detectable effect, models, outcome, metric, decision rule, held-out heads), the
+data, the brackets, the confirmatory comparisons with one sentence per hypothesis, the
+simulated size, power and MDE of each decision, the sensitivity refits, the head-level analysis, the descriptors, the
 exploratory synthetic families, and the provenance block. Every number is read from the
 :class:`~analysis.report.results.StudyResults`; sentences only restate them.
 """
@@ -30,7 +31,13 @@ from analysis.report.tables import (
     synthetic_cells,
 )
 
-__all__ = ["calibration_sentence", "hypothesis_sentences", "render_report"]
+__all__ = [
+    "calibration_sentence",
+    "hypothesis_power",
+    "hypothesis_sentences",
+    "power_sentences",
+    "render_report",
+]
 
 METRIC_NAMES = {
     "interval_sq_loss": "interval squared loss",
@@ -168,6 +175,97 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
             f"{_decision(r, alpha=alpha, in_family=in_family)}."
         )
     return out
+
+
+def _rate(r: Mapping[str, Any]) -> str:
+    return f"{_n(r['rate'])} [{_n(r['ci_low'])}, {_n(r['ci_high'])}]"
+
+
+def _mde(h: Mapping[str, Any]) -> str:
+    if h.get("mde") is None or not math.isfinite(float(h["mde"])):
+        return f"above {_n(h.get('mde_low'))} (power {_n(h.get('mde_target', 0.8))} not reached)"
+    return f"{_n(h['mde'])} (search bracket [{_n(h['mde_low'])}, {_n(h['mde_high'])}])"
+
+
+def hypothesis_power(results: StudyResults) -> dict[str, dict[str, str]]:
+    """Hypothesis id -> ``{"power": text, "mde": text}`` from the simulated error rates.
+
+    Hypotheses that were not simulated get the reason (``"not simulated: ..."``); with no
+    simulation at all, every hypothesis gets the stage's reason.
+    """
+    power = results.power or {}
+    out: dict[str, dict[str, str]] = {}
+    for h in power.get("hypotheses", []):
+        out[h["hypothesis"]] = {
+            "power": f"{_n(h['power']['rate'])} at effect share {_n(h['power']['share'])}",
+            "mde": _n(h["mde"]) if h.get("mde") is not None else "–",
+        }
+    reason = power.get("skipped") if isinstance(power.get("skipped"), str) else None
+    skipped = power.get("skipped") if isinstance(power.get("skipped"), dict) else {}
+    for h in hypotheses(results.design):
+        if h["id"] not in out:
+            why = skipped.get(h["id"]) or reason or "the power stage has not run"
+            out[h["id"]] = {"power": f"not simulated ({why})", "mde": "–"}
+    return out
+
+
+def power_sentences(results: StudyResults) -> list[str]:
+    """One sentence per design hypothesis: simulated power at the design's size and MDE.
+
+    E.g. ``"H1 (M0<M1): simulated power 0.08 [0.06, 0.11] at effect share 0.1 at the
+    design's size (alpha 0.05); minimum detectable effect 0.41 (search bracket [0.39,
+    0.42]); size 0 [0, 0.009] at the simple null, 0.045 [0.03, 0.07] at the boundary
+    null (share 0.063)."``
+    """
+    power = results.power or {}
+    by_id = {h["hypothesis"]: h for h in power.get("hypotheses", [])}
+    info = hypothesis_power(results)
+    alpha = power.get("alpha", (results.design.get("inference", {}) or {}).get("alpha"))
+    out = []
+    for h in hypotheses(results.design):
+        head = f"**{h['id']}** ({h['pair']})"
+        sim = by_id.get(h["id"])
+        if sim is None:
+            out.append(f"{head}: {info[h['id']]['power']}.")
+            continue
+        sb = sim.get("size_boundary")
+        boundary = (
+            f"{_rate(sb)} at the boundary null (share {_n(sim['boundary_share'])})"
+            if sb
+            else "boundary null not reached below share 0.95"
+        )
+        out.append(
+            f"{head}: simulated power {_rate(sim['power'])} at effect share "
+            f"{_n(sim['power']['share'])} at the design's size (alpha {_n(alpha)}); minimum "
+            f"detectable effect {_mde(sim)}; size {_rate(sim['size_simple'])} at the simple "
+            f"null, {boundary}."
+        )
+    return out
+
+
+def _power_section(results: StudyResults) -> list[str]:
+    power = results.power or {}
+    L = ["### Power of each decision (simulated)", ""]
+    if "hypotheses" not in power:
+        why = power.get("skipped") if isinstance(power.get("skipped"), str) else None
+        return L + [f"Not simulated: {why or 'the power stage has not run'}.", ""]
+    a = power.get("assumptions", {})
+    feats = ", ".join(f"{b} {n}" for b, n in (power.get("features") or {}).items())
+    L += [
+        f"`attnrank validate-comparison` on this design: {power.get('simulations')} simulated "
+        "studies per scenario with the design's sizes, held-out draw per checkpoint, B, "
+        f"alpha, Holm family and bootstrap ({power.get('bootstrap', 'cluster')}); the "
+        "signal sits in the block the rich model adds and "
+        f"explains a share of the variance M0 leaves; ICC {_n(a.get('icc'))}, residual SD "
+        f"{_n(a.get('residual_sd'))}, head share {_n(a.get('native_head_share'))}, truth in "
+        f"its bracket Beta({', '.join(_n(x) for x in a.get('truth_position', []))}), "
+        f"widths resampled per eps in {a.get('width_bins')} midpoint bins; covariates "
+        f"simulated: {feats} ({power.get('features_note', '')}). Intervals are "
+        "Clopper-Pearson 95%. These are properties of the test under these assumptions, "
+        "not of the data.",
+        "",
+    ]
+    return L + [f"- {s}" for s in power_sentences(results)] + [""]
 
 
 def _embed(table: Table, files: Mapping[str, Path], out_dir: Path) -> list[str]:
@@ -332,7 +430,18 @@ def render_report(
     L += ["## What was pre-specified", ""]
     hyp = hypotheses(design)
     if hyp:
-        L += [markdown_table(pd.DataFrame(hyp)), ""]
+        power = hypothesis_power(results)
+        hyp_frame = pd.DataFrame(hyp).assign(
+            simulated_power=[power[h["id"]]["power"] for h in hyp],
+            mde=[power[h["id"]]["mde"] for h in hyp],
+        )
+        L += [markdown_table(hyp_frame), ""]
+        L += [
+            "simulated_power: share of simulated studies of this design in which the pair "
+            "adds information at the design's size (alpha), at the assumed effect share; "
+            "mde: the effect share at power 0.8 (see *Power of each decision* below).",
+            "",
+        ]
     models = design.get("models", {}) or {}
     if models:
         L += [
@@ -460,6 +569,8 @@ def render_report(
     if "comparisons" in tab:
         L += table("comparisons", _compact_comparison(tab["comparisons"].frame))
     L += figure("forest")
+    L += _power_section(results)
+    L += table("power")
 
     L += ["### Sensitivity", ""]
     if results.comparison_ols is None:

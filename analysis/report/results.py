@@ -90,6 +90,14 @@ class StudyResults:
     skipped : dict
         Optional: result name (``"comparison"``, ``"comparison_ols"``, ``"head_level"``)
         -> why it did not run, shown in the report where that result would be.
+    power : dict
+        Optional: the simulated error rates of the design's decision
+        (``analysis.prereg.ValidationResult.to_dict()``: ``alpha``, ``simulations``,
+        ``assumptions``, ``features``, ``hypotheses`` -- one dict per simulated
+        hypothesis with ``hypothesis``, ``pair``, ``power``, ``size_simple``,
+        ``size_boundary`` (each ``{"rate", "ci_low", "ci_high", "share", ...}``),
+        ``boundary_share``, ``mde``, ``mde_low``, ``mde_high`` -- and ``skipped``), or
+        ``{"skipped": reason}`` when it was not simulated; empty when not recorded.
     """
 
     study: str
@@ -106,3 +114,4 @@ class StudyResults:
     lr_tests: pd.DataFrame | None = None
     head_level_meta: dict[str, Any] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    power: dict[str, Any] = field(default_factory=dict)

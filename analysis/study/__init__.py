@@ -13,7 +13,10 @@ stage, skipping whatever is already stored:
    released once, the result stamped with the lock hash), the OLS sensitivity refit and
    the exploratory head-level analysis on training heads; stored with a hash of their
    inputs, so an unchanged study is not refitted;
-5. **report**: tables, figures, ``report.md`` and ``provenance.json`` in
+5. **power**: ``attnrank validate-comparison`` on the study's own design (size at the
+   simple and boundary nulls, power, minimum detectable effect of each hypothesis's
+   decision), stored under the lock hash and the settings (:mod:`~analysis.study.power`);
+6. **report**: tables, figures, ``report.md`` and ``provenance.json`` in
    ``<root>/reports/<stem>/``.
 
 A run opens one :class:`Study` (the design and its lock read and checked once, the plan,
@@ -26,7 +29,8 @@ Modules: :mod:`~analysis.study.plan` (what the design asks for),
 :mod:`~analysis.study.paths`, :mod:`~analysis.study.records` (``stages.json``,
 ``extractions.json``), :mod:`~analysis.study.core` (:class:`Study`),
 :mod:`~analysis.study.stages` (extract, brackets), :mod:`~analysis.study.describe`,
-:mod:`~analysis.study.comparison`, :mod:`~analysis.study.results`,
+:mod:`~analysis.study.comparison`, :mod:`~analysis.study.power`,
+:mod:`~analysis.study.results`,
 :mod:`~analysis.study.runner` (``attnrank run`` is :mod:`analysis.cli.study`).
 """
 

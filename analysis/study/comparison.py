@@ -21,7 +21,7 @@ from analysis.study.core import Study
 from analysis.study.records import read_json, write_frame, write_json
 from analysis.validation import ParameterError
 
-__all__ = ["compare_stage", "covariate_columns", "fit_comparisons"]
+__all__ = ["compare_stage", "comparison_table", "covariate_columns", "fit_comparisons"]
 
 
 def _frame_digest(*frames: pd.DataFrame) -> str:
@@ -106,27 +106,36 @@ def fit_comparisons(
     return res, ols, hl
 
 
-def compare_stage(
-    study: Study,
-    brackets: pd.DataFrame,
-    features: pd.DataFrame,
-    say: Callable[[str], None],
-) -> dict[str, Any]:
-    """Run (or reuse) the confirmatory comparison, its OLS refit and the head-level analysis.
+def comparison_table(
+    study: Study, brackets: pd.DataFrame, features: pd.DataFrame
+) -> tuple[pd.DataFrame, list[str], dict[str, int]]:
+    """The tidy table the comparison fits: real cells with brackets and finite covariates.
+
+    Returns
+    -------
+    table : DataFrame
+        ``cell_key``, ``cluster`` (head id), ``stratum`` (checkpoint), ``y_lower``,
+        ``y_upper`` (log2 bracket ends), ``input_id``, ``length`` and the models'
+        covariate columns, sorted by ``cell_key``; no ``held_out`` column (the sealing
+        adds it).
+    log_columns : list of str
+        The model columns that enter as natural logs.
+    excluded : dict
+        Cells excluded by rule (``missing_bracket``, ``missing_descriptors``,
+        ``non_finite_covariate``).
 
     Raises
     ------
     analysis.prereg.PreregistrationError
         When the descriptor table's covariate columns of a design block differ from the
-        lock's (the message names the block and says how to amend).
+        lock's.
     """
     from analysis.prereg.lock import check_descriptor_columns
-    from analysis.prereg.sealing import SealedCells
 
-    design, plan, paths = study.design, study.plan, study.paths
+    design, plan = study.design, study.plan
     real = brackets.loc[brackets["source"] == "checkpoint"]
     covs, logs = covariate_columns(features)
-    if len(features):  # no descriptor at all is refused below, naming the cells
+    if len(features):  # no descriptor at all is refused by the caller, naming the cells
         check_descriptor_columns(study.lock, covs)  # before anything is fitted or reused
     table = real.merge(features[["cell_key", *covs]], on="cell_key", how="inner")
     model_cols = sorted(
@@ -149,18 +158,42 @@ def compare_stage(
         table = table.loc[finite]
     table = table.assign(
         cluster=table["head_id"],
+        # the held-out draw is per checkpoint, so the bootstrap resamples within it
+        stratum=table["checkpoint"].astype(str),
         y_lower=np.log2(table["lo"].astype(float)),
         y_upper=np.log2(table["hi"].astype(float)),
     ).drop(columns=["held_out"])
     # the design variables travel with the cells: the head-level folds check them
     design_vars = ["input_id", "length", "temperature", "eps"]
-    keep = ["cell_key", "cluster", "y_lower", "y_upper", *design_vars, *model_cols]
+    keep = ["cell_key", "cluster", "stratum", "y_lower", "y_upper", *design_vars, *model_cols]
     table = table.loc[:, keep].sort_values("cell_key").reset_index(drop=True)
     log_cols = [c for c in logs if c in model_cols]
-    # compare/6: results carry the calibration (mode, folds, seed), and the head-level
-    # analysis answers the within-head and across-head questions; the key holds the lock
-    # hash, not only the design's: an amended design or block refits and restamps
-    digest = f"compare/6:{_frame_digest(table)}:{study.lock.sha256}"
+    return table, log_cols, excluded
+
+
+def compare_stage(
+    study: Study,
+    brackets: pd.DataFrame,
+    features: pd.DataFrame,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Run (or reuse) the confirmatory comparison, its OLS refit and the head-level analysis.
+
+    Raises
+    ------
+    analysis.prereg.PreregistrationError
+        When the descriptor table's covariate columns of a design block differ from the
+        lock (the message names the block and says how to amend).
+    """
+    from analysis.prereg.sealing import SealedCells
+
+    design, paths = study.design, study.paths
+    table, log_cols, excluded = comparison_table(study, brackets, features)
+    # compare/7: results carry the calibration (mode, folds, seed); the head-level
+    # analysis answers the within-head and across-head questions; the bootstrap resamples
+    # held-out heads within checkpoints (the table has a stratum column). The key holds
+    # the lock hash, not only the design's: an amended design or block refits and restamps
+    digest = f"compare/7:{_frame_digest(table)}:{study.lock.sha256}"
     record_file = paths.results / "compare.json"
     record = read_json(record_file, {})
     if record.get("inputs_sha256") == digest and all(

@@ -29,6 +29,11 @@ class StudyPaths:
     def extractions_file(self) -> Path:
         return self.data / "extractions.json"
 
+    @property
+    def power_file(self) -> Path:
+        """The power stage's stored record (``attnrank validate-comparison`` on the design)."""
+        return self.results / "power.json"
+
     def feature_file(self, key: str) -> Path:
         """The descriptor CSV of the stored matrix ``key``."""
         return self.features / f"{key}.csv"

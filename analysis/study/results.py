@@ -26,6 +26,7 @@ __all__ = [
     "bracket_table",
     "feature_table",
     "load_results",
+    "power_record",
     "provenance",
     "study_results",
 ]
@@ -202,6 +203,29 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
     }
 
 
+def power_record(study: Study) -> dict[str, Any]:
+    """The stored power simulation of the study's lock, or ``{"skipped": reason}``.
+
+    Reads ``power.json`` (written by :func:`analysis.study.power.power_stage`); a record
+    made under another lock is not shown.
+    """
+    from analysis.prereg.power import DEFAULT_WIDTHS
+
+    paths = study.paths
+    rec = read_json(paths.power_file, {})
+    if rec.get("inputs", {}).get("lock_sha256") == study.lock.sha256 and "result" in rec:
+        return dict(rec["result"])
+    if rec:
+        return {"skipped": "the stored simulation was made under another lock; re-run the study"}
+    widths = paths.root / DEFAULT_WIDTHS
+    if not widths.is_file():
+        return {
+            "skipped": f"no reference bracket widths at {widths} "
+            "(`attnrank reference-widths` writes them)"
+        }
+    return {"skipped": "the power stage has not run (`attnrank run` runs it after compare)"}
+
+
 def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> Any:
     """Assemble :class:`analysis.report.results.StudyResults` from an opened study.
 
@@ -258,6 +282,7 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
         lr_tests=frame("lr_tests.csv"),
         head_level_meta=dict(record.get("head_level_meta", {})),
         skipped=skipped,
+        power=power_record(study),
     )
 
 

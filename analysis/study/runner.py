@@ -13,6 +13,7 @@ from analysis.study.comparison import compare_stage
 from analysis.study.core import Study
 from analysis.study.describe import descriptor_stage
 from analysis.study.paths import StudyPaths
+from analysis.study.power import DEFAULT_POWER_SIMULATIONS, power_stage
 from analysis.study.records import StageClock
 from analysis.study.results import bracket_table, feature_table, study_results
 from analysis.study.stages import bracket_stage, extract_stage, synthetic_stage
@@ -20,7 +21,7 @@ from analysis.validation import ParameterError, check_int
 
 __all__ = ["STAGES", "StudyRun", "run_study"]
 
-STAGES = ("extract", "brackets", "descriptors", "compare", "report")
+STAGES = ("extract", "brackets", "descriptors", "compare", "power", "report")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +66,7 @@ def run_study(
     stop_after: str | None = None,
     engine: Any = None,
     say: Callable[[str], None] | None = None,
+    power_simulations: int = DEFAULT_POWER_SIMULATIONS,
 ) -> StudyRun:
     """Run a locked design from its sources to its report, resuming what is stored.
 
@@ -78,7 +80,7 @@ def run_study(
     root : path, optional, keyword-only
         Study root (default: the parent of the design's folder).
     workers : int, keyword-only
-        Processes for profiles and descriptors.
+        Processes for profiles, descriptors and the power simulations.
     progress : bool, keyword-only
         tqdm bars per stage.
     checkpoint_paths : mapping, keyword-only
@@ -90,6 +92,10 @@ def run_study(
         Bracket engine override (tests).
     say : callable, optional, keyword-only
         Receives one-line messages (default: print).
+    power_simulations : int, keyword-only
+        Simulated studies per scenario and share of the power stage (default 400; 0
+        skips it). Stored under a key of the lock hash and the settings: a re-run reuses
+        it (:func:`~analysis.study.power.power_stage`).
 
     Returns
     -------
@@ -109,6 +115,7 @@ def run_study(
 
     say = say or print
     workers = check_int("workers", workers, minimum=1)
+    power_simulations = check_int("power_simulations", power_simulations, minimum=0)
     if stop_after is not None and stop_after not in STAGES:
         raise ParameterError("stop_after", f"one of {', '.join(STAGES)}", stop_after)
     # lock drift (of the design or of a block) stops the run before any work
@@ -148,11 +155,23 @@ def run_study(
                 computed["descriptors"] = descriptor_stage(
                     study, store, real_keys, workers, progress
                 )
-        if stop_after in (None, "compare", "report") and real_keys:
+        if stop_after in (None, "compare", "power", "report") and real_keys:
             brackets = bracket_table(store, plan, real_keys, synth_keys, study.design.held_out)
             features = feature_table(paths, real_keys)
             with _timed(clock, "compare"):
                 compare_stage(study, brackets, features, say)
+            if stop_after in (None, "power", "report"):
+                with _timed(clock, "power"):
+                    power = power_stage(
+                        study,
+                        brackets,
+                        features,
+                        simulations=power_simulations,
+                        workers=workers,
+                        say=say,
+                    )
+                if "skipped" in power:
+                    say(f"power: not simulated: {power['skipped']}")
     if stop_after in (None, "report"):
         from analysis.report import build_report
 

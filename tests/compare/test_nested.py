@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
@@ -378,3 +379,116 @@ def test_locked_design_drives_a_confirmatory_run(tmp_path, rng):
     assert set(f["pair"]) == {"M0<M1", "M0<M2", "M0<M3", "M0plus<M1plus"}
     assert (f["n_heads"] == 18).all()
     assert f.loc[f.pair == "M0plus<M1plus", "p_holm"].isna().all()
+
+
+# --- the bootstrap resamples held-out heads within strata (the design's checkpoints) ---
+
+
+def test_stratified_bootstrap_keeps_each_strata_count():
+    from analysis.compare.nested import bootstrap_counts
+
+    strata = np.array(["b", "a", "b", "a", "a", "c"])
+    counts = bootstrap_counts(6, 500, np.random.default_rng(0), strata)
+    assert counts.shape == (500, 6)
+    for s, n_s in (("a", 3), ("b", 2), ("c", 1)):
+        assert (counts[:, strata == s].sum(axis=1) == n_s).all()
+    # without strata a replicate moves heads between checkpoints
+    free = bootstrap_counts(6, 500, np.random.default_rng(0))
+    assert (free[:, strata == "a"].sum(axis=1) != 3).any()
+    # one stratum: the unstratified draws, number for number
+    one = bootstrap_counts(6, 50, np.random.default_rng(3), np.full(6, "x"))
+    np.testing.assert_array_equal(one, bootstrap_counts(6, 50, np.random.default_rng(3)))
+    with pytest.raises(ParameterError, match="strata"):
+        bootstrap_counts(6, 10, np.random.default_rng(0), strata[:3])
+
+
+def test_compare_nested_with_one_stratum_is_bit_identical(table):
+    kw = {"family": FAMILY, "n_boot": 199, "random_state": 5, **COVARIATES}
+    plain = compare_nested(table, MODELS, log_columns=["baseline__scale"], **kw)
+    one = compare_nested(
+        table.assign(stratum="ckpt"), MODELS, log_columns=["baseline__scale"], **kw
+    )
+    pd.testing.assert_frame_equal(plain.to_frame(), one.to_frame(), check_exact=True)
+
+
+def test_compare_nested_resamples_within_strata(table):
+    heads = table["cluster"].unique()
+    stratum = dict(zip(heads, np.where(np.arange(heads.size) % 3 == 0, "a", "b"), strict=True))
+    strat = table.assign(stratum=table["cluster"].map(stratum))
+    kw = {"family": FAMILY, "n_boot": 199, "random_state": 5, **COVARIATES}
+    plain = compare_nested(table, MODELS, log_columns=["baseline__scale"], **kw).to_frame()
+    two = compare_nested(strat, MODELS, log_columns=["baseline__scale"], **kw).to_frame()
+    # same fits and point effects; other resamples, so other intervals
+    np.testing.assert_array_equal(plain["effect"], two["effect"])
+    assert not np.array_equal(plain["ci_low"], two["ci_low"])
+    # a cluster in two strata is refused by name
+    bad = strat.copy()
+    first = bad.index[bad["cluster"] == heads[0]]
+    bad.loc[first[:1], "stratum"] = "other"
+    with pytest.raises(ParameterError, match="stratum"):
+        compare_nested(bad, MODELS, log_columns=["baseline__scale"], **kw)
+
+
+def test_cluster_bootstrap_effect_takes_strata():
+    rng = np.random.default_rng(1)
+    clusters = np.repeat(np.arange(12), 5)
+    base, rich = rng.normal(size=60) ** 2, rng.normal(size=60) ** 2
+    strata = np.where(clusters < 4, "a", "b")
+    same = cluster_bootstrap_effect(base, rich, clusters, n_boot=199, random_state=2)
+    one = cluster_bootstrap_effect(
+        base, rich, clusters, n_boot=199, random_state=2, strata=np.full(60, "z")
+    )
+    assert same == one
+    two = cluster_bootstrap_effect(base, rich, clusters, n_boot=199, random_state=2, strata=strata)
+    assert two[0] == same[0] and two[1:3] != same[1:3]
+
+
+# --- the studentized (bootstrap-t) reading of the same resamples ---
+
+
+def test_cluster_se_is_the_stratified_cluster_robust_se():
+    from analysis.compare.nested import _cluster_se
+
+    rng = np.random.default_rng(0)
+    d_h = rng.normal(size=9)
+    n_h = np.full(9, 4.0)
+    (t,), (se,) = _cluster_se(d_h, n_h, np.ones((1, 9)), np.zeros(9, dtype=int))
+    assert t == pytest.approx(d_h.sum() / 36)
+    assert se == pytest.approx(np.std(d_h / 4, ddof=1) / np.sqrt(9))
+    # two strata: the variances add, each with its own mean
+    strata = np.array([0] * 4 + [1] * 5)
+    (_,), (se2,) = _cluster_se(d_h, n_h, np.ones((1, 9)), strata)
+    z = d_h - t * n_h
+    want = sum(k * np.var(z[strata == s], ddof=1) for s, k in ((0, 4), (1, 5)))
+    assert se2 == pytest.approx(np.sqrt(want) / 36)
+    # a replicate's counts act as frequency weights: head 0 twice equals listing it twice
+    counts = np.array([[2, 0, 1, 1, 1, 1, 1, 1, 1]])
+    (tb,), (seb,) = _cluster_se(d_h, n_h, counts, np.zeros(9, dtype=int))
+    rep = np.r_[d_h[0], d_h[0], d_h[2:]]
+    assert tb == pytest.approx(rep.sum() / 36)
+    assert seb == pytest.approx(np.std(rep / 4 - 0, ddof=1) / 3)
+
+
+def test_studentized_bootstrap_reads_the_same_resamples(table):
+    kw = {"family": FAMILY, "n_boot": 199, "random_state": 5, **COVARIATES}
+    pct = compare_nested(table, MODELS, log_columns=["baseline__scale"], **kw)
+    stu = compare_nested(
+        table, MODELS, log_columns=["baseline__scale"], bootstrap="studentized", **kw
+    )
+    a, b = pct.to_frame(), stu.to_frame()
+    np.testing.assert_array_equal(a["effect"], b["effect"])  # same fits
+    mean = a["metric"] != "spearman_mid"
+    assert not np.allclose(a.loc[mean, "ci_low"], b.loc[mean, "ci_low"])
+    np.testing.assert_array_equal(a.loc[~mean, "ci_low"], b.loc[~mean, "ci_low"])
+    # the decision's two conditions agree: a CI above 0 means t beyond its upper quantile
+    assert ((b["ci_low"] > 0) <= (b["p_value"] < 0.05)).all()
+    assert stu.bootstrap == "studentized" and "studentized cluster bootstrap" in stu.summary()
+    with pytest.raises(ParameterError, match="bootstrap"):
+        compare_nested(table, MODELS, bootstrap="percentile", **kw)
+
+
+def test_design_bootstrap_methods_are_compare_s():
+    from analysis.compare import BOOTSTRAPS
+    from analysis.prereg.design import BOOTSTRAP_METHODS
+
+    assert BOOTSTRAP_METHODS == BOOTSTRAPS == ("cluster", "studentized")

@@ -66,6 +66,10 @@ def test_heads_written_on_one_line_as_first_key(design_file):
             "inference.bootstrap_replicates",
         ),
         (lambda d: d["inference"].__setitem__("family", [["M1", "M2"]]), "inference.family[0]"),
+        (
+            lambda d: d["inference"].__setitem__("bootstrap", "percentile"),
+            "inference.bootstrap",
+        ),
         (lambda d: d["models"].__setitem__("M1", ["baseline", "unknown_block"]), "models.M1"),
         (
             lambda d: d["sampling"]["sources"][2].pop("exploratory"),

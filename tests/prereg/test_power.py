@@ -13,6 +13,7 @@ from analysis.cli import main
 from analysis.compare import compare_nested
 from analysis.prereg import (
     SIMULATED_COVARIATES,
+    PowerAssumptions,
     StudySizes,
     load_widths,
     simulate_study,
@@ -34,7 +35,7 @@ def _widths(path: Path, eps=(0.05, 0.1, 0.2)) -> Path:
 
 def test_load_widths(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
-    assert set(w.columns) == {"eps", "lower", "upper", "width"}
+    assert set(w.columns) == {"eps", "lower", "upper", "width", "midpoint"}
     assert w["width"].min() == 0 and np.isclose(w["width"].max(), np.log2(3))
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"eps": [0.1], "lower": [3], "upper": [2]}).to_csv(bad, index=False)
@@ -46,39 +47,37 @@ def test_load_widths(tmp_path):
 
 def test_simulated_study_shape(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
-    df = simulate_study(StudySizes(), w, effect=0.1, random_state=0)
+    df = simulate_study(StudySizes(), w, share=0.1, random_state=0)
     assert len(df) == 72 * 18
     assert df.groupby("cluster")["held_out"].nunique().max() == 1
     assert df.loc[df.held_out, "cluster"].nunique() == 18
     assert (df["y_lower"] <= df["y_upper"]).all()
     widths = np.round(df["y_upper"] - df["y_lower"], 9)
     assert set(widths) <= set(np.round(w["width"], 9))
-    with pytest.raises(ParameterError, match="effect"):
-        simulate_study(StudySizes(), w, effect=1.5)
+    with pytest.raises(ParameterError, match="share"):
+        simulate_study(StudySizes(), w, share=1.5)
     with pytest.raises(ParameterError, match="eps"):
-        simulate_study(StudySizes(eps=(0.3,)), w, effect=0.1)
+        simulate_study(StudySizes(eps=(0.3,)), w, share=0.1)
 
 
 def test_validate_comparison_small(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
-    res = validate_comparison(w, simulations=3, sizes=sizes, random_state=0)
+    res = validate_comparison(w, simulations=3, sizes=sizes, mde_steps=1, random_state=0)
     d = res.to_dict()
-    assert set(d) == {
-        "false_positive_rate",
-        "power",
-        "simulations",
-        "alpha",
-        "effect",
-        "icc",
-        "design",
-    }
+    for k in ("false_positive_rate", "size_boundary", "power", "mde", "alpha", "effect"):
+        assert k in d
     assert d["simulations"] == 3 and 0 <= d["false_positive_rate"] <= 1
-    assert len(res.to_frame()) == 6
-    again = validate_comparison(w, simulations=3, sizes=sizes, random_state=0)
-    pd.testing.assert_frame_equal(res.to_frame(), again.to_frame())  # seeded
+    (h,) = res.hypotheses
+    assert h.pair == ("M0", "M1") and h.signal == "native"
+    assert h.size_simple.n == h.power.n == h.size_boundary.n == 3
+    runs = res.to_frame()
+    assert list(runs["hypothesis"]) == ["M0<M1"] and runs["simulations"].iloc[0] == 3
+    assert set(res.runs["scenario"]) >= {"simple_null", "alternative", "boundary_null"}
+    again = validate_comparison(w, simulations=3, sizes=sizes, mde_steps=1, random_state=0)
+    pd.testing.assert_frame_equal(res.runs, again.runs)  # seeded
     with pytest.raises(ParameterError, match="simulations"):
-        validate_comparison(w, simulations=0)
+        validate_comparison(w, simulations=1)
 
 
 def test_cli_json_with_design(tmp_path, capsys):
@@ -89,34 +88,56 @@ def test_cli_json_with_design(tmp_path, capsys):
             "--design",
             str(ROOT / "preregistration" / "offline-minilm.toml"),
             "--simulations",
-            "1",
+            "2",
             "--seed",
             "3",
+            "--mde-steps",
+            "0",
             "--json",
             "--widths",
             str(w),
+            "--root",  # an empty root: no study store, so the counts come from the lock
+            str(tmp_path),
         ]
     )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["simulations"] == 1 and out["alpha"] == 0.05 and out["effect"] == 0.1
+    assert out["simulations"] == 2 and out["alpha"] == 0.05 and out["effect"] == 0.1
     assert out["icc"] == 0.5 and out["design"].endswith("offline-minilm.toml")
+    (h,) = out["hypotheses"]
+    for k in ("size_simple", "size_boundary", "power"):
+        assert 0 <= h[k]["ci_low"] <= h[k]["rate"] <= h[k]["ci_high"] <= 1
+    assert out["features"] == {"baseline": 11, "native": 13, "intrinsic": 3}  # the lock's
 
 
 def test_cli_refuses_without_widths(tmp_path, monkeypatch, capsys):
+    design = ROOT / "preregistration" / "offline-minilm.toml"
     monkeypatch.chdir(tmp_path)
-    rc = main(["validate-comparison", "--simulations", "1", "--seed", "0", "--json"])
+    rc = main(["validate-comparison", "--simulations", "2", "--json"])
+    assert rc == 2 and "--design" in capsys.readouterr().err  # no default design here
+    rc = main(
+        [
+            "validate-comparison",
+            "--design",
+            str(design),
+            "--simulations",
+            "2",
+            "--json",
+            "--widths",
+            str(tmp_path / "missing.csv"),
+        ]
+    )
     assert rc == 2
     err = capsys.readouterr().err
-    assert "minilm_bracket_widths.csv" in err and "never invented" in err
-    assert main(["validate-comparison", "--simulations", "0", "--seed", "0", "--widths", "x"]) == 2
+    assert "missing.csv" in err and "never invented" in err
+    assert main(["validate-comparison", "--simulations", "1", "--seed", "0", "--widths", "x"]) == 2
     assert "--simulations" in capsys.readouterr().err
     assert (
         main(
             [
                 "validate-comparison",
                 "--simulations",
-                "1",
+                "2",
                 "--seed",
                 "0",
                 "--effect",
@@ -138,6 +159,8 @@ def test_sizes_from_design_take_the_confirmatory_settings():
 
     path = ROOT / "preregistration" / "offline-minilm.toml"
     sizes = sizes_from_design(path)
+    assert sizes.strata == (("sentence-transformers/all-MiniLM-L6-v2", 72, 18),)
+    assert [h[0] for h in sizes.hypotheses] == ["H1", "H2", "H3", "S1"]
     kw = load_design(path).comparison_kwargs()
     assert (sizes.n_heads, sizes.n_held_out, sizes.cells_per_head) == (
         72,
@@ -148,7 +171,7 @@ def test_sizes_from_design_take_the_confirmatory_settings():
     assert sizes.confirmatory == ("M0", "M1")
     assert dict(sizes.models)["M3"] == ("baseline", "native", "intrinsic")
     mine = sizes.comparison_kwargs()
-    for k in ("estimator", "primary_metric", "n_boot", "alpha", "ci_level"):
+    for k in ("estimator", "primary_metric", "n_boot", "alpha", "ci_level", "bootstrap"):
         assert mine[k] == kw[k], k
     assert mine["family"] == [tuple(p) for p in kw["family"]]
 
@@ -156,7 +179,7 @@ def test_sizes_from_design_take_the_confirmatory_settings():
 def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199, alpha=0.1, ci_level=0.9)
-    table = simulate_study(sizes, w, effect=0.1, random_state=1)
+    table = simulate_study(sizes, w, share=0.1, random_state=1)
     res = simulated_comparison(sizes, table, random_state=2)
     assert (res.n_boot, res.alpha, res.estimator) == (199, 0.1, "interval")
     assert res.primary_metric == "interval_sq_loss"
@@ -181,7 +204,7 @@ def test_simulated_decisions_rows_and_progress(tmp_path):
     rows = simulated_decisions(
         sizes,
         w,
-        effect=0.2,
+        share=0.2,
         simulations=2,
         random_state=5,
         progress=lambda k, n: seen.append((k, n)),
@@ -195,10 +218,10 @@ def test_simulated_decisions_rows_and_progress(tmp_path):
         "adds_information",
     ]
     assert len(rows) == 2 and seen == [(1, 2), (2, 2)]
-    again = simulated_decisions(sizes, w, effect=0.2, simulations=2, random_state=5)
+    again = simulated_decisions(sizes, w, share=0.2, simulations=2, random_state=5)
     pd.testing.assert_frame_equal(rows, again)  # seeded
-    with pytest.raises(ParameterError, match="icc"):
-        simulated_decisions(sizes, w, effect=0.2, simulations=1, icc=1.0)
+    with pytest.raises(ParameterError, match="share"):
+        simulated_decisions(sizes, w, share=1.0, simulations=1)
 
 
 def test_sizes_refuse_blocks_the_simulation_does_not_write():
@@ -208,7 +231,11 @@ def test_sizes_refuse_blocks_the_simulation_does_not_write():
             family=(("M0", "M1"),),
         )
     with pytest.raises(ParameterError, match="confirmatory"):
-        StudySizes(confirmatory=("M0", "M2"))  # M2 does not add the native block
+        StudySizes(  # the rich model adds no simulated block
+            models=(("M0", ("baseline",)), ("M0b", ("baseline",))),
+            family=(("M0", "M0b"),),
+            confirmatory=("M0", "M0b"),
+        )
     with pytest.raises(ParameterError, match="n_held_out"):
         StudySizes(n_heads=10, n_held_out=10)
 
@@ -225,14 +252,25 @@ def test_sizes_refuse_blocks_the_simulation_does_not_write():
         ({"residual_sd": 0.0}, "residual_sd"),
         ({"native_features": 0}, "native_features"),
         ({"intrinsic_features": 2.5}, "intrinsic_features"),
+        ({"effect": 0.0}, "effect"),
+        ({"truth_position": (0.0, 1.0)}, "truth_position"),
+        ({"width_bins": 0}, "width_bins"),
     ],
 )
-def test_assumptions_validated_by_name(tmp_path, kwargs, name):
-    w = load_widths(_widths(tmp_path / "w.csv"))
+def test_assumptions_validated_by_name(kwargs, name):
     with pytest.raises(ParameterError, match=name):
-        validate_comparison(w, simulations=1, **kwargs)
-    with pytest.raises(ParameterError, match=name):
-        simulate_study(StudySizes(), w, effect=0.1, **kwargs)
+        PowerAssumptions(**kwargs)
+
+
+def test_assumptions_are_one_frozen_record():
+    import dataclasses
+
+    a = PowerAssumptions()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.icc = 0.3
+    d = a.to_dict()
+    assert d["truth_position"] == [2.0, 1.0] and d["width_bins"] == 4 and d["effect"] == 0.1
+    assert PowerAssumptions(**{**d, "truth_position": tuple(d["truth_position"])}) == a
 
 
 @pytest.mark.parametrize(
@@ -242,11 +280,12 @@ def test_assumptions_validated_by_name(tmp_path, kwargs, name):
         ("--icc", "-0.1"),
         ("--residual-sd", "0"),
         ("--native-features", "0"),
+        ("--width-bins", "0"),
     ],
 )
 def test_cli_names_the_bad_assumption(tmp_path, capsys, flag, value):
     w = _widths(tmp_path / "w.csv")
-    argv = ["validate-comparison", "--simulations", "1", "--seed", "0", "--widths", str(w)]
+    argv = ["validate-comparison", "--simulations", "2", "--seed", "0", "--widths", str(w)]
     assert main([*argv, flag, value]) == 2
     assert flag in capsys.readouterr().err
 
@@ -256,15 +295,8 @@ def test_simulated_head_share_and_feature_counts(tmp_path):
 
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=400, n_held_out=100)
-    df = simulate_study(
-        sizes,
-        w,
-        effect=0.1,
-        native_head_share=0.75,
-        native_features=5,
-        intrinsic_features=4,
-        random_state=0,
-    )
+    a = PowerAssumptions(native_head_share=0.75, native_features=5, intrinsic_features=4)
+    df = simulate_study(sizes, w, share=0.1, assumptions=a, random_state=0)
     assert [c for c in df if c.startswith("native__")] == [f"native__x{k}" for k in range(5)]
     assert [c for c in df if c.startswith("intrinsic__")] == [f"intrinsic__z{k}" for k in range(4)]
     iccs = [residual_icc(df[f"native__x{k}"].to_numpy(), df["cluster"].to_numpy()) for k in (1, 4)]
@@ -311,8 +343,7 @@ def test_power_curve_rows(tmp_path):
         effects=(0.1, 0.3),
         head_shares=(0.0, 0.5),
         sizes=sizes,
-        native_features=3,
-        intrinsic_features=2,
+        assumptions=PowerAssumptions(native_features=3, intrinsic_features=2),
         random_state=0,
     )
     assert tuple(curve.columns) == POWER_CURVE_COLUMNS

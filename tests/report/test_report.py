@@ -498,3 +498,57 @@ def test_calibration_sentence_before_the_comparison_quotes_the_design(edge_study
         'Calibration as the design states it: "cross-fitted by head, 3 folds" '
         "(the comparison has not run)."
     )
+
+
+# -- simulated power beside each hypothesis ------------------------------------------
+
+
+def test_report_shows_power_and_mde_per_hypothesis(study, tmp_path):
+    from analysis.prereg import StudySizes, load_widths, validate_comparison
+
+    widths = tmp_path / "w.csv"
+    rows = [(e, lo, lo * r) for e in (0.05, 0.1, 0.2) for lo in (2, 3, 5) for r in (1, 2, 3)]
+    pd.DataFrame(rows, columns=["eps", "lower", "upper"]).to_csv(widths, index=False)
+    sizes = StudySizes(
+        n_heads=24,
+        n_held_out=6,
+        n_boot=199,
+        lengths=(64,),
+        temperatures=(1.0,),
+        hypotheses=(("H1", "confirmatory", "M0", "M1"), ("H2", "secondary", "M0", "M2")),
+    )
+    res = validate_comparison(
+        load_widths(widths), simulations=2, sizes=sizes, hypotheses=["H1", "H2"], mde_steps=1
+    )
+    power = json.loads(json.dumps(res.to_dict()))  # as stored in the study's power.json
+    with_power = dataclasses.replace(study, power=power)
+    files = build_report(with_power, tmp_path / "r", figure_formats=("png",))
+    text = files.report.read_text()
+    assert "### Power of each decision (simulated)" in text
+    for h in res.hypotheses:
+        line = next(
+            x
+            for x in text.splitlines()
+            if x.startswith(f"- **{h.hypothesis}**") and "simulated power" in x
+        )
+        assert f"simulated power {format_value(h.power.rate, digits=3)}" in line
+        assert "minimum detectable effect" in line and "boundary null" in line
+    # H3 and S1 were not simulated: the report says so beside them
+    assert "not simulated" in text
+    # the pre-specified hypotheses table carries the power and the MDE
+    assert "simulated_power" in text and "mde" in text
+    t = read_back(files.tables["power"]["csv"])
+    assert list(t["hypothesis"]) == ["H1", "H2"]
+    assert np.allclose(t["power"], [h.power.rate for h in res.hypotheses])
+    assert np.allclose(t["mde"].astype(float), [h.mde for h in res.hypotheses], equal_nan=True)
+    # no simulation: every hypothesis says why
+    none = dataclasses.replace(study, power={"skipped": "no reference bracket widths at X"})
+    text = render_report(
+        none,
+        out_dir=tmp_path,
+        tables=build_tables(none),
+        table_files={t.name: {} for t in build_tables(none)},
+        figures={},
+    )
+    assert "Not simulated: no reference bracket widths at X" in text
+    assert text.count("not simulated (no reference bracket widths at X)") == 4
