@@ -303,7 +303,12 @@ class ValidationResult:
         }
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per hypothesis: sizes with intervals, power, boundary share, MDE."""
+        """One row per hypothesis: sizes with intervals, power, boundary share, MDE.
+
+        ``calibration_mean_effect`` is the mean effect at the boundary share on the
+        calibration seeds (0 up to the tolerance), ``boundary_mean_effect`` that on the
+        fresh seeds the boundary size is measured on.
+        """
         rows = []
         for h in self.hypotheses:
             sb = h.size_boundary
@@ -319,6 +324,7 @@ class ValidationResult:
                     "size_boundary": sb.rate if sb else np.nan,
                     "size_boundary_ci_low": sb.ci_low if sb else np.nan,
                     "size_boundary_ci_high": sb.ci_high if sb else np.nan,
+                    "calibration_mean_effect": h.boundary_mean_effect,
                     "boundary_mean_effect": sb.mean_effect if sb else np.nan,
                     "boundary_p_below_alpha": sb.p_below_alpha if sb else np.nan,
                     "size_ok": h.size_ok,
