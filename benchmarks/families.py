@@ -21,7 +21,12 @@ Writes to ``benchmarks/out/families/`` (``--out``):
 * ``<alias>_summary.csv`` / ``<alias>.md`` per family and ``families_summary.csv`` /
   ``families.md`` for every family of this run: per (length, eps) the number of heads,
   median hi/lo, closed share (lo == hi), median and mean width, median seconds per
-  profile, median descriptor seconds per head, and a note on the family's mask and heads.
+  profile, median descriptor seconds per head, and a note on the family's mask and heads;
+* for the families of this run together: ``families_by_lower_end.csv`` (median hi/lo and
+  width per bin of the lower end: families compared at the same certified rank),
+  ``families_by_sink_mass.csv`` (heads in thirds of their mass on key 0),
+  ``families_closed.csv`` (every closed bracket) and ``families_methods.csv`` (the
+  construction that won each end).
 
 Usage, from the repository root::
 
@@ -255,7 +260,10 @@ def run_one(
     df = df.sort_values(["layer", "head", "eps"], ignore_index=True)
     _atomic_csv(df, final)
     shutil.rmtree(parts)
-    print(f"  {len(chosen)} heads in {wall:.1f} s wall ({workers} workers) -> {final.name}")
+    todo = sum(len(job[0]) for job in jobs.values())
+    print(
+        f"  {todo} of {len(chosen)} heads in {wall:.1f} s wall ({workers} workers) -> {final.name}"
+    )
     return df
 
 
@@ -276,8 +284,10 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
         median_lower=("lower", "median"),
         median_upper=("upper", "median"),
         seconds_per_profile=("profile_seconds", "median"),
+        seconds_per_profile_mean=("profile_seconds", "mean"),
         describe_seconds_per_head=("describe_seconds", "median"),
         describe_seconds_mean=("describe_seconds", "mean"),
+        describe_seconds_max=("describe_seconds", "max"),
         intrinsic_share=("intrinsic_seconds", "sum"),
         note=("note", "first"),
     )
@@ -285,6 +295,71 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     total = df.groupby(keys, sort=False)["describe_seconds"].sum()
     out["intrinsic_share"] = out["intrinsic_share"] / total.where(total > 0)
     return out.reset_index()
+
+
+#: Lower-end bins for comparing families at the same certified rank.
+LOWER_BINS = (0, 5, 10, 20, 40, 80, 10**6)
+
+
+def _with_ratio(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(
+        ratio=df["upper"] / df["lower"].clip(lower=1),
+        width=df["upper"] - df["lower"],
+        closed=df["upper"] == df["lower"],
+    )
+
+
+def by_lower_end(df: pd.DataFrame) -> pd.DataFrame:
+    """Median hi/lo and width per (length, eps, lower-end bin, checkpoint): families
+    compared at the same certified rank."""
+    df = _with_ratio(df)
+    df["lower_bin"] = pd.cut(df["lower"], LOWER_BINS)
+    keys = ["length", "eps", "lower_bin", "alias"]
+    out = df.groupby(keys, sort=True, observed=True).agg(
+        heads=("ratio", "size"),
+        median_hi_over_lo=("ratio", "median"),
+        median_width=("width", "median"),
+    )
+    out = out.reset_index()
+    out["lower_bin"] = out["lower_bin"].astype(str)
+    return out
+
+
+def by_sink_mass(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (checkpoint, length, eps), the heads in thirds of their mean mass on key 0:
+    median lower end, width, hi/lo and closed share."""
+    df = _with_ratio(df)
+    third = df.groupby(["alias", "length"])["sink_mass"].transform(
+        lambda x: pd.qcut(x, 3, labels=False, duplicates="drop")
+    )
+    df["sink_third"] = third.map({0: "low", 1: "mid", 2: "high"})
+    keys = ["alias", "length", "eps", "sink_third"]
+    out = df.groupby(keys, sort=False).agg(
+        heads=("ratio", "size"),
+        median_lower=("lower", "median"),
+        median_width=("width", "median"),
+        median_hi_over_lo=("ratio", "median"),
+        closed_share=("closed", "mean"),
+    )
+    return out.reset_index()
+
+
+def closed_heads(df: pd.DataFrame) -> pd.DataFrame:
+    """Every closed bracket with its head's shape measures and the winning constructions."""
+    df = _with_ratio(df)
+    cols = ["alias", "length", "eps", "layer", "head", "lower", "upper_method"]
+    cols += ["lower_method", "sink_mass", "diag_mass"]
+    return df.loc[df["closed"], cols].reset_index(drop=True)
+
+
+def methods(df: pd.DataFrame) -> pd.DataFrame:
+    """How many brackets each construction won, per (checkpoint, length, eps, end)."""
+    parts = []
+    for end in ("upper", "lower"):
+        c = df.groupby(["alias", "length", "eps"])[f"{end}_method"].value_counts()
+        parts.append(c.rename("brackets").reset_index().rename(columns={f"{end}_method": "method"}))
+        parts[-1].insert(3, "end", end)
+    return pd.concat(parts, ignore_index=True)
 
 
 def markdown(summary: pd.DataFrame) -> str:
@@ -332,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
     out_dir = args.out
     out_dir.mkdir(parents=True, exist_ok=True)
     eps = tuple(sorted(set(args.eps)))
-    summaries = []
+    summaries, tables = [], []
     for alias in args.checkpoint:
         lengths = args.lengths or default_lengths(alias)
         if args.fresh:
@@ -355,11 +430,20 @@ def main(argv: list[str] | None = None) -> None:
                 )
             )
         _CHECKPOINTS.pop(alias, None)  # free the model before the next family
+        tables.extend(frames)
         summary = summarize(pd.concat(frames, ignore_index=True))
         _atomic_csv(summary, out_dir / f"{_slug(alias)}_summary.csv")
         (out_dir / f"{_slug(alias)}.md").write_text(markdown(summary))
         summaries.append(summary)
         print(markdown(summary))
+    rows = pd.concat(tables, ignore_index=True)
+    for name, table in (
+        ("families_by_lower_end", by_lower_end(rows)),
+        ("families_by_sink_mass", by_sink_mass(rows)),
+        ("families_closed", closed_heads(rows)),
+        ("families_methods", methods(rows)),
+    ):
+        _atomic_csv(table, out_dir / f"{name}.csv")
     allsum = pd.concat(summaries, ignore_index=True)
     _atomic_csv(allsum, out_dir / "families_summary.csv")
     (out_dir / "families.md").write_text(

@@ -160,15 +160,16 @@ def test_cli_extract_smollm2_offline(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("missing", ["gguf", "accelerate"])
-def test_missing_gguf_reader_names_the_package(monkeypatch, capsys, missing):
+def test_missing_gguf_reader_names_the_package(monkeypatch, capsys, tmp_path, missing):
     monkeypatch.setitem(sys.modules, missing, None)  # makes `import <missing>` fail
     with pytest.raises(ParameterError) as info:
         load_checkpoint("smollm2")
     assert info.value.name == "checkpoint"
     assert f"{missing} not importable" in str(info.value)
     assert "pip install gguf accelerate" in str(info.value) and "families" in str(info.value)
-    argv = ["extract", "smollm2", "--corpus-seed", "0", "--length", "8", "--out", "never.npz"]
-    assert main(argv) == 2
+    out = tmp_path / "never.npz"
+    argv = ["extract", "smollm2", "--corpus-seed", "0", "--length", "8", "--out", str(out)]
+    assert main(argv) == 2 and not out.exists()
     assert "pip install gguf accelerate" in capsys.readouterr().err
 
 
