@@ -20,6 +20,7 @@ approximation in :mod:`analysis.prereg.power_curve`.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import multiprocessing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -302,6 +303,10 @@ class StudySizes:
             "ci_level": self.ci_level,
             "bootstrap": self.bootstrap,
         }
+
+    def to_dict(self) -> dict:
+        """Every field as plain JSON types (tuples become lists)."""
+        return json.loads(json.dumps(asdict(self)))
 
 
 def signal_block(sizes: StudySizes, pair: tuple[str, str], *, name: str = "pair") -> str:

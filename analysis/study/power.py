@@ -4,10 +4,14 @@
 held-out heads per checkpoint, grid, B, alpha, Holm family), its blocks' covariate counts
 after the collinearity screen on the study's training cells, every hypothesis the
 simulation can test, the design's inference seed. The result is stored in
-``data/<stem>/results/power.json`` under a key of the lock hash and the settings (number
-of simulations, assumptions, covariate counts, the widths file's hash), so a re-run reuses
-it and a changed design or setting recomputes it. ``report.md`` prints it beside each
-hypothesis.
+``data/<stem>/results/power.json`` under a key of everything the simulation reads: the
+design's sizes as the simulation sees them (:class:`~analysis.prereg.power.StudySizes`:
+heads and held-out heads per checkpoint, grid, models, Holm family, B, alpha, bootstrap,
+covariate counts), the number of simulations, the assumptions, the seed and the widths
+file's hash. A re-run reuses it, and a changed design or setting that the simulation sees
+recomputes it; an amendment that changes nothing the simulation reads (e.g. a block
+version after a code edit that keeps its covariates) keeps it: the record then names the
+current lock and, as ``computed_under_lock``, the one it was computed under. ``report.md`` prints it beside each hypothesis.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ __all__ = [
 #: Simulated studies per scenario and share in a study's power stage.
 DEFAULT_POWER_SIMULATIONS = 400
 #: Version of the stored record: a new version recomputes every stored result.
-POWER_FORMAT = "power/1"
+POWER_FORMAT = "power/2"
 
 
 def screened_features(
@@ -218,7 +222,7 @@ def power_stage(
     seed = int(study.design.data["inference"]["seed"])
     inputs = {
         "format": POWER_FORMAT,
-        "lock_sha256": study.lock.sha256,
+        "sizes": sizes.to_dict(),
         "simulations": simulations,
         "seed": seed,
         "assumptions": assumptions.to_dict(),
@@ -233,6 +237,14 @@ def power_stage(
     record = read_json(paths.power_file, {})
     if record.get("key") == key:
         say("power: inputs unchanged, stored result reused")
+        if record.get("lock_sha256") != study.lock.sha256:
+            # an amendment the simulation does not see: the result holds under the new
+            # lock too; keep the lock it was computed under beside it
+            record["computed_under_lock"] = record.get("computed_under_lock") or record.get(
+                "lock_sha256"
+            )
+            record["lock_sha256"] = study.lock.sha256
+            write_json(paths.power_file, record)
         return record
     res = validate_comparison(
         load_widths(widths_file),
@@ -247,6 +259,7 @@ def power_stage(
     )
     record = {
         "key": key,
+        "lock_sha256": study.lock.sha256,
         "inputs": inputs,
         "result": res.to_dict(),
         "summary": res.summary(),

@@ -213,7 +213,7 @@ def power_record(study: Study) -> dict[str, Any]:
 
     paths = study.paths
     rec = read_json(paths.power_file, {})
-    if rec.get("inputs", {}).get("lock_sha256") == study.lock.sha256 and "result" in rec:
+    if rec.get("lock_sha256") == study.lock.sha256 and "result" in rec:
         return dict(rec["result"])
     if rec:
         return {"skipped": "the stored simulation was made under another lock; re-run the study"}

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import analysis.study.power as study_power
+from analysis.prereg.lock import amend_design
 from analysis.study import run_study, study_paths
 from analysis.study.power import validation_sizes
 
@@ -59,10 +60,9 @@ def test_power_is_stored_reused_and_reported(study_copy, monkeypatch):
     run_study(study_copy, **QUIET, power_simulations=2)
     assert calls == [2]
     record = json.loads(paths.power_file.read_text())
-    assert (
-        record["inputs"]["lock_sha256"]
-        == json.loads(study_copy.with_name(study_copy.name + ".lock").read_text())["lock_sha256"]
-    )
+    lock_file = study_copy.with_name(study_copy.name + ".lock")
+    assert record["lock_sha256"] == json.loads(lock_file.read_text())["lock_sha256"]
+    assert record["inputs"]["sizes"]["n_held_out"] == 3
     hyps = record["result"]["hypotheses"]
     assert [h["hypothesis"] for h in hyps] == ["H1", "H2", "H3"]
     assert "S1" in record["result"]["skipped"]
@@ -78,6 +78,20 @@ def test_power_is_stored_reused_and_reported(study_copy, monkeypatch):
     before = paths.power_file.stat().st_mtime_ns
     run_study(study_copy, **QUIET, power_simulations=2)
     assert calls == [2] and paths.power_file.stat().st_mtime_ns == before
+    # an amendment the simulation does not see (a hypothesis's wording) keeps the result
+    text_before = study_copy.read_text(encoding="utf-8")
+    study_copy.write_text(
+        text_before.replace('statement = "', 'statement = "Reworded: ', 1), encoding="utf-8"
+    )
+    amend_design(study_copy, reason="clarify a hypothesis's wording")
+    assert json.loads(lock_file.read_text())["lock_sha256"] != record["lock_sha256"]
+    run_study(study_copy, **QUIET, power_simulations=2)
+    assert calls == [2]
+    kept = json.loads(paths.power_file.read_text())
+    assert kept["lock_sha256"] == json.loads(lock_file.read_text())["lock_sha256"]
+    assert kept["computed_under_lock"] == record["lock_sha256"]
+    assert kept["result"] == record["result"]
+    assert "simulated power" in (paths.report / "report.md").read_text()
     # a changed setting is a changed key: recomputed
     run_study(study_copy, **QUIET, power_simulations=3)
     assert calls == [2, 3]
