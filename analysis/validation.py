@@ -142,6 +142,22 @@ def _check_header(fh: Any, p: Path, what: str, name: str, allowed: str) -> None:
         raise ParameterError(name, allowed, f"{p.name}{what}: {_PICKLED}")
 
 
+_OTHER_KIND = {
+    "npy": "a zip archive (.npz?), not a .npy file",
+    "zip": "a single .npy array, not a .npz archive",
+}
+
+
+def _numpy_file(path: str | os.PathLike[str], want: str, name: str, allowed: str) -> Path:
+    """``path`` when it exists and is a NumPy file of kind ``want`` ("npy" or "zip")."""
+    p = _existing(path, name)
+    kind = _sniff(p, name, allowed)
+    if kind != want:
+        other = _OTHER_KIND[want] if kind in _OTHER_KIND else f"not a NumPy file: {kind}"
+        raise ParameterError(name, allowed, f"{p.name}: {other}")
+    return p
+
+
 def read_npy(
     path: str | os.PathLike[str],
     *,
@@ -166,12 +182,7 @@ def read_npy(
         Naming ``name``, with the file's name and what is wrong with it, for anything
         that is not a readable ``.npy`` of a plain (non-object) array.
     """
-    p = _existing(path, name)
-    kind = _sniff(p, name, allowed)
-    if kind == "zip":
-        raise ParameterError(name, allowed, f"{p.name}: a zip archive (.npz?), not a .npy file")
-    if kind != "npy":
-        raise ParameterError(name, allowed, f"{p.name}: not a NumPy file: {kind}")
+    p = _numpy_file(path, "npy", name, allowed)
     with open(p, "rb") as fh:
         _check_header(fh, p, "", name, allowed)
     try:
@@ -213,12 +224,7 @@ def read_npz(
         archive, truncated or corrupt, a required array missing, a member that is not a
         ``.npy`` array, an object array.
     """
-    p = _existing(path, name)
-    kind = _sniff(p, name, allowed)
-    if kind == "npy":
-        raise ParameterError(name, allowed, f"{p.name}: a single .npy array, not a .npz archive")
-    if kind != "zip":
-        raise ParameterError(name, allowed, f"{p.name}: not a NumPy file: {kind}")
+    p = _numpy_file(path, "zip", name, allowed)
     try:
         archive = np.load(p, allow_pickle=False)
     except Exception as exc:
