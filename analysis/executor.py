@@ -86,7 +86,7 @@ def open_executor(
     workers: int | None = None,
     scheduler: str | None = None,
     cluster: str | None = None,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    connect_timeout: float | None = None,
     say: Callable[[str], None] | None = None,
 ) -> Iterator[cf.Executor | None]:
     """An executor from at most one of ``workers``, ``scheduler`` and ``cluster``.
@@ -103,8 +103,9 @@ def open_executor(
     cluster : str, optional, keyword-only
         ``local:N``: start a dask ``LocalCluster`` of N worker processes with one thread
         each, closed on exit.
-    connect_timeout : float, keyword-only
-        Seconds to wait for ``scheduler`` to answer.
+    connect_timeout : float, optional, keyword-only
+        Seconds to wait for ``scheduler`` to answer (default
+        :data:`DEFAULT_CONNECT_TIMEOUT`).
     say : callable, optional, keyword-only
         Receives one line naming the cluster and its dashboard link (default: print).
 
@@ -140,6 +141,8 @@ def open_executor(
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
             address = _check_scheduler(scheduler)
+            if connect_timeout is None:
+                connect_timeout = DEFAULT_CONNECT_TIMEOUT
             timeout = check_positive_finite("connect_timeout", connect_timeout)
             try:
                 client = Client(address, timeout=timeout, set_as_default=False)

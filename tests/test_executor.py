@@ -11,6 +11,7 @@ import socket
 import time
 import zlib
 
+import pandas as pd
 import pytest
 
 from analysis.executor import open_executor, parse_cluster, task_pool
@@ -231,3 +232,75 @@ def test_an_interrupted_client_resumes_from_what_it_committed(tmp_path, local2, 
     assert (s.skipped, s.computed) == (3, 9)
     assert _rows(store) == expected
     store.close()
+
+
+# -- the other places: bracket files, law sweeps, power simulations, the command line --
+
+
+def _without_timings(prof: dict) -> dict:
+    prof = json.loads(json.dumps(prof))
+    prof.get("stats", {}).pop("seconds", None)
+    return prof
+
+
+def test_bracket_files_are_identical_on_a_cluster(rng, tmp_path, local2):
+    from analysis.brackets.io import MatrixInput, profile_file
+    from tests.brackets.test_batch import smooth_stack
+
+    A = smooth_stack(rng, h=5, n=20)
+    data = MatrixInput(A, [None] * 5, [None] * 5, "sha", None, False)
+    one = profile_file(data, eps=EPS, batch=2, progress=False)
+    ck = tmp_path / "ck.jsonl"
+    dask = profile_file(data, eps=EPS, batch=2, progress=False, executor=local2, checkpoint=ck)
+    assert [_without_timings(p.to_dict()) for p in dask] == [
+        _without_timings(p.to_dict()) for p in one
+    ]
+    assert len(ck.read_text().splitlines()) == 5  # appended here, once per matrix
+
+
+def test_law_sweeps_are_identical_on_a_cluster(tmp_path, local2):
+    from analysis.laws.sweep import make_config, run_sweep
+
+    cfg = make_config(
+        "spherical", dims=[2], betas=[1, 4], n=24, eps=[0.2], seeds=[0, 1], effort="fast"
+    )
+    timing = ["cpu_s", "wall_s", "cached"]
+    one = run_sweep(cfg, out=tmp_path / "one", progress=False).drop(columns=timing)
+    dask = run_sweep(cfg, out=tmp_path / "dask", progress=False, executor=local2)
+    assert len((tmp_path / "dask" / "brackets.jsonl").read_text().splitlines()) == 4
+    pd.testing.assert_frame_equal(dask.drop(columns=timing), one, check_exact=True)
+
+
+def test_power_simulations_are_identical_on_a_cluster(tmp_path, local2):
+    from analysis.prereg import StudySizes, load_widths, simulated_decisions
+
+    rows = [(e, lo, lo * r) for e in (0.05, 0.1, 0.2) for lo in (2, 3, 5) for r in (1, 2, 3)]
+    pd.DataFrame(rows, columns=["eps", "lower", "upper"]).to_csv(tmp_path / "w.csv", index=False)
+    w = load_widths(tmp_path / "w.csv")
+    sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
+    kwargs = {"share": 0.2, "simulations": 3, "random_state": 5}
+    one = simulated_decisions(sizes, w, **kwargs)
+    dask = simulated_decisions(sizes, w, executor=local2, **kwargs)
+    pd.testing.assert_frame_equal(dask, one, check_exact=True)
+
+
+def test_the_command_line_runs_on_a_cluster_and_names_its_flags(tmp_path, capsys, monkeypatch):
+    from analysis.cli import main
+
+    store = _store(tmp_path / "s", n=2)
+    store.close()
+    argv = ["store", "bracket", str(tmp_path / "s"), "--eps", "0.1", "--effort", "fast", "--quiet"]
+    assert main([*argv, "--cluster", "local:1"]) == 0
+    out = capsys.readouterr()
+    assert "2 computed" in out.out and "LocalCluster of 1 worker" in out.err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr("analysis.executor.DEFAULT_CONNECT_TIMEOUT", 1.0)
+    assert main([*argv, "--scheduler", f"tcp://127.0.0.1:{port}"]) == 2
+    assert "--scheduler" in capsys.readouterr().err
+    assert main([*argv, "--cluster", "slurm:4"]) == 2
+    assert "--cluster: " in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--workers", "2", "--cluster", "local:2"])
+    assert "not allowed with" in capsys.readouterr().err
