@@ -304,3 +304,14 @@ def test_the_command_line_runs_on_a_cluster_and_names_its_flags(tmp_path, capsys
     with pytest.raises(SystemExit):
         main([*argv, "--workers", "2", "--cluster", "local:2"])
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_error_messages_name_the_flags():
+    from analysis.cli import build_parser
+    from analysis.cli.errors import PARAM_FLAGS, _subcommands
+
+    parsers = {p.prog.split()[-1]: p for p in _subcommands(build_parser())}
+    for command in ("run", "bracket", "laws", "validate-comparison", "reference-widths"):
+        flags = parsers[command].get_default(PARAM_FLAGS)
+        assert flags["scheduler"] == "--scheduler" and flags["cluster"] == "--cluster"
+        assert flags["executor"] == "--scheduler/--cluster"
