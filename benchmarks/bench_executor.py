@@ -29,7 +29,6 @@ One JSON line per run is appended to ``benchmarks/out/bench_executor.jsonl``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -149,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--single", type=int, default=200, help="no-op round trips")
     ap.add_argument("--skip-stage", action="store_true", help="overhead only")
     ap.add_argument("--skip-overhead", action="store_true", help="brackets stage only")
+    ap.add_argument(
+        "--cluster-first", action="store_true", help="run the cluster's stage before the pool's"
+    )
     args = ap.parse_args(argv)
     cmd = command_line("benchmarks.bench_executor")
     print(cmd)
@@ -179,18 +181,25 @@ def main(argv: list[str] | None = None) -> int:
             for name in ("pool", "cluster"):
                 roots[name] = tmp / name
                 shutil.copytree(base, roots[name])
-            pool_s, pool_prof, n = _stage(
-                roots["pool"], args.matrices, args.synthetic, workers=args.workers
-            )
-            t0 = time.perf_counter()
-            with contextlib.ExitStack() as stack:
-                ex = stack.enter_context(
-                    open_executor(cluster=f"local:{args.workers}", say=lambda _: None)
-                )
-                start_s = time.perf_counter() - t0
-                cl_s, cl_prof, n2 = _stage(
-                    roots["cluster"], args.matrices, args.synthetic, executor=ex
-                )
+
+            def pool_stage() -> tuple[float, dict, int]:
+                return _stage(roots["pool"], args.matrices, args.synthetic, workers=args.workers)
+
+            def cluster_stage() -> tuple[float, dict, int, float]:
+                t0 = time.perf_counter()
+                with open_executor(cluster=f"local:{args.workers}", say=lambda _: None) as ex:
+                    start_s = time.perf_counter() - t0
+                    return (
+                        *_stage(roots["cluster"], args.matrices, args.synthetic, executor=ex),
+                        start_s,
+                    )
+
+            if args.cluster_first:
+                cl_s, cl_prof, n2, start_s = cluster_stage()
+                pool_s, pool_prof, n = pool_stage()
+            else:
+                pool_s, pool_prof, n = pool_stage()
+                cl_s, cl_prof, n2, start_s = cluster_stage()
             record["stage"] = {
                 "profiles": n,
                 "pool_s": pool_s,
@@ -198,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                 "cluster_start_s": start_s,
                 "ratio": cl_s / pool_s,
                 "identical": pool_prof == cl_prof and n == n2,
+                "order": "cluster first" if args.cluster_first else "pool first",
             }
             s = record["stage"]
             print(
