@@ -13,7 +13,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from analysis.attention import check_attention, derive_seed, softmax64
 from analysis.brackets.profile import Profile
 from analysis.brackets.search import profile_matrices
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from analysis.executor import check_executor, task_pool
 from analysis.validation import (
     ParameterError,
     check_eps_grid,
@@ -146,6 +147,7 @@ def profile_file(
     checkpoint: str | os.PathLike | None = None,
     batch: int = BATCH,
     say: Callable[[str], None] | None = None,
+    executor: Executor | None = None,
 ) -> list[Profile]:
     """Profiles for every matrix of ``data``.
 
@@ -163,9 +165,15 @@ def profile_file(
     damaged or edited line) is dropped and its block recomputed, and their number is
     passed to ``say`` (default: a :class:`UserWarning`) as
     ``"N stored profiles failed re-verification and were recomputed"``.
+
+    An ``executor`` (any :class:`concurrent.futures.Executor`, a dask cluster's from
+    :func:`analysis.executor.open_executor`; ``workers`` must then be 1) runs the blocks
+    instead of ``workers`` processes: each task carries its block's matrices, and this
+    process appends each finished block in block order, so the profiles and the
+    checkpoint are the same.
     """
     eps = check_eps_grid(eps)
-    workers = check_int("workers", workers, minimum=1)
+    workers = check_executor(executor, workers)
     batch = check_int("batch", batch, minimum=1)
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)
@@ -197,11 +205,19 @@ def profile_file(
     with contextlib.ExitStack() as stack:
         stack.callback(bar.close)
         append = stack.enter_context(JsonlCheckpoint(ck).appender()) if ck is not None else None
-        if workers == 1 or len(jobs) <= 1:
+        pool = stack.enter_context(
+            task_pool(executor, 1 if len(jobs) <= 1 else workers, mp_context=None)
+        )
+        if pool is None:
             results = map(_block, jobs)
         else:
-            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
-            results = pool.map(_block, jobs)
+            calls = ((None, (job,)) for job in jobs)
+            results = (
+                r
+                for _, r in stack.enter_context(
+                    contextlib.closing(pool.imap(_block, calls, ordered=True))
+                )
+            )
         for blk, profs in zip(todo, results, strict=True):
             for i, prof in zip(blk, profs, strict=True):
                 if keys[i] in done:  # already stored: keep the stored profile

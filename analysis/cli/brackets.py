@@ -26,6 +26,7 @@ from analysis.brackets.io import (
     verify_result,
     write_json_atomic,
 )
+from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.validation import check_eps_grid
 
 
@@ -55,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     # The search is deterministic; --seed did nothing and goes in the next release.
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--workers", type=int, default=1, help="processes (results do not depend on it)")
+    add_parallel_arguments(p)
     p.add_argument(
         "--batch",
         type=int,
@@ -118,16 +119,17 @@ def run_bracket(args: argparse.Namespace) -> int:
     ck = args.out.with_name(args.out.name + ".partial") if args.out else None
     if ck is not None:
         ck.parent.mkdir(parents=True, exist_ok=True)
-    profiles = profile_file(
-        data,
-        eps=eps,
-        effort=args.effort,
-        workers=args.workers,
-        batch=args.batch,
-        progress=not args.quiet,
-        checkpoint=ck,
-        say=lambda note: print(note, file=sys.stderr),
-    )
+    with parallel_kwargs(args) as parallel:
+        profiles = profile_file(
+            data,
+            eps=eps,
+            effort=args.effort,
+            batch=args.batch,
+            progress=not args.quiet,
+            checkpoint=ck,
+            say=lambda note: print(note, file=sys.stderr),
+            **parallel,
+        )
     res = result_json(data, profiles, eps=eps, effort=args.effort, witnesses=args.witnesses)
     for m in res["matrices"]:
         where = (

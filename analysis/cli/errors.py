@@ -14,6 +14,11 @@ one table per command (:func:`param_flags`):
 
 Names found in neither (``Q``, ``scale``, ``checkpoint``) are left as they are, and so are
 names that already are flags (modules that still raise ``"--x"`` themselves).
+
+The commands that fan work out take ``--workers``, ``--scheduler`` and ``--cluster``
+(:mod:`analysis.cli.parallel`): ``scheduler`` (an address that does not answer, or is
+malformed) and ``cluster`` name themselves; ``executor``, the library's name for what
+those two flags open, is named ``--scheduler/--cluster``.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ def param_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
         if action.dest and action.dest != argparse.SUPPRESS:
             table.setdefault(action.dest, longs[0])
     table.pop("help", None)
+    if "scheduler" in table and "cluster" in table:
+        table.setdefault("executor", "--scheduler/--cluster")
     table.update(parser.get_default(PARAM_FLAGS) or {})
     return table
 

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.laws.fit import QUICK_TOLERANCE
 from analysis.laws.render import run_laws
 from analysis.laws.sweep import make_config
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="beta grids: default, or asymptotic (spherical, one eps: from where the "
         "theory's harmonic count has settled on its slope, count <= n/4)",
     )
-    p.add_argument("--workers", type=int, default=2, help="processes (default 2)")
+    add_parallel_arguments(p, workers_default=2, workers_help="processes (default 2)")
     p.add_argument("--n-boot", type=int, default=499, help="bootstrap replicates for the CI")
     p.add_argument(
         "--out",
@@ -81,15 +82,16 @@ def run_cli(args: argparse.Namespace) -> int:
     )
     out = args.out or Path("reports") / "laws" / (family + suffix)
     tol = QUICK_TOLERANCE if args.quick else None
-    res = run_laws(
-        config,
-        out=out,
-        workers=args.workers,
-        progress=not args.quiet,
-        n_boot=n_boot,
-        tolerance=tol,
-        figure=not args.no_figure,
-    )
+    with parallel_kwargs(args) as parallel:
+        res = run_laws(
+            config,
+            out=out,
+            progress=not args.quiet,
+            n_boot=n_boot,
+            tolerance=tol,
+            figure=not args.no_figure,
+            **parallel,
+        )
     if args.json:
         print(json.dumps({"family": res["family"], "fits": res["fits"]}))
     else:

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.prereg.error_rates import validate_comparison
 from analysis.prereg.power import DEFAULT_WIDTHS, PowerAssumptions, load_widths
 from analysis.validation import check_int
@@ -57,17 +58,18 @@ def _run(args: argparse.Namespace) -> int:
         if not args.json and done % 100 == 0:
             print(f"  {done} simulated studies", file=sys.stderr)
 
-    res = validate_comparison(
-        widths,
-        simulations=sims,
-        sizes=sizes,
-        assumptions=assumptions,
-        hypotheses=hyps,
-        mde_steps=args.mde_steps,
-        random_state=seed,
-        workers=args.workers,
-        progress=progress,
-    )
+    with parallel_kwargs(args) as parallel:
+        res = validate_comparison(
+            widths,
+            simulations=sims,
+            sizes=sizes,
+            assumptions=assumptions,
+            hypotheses=hyps,
+            mde_steps=args.mde_steps,
+            random_state=seed,
+            progress=progress,
+            **parallel,
+        )
     out = res.to_dict()
     out["widths"] = str(widths_path)
     if args.json:
@@ -175,5 +177,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="CI and p of the cluster bootstrap: percentile (cluster) or bootstrap-t "
         "(studentized); default: the design's inference.bootstrap",
     )
-    p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    add_parallel_arguments(p, workers_help="processes (default 1)")
     p.set_defaults(func=_run)

@@ -6,21 +6,23 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.study.reference import DEFAULT_EPS, DEFAULT_LENGTHS, write_reference_widths
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    table = write_reference_widths(
-        args.design,
-        args.out,
-        lengths=args.lengths,
-        eps=args.eps,
-        effort=args.effort,
-        workers=args.workers,
-        progress=not args.quiet,
-    )
+    with parallel_kwargs(args) as parallel:
+        table = write_reference_widths(
+            args.design,
+            args.out,
+            lengths=args.lengths,
+            eps=args.eps,
+            effort=args.effort,
+            progress=not args.quiet,
+            **parallel,
+        )
     heads = table[["layer", "head"]].drop_duplicates().shape[0]
     lengths = ", ".join(str(L) for L in sorted(table["length"].unique()))
     print(f"wrote {args.out}: {len(table)} brackets of {heads} training heads at L = {lengths}")
@@ -55,7 +57,7 @@ def register(subparsers: Any) -> None:
         help="tolerances (default 0.05 0.1 0.2)",
     )
     p.add_argument("--effort", help="engine effort (default: the design's)")
-    p.add_argument("--workers", type=int, default=1, help="processes (default 1)")
+    add_parallel_arguments(p, workers_help="processes (default 1)")
     p.add_argument("--out", required=True, type=Path, metavar="OUT.csv", help="output (atomic)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_run)

@@ -15,6 +15,7 @@ from typing import Any
 
 from analysis.brackets import EFFORTS
 from analysis.cli.errors import rename
+from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.validation import ParameterError, check_eps_grid, check_positive_finite
 
 __all__ = ["register"]
@@ -34,15 +35,16 @@ def _run_bracket(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     temps = [check_positive_finite("temperatures", t) for t in args.temperatures]
-    summary = run_brackets(
-        args.store,
-        eps=eps,
-        temperatures=temps,
-        effort=args.effort,
-        workers=args.workers,
-        version=args.profile_version,
-        progress=not args.quiet,
-    )
+    with parallel_kwargs(args) as parallel:
+        summary = run_brackets(
+            args.store,
+            eps=eps,
+            temperatures=temps,
+            effort=args.effort,
+            version=args.profile_version,
+            progress=not args.quiet,
+            **parallel,
+        )
     print(
         f"{args.store}: {summary.total} profiles (version {summary.version!r}): "
         f"{summary.computed} computed, {summary.extended} extended, {summary.skipped} already "
@@ -115,7 +117,7 @@ def _bracket_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--effort", choices=EFFORTS, default="default")
     # The search is deterministic; --seed did nothing and goes in the next release.
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    add_parallel_arguments(p, workers_help="worker processes (default 1)")
     p.add_argument(
         "--profile-version",
         default=None,

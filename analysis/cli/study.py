@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.study.power import DEFAULT_POWER_SIMULATIONS
 from analysis.study.runner import STAGES, run_study
 
@@ -19,15 +20,16 @@ def _checkpoint_arg(text: str) -> tuple[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    run = run_study(
-        args.design,
-        root=args.root,
-        workers=args.workers,
-        progress=not args.no_progress,
-        checkpoint_paths=dict(args.checkpoint or []),
-        stop_after=args.stop_after,
-        power_simulations=args.power_simulations,
-    )
+    with parallel_kwargs(args) as parallel:
+        run = run_study(
+            args.design,
+            root=args.root,
+            progress=not args.no_progress,
+            checkpoint_paths=dict(args.checkpoint or []),
+            stop_after=args.stop_after,
+            power_simulations=args.power_simulations,
+            **parallel,
+        )
     print(run.summary())
     return 0
 
@@ -43,7 +45,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("design", metavar="DESIGN.toml", help="a locked design file")
     p.add_argument("--root", help="study root (default: the parent of the design's folder)")
-    p.add_argument("--workers", type=int, default=1, help="processes for profiles/descriptors")
+    add_parallel_arguments(
+        p, workers_help="processes for profiles, descriptors and power simulations (default 1)"
+    )
     p.add_argument(
         "--checkpoint",
         action="append",

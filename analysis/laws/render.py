@@ -12,6 +12,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -282,9 +283,13 @@ def run_laws(
     n_boot: int = 499,
     tolerance: float | None = None,
     figure: bool = True,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Sweep, fit and write ``brackets.csv``, ``fits.csv``, ``fits.md``,
     ``local_slopes.csv``, ``results.json`` and ``law.png`` / ``law.pdf`` under ``out``.
+
+    ``executor`` runs the sweep's matrices instead of ``workers`` processes
+    (:func:`~analysis.laws.sweep.run_sweep`).
 
     Returns
     -------
@@ -295,7 +300,7 @@ def run_laws(
     """
     out = Path(out)
     w0 = time.perf_counter()
-    table = run_sweep(config, out=out, workers=workers, progress=progress)
+    table = run_sweep(config, out=out, workers=workers, progress=progress, executor=executor)
     fits = fit_law(table, family=config.family, tolerance=tolerance, n_boot=n_boot)
     new = table[~table["cached"]]
     timing = {
@@ -306,7 +311,7 @@ def run_laws(
         "cpu_s_all": float(table["cpu_s"].sum()),
         "cpu_s_per_matrix_median": float(table["cpu_s"].median()),
         "cpu_s_per_matrix_max": float(table["cpu_s"].max()),
-        "workers": workers,
+        "workers": workers if executor is None else type(executor).__name__,
     }
     result = {
         "family": config.family,

@@ -47,7 +47,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ from tqdm.auto import tqdm
 from analysis.atomic import JsonlCheckpoint
 from analysis.attention import derive_seed
 from analysis.brackets import EFFORTS, profile_matrix
+from analysis.executor import check_executor, task_pool
 from analysis.laws.theory import (
     FAMILIES,
     asymptotic_betas,
@@ -327,20 +328,24 @@ def run_sweep(
     out: str | os.PathLike,
     workers: int = 1,
     progress: bool = True,
+    executor: Executor | None = None,
 ) -> pd.DataFrame:
     """Bracket every job of ``config``, reusing and extending ``out/brackets.jsonl``.
 
     Each finished bracket is appended to the checkpoint (flushed and fsynced) as soon as it
     is done, so an interrupted sweep resumes where it stopped; a re-run computes nothing
     already there. Results do not depend on ``workers`` (the engine fixes its thread count
-    per matrix and draws nothing random).
+    per matrix and draws nothing random), nor on ``executor`` (any
+    :class:`concurrent.futures.Executor`, such as a dask cluster's from
+    :func:`analysis.executor.open_executor`, used instead of ``workers``, which must then
+    be 1): a job carries only its parameters, and this process appends each record, once.
 
     Returns
     -------
     DataFrame
         One row per job of ``config`` (cached or new), with ``cached`` marking reuse.
     """
-    workers = check_int("workers", workers, minimum=1)
+    workers = check_executor(executor, workers)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ck = out / CHECKPOINT_NAME
@@ -360,17 +365,21 @@ def run_sweep(
         append = stack.enter_context(JsonlCheckpoint(ck).appender())
 
         def keep(rec: dict[str, Any]) -> None:
+            if rec["key"] in done:  # a record delivered twice is kept once
+                return
             done[rec["key"]] = rec
             append(rec)
             bar.update()
 
-        if workers == 1 or len(todo) <= 1:
+        pool = stack.enter_context(
+            task_pool(executor, 1 if len(todo) <= 1 else workers, mp_context=None)
+        )
+        if pool is None:
             for j in todo:
                 keep(bracket_job(j))
         else:
-            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers))
-            futures = [pool.submit(bracket_job, j) for j in todo]
-            for fut in as_completed(futures):
-                keep(fut.result())
+            calls = ((None, (j,)) for j in todo)
+            for _, rec in stack.enter_context(contextlib.closing(pool.imap(bracket_job, calls))):
+                keep(rec)
     rows = [done[j["key"]] | {"cached": j["key"] in cached} for j in jobs]
     return pd.DataFrame(rows)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -464,6 +465,7 @@ def validate_comparison(
     random_state: int | None = None,
     workers: int = 1,
     progress: Callable[[int, int | None], None] | None = None,
+    executor: Executor | None = None,
 ) -> ValidationResult:
     """Size at the simple and boundary nulls, power and MDE of the pre-specified decision.
 
@@ -492,6 +494,9 @@ def validate_comparison(
     progress : callable or None, keyword-only
         Called as ``progress(done, None)`` after each simulated study (the total is not
         known in advance: the searches decide how many shares they need).
+    executor : concurrent.futures.Executor, optional, keyword-only
+        Run the simulated studies there instead (a dask cluster's; ``workers`` must then
+        be 1); results do not depend on it either.
 
     Returns
     -------
@@ -586,7 +591,7 @@ def validate_comparison(
     per_hyp = root.spawn(len(sizes.hypotheses))
     index = {h[0]: i for i, h in enumerate(sizes.hypotheses)}
     results, runs = [], []
-    with StudyRunner(workers) as runner:
+    with StudyRunner(workers, executor=executor) as runner:
         for hid, kind, base, rich in chosen:
             pair = (base, rich)
             seeds_a, seeds_b = per_hyp[index[hid]].spawn(2)

@@ -22,7 +22,7 @@ approximation in :mod:`analysis.prereg.power_curve`.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.compare import ComparisonResult, compare_nested
+from analysis.executor import TaskPool, check_executor, task_pool
 from analysis.prereg.power_inputs import (
     BASELINE_STRUCTURAL,
     DEFAULT_WIDTHS,
@@ -328,28 +329,31 @@ def _task(args: tuple) -> dict:
 
 
 class StudyRunner:
-    """Runs simulated studies in this process or in a pool of ``workers`` processes.
+    """Runs simulated studies in this process, in a pool of ``workers`` processes, or on
+    the caller's ``executor`` (any :class:`concurrent.futures.Executor`, such as a dask
+    cluster's from :func:`analysis.executor.open_executor`; ``workers`` must then be 1).
 
-    Results do not depend on ``workers``: each study draws from its own seed. Use as a
-    context manager (the pool is shut down on exit).
+    Results do not depend on either: each study draws from its own seed. Use as a
+    context manager (a pool of its own is shut down on exit; an executor is the caller's).
     """
 
-    def __init__(self, workers: int = 1):
-        self.workers = check_int("workers", workers, minimum=1)
-        self._pool: cf.ProcessPoolExecutor | None = None
+    def __init__(self, workers: int = 1, *, executor: cf.Executor | None = None):
+        self.workers = check_executor(executor, workers)
+        self.executor = executor
+        self._stack: contextlib.ExitStack | None = None
+        self._pool: TaskPool | None = None
 
     def __enter__(self) -> StudyRunner:
-        if self.workers > 1:
-            ctx = multiprocessing.get_context("spawn")
-            self._pool = cf.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=ctx, initializer=_worker_init
-            )
+        self._stack = contextlib.ExitStack()
+        self._pool = self._stack.enter_context(
+            task_pool(self.executor, self.workers, initializer=_worker_init)
+        )
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._stack is not None:
+            self._stack.close()
+        self._stack = self._pool = None
 
     def run(
         self,
@@ -364,17 +368,14 @@ class StudyRunner:
                 if progress is not None:
                     progress(1)
             return out
-        futures = [self._pool.submit(_task, t) for t in tasks]
-        try:
-            for fut in cf.as_completed(futures):
-                fut.result()
+        results: list[dict | None] = [None] * len(tasks)
+        calls = ((i, (t,)) for i, t in enumerate(tasks))
+        with contextlib.closing(self._pool.imap(_task, calls)) as done:
+            for i, res in done:
+                results[i] = res
                 if progress is not None:
                     progress(1)
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            raise
-        return [fut.result() for fut in futures]
+        return results
 
 
 def simulated_decisions(
@@ -388,6 +389,7 @@ def simulated_decisions(
     random_state: int | np.random.Generator | None = None,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    executor: cf.Executor | None = None,
 ) -> pd.DataFrame:
     """Simulate ``simulations`` studies at one share and decide each.
 
@@ -409,6 +411,8 @@ def simulated_decisions(
         Processes.
     progress : callable or None, keyword-only
         Called as ``progress(done, simulations)`` after each study.
+    executor : concurrent.futures.Executor, optional, keyword-only
+        Run the studies there instead of ``workers`` processes (:class:`StudyRunner`).
 
     Returns
     -------
@@ -430,6 +434,6 @@ def simulated_decisions(
         if progress is not None:
             progress(done[0], simulations)
 
-    with StudyRunner(workers) as runner:
+    with StudyRunner(workers, executor=executor) as runner:
         rows = runner.run([(sizes, wmodel, share, assumptions, pair, s) for s in seeds], step)
     return pd.DataFrame(rows, columns=list(DECISION_COLUMNS))

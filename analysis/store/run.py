@@ -14,7 +14,6 @@ import concurrent.futures as cf
 import contextlib
 import dataclasses
 import importlib
-import multiprocessing
 import time
 import types
 import zlib
@@ -23,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from analysis.attention import fixed_torch_threads
+from analysis.executor import check_executor, task_pool
 from analysis.store.keys import float_token
-from analysis.store.store import Store, load_arrays
+from analysis.store.store import MatrixArrays, Store, load_arrays
 from analysis.validation import (
     ParameterError,
     check_choice,
     check_eps_grid,
-    check_int,
     check_positive_finite,
 )
 
@@ -234,10 +233,20 @@ def _stored_failures(
     return len(pairs), failed
 
 
-def _compute(task: _Task, previous: dict[str, Any] | None, engine: Any) -> dict[str, Any]:
-    """Build A_t with softmax64 and profile it. Runs in the main process or a worker."""
+def _compute(
+    task: _Task,
+    previous: dict[str, Any] | None,
+    engine: Any,
+    arrays: MatrixArrays | None = None,
+) -> dict[str, Any]:
+    """Build A_t with softmax64 and profile it. Runs in the main process or a worker.
+
+    ``arrays`` (the matrix's stored arrays) are read from ``task.array_file`` when None;
+    tasks sent to a caller's executor carry them, so its workers need no shared filesystem.
+    """
     engine = _resolve_engine(engine)
-    arrays = load_arrays(Path(task.array_file))
+    if arrays is None:
+        arrays = load_arrays(Path(task.array_file))
     A = arrays.at(task.temperature)
     kwargs: dict[str, Any] = {"eps": task.eps_grid, "effort": task.effort}
     if previous is not None:
@@ -261,9 +270,15 @@ def _worker_init() -> None:
 
 
 def _results(
-    store: Store, tasks: list[_Task], engine: Any, resolved: Any, workers: int
+    store: Store,
+    tasks: list[_Task],
+    engine: Any,
+    resolved: Any,
+    workers: int,
+    executor: cf.Executor | None = None,
 ) -> Iterator[tuple[_Task, dict[str, Any]]]:
-    """Yield (task, result) as profiles finish; previous profiles are read lazily."""
+    """Yield (task, result) as profiles finish; previous profiles (and, for an executor,
+    the arrays) are read lazily, at most two tasks per worker ahead."""
 
     def previous(task: _Task) -> dict[str, Any] | None:
         if not task.extend:
@@ -271,7 +286,7 @@ def _results(
         old = store.profile(task.matrix_key, task.temperature, task.version)
         return None if old is None else old.profile_dict()
 
-    if workers == 1:
+    if workers == 1 and executor is None:
         for task in tasks:
             yield task, _compute(task, previous(task), resolved)
         return
@@ -281,26 +296,18 @@ def _results(
         name = engine
     elif isinstance(engine, types.ModuleType):
         name = engine.__name__
+    elif executor is not None:
+        raise ParameterError("executor", "None when the engine is an in-memory object", executor)
     else:
         raise ParameterError("workers", "1 when the engine is an in-memory object", workers)
-    ctx = multiprocessing.get_context("spawn")
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
-    queue = iter(tasks)
-    pending: dict[cf.Future, _Task] = {}
-    try:
-        while True:
-            # at most 2 tasks per worker in flight: bounded memory on large stores
-            for task in queue:
-                pending[pool.submit(_compute, task, previous(task), name)] = task
-                if len(pending) >= 2 * workers:
-                    break
-            if not pending:
-                return
-            finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            for fut in finished:
-                yield pending.pop(fut), fut.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    carry = executor is not None  # the caller's workers may not see the store's files
+    with task_pool(executor, workers, initializer=_worker_init) as pool:
+        calls = (
+            (task, (task, previous(task), name, store.arrays(task.matrix_key) if carry else None))
+            for task in tasks
+        )
+        with contextlib.closing(pool.imap(_compute, calls)) as results:
+            yield from results
 
 
 def run_brackets(
@@ -314,6 +321,7 @@ def run_brackets(
     engine: Any = None,
     progress: bool = True,
     matrix_keys: Sequence[str] | None = None,
+    executor: cf.Executor | None = None,
 ) -> BracketsSummary:
     """Compute (or extend) the profile of every (matrix, temperature) not yet stored.
 
@@ -332,6 +340,11 @@ def run_brackets(
     effort : {"fast", "default", "thorough"}
     workers : int
         Processes (spawned); results are committed by this process only.
+    executor : concurrent.futures.Executor, optional
+        Run the profiles there instead (a dask cluster's, :func:`analysis.executor.open_executor`;
+        ``workers`` must then be 1). Tasks carry the matrix's arrays, not its file; this
+        process commits each profile as it completes, so the results, a resumed run and
+        the stored rows are the same as with ``workers``.
     version : str, optional
         Profile version label; defaults to ``effort``. A tighter rerun under another label
         never overwrites a profile a locked study used.
@@ -353,7 +366,16 @@ def run_brackets(
     try:
         with _run_lock(st.path):
             return _run(
-                st, eps, temperatures, effort, workers, version, engine, progress, matrix_keys
+                st,
+                eps,
+                temperatures,
+                effort,
+                workers,
+                version,
+                engine,
+                progress,
+                matrix_keys,
+                executor,
             )
     finally:
         if own:
@@ -395,8 +417,9 @@ def _run(
     engine: Any,
     progress: bool,
     matrix_keys: Sequence[str] | None = None,
+    executor: cf.Executor | None = None,
 ) -> BracketsSummary:
-    workers = check_int("workers", workers, minimum=1)
+    workers = check_executor(executor, workers)
     resolved = _resolve_engine(engine)
     plan = {
         "temperatures": temperatures,
@@ -412,6 +435,7 @@ def _run(
     from tqdm.auto import tqdm
 
     computed = extended = 0
+    committed: set[tuple[str, float]] = set()
     bar = tqdm(
         total=len(tasks) + done,
         initial=done,
@@ -420,24 +444,29 @@ def _run(
         disable=not progress,
     )
     try:
-        for task, res in _results(st, tasks, engine, resolved, workers):
-            st.put_profile(
-                task.matrix_key,
-                task.temperature,
-                version,
-                effort=task.effort,
-                eps_grid=task.eps_grid,
-                profile=res["profile"],
-                brackets=res["brackets"],
-                engine=_engine_name(resolved),
-                elapsed_s=res["elapsed_s"],
-            )
-            if task.extend:
-                extended += 1
-            else:
-                computed += 1
-            bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
-            bar.update(1)
+        results = _results(st, tasks, engine, resolved, workers, executor)
+        with contextlib.closing(results):
+            for task, res in results:
+                if (task.matrix_key, task.temperature) in committed:
+                    continue  # a result delivered twice is committed once
+                committed.add((task.matrix_key, task.temperature))
+                st.put_profile(
+                    task.matrix_key,
+                    task.temperature,
+                    version,
+                    effort=task.effort,
+                    eps_grid=task.eps_grid,
+                    profile=res["profile"],
+                    brackets=res["brackets"],
+                    engine=_engine_name(resolved),
+                    elapsed_s=res["elapsed_s"],
+                )
+                if task.extend:
+                    extended += 1
+                else:
+                    computed += 1
+                bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
+                bar.update(1)
     finally:
         bar.close()
     return BracketsSummary(

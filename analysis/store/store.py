@@ -521,17 +521,37 @@ class Store:
         """Insert or extend the profile of (matrix, temperature, version), atomically.
 
         The profile row and its per-eps bracket rows commit in one transaction; an existing
-        row for the same triple is replaced (its revision counter goes up).
+        row for the same triple is replaced (its revision counter goes up). A duplicate (the
+        same profile, grid, effort, engine and brackets as stored: a result delivered twice)
+        changes nothing.
         """
         blob = zlib.compress(json.dumps(profile, separators=(",", ":")).encode("utf-8"), 6)
         grid = json.dumps(sorted(float(e) for e in eps_grid))
+        rows = [(float(e), int(lo), int(hi)) for e, (lo, hi) in sorted(brackets.items())]
         now = _now()
         with self._conn:
             cur = self._conn.execute(
-                "SELECT id, revision, created_at FROM profiles "
+                "SELECT id, revision, created_at, effort, eps_grid, profile, engine FROM profiles "
                 "WHERE matrix_key = ? AND temperature = ? AND version = ?",
                 (matrix, float(temperature), version),
             ).fetchone()
+            if cur is not None and (
+                cur["effort"],
+                cur["eps_grid"],
+                cur["profile"],
+                cur["engine"],
+            ) == (
+                effort,
+                grid,
+                blob,
+                engine,
+            ):
+                stored = self._conn.execute(
+                    "SELECT eps, lo, hi FROM brackets WHERE profile_id = ? ORDER BY eps",
+                    (cur["id"],),
+                ).fetchall()
+                if [tuple(r) for r in stored] == rows:
+                    return int(cur["id"])
             if cur is None:
                 pid = self._conn.execute(
                     "INSERT INTO profiles (matrix_key, temperature, version, effort, "
@@ -570,7 +590,7 @@ class Store:
                 self._conn.execute("DELETE FROM brackets WHERE profile_id = ?", (pid,))
             self._conn.executemany(
                 "INSERT INTO brackets VALUES (?,?,?,?)",
-                [(pid, float(e), int(lo), int(hi)) for e, (lo, hi) in sorted(brackets.items())],
+                [(pid, *r) for r in rows],
             )
         return int(pid)
 

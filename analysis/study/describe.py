@@ -9,7 +9,7 @@ so that a result stamped with the lock hash never mixes in another block version
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
+import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,11 +17,12 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.executor import task_pool
 from analysis.study.core import Study, load_plugins
 from analysis.study.plan import StudyPlan
 from analysis.study.records import read_json, write_frame, write_json
 
-__all__ = ["VERSIONS_FILE", "descriptor_stage", "describe_task"]
+__all__ = ["VERSIONS_FILE", "describe_frame", "describe_task", "descriptor_stage"]
 
 #: In the features folder: block -> locked version the stored descriptor files were made by.
 VERSIONS_FILE = "blocks.json"
@@ -47,17 +48,19 @@ def _describe_worker_init(plugins: Sequence[str], root: str | None = None) -> No
     load_plugins(plugins, root)
 
 
-def describe_task(
-    array_file: str, out: str, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[str]
-) -> float:
-    """Describe one stored matrix into ``out`` (atomic CSV); return its seconds."""
+def describe_frame(
+    arrays: Any, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[str]
+) -> pd.DataFrame:
+    """The descriptor rows of one stored matrix (its ``MatrixArrays``, or their file).
+
+    Writes nothing: a worker returns the frame and the calling process writes it.
+    """
     from threadpoolctl import threadpool_limits
 
     from analysis.descriptors.describe import describe_matrix
     from analysis.store.store import load_arrays
 
-    start = time.perf_counter()
-    arr = load_arrays(Path(array_file))
+    arr = load_arrays(Path(arrays)) if isinstance(arrays, (str, Path)) else arrays
     with threadpool_limits(1):
         df = describe_matrix(
             arr.Q,
@@ -69,7 +72,15 @@ def describe_task(
             blocks=blocks,
             bias=arr.bias,
         )
-    write_frame(Path(out), df)
+    return df
+
+
+def describe_task(
+    array_file: str, out: str, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[str]
+) -> float:
+    """Describe one stored matrix into ``out`` (atomic CSV); return its seconds."""
+    start = time.perf_counter()
+    write_frame(Path(out), describe_frame(array_file, eps, temps, blocks))
     return time.perf_counter() - start
 
 
@@ -96,8 +107,13 @@ def descriptor_stage(
     keys: Sequence[str],
     workers: int,
     progress: bool,
+    executor: cf.Executor | None = None,
 ) -> int:
-    """Describe every matrix of ``keys`` not described yet; return how many were."""
+    """Describe every matrix of ``keys`` not described yet; return how many were.
+
+    With ``workers`` > 1 or an ``executor``, workers return each matrix's frame and this
+    process writes its CSV as it completes (tasks sent to an executor carry the arrays).
+    """
     from tqdm.auto import tqdm
 
     plan, paths = study.plan, study.paths
@@ -122,28 +138,25 @@ def descriptor_stage(
         for k in todo
     ]
     try:
-        if workers == 1 or len(args) <= 1:
+        if executor is None and (workers == 1 or len(args) <= 1):
             _describe_worker_init(plan.plugins, str(paths.root))
             for a in args:
                 describe_task(*a)
                 bar.update(1)
         else:
-            ctx = multiprocessing.get_context("spawn")
-            with cf.ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=ctx,
-                initializer=_describe_worker_init,
-                initargs=(tuple(plan.plugins), str(paths.root)),
+            init = (tuple(plan.plugins), str(paths.root))
+            with task_pool(
+                executor, workers, initializer=_describe_worker_init, initargs=init
             ) as pool:
-                futures = [pool.submit(describe_task, *a) for a in args]
-                try:
-                    for fut in cf.as_completed(futures):
-                        fut.result()
+                carry = executor is not None  # the caller's workers may not see the store
+                calls = (
+                    (out, (store.arrays(k) if carry else src, eps, temps, blocks))
+                    for k, (src, out, eps, temps, blocks) in zip(todo, args, strict=True)
+                )
+                with contextlib.closing(pool.imap(describe_frame, calls)) as results:
+                    for out, df in results:
+                        write_frame(Path(out), df)
                         bar.update(1)
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
     finally:
         bar.close()
     return len(todo)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,7 @@ def power_stage(
     workers: int = 1,
     say: Callable[[str], None] = print,
     hypotheses: Sequence[str] | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Run (or reuse) ``validate_comparison`` on the study's design.
 
@@ -195,6 +197,8 @@ def power_stage(
     hypotheses : sequence of str, keyword-only
         Hypothesis ids (default every hypothesis of the design; those the simulation
         cannot test are listed as skipped).
+    executor : concurrent.futures.Executor, optional, keyword-only
+        Run the simulations there instead of ``workers`` processes (not part of the key).
 
     Returns
     -------
@@ -256,6 +260,7 @@ def power_stage(
         mde_steps=inputs["mde_steps"],
         random_state=seed,
         workers=workers,
+        executor=executor,
     )
     record = {
         "key": key,

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis.atomic import atomic_write
+from analysis.executor import check_executor
 from analysis.validation import ParameterError, check_choice, check_eps_grid, check_int
 
 __all__ = [
@@ -171,6 +173,7 @@ def reference_widths(
     effort: str | None = None,
     workers: int = 1,
     progress: bool = False,
+    executor: Executor | None = None,
 ) -> pd.DataFrame:
     """Certified brackets of a design's training heads, one bundled text per length.
 
@@ -189,6 +192,8 @@ def reference_widths(
         Processes sharing the heads (results do not depend on it).
     progress : bool
         Show the engine's progress bar.
+    executor : concurrent.futures.Executor, optional
+        Share the heads out there instead (a dask cluster's; ``workers`` must then be 1).
 
     Returns
     -------
@@ -211,7 +216,7 @@ def reference_widths(
 
     Ls = _check_lengths(lengths)
     grid = check_eps_grid(eps, "eps")
-    workers = check_int("workers", workers, minimum=1)
+    workers = check_executor(executor, workers)
     design = load_design(design_path)
     effort = design.data.get("effort", "default") if effort is None else effort
     check_choice("effort", effort, EFFORTS)
@@ -238,7 +243,13 @@ def reference_widths(
             False,
         )
         profiles = profile_file(
-            data, eps=grid, effort=effort, workers=workers, batch=1, progress=progress
+            data,
+            eps=grid,
+            effort=effort,
+            workers=workers,
+            batch=1,
+            progress=progress,
+            executor=executor,
         )
         for (layer, head), prof in zip(training, profiles, strict=True):
             for e in grid:

@@ -7,8 +7,10 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Executor
 from typing import Any
 
+from analysis.executor import check_executor
 from analysis.study.comparison import compare_stage
 from analysis.study.core import Study
 from analysis.study.describe import descriptor_stage
@@ -67,6 +69,7 @@ def run_study(
     engine: Any = None,
     say: Callable[[str], None] | None = None,
     power_simulations: int = DEFAULT_POWER_SIMULATIONS,
+    executor: Executor | None = None,
 ) -> StudyRun:
     """Run a locked design from its sources to its report, resuming what is stored.
 
@@ -96,6 +99,12 @@ def run_study(
         Simulated studies per scenario and share of the power stage (default 400; 0
         skips it). Stored under a key of the lock hash and the settings: a re-run reuses
         it (:func:`~analysis.study.power.power_stage`).
+    executor : concurrent.futures.Executor, optional, keyword-only
+        Run profiles, descriptors and power simulations there instead of ``workers``
+        processes (``workers`` must then be 1): a dask cluster's from
+        :func:`analysis.executor.open_executor` (``--scheduler`` / ``--cluster``), or any
+        other. Tasks carry arrays, never files or handles; this process commits each
+        result as it completes, so the stored results, and a resumed run, are the same.
 
     Returns
     -------
@@ -114,7 +123,7 @@ def run_study(
     from analysis.store.store import Store
 
     say = say or print
-    workers = check_int("workers", workers, minimum=1)
+    workers = check_executor(executor, workers)
     power_simulations = check_int("power_simulations", power_simulations, minimum=0)
     if stop_after is not None and stop_after not in STAGES:
         raise ParameterError("stop_after", f"one of {', '.join(STAGES)}", stop_after)
@@ -149,11 +158,12 @@ def run_study(
                     engine=engine,
                     progress=progress,
                     say=say,
+                    executor=executor,
                 )
         if stop_after not in ("extract", "brackets"):
             with _timed(clock, "descriptors"):
                 computed["descriptors"] = descriptor_stage(
-                    study, store, real_keys, workers, progress
+                    study, store, real_keys, workers, progress, executor
                 )
         if stop_after in (None, "compare", "power", "report") and real_keys:
             brackets = bracket_table(store, plan, real_keys, synth_keys, study.design.held_out)
@@ -169,6 +179,7 @@ def run_study(
                         simulations=power_simulations,
                         workers=workers,
                         say=say,
+                        executor=executor,
                     )
                 if "skipped" in power:
                     say(f"power: not simulated: {power['skipped']}")

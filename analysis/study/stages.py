@@ -104,6 +104,7 @@ def bracket_stage(
     engine: Any,
     progress: bool,
     say: Callable[[str], None] = print,
+    executor: Any = None,
 ) -> int:
     """Profile real matrices at every design temperature, synthetic ones at t = 1.
 
@@ -114,6 +115,9 @@ def bracket_stage(
     Before the first bracket, the store records that outcomes exist and the lock hash
     they are computed under (:meth:`analysis.store.Store.record_outcomes`; the first
     record is kept).
+
+    ``executor`` (a caller's :class:`concurrent.futures.Executor`) runs the profiles
+    instead of ``workers`` processes.
 
     Returns the number of profiles computed or extended.
     """
@@ -136,6 +140,7 @@ def bracket_stage(
                 engine=engine,
                 progress=progress,
                 matrix_keys=keys,
+                executor=executor,
             )
             n += s.computed + s.extended
             dropped += s.dropped

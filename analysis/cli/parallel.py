@@ -1,0 +1,58 @@
+"""``--workers N | --scheduler tcp://HOST:PORT | --cluster local:N``, shared by every
+command that fans work out (:mod:`analysis.executor`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from analysis.executor import open_executor
+
+__all__ = ["add_parallel_arguments", "parallel_kwargs"]
+
+
+def add_parallel_arguments(
+    p: argparse.ArgumentParser, *, workers_default: int = 1, workers_help: str | None = None
+) -> None:
+    """Add the three mutually exclusive flags to ``p``."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=workers_default,
+        help=workers_help
+        or f"local worker processes (default {workers_default}; results do not depend on it)",
+    )
+    g.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="run the tasks on a running dask cluster (its scheduler's address, e.g. from "
+        "dask-jobqueue's SLURMCluster); same results as --workers",
+    )
+    g.add_argument(
+        "--cluster",
+        metavar="local:N",
+        help="start a dask LocalCluster of N single-threaded worker processes for this "
+        "command (prints its dashboard link); same results as --workers",
+    )
+
+
+@contextlib.contextmanager
+def parallel_kwargs(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """``{"workers": N}``, or ``{"executor": ...}`` open for the command's duration.
+
+    The cluster's line (its workers and dashboard link) goes to stderr, so that a
+    command's ``--json`` output stays parseable.
+    """
+    scheduler = getattr(args, "scheduler", None)
+    cluster = getattr(args, "cluster", None)
+    if scheduler is None and cluster is None:
+        yield {"workers": args.workers}
+        return
+    with open_executor(
+        scheduler=scheduler, cluster=cluster, say=lambda line: print(line, file=sys.stderr)
+    ) as executor:
+        yield {"executor": executor}

@@ -1,0 +1,347 @@
+"""One seam for parallel work: a local process pool, a running dask cluster, or a new one.
+
+Every place that fans work out (store profiles, study descriptors, bracket files, law
+sweeps, power simulations) takes ``workers=N`` (a local process pool, made per call, as
+always) or ``executor=`` (any :class:`concurrent.futures.Executor`, for example the one
+:func:`open_executor` gives for ``scheduler="tcp://HOST:PORT"`` or ``cluster="local:N"``).
+
+The contract that keeps results identical whichever executor runs them:
+
+- a task carries arrays, store keys or plain parameters, never an open handle, and it
+  writes nothing: the calling process commits each result as it completes, so the store
+  (or checkpoint file) keeps a single writer, a killed client resumes from what was
+  committed, and a result delivered twice is committed once;
+- a task's result is a pure function of its arguments; each task is computed with one
+  BLAS / torch thread (the place's initializer runs once per worker process before its
+  first task, on dask workers too), so neither the executor nor the number of workers
+  changes a bit of any result;
+- at most ``2 x slots`` tasks are in flight (slots: the executor's worker threads), so a
+  worker never holds more than a block of matrices and the client's memory stays bounded.
+
+A worker lost on a dask cluster is replaced by the scheduler re-running its task
+elsewhere; a local process pool whose worker dies raises ``BrokenProcessPool`` (the
+committed results are kept; re-run to resume).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import dataclasses
+import importlib.util
+import multiprocessing
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from analysis.validation import ParameterError, check_int, check_positive_finite
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "TaskPool",
+    "check_executor",
+    "open_executor",
+    "parse_cluster",
+    "task_pool",
+]
+
+#: Seconds :func:`open_executor` waits for a scheduler to answer.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+_SCHEDULER = re.compile(r"^(tcp|tls|ws|wss|ucx)://[^\s/:]+(:\d+)?/?$")
+_CLUSTER = re.compile(r"^local:(\d+)$")
+
+
+def parse_cluster(cluster: str) -> int:
+    """The number of worker processes of ``"local:N"`` (N >= 1)."""
+    m = _CLUSTER.match(cluster.strip()) if isinstance(cluster, str) else None
+    if m is None or int(m.group(1)) < 1:
+        raise ParameterError(
+            "cluster",
+            "local:N (N >= 1 worker processes on this machine; for SLURM or Kubernetes "
+            "start the cluster with dask-jobqueue / dask-kubernetes and pass its scheduler)",
+            cluster,
+        )
+    return int(m.group(1))
+
+
+def _check_scheduler(scheduler: str) -> str:
+    if not isinstance(scheduler, str) or not _SCHEDULER.match(scheduler.strip()):
+        raise ParameterError("scheduler", "a dask scheduler address tcp://HOST:PORT", scheduler)
+    return scheduler.strip()
+
+
+def _dashboard(client: Any) -> str:
+    if importlib.util.find_spec("bokeh") is None:
+        return "dashboard not available (it needs bokeh >= 3.1 where the scheduler runs)"
+    return f"dashboard {client.dashboard_link}"
+
+
+@contextlib.contextmanager
+def open_executor(
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    cluster: str | None = None,
+    connect_timeout: float | None = None,
+    say: Callable[[str], None] | None = None,
+) -> Iterator[cf.Executor | None]:
+    """An executor from at most one of ``workers``, ``scheduler`` and ``cluster``.
+
+    Parameters
+    ----------
+    workers : int, optional, keyword-only
+        Local worker processes (spawned). 1 or None: None is yielded and work runs in
+        this process, exactly as ``workers=1``.
+    scheduler : str, optional, keyword-only
+        ``tcp://HOST:PORT`` of a running dask scheduler (started by hand, by
+        dask-jobqueue's ``SLURMCluster``, dask-kubernetes, ...). Its workers must import
+        this package at the same version; they need no shared filesystem.
+    cluster : str, optional, keyword-only
+        ``local:N``: start a dask ``LocalCluster`` of N worker processes with one thread
+        each, closed on exit.
+    connect_timeout : float, optional, keyword-only
+        Seconds to wait for ``scheduler`` to answer (default
+        :data:`DEFAULT_CONNECT_TIMEOUT`).
+    say : callable, optional, keyword-only
+        Receives one line naming the cluster and its dashboard link (default: print).
+
+    Yields
+    ------
+    concurrent.futures.Executor or None
+        ``Client.get_executor()`` of a dask client for ``scheduler`` and ``cluster``;
+        shut down (and the client, and a started cluster, closed) on exit.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``scheduler`` when it does not answer within ``connect_timeout``, or a
+        malformed value; naming ``cluster`` for anything but ``local:N``; when more than
+        one of the three is given.
+    """
+    named = (("workers", workers), ("scheduler", scheduler), ("cluster", cluster))
+    given = [n for n, v in named if v is not None]
+    if len(given) > 1:
+        raise ParameterError(given[1], f"not together with {given[0]} (one of them)", "both")
+    say = say or print
+    if scheduler is None and cluster is None:
+        n = 1 if workers is None else check_int("workers", workers, minimum=1)
+        if n == 1:
+            yield None
+            return
+        ctx = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+            yield pool
+        return
+    from distributed import Client, LocalCluster
+
+    with contextlib.ExitStack() as stack:
+        if scheduler is not None:
+            address = _check_scheduler(scheduler)
+            if connect_timeout is None:
+                connect_timeout = DEFAULT_CONNECT_TIMEOUT
+            timeout = check_positive_finite("connect_timeout", connect_timeout)
+            try:
+                client = Client(address, timeout=timeout, set_as_default=False)
+            except (OSError, TimeoutError) as exc:
+                raise ParameterError(
+                    "scheduler",
+                    f"the address of a running dask scheduler that answers within {timeout:g} s",
+                    f"{address} ({exc})",
+                ) from None
+            stack.callback(client.close)
+            where = f"dask scheduler {address}"
+        else:
+            n = parse_cluster(cluster)
+            local = stack.enter_context(
+                LocalCluster(
+                    n_workers=n,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",  # a free port: several clusters may run here
+                )
+            )
+            client = Client(local, set_as_default=False)
+            stack.callback(client.close)
+            where = f"dask LocalCluster of {n} worker processes"
+        nworkers = len(client.nthreads())
+        say(f"{where}: {nworkers} workers now; {_dashboard(client)}")
+        executor = client.get_executor(pure=False)
+        stack.callback(executor.shutdown, wait=False)
+        yield executor
+
+
+# -- per-process initialisation -----------------------------------------------------
+
+_READY: set[tuple] = set()
+_READY_LOCK = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Initialised:
+    """``fn(*args)`` after ``initializer(*initargs)`` has run once in this process.
+
+    An executor the caller hands in (a dask client's, one pool for many calls) has no
+    initializer of ours; each task carries it and runs it before the first task of its
+    kind in a worker process, including workers that join later or were restarted.
+    """
+
+    fn: Callable[..., Any]
+    initializer: Callable[..., None]
+    initargs: tuple
+
+    def __call__(self, *args: Any) -> Any:
+        key = (self.initializer.__module__, self.initializer.__qualname__, repr(self.initargs))
+        if key not in _READY:
+            with _READY_LOCK:
+                if key not in _READY:
+                    self.initializer(*self.initargs)
+                    _READY.add(key)
+        return self.fn(*args)
+
+
+def _slots(executor: cf.Executor) -> int:
+    """Worker threads of ``executor``: a dask client's current total, a pool's size."""
+    client = getattr(executor, "_client", None)
+    if client is not None and hasattr(client, "nthreads"):
+        try:
+            return max(1, sum(client.nthreads().values()))
+        except Exception:  # noqa: BLE001 - a busy or closing scheduler: keep going with 1
+            return 1
+    return max(1, int(getattr(executor, "_max_workers", None) or os.cpu_count() or 1))
+
+
+class TaskPool:
+    """An executor with the place's worker initializer and a bounded number of tasks in flight.
+
+    Made by :func:`task_pool`; :meth:`imap` is how every place fans out.
+    """
+
+    def __init__(
+        self,
+        executor: cf.Executor,
+        *,
+        initializer: Callable[..., None] | None = None,
+        initargs: tuple = (),
+    ):
+        self.executor = executor
+        self._initializer = initializer
+        self._initargs = tuple(initargs)
+        self._slots = (0, -1.0)  # (value, time read)
+
+    @property
+    def slots(self) -> int:
+        """Worker threads now (re-read at most once a second: a dask cluster may grow)."""
+        value, when = self._slots
+        now = time.monotonic()
+        if now - when > 1.0:
+            value = _slots(self.executor)
+            self._slots = (value, now)
+        return value
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> cf.Future:
+        """``fn(*args)`` on the executor, after the place's initializer in that process."""
+        if self._initializer is not None:
+            fn = _Initialised(fn, self._initializer, self._initargs)
+        return self.executor.submit(fn, *args)
+
+    def imap(
+        self,
+        fn: Callable[..., Any],
+        calls: Iterable[tuple[Any, tuple]],
+        *,
+        ordered: bool = False,
+    ) -> Iterator[tuple[Any, Any]]:
+        """``(tag, fn(*args))`` for each ``(tag, args)`` of ``calls``, as they complete.
+
+        ``calls`` is read lazily, at most ``2 x slots`` tasks ahead, so the arguments of
+        a large run are never all in memory. ``ordered`` yields in the order of
+        ``calls``. On any exception (a task's, or one thrown into the generator, such as
+        KeyboardInterrupt) the tasks still pending are cancelled.
+        """
+        queue = iter(calls)
+        pending: dict[cf.Future, tuple[int, Any]] = {}
+        ready: dict[int, Any] = {}
+        tags: dict[int, Any] = {}
+        nxt = submitted = 0
+        exhausted = False
+        try:
+            while True:
+                limit = 2 * self.slots
+                while not exhausted and len(pending) + len(ready) < limit:
+                    item = next(queue, None)
+                    if item is None:
+                        exhausted = True
+                        break
+                    tag, args = item
+                    tags[submitted] = tag
+                    pending[self.submit(fn, *args)] = (submitted, tag)
+                    submitted += 1
+                if not pending and not ready:
+                    return
+                if pending:
+                    finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                    for fut in finished:
+                        i, tag = pending.pop(fut)
+                        if ordered:
+                            ready[i] = fut.result()
+                        else:
+                            yield tag, fut.result()
+                while ordered and nxt in ready:
+                    yield tags.pop(nxt), ready.pop(nxt)
+                    nxt += 1
+        finally:
+            for fut in pending:
+                fut.cancel()
+
+
+def check_executor(executor: Any, workers: int) -> int:
+    """``workers`` checked (>= 1), and 1 when ``executor`` is given (it sets the parallelism)."""
+    workers = check_int("workers", workers, minimum=1)
+    if executor is not None:
+        if not isinstance(executor, cf.Executor):
+            raise ParameterError("executor", "a concurrent.futures.Executor or None", executor)
+        if workers != 1:
+            raise ParameterError(
+                "workers",
+                "1 when an executor is given (the executor sets the parallelism)",
+                workers,
+            )
+    return workers
+
+
+@contextlib.contextmanager
+def task_pool(
+    executor: cf.Executor | None,
+    workers: int,
+    *,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple = (),
+    mp_context: str | None = "spawn",
+) -> Iterator[TaskPool | None]:
+    """The pool a place fans out to: None (run in this process), its own process pool, or
+    the caller's ``executor``.
+
+    ``workers > 1`` without an executor makes a :class:`~concurrent.futures.ProcessPoolExecutor`
+    with ``initializer`` (start method ``mp_context``; None: the platform's default), shut
+    down on exit, as every place always has. An ``executor`` is the caller's: it is not
+    shut down, and ``initializer`` runs once per worker process before its first task.
+    """
+    workers = check_executor(executor, workers)
+    if executor is not None:
+        yield TaskPool(executor, initializer=initializer, initargs=initargs)
+        return
+    if workers == 1:
+        yield None
+        return
+    ctx = None if mp_context is None else multiprocessing.get_context(mp_context)
+    pool = cf.ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=initializer, initargs=tuple(initargs)
+    )
+    try:
+        yield TaskPool(pool)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
