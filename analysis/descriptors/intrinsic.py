@@ -15,6 +15,10 @@ import numpy as np
 from analysis.descriptors.kappa import DEFAULT_MAX_ITER, DEFAULT_TOL, KappaResult, factor_radius
 from analysis.descriptors.registry import Cell, descriptor
 
+#: Dual iterations every usable rank gets before the ranks that cannot attain Pi in any
+#: cell are pruned (see :func:`intrinsic_profile`).
+SCREEN_ITER = 20
+
 #: Singular values of C at or below RANK_RTOL * sigma_1 (or below 1e3 * machine eps * ||S||_F)
 #: count as zero for ``rank C``. Loose enough that rounding noise in S (even after a gauge with
 #: cond(G) = 1e4) is not counted.
@@ -113,10 +117,13 @@ def intrinsic_profile(
     tol, max_iter
         Passed to :func:`analysis.descriptors.kappa.factor_radius`.
     cells : sequence of (t, eps), optional
-        The grid's cells. When given, ranks that provably cannot attain ``Pi`` in any cell
-        are pruned: their kappa solve stops once its certified lower bound shows it, and
-        they are left out of ``kappa`` (their per-r diagnostics are NaN). ``Pi``, ``r*``
-        and ``kappa*`` are unchanged by pruning.
+        The grid's cells. When given, every usable rank is first screened
+        (:data:`SCREEN_ITER` dual iterations); a rank whose certified lower bound shows that
+        it cannot attain ``Pi`` in any cell (its profile value would exceed another rank's
+        attained one wherever it is usable) is not solved on and is left out of ``kappa``
+        (its per-r diagnostics are NaN); the others resume their screen, most promising
+        first, and stop early once ruled out. ``Pi``, ``r*`` and ``kappa*`` are the same
+        floats as without pruning (a resumed solve follows an uninterrupted one).
     bias : array ``[L, L]`` or None, keyword-only
         The model's additive logit term; the interaction is then that of the full logits.
 
@@ -152,26 +159,58 @@ def intrinsic_profile(
             break
         res -= sv[r - 1] * np.outer(U[:, r - 1], Vt[r - 1])
         q[r - 1] = projective_residual(res, m)
+    usable = [r for r in range(1, R + 1) if residual_error(q[r - 1], t_max) < eps_max]
+    factors = {r: (U[:, :r] * np.sqrt(sv[:r]), Vt[:r].T * np.sqrt(sv[:r])) for r in usable}
     kappa: dict[int, KappaResult] = {}
-    grid = None if cells is None else [(float(t), float(e)) for t, e in cells]
-    best = None if grid is None else np.full(len(grid), np.inf)  # min profile per cell so far
-    for r in range(1, R + 1):
-        if residual_error(q[r - 1], t_max) < eps_max:
-            root = np.sqrt(sv[:r])
-            stop = None if grid is None else _prune_threshold(r, q[r - 1], grid, best)
-            res = factor_radius(
-                U[:, :r] * root, Vt[:r].T * root, tol=tol, max_iter=max_iter, stop_above=stop
-            )
-            if res.pruned:
-                continue
-            kappa[r] = res
-            if grid is not None:
-                for i, (t, e) in enumerate(grid):
-                    tau = residual_error(q[r - 1], t)
-                    if tau < e:
-                        f = 0.5 * r * np.log2(1.0 + res.value / t / (e - tau) ** 2)
-                        best[i] = min(best[i], f)
+    if cells is None:
+        for r in usable:
+            kappa[r] = factor_radius(*factors[r], tol=tol, max_iter=max_iter)
+        return IntrinsicProfile(d=d, rank_C=rank_C, sigma=sv[:R].copy(), q=q, kappa=kappa)
+    grid = [(float(t), float(e)) for t, e in cells]
+    # Screen: a few dual iterations give every usable rank a certified lower bound (within
+    # about 2e-4 of kappa on real heads) and an attained value, hence an upper bound on Pi
+    # in every cell; only ranks whose lower profile bound can still reach it are solved on.
+    screen = {
+        r: factor_radius(*factors[r], tol=tol, max_iter=min(SCREEN_ITER, max_iter)) for r in usable
+    }
+    # Attained profile values per rank and cell: an upper bound on Pi in every cell. A rank
+    # is compared with the others only (its own value would prune it by rounding).
+    attained = {r: _profile_values(r, q[r - 1], screen[r].value, grid) for r in usable}
+
+    def others(r: int) -> np.ndarray:
+        return np.min([f for s, f in attained.items() if s != r] or [np.full(len(grid), np.inf)], 0)
+
+    # Most promising first, so that the thresholds are tight for the others.
+    order = sorted(
+        usable, key=lambda r: np.min(_profile_values(r, q[r - 1], screen[r].lower, grid))
+    )
+    for r in order:
+        stop = _prune_threshold(r, q[r - 1], grid, others(r))
+        if stop is not None and screen[r].lower > stop:
+            del attained[r]
+            continue
+        # Resuming follows the iterates of one uninterrupted solve: the screen costs nothing.
+        res = factor_radius(
+            *factors[r], tol=tol, max_iter=max_iter, stop_above=stop, resume=screen[r]
+        )
+        if res.pruned:
+            del attained[r]
+            continue
+        kappa[r] = res
+        attained[r] = _profile_values(r, q[r - 1], res.value, grid)
     return IntrinsicProfile(d=d, rank_C=rank_C, sigma=sv[:R].copy(), q=q, kappa=kappa)
+
+
+def _profile_values(
+    r: int, q: float, kappa: float, grid: Sequence[tuple[float, float]]
+) -> np.ndarray:
+    """``(r/2) log2(1 + kappa / (t (eps - tau)^2))`` per cell (inf where ``tau >= eps``)."""
+    out = np.full(len(grid), np.inf)
+    for i, (t, e) in enumerate(grid):
+        tau = residual_error(q, t)
+        if tau < e:
+            out[i] = 0.5 * r * np.log2(1.0 + kappa / t / (e - tau) ** 2)
+    return out
 
 
 def _prune_threshold(
@@ -183,10 +222,11 @@ def _prune_threshold(
     -----
     In cell (t, eps) with ``tau = 2 tanh(q / (4t)) < eps`` the profile value is
     ``f = (r/2) log2(1 + kappa / (t (eps - tau)^2))``, increasing in kappa. If
-    ``kappa > t (eps - tau)^2 (2^(2 b / r) - 1)``, with b the smallest value already
-    attained in that cell by a smaller rank, then f > b there, so r is not the (smallest)
-    minimizer. The threshold is the largest such bound over the cells where r is usable;
-    None (no pruning) while some such cell has no value yet.
+    ``kappa > t (eps - tau)^2 (2^(2 b / r) - 1)``, with b the smallest value attained in
+    that cell by another rank, then f > b there, so r is not a minimizer. The threshold is
+    the largest such bound over the cells where r is usable, raised by a relative 1e-9 so
+    that rounding in b never prunes a tie; None (no pruning) while some such cell has no
+    value yet.
     """
     out = -np.inf
     for (t, e), b in zip(grid, best, strict=True):
@@ -196,7 +236,7 @@ def _prune_threshold(
         if not np.isfinite(b):
             return None
         out = max(out, t * (e - tau) ** 2 * np.expm1(2.0 * b / r * np.log(2.0)))
-    return None if out == -np.inf else float(out)
+    return None if out == -np.inf else float(out) * (1.0 + 1e-9)
 
 
 PER_R = ("sigma", "q", "tau", "kappa", "kappa_lower", "kappa_gap", "profile")

@@ -16,12 +16,14 @@ rather than trusted. The stated tolerance is DEFAULT_TOL (relative gap, 5e-7); a
 converged solves of the same T (e.g. in two gauges) agree to it. Known limit: on some real
 heads the dual (lower) value converges fast but the primal P recovered from it improves
 slowly, and the solve stops at DEFAULT_MAX_ITER (about 1 s) with a larger gap; on the 445
-MiniLM L = 128 solves: 383 within 5e-7, 440 within 1e-4, worst 1.9e-3.
+MiniLM L = 128 solves: 383 within 5e-7, 440 within 1e-4, worst 1.9e-3. A solve stopped by
+``max_iter`` can be resumed (``resume=``) along the same iterates, which lets the intrinsic
+block screen every rank briefly and finish only the ranks that can attain Pi.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,6 +36,26 @@ DEFAULT_MAX_ITER = 3000
 _ETA = 2.0  # exponent of the multiplicative step (eta = 4 diverges on MiniLM heads)
 _MOMENTUM = 0.7  # heavy-ball factor on the log-weights; halves to thirds the iterations
 _LOG_FLOOR = 460.0  # weights >= e^-460 * max keep out of the (very slow) subnormal range
+
+
+@dataclass(frozen=True)
+class KappaState:
+    """Everything the dual ascent carries between iterations, so that a solve can resume.
+
+    A solve stopped by ``max_iter`` and resumed with ``factor_radius(..., resume=result)``
+    follows exactly the iterates of one uninterrupted solve (same floats).
+    """
+
+    zl: np.ndarray
+    zm: np.ndarray
+    zl_prev: np.ndarray
+    zm_prev: np.ndarray
+    prev_g: float
+    best_up: float
+    best_P: np.ndarray
+    best_g: float
+    best_lam: np.ndarray
+    best_mu: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -65,6 +87,7 @@ class KappaResult:
     P: np.ndarray
     iterations: int
     pruned: bool = False
+    state: KappaState | None = field(default=None, repr=False, compare=False)
 
 
 def _check_factors(U: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +137,7 @@ def factor_radius(
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
     stop_above: float | None = None,
+    resume: KappaResult | None = None,
 ) -> KappaResult:
     """Factor radius ``kappa(U W^T)`` with a certified lower bound and gap.
 
@@ -130,6 +154,11 @@ def factor_radius(
     stop_above : float, optional
         Stop as soon as the certified lower bound exceeds this value: the caller only needs
         to know that kappa is larger (see ``pruned`` in the result).
+    resume : KappaResult, optional
+        A result of this function for the same ``U``, ``W`` that stopped at ``max_iter``:
+        the ascent continues from its state (``max_iter`` counts the iterations of both
+        calls), along exactly the iterates of one uninterrupted solve. A result without
+        state (rank 1, or one that converged or was pruned) is returned unchanged.
 
     Returns
     -------
@@ -167,12 +196,22 @@ def factor_radius(
     if U.shape[1] == 1:
         # Closed form: every factorization attains max|u| max|w| = max_ij |T_ij| exactly.
         return KappaResult(t_max, t_max, 0.0, np.ones((1, 1)), 0)
-    zl, zm = np.full(M, -np.log(M)), np.full(N, -np.log(N))  # log-weights
-    zl_prev, zm_prev = zl, zm
-    lam, mu = np.exp(zl), np.exp(zm)
-    best_up, best_P = np.inf, np.eye(U.shape[1])
-    best_g, best_lam, best_mu = 0.0, lam, mu
-    prev_g, it, pruned = 0.0, 0, False
+    if resume is not None and not isinstance(resume, KappaResult):
+        raise ParameterError("resume", "a KappaResult of factor_radius or None", type(resume))
+    if resume is not None:
+        if resume.state is None:
+            return resume
+        st, it = resume.state, resume.iterations
+        zl, zm, zl_prev, zm_prev = st.zl, st.zm, st.zl_prev, st.zm_prev
+        best_up, best_P, best_g = st.best_up, st.best_P, st.best_g
+        best_lam, best_mu, prev_g = st.best_lam, st.best_mu, st.prev_g
+    else:
+        zl, zm = np.full(M, -np.log(M)), np.full(N, -np.log(N))  # log-weights
+        zl_prev, zm_prev = zl, zm
+        best_up, best_P = np.inf, np.eye(U.shape[1])
+        best_g, best_lam, best_mu = 0.0, np.exp(zl), np.exp(zm)
+        prev_g, it = 0.0, 0
+    pruned, converged = False, False
     while it < max_iter:
         it += 1
         lam = np.exp(zl - zl.max())
@@ -181,17 +220,21 @@ def factor_radius(
         mu /= mu.sum()
         A = U.T @ (lam[:, None] * U)
         B = W.T @ (mu[:, None] * W)
-        ea, Va = np.linalg.eigh(0.5 * (A + A.T))
-        # Dual value g = tr((A^1/2 B A^1/2)^1/2) with the exact (unfloored) square root: the
-        # floored one below keeps P finite but would make g optimistic when A is singular.
-        A0h = (Va * np.sqrt(np.maximum(ea, 0.0))) @ Va.T
-        X0 = A0h @ B @ A0h
-        g = float(np.sqrt(np.maximum(np.linalg.eigvalsh(0.5 * (X0 + X0.T)), 0.0)).sum())
-        ea = np.maximum(ea, 1e-13 * ea[-1])
+        ea_raw, Va = np.linalg.eigh(0.5 * (A + A.T))
+        floored = ea_raw[0] < 1e-13 * ea_raw[-1]
+        ea = np.maximum(ea_raw, 1e-13 * ea_raw[-1])
         Ah = (Va * np.sqrt(ea)) @ Va.T
         Aih = (Va / np.sqrt(ea)) @ Va.T
         X = Ah @ B @ Ah
         ex, Vx = np.linalg.eigh(0.5 * (X + X.T))
+        if floored:
+            # Dual value g = tr((A^1/2 B A^1/2)^1/2) with the exact (unfloored) square root:
+            # the floored one keeps P finite but would make g optimistic when A is singular.
+            A0h = (Va * np.sqrt(np.maximum(ea_raw, 0.0))) @ Va.T
+            X0 = A0h @ B @ A0h
+            g = float(np.sqrt(np.maximum(np.linalg.eigvalsh(0.5 * (X0 + X0.T)), 0.0)).sum())
+        else:
+            g = float(np.sqrt(np.maximum(ex, 0.0)).sum())  # A unfloored: X is exact
         ex = np.maximum(ex, 1e-13 * ex[-1])
         P = Aih @ ((Vx * np.sqrt(ex)) @ Vx.T) @ Aih
         Pinv = Ah @ ((Vx / np.sqrt(ex)) @ Vx.T) @ Ah
@@ -208,6 +251,7 @@ def factor_radius(
             value = _attained(U, W, best_P)
             lower = max(t_max, _dual_lower(U, W, best_lam, best_mu))
             if value <= (1.0 + tol) * lower:
+                converged = True
                 break
         if stop_above is not None and max(best_g, t_max) > stop_above:
             # Recompute the certified lower bound before trusting the running one.
@@ -226,4 +270,9 @@ def factor_radius(
     value = _attained(U, W, best_P)
     lower = max(t_max, _dual_lower(U, W, best_lam, best_mu))
     gap = (value - lower) / lower if lower > 0 else 0.0
-    return KappaResult(value, lower, float(gap), 0.5 * (best_P + best_P.T), it, pruned)
+    state = None
+    if not (converged or pruned):
+        state = KappaState(
+            zl, zm, zl_prev, zm_prev, prev_g, best_up, best_P, best_g, best_lam, best_mu
+        )
+    return KappaResult(value, lower, float(gap), 0.5 * (best_P + best_P.T), it, pruned, state)
