@@ -88,6 +88,10 @@ def rename(exc: BaseException, flags: dict[str, str]) -> BaseException:
     whose message is ``"NAME: ..."`` gets the flag in place of NAME. Any other exception,
     or a name without a flag, comes back unchanged.
     """
+    if isinstance(exc, ParameterError) and type(exc) is not ParameterError:
+        # a subclass with a message of its own (e.g. PreregistrationError: a drifted or
+        # unlocked design, which already names the file): rebuilding it would lose that
+        return exc
     if isinstance(exc, ParameterError):
         flag = flags.get(exc.name) if isinstance(exc.name, str) else None
         return exc if flag is None else ParameterError(flag, exc.allowed, exc.got)

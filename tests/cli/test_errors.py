@@ -9,6 +9,7 @@ import pytest
 from analysis.brackets.io import load_matrices, profile_file
 from analysis.cli import build_parser, main
 from analysis.cli.errors import annotate, flags_of, param_flags, rename
+from analysis.prereg.lock import PreregistrationError
 from analysis.validation import ParameterError
 
 
@@ -77,6 +78,14 @@ def test_rename():
     assert rename(os_error, flags) is os_error
     other = ValueError("path: whatever")
     assert rename(other, flags) is other
+
+
+def test_a_drifted_design_keeps_its_message_on_the_command_line():
+    # PreregistrationError carries its own message (named `design`); rebuilding it as a
+    # plain ParameterError printed "--design: expected , got None"
+    drift = PreregistrationError("x.toml drifted from its lock: block 'intrinsic' changed")
+    out = rename(drift, {"design": "--design"})
+    assert "drifted from its lock" in str(out) and "expected , got None" not in str(out)
 
 
 def test_explicit_names_win_and_every_leaf_is_annotated():
