@@ -32,11 +32,13 @@ Usage, from the repository root::
 
     python -m benchmarks.families --checkpoint smollm2 minilm [--lengths 64 128]
         [--eps 0.05 0.1 0.2] [--heads-limit 9] [--workers 2] [--effort default]
-        [--batch 4] [--corpus-seed 0] [--fresh] [--out DIR]
+        [--batch 4] [--corpus-seed 0] [--fresh] [--out DIR] [--summarize-only]
 
 Default lengths: 64 and 128 for text, 65 and 145 (1 + 8^2, 1 + 12^2) for vision.
 ``--heads-limit k`` takes k heads evenly spaced over (layer, head) in layer-major order (a
-quick estimate of the whole run's time).
+quick estimate of the whole run's time). ``--summarize-only`` runs nothing and writes the
+summaries from the rows on disk, an unfinished run's finished blocks included (its head
+count says how many); so families run by separate invocations are tabled together.
 """
 
 from __future__ import annotations
@@ -87,6 +89,13 @@ def family_note(ck: Any, ex: Any) -> str:
         parts.append(f"GQA {ex.A.shape[1]} query / {n_kv} KV heads")
     if "rope_theta" in meta:
         parts.append("RoPE")
+    window = meta.get("sliding_window")
+    if window is not None and meta.get("sliding_layers"):
+        n_sliding, n_layers = len(meta["sliding_layers"]), ex.A.shape[0]
+        reach = "the full causal mask at this L" if window >= ex.length else "banded"
+        parts.append(f"{n_sliding} of {n_layers} layers sliding window {window} ({reach})")
+    if ex.bias is not None:
+        parts.append("relative-position bias on every head's logits")
     if "dequantized_from" in meta:
         parts.append(f"dequantized from {meta['dequantized_from']}")
     return "; ".join(parts)
@@ -161,7 +170,7 @@ _CHEAP_BLOCKS = ("baseline", "baseline_plus", "native")
 
 def _job(job: tuple) -> list[dict]:
     """Bracket and describe one block of heads (runs in a worker process)."""
-    heads, Q, K, scale, mask, eps, effort = job
+    heads, Q, K, scale, mask, bias, eps, effort = job
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -172,7 +181,10 @@ def _job(job: tuple) -> list[dict]:
     torch.set_num_threads(1)
     rows = []
     with threadpool_limits(1):
-        mats = [softmax64(Q[i], K[i], scale[i], mask) for i in range(len(heads))]
+        # The model's additive logit bias (MPNet's relative-position bias) is part of A
+        # and of the logits every descriptor block sees.
+        biases = [None] * len(heads) if bias is None else list(bias)
+        mats = [softmax64(Q[i], K[i], scale[i], mask, bias=biases[i]) for i in range(len(heads))]
         profiles = profile_matrices(mats, eps=eps, effort=effort)
         for i, ((layer, head), prof) in enumerate(zip(heads, profiles, strict=True)):
             # Every registered block, timed in two groups: the intrinsic block (SVDs of C
@@ -180,7 +192,9 @@ def _job(job: tuple) -> list[dict]:
             seconds = {}
             for group in (_CHEAP_BLOCKS, ("intrinsic",)):
                 t0 = time.perf_counter()
-                describe_matrix(Q[i], K[i], scale[i], mask, eps=eps, blocks=list(group))
+                describe_matrix(
+                    Q[i], K[i], scale[i], mask, eps=eps, blocks=list(group), bias=biases[i]
+                )
                 seconds[group[-1]] = time.perf_counter() - t0
             shape = _shape_measures(mats[i])
             for e in eps:
@@ -204,6 +218,47 @@ def _job(job: tuple) -> list[dict]:
     return rows
 
 
+def _final_path(alias: str, length: int, seed: int, effort: str, tag: str, out_dir: Path) -> Path:
+    return out_dir / f"{_slug(alias)}_s{seed}_L{length}_{effort}_{tag}.csv"
+
+
+def collect(parts: Path, ex: Any, alias: str, effort: str, note: str) -> pd.DataFrame:
+    """The per-(head, eps) rows of the finished blocks in ``parts``, with the columns
+    that name the run (checkpoint, alias, length, input, effort, note)."""
+    files = sorted(parts.glob("*.csv"))
+    if not files:
+        return pd.DataFrame()
+    df = pd.concat([pd.read_csv(p) for p in files], ignore_index=True)
+    df.insert(0, "checkpoint", ex.checkpoint_id)
+    df.insert(1, "alias", alias)
+    df.insert(2, "length", ex.length)
+    df.insert(3, "input_id", ex.input_id)
+    df["effort"] = effort
+    df["note"] = note
+    return df.sort_values(["layer", "head", "eps"], ignore_index=True)
+
+
+def on_disk(
+    alias: str, length: int, *, effort: str, heads_limit: int | None, seed: int, out_dir: Path
+) -> pd.DataFrame:
+    """The rows of one (checkpoint, length) as far as they are on disk, running nothing:
+    the finished table, else the finished blocks of an unfinished run (fewer heads),
+    else no rows."""
+    tag = "all" if heads_limit is None else f"h{heads_limit}"
+    final = _final_path(alias, length, seed, effort, tag, out_dir)
+    if final.is_file():
+        return pd.read_csv(final)
+    parts = final.with_suffix(".parts")
+    if not (out_dir / f"{_slug(alias)}_s{seed}_L{length}.npz").is_file() or not parts.is_dir():
+        return pd.DataFrame()
+    ex, note = extraction(alias, length, seed, out_dir)
+    df = collect(parts, ex, alias, effort, note)
+    if len(df):
+        n = df.groupby(["layer", "head"]).ngroups
+        print(f"  {alias} L={length}: unfinished, {n} of {ex.A.shape[0] * ex.A.shape[1]} heads")
+    return df
+
+
 def run_one(
     alias: str,
     length: int,
@@ -220,7 +275,7 @@ def run_one(
     from tqdm.auto import tqdm
 
     tag = "all" if heads_limit is None else f"h{heads_limit}"
-    final = out_dir / f"{_slug(alias)}_s{seed}_L{length}_{effort}_{tag}.csv"
+    final = _final_path(alias, length, seed, effort, tag, out_dir)
     if final.is_file():
         print(f"  {final.name} exists: skipped")
         return pd.read_csv(final)
@@ -238,7 +293,17 @@ def run_one(
             continue
         li = [h[0] for h in heads]
         hi = [h[1] for h in heads]
-        jobs[key] = (heads, ex.Q[li, hi], ex.K[li, hi], ex.scale[li, hi], ex.mask, eps, effort)
+        bias = None if ex.bias is None else ex.bias[li, hi]
+        jobs[key] = (
+            heads,
+            ex.Q[li, hi],
+            ex.K[li, hi],
+            ex.scale[li, hi],
+            ex.mask,
+            bias,
+            eps,
+            effort,
+        )
     t0 = time.perf_counter()
     bar = tqdm(total=len(chosen), initial=len(chosen) - sum(len(j[0]) for j in jobs.values()))
     bar.set_description(f"{alias} L={length}")
@@ -250,14 +315,7 @@ def run_one(
             bar.update(len(jobs[key][0]))
     bar.close()
     wall = time.perf_counter() - t0
-    df = pd.concat([pd.read_csv(p) for p in sorted(parts.glob("*.csv"))], ignore_index=True)
-    df.insert(0, "checkpoint", ex.checkpoint_id)
-    df.insert(1, "alias", alias)
-    df.insert(2, "length", length)
-    df.insert(3, "input_id", ex.input_id)
-    df["effort"] = effort
-    df["note"] = note
-    df = df.sort_values(["layer", "head", "eps"], ignore_index=True)
+    df = collect(parts, ex, alias, effort, note)
     _atomic_csv(df, final)
     shutil.rmtree(parts)
     todo = sum(len(job[0]) for job in jobs.values())
@@ -401,41 +459,48 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=4, help="heads profiled side by side per job")
     ap.add_argument("--corpus-seed", type=int, default=0)
     ap.add_argument("--fresh", action="store_true", help="delete this run's earlier outputs")
+    ap.add_argument(
+        "--summarize-only",
+        action="store_true",
+        help="run nothing: summarize the rows on disk (an unfinished run's finished blocks "
+        "count, with their number of heads)",
+    )
     ap.add_argument("--out", type=Path, default=FAMILIES_OUT, help="output folder")
     args = ap.parse_args(argv)
     print("command:", command_line("benchmarks.families"))
     out_dir = args.out
     out_dir.mkdir(parents=True, exist_ok=True)
     eps = tuple(sorted(set(args.eps)))
+    if args.fresh and args.summarize_only:
+        raise SystemExit("--fresh deletes what --summarize-only would read: give one")
     summaries, tables = [], []
     for alias in args.checkpoint:
-        lengths = args.lengths or default_lengths(alias)
-        if args.fresh:
-            for p in out_dir.glob(f"{_slug(alias)}_*"):
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
-        frames = []
-        for L in lengths:
-            print(f"{alias} L={L}")
-            frames.append(
-                run_one(
+        if args.summarize_only:
+            frames = [
+                on_disk(
                     alias,
                     L,
-                    eps=eps,
                     effort=args.effort,
                     heads_limit=args.heads_limit,
-                    workers=args.workers,
-                    batch=args.batch,
                     seed=args.corpus_seed,
                     out_dir=out_dir,
                 )
-            )
-        _CHECKPOINTS.pop(alias, None)  # free the model before the next family
+                for L in args.lengths or _lengths_on_disk(alias, args.corpus_seed, out_dir)
+            ]
+            frames = [f for f in frames if len(f)]
+            if not frames:
+                print(f"{alias}: no rows on disk")
+                continue
+        else:
+            frames = _run_family(alias, args, eps, out_dir)
         tables.extend(frames)
         summary = summarize(pd.concat(frames, ignore_index=True))
         _atomic_csv(summary, out_dir / f"{_slug(alias)}_summary.csv")
         (out_dir / f"{_slug(alias)}.md").write_text(markdown(summary))
         summaries.append(summary)
         print(markdown(summary))
+    if not tables:
+        raise SystemExit("no rows to summarize")
     rows = pd.concat(tables, ignore_index=True)
     for name, table in (
         ("families_by_lower_end", by_lower_end(rows)),
@@ -450,6 +515,38 @@ def main(argv: list[str] | None = None) -> None:
         f"Command: `{command_line('benchmarks.families')}`\n\n" + markdown(allsum)
     )
     print(json.dumps({"outputs": str(out_dir)}))
+
+
+def _lengths_on_disk(alias: str, seed: int, out_dir: Path) -> list[int]:
+    """The lengths of this family's extractions saved in ``out_dir``."""
+    prefix = f"{_slug(alias)}_s{seed}_L"
+    found = [p.stem.removeprefix(prefix) for p in out_dir.glob(f"{prefix}*.npz")]
+    return sorted(int(x) for x in found if x.isdigit())
+
+
+def _run_family(alias: str, args: argparse.Namespace, eps: tuple, out_dir: Path) -> list:
+    """Run (or resume) every length of one family: its per-(head, eps) tables."""
+    if args.fresh:
+        for p in out_dir.glob(f"{_slug(alias)}_*"):
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    frames = []
+    for L in args.lengths or default_lengths(alias):
+        print(f"{alias} L={L}")
+        frames.append(
+            run_one(
+                alias,
+                L,
+                eps=eps,
+                effort=args.effort,
+                heads_limit=args.heads_limit,
+                workers=args.workers,
+                batch=args.batch,
+                seed=args.corpus_seed,
+                out_dir=out_dir,
+            )
+        )
+    _CHECKPOINTS.pop(alias, None)  # free the model before the next family
+    return frames
 
 
 if __name__ == "__main__":
