@@ -355,7 +355,7 @@ class ValidationResult:
             + f" ({self.features_note})",
         ]
         lines += ["  " + h.summary(self.alpha) for h in self.hypotheses]
-        lines += [f"  {k}: not simulated ({v})" for k, v in self.skipped.items()]
+        lines += [f"  {k}: not simulated: {v}" for k, v in self.skipped.items()]
         return "\n".join(lines)
 
 

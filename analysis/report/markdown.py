@@ -205,7 +205,7 @@ def hypothesis_power(results: StudyResults) -> dict[str, dict[str, str]]:
     for h in hypotheses(results.design):
         if h["id"] not in out:
             why = skipped.get(h["id"]) or reason or "the power stage has not run"
-            out[h["id"]] = {"power": f"not simulated ({why})", "mde": "–"}
+            out[h["id"]] = {"power": f"not simulated: {why}", "mde": "–"}
     return out
 
 

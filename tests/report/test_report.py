@@ -551,4 +551,4 @@ def test_report_shows_power_and_mde_per_hypothesis(study, tmp_path):
         figures={},
     )
     assert "Not simulated: no reference bracket widths at X" in text
-    assert text.count("not simulated (no reference bracket widths at X)") == 4
+    assert text.count("not simulated: no reference bracket widths at X") == 4
