@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.prereg.power import (
+    DECISION_COLUMNS,
     PowerAssumptions,
     StudyRunner,
     StudySizes,
@@ -48,12 +49,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "share",
     "seeds",
     "simulation",
-    "effect",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_holm",
-    "adds_information",
+    *DECISION_COLUMNS,
 )
 #: Shares are searched up to this value (the simulation needs share < 1).
 MAX_SHARE = 0.95
