@@ -72,6 +72,36 @@ def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
     return int(value)
 
 
+def check_device(value: Any, name: str = "device") -> Any:
+    """A torch device that exists on this machine (``None`` stays None: the CPU).
+
+    Accepts a ``torch.device`` or its name (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``).
+    A device type torch does not know, or a GPU this machine does not have, is an error
+    naming ``name``, never a silent fall-back to the CPU.
+    """
+    if value is None:
+        return None
+    import torch  # only here: validation is imported by stages that need no torch
+
+    allowed = "'cpu', or 'cuda' / 'cuda:<index>' / 'mps' where that device is available"
+    try:
+        dev = torch.device(value)
+    except (RuntimeError, TypeError):
+        raise ParameterError(name, allowed, value) from None
+    if dev.type == "cpu":
+        return dev
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise ParameterError(name, allowed, f"{value!s} (this machine has no CUDA device)")
+        if dev.index is not None and dev.index >= n:
+            raise ParameterError(name, allowed, f"{value!s} (this machine has {n} CUDA devices)")
+        return dev
+    if dev.type == "mps" and torch.backends.mps.is_available():
+        return dev
+    raise ParameterError(name, allowed, value)
+
+
 def check_random_state(value: Any, name: str = "random_state") -> np.random.Generator:
     """Turn ``None``, an int seed or a Generator into a ``numpy.random.Generator``."""
     if value is None or isinstance(value, (int, np.integer)) and not isinstance(value, bool):

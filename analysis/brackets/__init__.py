@@ -10,7 +10,10 @@ search that computes them.
 # different searches are never mistaken for one another. 2: per-size ascent step,
 # stall stop, exact LP polish of small lower witnesses, lower-search resolution.
 # 3: closing pass on nearly closed brackets (multi-start lower witnesses, longer upper run).
-__version__ = "3"
+# 4: temperatures of a head searched side by side (profile_temperatures; the store profiles
+# a matrix's temperatures as one batch), optimizers on a torch device; see the log in
+# docs/results/engine.md.
+__version__ = "4"
 
 __all__ = ["__version__"]
 
@@ -21,6 +24,7 @@ from analysis.brackets.search import (  # noqa: E402
     close_brackets,
     profile_matrices,
     profile_matrix,
+    profile_temperatures,
     search_settings,
 )
 
@@ -33,5 +37,6 @@ __all__ += [
     "close_brackets",
     "profile_matrices",
     "profile_matrix",
+    "profile_temperatures",
     "search_settings",
 ]

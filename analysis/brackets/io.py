@@ -29,6 +29,7 @@ from analysis.brackets.verify import certified_lower_margin, certified_upper_err
 from analysis.executor import check_executor, task_pool
 from analysis.validation import (
     ParameterError,
+    check_device,
     check_eps_grid,
     check_int,
     check_positive_finite,
@@ -133,8 +134,8 @@ BATCH = 4
 
 
 def _block(args: tuple) -> list[Profile]:
-    As, eps, effort = args
-    return profile_matrices(As, eps=eps, effort=effort)
+    As, eps, effort, device = args
+    return profile_matrices(As, eps=eps, effort=effort, device=device)
 
 
 def profile_file(
@@ -148,6 +149,7 @@ def profile_file(
     batch: int = BATCH,
     say: Callable[[str], None] | None = None,
     executor: Executor | None = None,
+    device: str | None = None,
 ) -> list[Profile]:
     """Profiles for every matrix of ``data``.
 
@@ -171,6 +173,11 @@ def profile_file(
     instead of ``workers`` processes: each task carries its block's matrices, and this
     process appends each finished block in block order, so the profiles and the
     checkpoint are the same.
+
+    ``device`` (``"cuda"``; default the CPU) runs the search's optimizers there
+    (:func:`analysis.brackets.search.profile_matrices`); every witness is still certified
+    on the CPU. A GPU may find other witnesses than the CPU, so a checkpoint's profiles
+    are those of the device that computed them (all equally certified).
     """
     eps = check_eps_grid(eps)
     workers = check_executor(executor, workers)
@@ -194,7 +201,8 @@ def profile_file(
             dropped += 1
     blocks = [list(range(s, min(s + batch, len(keys)))) for s in range(0, len(keys), batch)]
     todo = [blk for blk in blocks if any(keys[i] not in done for i in blk)]
-    jobs = [(data.A[blk], eps, effort) for blk in todo]
+    device = None if device is None else str(check_device(device))
+    jobs = [(data.A[blk], eps, effort, device) for blk in todo]
     bar = tqdm(
         total=len(keys),
         initial=len(keys) - sum(len(blk) for blk in todo),

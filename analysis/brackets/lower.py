@@ -260,22 +260,24 @@ def refine_lower(
     """
     P, M, N = A.shape
     K = R0.shape[-1]
-    kp = torch.arange(K)[None, :] < sizes[:, None]  # [P, K]
+    dev = A.device
+    sizes = torch.as_tensor(sizes, device=dev)
+    kp = torch.arange(K, device=dev)[None, :] < sizes[:, None]  # [P, K]
     cm = kp.to(A.dtype)
     R = project_rows_l1(R0 * cm[:, None, :])
     Y = project_rows_l1(Y0) * cm[:, :, None]
-    off = 1.0 - torch.eye(K, dtype=A.dtype)
+    off = 1.0 - torch.eye(K, dtype=A.dtype, device=dev)
     best_R, best_Y = R.clone(), Y.clone()
-    best = torch.full((P,), -float("inf"), dtype=A.dtype)
+    best = torch.full((P,), -float("inf"), dtype=A.dtype, device=dev)
     mR, vR, mY, vY = (torch.zeros_like(t) for t in (R, R, Y, Y))
-    idx = torch.arange(P)
-    Aa, Ta = A, targets.to(A.dtype)
-    Sa = torch.as_tensor(steps).expand(P).to(A.dtype)
-    La = (lower_lr(sizes) if lr is None else torch.as_tensor(lr, dtype=torch.float64)).expand(P)
-    La = La.to(A.dtype)
+    idx = torch.arange(P, device=dev)
+    Aa, Ta = A, targets.to(device=dev, dtype=A.dtype)
+    Sa = torch.as_tensor(steps).expand(P).to(device=dev, dtype=A.dtype)
+    La = lower_lr(sizes) if lr is None else torch.as_tensor(lr, dtype=torch.float64, device=dev)
+    La = La.expand(P).to(A.dtype)
     # best margin as of the last improvement, and the step it happened
-    ref = torch.full((P,), -float("inf"), dtype=A.dtype)
-    since = torch.zeros(P, dtype=A.dtype)
+    ref = torch.full((P,), -float("inf"), dtype=A.dtype, device=dev)
+    since = torch.zeros(P, dtype=A.dtype, device=dev)
     total = int(Sa.max())
     for step in range(total + 1):
         YA = Y @ Aa

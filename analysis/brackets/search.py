@@ -22,7 +22,13 @@ import numpy as np
 from analysis.attention import check_attention, fixed_torch_threads
 from analysis.brackets import stages
 from analysis.brackets.profile import Profile
-from analysis.validation import ParameterError, check_choice, check_eps_grid
+from analysis.validation import (
+    ParameterError,
+    check_choice,
+    check_device,
+    check_eps_grid,
+    check_positive_finite,
+)
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,7 @@ def profile_matrix(
     previous: Profile | None = None,
     renormalize: bool = False,
     prune: bool = True,
+    device: Any = None,
 ) -> Profile:
     """Certified rank profile of one attention matrix.
 
@@ -192,6 +199,11 @@ def profile_matrix(
         ``False`` keeps the best certified witness of every rank and size tried, also
         those that decide nothing (the near misses at ``hi - 1`` and ``lo + 1``, for
         diagnostics such as ``experiments/closure_limits.py``); brackets are the same.
+    device : str or torch.device, optional
+        Where the optimizers run (``"cuda"``, ``"cuda:1"``; default the CPU). Only the
+        search for candidates moves: every candidate comes back to the CPU and is
+        certified there in float64, so the device changes how fast witnesses are found,
+        never what a bracket certifies. An unavailable device is an error.
 
     Returns
     -------
@@ -216,10 +228,11 @@ def profile_matrix(
     """
     check_choice("effort", effort, EFFORTS)
     targets = tuple(sorted(set(check_eps_grid(eps))))
+    dev = check_device(device)
     A64 = check_attention(A, renormalize=renormalize)
     if A64.shape[0] != 1:
         raise ParameterError("A", "a single matrix of shape (M, N)", A64.shape)
-    return _profile_checked([A64[0]], targets, effort, [previous], prune)[0]
+    return _profile_checked([A64[0]], targets, effort, [previous], prune, dev)[0]
 
 
 def profile_matrices(
@@ -230,6 +243,7 @@ def profile_matrices(
     previous: Sequence[Profile | None] | None = None,
     renormalize: bool = False,
     prune: bool = True,
+    device: Any = None,
 ) -> list[Profile]:
     """Certified rank profiles of several matrices of one shape, searched side by side.
 
@@ -241,8 +255,9 @@ def profile_matrices(
     Parameters
     ----------
     A : array ``[H, M, N]`` or a sequence of ``[M, N]`` arrays of one shape
-    eps, effort, renormalize, prune
-        As in :func:`profile_matrix`.
+    eps, effort, renormalize, prune, device
+        As in :func:`profile_matrix`. On a GPU, larger batches pay: every optimizer step
+        runs all the batch's problems at once.
     previous : sequence of Profile or None, optional
         One earlier profile (or None) per matrix.
 
@@ -259,6 +274,7 @@ def profile_matrices(
     """
     check_choice("effort", effort, EFFORTS)
     targets = tuple(sorted(set(check_eps_grid(eps))))
+    dev = check_device(device)
     mats = [A] if isinstance(A, np.ndarray) and A.ndim == 2 else list(A)
     if not mats:
         raise ParameterError("A", "at least one matrix", "none")
@@ -273,7 +289,74 @@ def profile_matrices(
     prevs = [None] * H if previous is None else list(previous)
     if len(prevs) != H:
         raise ParameterError("previous", f"one entry per matrix ({H})", f"{len(prevs)} entries")
-    return _profile_checked(mats, targets, effort, prevs, prune)
+    return _profile_checked(mats, targets, effort, prevs, prune, dev)
+
+
+def profile_temperatures(
+    A: np.ndarray | Sequence[np.ndarray],
+    temperatures: Sequence[float],
+    *,
+    eps: Sequence[float] = (0.05, 0.1, 0.2),
+    effort: str = "default",
+    previous: Sequence[Profile | None] | None = None,
+    renormalize: bool = False,
+    prune: bool = True,
+    device: Any = None,
+) -> list[Profile]:
+    """Certified profiles of one head at several temperatures, searched side by side.
+
+    The temperatures of a head are one batch of :func:`profile_matrices`: each gets the
+    search it would get alone (its own trials, decided by its own results), and they share
+    the batched optimizer runs, so torch's per-operation overhead is paid once per step
+    for all of them. Each profile records its temperature (``stats["temperature"]``).
+
+    Parameters
+    ----------
+    A : array ``[T, M, N]`` or a sequence of T ``[M, N]`` arrays
+        The head's attention at each temperature (``A[i]`` at ``temperatures[i]``).
+    temperatures : sequence of float
+        Distinct, finite, > 0; one per matrix.
+    eps, effort, renormalize, prune, device
+        As in :func:`profile_matrix`.
+    previous : sequence of Profile or None, optional
+        One earlier profile (or None) per temperature, extended as in
+        :func:`profile_matrix`.
+
+    Returns
+    -------
+    list of Profile, in the order of ``temperatures``.
+
+    Notes
+    -----
+    The result depends on the set of temperatures searched together (batched float32
+    products may round differently with the batch's composition; every end is certified
+    in float64 either way), so a resumable caller recomputes the whole set rather than a
+    part of it (:func:`analysis.store.run_brackets` does).
+
+    Seeding a temperature with the certified witnesses of its neighbour was measured and
+    is not done: the neighbour's witnesses, re-certified, never narrowed a bracket the
+    temperature's own search found, and placing its first trials at the neighbour's ends
+    saved 25-46% of its time but left upper ends 2-5 ranks higher (docs/results/engine.md,
+    "Temperatures together").
+    """
+    temps = [check_positive_finite("temperatures", t) for t in temperatures]
+    if len(set(temps)) != len(temps):
+        raise ParameterError("temperatures", "distinct values", list(temperatures))
+    n = 1 if isinstance(A, np.ndarray) and A.ndim == 2 else len(A)
+    if n != len(temps):
+        raise ParameterError("A", f"one matrix per temperature ({len(temps)})", f"{n} matrices")
+    profs = profile_matrices(
+        A,
+        eps=eps,
+        effort=effort,
+        previous=previous,
+        renormalize=renormalize,
+        prune=prune,
+        device=device,
+    )
+    for t, p in zip(temps, profs, strict=True):
+        p.stats["temperature"] = t
+    return profs
 
 
 def close_brackets(
@@ -343,9 +426,11 @@ def _profile_checked(
     effort: str,
     prevs: list[Profile | None],
     prune: bool,
+    device: Any = None,
 ) -> list[Profile]:
     """:func:`profile_matrices` on validated input: float64 ``[M, N]`` matrices of one
-    shape, a sorted eps grid and one previous profile (or None) per matrix."""
+    shape, a sorted eps grid, one previous profile (or None) per matrix and a checked
+    device (None: the CPU)."""
     H = len(mats)
     settings = SETTINGS[effort]
     with fixed_torch_threads(1):
@@ -357,10 +442,10 @@ def _profile_checked(
         caches = [stages.cheap_stage(b, finite or [0.5]) for b in bs]
         t1 = time.perf_counter()
         if finite:
-            stages.refine(bs, caches, finite, settings)
+            stages.refine(bs, caches, finite, settings, device)
         t2 = time.perf_counter()
         if finite:
-            stages.close(bs, caches, finite, settings)
+            stages.close(bs, caches, finite, settings, device)
         t3 = time.perf_counter()
     seconds = {
         "cheap": (t1 - t0) / H,

@@ -166,20 +166,25 @@ def _upper_start(b: Builder, cache, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _upper.svd_witness(b.A, cache["svd_V"], k)
 
 
-def _stack_A(bs: Sequence[Builder], owners: Sequence[int]) -> torch.Tensor:
-    """``[P, M, N]`` float32 stack of each problem's matrix (a view when all are one matrix)."""
+def _stack_A(bs: Sequence[Builder], owners: Sequence[int], device=None) -> torch.Tensor:
+    """``[P, M, N]`` float32 stack of each problem's matrix on ``device`` (a view when all
+    are one matrix)."""
     if len(bs) == 1:
-        return torch.from_numpy(bs[0].A).float().expand(len(owners), -1, -1)
-    mats = [torch.from_numpy(b.A).float() for b in bs]
-    return torch.stack([mats[o] for o in owners])
+        return torch.from_numpy(bs[0].A).float().to(device).expand(len(owners), -1, -1)
+    mats = torch.from_numpy(np.stack([b.A for b in bs])).float().to(device)
+    return mats[torch.as_tensor(list(owners), device=mats.device)]
 
 
-def _upper_round(bs, caches, problems, steps, *, svd_start=False, method="adam") -> list[bool]:
+def _upper_round(
+    bs, caches, problems, steps, *, svd_start=False, method="adam", device=None
+) -> list[bool]:
     """One batched Adam refinement over ``(matrix, eps, rank)`` problems; success per problem.
 
     ``bs`` and ``caches`` are the builders and cheap-stage caches of the matrices batched
     together (one shape); a problem's first entry indexes them. Starts from
-    :func:`_upper_start`, or with ``svd_start`` from the truncated SVD of A.
+    :func:`_upper_start`, or with ``svd_start`` from the truncated SVD of A. The optimizer
+    runs on ``device`` (None: the CPU); its candidates come back to the CPU and are
+    certified there, in float64.
     """
     if not problems:
         return []
@@ -195,10 +200,13 @@ def _upper_round(bs, caches, problems, steps, *, svd_start=False, method="adam")
             U, W = _upper_start(bs[o], caches[o], k)
         U0[p, :, :k] = torch.from_numpy(U)
         W0[p, :, :k] = torch.from_numpy(W)
-    At = _stack_A(bs, [o for o, _, _ in problems])
+    At = _stack_A(bs, [o for o, _, _ in problems], device)
     ranks = torch.tensor([k for _, _, k in problems])
     targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
-    U, W, _ = _upper.refine_upper(At, U0, W0, ranks, targets, steps=_budgets(ranks, steps, 24))
+    U, W, _ = _upper.refine_upper(
+        At, U0.to(At.device), W0.to(At.device), ranks, targets, steps=_budgets(ranks, steps, 24)
+    )
+    U, W = U.cpu(), W.cpu()
     out = []
     for p, (o, eps, k) in enumerate(problems):
         b = bs[o]
@@ -224,6 +232,7 @@ def _ascend(
     problems: Sequence[tuple[int, float, int]],
     starts: Sequence[tuple[np.ndarray, np.ndarray]],
     steps: torch.Tensor,
+    device=None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Batched projected ascent (:func:`lower.refine_lower`) from one start per problem.
 
@@ -240,17 +249,20 @@ def _ascend(
     for p, ((_, _, m), (R, Y)) in enumerate(zip(problems, starts, strict=True)):
         R0[p, :, :m] = torch.from_numpy(R)
         Y0[p, :m, :] = torch.from_numpy(Y)
-    At = _stack_A(bs, [o for o, _, _ in problems])
+    At = _stack_A(bs, [o for o, _, _ in problems], device)
     sizes = torch.tensor([m for _, _, m in problems])
     targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
-    R, Y, _ = _lower.refine_lower(At, R0, Y0, sizes, targets, steps=steps)
+    R, Y, _ = _lower.refine_lower(
+        At, R0.to(At.device), Y0.to(At.device), sizes, targets, steps=steps
+    )
+    R, Y = R.cpu(), Y.cpu()
     return [
         (R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy())
         for p, (_, _, m) in enumerate(problems)
     ]
 
 
-def _lower_round(bs, caches, problems, steps, settings: SearchSettings) -> list[bool]:
+def _lower_round(bs, caches, problems, steps, settings: SearchSettings, device=None) -> list[bool]:
     """One batched projected-ascent refinement over ``(matrix, eps, size)`` problems."""
     if not problems:
         return []
@@ -262,7 +274,8 @@ def _lower_round(bs, caches, problems, steps, settings: SearchSettings) -> list[
     # steps; a step costs little more at larger sizes (the products are m x M x N).
     budgets = (steps * (sizes.double() / 12).sqrt().clamp(1.0, 2.0)).round().long()
     out = []
-    for (o, eps, m), (Rp, Yp) in zip(problems, _ascend(bs, problems, starts, budgets), strict=True):
+    found = _ascend(bs, problems, starts, budgets, device)
+    for (o, eps, m), (Rp, Yp) in zip(problems, found, strict=True):
         b = bs[o]
         mu = b.offer_lower(Rp, Yp, "ascent")
         if not mu > eps and m <= settings.lp_max_size and mu > settings.lp_near * eps:
@@ -288,7 +301,7 @@ def _next_trial(best: int, fail: int | None, first: int | None, step: float) -> 
     return (best + fail) // 2 if step < 0 else (best + fail + 1) // 2
 
 
-def refine(bs, caches, targets: Sequence[float], settings: SearchSettings) -> None:
+def refine(bs, caches, targets: Sequence[float], settings: SearchSettings, device=None) -> None:
     """Per-eps search: one upper and one lower trial per matrix, eps and round, all batched.
 
     ``settings.rounds`` rounds. The first upper trial sits at ``settings.upper_first * hi``;
@@ -330,13 +343,15 @@ def refine(bs, caches, targets: Sequence[float], settings: SearchSettings) -> No
         if not up and not lowp:
             break
         for (o, e, k), ok in zip(
-            up, _upper_round(bs, caches, up, settings.upper_steps), strict=True
+            up, _upper_round(bs, caches, up, settings.upper_steps, device=device), strict=True
         ):
             if not ok:
                 uf = up_fail[o, e]
                 up_fail[o, e] = k if uf is None else max(uf, k)
         for (o, e, m), ok in zip(
-            lowp, _lower_round(bs, caches, lowp, settings.lower_steps, settings), strict=True
+            lowp,
+            _lower_round(bs, caches, lowp, settings.lower_steps, settings, device),
+            strict=True,
         ):
             if not ok:
                 lf = low_fail[o, e]
@@ -360,7 +375,7 @@ def _close_lower_starts(b: Builder, m: int, seeds: int) -> list[tuple[str, np.nd
     return starts
 
 
-def close(bs, caches, targets: Sequence[float], settings: SearchSettings) -> None:
+def close(bs, caches, targets: Sequence[float], settings: SearchSettings, device=None) -> None:
     """Closing pass: extra search at the two sizes that would close a nearly closed bracket.
 
     For every matrix of ``bs`` and targeted eps with ``1 <= hi - lo <= settings.close_width``:
@@ -405,7 +420,13 @@ def close(bs, caches, targets: Sequence[float], settings: SearchSettings) -> Non
     if ups and settings.close_upper_steps:
         problems = [(o, e, k) for (o, k), e in sorted(ups.items())]
         _upper_round(
-            bs, caches, problems, settings.close_upper_steps, svd_start=True, method="close"
+            bs,
+            caches,
+            problems,
+            settings.close_upper_steps,
+            svd_start=True,
+            method="close",
+            device=device,
         )
     if not lows or not settings.close_lower_steps:
         return
@@ -416,7 +437,7 @@ def close(bs, caches, targets: Sequence[float], settings: SearchSettings) -> Non
             starts.append((R, Y))
             names.append(name)
     budgets = torch.full((len(problems),), settings.close_lower_steps)
-    found = _ascend(bs, problems, starts, budgets)
+    found = _ascend(bs, problems, starts, budgets, device)
     scored: dict[tuple[int, int], list[tuple[float, str, np.ndarray, np.ndarray]]] = {}
     for (o, _, m), name, (Rp, Yp) in zip(problems, names, found, strict=True):
         mu = bs[o].offer_lower(Rp, Yp, f"close-{name}")

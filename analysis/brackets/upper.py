@@ -126,7 +126,7 @@ def l1_refit_rows(
     best_err = (A - best @ W.transpose(-1, -2)).abs().sum(-1)
     u = U.clone()
     k = W.shape[-1]
-    eye = torch.eye(k, dtype=A.dtype) * 1e-10
+    eye = torch.eye(k, dtype=A.dtype, device=A.device) * 1e-10
     for _ in range(iters):
         r = A - u @ W.transpose(-1, -2)  # [P, M, N]
         wts = 1.0 / r.abs().clamp_min(delta)
@@ -183,14 +183,16 @@ def refine_upper(
     """
     P, M, N = A.shape
     K = U0.shape[-1]
-    mask = (torch.arange(K)[None, :] < ranks[:, None]).to(A.dtype).unsqueeze(1)  # [P, 1, K]
+    dev = A.device
+    ranks = torch.as_tensor(ranks, device=dev)
+    mask = (torch.arange(K, device=dev)[None, :] < ranks[:, None]).to(A.dtype).unsqueeze(1)
     X = torch.cat([U0 * mask, W0 * mask], 1)  # [P, M + N, K]: U on top of W
     best = X.clone()
-    best_err = torch.full((P,), float("inf"), dtype=A.dtype)
+    best_err = torch.full((P,), float("inf"), dtype=A.dtype, device=dev)
     mom, vel = torch.zeros_like(X), torch.zeros_like(X)
-    idx = torch.arange(P)
-    Aa, Ma, Ta = A, mask, targets.to(A.dtype)
-    Sa = torch.as_tensor(steps).expand(P).to(A.dtype)
+    idx = torch.arange(P, device=dev)
+    Aa, Ma, Ta = A, mask, targets.to(device=dev, dtype=A.dtype)
+    Sa = torch.as_tensor(steps).expand(P).to(device=dev, dtype=A.dtype)
     total = int(Sa.max())
     for step in range(total + 1):
         U, W = X[:, :M], X[:, M:]

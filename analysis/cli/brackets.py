@@ -26,7 +26,7 @@ from analysis.brackets.io import (
     verify_result,
     write_json_atomic,
 )
-from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
+from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.validation import check_eps_grid
 
 
@@ -57,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # The search is deterministic; --seed did nothing and goes in the next release.
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     add_parallel_arguments(p)
+    add_device_argument(p)
     p.add_argument(
         "--batch",
         type=int,
@@ -128,6 +129,7 @@ def run_bracket(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             checkpoint=ck,
             say=lambda note: print(note, file=sys.stderr),
+            device=args.device,
             **parallel,
         )
     res = result_json(data, profiles, eps=eps, effort=args.effort, witnesses=args.witnesses)

@@ -11,7 +11,7 @@ from typing import Any
 
 from analysis.executor import open_executor
 
-__all__ = ["add_parallel_arguments", "parallel_kwargs"]
+__all__ = ["add_device_argument", "add_parallel_arguments", "parallel_kwargs"]
 
 
 def add_parallel_arguments(
@@ -56,3 +56,14 @@ def parallel_kwargs(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
         scheduler=scheduler, cluster=cluster, say=lambda line: print(line, file=sys.stderr)
     ) as executor:
         yield {"executor": executor}
+
+
+def add_device_argument(p: argparse.ArgumentParser) -> None:
+    """Add ``--device`` (where the bracket search's optimizers run) to ``p``."""
+    p.add_argument(
+        "--device",
+        default=None,
+        metavar="DEV",
+        help="run the witness search's optimizers on this torch device (e.g. cuda, cuda:1; "
+        "default the CPU); every witness is still certified on the CPU in float64",
+    )

@@ -15,7 +15,7 @@ from typing import Any
 
 from analysis.brackets import EFFORTS
 from analysis.cli.errors import rename
-from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
+from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.validation import ParameterError, check_eps_grid, check_positive_finite
 
 __all__ = ["register"]
@@ -43,6 +43,7 @@ def _run_bracket(args: argparse.Namespace) -> int:
             effort=args.effort,
             version=args.profile_version,
             progress=not args.quiet,
+            device=args.device,
             **parallel,
         )
     print(
@@ -50,9 +51,9 @@ def _run_bracket(args: argparse.Namespace) -> int:
         f"{summary.computed} computed, {summary.extended} extended, {summary.skipped} already "
         f"stored; {summary.elapsed_s:.1f} s"
     )
-    note = summary.reverify_note()
-    if note:
-        print(note)
+    for note in (summary.reverify_note(), summary.stale_note()):
+        if note:
+            print(note)
     return 0
 
 
@@ -118,6 +119,7 @@ def _bracket_arguments(p: argparse.ArgumentParser) -> None:
     # The search is deterministic; --seed did nothing and goes in the next release.
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     add_parallel_arguments(p, workers_help="worker processes (default 1)")
+    add_device_argument(p)
     p.add_argument(
         "--profile-version",
         default=None,

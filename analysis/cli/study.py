@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
+from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.study.power import DEFAULT_POWER_SIMULATIONS
 from analysis.study.runner import STAGES, run_study
 
@@ -28,6 +28,7 @@ def _run(args: argparse.Namespace) -> int:
             checkpoint_paths=dict(args.checkpoint or []),
             stop_after=args.stop_after,
             power_simulations=args.power_simulations,
+            device=args.device,
             **parallel,
         )
     print(run.summary())
@@ -48,6 +49,7 @@ def register(subparsers: Any) -> None:
     add_parallel_arguments(
         p, workers_help="processes for profiles, descriptors and power simulations (default 1)"
     )
+    add_device_argument(p)
     p.add_argument(
         "--checkpoint",
         action="append",

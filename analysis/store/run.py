@@ -2,10 +2,17 @@
 
 Each finished profile is committed to the store at once, so a run killed at any moment
 keeps everything it finished, and the next run skips it. A profile is a pure function of
-(matrix arrays, temperature, eps grid, effort), and torch runs single-threaded inside each
+(matrix arrays, temperature, eps grid, effort, and the run's set of temperatures, which
+are searched together), and torch runs single-threaded inside each
 computation: a resumed run, a rerun and any ``workers`` give the same profiles. Nothing
 stored is trusted: a run re-verifies every stored profile it covers before it skips or
-extends it, and recomputes those that fail.
+extends it, and recomputes those that fail. Profiles of another engine version are
+recomputed, never mixed with the current engine's.
+
+With an engine that offers ``profile_temperatures`` (the package's does), the
+temperatures of one matrix are one task, searched side by side in one batch; where some
+of them are stored already, the whole set is searched again and only the missing ones are
+committed, so they are what a fresh run stores.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from analysis.store.store import MatrixArrays, Store, load_arrays
 from analysis.validation import (
     ParameterError,
     check_choice,
+    check_device,
     check_eps_grid,
     check_positive_finite,
 )
@@ -47,6 +55,17 @@ class _Task:
     effort: str
     version: str
     extend: bool  # a stored profile of this (matrix, temperature, version) is extended
+    device: str | None = None  # where the engine's optimizers run (None: the CPU)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Group:
+    """The profiles one matrix still needs; all its temperatures are searched together."""
+
+    matrix_key: str
+    array_file: str
+    temperatures: tuple[float, ...]  # every temperature of the run, computed or stored
+    tasks: tuple[_Task, ...]  # the ones to compute
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +84,8 @@ class BracketsSummary:
         Stored profiles re-verified before the run trusted, extended or skipped them.
     dropped : int
         Of those, the ones that failed and were recomputed (counted in ``computed``).
+    stale : int
+        Stored profiles of another engine version, recomputed (counted in ``computed``).
     """
 
     total: int
@@ -75,10 +96,23 @@ class BracketsSummary:
     elapsed_s: float
     reverified: int = 0
     dropped: int = 0
+    stale: int = 0
 
     def reverify_note(self) -> str | None:
         """:func:`reverify_note` of ``dropped``."""
         return reverify_note(self.dropped)
+
+    def stale_note(self) -> str | None:
+        """``"N stored profiles of another engine version were recomputed"``; None if N = 0."""
+        return stale_note(self.stale)
+
+
+def stale_note(stale: int) -> str | None:
+    """``"N stored profiles of another engine version were recomputed"``; None if N = 0."""
+    if not stale:
+        return None
+    what = "1 stored profile" if stale == 1 else f"{stale} stored profiles"
+    return f"{what} of another engine version {'was' if stale == 1 else 'were'} recomputed"
 
 
 def reverify_note(dropped: int) -> str | None:
@@ -128,6 +162,7 @@ def plan_profiles(
     version: str | None = None,
     matrix_keys: Sequence[str] | None = None,
     recompute: Collection[tuple[str, float]] = (),
+    engine: str | None = None,
 ) -> tuple[list[_Task], int]:
     """The profiles a run still has to compute or extend, and how many are already done.
 
@@ -136,7 +171,9 @@ def plan_profiles(
     ``matrix_keys`` restricts the plan to those matrices (None = every stored matrix).
     The stored profiles of the ``(matrix key, temperature)`` pairs in ``recompute`` (those
     that failed re-verification) are neither done nor extended: they are computed from
-    scratch, on the union of their stored grid and ``eps``.
+    scratch, on the union of their stored grid and ``eps``. So are those recorded with an
+    engine other than ``engine`` (name and version, as stored; None accepts any): a new
+    search never extends, or sits beside, an old one's profiles.
     """
     grid = tuple(sorted(set(check_eps_grid(eps))))
     temps = tuple(dict.fromkeys(check_positive_finite("temperatures", t) for t in temperatures))
@@ -162,6 +199,8 @@ def plan_profiles(
             raise ParameterError("matrix_keys", "keys of stored matrices", sorted(unknown)[:3])
         records = [r for r in records if r.key in wanted]
     redo = {(k, float(t)) for k, t in recompute}
+    if engine is not None:
+        redo |= {kt for kt, name in store.profile_engines(version).items() if name != engine}
     tasks, done = [], 0
     for rec in records:
         for t in temps:
@@ -249,6 +288,8 @@ def _compute(
         arrays = load_arrays(Path(task.array_file))
     A = arrays.at(task.temperature)
     kwargs: dict[str, Any] = {"eps": task.eps_grid, "effort": task.effort}
+    if task.device is not None:
+        kwargs["device"] = task.device
     if previous is not None:
         kwargs["previous"] = engine.Profile.from_dict(previous)
     start = time.perf_counter()
@@ -261,6 +302,69 @@ def _compute(
         "brackets": brackets,
         "elapsed_s": elapsed,
     }
+
+
+def _compute_group(
+    group: _Group,
+    previous: dict[float, dict[str, Any]],
+    engine: Any,
+    arrays: MatrixArrays | None = None,
+) -> list[dict[str, Any]]:
+    """Profile every temperature of the run for one matrix side by side
+    (``engine.profile_temperatures``); return the results of ``group.tasks``, in order.
+
+    The whole set is searched even when some of it is stored: a profile depends on the
+    batch it was searched in, so this is what a fresh run computes for the missing ones.
+    ``previous`` holds the stored profiles (as dicts) that tasks extend. Runs in the main
+    process or a worker, like :func:`_compute`.
+    """
+    engine = _resolve_engine(engine)
+    if arrays is None:
+        arrays = load_arrays(Path(group.array_file))
+    temps = list(group.temperatures)
+    (grid,) = {task.eps_grid for task in group.tasks}
+    (effort,) = {task.effort for task in group.tasks}
+    prevs = [engine.Profile.from_dict(previous[t]) if t in previous else None for t in temps]
+    kwargs: dict[str, Any] = {"eps": grid, "effort": effort, "previous": prevs}
+    if group.tasks[0].device is not None:
+        kwargs["device"] = group.tasks[0].device
+    mats = [arrays.at(t) for t in temps]
+    start = time.perf_counter()
+    with fixed_torch_threads(1):
+        profs = engine.profile_temperatures(mats, temps, **kwargs)
+    elapsed = time.perf_counter() - start
+    out = []
+    for task in group.tasks:
+        prof = profs[temps.index(task.temperature)]
+        out.append(
+            {
+                "profile": prof.to_dict(witnesses=True, arrays="float32-base64"),
+                "brackets": {e: tuple(int(v) for v in prof.bracket(e)) for e in grid},
+                "elapsed_s": elapsed / len(temps),  # the batch's time, shared evenly
+            }
+        )
+    return out
+
+
+def _dispatch(job: _Group | _Task, *rest: Any) -> Any:
+    """A pool task: one profile (:func:`_compute`) or one matrix's group (:func:`_compute_group`)."""
+    return (_compute if isinstance(job, _Task) else _compute_group)(job, *rest)
+
+
+def _groups(tasks: list[_Task], temperatures: Sequence[float]) -> list[_Group | _Task]:
+    """The tasks of one matrix as one :class:`_Group` where they share an eps grid and
+    effort (a fresh run's always do); otherwise the tasks themselves, profiled cold."""
+    temps = tuple(dict.fromkeys(float(t) for t in temperatures))
+    by_key: dict[str, list[_Task]] = {}
+    for task in tasks:
+        by_key.setdefault(task.matrix_key, []).append(task)
+    out: list[_Group | _Task] = []
+    for key, group in by_key.items():
+        if len(temps) > 1 and len({(t.eps_grid, t.effort) for t in group}) == 1:
+            out.append(_Group(key, group[0].array_file, temps, tuple(group)))
+        else:
+            out.extend(group)
+    return out
 
 
 def _worker_init() -> None:
@@ -276,9 +380,11 @@ def _results(
     resolved: Any,
     workers: int,
     executor: cf.Executor | None = None,
+    temperatures: Sequence[float] = (),
 ) -> Iterator[tuple[_Task, dict[str, Any]]]:
     """Yield (task, result) as profiles finish; previous profiles (and, for an executor,
-    the arrays) are read lazily, at most two tasks per worker ahead."""
+    the arrays) are read lazily, at most two tasks per worker ahead. With an engine that
+    has ``profile_temperatures``, a matrix's temperatures are one task (:class:`_Group`)."""
 
     def previous(task: _Task) -> dict[str, Any] | None:
         if not task.extend:
@@ -286,9 +392,25 @@ def _results(
         old = store.profile(task.matrix_key, task.temperature, task.version)
         return None if old is None else old.profile_dict()
 
+    together = hasattr(resolved, "profile_temperatures")
+    jobs: list[_Group | _Task] = _groups(tasks, temperatures) if together else list(tasks)
+
+    def args(job: _Group | _Task) -> tuple:
+        if isinstance(job, _Task):
+            return (job, previous(job))
+        prevs = {t.temperature: previous(t) for t in job.tasks if t.extend}
+        return (job, {t: p for t, p in prevs.items() if p is not None})
+
+    def split(job, res) -> Iterator[tuple[_Task, dict[str, Any]]]:
+        if isinstance(job, _Task):
+            yield job, res
+        else:
+            yield from zip(job.tasks, res, strict=True)
+
     if workers == 1 and executor is None:
-        for task in tasks:
-            yield task, _compute(task, previous(task), resolved)
+        for job in jobs:
+            fn = _compute if isinstance(job, _Task) else _compute_group
+            yield from split(job, fn(*args(job), resolved))
         return
     if engine is None:
         name = DEFAULT_ENGINE
@@ -303,11 +425,12 @@ def _results(
     carry = executor is not None  # the caller's workers may not see the store's files
     with task_pool(executor, workers, initializer=_worker_init) as pool:
         calls = (
-            (task, (task, previous(task), name, store.arrays(task.matrix_key) if carry else None))
-            for task in tasks
+            (job, (*args(job), name, store.arrays(job.matrix_key) if carry else None))
+            for job in jobs
         )
-        with contextlib.closing(pool.imap(_compute, calls)) as results:
-            yield from results
+        with contextlib.closing(pool.imap(_dispatch, calls)) as results:
+            for job, res in results:
+                yield from split(job, res)
 
 
 def run_brackets(
@@ -322,6 +445,7 @@ def run_brackets(
     progress: bool = True,
     matrix_keys: Sequence[str] | None = None,
     executor: cf.Executor | None = None,
+    device: str | None = None,
 ) -> BracketsSummary:
     """Compute (or extend) the profile of every (matrix, temperature) not yet stored.
 
@@ -356,6 +480,10 @@ def run_brackets(
     matrix_keys : sequence of str, optional
         Only these stored matrices (None = all); the study runner brackets real and
         synthetic matrices at different temperature grids.
+    device : str, optional
+        Where the engine's optimizers run (``"cuda"``; default the CPU). Candidates are
+        certified on the CPU in float64 either way; on a GPU the search may find other
+        witnesses than on the CPU (float32 rounding), so keep one device per store.
 
     Returns
     -------
@@ -376,6 +504,7 @@ def run_brackets(
                 progress,
                 matrix_keys,
                 executor,
+                device,
             )
     finally:
         if own:
@@ -418,8 +547,11 @@ def _run(
     progress: bool,
     matrix_keys: Sequence[str] | None = None,
     executor: cf.Executor | None = None,
+    device: str | None = None,
 ) -> BracketsSummary:
     workers = check_executor(executor, workers)
+    if device is not None:
+        device = str(check_device(device))
     resolved = _resolve_engine(engine)
     plan = {
         "temperatures": temperatures,
@@ -431,7 +563,14 @@ def _run(
     version = version or effort
     start = time.perf_counter()
     checked, failed = _stored_failures(st, version, temperatures, matrix_keys, resolved, progress)
-    tasks, done = plan_profiles(st, eps, recompute=failed, **plan)
+    current = _engine_name(resolved)
+    tasks, done = plan_profiles(st, eps, recompute=failed, engine=current, **plan)
+    if device is not None:
+        tasks = [dataclasses.replace(t, device=device) for t in tasks]
+    covered = {(t.matrix_key, t.temperature) for t in tasks} - set(failed)
+    stale = sum(
+        1 for kt, name in st.profile_engines(version).items() if name != current and kt in covered
+    )
     from tqdm.auto import tqdm
 
     computed = extended = 0
@@ -444,7 +583,7 @@ def _run(
         disable=not progress,
     )
     try:
-        results = _results(st, tasks, engine, resolved, workers, executor)
+        results = _results(st, tasks, engine, resolved, workers, executor, temperatures)
         with contextlib.closing(results):
             for task, res in results:
                 if (task.matrix_key, task.temperature) in committed:
@@ -458,7 +597,7 @@ def _run(
                     eps_grid=task.eps_grid,
                     profile=res["profile"],
                     brackets=res["brackets"],
-                    engine=_engine_name(resolved),
+                    engine=current,
                     elapsed_s=res["elapsed_s"],
                 )
                 if task.extend:
@@ -478,4 +617,5 @@ def _run(
         elapsed_s=time.perf_counter() - start,
         reverified=checked,
         dropped=len(failed),
+        stale=stale,
     )

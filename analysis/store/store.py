@@ -632,6 +632,14 @@ class Store:
         )
         return {(r[0], float(r[1])): (tuple(json.loads(r[2])), r[3]) for r in rows}
 
+    def profile_engines(self, version: str) -> dict[tuple[str, float], str]:
+        """``{(matrix key, temperature): engine}`` of every profile of ``version`` (the
+        engine name and version recorded with it, e.g. ``"analysis.brackets 4"``)."""
+        rows = self._conn.execute(
+            "SELECT matrix_key, temperature, engine FROM profiles WHERE version = ?", (version,)
+        )
+        return {(r[0], float(r[1])): r[2] for r in rows}
+
     def profiles(self, *, version: str | None = None) -> Iterator[ProfileRecord]:
         """Every stored profile (optionally of one version), in id order, as stored.
 

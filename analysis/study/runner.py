@@ -19,7 +19,7 @@ from analysis.study.power import DEFAULT_POWER_SIMULATIONS, power_stage
 from analysis.study.records import StageClock
 from analysis.study.results import bracket_table, feature_table, study_results
 from analysis.study.stages import bracket_stage, extract_stage, synthetic_stage
-from analysis.validation import ParameterError, check_int
+from analysis.validation import ParameterError, check_device, check_int
 
 __all__ = ["STAGES", "StudyRun", "run_study"]
 
@@ -70,6 +70,7 @@ def run_study(
     say: Callable[[str], None] | None = None,
     power_simulations: int = DEFAULT_POWER_SIMULATIONS,
     executor: Executor | None = None,
+    device: str | None = None,
 ) -> StudyRun:
     """Run a locked design from its sources to its report, resuming what is stored.
 
@@ -105,6 +106,9 @@ def run_study(
         :func:`analysis.executor.open_executor` (``--scheduler`` / ``--cluster``), or any
         other. Tasks carry arrays, never files or handles; this process commits each
         result as it completes, so the stored results, and a resumed run, are the same.
+    device : str, optional, keyword-only
+        Torch device for the bracket search's optimizers (``"cuda"``; default the CPU);
+        every witness is still certified on the CPU (:func:`analysis.store.run_brackets`).
 
     Returns
     -------
@@ -124,6 +128,8 @@ def run_study(
 
     say = say or print
     workers = check_executor(executor, workers)
+    if device is not None:
+        device = str(check_device(device))
     power_simulations = check_int("power_simulations", power_simulations, minimum=0)
     if stop_after is not None and stop_after not in STAGES:
         raise ParameterError("stop_after", f"one of {', '.join(STAGES)}", stop_after)
@@ -159,6 +165,7 @@ def run_study(
                     progress=progress,
                     say=say,
                     executor=executor,
+                    device=device,
                 )
         if stop_after not in ("extract", "brackets"):
             with _timed(clock, "descriptors"):

@@ -105,6 +105,7 @@ def bracket_stage(
     progress: bool,
     say: Callable[[str], None] = print,
     executor: Any = None,
+    device: str | None = None,
 ) -> int:
     """Profile real matrices at every design temperature, synthetic ones at t = 1.
 
@@ -121,14 +122,14 @@ def bracket_stage(
 
     Returns the number of profiles computed or extended.
     """
-    from analysis.store.run import reverify_note, run_brackets
+    from analysis.store.run import reverify_note, run_brackets, stale_note
 
     plan = study.plan
     if real_keys or synth_keys:
         # before the first bracket: from now on outcomes exist, and the lock they are
         # computed under can be neither reset nor amended in its core (prereg lock/amend)
         store.record_outcomes(lock_sha256=study.lock.sha256, design=study.design.path.name)
-    n = dropped = 0
+    n = dropped = stale = 0
     for keys, temps in ((real_keys, plan.temperatures), (synth_keys, (1.0,))):
         if keys:
             s = run_brackets(
@@ -141,10 +142,12 @@ def bracket_stage(
                 progress=progress,
                 matrix_keys=keys,
                 executor=executor,
+                device=device,
             )
             n += s.computed + s.extended
             dropped += s.dropped
-    note = reverify_note(dropped)
-    if note:
-        say(f"brackets: {note}")
+            stale += s.stale
+    for note in (reverify_note(dropped), stale_note(stale)):
+        if note:
+            say(f"brackets: {note}")
     return n

@@ -151,3 +151,17 @@ def test_bracket_resume_recomputes_a_tampered_checkpoint_line(stack, tmp_path, c
     assert "1 stored profile failed re-verification and was recomputed" in err
     assert [m["brackets"] for m in res["matrices"]] == [m["brackets"] for m in expected["matrices"]]
     assert not ck.exists() and out.is_file()
+
+
+def test_device_flag_runs_on_the_cpu_and_names_a_missing_gpu(stack, tmp_path, capsys):
+    import torch
+
+    _, cpu = run_bracket(stack, tmp_path, "--effort", "fast", "--device", "cpu")
+    _, default = run_bracket(stack, tmp_path, "--effort", "fast")
+    assert [m["brackets"] for m in cpu["matrices"]] == [m["brackets"] for m in default["matrices"]]
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the missing-device message cannot be checked")
+    rc = main(["bracket", str(stack), "--eps", "0.1", "--device", "cuda", "--quiet"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--device: expected" in err and "no CUDA device" in err

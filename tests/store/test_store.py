@@ -357,19 +357,26 @@ def test_real_engine_interrupted_run_resumes_identically(tmp_path):
 
     calls = []
 
-    def flaky(A, **kwargs):
-        if len(calls) == 3:
+    def flaky(As, temps, **kwargs):
+        # one call per matrix: its temperatures together, warm-started
+        if len(calls) == 2:
             raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-run
         calls.append(1)
-        return real.profile_matrix(A, **kwargs)
+        return real.profile_temperatures(As, temps, **kwargs)
 
-    shim = types.SimpleNamespace(profile_matrix=flaky, Profile=real.Profile)
+    shim = types.SimpleNamespace(
+        profile_matrix=real.profile_matrix,
+        profile_temperatures=flaky,
+        Profile=real.Profile,
+        __name__=real.__name__,
+        __version__=real.__version__,
+    )
     part = fill_store(tmp_path / "part", n_matrices=4)
     with pytest.raises(KeyboardInterrupt):
         run_brackets(part, (0.1, 0.2), engine=shim, **kw)
-    assert len(list(part.profiles())) == 3
+    assert len(list(part.profiles())) == 4  # two matrices, both temperatures each
     s = run_brackets(part, (0.1, 0.2), engine=real, **kw)
-    assert (s.computed, s.skipped) == (5, 3)
+    assert (s.computed, s.skipped) == (4, 4)
     assert without_timings(_snapshot(part)) == expected
     # every stored bracket re-checks: lo <= hi, and witnesses re-verify against A_t
     for p in part.profiles():
@@ -441,3 +448,53 @@ def test_tampered_stored_profiles_are_reverified_and_recomputed(tmp_path):
     s = run_brackets(st, (0.1, 0.2), **kw)  # nothing to do: everything re-verifies
     assert (s.reverified, s.dropped, s.computed, s.skipped) == (4, 0, 0, 4)
     st.close()
+
+
+def test_profiles_of_another_engine_version_are_recomputed_not_mixed(filled_store, engine):
+    import types
+
+    s = run_brackets(filled_store, (0.1,), temperatures=(1.0, 2.0), engine=engine, progress=False)
+    assert (s.computed, s.stale) == (12, 0)
+    newer = types.SimpleNamespace(
+        profile_matrix=engine.profile_matrix,
+        Profile=engine.Profile,
+        __name__=engine.__name__,
+        __version__="next",
+    )
+    engine.CALLS.clear()
+    kw = {"temperatures": (1.0, 2.0), "engine": newer, "progress": False}
+    s = run_brackets(filled_store, (0.1,), **kw)
+    assert (s.computed, s.extended, s.skipped, s.stale) == (12, 0, 0, 12)
+    assert not any(c["previous"] for c in engine.CALLS)  # from scratch, not extended
+    assert s.stale_note() == "12 stored profiles of another engine version were recomputed"
+    assert {p.engine for p in filled_store.profiles()} == {f"{engine.__name__} next"}
+    s = run_brackets(filled_store, (0.1,), **kw)
+    assert (s.computed, s.skipped, s.stale) == (0, 12, 0)
+
+
+def test_temperatures_added_later_are_what_a_fresh_run_stores(tmp_path):
+    """Real engine: a matrix's temperatures are searched side by side, as one task. A store
+    that had t = 1 alone and is then asked for (0.5, 1, 2) searches all three again and
+    commits the two new ones: they are what a run over all three at once stores."""
+    import analysis.brackets as real
+
+    kw = {"effort": "default", "progress": False, "engine": real}
+    one = fill_store(tmp_path / "one", n_matrices=3)
+    s = run_brackets(one, (0.1,), temperatures=(0.5, 1.0, 2.0), **kw)
+    assert s.computed == 9
+    expected = {(p.matrix_key, p.temperature): p.brackets for p in one.profiles()}
+    batch = {real.Profile.from_dict(p.profile_dict()).stats["batch"] for p in one.profiles()}
+    assert batch == {3}
+    one.close()
+    two = fill_store(tmp_path / "two", n_matrices=3)
+    run_brackets(two, (0.1,), temperatures=(1.0,), **kw)
+    s = run_brackets(two, (0.1,), temperatures=(0.5, 1.0, 2.0), **kw)
+    assert (s.computed, s.skipped) == (6, 3)
+    got = {(p.matrix_key, p.temperature): p.brackets for p in two.profiles()}
+    assert {k: v for k, v in got.items() if k[1] != 1.0} == {
+        k: v for k, v in expected.items() if k[1] != 1.0
+    }
+    for p in two.profiles():
+        prof = real.Profile.from_dict(p.profile_dict())
+        assert prof.reverify(two.arrays(p.matrix_key).at(p.temperature)) == []
+    two.close()
