@@ -342,11 +342,13 @@ def profile_temperatures(
     temps = [check_positive_finite("temperatures", t) for t in temperatures]
     if len(set(temps)) != len(temps):
         raise ParameterError("temperatures", "distinct values", list(temperatures))
-    n = 1 if isinstance(A, np.ndarray) and A.ndim == 2 else len(A)
-    if n != len(temps):
-        raise ParameterError("A", f"one matrix per temperature ({len(temps)})", f"{n} matrices")
+    mats = [A] if isinstance(A, np.ndarray) and A.ndim == 2 else list(A)
+    if len(mats) != len(temps):
+        raise ParameterError(
+            "A", f"one matrix per temperature ({len(temps)})", f"{len(mats)} matrices"
+        )
     profs = profile_matrices(
-        A,
+        mats,
         eps=eps,
         effort=effort,
         previous=previous,

@@ -162,7 +162,6 @@ def plan_profiles(
     version: str | None = None,
     matrix_keys: Sequence[str] | None = None,
     recompute: Collection[tuple[str, float]] = (),
-    engine: str | None = None,
 ) -> tuple[list[_Task], int]:
     """The profiles a run still has to compute or extend, and how many are already done.
 
@@ -171,9 +170,7 @@ def plan_profiles(
     ``matrix_keys`` restricts the plan to those matrices (None = every stored matrix).
     The stored profiles of the ``(matrix key, temperature)`` pairs in ``recompute`` (those
     that failed re-verification) are neither done nor extended: they are computed from
-    scratch, on the union of their stored grid and ``eps``. So are those recorded with an
-    engine other than ``engine`` (name and version, as stored; None accepts any): a new
-    search never extends, or sits beside, an old one's profiles.
+    scratch, on the union of their stored grid and ``eps``.
     """
     grid = tuple(sorted(set(check_eps_grid(eps))))
     temps = tuple(dict.fromkeys(check_positive_finite("temperatures", t) for t in temperatures))
@@ -199,8 +196,6 @@ def plan_profiles(
             raise ParameterError("matrix_keys", "keys of stored matrices", sorted(unknown)[:3])
         records = [r for r in records if r.key in wanted]
     redo = {(k, float(t)) for k, t in recompute}
-    if engine is not None:
-        redo |= {kt for kt, name in store.profile_engines(version).items() if name != engine}
     tasks, done = [], 0
     for rec in records:
         for t in temps:
@@ -409,8 +404,7 @@ def _results(
 
     if workers == 1 and executor is None:
         for job in jobs:
-            fn = _compute if isinstance(job, _Task) else _compute_group
-            yield from split(job, fn(*args(job), resolved))
+            yield from split(job, _dispatch(*args(job), resolved))
         return
     if engine is None:
         name = DEFAULT_ENGINE
@@ -563,14 +557,15 @@ def _run(
     version = version or effort
     start = time.perf_counter()
     checked, failed = _stored_failures(st, version, temperatures, matrix_keys, resolved, progress)
+    # A profile of another engine version is recomputed from scratch, like a failed one:
+    # a new search never extends, or sits beside, an old one's profiles.
     current = _engine_name(resolved)
-    tasks, done = plan_profiles(st, eps, recompute=failed, engine=current, **plan)
+    old = {kt for kt, name in st.profile_engines(version).items() if name != current}
+    old -= set(failed)
+    tasks, done = plan_profiles(st, eps, recompute=old | set(failed), **plan)
     if device is not None:
         tasks = [dataclasses.replace(t, device=device) for t in tasks]
-    covered = {(t.matrix_key, t.temperature) for t in tasks} - set(failed)
-    stale = sum(
-        1 for kt, name in st.profile_engines(version).items() if name != current and kt in covered
-    )
+    stale = sum(1 for t in tasks if (t.matrix_key, t.temperature) in old)
     from tqdm.auto import tqdm
 
     computed = extended = 0
