@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.attention import fixed_torch_threads
 from analysis.executor import task_pool
 from analysis.study.core import Study, load_plugins
 from analysis.study.plan import StudyPlan
@@ -139,10 +140,13 @@ def descriptor_stage(
     ]
     try:
         if executor is None and (workers == 1 or len(args) <= 1):
-            _describe_worker_init(plan.plugins, str(paths.root))
-            for a in args:
-                describe_task(*a)
-                bar.update(1)
+            # In this process: one torch thread for the stage only, restored after it (a
+            # later extraction in the same process runs with the caller's thread count).
+            load_plugins(plan.plugins, str(paths.root))
+            with fixed_torch_threads(1):
+                for a in args:
+                    describe_task(*a)
+                    bar.update(1)
         else:
             init = (tuple(plan.plugins), str(paths.root))
             with task_pool(
