@@ -7,6 +7,14 @@ screen and which columns are diagnostics are arguments (in a study, the descript
 registry supplies them).
 """
 
+from analysis.compare.bycheckpoint import (
+    BY_CHECKPOINT_COLUMNS,
+    PREDICTION_COLUMNS,
+    CheckpointEffects,
+    checkpoint_seed,
+    effects_by_checkpoint,
+    held_out_predictions,
+)
 from analysis.compare.covariates import (
     Calibration,
     PreparedCovariates,
@@ -43,20 +51,25 @@ from analysis.compare.nested import (
 
 __all__ = [
     "BOOTSTRAPS",
+    "BY_CHECKPOINT_COLUMNS",
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",
     "Calibration",
+    "CheckpointEffects",
     "ComparisonResult",
     "FittedModel",
     "FoldExtrapolationWarning",
     "HeadLevelResult",
     "IntervalRegression",
+    "PREDICTION_COLUMNS",
     "PreparedCovariates",
     "QuestionSkippedWarning",
     "check_nested",
+    "checkpoint_seed",
     "cluster_bootstrap_effect",
     "compare_nested",
+    "effects_by_checkpoint",
     "fit_estimator",
     "fit_interval",
     "fit_ols",
@@ -64,6 +77,7 @@ __all__ = [
     "head_folds",
     "head_level_analysis",
     "head_level_folds",
+    "held_out_predictions",
     "interval_loglik",
     "interval_sq_loss",
     "prepare_covariates",

@@ -176,6 +176,12 @@ class Design:
     def sensitivity_pairs(self) -> tuple[tuple[str, str], ...]:
         return tuple((a, b) for a, b in self.data["inference"].get("sensitivity_pairs", []))
 
+    @property
+    def by_checkpoint(self) -> bool:
+        """``[inference] by_checkpoint``: the secondary by-checkpoint effects are computed
+        after the confirmatory comparison (default False)."""
+        return bool(self.data["inference"].get("by_checkpoint", False))
+
     def population(self) -> list[str]:
         return population(self.data)
 
@@ -486,6 +492,9 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     boot = inf.get("bootstrap", "cluster")
     if boot not in BOOTSTRAP_METHODS:
         raise ParameterError("inference.bootstrap", " or ".join(BOOTSTRAP_METHODS), boot)
+    by_ck = inf.get("by_checkpoint", False)
+    if not isinstance(by_ck, bool):
+        raise ParameterError("inference.by_checkpoint", "true or false", by_ck)
     if inf.get("cluster", "head") != "head":
         raise ParameterError("inference.cluster", "head", inf.get("cluster"))
     fam = _need(inf, "family", "inference.")

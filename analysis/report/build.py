@@ -11,7 +11,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from analysis.atomic import atomic_write
-from analysis.report.figures import FIGURES, FORMATS, save_figure
+from analysis.report.figures import FORMATS, figures_for, save_figure
 from analysis.report.markdown import render_report
 from analysis.report.provenance import write_json
 from analysis.report.results import StudyResults
@@ -134,7 +134,8 @@ def build_report(
     (out_dir / "figures").mkdir(parents=True, exist_ok=True)
 
     tables = build_tables(results)
-    steps = len(tables) + len(FIGURES) + 2
+    figures = figures_for(results)
+    steps = len(tables) + len(figures) + 2
     bar = tqdm(total=steps, desc="report", disable=not progress, leave=False)
     table_files: dict[str, dict[str, Path]] = {}
     for t in tables:
@@ -158,7 +159,7 @@ def build_report(
     figure_files: dict[str, dict[str, Path]] = {}
     figure_caps: dict[str, tuple[Path, Path | None, str]] = {}
     skipped: dict[str, str] = {}
-    for name, (func, caption) in FIGURES.items():
+    for name, (func, caption) in figures.items():
         fig = func(results)
         if fig is None:
             skipped[name] = "nothing to draw"

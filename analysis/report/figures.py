@@ -40,13 +40,17 @@ from analysis.report.tables import hypotheses, real_cells, synthetic_cells
 from analysis.validation import ParameterError
 
 __all__ = [
+    "BY_CHECKPOINT_FIGURES",
     "DESCRIPTOR_FEATURES",
     "FIGURES",
     "FORMATS",
     "bracket_width",
+    "bracket_width_by_family",
     "build_figures",
     "descriptors_vs_midpoint",
+    "figures_for",
     "forest",
+    "predicted_vs_bracket",
     "rank_vs_eps",
     "rank_vs_temperature",
     "save_figure",
@@ -313,16 +317,39 @@ def _ratio_ticks(ax, top: float) -> None:
     ax.yaxis.set_minor_locator(mpl.ticker.NullLocator())
 
 
-def bracket_width(results: StudyResults) -> Figure | None:
-    """Distribution of hi / lo by eps and temperature, a panel per (checkpoint, length)."""
-    df = real_cells(results)
-    df = df[df["lo"] > 0].copy()
-    n_zero = int((real_cells(results)["lo"] <= 0).sum())
-    if df.empty:
-        return None
+def _width_cells(results: StudyResults) -> tuple[pd.DataFrame, int]:
+    """Real cells with ``lo > 0`` and their ``ratio = hi / lo``; the count left out."""
+    real = real_cells(results)
+    df = real[real["lo"] > 0].copy()
     df["ratio"] = df["hi"].astype(float) / df["lo"].astype(float)
     df["eps_label"] = df["eps"].map(lambda v: f"{v:g}")
     df["t_label"] = df["temperature"].map(lambda v: f"{v:g}")
+    return df, int((real["lo"] <= 0).sum())
+
+
+def _width_boxes(ax, data: pd.DataFrame, *, x: str, order, hue: str, hue_order, palette) -> None:
+    """Boxes of hi / lo on a log2 axis, one per (x, hue), closed shares written under x."""
+    with warnings.catch_warnings():  # seaborn 0.13 passes bxp(vert=...) to mpl 3.11
+        warnings.simplefilter("ignore", mpl.MatplotlibDeprecationWarning)
+        sns.boxplot(
+            data=data, x=x, y="ratio", hue=hue, order=order, hue_order=hue_order,
+            palette=palette, ax=ax, log_scale=2, fliersize=2, linewidth=0.8, legend=False,
+        )  # fmt: skip
+    ax.set_ylim(bottom=0.9)
+    closed = data.groupby(x)["closed"].mean().reindex(order)
+    pooled = f" (all {hue.split('_')[0]})" if len(hue_order) > 1 else ""
+    for i, share in enumerate(closed):
+        ax.annotate(
+            f"closed {share:.0%}{pooled}", (i, 1.0), xytext=(0, -11), textcoords="offset points",
+            ha="center", va="top", fontsize="x-small", color="0.3", annotation_clip=False,
+        )  # fmt: skip
+
+
+def bracket_width(results: StudyResults) -> Figure | None:
+    """Distribution of hi / lo by eps and temperature, a panel per (checkpoint, length)."""
+    df, n_zero = _width_cells(results)
+    if df.empty:
+        return None
     eps_order = [f"{v:g}" for v in sorted(df["eps"].unique())]
     t_order = [f"{v:g}" for v in sorted(df["temperature"].unique())]
     pal = dict(zip(t_order, _seq_palette(df["temperature"], "viridis").values(), strict=True))
@@ -332,30 +359,66 @@ def bracket_width(results: StudyResults) -> Figure | None:
         fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
         for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
             sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
-            with warnings.catch_warnings():  # seaborn 0.13 passes bxp(vert=...) to mpl 3.11
-                warnings.simplefilter("ignore", mpl.MatplotlibDeprecationWarning)
-                sns.boxplot(
-                    data=sub, x="eps_label", y="ratio", hue="t_label", order=eps_order,
-                    hue_order=t_order, palette=pal, ax=ax, log_scale=2, fliersize=2,
-                    linewidth=0.8, legend=False,
-                )  # fmt: skip
+            _width_boxes(
+                ax, sub, x="eps_label", order=eps_order, hue="t_label", hue_order=t_order,
+                palette=pal,
+            )  # fmt: skip
             _ratio_ticks(ax, float(df["ratio"].max()))
-            ax.set_ylim(bottom=0.9)
             ax.set_xlabel(r"tolerance $\varepsilon$")
             ax.set_ylabel("hi / lo (log$_2$ scale)" if k % ncols == 0 else "")
-            closed = sub.groupby("eps_label")["closed"].mean().reindex(eps_order)
-            for i, share in enumerate(closed):
-                ax.annotate(
-                    f"closed {share:.0%}" + (" (all t)" if len(t_order) > 1 else ""), (i, 1.0), xytext=(0, -11), textcoords="offset points",
-                    ha="center", va="top", fontsize="x-small", color="0.3",
-                    annotation_clip=False,
-                )  # fmt: skip
             ax.set_title(_panel_title(sub, *ck), fontsize="medium")
         handles = [Patch(color=pal[t], label=f"temperature t = {t}") for t in t_order]
         fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
         fig.suptitle("Width of the certified brackets (real heads)")
         note = f"{n_zero} cell(s) with lo = 0 left out (hi / lo undefined)." if n_zero else ""
         _footnote(fig, ["hi / lo = 1 is a closed bracket (lo = hi); 2 means hi is twice lo.", note])
+    return fig
+
+
+def _short(checkpoint: str) -> str:
+    """The checkpoint's name without its namespace (``all-MiniLM-L6-v2``)."""
+    return str(checkpoint).rsplit("/", 1)[-1]
+
+
+def bracket_width_by_family(results: StudyResults) -> Figure | None:
+    """hi / lo side by side for every checkpoint and length N, a colour per eps.
+
+    The families compared on one axis (temperatures pooled): one group of boxes per
+    (checkpoint, N), ordered by checkpoint then N. Drawn only when the design asks for
+    the by-checkpoint effects (:data:`BY_CHECKPOINT_FIGURES`).
+    """
+    df, n_zero = _width_cells(results)
+    if df.empty:
+        return None
+    groups = sorted(df.groupby(["checkpoint", "length"]).groups)
+    label = {g: f"{_short(g[0])}\nN = {int(g[1])}" for g in groups}
+    df["group"] = [label[(c, n)] for c, n in zip(df["checkpoint"], df["length"], strict=True)]
+    order = [label[g] for g in groups]
+    eps_order = [f"{v:g}" for v in sorted(df["eps"].unique())]
+    pal = dict(zip(eps_order, _seq_palette(df["eps"], "flare").values(), strict=True))
+    with _style():
+        fig = Figure(
+            figsize=(max(PANEL_W, 1.1 * len(order) + 1.0) + LEGEND_W, PANEL_H + 0.6),
+            layout="constrained",
+        )
+        ax = fig.subplots()
+        _width_boxes(
+            ax, df, x="group", order=order, hue="eps_label", hue_order=eps_order, palette=pal
+        )
+        _ratio_ticks(ax, float(df["ratio"].max()))
+        ax.set_xlabel("checkpoint and length N")
+        ax.set_ylabel("hi / lo (log$_2$ scale)")
+        handles = [Patch(color=pal[e], label=rf"$\varepsilon$ = {e}") for e in eps_order]
+        fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+        fig.suptitle("Width of the certified brackets by checkpoint and length (real heads)")
+        heads = df.groupby("checkpoint")["head_id"].nunique()
+        notes = [
+            "Temperatures pooled; hi / lo = 1 is a closed bracket. Heads: "
+            + ", ".join(f"{_short(c)} {int(n)}" for c, n in heads.items())
+            + ".",
+            f"{n_zero} cell(s) with lo = 0 left out (hi / lo undefined)." if n_zero else "",
+        ]
+        _footnote(fig, notes)
     return fig
 
 
@@ -432,13 +495,24 @@ def descriptors_vs_midpoint(
     return fig
 
 
+def _by_checkpoint_rows(results: StudyResults) -> pd.DataFrame | None:
+    """The stored by-checkpoint effects when the design asks for them, else None."""
+    bc = results.by_checkpoint
+    if not results.by_checkpoint_asked or bc is None or bc.empty:
+        return None
+    return bc
+
+
 def forest(results: StudyResults) -> Figure | None:
     """Effects with 95% CIs per pair and metric; Holm decision marked; family vs sensitivity.
 
     The interval estimator (confirmatory) is drawn with circles; the OLS sensitivity
     refit, where present, with grey squares just below. Filled = adds information by the
     pre-specified rule; open = does not; a cross = a fit did not converge (``status``
-    "fit failed"): drawn for completeness, not a result, and its label says so.
+    "fit failed"): drawn for completeness, not a result, and its label says so. When the
+    design asks for the by-checkpoint effects and they are stored, each pair's rows are
+    followed by one row per checkpoint (small diamonds, a colour per checkpoint): the same
+    fits' effect on that checkpoint's held-out cells with its CI, secondary, no decision.
     """
     frames = []
     if results.comparison is not None:
@@ -460,7 +534,22 @@ def forest(results: StudyResults) -> Figure | None:
     ordered += [p for p in pairs if p in family and p not in ordered]
     sens = [p for p in pairs if p not in family]
     rows = ordered + sens
-    ypos = {p: i + (0.6 if p in sens else 0.0) for i, p in enumerate(rows)}
+    bc = _by_checkpoint_rows(results)
+    cks = [] if bc is None else sorted(bc["checkpoint"].astype(str).unique())
+    ck_pal = dict(zip(cks, sns.color_palette("colorblind", max(len(cks), 1)), strict=False))
+    step = 0.3  # between a pair's checkpoint rows
+    block = 1.0 + step * len(cks)  # one pair: its overall rows, then its checkpoints
+    ypos: dict[str, float] = {}
+    y = 0.0
+    for p in rows:
+        if p in sens and not any(q in sens for q in ypos):
+            y += 0.6
+        ypos[p] = y
+        y += block
+
+    def ck_y(pair: str, k: int) -> float:
+        return ypos[pair] + 0.22 + step * (k + 1)
+
     labels = {}
     for p in rows:
         h = hyp.get(p)
@@ -484,7 +573,8 @@ def forest(results: StudyResults) -> Figure | None:
     }
     with _style():
         fig = Figure(
-            figsize=(3.6 * len(metrics) + 1.2, 0.75 * len(rows) + 1.8), layout="constrained"
+            figsize=(3.6 * len(metrics) + 1.2, 0.75 * len(rows) * block + 1.8),
+            layout="constrained",
         )
         axes = np.atleast_1d(fig.subplots(1, len(metrics), sharey=True, squeeze=False)).ravel()
         for ax, met in zip(axes, metrics, strict=True):
@@ -499,10 +589,23 @@ def forest(results: StudyResults) -> Figure | None:
                         ms=7, color=color,
                         mfc=color if r.adds_information else "white", mew=1.5, ls="none",
                     )  # fmt: skip
+            if bc is not None:
+                for r in bc[bc["metric"] == met].itertuples(index=False):
+                    if r.pair not in ypos:
+                        continue
+                    yk, color = (
+                        ck_y(r.pair, cks.index(str(r.checkpoint))),
+                        ck_pal[str(r.checkpoint)],
+                    )
+                    ax.hlines(yk, r.ci_low, r.ci_high, color=color, lw=1.1)
+                    ax.plot(
+                        [r.effect], [yk], marker="X" if r.status == FIT_FAILED else "D", ms=4.5,
+                        color=color, ls="none",
+                    )  # fmt: skip
             ax.axvline(0.0, color="0.2", ls="--", lw=0.9)
             ax.grid(axis="y", visible=False)
             if sens:
-                ax.axhline(len(ordered) - 0.2, color="0.6", lw=0.8)
+                ax.axhline(ypos[sens[0]] - 0.8, color="0.6", lw=0.8)
             ax.set_title(
                 metric_names.get(met, met) + ("\nPRIMARY" if met == primary else ""),
                 fontsize="medium",
@@ -510,10 +613,15 @@ def forest(results: StudyResults) -> Figure | None:
             ax.set_xlabel("effect with 95% cluster-bootstrap CI")
             ax.margins(x=0.15)
         ax0 = axes[0]
-        ax0.set_yticks([ypos[p] + 0.11 for p in rows], [labels[p] for p in rows])
-        ax0.set_ylim(max(ypos.values()) + 0.8, -0.6)
-        for tick, p in zip(ax0.get_yticklabels(), rows, strict=True):
-            if p in sens:
+        ticks = [(ypos[p] + 0.11, labels[p], p, None) for p in rows]
+        ticks += [(ck_y(p, k), _short(c), p, c) for p in rows for k, c in enumerate(cks)]
+        ax0.set_yticks([t[0] for t in ticks], [t[1] for t in ticks])
+        ax0.set_ylim(max(ypos.values()) + 0.8 + step * len(cks), -0.6)
+        for tick, (_, _, p, c) in zip(ax0.get_yticklabels(), ticks, strict=True):
+            if c is not None:
+                tick.set_color(ck_pal[c])
+                tick.set_fontsize("x-small")
+            elif p in sens:
                 tick.set_color("0.35")
                 tick.set_style("italic")
         handles = []
@@ -524,6 +632,11 @@ def forest(results: StudyResults) -> Figure | None:
             Line2D([], [], marker="o", color="0.2", ls="none", label="filled: adds information"),
             Line2D([], [], marker="o", color="0.2", mfc="white", ls="none", label="open: does not"),
         ]
+        if cks:
+            handles.append(
+                Line2D([], [], marker="D", color="0.4", ms=4.5, ls="-", lw=1.1,
+                       label="by checkpoint (secondary, no decision)")
+            )  # fmt: skip
         if failed.any():
             handles.append(
                 Line2D([], [], marker="X", color="0.2", mfc="white", ls="none",
@@ -532,10 +645,97 @@ def forest(results: StudyResults) -> Figure | None:
         fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False,
                    fontsize="small")  # fmt: skip
         fig.suptitle(
-            "Nested comparisons on held-out heads (Holm family above the line; "
-            "sensitivity pairs below, unadjusted)"
-            if sens
-            else "Nested comparisons on held-out heads (Holm family)"
+            (
+                "Nested comparisons on held-out heads (Holm family above the line; "
+                "sensitivity pairs below, unadjusted)"
+                if sens
+                else "Nested comparisons on held-out heads (Holm family)"
+            )
+            + (
+                "\nunder each pair: its effect within each checkpoint (secondary, outside "
+                "the Holm family)"
+                if cks
+                else ""
+            )
+        )
+    return fig
+
+
+def predicted_vs_bracket(results: StudyResults) -> Figure | None:
+    """Held-out predictions against the certified brackets, a panel per checkpoint.
+
+    Rows: the base and the rich model of the first pair of the Holm family (H1's M0 and
+    M1 in the shipped designs), as fitted once on all training cells; columns: the
+    checkpoints. Each held-out cell is a vertical segment [log2 lo, log2 hi] at its
+    predicted log2 r, coloured by eps; it crosses the diagonal y = x when the prediction
+    lies inside the bracket (interval squared loss 0). Drawn only when the design asks
+    for the by-checkpoint effects and the held-out predictions are stored.
+    """
+    pred = results.held_out_predictions
+    if not results.by_checkpoint_asked or pred is None or pred.empty:
+        return None
+    fam = (results.design.get("inference", {}) or {}).get("family", []) or []
+    if not fam:
+        return None
+    base, rich = str(fam[0][0]), str(fam[0][1])
+    hyp = {h["pair"]: h["id"] for h in hypotheses(results.design)}.get(f"{base}<{rich}", "")
+    models = [m for m in (base, rich) if m in set(pred["model"])]
+    if not models:
+        return None
+    df = pred[pred["model"].isin(models)].copy()
+    df = df.merge(results.brackets[["cell_key", "eps"]], on="cell_key", how="left")
+    df["checkpoint"] = df["checkpoint"].astype(str)
+    lower = df["y_lower"].astype(float)
+    n_inf = int(df.loc[~np.isfinite(lower), "cell_key"].nunique())
+    df["y_lo_plot"] = lower.where(np.isfinite(lower), 0.0)  # lo = 0 drawn at lo = 1
+    df["inside"] = (df["y_hat"] >= lower) & (df["y_hat"] <= df["y_upper"])
+    cks = sorted(df["checkpoint"].unique())
+    eps_vals = sorted(df["eps"].dropna().unique())
+    pal = _seq_palette(eps_vals, "flare") if eps_vals else {}
+    ends = np.concatenate([df["y_hat"], df["y_lo_plot"], df["y_upper"]]).astype(float)
+    ends = ends[np.isfinite(ends)]
+    lim = (float(ends.min()) - 0.3, float(ends.max()) + 0.3)
+    role = {base: "base", rich: "rich"}
+    with _style():
+        fig = Figure(
+            figsize=(PANEL_W * len(cks) + LEGEND_W, PANEL_H * len(models) + 0.4),
+            layout="constrained",
+        )
+        axes = fig.subplots(len(models), len(cks), squeeze=False, sharex=True, sharey=True)
+        for i, m in enumerate(models):
+            for j, ck in enumerate(cks):
+                ax = axes[i, j]
+                sub = df[(df["model"] == m) & (df["checkpoint"] == ck)]
+                ax.axline((0.0, 0.0), slope=1.0, color="0.2", ls="--", lw=0.9)
+                for e, g in sub.groupby("eps", dropna=False):
+                    ax.vlines(
+                        g["y_hat"], g["y_lo_plot"], g["y_upper"], color=pal.get(e, "0.4"),
+                        alpha=0.5, lw=1.0,
+                    )  # fmt: skip
+                ax.set_xlim(*lim)
+                ax.set_ylim(*lim)
+                heads = sub["cluster"].nunique()
+                ax.set_title(
+                    f"{_short(ck)}: {m} ({role[m]}{' of ' + hyp if hyp else ''})\n"
+                    f"{heads} held-out heads, {len(sub)} cells; inside {sub['inside'].mean():.0%}",
+                    fontsize="medium",
+                )
+                if i == len(models) - 1:
+                    ax.set_xlabel(r"predicted $\log_2 r_\varepsilon$")
+                if j == 0:
+                    ax.set_ylabel(r"certified bracket [$\log_2$ lo, $\log_2$ hi]")
+        handles = [
+            Line2D([], [], color=c, lw=1.5, label=rf"$\varepsilon$ = {e:g}") for e, c in pal.items()
+        ] + [Line2D([], [], color="0.2", ls="--", lw=0.9, label="y = x")]
+        fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
+        fig.suptitle("Held-out cells: predicted rank against the certified bracket, by checkpoint")
+        _footnote(
+            fig,
+            [
+                "Fits on all training cells (no refit per checkpoint); inside = share of "
+                "cells whose prediction lies in its bracket (interval squared loss 0).",
+                f"{n_inf} cell(s) with lo = 0 drawn from log2 lo = 0." if n_inf else "",
+            ],
         )
     return fig
 
@@ -616,6 +816,32 @@ FIGURES = {
 }
 
 
+#: name -> (function, caption), drawn only when the design asks for the by-checkpoint
+#: effects (``[inference] by_checkpoint = true``); never listed as "not drawn" otherwise.
+BY_CHECKPOINT_FIGURES = {
+    "bracket_width_by_family": (
+        bracket_width_by_family,
+        "Width of the certified brackets (hi / lo) side by side for every checkpoint and "
+        "length N, one colour per eps (temperatures pooled).",
+    ),
+    "predicted_vs_bracket": (
+        predicted_vs_bracket,
+        "Held-out cells of each checkpoint: the predicted log2 rank of the first Holm "
+        "pair's base and rich models (fitted once on all training cells) against the "
+        "certified bracket, from log2 lo to log2 hi; the dashed line is y = x.",
+    ),
+}
+
+
+def figures_for(results: StudyResults) -> dict[str, tuple[Callable[[StudyResults], Any], str]]:
+    """The figures a report of ``results`` draws: :data:`FIGURES`, then
+    :data:`BY_CHECKPOINT_FIGURES` when the design asks for the by-checkpoint effects."""
+    out = dict(FIGURES)
+    if results.by_checkpoint_asked:
+        out.update(BY_CHECKPOINT_FIGURES)
+    return out
+
+
 FORMATS: tuple[str, ...] = ("png", "pdf")
 
 
@@ -650,9 +876,9 @@ def save_figure(
 
 
 def build_figures(results: StudyResults) -> dict[str, Figure]:
-    """Every figure with something to draw, by name (see :data:`FIGURES`)."""
+    """Every figure with something to draw, by name (see :func:`figures_for`)."""
     out = {}
-    for name, (func, _) in FIGURES.items():
+    for name, (func, _) in figures_for(results).items():
         fig = func(results)
         if fig is not None:
             out[name] = fig

@@ -2,9 +2,10 @@
 
 Sections: what was pre-specified (hypotheses with the simulated power of each decision and
 its minimum detectable effect, models, outcome, metric, decision rule, held-out heads), the
-data, the brackets, the confirmatory comparisons with one sentence per hypothesis, the
-simulated size, power and MDE of each decision, the sensitivity refits, the head-level analysis, the descriptors, the
-exploratory synthetic families, and the provenance block. Every number is read from the
+data, the brackets, the confirmatory comparisons with one sentence per hypothesis (and,
+when the design asks for them, the secondary effects by checkpoint), the simulated size,
+power and MDE of each decision, the sensitivity refits, the head-level analysis, the
+descriptors, the exploratory synthetic families, and the provenance block. Every number is read from the
 :class:`~analysis.report.results.StudyResults`; sentences only restate them.
 """
 
@@ -280,6 +281,71 @@ def _embed(table: Table, files: Mapping[str, Path], out_dir: Path) -> list[str]:
     return lines
 
 
+#: Columns of the by-checkpoint rows embedded per hypothesis in report.md.
+BY_CHECKPOINT_SHOWN = (
+    "checkpoint",
+    "held_out_heads",
+    "held_out_cells",
+    "effect",
+    "ci_low",
+    "ci_high",
+    "p_one_sided",
+)
+
+
+def _by_checkpoint_section(
+    results: StudyResults,
+    tab: Mapping[str, Table],
+    table_files: Mapping[str, Mapping[str, Path]],
+    out_dir: Path,
+) -> list[str]:
+    """ "Effects by checkpoint": the primary metric's rows, one small table per hypothesis."""
+    L = ["### Effects by checkpoint (secondary, outside the Holm family)", ""]
+    if "by_checkpoint" not in tab:
+        why = results.skipped.get(
+            "by_checkpoint",
+            "the stored comparison has none (re-run `attnrank run` to compute them)"
+            if results.comparison is not None
+            else "the comparison has not run",
+        )
+        return L + [f"The by-checkpoint effects have not been computed: {why}.", ""]
+    inf = results.design.get("inference", {}) or {}
+    primary = (results.design.get("metrics", {}) or {}).get("primary", "interval_sq_loss")
+    frame = tab["by_checkpoint"].frame
+    seed = format_value(inf.get("seed"))
+    L += [
+        "Pre-specified as a secondary analysis (`[inference] by_checkpoint = true`): each "
+        f"pair's effect on the {METRIC_NAMES.get(primary, primary)} restricted to one "
+        "checkpoint's held-out cells, with the same models as above (fitted once on all "
+        "training cells, never refitted per checkpoint), a 95% percentile cluster-bootstrap "
+        "CI over that checkpoint's held-out heads (B = "
+        f"{format_value(inf.get('bootstrap_replicates'))}; pair i, checkpoint j drawn from "
+        f"`SeedSequence({seed}, spawn_key=(1, i, j))`) and an unadjusted one-sided p. No "
+        "decision is taken from these rows and they are not in the Holm family.",
+        "",
+    ]
+    files = table_files["by_checkpoint"]
+    links = ", ".join(
+        f"[{ext.upper()}]({Path(p).relative_to(out_dir).as_posix()})" for ext, p in files.items()
+    )
+    L += [f"*Table: {tab['by_checkpoint'].title}* (every metric: {links}).", ""]
+    sub = frame[frame["metric"] == primary]
+    for pair in dict.fromkeys(sub["pair"]):
+        rows = sub[sub["pair"] == pair]
+        r0 = rows.iloc[0]
+        failed = (rows["status"] == FIT_FAILED).any()
+        L += [
+            f"**{r0['hypothesis']}** ({pair}"
+            + (f", {r0['kind']}" if r0["kind"] else "")
+            + ")"
+            + (": a fit failed, so these rows are no result." if failed else ""),
+            "",
+            markdown_table(rows.loc[:, list(BY_CHECKPOINT_SHOWN)].reset_index(drop=True)),
+            "",
+        ]
+    return L
+
+
 def _compact_comparison(frame: pd.DataFrame) -> pd.DataFrame:
     cols = [
         "hypothesis",
@@ -550,7 +616,8 @@ def render_report(
         ]
         L += table("brackets")
         L += table("brackets_temperature")
-        L += figure("rank_vs_eps") + figure("bracket_width") + figure("rank_vs_temperature")
+        L += figure("rank_vs_eps") + figure("bracket_width") + figure("bracket_width_by_family")
+        L += figure("rank_vs_temperature")
 
     # -- comparisons ---------------------------------------------------------------
     L += ["## Nested comparisons (confirmatory)", ""]
@@ -569,6 +636,9 @@ def render_report(
     if "comparisons" in tab:
         L += table("comparisons", _compact_comparison(tab["comparisons"].frame))
     L += figure("forest")
+    if results.by_checkpoint_asked:
+        L += _by_checkpoint_section(results, tab, table_files, out_dir)
+        L += figure("predicted_vs_bracket")
     L += _power_section(results)
     L += table("power")
 

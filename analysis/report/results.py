@@ -98,6 +98,16 @@ class StudyResults:
         ``size_boundary`` (each ``{"rate", "ci_low", "ci_high", "share", ...}``),
         ``boundary_share``, ``mde``, ``mde_low``, ``mde_high`` -- and ``skipped``), or
         ``{"skipped": reason}`` when it was not simulated; empty when not recorded.
+    by_checkpoint : pandas.DataFrame or None
+        Optional: the secondary by-checkpoint effects
+        (``analysis.compare.CheckpointEffects.to_frame()``, columns
+        ``analysis.compare.BY_CHECKPOINT_COLUMNS``: one row per pair, metric and
+        checkpoint), computed when the design sets ``[inference] by_checkpoint = true``;
+        None otherwise or before the comparison has run.
+    held_out_predictions : pandas.DataFrame or None
+        Optional, with ``by_checkpoint``: every held-out cell's prediction by every
+        fitted model (``analysis.compare.PREDICTION_COLUMNS``: ``cell_key``,
+        ``cluster``, ``checkpoint``, ``model``, ``y_hat``, ``y_lower``, ``y_upper``).
     """
 
     study: str
@@ -115,3 +125,11 @@ class StudyResults:
     head_level_meta: dict[str, Any] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     power: dict[str, Any] = field(default_factory=dict)
+    by_checkpoint: pd.DataFrame | None = None
+    held_out_predictions: pd.DataFrame | None = None
+
+    @property
+    def by_checkpoint_asked(self) -> bool:
+        """Whether the design asks for the by-checkpoint effects
+        (``[inference] by_checkpoint = true``)."""
+        return bool((self.design.get("inference", {}) or {}).get("by_checkpoint", False))

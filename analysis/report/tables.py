@@ -41,8 +41,10 @@ __all__ = [
     "PER_R",
     "Table",
     "bracket_table",
+    "BY_CHECKPOINT_TABLE_COLUMNS",
     "bracket_temperature_table",
     "build_tables",
+    "by_checkpoint_table",
     "comparison_table",
     "data_table",
     "descriptor_table",
@@ -105,7 +107,14 @@ def check_results(results: Any) -> StudyResults:
         len(results.features.columns) and "cell_key" not in results.features.columns
     ):
         raise ParameterError("results.features", "a DataFrame with a cell_key column", "other")
-    for name in ("comparison", "comparison_ols", "head_level", "lr_tests"):
+    for name in (
+        "comparison",
+        "comparison_ols",
+        "head_level",
+        "lr_tests",
+        "by_checkpoint",
+        "held_out_predictions",
+    ):
         value = getattr(results, name)
         if value is not None and not isinstance(value, pd.DataFrame):
             raise ParameterError(f"results.{name}", "a DataFrame or None", type(value).__name__)
@@ -331,6 +340,51 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
     return out.reset_index(drop=True)
 
 
+#: Columns of :func:`by_checkpoint_table`, in order.
+BY_CHECKPOINT_TABLE_COLUMNS: tuple[str, ...] = (
+    "hypothesis",
+    "kind",
+    "pair",
+    "metric",
+    "checkpoint",
+    "held_out_heads",
+    "held_out_cells",
+    "base_value",
+    "rich_value",
+    "effect",
+    "ci_low",
+    "ci_high",
+    "p_one_sided",
+    "status",
+)
+
+
+def by_checkpoint_table(results: StudyResults) -> pd.DataFrame | None:
+    """The secondary by-checkpoint effects, or None when the design does not ask for them.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        Columns :data:`BY_CHECKPOINT_TABLE_COLUMNS`, copied from
+        ``results.by_checkpoint`` (``kind`` from the design), ordered by metric (primary
+        first), hypothesis order, then checkpoint. None unless the design sets
+        ``[inference] by_checkpoint = true`` and the effects are stored.
+    """
+    bc = results.by_checkpoint
+    if not results.by_checkpoint_asked or bc is None:
+        return None
+    hyp = {h["pair"]: h for h in hypotheses(results.design)}
+    out = bc.assign(kind=bc["pair"].map(lambda p: hyp.get(p, {}).get("kind", "")))
+    out = out.loc[:, list(BY_CHECKPOINT_TABLE_COLUMNS)]
+    order = {p: i for i, p in enumerate(hyp)}
+    metrics = _metric_order(results.design, list(dict.fromkeys(out["metric"])))
+    out["_m"] = out["metric"].map({m: i for i, m in enumerate(metrics)})
+    out["_h"] = out["pair"].map(lambda p: order.get(p, len(order)))
+    keys = ["_m", "_h", "pair", "checkpoint"]
+    out = out.sort_values(keys, kind="stable").drop(columns=["_m", "_h"])
+    return out.reset_index(drop=True)
+
+
 def lr_table(results: StudyResults) -> pd.DataFrame | None:
     """In-sample likelihood-ratio tests (secondary; training cells), or None."""
     lr = results.lr_tests
@@ -461,6 +515,15 @@ def build_tables(results: StudyResults) -> list[Table]:
             "The same pairs refitted by OLS on interval midpoints (a sensitivity "
             "estimator; not the pre-specified decision). Closed form: 0 iterations; "
             "grad_norm is that of the least-squares objective.",
+        ),
+        (
+            "by_checkpoint",
+            "Effects by checkpoint (secondary, outside the Holm family)",
+            by_checkpoint_table(results),
+            "Each pair's effect restricted to one checkpoint's held-out cells, with the "
+            "models fitted once on all training cells (no refit); 95% percentile "
+            "cluster-bootstrap CI over that checkpoint's held-out heads; unadjusted "
+            "one-sided p. No decision, no Holm adjustment.",
         ),
         (
             "power",

@@ -11,8 +11,10 @@ stage, skipping whatever is already stored:
 3. **descriptors**: the blocks the design's models name, one atomic CSV per matrix;
 4. **compare**: the pre-specified nested comparisons on the sealed table (held-out rows
    released once, the result stamped with the lock hash), the OLS sensitivity refit and
-   the exploratory head-level analysis on training heads; stored with a hash of their
-   inputs, so an unchanged study is not refitted;
+   the exploratory head-level analysis on training heads (with ``[inference]
+   by_checkpoint = true`` also the secondary effects by checkpoint of the same fits and
+   the held-out predictions); stored with a hash of their inputs, so an unchanged study
+   is not refitted;
 5. **power**: ``attnrank validate-comparison`` on the study's own design (size at the
    simple and boundary nulls, power, minimum detectable effect of each hypothesis's
    decision), stored under the lock hash and the settings (:mod:`~analysis.study.power`);

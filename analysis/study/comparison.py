@@ -4,8 +4,10 @@ The descriptor table's covariate columns must be the ones the lock lists for eac
 (``analysis.prereg.check_descriptor_columns``). Held-out rows are released once, the result
 stamped with the lock hash; the calibration maps are in-sample or cross-fitted by head as
 the design's ``[descriptors] calibration`` says (``Design.comparison_kwargs``); the OLS
-sensitivity refit and the exploratory head-level analysis (training heads only) follow.
-Everything is stored with a hash of its inputs, so an unchanged study is not refitted.
+sensitivity refit and the exploratory head-level analysis (training heads only) follow;
+with ``[inference] by_checkpoint = true`` so do the secondary by-checkpoint effects of the
+same fits on the same released rows and the held-out predictions. Everything is stored
+with a hash of its inputs, so an unchanged study is not refitted.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from analysis.study.core import Study
 from analysis.study.records import read_json, write_frame, write_json
 from analysis.validation import ParameterError
 
-__all__ = ["compare_stage", "comparison_table", "covariate_columns", "fit_comparisons"]
+__all__ = [
+    "compare_stage",
+    "comparison_table",
+    "covariate_columns",
+    "fit_comparisons",
+    "secondary_by_checkpoint",
+]
 
 
 def _frame_digest(*frames: pd.DataFrame) -> str:
@@ -171,6 +179,41 @@ def comparison_table(
     return table, log_cols, excluded
 
 
+def secondary_by_checkpoint(
+    study: Study, result: Any, confirmatory: pd.DataFrame
+) -> tuple[Any, pd.DataFrame]:
+    """The design's secondary by-checkpoint effects and the held-out predictions.
+
+    Parameters
+    ----------
+    study : Study
+    result : ComparisonResult
+        The confirmatory comparison, fitted on ``confirmatory``.
+    confirmatory : DataFrame
+        The one release of the sealed table (its ``stratum`` is the checkpoint).
+
+    Returns
+    -------
+    (CheckpointEffects, DataFrame)
+        :func:`analysis.compare.effects_by_checkpoint` with the design's inference seed,
+        CI level and hypothesis ids, and :func:`analysis.compare.held_out_predictions`.
+    """
+    from analysis.compare import effects_by_checkpoint, held_out_predictions
+
+    kw = study.design.comparison_kwargs()
+    labels = {
+        f"{h['pair'][0]}<{h['pair'][1]}": str(h["id"]) for h in study.design.data["hypotheses"]
+    }
+    effects = effects_by_checkpoint(
+        result,
+        confirmatory,
+        seed=kw["random_state"],
+        ci_level=kw["ci_level"],
+        labels=labels,
+    )
+    return effects, held_out_predictions(result, confirmatory)
+
+
 def compare_stage(
     study: Study,
     brackets: pd.DataFrame,
@@ -196,8 +239,13 @@ def compare_stage(
     digest = f"compare/7:{_frame_digest(table)}:{study.lock.sha256}"
     record_file = paths.results / "compare.json"
     record = read_json(record_file, {})
-    if record.get("inputs_sha256") == digest and all(
-        (paths.results / f).is_file() for f in record.get("files", [])
+    # a record without the by-checkpoint effects the design asks for (or with ones it no
+    # longer asks for) is stale like one of other inputs: everything is refitted, so the
+    # secondary rows always come from the fits of the stored comparison
+    if (
+        record.get("inputs_sha256") == digest
+        and bool(record.get("by_checkpoint", False)) == design.by_checkpoint
+        and all((paths.results / f).is_file() for f in record.get("files", []))
     ):
         say("compare: inputs unchanged, stored results reused")
         return record
@@ -218,13 +266,19 @@ def compare_stage(
         lock_sha256=conf.lock_sha256,
         kwargs=design.comparison_kwargs(),
     )
-    files = []
-    for name, frame in (
+    outputs = [
         ("comparison.csv", res.to_frame()),
         ("comparison_ols.csv", ols.to_frame()),
         ("lr_tests.csv", res.lr_tests),
         ("head_level.csv", hl.to_frame()),
-    ):
+    ]
+    by_ck = None
+    if design.by_checkpoint:
+        # the same fits and the same released rows: no refit, no second release
+        by_ck, preds = secondary_by_checkpoint(study, res, conf.table)
+        outputs += [("by_checkpoint.csv", by_ck.to_frame()), ("held_out_predictions.csv", preds)]
+    files = []
+    for name, frame in outputs:
         write_frame(paths.results / name, frame)
         files.append(name)
     record = {
@@ -246,7 +300,12 @@ def compare_stage(
         "head_level_meta": hl.meta(),
         "files": files,
         "summary": res.summary(),
+        "by_checkpoint": by_ck is not None,
     }
+    if by_ck is not None:
+        record["by_checkpoint_summary"] = by_ck.summary()
     write_json(record_file, record)
     say(res.summary())
+    if by_ck is not None:
+        say(by_ck.summary())
     return record

@@ -261,6 +261,8 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
             else "the compare stage has not run yet (run `attnrank run` without --stop-after)"
         )
         skipped = {k: why for k in ("comparison", "comparison_ols", "head_level")}
+        if design.by_checkpoint:
+            skipped["by_checkpoint"] = why
 
     if stages is None:
         stages = read_json(paths.stages_file, {})
@@ -283,6 +285,8 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
         head_level_meta=dict(record.get("head_level_meta", {})),
         skipped=skipped,
         power=power_record(study),
+        by_checkpoint=frame("by_checkpoint.csv"),
+        held_out_predictions=frame("held_out_predictions.csv"),
     )
 
 

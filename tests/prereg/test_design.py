@@ -79,6 +79,11 @@ def test_heads_written_on_one_line_as_first_key(design_file):
             lambda d: d["sampling"]["sources"][0].__setitem__("layers", 0),
             "sampling.sources[0].layers",
         ),
+        (
+            lambda d: d["inference"].__setitem__("by_checkpoint", "yes"),
+            "inference.by_checkpoint",
+        ),
+        (lambda d: d["inference"].__setitem__("by_checkpoint", 1), "inference.by_checkpoint"),
         (lambda d: d["held_out"].__setitem__("fraction", 0), "held_out.fraction"),
         (lambda d: d["held_out"].__setitem__("heads", ["org/tiny-a:9:9"]), "held_out.heads"),
         (
@@ -252,3 +257,14 @@ def test_calibration_with_more_folds_than_training_heads_is_refused(design_file)
         text.replace("plugins = []", 'plugins = []\ncalibration = "cross-fitted by head, 15 folds"')
     )
     assert load_design(design_file).calibration_folds == 15
+
+
+@pytest.mark.parametrize(("line", "expected"), [("", False), ("by_checkpoint = false\n", False),
+                                                ("by_checkpoint = true\n", True)])  # fmt: skip
+def test_by_checkpoint_is_an_optional_bool_default_false(design_file, line, expected):
+    text = design_file.read_text(encoding="utf-8")
+    design_file.write_text(text.replace("[inference]\n", "[inference]\n" + line), encoding="utf-8")
+    design = load_design(design_file)
+    assert design.by_checkpoint is expected
+    # a secondary analysis: the confirmatory call's arguments do not carry it
+    assert "by_checkpoint" not in design.comparison_kwargs()
