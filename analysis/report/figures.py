@@ -398,7 +398,8 @@ def bracket_width_by_family(results: StudyResults) -> Figure | None:
     pal = dict(zip(eps_order, _seq_palette(df["eps"], "flare").values(), strict=True))
     with _style():
         fig = Figure(
-            figsize=(max(PANEL_W, 1.1 * len(order) + 1.0) + LEGEND_W, PANEL_H + 0.6),
+            # about 1.9 in per (checkpoint, N) group: the checkpoint names are long
+            figsize=(max(PANEL_W, 1.9 * len(order) + 1.0) + LEGEND_W, PANEL_H + 0.6),
             layout="constrained",
         )
         ax = fig.subplots()
@@ -413,9 +414,8 @@ def bracket_width_by_family(results: StudyResults) -> Figure | None:
         fig.suptitle("Width of the certified brackets by checkpoint and length (real heads)")
         heads = df.groupby("checkpoint")["head_id"].nunique()
         notes = [
-            "Temperatures pooled; hi / lo = 1 is a closed bracket. Heads: "
-            + ", ".join(f"{_short(c)} {int(n)}" for c, n in heads.items())
-            + ".",
+            "Temperatures pooled; hi / lo = 1 is a closed bracket.",
+            "Heads: " + ", ".join(f"{_short(c)} {int(n)}" for c, n in heads.items()) + ".",
             f"{n_zero} cell(s) with lo = 0 left out (hi / lo undefined)." if n_zero else "",
         ]
         _footnote(fig, notes)
