@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from analysis.report import build_report
-from analysis.report.figures import BY_CHECKPOINT_FIGURES, FIGURES, forest
+from analysis.report.family_figures import BY_CHECKPOINT_FIGURES
+from analysis.report.figures import FIGURES, forest
 from analysis.report.tables import BY_CHECKPOINT_TABLE_COLUMNS, by_checkpoint_table
 
 SECTION = "### Effects by checkpoint (secondary, outside the Holm family)"
@@ -92,7 +93,7 @@ def test_asked_but_not_stored_says_why(study, tmp_path):
 
 
 def test_predictions_with_lo_zero_still_draw(study):
-    from analysis.report.figures import predicted_vs_bracket
+    from analysis.report.family_figures import predicted_vs_bracket
 
     pred = study.held_out_predictions.copy()
     cells = pred["cell_key"].unique()[:3]
