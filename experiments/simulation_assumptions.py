@@ -124,38 +124,8 @@ def between_share(v: np.ndarray, groups: np.ndarray) -> float:
 
 
 def describe_training(out: Path, *, intrinsic: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    design = load_design(DESIGN)
-    s = design.data["sampling"]
-    seed = int(s["inputs"]["seed"])
-    blocks = ["baseline", "native"] + (["intrinsic"] if intrinsic else [])
-    frames, feats = [], None
-    for L in s["lengths"]:
-        npz = out / f"minilm_L{L}_seed{seed}.npz"
-        if not npz.is_file():
-            rc = cli_main(
-                ["extract", "minilm", "--corpus-seed", str(seed), "--length", str(L)]
-                + ["--out", str(npz)]
-            )
-            if rc:
-                raise SystemExit(rc)
-        csv = out / f"describe_L{L}_{'_'.join(blocks)}.csv"
-        fcsv = out / f"features_{'_'.join(blocks)}.csv"
-        if not csv.is_file():
-            t0 = time.perf_counter()
-            rc = cli_main(
-                ["describe", str(npz), "--eps", *map(str, s["eps"]), "--temperatures"]
-                + [*map(str, s["temperatures"]), "--blocks", *blocks, "--out", str(csv)]
-                + ["--features-out", str(fcsv), "--quiet"]
-            )
-            if rc:
-                raise SystemExit(rc)
-            print(f"describe L={L}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        frames.append(pd.read_csv(csv).assign(length=L))
-        feats = pd.read_csv(fcsv)
-    df = pd.concat(frames, ignore_index=True)
-    held = held_out_pairs(design)
-    keep = [(int(a), int(b)) not in held for a, b in zip(df["layer"], df["head"], strict=True)]
-    return df.loc[keep].reset_index(drop=True), feats
+    """The shipped MiniLM design's training heads (:func:`describe_design` on it)."""
+    return describe_design(DESIGN, out, intrinsic=intrinsic)
 
 
 def native_head_share(df: pd.DataFrame, feats: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
