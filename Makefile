@@ -43,10 +43,11 @@ run: $(STAMP)
 
 # The powered study: every head of four offline families (MiniLM, MPNet, SmolLM2,
 # DINOv2-small), design preregistration/offline-families.toml. Resumable: run it again to
-# go on. Its power stage simulates 100 studies per scenario (the design's own 400-study
-# check before the lock is in docs/results/power.md).
+# go on. Its power stage simulates 100 studies per scenario at the native head share
+# measured on the design's training heads, 0.77 (the design's own 400-study check before
+# the lock is in docs/results/power.md).
 study: $(STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-families.toml --workers 2 --power-simulations 100
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-families.toml --workers 2 --power-simulations 100 --native-head-share 0.77
 
 # Four shipped MiniLM heads bracketed with witnesses, then re-checked by the verifier.
 example: $(STAMP)

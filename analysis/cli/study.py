@@ -19,6 +19,15 @@ def _checkpoint_arg(text: str) -> tuple[str, str]:
     return ck, path
 
 
+def _assumptions(args: argparse.Namespace) -> Any:
+    """The power stage's assumptions: the defaults, or the head share the user measured."""
+    if args.native_head_share is None:
+        return None
+    from analysis.prereg import PowerAssumptions
+
+    return PowerAssumptions(native_head_share=args.native_head_share)
+
+
 def _run(args: argparse.Namespace) -> int:
     with parallel_kwargs(args) as parallel:
         run = run_study(
@@ -28,6 +37,7 @@ def _run(args: argparse.Namespace) -> int:
             checkpoint_paths=dict(args.checkpoint or []),
             stop_after=args.stop_after,
             power_simulations=args.power_simulations,
+            power_assumptions=_assumptions(args),
             device=args.device,
             **parallel,
         )
@@ -64,6 +74,15 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="simulated studies per scenario of the power stage (default "
         f"{DEFAULT_POWER_SIMULATIONS}; 0 skips it; stored, so a re-run costs nothing)",
+    )
+    p.add_argument(
+        "--native-head-share",
+        type=float,
+        default=None,
+        metavar="S",
+        help="the power stage's share of the simulated blocks' variance between heads "
+        "(default 0.5, the simulation's default; measure it on the design's training "
+        "heads with `python -m experiments.simulation_assumptions --design DESIGN`)",
     )
     p.add_argument("--stop-after", choices=STAGES, help="stop after this stage")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

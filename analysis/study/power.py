@@ -180,6 +180,7 @@ def power_stage(
     say: Callable[[str], None] = print,
     hypotheses: Sequence[str] | None = None,
     executor: Executor | None = None,
+    assumptions: PowerAssumptions | None = None,
 ) -> dict[str, Any]:
     """Run (or reuse) ``validate_comparison`` on the study's design.
 
@@ -199,6 +200,10 @@ def power_stage(
         cannot test are listed as skipped).
     executor : concurrent.futures.Executor, optional, keyword-only
         Run the simulations there instead of ``workers`` processes (not part of the key).
+    assumptions : PowerAssumptions, optional, keyword-only
+        What the design does not fix (default :class:`~analysis.prereg.PowerAssumptions`,
+        e.g. the native head share 0.5); part of the key, so a changed assumption
+        recomputes the stored result.
 
     Returns
     -------
@@ -221,7 +226,12 @@ def power_stage(
         sizes = study_sizes(study, brackets, features)
     except ParameterError as exc:  # e.g. a family model with a plugin block
         return {"skipped": f"the simulation cannot copy this design ({exc})"}
-    assumptions = PowerAssumptions()
+    if assumptions is None:
+        assumptions = PowerAssumptions()
+    elif not isinstance(assumptions, PowerAssumptions):
+        raise ParameterError(
+            "power_assumptions", "a PowerAssumptions or None", type(assumptions).__name__
+        )
     hyps = list(hypotheses or [h[0] for h in sizes.hypotheses])
     seed = int(study.design.data["inference"]["seed"])
     inputs = {

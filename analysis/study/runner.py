@@ -71,6 +71,7 @@ def run_study(
     power_simulations: int = DEFAULT_POWER_SIMULATIONS,
     executor: Executor | None = None,
     device: str | None = None,
+    power_assumptions: Any = None,
 ) -> StudyRun:
     """Run a locked design from its sources to its report, resuming what is stored.
 
@@ -100,6 +101,9 @@ def run_study(
         Simulated studies per scenario and share of the power stage (default 400; 0
         skips it). Stored under a key of the lock hash and the settings: a re-run reuses
         it (:func:`~analysis.study.power.power_stage`).
+    power_assumptions : analysis.prereg.PowerAssumptions, optional, keyword-only
+        What the simulation assumes beyond the design (default: its defaults, e.g. a
+        native head share of 0.5); part of the stored result's key.
     executor : concurrent.futures.Executor, optional, keyword-only
         Run profiles, descriptors and power simulations there instead of ``workers``
         processes (``workers`` must then be 1): a dask cluster's from
@@ -187,6 +191,7 @@ def run_study(
                         workers=workers,
                         say=say,
                         executor=executor,
+                        assumptions=power_assumptions,
                     )
                 if "skipped" in power:
                     say(f"power: not simulated: {power['skipped']}")

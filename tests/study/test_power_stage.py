@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import analysis.study.power as study_power
+from analysis.prereg import PowerAssumptions
 from analysis.prereg.lock import amend_design
 from analysis.study import run_study, study_paths
 from analysis.study.power import validation_sizes
@@ -103,3 +104,21 @@ def test_power_is_stored_reused_and_reported(study_copy, monkeypatch):
     run_study(study_copy, **QUIET, power_simulations=0)
     assert calls == [2, 3, 3]
     assert "simulated power" in (paths.report / "report.md").read_text()
+    # a changed assumption (a head share measured on the design's training heads) is a
+    # changed key too, and the record says what was assumed
+    measured = PowerAssumptions(native_head_share=0.77)
+    run_study(study_copy, **QUIET, power_simulations=2, power_assumptions=measured)
+    assert calls == [2, 3, 3, 2]
+    stored = json.loads(paths.power_file.read_text())
+    assert stored["inputs"]["assumptions"]["native_head_share"] == 0.77
+    run_study(study_copy, **QUIET, power_simulations=2, power_assumptions=measured)
+    assert calls == [2, 3, 3, 2]
+
+
+def test_run_names_the_head_share_flag(study_copy, capsys):
+    from analysis.cli import main
+
+    assert main(["run", str(study_copy), "--native-head-share", "1.5", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    # the library's check, named after the flag (not argparse refusing an unknown flag)
+    assert "--native-head-share: expected a share in [0, 1], got 1.5" in err
