@@ -19,7 +19,6 @@ from analysis.compare.metrics import (
     HIGHER_IS_BETTER,
     interval_loglik,
     interval_sq_loss,
-    spearman,
 )
 from analysis.compare.nested import (
     FIT_FAILED,
@@ -30,6 +29,7 @@ from analysis.compare.nested import (
     bootstrap_counts,
     percentile_ci_and_p,
     replicate_means,
+    spearman_replicates,
 )
 from analysis.validation import ParameterError, check_int
 
@@ -313,14 +313,10 @@ def effects_by_checkpoint(
             for met in metrics:
                 sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
                 if met == "spearman_mid":
-                    fin = np.isfinite(mid[sel])
-                    m_c = np.where(fin, mid[sel], 0.0)
-                    w_cells = counts[:, codes] * fin[None, :]
                     point, boot = {}, {}
                     for m in (b, r):
-                        point[m] = spearman(preds[m][sel][fin], mid[sel][fin])
-                        boot[m] = np.array(
-                            [spearman(preds[m][sel], m_c, weights=w) for w in w_cells]
+                        point[m], boot[m] = spearman_replicates(
+                            preds[m][sel], mid[sel], codes, counts
                         )
                 else:
                     vals = {

@@ -272,6 +272,22 @@ def replicate_means(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -
     return (counts @ s_h) / (counts @ n_h)
 
 
+def spearman_replicates(
+    pred: np.ndarray, mid: np.ndarray, codes: np.ndarray, counts: np.ndarray
+) -> tuple[float, np.ndarray]:
+    """Spearman of predictions with bracket midpoints, and its cluster-bootstrap replicates.
+
+    Cells with a non-finite midpoint are left out of both; replicate b weights each cell
+    by its cluster's count in ``counts[b]`` (``codes``: the cell's cluster index).
+    Returns ``(point, replicates [B])``.
+    """
+    finite = np.isfinite(mid)
+    point = spearman(pred[finite], mid[finite])
+    w_cells = counts[:, codes] * finite[None, :]
+    mid0 = np.where(finite, mid, 0.0)
+    return point, np.array([spearman(pred, mid0, weights=w) for w in w_cells])
+
+
 def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95) -> tuple[float, float, float]:
     """Percentile CI and one-sided p ``(1 + #{effect_b <= 0}) / (B + 1)``."""
     q = (1.0 - ci_level) / 2.0
@@ -682,13 +698,9 @@ def compare_nested(
         point[(m, met)] = float(v.mean())
         boot[(m, met)] = replicate_means(v, codes, counts)
     if "spearman_mid" in metrics:
-        finite = np.isfinite(mid_h)
         for m in used:
-            point[(m, "spearman_mid")] = spearman(preds[m][finite], mid_h[finite])
-            w_cells = counts[:, codes] * finite[None, :]
-            boot[(m, "spearman_mid")] = np.array(
-                [spearman(preds[m], np.where(finite, mid_h, 0.0), weights=w) for w in w_cells]
-            )
+            key = (m, "spearman_mid")
+            point[key], boot[key] = spearman_replicates(preds[m], mid_h, codes, counts)
 
     rows = []
     n_cells = int(held.sum())
