@@ -16,7 +16,11 @@ rather than trusted. The stated tolerance is DEFAULT_TOL (relative gap, 5e-7); a
 converged solves of the same T (e.g. in two gauges) agree to it. Known limit: on some real
 heads the dual (lower) value converges fast but the primal P recovered from it improves
 slowly, and the solve stops at DEFAULT_MAX_ITER (about 1 s) with a larger gap; on the 445
-MiniLM L = 128 solves: 383 within 5e-7, 440 within 1e-4, worst 1.9e-3. A solve stopped by
+MiniLM L = 128 solves: 383 within 5e-7, 440 within 1e-4, worst 1.9e-3. Why: on those solves
+the optimal dual weights sit on fewer key rows than the rank (a median 7 rows for rank 38 on
+the four-family study's capped solves, ``experiments/descriptor_cost.py``), so
+``B = W^T diag(mu) W`` is singular at the optimum and the P recovered from the weights
+reaches the optimal gauge only as the vanishing weights go to zero. A solve stopped by
 ``max_iter`` can be resumed (``resume=``) along the same iterates, which lets the intrinsic
 block screen every rank briefly and finish only the ranks that can attain Pi.
 """

@@ -1,0 +1,202 @@
+"""Where the four-family study's descriptor stage spends its time, and why.
+
+The descriptor stage of ``make study`` (``preregistration/offline-families.toml``) is the
+second-largest stage after the brackets. This experiment samples ``--per-group`` stored
+matrices of every (checkpoint, length) of a study store, describes each exactly as the
+stage does (:func:`analysis.study.describe.describe_frame`: one process, one thread, the
+design's eps, temperatures and blocks), and records every factor-radius solve the
+intrinsic block makes (rank, iterations, seconds, whether it stopped at ``max_iter``).
+It projects the stage's CPU seconds from the sample (group mean x group size).
+
+With ``--stall`` it then takes every solve of the sample that stopped at ``max_iter`` and
+reads its upper value and certified lower bound at ``--checkpoints`` iterations along the
+same iterates (a solve stopped at ``max_iter`` and resumed follows an uninterrupted one),
+relative to the lower bound at the last checkpoint: how early the lower bound settles and
+how slowly the attained (upper) value follows.
+
+Run from the repository root after ``make study`` (or any run of the design)::
+
+    python -m experiments.descriptor_cost --per-group 6 --stall
+
+Writes ``benchmarks/out/descriptor_cost_matrices.csv`` (one row per sampled matrix) and,
+with ``--stall``, ``benchmarks/out/descriptor_cost_stall.csv`` (one row per hard solve and
+checkpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+import analysis.descriptors.intrinsic as intrinsic_module
+from analysis.descriptors.kappa import DEFAULT_MAX_ITER, factor_radius
+from analysis.prereg import load_design
+from analysis.store.store import Store
+from analysis.study.describe import describe_frame
+from analysis.study.plan import plan_study
+from benchmarks.common import OUT, ROOT, command_line
+
+DESIGN = ROOT / "preregistration" / "offline-families.toml"
+STORE = ROOT / "data" / "offline-families" / "store"
+#: A dual weight counts as in the support above this share of the largest weight.
+SUPPORT_REL = 1e-6
+
+
+class SolveLog:
+    """Wraps the intrinsic module's ``factor_radius`` and keeps each solve's record."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+        self.hard: list[tuple[np.ndarray, np.ndarray, object]] = []
+
+    def __call__(self, U: np.ndarray, W: np.ndarray, **kw):
+        start = time.process_time()
+        res = factor_radius(U, W, **kw)
+        self.rows.append(
+            {
+                "rank": U.shape[1],
+                "iterations": res.iterations,
+                "cpu_s": time.process_time() - start,
+                "screen": kw.get("resume") is None and kw.get("max_iter") != DEFAULT_MAX_ITER,
+                "max_iter_hit": res.iterations >= kw.get("max_iter", DEFAULT_MAX_ITER)
+                and kw.get("resume") is not None,
+                "gap": res.gap,
+            }
+        )
+        if self.rows[-1]["max_iter_hit"]:
+            self.hard.append((U, W, res))
+        return res
+
+
+def grid(design_path: Path) -> tuple[tuple[float, ...], tuple[float, ...], tuple[str, ...]]:
+    """The design's eps, temperatures and blocks, as the study's descriptor stage reads them."""
+    plan = plan_study(load_design(design_path))
+    return plan.eps, plan.temperatures, plan.blocks
+
+
+def support(weights: np.ndarray, rel: float = SUPPORT_REL) -> int:
+    """Rows whose dual weight is above ``rel`` times the largest."""
+    return int(np.count_nonzero(weights > rel * weights.max()))
+
+
+def stall_rows(hard: list[tuple], checkpoints: list[int]) -> list[dict]:
+    rows = []
+    for k, (U, W, final) in enumerate(hard):
+        # The dual weights the stopped solve ended with: a key side (W) supported on fewer
+        # rows than the rank makes B = W^T diag(mu) W singular at the optimum, so the
+        # primal gauge P (a geometric mean of A^-1 and B) is only approached as a limit.
+        supp_lam, supp_mu = support(final.state.best_lam), support(final.state.best_mu)
+        res, seen = None, []
+        for c in checkpoints:
+            res = factor_radius(U, W, max_iter=c, resume=res)
+            seen.append((c, res.value, res.lower))
+        final_lower = seen[-1][2]
+        for c, value, lower in seen:
+            rows.append(
+                {
+                    "solve": k,
+                    "rank": U.shape[1],
+                    "support_lam": supp_lam,
+                    "support_mu": supp_mu,
+                    "iterations": c,
+                    "upper_rel": value / final_lower - 1.0,
+                    "lower_rel": lower / final_lower - 1.0,
+                }
+            )
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--design", type=Path, default=DESIGN)
+    ap.add_argument("--store", type=Path, default=STORE)
+    ap.add_argument("--per-group", type=int, default=6, help="matrices per checkpoint and N")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--stall", action="store_true", help="trace the max_iter solves")
+    ap.add_argument("--checkpoints", type=int, nargs="+", default=[100, 200, 400, 800, 1600, 3000])
+    args = ap.parse_args()
+    print(command_line("experiments.descriptor_cost"), flush=True)
+    torch.set_num_threads(1)
+    eps, temps, blocks = grid(args.design)
+    log = SolveLog()
+    intrinsic_module.factor_radius = log  # the block's own solves, recorded
+    rng = np.random.default_rng(args.seed)
+    out = []
+    with Store(args.store) as store:
+        recs = pd.DataFrame([r.__dict__ for r in store.matrices()])
+        groups = recs.groupby(["checkpoint", "length"])
+        for (ckpt, length), g in groups:
+            pick = rng.choice(len(g), size=min(args.per_group, len(g)), replace=False)
+            for i in sorted(pick):
+                rec = g.iloc[i]
+                log.rows.clear()
+                start = time.process_time()
+                describe_frame(store.arrays(rec.key), eps, temps, blocks)
+                cpu = time.process_time() - start
+                solves = pd.DataFrame(log.rows)
+                out.append(
+                    {
+                        "checkpoint": ckpt,
+                        "length": int(length),
+                        "group_size": len(g),
+                        "key": rec.key,
+                        "cpu_s": cpu,
+                        "kappa_cpu_s": float(solves.cpu_s.sum()) if len(solves) else 0.0,
+                        "screen_cpu_s": float(solves[solves.screen].cpu_s.sum())
+                        if len(solves)
+                        else 0.0,
+                        "solves": len(solves),
+                        "max_iter_solves": int(solves.max_iter_hit.sum()) if len(solves) else 0,
+                        "max_iter_cpu_s": float(solves[solves.max_iter_hit].cpu_s.sum())
+                        if len(solves)
+                        else 0.0,
+                    }
+                )
+                print(out[-1], flush=True)
+    df = pd.DataFrame(out)
+    OUT.mkdir(parents=True, exist_ok=True)
+    df.to_csv(OUT / "descriptor_cost_matrices.csv", index=False)
+    by = df.groupby(["checkpoint", "length"])
+    summary = pd.DataFrame(
+        {
+            "heads": by.group_size.first(),
+            "cpu_s_mean": by.cpu_s.mean(),
+            "kappa_share": by.kappa_cpu_s.sum() / by.cpu_s.sum(),
+            "max_iter_share": by.max_iter_cpu_s.sum() / by.cpu_s.sum(),
+            "max_iter_solves_mean": by.max_iter_solves.mean(),
+        }
+    )
+    summary["stage_cpu_s"] = summary.cpu_s_mean * summary.heads
+    print(summary.to_string(float_format=lambda v: f"{v:.3g}"))
+    total = float(summary.stage_cpu_s.sum())
+    # The sample's share weighted like the stage: each group's share times its CPU.
+    share = float((summary.max_iter_share * summary.stage_cpu_s).sum() / total)
+    print(
+        f"projected stage CPU: {total:.0f} s ({total / 2:.0f} s on 2 workers); "
+        f"share of it in solves stopped at max_iter: {share:.2f}"
+    )
+    if args.stall and log.hard:
+        st = pd.DataFrame(stall_rows(log.hard, sorted(args.checkpoints)))
+        st.to_csv(OUT / "descriptor_cost_stall.csv", index=False)
+        med = st.groupby("iterations")[["upper_rel", "lower_rel"]].median()
+        print(
+            f"{st.solve.nunique()} solves stopped at max_iter; median relative to the final lower:"
+        )
+        print(med.to_string(float_format=lambda v: f"{v:.2e}"))
+        one = st.drop_duplicates("solve")
+        below = int((one.support_mu < one["rank"]).sum())
+        print(
+            f"support (weights > {SUPPORT_REL:g} x max) of the final dual weights: query side "
+            f"median {one.support_lam.median():.0f}, key side median "
+            f"{one.support_mu.median():.0f}, rank median {one['rank'].median():.0f}; "
+            f"key side below the rank in {below} of {len(one)} solves"
+        )
+
+
+if __name__ == "__main__":
+    main()
