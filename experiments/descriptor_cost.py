@@ -63,8 +63,8 @@ class SolveLog:
                 "iterations": res.iterations,
                 "cpu_s": time.process_time() - start,
                 "screen": kw.get("resume") is None and kw.get("max_iter") != DEFAULT_MAX_ITER,
-                "max_iter_hit": res.iterations >= kw.get("max_iter", DEFAULT_MAX_ITER)
-                and kw.get("resume") is not None,
+                # a resumed solve that still carries its state stopped at the cap
+                "max_iter_hit": kw.get("resume") is not None and res.state is not None,
                 "gap": res.gap,
             }
         )
