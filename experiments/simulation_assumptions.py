@@ -123,11 +123,6 @@ def between_share(v: np.ndarray, groups: np.ndarray) -> float:
     return float(np.var(m) / np.var(v))
 
 
-def describe_training(out: Path, *, intrinsic: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The shipped MiniLM design's training heads (:func:`describe_design` on it)."""
-    return describe_design(DESIGN, out, intrinsic=intrinsic)
-
-
 def native_head_share(df: pd.DataFrame, feats: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     info = feats.set_index("column")
     covs = info.index[info["kind"] == "covariate"]
@@ -268,12 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     work = args.out / "assumptions"
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    if args.design is None:
-        df, feats = describe_training(work, intrinsic=args.intrinsic)
-        suffix = ""
-    else:
-        df, feats = describe_design(args.design, work, intrinsic=args.intrinsic)
-        suffix = "_" + args.design.stem
+    df, feats = describe_design(args.design or DESIGN, work, intrinsic=args.intrinsic)
+    suffix = "" if args.design is None else "_" + args.design.stem
     table, share = native_head_share(df, feats)
     table.to_csv(args.out / f"native_head_share{suffix}.csv", index=False)
     out = {"native_head_share": share}

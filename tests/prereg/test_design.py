@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -150,14 +151,16 @@ def test_shipped_minilm_design():
     assert first.startswith("heads = [")
 
 
+def held_out_per_checkpoint(design) -> dict[str, int]:
+    """Held-out heads per checkpoint (a head id is ``checkpoint:layer:head``)."""
+    return dict(Counter(h.rsplit(":", 2)[0] for h in design.held_out))
+
+
 def test_shipped_paper_design():
     design = load_design(SHIPPED / "paper-checkpoints.toml")
     pop = design.population()
     assert len(pop) == 144 + 144 + 24 * 14 + 144 + 72
-    counts = {}
-    for h in design.held_out:
-        counts[h.rsplit(":", 2)[0]] = counts.get(h.rsplit(":", 2)[0], 0) + 1
-    assert counts == {
+    assert held_out_per_checkpoint(design) == {
         "google-bert/bert-base-uncased": 36,
         "openai-community/gpt2": 36,
         "Qwen/Qwen2.5-0.5B": 84,
@@ -170,10 +173,7 @@ def test_shipped_paper_design():
 def test_shipped_families_design():
     design = load_design(SHIPPED / "offline-families.toml")
     assert len(design.population()) == 72 + 144 + 30 * 9 + 72
-    counts = {}
-    for h in design.held_out:
-        counts[h.rsplit(":", 2)[0]] = counts.get(h.rsplit(":", 2)[0], 0) + 1
-    assert counts == {
+    assert held_out_per_checkpoint(design) == {
         "sentence-transformers/all-MiniLM-L6-v2": 36,
         "sentence-transformers/all-mpnet-base-v2": 72,
         "HuggingFaceTB/SmolLM2-135M-Instruct": 135,
