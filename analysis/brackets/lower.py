@@ -16,7 +16,7 @@ from scipy.cluster.hierarchy import linkage
 from scipy.cluster.vq import kmeans2
 from scipy.optimize import linprog
 
-from analysis.brackets.optim import adam_step, cosine_lr, step_fraction
+from analysis.brackets.optim import adam_step, cosine_lr, step_fraction, subnormals_flushed
 
 
 def column_partitions(A: np.ndarray, sizes: list[int], *, method: str = "ward") -> np.ndarray:
@@ -193,8 +193,12 @@ def project_rows_l1(X: torch.Tensor, *, iters: int = 3) -> torch.Tensor:
     a = X.abs()
     theta = ((a.sum(-1, keepdim=True) - 1.0) / X.shape[-1]).clamp_min_(0.0)
     for _ in range(iters):
-        f = (a - theta).clamp_min_(0.0).sum(-1, keepdim=True)
-        cnt = (a > theta).sum(-1, keepdim=True).clamp_min_(1)
+        over = (a - theta).clamp_min_(0.0)
+        f = over.sum(-1, keepdim=True)
+        # #{|x_j| > theta} as an exact float count: over_j > 0 exactly when |x_j| > theta
+        # (IEEE subtraction is exact in sign), and a float count skips a bool tensor and an
+        # int64 -> float64 promotion per iteration (same theta, bit for bit).
+        cnt = torch.sign(over).sum(-1, keepdim=True).clamp_min_(1.0)
         theta = (theta + (f - 1.0) / cnt).clamp_min_(0.0)
     P = (a - theta).clamp_min_(0.0)
     norm = P.sum(-1, keepdim=True).clamp_min_(1.0)
@@ -211,6 +215,7 @@ def lower_lr(sizes: torch.Tensor) -> torch.Tensor:
     return (0.25 / sizes.double()).clamp(0.002, 0.05)
 
 
+@subnormals_flushed()
 def refine_lower(
     A: torch.Tensor,
     R0: torch.Tensor,
@@ -267,6 +272,7 @@ def refine_lower(
     R = project_rows_l1(R0 * cm[:, None, :])
     Y = project_rows_l1(Y0) * cm[:, :, None]
     off = 1.0 - torch.eye(K, dtype=A.dtype, device=dev)
+    on = 1.0 - off  # the identity, as 1 - off (the exact floats the gradient used before)
     best_R, best_Y = R.clone(), Y.clone()
     best = torch.full((P,), -float("inf"), dtype=A.dtype, device=dev)
     mR, vR, mY, vY = (torch.zeros_like(t) for t in (R, R, Y, Y))
@@ -310,12 +316,12 @@ def refine_lower(
         frac = step_fraction(step, Sa)
         beta = (30.0 + 970.0 * frac)[:, None]
         w = torch.softmax(-beta * mg.masked_fill(~kp, 1e3), -1)  # [p, K]
-        dG = w[..., None] * (1.0 - off - off * torch.sign(G))
+        dG = w[..., None] * (on - off * torch.sign(G))
         lr_t = cosine_lr(La, frac, 0.1)
-        adam_step(Y, -(dG @ AR.transpose(-1, -2)), mY, vY, step + 1, lr_t)  # ascent
-        adam_step(R, -(YA.transpose(-1, -2) @ dG), mR, vR, step + 1, lr_t)
+        adam_step(Y, (dG @ AR.transpose(-1, -2)).neg_(), mY, vY, step + 1, lr_t)  # ascent
+        adam_step(R, (YA.transpose(-1, -2) @ dG).neg_(), mR, vR, step + 1, lr_t)
         R = project_rows_l1(R * cm[:, None, :])
-        Y = project_rows_l1(Y) * cm[:, :, None]
+        Y = project_rows_l1(Y).mul_(cm[:, :, None])
     return best_R, best_Y, best
 
 

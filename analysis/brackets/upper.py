@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.brackets.optim import adam_step, cosine_lr, step_fraction
+from analysis.brackets.optim import adam_step, cosine_lr, step_fraction, subnormals_flushed
 
 
 def svd_errors(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -141,6 +141,7 @@ def l1_refit_rows(
     return best
 
 
+@subnormals_flushed()
 def refine_upper(
     A: torch.Tensor,
     U0: torch.Tensor,
@@ -218,9 +219,12 @@ def refine_upper(
         frac = step_fraction(step, Sa)
         delta = (1e-3 * (1e-2) ** frac)[:, None, None]
         beta = (20.0 + 480.0 * frac) / Ta.clamp_min(1e-6)
-        S = torch.sqrt(E * E + delta * delta)
+        # In place where a temporary would be [p, M, N]: the same operations in the same
+        # order as sqrt(E * E + delta^2), so the same floats, without two allocations.
+        S = E * E
+        S = S.add_(delta * delta).sqrt_()
         w = torch.softmax(beta[:, None] * S.sum(-1), -1)  # [p, M]
         dE = E.div_(S).mul_(w[..., None])
-        g = torch.cat([-(dE @ W), -(dE.transpose(-1, -2) @ U)], 1) * Ma
+        g = torch.cat([(dE @ W).neg_(), (dE.transpose(-1, -2) @ U).neg_()], 1).mul_(Ma)
         adam_step(X, g, mom, vel, step + 1, cosine_lr(lr, frac, 0.02))
     return best[:, :M], best[:, M:], best_err

@@ -13,7 +13,8 @@ fixed-point ascent below (numpy, r x r eigendecompositions only, momentum on the
 log-weights) reaches a relative gap of 1e-6 in about 0.2 s on most problems at r = 24-31,
 M = N = 128, and every call returns a certified lower bound, so its accuracy is checked
 rather than trusted. The stated tolerance is DEFAULT_TOL (relative gap, 5e-7); any two
-converged solves of the same T (e.g. in two gauges) agree to it. Known limit: on some real
+converged solves of the same T (e.g. in two gauges) agree to it. (The intrinsic block asks
+for 1e-4, ``analysis.descriptors.intrinsic.KAPPA_TOL``: what its covariates need.) Known limit: on some real
 heads the dual (lower) value converges fast but the primal P recovered from it improves
 slowly, and the solve stops at DEFAULT_MAX_ITER (about 1 s) with a larger gap; on the 445
 MiniLM L = 128 solves: 383 within 5e-7, 440 within 1e-4, worst 1.9e-3. Why: on those solves
