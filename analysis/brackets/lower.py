@@ -16,7 +16,7 @@ from scipy.cluster.hierarchy import linkage
 from scipy.cluster.vq import kmeans2
 from scipy.optimize import linprog
 
-from analysis.brackets.optim import adam_step, cosine_lr, step_fraction, subnormals_flushed
+from analysis.brackets.optim import adam_step, cosine_lr, step_fraction
 
 
 def column_partitions(A: np.ndarray, sizes: list[int], *, method: str = "ward") -> np.ndarray:
@@ -215,7 +215,6 @@ def lower_lr(sizes: torch.Tensor) -> torch.Tensor:
     return (0.25 / sizes.double()).clamp(0.002, 0.05)
 
 
-@subnormals_flushed()
 def refine_lower(
     A: torch.Tensor,
     R0: torch.Tensor,

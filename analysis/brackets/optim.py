@@ -3,45 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
-
-#: The smallest positive float64 (a subnormal): multiplied by 1 it survives only while the
-#: CPU keeps subnormals.
-_SUBNORMAL = 5e-324
-
-
-def _flushing_subnormals() -> bool:
-    """Whether this thread's CPU currently flushes subnormal floats to zero."""
-    # Read as bits: a float comparison would itself see the subnormal as zero while flushing.
-    x = torch.tensor([_SUBNORMAL], dtype=torch.float64) * 1.0
-    return x.view(torch.int64).item() == 0
-
-
-@contextmanager
-def subnormals_flushed() -> Iterator[None]:
-    """Flush subnormal floats to zero on this thread's CPU while the block runs; usable as
-    a decorator (``@subnormals_flushed()``). The previous setting is restored.
-
-    Why: the refinements weight rows by a sharp softmax, so most weights, gradients and
-    squared gradients underflow into the subnormal range, and x86 arithmetic on subnormal
-    operands is tens of times slower (microcode assists). Flushing them costs nothing the
-    search can see: a subnormal (below 2.2e-308) next to the optimizer's other terms is
-    below float64 rounding, and on the engine's reference sample (48 profiles of the
-    four-family study) every returned witness is the same float as without it
-    (docs/results/engine.md). Only candidate search runs this way: the verifier that
-    certifies witnesses runs outside it, with IEEE gradual underflow. ``torch`` sets the
-    flag for the calling thread only, which is the thread the engine's one-thread
-    refinements run on; where the CPU cannot flush, nothing changes.
-    """
-    was = _flushing_subnormals()
-    torch.set_flush_denormal(True)
-    try:
-        yield
-    finally:
-        torch.set_flush_denormal(was)
 
 
 def adam_step(

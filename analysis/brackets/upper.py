@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from analysis.brackets.optim import adam_step, cosine_lr, step_fraction, subnormals_flushed
+from analysis.brackets.optim import adam_step, cosine_lr, step_fraction
 
 
 def svd_errors(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +141,6 @@ def l1_refit_rows(
     return best
 
 
-@subnormals_flushed()
 def refine_upper(
     A: torch.Tensor,
     U0: torch.Tensor,
