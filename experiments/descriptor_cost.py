@@ -14,9 +14,16 @@ same iterates (a solve stopped at ``max_iter`` and resumed follows an uninterrup
 relative to the lower bound at the last checkpoint: how early the lower bound settles and
 how slowly the attained (upper) value follows.
 
+With ``--tolerances T1 T2 ...`` it instead describes each sampled matrix's intrinsic block
+once per kappa tolerance (the block's ``KAPPA_TOL``; the first is the reference) and
+reports CPU per matrix, the stage's projected CPU, and how far ``Pi`` moves and whether
+``r_star`` or ``interaction_dim`` change against the reference: what the intrinsic block's
+tolerance costs and buys (docs/results/families-study.md, "Amendment 1").
+
 Run from the repository root after ``make study`` (or any run of the design)::
 
     python -m experiments.descriptor_cost --per-group 6 --stall
+    python -m experiments.descriptor_cost --per-group 3 --seed 11 --tolerances 5e-7 1e-5 1e-4
 
 Writes ``benchmarks/out/descriptor_cost_matrices.csv`` (one row per sampled matrix) and,
 with ``--stall``, ``benchmarks/out/descriptor_cost_stall.csv`` (one row per hard solve and
@@ -111,6 +118,60 @@ def stall_rows(hard: list[tuple], checkpoints: list[int]) -> list[dict]:
     return rows
 
 
+def tolerance_sweep(store: Store, recs: pd.DataFrame, args: argparse.Namespace) -> None:
+    """The intrinsic block at each of ``args.tolerances`` on the same sampled matrices."""
+    eps, temps, _ = grid(args.design)
+    rng = np.random.default_rng(args.seed)
+    keep = ("intrinsic__Pi", "intrinsic__r_star", "intrinsic__interaction_dim")
+    rows = []
+    for (ckpt, length), g in recs.groupby(["checkpoint", "length"]):
+        pick = rng.choice(len(g), size=min(args.per_group, len(g)), replace=False)
+        for i in sorted(pick):
+            rec = g.iloc[i]
+            arrays = store.arrays(rec.key)
+            ref = None
+            for tol in args.tolerances:
+                intrinsic_module.KAPPA_TOL = tol  # read by the block at call time
+                start = time.process_time()
+                df = describe_frame(arrays, eps, temps, ["intrinsic"])
+                cpu = time.process_time() - start
+                cov = df[list(keep)]
+                ref = cov if ref is None else ref
+                pi, pi0 = cov[keep[0]].to_numpy(), ref[keep[0]].to_numpy()
+                rel = np.abs(pi - pi0) / np.maximum(np.abs(pi0), 1e-9)
+                rows.append(
+                    {
+                        "checkpoint": ckpt,
+                        "length": int(length),
+                        "group_size": len(g),
+                        "key": rec.key,
+                        "tol": tol,
+                        "cpu_s": cpu,
+                        "pi_rel_max": float(np.nanmax(rel)) if np.isfinite(rel).any() else 0.0,
+                        "r_star_changed": int((cov[keep[1]] != ref[keep[1]]).sum()),
+                        "dim_changed": int((cov[keep[2]] != ref[keep[2]]).sum()),
+                    }
+                )
+            print(rows[-1], flush=True)
+    df = pd.DataFrame(rows)
+    OUT.mkdir(parents=True, exist_ok=True)
+    df.to_csv(OUT / "descriptor_cost_tolerances.csv", index=False)
+    by = df.groupby(["checkpoint", "length", "tol"])
+    g = by.agg(cpu_s=("cpu_s", "mean"), heads=("group_size", "first")).reset_index()
+    g["stage_cpu_s"] = g.cpu_s * g.heads
+    summary = pd.DataFrame(
+        {
+            "stage_cpu_s": g.groupby("tol").stage_cpu_s.sum(),
+            "pi_rel_max": df.groupby("tol").pi_rel_max.max(),
+            "r_star_changed": df.groupby("tol").r_star_changed.sum(),
+            "dim_changed": df.groupby("tol").dim_changed.sum(),
+        }
+    )
+    summary["stage_s_on_2_workers"] = summary.stage_cpu_s / 2
+    print(f"{df.key.nunique()} matrices, {len(temps) * len(eps)} cells each")
+    print(summary.to_string(float_format=lambda v: f"{v:.3g}"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--design", type=Path, default=DESIGN)
@@ -119,9 +180,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--stall", action="store_true", help="trace the max_iter solves")
     ap.add_argument("--checkpoints", type=int, nargs="+", default=[100, 200, 400, 800, 1600, 3000])
+    ap.add_argument(
+        "--tolerances", type=float, nargs="+", help="compare the intrinsic block's KAPPA_TOL"
+    )
     args = ap.parse_args()
     print(command_line("experiments.descriptor_cost"), flush=True)
     torch.set_num_threads(1)
+    if args.tolerances:
+        with Store(args.store) as store:
+            recs = pd.DataFrame([r.__dict__ for r in store.matrices()])
+            tolerance_sweep(store, recs, args)
+        return
     eps, temps, blocks = grid(args.design)
     log = SolveLog()
     intrinsic_module.factor_radius = log  # the block's own solves, recorded

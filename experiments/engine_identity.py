@@ -10,9 +10,14 @@ profile: brackets, certified errors and margins, and every witness array (as sto
 float32), everything but the timings. It also reports the engine's CPU seconds, for a
 before/after comparison of the same sample (run it once on each commit).
 
+``--flush-subnormals`` runs the whole re-profiling with the CPU flushing subnormal floats
+to zero (``torch.set_flush_denormal(True)``), the verifier included: a diagnostic of how
+much time the optimizers lose to subnormal arithmetic and whether flushing moves a
+witness (the engine does not flush).
+
 Run from the repository root after ``make study`` (or any run of the design)::
 
-    python -m experiments.engine_identity --per-group 2 --seed 99
+    python -m experiments.engine_identity --per-group 2 --seed 99 [--flush-subnormals]
 
 Writes ``benchmarks/out/engine_identity.csv`` (one row per re-profiled profile).
 """
@@ -54,9 +59,12 @@ def main() -> None:
     ap.add_argument("--store", type=Path, default=STORE)
     ap.add_argument("--per-group", type=int, default=2, help="matrices per checkpoint and N")
     ap.add_argument("--seed", type=int, default=99)
+    ap.add_argument("--flush-subnormals", action="store_true", help="CPU flushes subnormals")
     args = ap.parse_args()
     print(command_line("experiments.engine_identity"), flush=True)
     torch.set_num_threads(1)
+    if args.flush_subnormals and not torch.set_flush_denormal(True):
+        raise SystemExit("--flush-subnormals: this CPU cannot flush subnormals")
     plan = plan_study(load_design(args.design))
     eps, temps = plan.eps, list(plan.temperatures)
     rng = np.random.default_rng(args.seed)
