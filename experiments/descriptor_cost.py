@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -118,41 +120,50 @@ def stall_rows(hard: list[tuple], checkpoints: list[int]) -> list[dict]:
     return rows
 
 
-def tolerance_sweep(store: Store, recs: pd.DataFrame, args: argparse.Namespace) -> None:
+def sampled_matrices(
+    store: Store, per_group: int, seed: int
+) -> Iterator[tuple[str, int, int, Any]]:
+    """``(checkpoint, length, group size, record)`` for ``per_group`` stored matrices per
+    (checkpoint, length), drawn without replacement by ``default_rng(seed)``, group by group
+    in sorted order (the same sample for the same store, arguments and seed)."""
+    rng = np.random.default_rng(seed)
+    recs = pd.DataFrame([r.__dict__ for r in store.matrices()])
+    for (ckpt, length), g in recs.groupby(["checkpoint", "length"]):
+        for i in sorted(rng.choice(len(g), size=min(per_group, len(g)), replace=False)):
+            yield ckpt, int(length), len(g), g.iloc[i]
+
+
+def tolerance_sweep(store: Store, args: argparse.Namespace) -> None:
     """The intrinsic block at each of ``args.tolerances`` on the same sampled matrices."""
     eps, temps, _ = grid(args.design)
-    rng = np.random.default_rng(args.seed)
     keep = ("intrinsic__Pi", "intrinsic__r_star", "intrinsic__interaction_dim")
     rows = []
-    for (ckpt, length), g in recs.groupby(["checkpoint", "length"]):
-        pick = rng.choice(len(g), size=min(args.per_group, len(g)), replace=False)
-        for i in sorted(pick):
-            rec = g.iloc[i]
-            arrays = store.arrays(rec.key)
-            ref = None
-            for tol in args.tolerances:
-                intrinsic_module.KAPPA_TOL = tol  # read by the block at call time
-                start = time.process_time()
-                df = describe_frame(arrays, eps, temps, ["intrinsic"])
-                cpu = time.process_time() - start
-                cov = df[list(keep)]
-                ref = cov if ref is None else ref
-                pi, pi0 = cov[keep[0]].to_numpy(), ref[keep[0]].to_numpy()
-                rel = np.abs(pi - pi0) / np.maximum(np.abs(pi0), 1e-9)
-                rows.append(
-                    {
-                        "checkpoint": ckpt,
-                        "length": int(length),
-                        "group_size": len(g),
-                        "key": rec.key,
-                        "tol": tol,
-                        "cpu_s": cpu,
-                        "pi_rel_max": float(np.nanmax(rel)) if np.isfinite(rel).any() else 0.0,
-                        "r_star_changed": int((cov[keep[1]] != ref[keep[1]]).sum()),
-                        "dim_changed": int((cov[keep[2]] != ref[keep[2]]).sum()),
-                    }
-                )
-            print(rows[-1], flush=True)
+    for ckpt, length, group_size, rec in sampled_matrices(store, args.per_group, args.seed):
+        arrays = store.arrays(rec.key)
+        ref = None
+        for tol in args.tolerances:
+            intrinsic_module.KAPPA_TOL = tol  # read by the block at call time
+            start = time.process_time()
+            df = describe_frame(arrays, eps, temps, ["intrinsic"])
+            cpu = time.process_time() - start
+            cov = df[list(keep)]
+            ref = cov if ref is None else ref
+            pi, pi0 = cov[keep[0]].to_numpy(), ref[keep[0]].to_numpy()
+            rel = np.abs(pi - pi0) / np.maximum(np.abs(pi0), 1e-9)
+            rows.append(
+                {
+                    "checkpoint": ckpt,
+                    "length": length,
+                    "group_size": group_size,
+                    "key": rec.key,
+                    "tol": tol,
+                    "cpu_s": cpu,
+                    "pi_rel_max": float(np.nanmax(rel)) if np.isfinite(rel).any() else 0.0,
+                    "r_star_changed": int((cov[keep[1]] != ref[keep[1]]).sum()),
+                    "dim_changed": int((cov[keep[2]] != ref[keep[2]]).sum()),
+                }
+            )
+        print(rows[-1], flush=True)
     df = pd.DataFrame(rows)
     OUT.mkdir(parents=True, exist_ok=True)
     df.to_csv(OUT / "descriptor_cost_tolerances.csv", index=False)
@@ -188,45 +199,38 @@ def main() -> None:
     torch.set_num_threads(1)
     if args.tolerances:
         with Store(args.store) as store:
-            recs = pd.DataFrame([r.__dict__ for r in store.matrices()])
-            tolerance_sweep(store, recs, args)
+            tolerance_sweep(store, args)
         return
     eps, temps, blocks = grid(args.design)
     log = SolveLog()
     intrinsic_module.factor_radius = log  # the block's own solves, recorded
-    rng = np.random.default_rng(args.seed)
     out = []
     with Store(args.store) as store:
-        recs = pd.DataFrame([r.__dict__ for r in store.matrices()])
-        groups = recs.groupby(["checkpoint", "length"])
-        for (ckpt, length), g in groups:
-            pick = rng.choice(len(g), size=min(args.per_group, len(g)), replace=False)
-            for i in sorted(pick):
-                rec = g.iloc[i]
-                log.rows.clear()
-                start = time.process_time()
-                describe_frame(store.arrays(rec.key), eps, temps, blocks)
-                cpu = time.process_time() - start
-                solves = pd.DataFrame(log.rows)
-                out.append(
-                    {
-                        "checkpoint": ckpt,
-                        "length": int(length),
-                        "group_size": len(g),
-                        "key": rec.key,
-                        "cpu_s": cpu,
-                        "kappa_cpu_s": float(solves.cpu_s.sum()) if len(solves) else 0.0,
-                        "screen_cpu_s": float(solves[solves.screen].cpu_s.sum())
-                        if len(solves)
-                        else 0.0,
-                        "solves": len(solves),
-                        "max_iter_solves": int(solves.max_iter_hit.sum()) if len(solves) else 0,
-                        "max_iter_cpu_s": float(solves[solves.max_iter_hit].cpu_s.sum())
-                        if len(solves)
-                        else 0.0,
-                    }
-                )
-                print(out[-1], flush=True)
+        for ckpt, length, group_size, rec in sampled_matrices(store, args.per_group, args.seed):
+            log.rows.clear()
+            start = time.process_time()
+            describe_frame(store.arrays(rec.key), eps, temps, blocks)
+            cpu = time.process_time() - start
+            solves = pd.DataFrame(log.rows)
+            out.append(
+                {
+                    "checkpoint": ckpt,
+                    "length": length,
+                    "group_size": group_size,
+                    "key": rec.key,
+                    "cpu_s": cpu,
+                    "kappa_cpu_s": float(solves.cpu_s.sum()) if len(solves) else 0.0,
+                    "screen_cpu_s": float(solves[solves.screen].cpu_s.sum())
+                    if len(solves)
+                    else 0.0,
+                    "solves": len(solves),
+                    "max_iter_solves": int(solves.max_iter_hit.sum()) if len(solves) else 0,
+                    "max_iter_cpu_s": float(solves[solves.max_iter_hit].cpu_s.sum())
+                    if len(solves)
+                    else 0.0,
+                }
+            )
+            print(out[-1], flush=True)
     df = pd.DataFrame(out)
     OUT.mkdir(parents=True, exist_ok=True)
     df.to_csv(OUT / "descriptor_cost_matrices.csv", index=False)

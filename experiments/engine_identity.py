@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -39,6 +38,7 @@ from analysis.prereg import load_design
 from analysis.store.store import Store
 from analysis.study.plan import plan_study
 from benchmarks.common import OUT, ROOT, command_line
+from experiments.descriptor_cost import sampled_matrices
 
 DESIGN = ROOT / "preregistration" / "offline-families.toml"
 STORE = ROOT / "data" / "offline-families" / "store"
@@ -67,41 +67,38 @@ def main() -> None:
         raise SystemExit("--flush-subnormals: this CPU cannot flush subnormals")
     plan = plan_study(load_design(args.design))
     eps, temps = plan.eps, list(plan.temperatures)
-    rng = np.random.default_rng(args.seed)
     rows = []
     with Store(args.store) as store:
-        recs = pd.DataFrame([r.__dict__ for r in store.matrices()])
-        for (ckpt, length), g in recs.groupby(["checkpoint", "length"]):
-            for i in sorted(rng.choice(len(g), size=min(args.per_group, len(g)), replace=False)):
-                key = g.key.iloc[i]
-                arrays = store.arrays(key)
-                start = time.process_time()
-                profs = profile_temperatures(
-                    [arrays.at(t) for t in temps],
-                    temps,
-                    eps=eps,
-                    effort=plan.effort,
-                    previous=[None] * len(temps),
+        for ckpt, length, _, rec in sampled_matrices(store, args.per_group, args.seed):
+            key = rec.key
+            arrays = store.arrays(key)
+            start = time.process_time()
+            profs = profile_temperatures(
+                [arrays.at(t) for t in temps],
+                temps,
+                eps=eps,
+                effort=plan.effort,
+                previous=[None] * len(temps),
+            )
+            cpu = time.process_time() - start
+            for t, prof in zip(temps, profs, strict=True):
+                old = store.profile(key, t, plan.effort)
+                if old is None:
+                    raise SystemExit(f"no stored profile of {key} at t = {t}: run the study")
+                # JSON round trip: the stored dict was JSON, so tuples became lists
+                new = json.loads(json.dumps(prof.to_dict(arrays="float32-base64")))
+                same = without_timings(old.profile_dict()) == without_timings(new)
+                rows.append(
+                    {
+                        "checkpoint": ckpt,
+                        "length": length,
+                        "key": key,
+                        "temperature": t,
+                        "identical": same,
+                        "cpu_s": cpu / len(temps),
+                    }
                 )
-                cpu = time.process_time() - start
-                for t, prof in zip(temps, profs, strict=True):
-                    old = store.profile(key, t, plan.effort)
-                    if old is None:
-                        raise SystemExit(f"no stored profile of {key} at t = {t}: run the study")
-                    # JSON round trip: the stored dict was JSON, so tuples became lists
-                    new = json.loads(json.dumps(prof.to_dict(arrays="float32-base64")))
-                    same = without_timings(old.profile_dict()) == without_timings(new)
-                    rows.append(
-                        {
-                            "checkpoint": ckpt,
-                            "length": int(length),
-                            "key": key,
-                            "temperature": t,
-                            "identical": same,
-                            "cpu_s": cpu / len(temps),
-                        }
-                    )
-                print(f"{ckpt} N={length} {key}: {cpu:.1f} CPU-s", flush=True)
+            print(f"{ckpt} N={length} {key}: {cpu:.1f} CPU-s", flush=True)
     df = pd.DataFrame(rows)
     OUT.mkdir(parents=True, exist_ok=True)
     df.to_csv(OUT / "engine_identity.csv", index=False)
