@@ -256,9 +256,10 @@ class Profile:
         number the profile holds is certified for ``A``.
 
         The comparison is exact. On the machine that certified a witness it repeats the
-        same arithmetic; elsewhere a product rounded differently in its last bit can move
-        the certified value by an ulp, and the witness then fails: a profile recomputed for
-        nothing, never a wrong bracket.
+        same arithmetic (the verifier runs numpy's BLAS on one thread, whatever the
+        caller's thread count); on another CPU a product rounded differently in its last
+        bit can move the certified value by an ulp, and the witness then fails: a profile
+        recomputed for nothing, never a wrong bracket.
         """
         A = check_attention(A)[0]
         if tuple(self.shape) != A.shape:

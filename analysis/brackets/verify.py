@@ -6,17 +6,40 @@ standard model of floating-point arithmetic (Higham, *Accuracy and Stability of
 Numerical Algorithms*, 2nd ed., sections 2.2-3.5). A larger allowance is always sound,
 so wherever an intermediate quantity is itself rounded we inflate the allowance by a
 generous factor rather than reason about the last bit.
+
+Both functions run numpy's BLAS on one thread. The allowances hold for any order of
+summation, so a certificate is sound under any thread count, but it is only *repeatable*
+under a fixed one: OpenBLAS's threaded GEMM can round differently from its one-thread
+GEMM (measured on a SkylakeX host: a ``[101, 256] x [256, 101]`` product differs in the
+last bit in about 2% of its entries), and a stored margin re-checked under another thread
+count than it was certified under then fails by an ulp (``Profile.reverify`` compares
+exactly). The search certifies under one BLAS thread already; fixing it here makes every
+re-check, wherever it runs, repeat the certification's arithmetic.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from analysis.validation import ParameterError
 
 UNIT_ROUNDOFF = 2.0**-53
 # Inflation applied to allowances that are themselves computed in floating point.
 _SAFETY = 1.01
+
+
+_BLAS: ThreadpoolController | None = None
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager:
+    """Context in which numpy's BLAS runs on one thread (the previous count is restored)."""
+    global _BLAS
+    if _BLAS is None:  # scans the loaded libraries once (about 80 us a scan), then reused
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 def gamma(n: int) -> float:
@@ -65,9 +88,10 @@ def certified_upper_error(A: np.ndarray, U, W) -> float:
     U = _as64("U", U, (M, None))
     k = U.shape[1]
     W = _as64("W", W, (N, k))
-    B = U @ W.T if k else np.zeros_like(A)
+    with _one_blas_thread():
+        B = U @ W.T if k else np.zeros_like(A)
+        mass = np.abs(U) @ np.abs(W).sum(axis=0) if k else np.zeros(M)
     s = np.abs(A - B).sum(axis=1)
-    mass = np.abs(U) @ np.abs(W).sum(axis=0) if k else np.zeros(M)
     mass = (mass + np.abs(A).sum(axis=1)) * _SAFETY
     e = s * (1.0 + gamma(N)) + gamma(k + 2) * mass * _SAFETY
     return float(np.max(e) * (1.0 + 4 * UNIT_ROUNDOFF))
@@ -103,8 +127,9 @@ def certified_lower_margin(A: np.ndarray, R, Y) -> float:
     if m < 1:
         raise ParameterError("R", "at least one column", R.shape)
     Y = _as64("Y", Y, (m, M))
-    G = (Y @ A) @ R
-    D = gamma(M + N + m) * ((np.abs(Y) @ np.abs(A)) @ np.abs(R)) * _SAFETY
+    with _one_blas_thread():
+        G = (Y @ A) @ R
+        D = gamma(M + N + m) * ((np.abs(Y) @ np.abs(A)) @ np.abs(R)) * _SAFETY
     diag = np.diag(G)
     off = np.abs(G) + D
     off_sum = off.sum(axis=1) - np.diag(off)

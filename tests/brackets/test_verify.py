@@ -80,3 +80,31 @@ def test_shape_and_finiteness_errors():
         certified_upper_error(A, np.full((3, 1), np.nan), np.ones((4, 1)))
     with pytest.raises(ParameterError, match="Y"):
         certified_lower_margin(A, np.ones((4, 2)), np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("seed", [4, 8])
+def test_certificates_repeat_under_another_blas_thread_count(seed):
+    """A stored value is re-checked exactly (``Profile.reverify``), so the verifier must
+    give the same floats under any BLAS thread count of its caller. On a SkylakeX host
+    OpenBLAS's two-thread GEMM rounds a ``[101, 256] x [256, 101]`` product differently
+    from its one-thread GEMM in about 2% of the entries; with ``Y A R`` close to the
+    identity (``Y`` the pseudo-inverse of ``A R``) the off-diagonal entries are pure
+    rounding and, for these seeds, the margin moved by an ulp before the verifier fixed
+    its thread count (elsewhere the test passes either way)."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(seed)
+    logits = 3.0 * rng.standard_normal((256, 256))
+    A = np.exp(logits - logits.max(1, keepdims=True))
+    A /= A.sum(1, keepdims=True)
+    m = 101
+    R = rng.standard_normal((256, m))
+    Y = np.linalg.pinv(A @ R)
+    U, s, Vt = np.linalg.svd(A)
+    U, W = U[:, :m] * s[:m], Vt[:m].T
+    values = []
+    for threads in (1, 2, 1):
+        with threadpool_limits(limits=threads):
+            values.append((certified_lower_margin(A, R, Y), certified_upper_error(A, U, W)))
+    assert values[0][0] > 0  # a real (positive) certificate, not -inf
+    assert values[0] == values[1] == values[2]
