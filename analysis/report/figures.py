@@ -31,7 +31,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from analysis.atomic import atomic_write
 from analysis.compare.nested import FIT_FAILED
@@ -567,6 +567,8 @@ def forest(results: StudyResults) -> Figure | None:
             )
             ax.set_xlabel("effect with 95% cluster-bootstrap CI")
             ax.margins(x=0.15)
+            # At most five ticks: effects of order 1e-3 print as long labels that crowd.
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 5, 10]))
         ax0 = axes[0]
         ticks = [(ypos[p] + 0.11, labels[p], p, None) for p in rows]
         ticks += [(ck_y(p, k), _short(c), p, c) for p in rows for k, c in enumerate(cks)]
