@@ -312,16 +312,46 @@ def refine_lower(
                     t[keep]
                     for t in (R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, Sa, La, idx, YA, AR, G, mg)
                 )
-        frac = step_fraction(step, Sa)
-        beta = (30.0 + 970.0 * frac)[:, None]
-        w = torch.softmax(-beta * mg.masked_fill(~kp, 1e3), -1)  # [p, K]
-        dG = w[..., None] * (on - off * torch.sign(G))
-        lr_t = cosine_lr(La, frac, 0.1)
-        adam_step(Y, (dG @ AR.transpose(-1, -2)).neg_(), mY, vY, step + 1, lr_t)  # ascent
-        adam_step(R, (YA.transpose(-1, -2) @ dG).neg_(), mR, vR, step + 1, lr_t)
-        R = project_rows_l1(R * cm[:, None, :])
-        Y = project_rows_l1(Y).mul_(cm[:, :, None])
+        R, Y = lower_step(R, Y, mR, vR, mY, vY, YA, AR, G, mg, kp, cm, on, off, La, Sa, step)
     return best_R, best_Y, best
+
+
+def lower_step(
+    R: torch.Tensor,
+    Y: torch.Tensor,
+    mR: torch.Tensor,
+    vR: torch.Tensor,
+    mY: torch.Tensor,
+    vY: torch.Tensor,
+    YA: torch.Tensor,
+    AR: torch.Tensor,
+    G: torch.Tensor,
+    mg: torch.Tensor,
+    kp: torch.Tensor,
+    cm: torch.Tensor,
+    on: torch.Tensor,
+    off: torch.Tensor,
+    lr: torch.Tensor,
+    budgets: torch.Tensor,
+    step: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One projected ascent step of :func:`refine_lower`; returns the new ``(R, Y)``.
+
+    ``YA = Y A``, ``AR = A R``, ``G = YA R`` and the margins ``mg`` ``[p, K]`` are those of
+    the current ``(R, Y)``; ``kp`` / ``cm`` mark each problem's live size (bool / float),
+    ``on`` / ``off`` are the identity and its complement ``[K, K]``, ``lr`` the peak step
+    per problem. The Adam moments are updated in place.
+    """
+    frac = step_fraction(step, budgets)
+    beta = (30.0 + 970.0 * frac)[:, None]
+    w = torch.softmax(-beta * mg.masked_fill(~kp, 1e3), -1)  # [p, K]
+    dG = w[..., None] * (on - off * torch.sign(G))
+    lr_t = cosine_lr(lr, frac, 0.1)
+    adam_step(Y, (dG @ AR.transpose(-1, -2)).neg_(), mY, vY, step + 1, lr_t)  # ascent
+    adam_step(R, (YA.transpose(-1, -2) @ dG).neg_(), mR, vR, step + 1, lr_t)
+    R = project_rows_l1(R * cm[:, None, :])
+    Y = project_rows_l1(Y).mul_(cm[:, :, None])
+    return R, Y
 
 
 def normalized_margins(A: np.ndarray, R: np.ndarray, Y: np.ndarray) -> np.ndarray:

@@ -215,15 +215,34 @@ def refine_upper(
                 )
                 U, W = X[:, :M], X[:, M:]
                 E = Aa - U @ W.transpose(-1, -2)
-        frac = step_fraction(step, Sa)
-        delta = (1e-3 * (1e-2) ** frac)[:, None, None]
-        beta = (20.0 + 480.0 * frac) / Ta.clamp_min(1e-6)
-        # In place where a temporary would be [p, M, N]: the same operations in the same
-        # order as sqrt(E * E + delta^2), so the same floats, without two allocations.
-        S = E * E
-        S = S.add_(delta * delta).sqrt_()
-        w = torch.softmax(beta[:, None] * S.sum(-1), -1)  # [p, M]
-        dE = E.div_(S).mul_(w[..., None])
-        g = torch.cat([(dE @ W).neg_(), (dE.transpose(-1, -2) @ U).neg_()], 1).mul_(Ma)
-        adam_step(X, g, mom, vel, step + 1, cosine_lr(lr, frac, 0.02))
+        upper_step(X, E, mom, vel, Ma, Ta, Sa, step, lr)
     return best[:, :M], best[:, M:], best_err
+
+
+def upper_step(
+    X: torch.Tensor,
+    E: torch.Tensor,
+    mom: torch.Tensor,
+    vel: torch.Tensor,
+    mask: torch.Tensor,
+    targets: torch.Tensor,
+    budgets: torch.Tensor,
+    step: int,
+    lr: float,
+) -> None:
+    """One Adam step of :func:`refine_upper`, in place on ``X`` ``[p, M + N, K]`` (``U`` on
+    top of ``W``) and its moments; ``E = A - U W^T`` ``[p, M, N]`` is consumed (overwritten).
+    """
+    M = E.shape[-2]
+    U, W = X[:, :M], X[:, M:]
+    frac = step_fraction(step, budgets)
+    delta = (1e-3 * (1e-2) ** frac)[:, None, None]
+    beta = (20.0 + 480.0 * frac) / targets.clamp_min(1e-6)
+    # In place where a temporary would be [p, M, N]: the same operations in the same
+    # order as sqrt(E * E + delta^2), so the same floats, without two allocations.
+    S = E * E
+    S = S.add_(delta * delta).sqrt_()
+    w = torch.softmax(beta[:, None] * S.sum(-1), -1)  # [p, M]
+    dE = E.div_(S).mul_(w[..., None])
+    g = torch.cat([(dE @ W).neg_(), (dE.transpose(-1, -2) @ U).neg_()], 1).mul_(mask)
+    adam_step(X, g, mom, vel, step + 1, cosine_lr(lr, frac, 0.02))
