@@ -133,6 +133,17 @@ def sampled_matrices(
             yield ckpt, int(length), len(g), g.iloc[i]
 
 
+def add_sample_arguments(ap: argparse.ArgumentParser, *, per_group: int, seed: int) -> None:
+    """The options of :func:`sampled_matrices` (``--design``, ``--store``, ``--per-group``,
+    ``--seed``) with this script's defaults for the last two."""
+    ap.add_argument("--design", type=Path, default=DESIGN)
+    ap.add_argument("--store", type=Path, default=STORE)
+    ap.add_argument(
+        "--per-group", type=int, default=per_group, help="matrices per checkpoint and N"
+    )
+    ap.add_argument("--seed", type=int, default=seed)
+
+
 def tolerance_sweep(store: Store, args: argparse.Namespace) -> None:
     """The intrinsic block at each of ``args.tolerances`` on the same sampled matrices."""
     eps, temps, _ = grid(args.design)
@@ -185,10 +196,7 @@ def tolerance_sweep(store: Store, args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--design", type=Path, default=DESIGN)
-    ap.add_argument("--store", type=Path, default=STORE)
-    ap.add_argument("--per-group", type=int, default=6, help="matrices per checkpoint and N")
-    ap.add_argument("--seed", type=int, default=1)
+    add_sample_arguments(ap, per_group=6, seed=1)
     ap.add_argument("--stall", action="store_true", help="trace the max_iter solves")
     ap.add_argument("--checkpoints", type=int, nargs="+", default=[100, 200, 400, 800, 1600, 3000])
     ap.add_argument(

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -37,11 +36,8 @@ from analysis.brackets import profile_temperatures
 from analysis.prereg import load_design
 from analysis.store.store import Store
 from analysis.study.plan import plan_study
-from benchmarks.common import OUT, ROOT, command_line
-from experiments.descriptor_cost import sampled_matrices
-
-DESIGN = ROOT / "preregistration" / "offline-families.toml"
-STORE = ROOT / "data" / "offline-families" / "store"
+from benchmarks.common import OUT, command_line
+from experiments.descriptor_cost import add_sample_arguments, sampled_matrices
 
 
 def without_timings(x: Any) -> Any:
@@ -55,10 +51,7 @@ def without_timings(x: Any) -> Any:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--design", type=Path, default=DESIGN)
-    ap.add_argument("--store", type=Path, default=STORE)
-    ap.add_argument("--per-group", type=int, default=2, help="matrices per checkpoint and N")
-    ap.add_argument("--seed", type=int, default=99)
+    add_sample_arguments(ap, per_group=2, seed=99)
     ap.add_argument("--flush-subnormals", action="store_true", help="CPU flushes subnormals")
     args = ap.parse_args()
     print(command_line("experiments.engine_identity"), flush=True)
