@@ -1,9 +1,17 @@
-"""Shared fixtures: known-answer matrices and seeded generators."""
+"""Shared fixtures: known-answer matrices and seeded generators; the CI skip policy."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from tests.skip_policy import SkipPolicy
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # In CI a skip for a reason other than a missing GPU or the optional Gemma weights
+    # fails the session (tests/skip_policy.py).
+    config.pluginmanager.register(SkipPolicy(), "attnrank-skip-policy")
 
 
 @pytest.fixture

