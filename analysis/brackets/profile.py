@@ -15,7 +15,7 @@ import base64
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -23,7 +23,38 @@ from analysis.attention import check_attention
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError, check_choice, check_eps_grid
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 PROFILE_FORMAT = 1
+
+
+class Bracket(NamedTuple):
+    """Certified ends ``lo <= r_eps(A) <= hi`` at one eps (a tuple: ``lo, hi = bracket``).
+
+    Attributes
+    ----------
+    lo : int
+        Largest size of a certified lower witness with margin > eps (0 if none).
+    hi : int
+        Least rank of a certified upper witness with error <= eps.
+
+    Examples
+    --------
+    >>> from analysis.brackets import Bracket
+    >>> b = Bracket(3, 5)
+    >>> lo, hi = b
+    >>> (lo, hi, b.closed, b == (3, 5))
+    (3, 5, False, True)
+    """
+
+    lo: int
+    hi: int
+
+    @property
+    def closed(self) -> bool:
+        """Whether the bracket pins the rank (``lo == hi``)."""
+        return self.lo == self.hi
 
 
 @dataclass(frozen=True)
@@ -87,8 +118,28 @@ class Profile:
         ok = [w for w in self.lower.values() if w.margin > eps]
         return max(ok, key=lambda w: w.size) if ok else None
 
-    def bracket(self, eps: float) -> tuple[int, int]:
-        """Certified ``(lo, hi)`` with ``lo <= r_eps(A) <= hi``."""
+    def bracket(self, eps: float) -> Bracket:
+        """Certified ``(lo, hi)`` with ``lo <= r_eps(A) <= hi``.
+
+        Parameters
+        ----------
+        eps : float
+            The tolerance, > 0.
+
+        Returns
+        -------
+        Bracket
+            A named tuple ``(lo, hi)``; ``lo, hi = prof.bracket(eps)`` unpacks it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis.brackets import profile_matrix
+        >>> prof = profile_matrix(np.full((4, 4), 0.25), eps=(0.1,), effort="fast")
+        >>> prof.bracket(0.1)
+        Bracket(lo=1, hi=1)
+        >>> lo, hi = prof.bracket(0.1)
+        """
         (eps,) = check_eps_grid([eps])
         hi = self.upper_end(eps).rank
         low = self.lower_end(eps)
@@ -97,14 +148,45 @@ class Profile:
             lo = 0
         if lo > hi:  # both certified: impossible unless the verifier is wrong
             raise RuntimeError(f"inconsistent certificates at eps={eps}: lo={lo} > hi={hi}")
-        return lo, hi
+        return Bracket(lo, hi)
 
-    def brackets(self, eps: Sequence[float]) -> list[dict[str, Any]]:
-        out = []
-        for e in check_eps_grid(eps):
-            lo, hi = self.bracket(e)
-            out.append({"eps": e, "lower": lo, "upper": hi})
-        return out
+    def brackets(self, eps: Sequence[float]) -> list[Bracket]:
+        """:meth:`bracket` at each eps, in the order given.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis.brackets import profile_matrix
+        >>> prof = profile_matrix(np.eye(3), eps=(0.5, 2.5), effort="fast")
+        >>> prof.brackets([0.5, 2.5])
+        [Bracket(lo=3, hi=3), Bracket(lo=0, hi=0)]
+        """
+        return [self.bracket(e) for e in check_eps_grid(eps)]
+
+    def to_frame(self, eps: Sequence[float]) -> pd.DataFrame:
+        """Tidy table of the brackets at each eps: columns ``eps``, ``lower``, ``upper``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis.brackets import profile_matrix
+        >>> prof = profile_matrix(np.eye(3), eps=(0.5, 2.5), effort="fast")
+        >>> prof.to_frame([0.5, 2.5])
+           eps  lower  upper
+        0  0.5      3      3
+        1  2.5      0      0
+        """
+        import pandas as pd  # not at import: the engine's workers never need it
+
+        grid = check_eps_grid(eps)
+        ends = self.brackets(grid)
+        return pd.DataFrame(
+            {
+                "eps": pd.Series(grid, dtype=float),
+                "lower": pd.Series([b.lo for b in ends], dtype=int),
+                "upper": pd.Series([b.hi for b in ends], dtype=int),
+            }
+        )
 
     def errors(self) -> np.ndarray:
         """``e_k`` for k = 0..min(M, N): running minimum of stored certified errors (inf if none)."""
