@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from analysis.sources.checkpoints import Extraction
 from analysis.validation import ParameterError, check_int
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 __all__ = ["extract"]
 
 
 def extract(
-    checkpoint: Any,
+    checkpoint: str | os.PathLike[str] | PreTrainedModel,
     *,
-    text: str | Path | None = None,
-    image: str | Path | None = None,
+    text: str | os.PathLike[str] | None = None,
+    image: str | os.PathLike[str] | None = None,
     corpus_seed: int | None = None,
     length: int | None = None,
-) -> Any:
+) -> Extraction:
     """Load ``checkpoint`` offline and extract one input (exactly one of the three sources).
 
     Parameters
@@ -34,7 +39,9 @@ def extract(
 
     Returns
     -------
-    analysis.sources.checkpoints.Extraction
+    Extraction
+        Frozen: per-head ``A``, ``Q``, ``K`` ``[layer, head, ...]``, ``scale``, ``mask``,
+        ``causal``, ``tokens``, ``meta`` and ``bias``; :func:`save_extraction` writes it.
 
     Raises
     ------
