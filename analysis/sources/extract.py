@@ -48,6 +48,19 @@ def extract(
     ParameterError
         Naming the parameter at fault (``text``, ``image``, ``corpus_seed``, ``length``,
         ``checkpoint``), or ``input`` when not exactly one source is given.
+
+    Examples
+    --------
+    >>> from analysis.sources import extract
+    >>> x = extract("minilm", corpus_seed=0, length=8)  # MiniLM, a corpus text of 8 tokens
+    >>> x.A.shape, x.causal, x.checkpoint_id
+    ((6, 12, 8, 8), False, 'sentence-transformers/all-MiniLM-L6-v2')
+    >>> x.tokens[:4].tolist()
+    ['[CLS]', 'nu', '##meric', 'literal']
+    >>> extract("minilm", corpus_seed=0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: length: expected the number of tokens L for a text checkpoint, got None
     """
     from analysis.sources import inputs
     from analysis.sources.checkpoints import extract_from_model, load_checkpoint
