@@ -59,7 +59,17 @@ class Bracket(NamedTuple):
 
 @dataclass(frozen=True)
 class UpperWitness:
-    """Rank-k witness ``B = U W^T`` with certified error ``error``; ``U`` ``[M, k]``, ``W`` ``[N, k]``."""
+    """Rank-k witness ``B = U W^T`` with certified error ``error``; ``U`` ``[M, k]``, ``W`` ``[N, k]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets import profile_matrix
+    >>> prof = profile_matrix(np.full((4, 4), 0.25), eps=(0.1,), effort="fast")
+    >>> w = prof.upper_end(0.1)  # the uniform matrix is u u^T: one rank suffices
+    >>> w.rank, w.U.shape, w.W.shape, w.error < 1e-12
+    (1, (4, 1), (4, 1), True)
+    """
 
     rank: int
     error: float
@@ -70,7 +80,17 @@ class UpperWitness:
 
 @dataclass(frozen=True)
 class LowerWitness:
-    """Size-m witness ``(R, Y)`` with certified margin ``margin``; ``R`` ``[N, m]``, ``Y`` ``[m, M]``."""
+    """Size-m witness ``(R, Y)`` with certified margin ``margin``; ``R`` ``[N, m]``, ``Y`` ``[m, M]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets import profile_matrix
+    >>> prof = profile_matrix(np.eye(3), eps=(0.5,), effort="fast")
+    >>> w = prof.lower_end(0.5)  # margin > 0.5 at size 3: r_0.5(I) >= 3
+    >>> w.size, w.R.shape, w.Y.shape, w.margin > 0.5
+    (3, (3, 3), (3, 3), True)
+    """
 
     size: int
     margin: float
@@ -91,6 +111,27 @@ class Profile:
     eps_targets : the eps values refinement aimed at (sorted)
     effort : how it was computed (the search is deterministic: no seed)
     stats : timings (seconds) and the method behind each targeted end
+
+    Examples
+    --------
+    >>> import json
+    >>> from analysis.brackets import Profile, profile_matrix
+    >>> from analysis.sources.synthetic import spherical
+    >>> A = spherical(16, 3, 2.0, random_state=0).A
+    >>> prof = profile_matrix(A, eps=(0.1, 0.3), effort="fast")
+    >>> prof.bracket(0.3)
+    Bracket(lo=3, hi=5)
+    >>> bool(prof.errors()[5] <= 0.3 < prof.margins()[3])  # the read-off behind it
+    True
+    >>> d = json.loads(json.dumps(prof.to_dict()))
+    >>> back = Profile.from_dict(d, A=A)  # every witness re-verified against A
+    >>> back.brackets([0.1, 0.3]) == prof.brackets([0.1, 0.3])
+    True
+    >>> d["upper"][0]["error"] /= 2  # an edited file claims a smaller error
+    >>> Profile.from_dict(d, A=A)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: profile: expected a profile whose every witness re-verifies against A, got [...]
     """
 
     shape: tuple[int, int]
@@ -372,6 +413,16 @@ class Profile:
 
 
 def identity_witness(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``B = A`` as a rank-``min(M, N)`` factorization: ``(A, I)`` or ``(I, A^T)``."""
+    """``B = A`` as a rank-``min(M, N)`` factorization: ``(A, I)`` or ``(I, A^T)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.profile import identity_witness
+    >>> A = np.array([[0.5, 0.25, 0.25], [0.0, 1.0, 0.0]])  # M = 2 < N = 3
+    >>> U, W = identity_witness(A)
+    >>> U.shape, W.shape, bool(np.array_equal(U @ W.T, A))
+    ((2, 2), (3, 2), True)
+    """
     M, N = A.shape
     return (A.copy(), np.eye(N)) if N <= M else (np.eye(M), A.T.copy())
