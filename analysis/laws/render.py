@@ -43,10 +43,12 @@ def local_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
     --------
     >>> import pandas as pd
     >>> from analysis.laws import fit_law, local_frame
-    >>> betas = [1.0, 3.0, 7.0]
+    >>> betas = [1.0, 3.0, 7.0, 15.0, 31.0, 63.0]  # r = 1 + beta exactly: every slope 1
+    >>> r = [2, 4, 8, 16, 32, 64]
     >>> table = pd.DataFrame({"d": 3, "eps": 0.1, "n": 64, "seed": 0, "beta": betas,
-    ...                       "lower": [2, 4, 8], "upper": [2, 4, 8]})
-    >>> local_frame(fit_law(table, family="spherical", n_boot=0))[["beta_from", "beta_to", "slope_mid"]]
+    ...                       "lower": r, "upper": r})
+    >>> frame = local_frame(fit_law(table, family="spherical", n_boot=0))
+    >>> frame[["beta_from", "beta_to", "slope_mid"]].head(2)
        beta_from  beta_to  slope_mid
     0        1.0      3.0        1.0
     1        3.0      7.0        1.0
