@@ -47,7 +47,11 @@ COVERED = (
     "analysis.laws.sweep",
     "analysis.laws.theory",
     "analysis.sources.checkpoints",
+    "analysis.sources.capture",
     "analysis.sources.extract",
+    "analysis.sources.families.dinov2_onnx",
+    "analysis.sources.families.gguf",
+    "analysis.sources.families.mpnet",
     "analysis.sources.inputs",
     "analysis.sources.packaged",
     "analysis.sources.synthetic",
@@ -88,7 +92,17 @@ def test_the_walk_finds_the_package():
     assert set(COVERED) <= set(WITH_EXAMPLES)
 
 
-@pytest.mark.parametrize("name", WITH_EXAMPLES)
+#: Modules whose examples load packaged weights (seconds each): marked slow, still run in CI.
+LOADS_WEIGHTS = "analysis.sources.families."
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n.startswith(LOADS_WEIGHTS) else n
+        for n in WITH_EXAMPLES
+    ],
+)
 def test_examples_run(name, tmp_path, monkeypatch, registry_restored):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
     runner = doctest.DocTestRunner(optionflags=FLAGS)
