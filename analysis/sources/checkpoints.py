@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from analysis.sources.capture import (
     mixed_sliding_window,
 )
 from analysis.validation import ParameterError, read_npz
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Never reach for the network: every load below is local_files_only as well.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -505,6 +508,50 @@ class Extraction:
     def head_id(self, layer: int, head: int) -> str:
         """``"<checkpoint>:<layer>:<head>"``."""
         return f"{self.checkpoint_id}:{layer}:{head}"
+
+    def summary(self) -> str:
+        """One line: checkpoint, input, heads, length, mask and parity.
+
+        Examples
+        --------
+        >>> from analysis.sources import extract
+        >>> print(extract("minilm", corpus_seed=0, length=8).summary())  # doctest: +ELLIPSIS
+        sentence-transformers/all-MiniLM-L6-v2 on corpus:pydoc_data.topics/numbers: 6 layers x 12 heads, L = 8, not causal, no bias, parity ...
+        """
+        n_layer, n_head = self.A.shape[:2]
+        parity = self.meta.get("parity_max_abs")
+        return (
+            f"{self.checkpoint_id} on {self.input_id}: {n_layer} layers x {n_head} heads, "
+            f"L = {self.length}, {'causal' if self.causal else 'not causal'}, "
+            f"{'no bias' if self.bias is None else 'with a logit bias'}, parity "
+            + ("not recorded" if parity is None else f"{float(parity):.1e}")
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per head: ``layer``, ``head``, ``head_id``, ``scale``.
+
+        Examples
+        --------
+        >>> from analysis.sources import extract
+        >>> extract("minilm", corpus_seed=0, length=8).to_frame().head(2)
+           layer  head                                   head_id     scale
+        0      0     0  sentence-transformers/all-MiniLM-L6-v2:0:0  0.176777
+        1      0     1  sentence-transformers/all-MiniLM-L6-v2:0:1  0.176777
+        """
+        import pandas as pd
+
+        n_layer, n_head = self.A.shape[:2]
+        layer, head = np.divmod(np.arange(n_layer * n_head), n_head)
+        return pd.DataFrame(
+            {
+                "layer": layer,
+                "head": head,
+                "head_id": [
+                    self.head_id(int(li), int(hi)) for li, hi in zip(layer, head, strict=True)
+                ],
+                "scale": np.asarray(self.scale, dtype=np.float64).reshape(-1),
+            }
+        )
 
 
 def _library_versions() -> dict[str, str]:
