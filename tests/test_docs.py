@@ -68,19 +68,6 @@ def test_the_guide_has_python_blocks_that_run():
     assert {p.name for p in PAGES} >= {"brackets.md", "study.md"}
 
 
-@pytest.fixture
-def registry_restored():
-    """A block may register a descriptor block: put the registry back as it was."""
-    from analysis.descriptors import registry
-
-    table = getattr(registry, "_REGISTRY", None)
-    saved = None if table is None else dict(table)
-    yield
-    if saved is not None:
-        table.clear()
-        table.update(saved)
-
-
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_python_blocks_run(page, tmp_path, monkeypatch, registry_restored):
     (tmp_path / "data").symlink_to(ROOT / "data")

@@ -73,19 +73,6 @@ def _runs(tests: list[doctest.DocTest]) -> bool:
 WITH_EXAMPLES = [name for name in MODULES if _runs(_doctests(name))]
 
 
-@pytest.fixture
-def registry_restored():
-    """Examples may register descriptor blocks: put the registry back as it was."""
-    from analysis.descriptors import registry
-
-    table = getattr(registry, "_REGISTRY", None)
-    saved = None if table is None else dict(table)
-    yield
-    if saved is not None:
-        table.clear()
-        table.update(saved)
-
-
 def test_the_walk_finds_the_package():
     assert "analysis.brackets.verify" in MODULES and "analysis.cli.__main__" not in MODULES
     assert set(COVERED) <= set(MODULES)

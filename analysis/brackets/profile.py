@@ -209,9 +209,9 @@ class Profile:
 
         Examples
         --------
-        >>> import numpy as np
         >>> from analysis.brackets import profile_matrix
-        >>> prof = profile_matrix(np.eye(3), eps=(0.5, 2.5), effort="fast")
+        >>> from analysis.sources.synthetic import identity
+        >>> prof = profile_matrix(identity(3).A, eps=(0.5, 2.5), effort="fast")
         >>> prof.to_frame([0.5, 2.5])
            eps  lower  upper
         0  0.5      3      3

@@ -336,10 +336,9 @@ class LawFit:
     --------
     >>> import pandas as pd
     >>> from analysis.laws import fit_law
-    >>> betas = [1.0, 2.0, 3.0, 5.0, 7.0, 15.0]
-    >>> table = pd.DataFrame({"d": 3, "eps": 0.1, "n": 64, "seed": 0, "beta": betas,
-    ...                       "lower": [2, 3, 4, 6, 8, 16], "upper": [3, 4, 5, 7, 9, 17]})
-    >>> (fit,) = fit_law(table, family="spherical", n_boot=0)
+    >>> r = [2, 3, 4, 6, 8, 16]  # brackets [r, r + 1] around r = 1 + beta
+    >>> table = pd.DataFrame(dict(beta=[b - 1.0 for b in r], lower=r, upper=[k + 1 for k in r]))
+    >>> (fit,) = fit_law(table.assign(d=3, eps=0.1, n=64, seed=0), family="spherical", n_boot=0)
     >>> fit.summary()
     'spherical d=3 eps=0.1 n=64: slope 1.000 (95% CI [nan, nan]), theory 1, within tolerance 0.15'
     >>> fit.to_frame()[["d", "eps", "slope", "theory"]].round(3)

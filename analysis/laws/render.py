@@ -65,10 +65,10 @@ def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
     --------
     >>> import pandas as pd
     >>> from analysis.laws import fit_law, fits_frame
-    >>> betas = [1.0, 2.0, 3.0, 5.0, 7.0, 15.0]
-    >>> table = pd.DataFrame({"d": 3, "eps": 0.1, "n": 64, "seed": 0, "beta": betas,
-    ...                       "lower": [2, 3, 4, 6, 8, 16], "upper": [3, 4, 5, 7, 9, 17]})
-    >>> frame = fits_frame(fit_law(table, family="spherical", n_boot=0))
+    >>> rows = [(r - 1.0, r, r + 1) for r in (2, 3, 4, 6, 8, 16)]  # (beta, lower, upper)
+    >>> table = pd.DataFrame(rows, columns=["beta", "lower", "upper"]).assign(d=3, eps=0.1)
+    >>> fits = fit_law(table.assign(n=64, seed=0), family="spherical", n_boot=0)
+    >>> frame = fits_frame(fits)
     >>> frame[["d", "beta_range", "slope", "theory", "within_tolerance"]].round(3)
        d beta_range  slope  theory  within_tolerance
     0  3       1-15    1.0     1.0              True
