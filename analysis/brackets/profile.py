@@ -253,6 +253,18 @@ class Profile:
         ``arrays="float32-base64"`` as base64 of their float32 bytes (little endian, row
         major), about four times smaller and still exact, because every stored witness is
         rounded to float32 *before* it is certified.
+
+        Examples
+        --------
+        >>> import json
+        >>> from analysis.brackets import profile_matrix
+        >>> from analysis.sources.synthetic import permuted_blocks
+        >>> prof = profile_matrix(permuted_blocks(8, 2, random_state=0).A, eps=(0.1,), effort="fast")
+        >>> small = prof.to_dict(arrays="float32-base64")
+        >>> len(json.dumps(small)) < len(json.dumps(prof.to_dict()))
+        True
+        >>> sorted(prof.to_dict(witnesses=False))
+        ['arrays', 'effort', 'eps_targets', 'format', 'lower', 'shape', 'stats', 'upper']
         """
         check_choice("arrays", arrays, ("lists", "float32-base64"))
 
@@ -306,6 +318,19 @@ class Profile:
         ParameterError
             Named ``profile``: ``d`` is not such a dict, or, with ``A``, some witness fails
             re-verification (the failures are listed).
+
+        Examples
+        --------
+        >>> from analysis.brackets import Profile, profile_matrix
+        >>> from analysis.sources.synthetic import permuted_blocks
+        >>> A = permuted_blocks(8, 2, random_state=0).A
+        >>> prof = profile_matrix(A, eps=(0.1,), effort="fast")
+        >>> Profile.from_dict(prof.to_dict(arrays="float32-base64"), A=A).bracket(0.1)
+        Bracket(lo=2, hi=2)
+        >>> Profile.from_dict({"shape": [8, 8]})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        analysis.validation.ParameterError: profile: expected a dict written by Profile.to_dict(witnesses=True), got "KeyError: 'upper'"
         """
         try:
             prof = cls._decode(d)
@@ -383,6 +408,20 @@ class Profile:
         caller's thread count); on another CPU a product rounded differently in its last
         bit can move the certified value by an ulp, and the witness then fails: a profile
         recomputed for nothing, never a wrong bracket.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis.brackets import profile_matrix
+        >>> from analysis.sources.synthetic import permuted_blocks
+        >>> A = permuted_blocks(8, 2, random_state=0).A
+        >>> prof = profile_matrix(A, eps=(0.1,), effort="fast")
+        >>> prof.reverify(A)
+        []
+        >>> for fail in prof.reverify(np.full((8, 8), 1 / 8)):  # another matrix
+        ...     print(fail)  # doctest: +ELLIPSIS
+        upper rank 2: certified error 1.0000..., stored ...
+        lower size 2: certified margin ..., stored 0.99999...
         """
         A = check_attention(A)[0]
         if tuple(self.shape) != A.shape:
