@@ -32,6 +32,23 @@ def atomic_write(path: str | os.PathLike[str], *, mode: str = "wb") -> Iterator[
     """Open a temporary file beside ``path``; on success rename it to ``path``.
 
     On any exception the temporary file is removed and ``path`` is left untouched.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.atomic import atomic_write
+    >>> with atomic_write("out.txt", mode="w") as fh:
+    ...     _ = fh.write("done")
+    >>> Path("out.txt").read_text()
+    'done'
+    >>> try:
+    ...     with atomic_write("out.txt", mode="w") as fh:
+    ...         _ = fh.write("half")
+    ...         raise KeyboardInterrupt
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> Path("out.txt").read_text()  # the interrupted write left the file as it was
+    'done'
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,6 +75,15 @@ def atomic_savez(
     """Write ``arrays`` to an ``.npz`` file atomically (see :func:`atomic_write`).
 
     Object arrays are refused so that the file always loads with ``allow_pickle=False``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.atomic import atomic_savez
+    >>> path = atomic_savez("arrays.npz", {"A": np.eye(2)})
+    >>> with np.load(path, allow_pickle=False) as f:
+    ...     f["A"].tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
     """
     for name, value in arrays.items():
         if np.asarray(value).dtype == object:
@@ -74,6 +100,18 @@ class JsonlCheckpoint:
     Long runs write one line per finished unit of work and fsync it, so a crash loses at
     most the unit in progress; a re-run reads what is there and skips it. Used by the
     bracket runner and ``attnrank laws``.
+
+    Examples
+    --------
+    >>> from analysis.atomic import JsonlCheckpoint
+    >>> ckpt = JsonlCheckpoint("done.jsonl")
+    >>> with ckpt.appender() as append:
+    ...     append({"key": "a", "value": 1})
+    ...     append({"key": "b", "value": 2})
+    >>> with open("done.jsonl", "a") as f:  # a crash cut the next line short
+    ...     _ = f.write('{"key": "c", "va')
+    >>> {k: rec["value"] for k, rec in ckpt.read().items()}
+    {'a': 1, 'b': 2}
     """
 
     def __init__(self, path: str | os.PathLike[str]):

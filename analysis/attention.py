@@ -62,6 +62,17 @@ def softmax64(
     as ``(Q K^T) * (scale / t)``). A temperature divides the bias as well: it is part of
     the logit the model feeds to its softmax. Subtracting the row maximum keeps every
     exponent <= 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.attention import softmax64
+    >>> Q = K = np.eye(2)
+    >>> A = softmax64(Q, K, np.log(3.0))  # logits log(3) on the diagonal, 0 off it
+    >>> A.round(6).tolist()
+    [[0.75, 0.25], [0.25, 0.75]]
+    >>> softmax64(Q, K, np.log(3.0), np.tril(np.ones((2, 2), bool))).round(6).tolist()
+    [[1.0, 0.0], [0.25, 0.75]]
     """
     t = check_positive_finite("t", t)
     q = torch.as_tensor(np.asarray(Q), dtype=torch.float64, device="cpu")
@@ -103,6 +114,19 @@ def check_attention(A: np.ndarray, *, renormalize: bool = False, name: str = "A"
     Raises a :class:`ParameterError` naming ``name`` for a wrong ndim, NaN/inf,
     negative entries, or rows whose sums are off 1 by more than ``1e-4`` (unless
     ``renormalize``, which divides each row by its sum).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.attention import check_attention
+    >>> check_attention(np.full((2, 2), 0.5)).shape  # one matrix comes back as a stack of one
+    (1, 2, 2)
+    >>> check_attention(np.array([[1.0, 3.0]]), renormalize=True).tolist()
+    [[[0.25, 0.75]]]
+    >>> check_attention(np.array([[1.0, 3.0]]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: A: expected rows summing to 1 within 0.0001 ...
     """
     A = np.asarray(A)
     if A.ndim not in (2, 3):
@@ -147,6 +171,14 @@ def derive_seed(seed: int, key: str) -> int:
     Notes
     -----
     ``int.from_bytes(sha256(f"{seed}:{key}")[:8], "little") >> 1``.
+
+    Examples
+    --------
+    >>> from analysis.attention import derive_seed
+    >>> derive_seed(0, "spherical:d=3") == derive_seed(0, "spherical:d=3")
+    True
+    >>> derive_seed(0, "a") != derive_seed(1, "a") and 0 <= derive_seed(0, "a") < 2**63
+    True
     """
     h = hashlib.sha256(f"{int(seed)}:{key}".encode()).digest()
     return int.from_bytes(h[:8], "little") >> 1
@@ -158,6 +190,17 @@ def fixed_torch_threads(n: int = 1) -> Iterator[None]:
 
     Reductions then do not depend on the pool size (determinism across ``--workers``),
     and small LAPACK calls are not slowed by threads spinning against each other.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from analysis.attention import fixed_torch_threads
+    >>> before = torch.get_num_threads()
+    >>> with fixed_torch_threads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
     """
     old = torch.get_num_threads()
     torch.set_num_threads(n)

@@ -56,7 +56,14 @@ _CLUSTER = re.compile(r"^local:(\d+)$")
 
 
 def parse_cluster(cluster: str) -> int:
-    """The number of worker processes of ``"local:N"`` (N >= 1)."""
+    """The number of worker processes of ``"local:N"`` (N >= 1).
+
+    Examples
+    --------
+    >>> from analysis.executor import parse_cluster
+    >>> parse_cluster("local:8")
+    8
+    """
     m = _CLUSTER.match(cluster.strip()) if isinstance(cluster, str) else None
     if m is None or int(m.group(1)) < 1:
         raise ParameterError(
@@ -121,6 +128,21 @@ def open_executor(
         Naming ``scheduler`` when it does not answer within ``connect_timeout``, or a
         malformed value; naming ``cluster`` for anything but ``local:N``; when more than
         one of the three is given.
+
+    Examples
+    --------
+    One worker (or none asked for) runs in this process: None is yielded, and every place
+    then runs its work inline.
+
+    >>> from analysis.executor import open_executor
+    >>> with open_executor(workers=1) as ex:
+    ...     ex is None
+    True
+    >>> with open_executor(workers=2, cluster="local:2") as ex:  # doctest: +ELLIPSIS
+    ...     pass
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: cluster: expected not together with workers ...
     """
     named = (("workers", workers), ("scheduler", scheduler), ("cluster", cluster))
     given = [n for n, v in named if v is not None]
@@ -218,6 +240,15 @@ class TaskPool:
     """An executor with the place's worker initializer and a bounded number of tasks in flight.
 
     Made by :func:`task_pool`; :meth:`imap` is how every place fans out.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from analysis.executor import TaskPool
+    >>> with ThreadPoolExecutor(2) as ex:
+    ...     pool = TaskPool(ex)
+    ...     sorted(pool.imap(pow, [("a", (2, 3)), ("b", (3, 2))]))
+    [('a', 8), ('b', 9)]
     """
 
     def __init__(
@@ -299,7 +330,18 @@ class TaskPool:
 
 
 def check_executor(executor: Any, workers: int) -> int:
-    """``workers`` checked (>= 1), and 1 when ``executor`` is given (it sets the parallelism)."""
+    """``workers`` checked (>= 1), and 1 when ``executor`` is given (it sets the parallelism).
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from analysis.executor import check_executor
+    >>> check_executor(None, 4)
+    4
+    >>> with ThreadPoolExecutor(2) as ex:
+    ...     check_executor(ex, 1)  # the executor sets the parallelism
+    1
+    """
     workers = check_int("workers", workers, minimum=1)
     if executor is not None:
         if not isinstance(executor, cf.Executor):
@@ -329,6 +371,17 @@ def task_pool(
     with ``initializer`` (start method ``mp_context``; None: the platform's default), shut
     down on exit, as every place always has. An ``executor`` is the caller's: it is not
     shut down, and ``initializer`` runs once per worker process before its first task.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> from analysis.executor import task_pool
+    >>> with task_pool(None, 1) as pool:  # one worker: run in this process
+    ...     pool is None
+    True
+    >>> with ThreadPoolExecutor(2) as ex, task_pool(ex, 1) as pool:
+    ...     list(pool.imap(abs, [(i, (-i,)) for i in range(4)], ordered=True))
+    [(0, 0), (1, 1), (2, 2), (3, 3)]
     """
     workers = check_executor(executor, workers)
     if executor is not None:

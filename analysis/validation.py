@@ -20,7 +20,17 @@ import numpy as np
 
 
 class ParameterError(ValueError):
-    """A user-supplied parameter is invalid; the message names it."""
+    """A user-supplied parameter is invalid; the message names it.
+
+    Examples
+    --------
+    >>> from analysis.validation import ParameterError
+    >>> err = ParameterError("eps", "a finite number > 0", -1)
+    >>> str(err)
+    'eps: expected a finite number > 0, got -1'
+    >>> (err.name, isinstance(err, ValueError))
+    ('eps', True)
+    """
 
     def __init__(self, name: str, allowed: str, got: Any):
         self.name = name
@@ -40,7 +50,18 @@ def _short(value: Any, limit: int = 120) -> str:
 
 
 def check_positive_finite(name: str, value: Any) -> float:
-    """Return ``value`` as a float, requiring it finite and > 0."""
+    """Return ``value`` as a float, requiring it finite and > 0.
+
+    Examples
+    --------
+    >>> from analysis.validation import check_positive_finite
+    >>> check_positive_finite("beta", "2.5")
+    2.5
+    >>> check_positive_finite("beta", float("inf"))
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: beta: expected a finite number > 0, got inf
+    """
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -51,7 +72,16 @@ def check_positive_finite(name: str, value: Any) -> float:
 
 
 def check_eps_grid(values: Iterable[Any], name: str = "eps") -> tuple[float, ...]:
-    """Validate an eps grid: a non-empty sequence of finite numbers > 0 (order kept)."""
+    """Validate an eps grid: a non-empty sequence of finite numbers > 0 (order kept).
+
+    Examples
+    --------
+    >>> from analysis.validation import check_eps_grid
+    >>> check_eps_grid([0.2, 0.05])  # order kept
+    (0.2, 0.05)
+    >>> check_eps_grid(0.1)
+    (0.1,)
+    """
     vals = list(values) if not isinstance(values, (int, float)) else [values]
     if not vals:
         raise ParameterError(name, "at least one value", vals)
@@ -59,12 +89,37 @@ def check_eps_grid(values: Iterable[Any], name: str = "eps") -> tuple[float, ...
 
 
 def check_choice(name: str, value: Any, allowed: Sequence[Any]) -> Any:
+    """Return ``value`` if it is one of ``allowed``; otherwise a ParameterError naming ``name``.
+
+    Examples
+    --------
+    >>> from analysis.validation import check_choice
+    >>> check_choice("arrays", "lists", ("lists", "float32-base64"))
+    'lists'
+    >>> check_choice("arrays", "csv", ("lists", "float32-base64"))
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: arrays: expected one of lists, float32-base64, got 'csv'
+    """
     if value not in allowed:
         raise ParameterError(name, "one of " + ", ".join(map(str, allowed)), value)
     return value
 
 
 def check_int(name: str, value: Any, *, minimum: int | None = None) -> int:
+    """Return ``value`` as an int: a Python or numpy integer (not a bool), ``>= minimum``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.validation import check_int
+    >>> check_int("n", np.int64(4), minimum=1)
+    4
+    >>> check_int("n", True)
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: n: expected an integer, got True
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ParameterError(name, "an integer", value)
     if minimum is not None and value < minimum:
@@ -78,6 +133,12 @@ def check_device(value: Any, name: str = "device") -> Any:
     Accepts a ``torch.device`` or its name (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``).
     A device type torch does not know, or a GPU this machine does not have, is an error
     naming ``name``, never a silent fall-back to the CPU.
+
+    Examples
+    --------
+    >>> from analysis.validation import check_device
+    >>> check_device(None) is None, check_device("cpu")
+    (True, device(type='cpu'))
     """
     if value is None:
         return None
@@ -103,7 +164,17 @@ def check_device(value: Any, name: str = "device") -> Any:
 
 
 def check_random_state(value: Any, name: str = "random_state") -> np.random.Generator:
-    """Turn ``None``, an int seed or a Generator into a ``numpy.random.Generator``."""
+    """Turn ``None``, an int seed or a Generator into a ``numpy.random.Generator``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.validation import check_random_state
+    >>> a = check_random_state(0).integers(100, size=3)
+    >>> b = check_random_state(0).integers(100, size=3)
+    >>> bool((a == b).all()), isinstance(check_random_state(None), np.random.Generator)
+    (True, True)
+    """
     if value is None or isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return np.random.default_rng(value)
     if isinstance(value, np.random.Generator):
@@ -211,6 +282,19 @@ def read_npy(
     ParameterError
         Naming ``name``, with the file's name and what is wrong with it, for anything
         that is not a readable ``.npy`` of a plain (non-object) array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.validation import read_npy
+    >>> np.save("eye.npy", np.eye(2))
+    >>> read_npy("eye.npy").tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    >>> np.save("objects.npy", np.array([{}], dtype=object), allow_pickle=True)
+    >>> read_npy("objects.npy", name="input")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: input: expected a .npy file ..., got 'objects.npy: an object array ...'
     """
     p = _numpy_file(path, "npy", name, allowed)
     with open(p, "rb") as fh:
@@ -253,6 +337,18 @@ def read_npz(
         Naming ``name``, with the file's name and what is wrong with it: not a zip
         archive, truncated or corrupt, a required array missing, a member that is not a
         ``.npy`` array, an object array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.validation import read_npz
+    >>> np.savez("ab.npz", a=np.zeros(2), b=np.ones(3))
+    >>> sorted(read_npz("ab.npz", required=["a"], optional=["b", "c"]))
+    ['a', 'b']
+    >>> read_npz("ab.npz", required=["c"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: path: expected a .npz file ..., got 'ab.npz: no array c (has a, b)'
     """
     p = _numpy_file(path, "zip", name, allowed)
     try:

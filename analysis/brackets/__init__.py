@@ -17,7 +17,7 @@ __version__ = "4"
 
 __all__ = ["__version__"]
 
-from analysis.brackets.profile import LowerWitness, Profile, UpperWitness  # noqa: E402
+from analysis.brackets.profile import Bracket, LowerWitness, Profile, UpperWitness  # noqa: E402
 from analysis.brackets.search import (  # noqa: E402
     EFFORTS,
     SearchSettings,
@@ -27,13 +27,17 @@ from analysis.brackets.search import (  # noqa: E402
     profile_temperatures,
     search_settings,
 )
+from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
 
 __all__ += [
     "EFFORTS",
+    "Bracket",
     "LowerWitness",
     "Profile",
     "SearchSettings",
     "UpperWitness",
+    "certified_lower_margin",
+    "certified_upper_error",
     "close_brackets",
     "profile_matrices",
     "profile_matrix",

@@ -67,7 +67,14 @@ GRID = 96
 
 
 def segment_matrix(n: int, k: int) -> np.ndarray:
-    """``E`` ``[k, n]``: row s averages the s-th of k contiguous, nearly equal segments."""
+    """``E`` ``[k, n]``: row s averages the s-th of k contiguous, nearly equal segments.
+
+    Examples
+    --------
+    >>> from analysis.brackets.approximants import segment_matrix
+    >>> segment_matrix(5, 2).round(3).tolist()
+    [[0.333, 0.333, 0.333, 0.0, 0.0], [0.0, 0.0, 0.0, 0.5, 0.5]]
+    """
     E = np.zeros((k, n))
     for s, idx in enumerate(np.array_split(np.arange(n), k)):
         E[s, idx] = 1.0 / len(idx)
@@ -86,6 +93,19 @@ def rows_witness(
     """``(U, W) = (A R^+, R^T)`` with ``R`` the landmark rows ``A[order[:k]]``.
 
     ``order``: rows by a column-pivoted QR of ``A^T`` (computed when None).
+
+    Examples
+    --------
+    Two diagonal blocks: two landmark rows span every row, so the rank-2 witness is exact
+    up to rounding.
+
+    >>> from analysis.brackets import certified_upper_error
+    >>> from analysis.brackets.approximants import rows_witness
+    >>> from analysis.sources.synthetic import permuted_blocks
+    >>> A = permuted_blocks(6, 2, random_state=0).A
+    >>> U, W = rows_witness(A, 2)
+    >>> U.shape, W.shape, certified_upper_error(A, U, W) < 1e-12
+    ((6, 2), (6, 2), True)
     """
     if order is None:
         order = landmark_row_order(A)
@@ -94,7 +114,16 @@ def rows_witness(
 
 
 def landmark_row_order(A: np.ndarray) -> np.ndarray:
-    """Rows of ``A`` in the pivot order of a column-pivoted QR of ``A^T``."""
+    """Rows of ``A`` in the pivot order of a column-pivoted QR of ``A^T``.
+
+    Examples
+    --------
+    >>> from analysis.brackets.approximants import landmark_row_order
+    >>> from analysis.sources.synthetic import permuted_blocks
+    >>> order = landmark_row_order(permuted_blocks(6, 2, random_state=0).A)
+    >>> sorted(order.tolist())  # a permutation of the rows
+    [0, 1, 2, 3, 4, 5]
+    """
     return scipy.linalg.qr(A.T, mode="r", pivoting=True)[1]
 
 
@@ -110,6 +139,16 @@ def nystrom_witness(
         Logit scale (the model's scale divided by the temperature).
     k : int
         Landmarks, ``1 <= k <= min(M, N)``.
+
+    Examples
+    --------
+    >>> from analysis.brackets import certified_upper_error
+    >>> from analysis.brackets.approximants import nystrom_witness
+    >>> from analysis.sources.synthetic import spherical
+    >>> head = spherical(16, 3, 2.0, random_state=0)
+    >>> U, W = nystrom_witness(head.Q, head.K, head.scale, 8)
+    >>> U.shape, W.shape, round(certified_upper_error(head.A, U, W), 3)
+    ((16, 8), (16, 8), 0.399)
     """
     Qt = segment_matrix(Q.shape[0], k) @ Q
     Kt = segment_matrix(K.shape[0], k) @ K
@@ -122,7 +161,20 @@ def nystrom_witness(
 def linformer_witness(
     Q: np.ndarray, K: np.ndarray, s: float, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Linformer with segment-mean pooling of keys and values: ``(softmax(s Q (E K)^T), E^T)``."""
+    """Linformer with segment-mean pooling of keys and values: ``(softmax(s Q (E K)^T), E^T)``.
+
+    Examples
+    --------
+    The values are pooled by the segment means themselves: ``W = E^T``.
+
+    >>> import numpy as np
+    >>> from analysis.brackets.approximants import linformer_witness, segment_matrix
+    >>> from analysis.sources.synthetic import spherical
+    >>> head = spherical(16, 3, 2.0, random_state=0)
+    >>> U, W = linformer_witness(head.Q, head.K, head.scale, 8)
+    >>> U.shape, bool(np.array_equal(W, segment_matrix(16, 8).T))
+    ((16, 8), True)
+    """
     E = segment_matrix(K.shape[0], k)
     return _softmax_rows(s * Q @ (E @ K).T), E.T.copy()
 
@@ -134,6 +186,15 @@ def performer_features(d: int, count: int, rng: np.random.Generator) -> np.ndarr
     norm of an independent Gaussian vector, so every row is marginally ``N(0, I_d)``.
     The QR factor is made Haar-distributed by giving ``R`` a positive diagonal (LAPACK's
     sign convention otherwise favours some directions, and the estimator is biased).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.approximants import performer_features
+    >>> F = performer_features(3, 5, np.random.default_rng(0))
+    >>> D = F[:3] / np.linalg.norm(F[:3], axis=1, keepdims=True)  # the first block of 3
+    >>> F.shape, bool(np.allclose(D @ D.T, np.eye(3)))  # orthogonal directions
+    ((5, 3), True)
     """
     blocks = []
     for _ in range(-(-count // d)):
@@ -153,6 +214,18 @@ def performer_witness(
     ``exp(s q.k) = E_w[phi_w(x) phi_w(y)]`` with ``x = sqrt(s) q``, ``y = sqrt(s) k``,
     ``phi_w(x) = exp(w.x - |x|^2 / 2)``. A constant per query row and one for all keys are
     subtracted in the exponents (they cancel in ``D^-1``), so nothing overflows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets import certified_upper_error
+    >>> from analysis.brackets.approximants import performer_features, performer_witness
+    >>> from analysis.sources.synthetic import spherical
+    >>> head = spherical(16, 3, 2.0, random_state=0)
+    >>> F = performer_features(3, 8, np.random.default_rng(0))
+    >>> U, W = performer_witness(head.Q, head.K, head.scale, F)
+    >>> U.shape, bool(np.allclose((U @ W.T).sum(axis=1), 1.0))  # rows of U W^T sum to 1
+    ((16, 8), True)
     """
     r = np.sqrt(s)
     x, y = r * Q, r * K
@@ -203,7 +276,17 @@ def _check_inputs(A, Q, K, scale, mask, methods):
 
 
 def default_ranks(K: int) -> np.ndarray:
-    """Every rank ``1..K`` up to :data:`ALL_RANKS_UP_TO`, else a geometric grid of :data:`GRID`."""
+    """Every rank ``1..K`` up to :data:`ALL_RANKS_UP_TO`, else a geometric grid of :data:`GRID`.
+
+    Examples
+    --------
+    >>> from analysis.brackets.approximants import default_ranks
+    >>> default_ranks(5).tolist()
+    [1, 2, 3, 4, 5]
+    >>> r = default_ranks(1000)  # a geometric grid above 256
+    >>> len(r), int(r[0]), int(r[-1])
+    (73, 1, 1000)
+    """
     if K <= ALL_RANKS_UP_TO:
         return np.arange(1, K + 1)
     return np.unique(np.round(np.geomspace(1, K, GRID)).astype(int))
@@ -250,6 +333,25 @@ def approximant_errors(
     -------
     DataFrame with columns ``method``, ``rank``, ``error`` (certified, docs/method.md
     section 3), ``computed`` (the plain float64 error, for reference).
+
+    Examples
+    --------
+    >>> from analysis.brackets.approximants import approximant_errors
+    >>> from analysis.sources.synthetic import spherical
+    >>> head = spherical(16, 3, 2.0, random_state=0)
+    >>> err = approximant_errors(head.A, Q=head.Q, K=head.K, scale=head.scale, ranks=[2, 8])
+    >>> err[["method", "rank", "error"]].round(3)
+          method  rank  error
+    0        svd     2  0.741
+    1        svd     8  0.108
+    2       rows     2  0.926
+    3       rows     8  0.211
+    4    nystrom     2  1.129
+    5    nystrom     8  0.399
+    6  linformer     2  1.060
+    7  linformer     8  0.847
+    8  performer     2  1.388
+    9  performer     8  0.653
     """
     A, Q, K, s, methods = _check_inputs(A, Q, K, scale, mask, methods)
     Kmax = min(A.shape)
@@ -318,6 +420,20 @@ def least_ranks(
     DataFrame with columns ``method``, ``eps``, ``rank`` (nullable Int64; NA where no
     tried rank reaches eps), ``error`` (certified, at that rank), ``reached`` (a rank
     below ``full_rank`` reaches eps).
+
+    Examples
+    --------
+    >>> from analysis.brackets.approximants import approximant_errors, least_ranks
+    >>> from analysis.sources.synthetic import spherical
+    >>> head = spherical(16, 3, 2.0, random_state=0)
+    >>> err = approximant_errors(head.A, Q=head.Q, K=head.K, scale=head.scale, ranks=[2, 8])
+    >>> least_ranks(err, [0.5], full_rank=16)[["method", "rank", "reached"]]
+          method  rank  reached
+    0        svd     8     True
+    1       rows     8     True
+    2    nystrom     8     True
+    3  linformer  <NA>    False
+    4  performer  <NA>    False
     """
     eps = check_eps_grid(eps)
     if methods is None:
@@ -359,6 +475,22 @@ def approximant_ranks(
     tried as well, so that the least rank is exact for a method whose error falls with the
     rank. See :func:`approximant_errors` for the parameters and :func:`least_ranks` for the
     columns.
+
+    Examples
+    --------
+    >>> from analysis.brackets.approximants import approximant_ranks
+    >>> from analysis.sources.synthetic import spherical
+    >>> head = spherical(16, 3, 2.0, random_state=0)
+    >>> table = approximant_ranks(head.A, [0.1, 0.3], Q=head.Q, K=head.K, scale=head.scale,
+    ...                           methods=("svd", "rows", "nystrom"))
+    >>> table[["method", "eps", "rank"]]
+        method  eps  rank
+    0      svd  0.1     9
+    1      svd  0.3     5
+    2     rows  0.1    11
+    3     rows  0.3     7
+    4  nystrom  0.1    13
+    5  nystrom  0.3    11
     """
     eps = check_eps_grid(eps)
     Kmax = min(np.shape(A))
@@ -406,6 +538,19 @@ def recheck_ranks(
     error is still certified); one lowered, or an error lowered, fails. The cost is one
     witness per method and distinct rank, about 5% of :func:`approximant_ranks` at 64 and
     128 tokens.
+
+    Examples
+    --------
+    >>> from analysis.brackets.approximants import approximant_ranks, recheck_ranks
+    >>> from analysis.sources.synthetic import spherical
+    >>> head = spherical(16, 3, 2.0, random_state=0)
+    >>> kw = dict(Q=head.Q, K=head.K, scale=head.scale)
+    >>> table = approximant_ranks(head.A, [0.1], methods=("svd",), **kw)
+    >>> recheck_ranks(table, head.A, **kw)
+    []
+    >>> table.loc[0, "error"] /= 2  # a stored error lowered by hand
+    >>> recheck_ranks(table, head.A, **kw)  # doctest: +ELLIPSIS
+    ['svd eps=0.1: rank 9 certifies 0.0857..., stored 0.0428...']
     """
     Kmax = min(np.shape(A))
     kw = {"Q": Q, "K": K, "scale": scale, "mask": mask, "random_state": _seed(random_state)}
@@ -460,6 +605,21 @@ def compare_with_brackets(table: pd.DataFrame, brackets: pd.DataFrame) -> pd.Dat
     ``lower <= r_eps(A) <= upper`` (certified), so the approximant's rank over the optimum,
     ``rank / r_eps``, lies in ``[rank / upper, rank / lower]``; a value of
     ``overhead_min`` above 1 proves the approximant uses more rank than needed.
+
+    Examples
+    --------
+    >>> from analysis.brackets import profile_matrix
+    >>> from analysis.brackets.approximants import approximant_ranks, compare_with_brackets
+    >>> from analysis.sources.synthetic import spherical
+    >>> head = spherical(16, 3, 2.0, random_state=0)
+    >>> ranks = approximant_ranks(head.A, [0.1], methods=("svd", "rows")).assign(index=0)
+    >>> prof = profile_matrix(head.A, eps=(0.1,), effort="fast")
+    >>> brackets = prof.to_frame([0.1]).assign(index=0)
+    >>> out = compare_with_brackets(ranks, brackets)
+    >>> out[["method", "rank", "lower", "upper", "overhead_min", "overhead_max"]].round(3)
+      method  rank  lower  upper  overhead_min  overhead_max
+    0    svd     9      5      9         1.000           1.8
+    1   rows    11      5      9         1.222           2.2
     """
     out = table.merge(brackets[["index", "eps", "lower", "upper"]], on=["index", "eps"], how="left")
     rank = out["rank"].astype("Float64").to_numpy(float, na_value=np.nan)
@@ -480,6 +640,16 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     reaches eps), ``never_share`` (no tried rank does, not even full rank), and over the
     matrices where some rank does: ``median_rank`` and, when brackets were joined,
     ``median_overhead_min`` / ``median_overhead_max``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.brackets.approximants import summarize
+    >>> table = pd.DataFrame({"method": "svd", "eps": 0.1, "rank": pd.array([4, 6, None]),
+    ...                       "reached": [True, True, False]})
+    >>> summarize(table)[["method", "matrices", "reached_share", "never_share", "median_rank"]].round(3)
+      method  matrices  reached_share  never_share  median_rank
+    0    svd         3          0.667        0.333          5.0
     """
     rows = []
     for (method, e), d in table.groupby(["method", "eps"], sort=False):

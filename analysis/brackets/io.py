@@ -276,7 +276,7 @@ def result_json(
 ) -> dict[str, Any]:
     mats = []
     for i, prof in enumerate(profiles):
-        br = prof.brackets(eps)
+        br = prof.to_frame(eps).to_dict("records")
         mats.append(
             {
                 "index": i,

@@ -15,7 +15,7 @@ import base64
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -23,12 +23,53 @@ from analysis.attention import check_attention
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError, check_choice, check_eps_grid
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 PROFILE_FORMAT = 1
+
+
+class Bracket(NamedTuple):
+    """Certified ends ``lo <= r_eps(A) <= hi`` at one eps (a tuple: ``lo, hi = bracket``).
+
+    Attributes
+    ----------
+    lo : int
+        Largest size of a certified lower witness with margin > eps (0 if none).
+    hi : int
+        Least rank of a certified upper witness with error <= eps.
+
+    Examples
+    --------
+    >>> from analysis.brackets import Bracket
+    >>> b = Bracket(3, 5)
+    >>> lo, hi = b
+    >>> (lo, hi, b.closed, b == (3, 5))
+    (3, 5, False, True)
+    """
+
+    lo: int
+    hi: int
+
+    @property
+    def closed(self) -> bool:
+        """Whether the bracket pins the rank (``lo == hi``)."""
+        return self.lo == self.hi
 
 
 @dataclass(frozen=True)
 class UpperWitness:
-    """Rank-k witness ``B = U W^T`` with certified error ``error``; ``U`` ``[M, k]``, ``W`` ``[N, k]``."""
+    """Rank-k witness ``B = U W^T`` with certified error ``error``; ``U`` ``[M, k]``, ``W`` ``[N, k]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets import profile_matrix
+    >>> prof = profile_matrix(np.full((4, 4), 0.25), eps=(0.1,), effort="fast")
+    >>> w = prof.upper_end(0.1)  # the uniform matrix is u u^T: one rank suffices
+    >>> w.rank, w.U.shape, w.W.shape, w.error < 1e-12
+    (1, (4, 1), (4, 1), True)
+    """
 
     rank: int
     error: float
@@ -39,7 +80,17 @@ class UpperWitness:
 
 @dataclass(frozen=True)
 class LowerWitness:
-    """Size-m witness ``(R, Y)`` with certified margin ``margin``; ``R`` ``[N, m]``, ``Y`` ``[m, M]``."""
+    """Size-m witness ``(R, Y)`` with certified margin ``margin``; ``R`` ``[N, m]``, ``Y`` ``[m, M]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets import profile_matrix
+    >>> prof = profile_matrix(np.eye(3), eps=(0.5,), effort="fast")
+    >>> w = prof.lower_end(0.5)  # margin > 0.5 at size 3: r_0.5(I) >= 3
+    >>> w.size, w.R.shape, w.Y.shape, w.margin > 0.5
+    (3, (3, 3), (3, 3), True)
+    """
 
     size: int
     margin: float
@@ -60,6 +111,27 @@ class Profile:
     eps_targets : the eps values refinement aimed at (sorted)
     effort : how it was computed (the search is deterministic: no seed)
     stats : timings (seconds) and the method behind each targeted end
+
+    Examples
+    --------
+    >>> import json
+    >>> from analysis.brackets import Profile, profile_matrix
+    >>> from analysis.sources.synthetic import spherical
+    >>> A = spherical(16, 3, 2.0, random_state=0).A
+    >>> prof = profile_matrix(A, eps=(0.1, 0.3), effort="fast")
+    >>> prof.bracket(0.3)
+    Bracket(lo=3, hi=5)
+    >>> bool(prof.errors()[5] <= 0.3 < prof.margins()[3])  # the read-off behind it
+    True
+    >>> d = json.loads(json.dumps(prof.to_dict()))
+    >>> back = Profile.from_dict(d, A=A)  # every witness re-verified against A
+    >>> back.brackets([0.1, 0.3]) == prof.brackets([0.1, 0.3])
+    True
+    >>> d["upper"][0]["error"] /= 2  # an edited file claims a smaller error
+    >>> Profile.from_dict(d, A=A)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: profile: expected a profile whose every witness re-verifies against A, got [...]
     """
 
     shape: tuple[int, int]
@@ -87,8 +159,28 @@ class Profile:
         ok = [w for w in self.lower.values() if w.margin > eps]
         return max(ok, key=lambda w: w.size) if ok else None
 
-    def bracket(self, eps: float) -> tuple[int, int]:
-        """Certified ``(lo, hi)`` with ``lo <= r_eps(A) <= hi``."""
+    def bracket(self, eps: float) -> Bracket:
+        """Certified ``(lo, hi)`` with ``lo <= r_eps(A) <= hi``.
+
+        Parameters
+        ----------
+        eps : float
+            The tolerance, > 0.
+
+        Returns
+        -------
+        Bracket
+            A named tuple ``(lo, hi)``; ``lo, hi = prof.bracket(eps)`` unpacks it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis.brackets import profile_matrix
+        >>> prof = profile_matrix(np.full((4, 4), 0.25), eps=(0.1,), effort="fast")
+        >>> prof.bracket(0.1)
+        Bracket(lo=1, hi=1)
+        >>> lo, hi = prof.bracket(0.1)
+        """
         (eps,) = check_eps_grid([eps])
         hi = self.upper_end(eps).rank
         low = self.lower_end(eps)
@@ -97,14 +189,45 @@ class Profile:
             lo = 0
         if lo > hi:  # both certified: impossible unless the verifier is wrong
             raise RuntimeError(f"inconsistent certificates at eps={eps}: lo={lo} > hi={hi}")
-        return lo, hi
+        return Bracket(lo, hi)
 
-    def brackets(self, eps: Sequence[float]) -> list[dict[str, Any]]:
-        out = []
-        for e in check_eps_grid(eps):
-            lo, hi = self.bracket(e)
-            out.append({"eps": e, "lower": lo, "upper": hi})
-        return out
+    def brackets(self, eps: Sequence[float]) -> list[Bracket]:
+        """:meth:`bracket` at each eps, in the order given.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis.brackets import profile_matrix
+        >>> prof = profile_matrix(np.eye(3), eps=(0.5, 2.5), effort="fast")
+        >>> prof.brackets([0.5, 2.5])
+        [Bracket(lo=3, hi=3), Bracket(lo=0, hi=0)]
+        """
+        return [self.bracket(e) for e in check_eps_grid(eps)]
+
+    def to_frame(self, eps: Sequence[float]) -> pd.DataFrame:
+        """Tidy table of the brackets at each eps: columns ``eps``, ``lower``, ``upper``.
+
+        Examples
+        --------
+        >>> from analysis.brackets import profile_matrix
+        >>> from analysis.sources.synthetic import identity
+        >>> prof = profile_matrix(identity(3).A, eps=(0.5, 2.5), effort="fast")
+        >>> prof.to_frame([0.5, 2.5])
+           eps  lower  upper
+        0  0.5      3      3
+        1  2.5      0      0
+        """
+        import pandas as pd  # not at import: the engine's workers never need it
+
+        grid = check_eps_grid(eps)
+        ends = self.brackets(grid)
+        return pd.DataFrame(
+            {
+                "eps": pd.Series(grid, dtype=float),
+                "lower": pd.Series([b.lo for b in ends], dtype=int),
+                "upper": pd.Series([b.hi for b in ends], dtype=int),
+            }
+        )
 
     def errors(self) -> np.ndarray:
         """``e_k`` for k = 0..min(M, N): running minimum of stored certified errors (inf if none)."""
@@ -130,6 +253,18 @@ class Profile:
         ``arrays="float32-base64"`` as base64 of their float32 bytes (little endian, row
         major), about four times smaller and still exact, because every stored witness is
         rounded to float32 *before* it is certified.
+
+        Examples
+        --------
+        >>> import json
+        >>> from analysis.brackets import profile_matrix
+        >>> from analysis.sources.synthetic import permuted_blocks
+        >>> prof = profile_matrix(permuted_blocks(8, 2, random_state=0).A, eps=(0.1,), effort="fast")
+        >>> small = prof.to_dict(arrays="float32-base64")
+        >>> len(json.dumps(small)) < len(json.dumps(prof.to_dict()))
+        True
+        >>> sorted(prof.to_dict(witnesses=False))
+        ['arrays', 'effort', 'eps_targets', 'format', 'lower', 'shape', 'stats', 'upper']
         """
         check_choice("arrays", arrays, ("lists", "float32-base64"))
 
@@ -183,6 +318,19 @@ class Profile:
         ParameterError
             Named ``profile``: ``d`` is not such a dict, or, with ``A``, some witness fails
             re-verification (the failures are listed).
+
+        Examples
+        --------
+        >>> from analysis.brackets import Profile, profile_matrix
+        >>> from analysis.sources.synthetic import permuted_blocks
+        >>> A = permuted_blocks(8, 2, random_state=0).A
+        >>> prof = profile_matrix(A, eps=(0.1,), effort="fast")
+        >>> Profile.from_dict(prof.to_dict(arrays="float32-base64"), A=A).bracket(0.1)
+        Bracket(lo=2, hi=2)
+        >>> Profile.from_dict({"shape": [8, 8]})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        analysis.validation.ParameterError: profile: expected a dict written by Profile.to_dict(witnesses=True), got "KeyError: 'upper'"
         """
         try:
             prof = cls._decode(d)
@@ -260,6 +408,20 @@ class Profile:
         caller's thread count); on another CPU a product rounded differently in its last
         bit can move the certified value by an ulp, and the witness then fails: a profile
         recomputed for nothing, never a wrong bracket.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis.brackets import profile_matrix
+        >>> from analysis.sources.synthetic import permuted_blocks
+        >>> A = permuted_blocks(8, 2, random_state=0).A
+        >>> prof = profile_matrix(A, eps=(0.1,), effort="fast")
+        >>> prof.reverify(A)
+        []
+        >>> for fail in prof.reverify(np.full((8, 8), 1 / 8)):  # another matrix
+        ...     print(fail)  # doctest: +ELLIPSIS
+        upper rank 2: certified error 1.0000..., stored ...
+        lower size 2: certified margin ..., stored 0.99999...
         """
         A = check_attention(A)[0]
         if tuple(self.shape) != A.shape:
@@ -290,6 +452,16 @@ class Profile:
 
 
 def identity_witness(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``B = A`` as a rank-``min(M, N)`` factorization: ``(A, I)`` or ``(I, A^T)``."""
+    """``B = A`` as a rank-``min(M, N)`` factorization: ``(A, I)`` or ``(I, A^T)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.profile import identity_witness
+    >>> A = np.array([[0.5, 0.25, 0.25], [0.0, 1.0, 0.0]])  # M = 2 < N = 3
+    >>> U, W = identity_witness(A)
+    >>> U.shape, W.shape, bool(np.array_equal(U @ W.T, A))
+    ((2, 2), (3, 2), True)
+    """
     M, N = A.shape
     return (A.copy(), np.eye(N)) if N <= M else (np.eye(M), A.T.copy())

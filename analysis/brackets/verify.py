@@ -22,9 +22,12 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import numpy.typing as npt
 from threadpoolctl import ThreadpoolController
 
 from analysis.validation import ParameterError
+
+__all__ = ["UNIT_ROUNDOFF", "certified_lower_margin", "certified_upper_error", "gamma"]
 
 UNIT_ROUNDOFF = 2.0**-53
 # Inflation applied to allowances that are themselves computed in floating point.
@@ -48,7 +51,16 @@ def _one_blas_thread() -> contextlib.AbstractContextManager:
 
 
 def gamma(n: int) -> float:
-    """``gamma_n = n u / (1 - n u)`` with ``u = 2^-53``."""
+    """``gamma_n = n u / (1 - n u)`` with ``u = 2^-53``.
+
+    Examples
+    --------
+    >>> from analysis.brackets.verify import UNIT_ROUNDOFF, gamma
+    >>> gamma(0)
+    0.0
+    >>> gamma(4) > 4 * UNIT_ROUNDOFF
+    True
+    """
     nu = n * UNIT_ROUNDOFF
     if nu >= 0.5:
         raise ParameterError("n", "a size with n * 2^-53 < 0.5", n)
@@ -65,7 +77,7 @@ def _as64(name: str, X, shape: tuple[int | None, int | None]) -> np.ndarray:
     return X
 
 
-def certified_upper_error(A: np.ndarray, U, W) -> float:
+def certified_upper_error(A: npt.ArrayLike, U: npt.ArrayLike, W: npt.ArrayLike) -> float:
     """Certified bound on ``max_i sum_j |A_ij - (U W^T)_ij|``.
 
     Parameters
@@ -87,6 +99,21 @@ def certified_upper_error(A: np.ndarray, U, W) -> float:
     absolute value's argument, ``gamma_N`` the row sum. The row sums of ``|U||W|^T`` are
     formed as ``|U| (|W|^T 1)`` and inflated by ``_SAFETY``; the final additions are
     covered by a further factor ``1 + 4u`` per term.
+
+    Examples
+    --------
+    The uniform 4 x 4 matrix is ``u u^T`` with ``u = (1/2, ..., 1/2)``: its rank-1 witness
+    is exact, so the certified error is the rounding allowance alone.
+
+    >>> import numpy as np
+    >>> from analysis.brackets import certified_upper_error
+    >>> A = np.full((4, 4), 0.25)
+    >>> u = np.full((4, 1), 0.5)
+    >>> e = certified_upper_error(A, u, u)
+    >>> 0.0 < e < 1e-14
+    True
+    >>> certified_upper_error(A, np.zeros((4, 0)), np.zeros((4, 0))) >= 1.0  # rank 0: B = 0
+    True
     """
     A = _as64("A", A, (None, None))
     M, N = A.shape
@@ -102,7 +129,7 @@ def certified_upper_error(A: np.ndarray, U, W) -> float:
     return float(np.max(e) * (1.0 + 4 * UNIT_ROUNDOFF))
 
 
-def certified_lower_margin(A: np.ndarray, R, Y) -> float:
+def certified_lower_margin(A: npt.ArrayLike, R: npt.ArrayLike, Y: npt.ArrayLike) -> float:
     """Certified lower bound on the normalized diagonal-dominance margin of ``Y A R``.
 
     Parameters
@@ -124,6 +151,18 @@ def certified_lower_margin(A: np.ndarray, R, Y) -> float:
     sound. We additionally subtract ``gamma_(m+2)`` times the magnitudes summed in the
     numerator (the numerator's own rounding), inflate the two norms by ``1 + gamma``
     of their lengths, and round the quotient towards zero by ``1 - 4u``.
+
+    Examples
+    --------
+    The 3 x 3 identity with ``R = Y = I``: ``Y A R = I`` has margin 1 in exact arithmetic;
+    the certified margin is just below it, so ``r_eps(I) >= 3`` for every eps below it.
+
+    >>> import numpy as np
+    >>> from analysis.brackets import certified_lower_margin
+    >>> I = np.eye(3)
+    >>> mu = certified_lower_margin(I, I, I)
+    >>> 1.0 - 1e-14 < mu < 1.0
+    True
     """
     A = _as64("A", A, (None, None))
     M, N = A.shape

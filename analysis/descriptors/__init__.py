@@ -3,6 +3,7 @@
 Takes arrays (A, Q, K, scale, mask) and returns named features; never reads outcomes.
 """
 
+from analysis.descriptors.describe import describe_arrays, describe_file, describe_matrix
 from analysis.descriptors.registry import (
     Block,
     Cell,
@@ -32,6 +33,9 @@ __all__ = [
     "block_version",
     "calibrated_blocks",
     "covariate_kwargs",
+    "describe_arrays",
+    "describe_file",
+    "describe_matrix",
     "descriptor",
     "diagnostic_columns",
     "feature_info",

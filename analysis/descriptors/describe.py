@@ -42,6 +42,17 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     ParameterError
         Naming ``path`` (not a readable npz, missing arrays: see
         :func:`analysis.validation.read_npz`) or the offending array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.descriptors.describe import load_npz
+    >>> rng = np.random.default_rng(0)
+    >>> np.savez("head.npz", Q=rng.normal(size=(1, 2, 5, 3)), K=rng.normal(size=(1, 2, 5, 3)),
+    ...          scale=np.full((1, 2), 3 ** -0.5))
+    >>> data = load_npz("head.npz")
+    >>> sorted(data), data["Q"].dtype, bool(data["mask"].all())  # no mask stored: all allowed
+    (['K', 'Q', 'mask', 'scale'], dtype('float64'), True)
     """
     data = read_npz(
         path,
@@ -200,6 +211,21 @@ def describe_matrix(
     pandas.DataFrame
         One row per (temperature, eps): those two columns, then ``BLOCK__feature``
         (float64). Threads are whatever the caller set (the study runner uses one).
+
+    Examples
+    --------
+    The uniform matrix ``J / 4`` (every logit 0): each row's entropy is ``ln 4`` and its
+    stable rank is 1.
+
+    >>> import numpy as np
+    >>> from analysis.descriptors import describe_matrix
+    >>> from analysis.sources.synthetic import uniform_rows
+    >>> head = uniform_rows(4)
+    >>> df = describe_matrix(head.Q, head.K, head.scale, eps=[0.1, 0.2], blocks=["baseline"])
+    >>> df[["temperature", "eps", "baseline__entropy_mean", "baseline__stable_rank"]].round(6)
+       temperature  eps  baseline__entropy_mean  baseline__stable_rank
+    0          1.0  0.1                1.386294                    1.0
+    1          1.0  0.2                1.386294                    1.0
     """
     eps_grid = check_eps_grid(eps, name="eps")
     temps = check_eps_grid(temperatures, name="temperatures")
@@ -249,6 +275,21 @@ def describe_arrays(
     pandas.DataFrame
         One row per cell, columns ``layer, head, temperature, eps`` then ``BLOCK__feature``
         (float64), blocks in the given order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.descriptors.describe import describe_arrays
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"Q": rng.normal(size=(1, 2, 5, 3)), "K": rng.normal(size=(1, 2, 5, 3)),
+    ...         "scale": np.full((1, 2), 3 ** -0.5)}
+    >>> df = describe_arrays(data, eps=[0.1], temperatures=[1.0, 2.0], blocks=["baseline"])
+    >>> df[["layer", "head", "temperature", "eps"]]
+       layer  head  temperature  eps
+    0      0     0          1.0  0.1
+    1      0     0          2.0  0.1
+    2      0     1          1.0  0.1
+    3      0     1          2.0  0.1
     """
     eps_grid = check_eps_grid(eps, name="eps")
     temps = check_eps_grid(temperatures, name="temperatures")
@@ -286,7 +327,15 @@ def describe_arrays(
 
 
 def write_csv_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write ``df`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    """Write ``df`` to ``path`` through a temporary file in the same folder and ``os.replace``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.descriptors.describe import write_csv_atomic
+    >>> write_csv_atomic(pd.DataFrame({"a": [1, 2]}), "out/table.csv").read_text()
+    'a\\n1\\n2\\n'
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -314,6 +363,17 @@ def describe_file(
     """Load plugins, read an ``extract`` npz and describe it (see :func:`describe_arrays`).
 
     ``blocks=None`` means every registered block (built-in ones, then plugins).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.descriptors import describe_file
+    >>> rng = np.random.default_rng(0)
+    >>> np.savez("head.npz", Q=rng.normal(size=(1, 2, 5, 3)), K=rng.normal(size=(1, 2, 5, 3)),
+    ...          scale=np.full((1, 2), 3 ** -0.5))
+    >>> df = describe_file("head.npz", eps=[0.1, 0.2], blocks=["baseline"])
+    >>> df.shape[0], list(df.columns[:4])  # 2 heads x 2 eps
+    (4, ['layer', 'head', 'temperature', 'eps'])
     """
     for module in plugins:
         load_plugin(module)

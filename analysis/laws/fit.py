@@ -72,13 +72,29 @@ QUICK_TOLERANCE = 0.25
 
 
 def law_x(family: str, beta: np.ndarray | float) -> np.ndarray:
-    """The regressor: ``ln(1 + beta)`` (spherical) or ``ln beta`` (ball)."""
+    """The regressor: ``ln(1 + beta)`` (spherical) or ``ln beta`` (ball).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.laws import law_x
+    >>> law_x("spherical", [1.0, 3.0]).round(6).tolist(), law_x("ball", np.e).item()
+    ([0.693147, 1.386294], 1.0)
+    """
     beta = np.asarray(beta, float)
     return np.log1p(beta) if family == "spherical" else np.log(beta)
 
 
 def log_bounds(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``[ln lo, ln hi]``; ``lo = 0`` becomes ``-inf`` (left-censored)."""
+    """``[ln lo, ln hi]``; ``lo = 0`` becomes ``-inf`` (left-censored).
+
+    Examples
+    --------
+    >>> from analysis.laws import log_bounds
+    >>> lo, hi = log_bounds([0, 2], [1, 4])  # lo = 0: left-censored
+    >>> lo.round(6).tolist(), hi.round(6).tolist()
+    ([-inf, 0.693147], [0.0, 1.386294])
+    """
     lower = np.asarray(lower, float)
     upper = np.asarray(upper, float)
     if np.any(upper < 1) or np.any(lower > upper) or np.any(lower < 0):
@@ -130,6 +146,16 @@ def threading_slopes(x: np.ndarray, ylo: np.ndarray, yhi: np.ndarray) -> tuple[f
 
     ``(nan, nan)`` when no line passes through all brackets. Unlike
     :func:`identified_slopes` this assumes the law holds exactly (no seed-to-seed noise).
+
+    Examples
+    --------
+    Brackets around ``r = 1 + beta`` (slope 1 in ``ln(1 + beta)``):
+
+    >>> from analysis.laws import law_x, log_bounds, threading_slopes
+    >>> x = law_x("spherical", [1.0, 3.0, 7.0, 15.0])
+    >>> ylo, yhi = log_bounds([2, 4, 8, 16], [3, 5, 9, 17])
+    >>> [round(b, 3) for b in threading_slopes(x, ylo, yhi)]
+    [0.839, 1.029]
     """
     from scipy.optimize import linprog
 
@@ -192,7 +218,16 @@ def _ml_fit(
 
 
 def identified_slopes(x: np.ndarray, ylo: np.ndarray, yhi: np.ndarray) -> tuple[float, float]:
-    """Sharp bounds of the least-squares slope of y on x over all ``y_i in [ylo_i, yhi_i]``."""
+    """Sharp bounds of the least-squares slope of y on x over all ``y_i in [ylo_i, yhi_i]``.
+
+    Examples
+    --------
+    >>> from analysis.laws import identified_slopes, law_x, log_bounds
+    >>> x = law_x("spherical", [1.0, 3.0, 7.0, 15.0])
+    >>> ylo, yhi = log_bounds([2, 4, 8, 16], [3, 5, 9, 17])
+    >>> [round(b, 3) for b in identified_slopes(x, ylo, yhi)]  # wider than the threading set
+    [0.792, 1.043]
+    """
     w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
     lo_end = np.where(w > 0, ylo, yhi)
     hi_end = np.where(w > 0, yhi, ylo)
@@ -240,6 +275,14 @@ def fit_slope(
     See the module docstring for the estimators and why the interval-ML CI is a
     bootstrap. Rows with ``lower = 0`` enter the ML fit left-censored; they make the
     midpoint and the identified set undefined (-inf / NaN) and are reported as such.
+
+    Examples
+    --------
+    >>> from analysis.laws import fit_slope, law_x
+    >>> x = law_x("spherical", [1.0, 3.0, 7.0, 15.0])
+    >>> r = fit_slope(x, [2, 4, 8, 16], [3, 5, 9, 17], n_boot=0)  # n_boot=0: no CI
+    >>> round(r["slope"], 3), r["degenerate"], [round(b, 3) for b in r["slope_threading"]]
+    (1.0, True, [0.839, 1.029])
     """
     import statsmodels.api as sm
 
@@ -287,7 +330,21 @@ def fit_slope(
 
 @dataclass(frozen=True)
 class LawFit:
-    """One fit of the law at one (d, eps). ``to_json()`` gives the ``--json`` entry."""
+    """One fit of the law at one (d, eps). ``to_json()`` gives the ``--json`` entry.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.laws import fit_law
+    >>> r = [2, 3, 4, 6, 8, 16]  # brackets [r, r + 1] around r = 1 + beta
+    >>> table = pd.DataFrame(dict(beta=[b - 1.0 for b in r], lower=r, upper=[k + 1 for k in r]))
+    >>> (fit,) = fit_law(table.assign(d=3, eps=0.1, n=64, seed=0), family="spherical", n_boot=0)
+    >>> fit.summary()
+    'spherical d=3 eps=0.1 n=64: slope 1.000 (95% CI [nan, nan]), theory 1, within tolerance 0.15'
+    >>> fit.to_frame()[["d", "eps", "slope", "theory"]].round(3)
+       d  eps  slope  theory
+    0  3  0.1    1.0     1.0
+    """
 
     family: str
     d: int
@@ -324,7 +381,23 @@ class LawFit:
         more seeds shrink the CI)."""
         return bool(self.ci[0] <= self.theory <= self.ci[1])
 
+    def summary(self) -> str:
+        """One line: the slope, its CI and the theory it is held against."""
+        verdict = "within" if self.within_tolerance else "outside"
+        return (
+            f"{self.family} d={self.d} eps={self.eps:g} n={self.n}: slope {self.slope:.3f} "
+            f"(95% CI [{self.ci[0]:.3f}, {self.ci[1]:.3f}]), theory {self.theory:g}, "
+            f"{verdict} tolerance {self.tolerance:g}"
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """This fit as the one-row table of :func:`analysis.laws.render.fits_frame`."""
+        from analysis.laws.render import fits_frame
+
+        return fits_frame([self])
+
     def to_json(self) -> dict[str, Any]:
+        """The ``--json`` entry: every field, ``extra`` merged in, and the two verdicts."""
         d = asdict(self)
         d |= d.pop("extra")
         d["beta_range"] = list(self.beta_range)
@@ -345,6 +418,14 @@ def local_slopes(family: str, g: pd.DataFrame) -> list[dict[str, float]]:
     Per beta, seed means of ``ln lo``, ``ln hi`` and the log-midpoint; between betas
     ``b1 < b2`` the midpoint slope and the range the brackets allow
     ``[(ln lo_2 - ln hi_1) / dx, (ln hi_2 - ln lo_1) / dx]`` (seed means).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.laws import local_slopes
+    >>> g = pd.DataFrame({"beta": [1.0, 3.0], "lower": [2, 4], "upper": [2, 4]})
+    >>> [round(s["slope_mid"], 6) for s in local_slopes("spherical", g)]  # ln 2 / ln 2
+    [1.0]
     """
     with np.errstate(divide="ignore"):
         agg = (
@@ -380,7 +461,19 @@ def fit_law(
     n_boot: int = 499,
     random_state: int = 0,
 ) -> list[LawFit]:
-    """One :class:`LawFit` per (d, eps) of a bracket table from :func:`run_sweep`."""
+    """One :class:`LawFit` per (d, eps) of a bracket table from :func:`run_sweep`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.laws import fit_law
+    >>> betas = [1.0, 2.0, 3.0, 5.0, 7.0, 15.0]
+    >>> table = pd.DataFrame({"d": 3, "eps": 0.1, "n": 64, "seed": 0, "beta": betas,
+    ...                       "lower": [2, 3, 4, 6, 8, 16], "upper": [3, 4, 5, 7, 9, 17]})
+    >>> [(f.d, f.eps, round(f.slope, 3), f.theory, f.within_tolerance)
+    ...  for f in fit_law(table, family="spherical", n_boot=0)]
+    [(3, 0.1, 1.0, 1.0, True)]
+    """
     check_choice("family", family, FAMILIES)
     tol = TOLERANCE[family] if tolerance is None else float(tolerance)
     fits = []

@@ -37,13 +37,42 @@ def _uh(f: LawFit) -> dict[str, Any]:
 
 
 def local_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
-    """Local slopes between consecutive betas, one row per (d, eps, pair)."""
+    """Local slopes between consecutive betas, one row per (d, eps, pair).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.laws import fit_law, local_frame
+    >>> betas = [1.0, 3.0, 7.0, 15.0, 31.0, 63.0]  # r = 1 + beta exactly: every slope 1
+    >>> r = [2, 4, 8, 16, 32, 64]
+    >>> table = pd.DataFrame({"d": 3, "eps": 0.1, "n": 64, "seed": 0, "beta": betas,
+    ...                       "lower": r, "upper": r})
+    >>> frame = local_frame(fit_law(table, family="spherical", n_boot=0))
+    >>> frame[["beta_from", "beta_to", "slope_mid"]].head(2)
+       beta_from  beta_to  slope_mid
+    0        1.0      3.0        1.0
+    1        3.0      7.0        1.0
+    """
     return pd.DataFrame(
         [{"d": f.d, "eps": f.eps, **row} for f in fits for row in f.extra["local_slopes"]]
     )
 
 
 def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
+    """The fits as a table, one row per (d, eps): slopes, sets, theory and verdicts (``fits.csv``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.laws import fit_law, fits_frame
+    >>> rows = [(r - 1.0, r, r + 1) for r in (2, 3, 4, 6, 8, 16)]  # (beta, lower, upper)
+    >>> table = pd.DataFrame(rows, columns=["beta", "lower", "upper"]).assign(d=3, eps=0.1)
+    >>> fits = fit_law(table.assign(n=64, seed=0), family="spherical", n_boot=0)
+    >>> frame = fits_frame(fits)
+    >>> frame[["d", "beta_range", "slope", "theory", "within_tolerance"]].round(3)
+       d beta_range  slope  theory  within_tolerance
+    0  3       1-15    1.0     1.0              True
+    """
     rows = []
     for f in fits:
         rows.append(
@@ -90,7 +119,21 @@ def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
 
 
 def markdown_table(fits: Sequence[LawFit]) -> str:
-    """The fits as a Markdown table (ours beside the paper's and the theory)."""
+    """The fits as a Markdown table (ours beside the paper's and the theory).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.laws import fit_law, markdown_table
+    >>> betas = [1.0, 2.0, 3.0, 5.0, 7.0, 15.0]
+    >>> table = pd.DataFrame({"d": 3, "eps": 0.1, "n": 64, "seed": 0, "beta": betas,
+    ...                       "lower": [2, 3, 4, 6, 8, 16], "upper": [3, 4, 5, 7, 9, 17]})
+    >>> text = markdown_table(fit_law(table, family="spherical", n_boot=0))
+    >>> text.splitlines()[0].startswith("| d | eps | n | beta | slope (interval ML) |")
+    True
+    >>> len(text.splitlines())  # header, rule, one row per (d, eps)
+    3
+    """
     ball = bool(fits) and fits[0].family == "ball"
     head = (
         [
@@ -169,6 +212,18 @@ def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> li
     (``x``, :mod:`analysis.laws.theory`) at each beta. The theory line has the theory slope
     and passes through the fitted line at the geometric centre of the beta range, so the
     two slopes can be compared by eye. Writes ``<stem>.png`` and ``<stem>.pdf`` atomically.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.laws import fit_law, plot_law
+    >>> betas = [1.0, 2.0, 3.0, 5.0, 7.0, 15.0]
+    >>> table = pd.DataFrame({"d": 3, "eps": 0.1, "n": 64, "seed": 0, "beta": betas,
+    ...                       "lower": [2, 3, 4, 6, 8, 16], "upper": [3, 4, 5, 7, 9, 17]})
+    >>> paths = plot_law(table, fit_law(table, family="spherical", n_boot=0), Path("law"))
+    >>> [p.name for p in paths]
+    ['law.png', 'law.pdf']
     """
     import matplotlib
 
@@ -297,6 +352,18 @@ def run_laws(
         The ``--json`` object: ``family``, ``fits`` (one per (d, eps)), ``config`` and
         ``timing`` (wall seconds of this call; CPU seconds summed over the matrices
         computed now and over all matrices of the sweep).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.laws import make_config, run_laws
+    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
+    ...                      seeds=[0], effort="fast")
+    >>> result = run_laws(config, out="laws", progress=False, n_boot=0, figure=False)
+    >>> sorted(result), len(result["fits"])
+    (['config', 'family', 'fits', 'timing'], 1)
+    >>> sorted(p.name for p in Path("laws").iterdir())
+    ['brackets.csv', 'brackets.jsonl', 'fits.csv', 'fits.md', 'local_slopes.csv', 'results.json']
     """
     out = Path(out)
     w0 = time.perf_counter()

@@ -136,6 +136,14 @@ class SweepConfig:
         How the beta grids were chosen (:data:`DESIGNS`).
     notes : tuple of str
         What the design left out and why (printed by the CLI, kept in ``results.json``).
+
+    Examples
+    --------
+    >>> from analysis.laws import make_config
+    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
+    ...                      seeds=[0, 1], effort="fast")
+    >>> len(config.jobs())  # one per (d, beta, seed, eps)
+    4
     """
 
     family: str
@@ -174,6 +182,13 @@ def job_key(job: dict[str, Any]) -> str:
 
     The engine version is part of the key, so brackets cached by an older engine are
     recomputed rather than mixed into a fit with a newer one's.
+
+    Examples
+    --------
+    >>> from analysis.laws import job_key
+    >>> job_key({"family": "ball", "d": 2, "n": 64, "beta": 4, "seed": 0, "eps": 0.1,
+    ...          "effort": "fast"})  # doctest: +ELLIPSIS
+    'ball:2:64:4.0:0:0.1:fast:engine...'
     """
     from analysis.brackets import __version__ as engine_version
 
@@ -201,7 +216,15 @@ def _ints(name: str, values: Any, minimum: int) -> tuple[int, ...]:
 
 
 def default_config(family: str, *, quick: bool = False) -> SweepConfig:
-    """The default (or ``--quick``) sweep of a family; see the module docstring."""
+    """The default (or ``--quick``) sweep of a family; see the module docstring.
+
+    Examples
+    --------
+    >>> from analysis.laws import default_config
+    >>> quick = default_config("ball", quick=True)
+    >>> quick.dims, quick.betas[2], quick.n, quick.seeds
+    ((2, 3, 4), (2.0, 8.0, 32.0), 256, (0, 1))
+    """
     check_choice("family", family, FAMILIES)
     grids = DEFAULT_BETAS[family]
     if quick:
@@ -229,6 +252,16 @@ def make_config(
     :func:`analysis.laws.theory.asymptotic_betas`; a d with fewer than
     :data:`ASYMPTOTIC_MIN_POINTS` betas at this n is left out, with a note giving the n
     it would need.
+
+    Examples
+    --------
+    >>> from analysis.laws import make_config
+    >>> make_config("spherical", dims=[2], betas=[4, 1], n=64).betas  # sorted, every d
+    {2: (1.0, 4.0)}
+    >>> make_config("spherical", eps=[1.5])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: eps: expected values in (0, 1) ..., got [1.5]
     """
     base = default_config(family, quick=quick)
     design = check_choice("design", design, DESIGNS)
@@ -296,6 +329,15 @@ def bracket_job(job: dict[str, Any]) -> dict[str, Any]:
 
     The point cloud's seed is ``derive_seed(seed, "family:d:n:beta")``, so every (beta,
     seed) is an independent draw and a re-run draws the same matrix.
+
+    Examples
+    --------
+    >>> from analysis.laws import bracket_job, make_config
+    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
+    ...                      seeds=[0], effort="fast")
+    >>> rec = bracket_job(config.jobs()[0])
+    >>> 1 <= rec["lower"] <= rec["upper"] <= 8, rec["key"] == config.jobs()[0]["key"]
+    (True, True)
     """
     rs = derive_seed(job["seed"], f"{job['family']}:{job['d']}:{job['n']}:{float(job['beta'])!r}")
     A = _GENERATORS[job["family"]](job["n"], job["d"], job["beta"], random_state=rs).A
@@ -318,6 +360,17 @@ def read_checkpoint(path: Path) -> dict[str, dict[str, Any]]:
 
     The records hold brackets, not witnesses, so they cannot be re-verified on load: they
     are trusted as written (delete the file to recompute them).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.laws import make_config, read_checkpoint, run_sweep
+    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
+    ...                      seeds=[0], effort="fast")
+    >>> _ = run_sweep(config, out="laws", progress=False)
+    >>> done = read_checkpoint(Path("laws/brackets.jsonl"))
+    >>> sorted(done) == sorted(j["key"] for j in config.jobs())
+    True
     """
     return JsonlCheckpoint(path).read()
 
@@ -344,6 +397,21 @@ def run_sweep(
     -------
     DataFrame
         One row per job of ``config`` (cached or new), with ``cached`` marking reuse.
+
+    Examples
+    --------
+    >>> from analysis.laws import make_config, run_sweep
+    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
+    ...                      seeds=[0], effort="fast")
+    >>> table = run_sweep(config, out="sweep", progress=False)
+    >>> table[["d", "beta", "eps", "cached"]]
+       d  beta  eps  cached
+    0  3   1.0  0.1   False
+    1  3   7.0  0.1   False
+    >>> bool((table["lower"] <= table["upper"]).all())
+    True
+    >>> run_sweep(config, out="sweep", progress=False)["cached"].tolist()  # nothing recomputed
+    [True, True]
     """
     workers = check_executor(executor, workers)
     out = Path(out)

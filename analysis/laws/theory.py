@@ -74,7 +74,14 @@ FAMILIES: tuple[str, ...] = ("spherical", "ball")
 
 
 def theory_slope(family: str, d: int) -> float:
-    """``(d - 1) / 2`` for ``spherical``, ``d / 2`` for ``ball``."""
+    """``(d - 1) / 2`` for ``spherical``, ``d / 2`` for ``ball``.
+
+    Examples
+    --------
+    >>> from analysis.laws import theory_slope
+    >>> theory_slope("spherical", 3), theory_slope("ball", 3)
+    (1.0, 1.5)
+    """
     check_choice("family", family, FAMILIES)
     return (d - 1) / 2 if family == "spherical" else d / 2
 
@@ -98,6 +105,14 @@ def harmonic_dimension(degree: int, d: int) -> int:
     ``dim H_l = C(l + d - 1, d - 1) - C(l + d - 3, d - 1)`` (harmonic homogeneous
     polynomials of degree l: all of degree l minus ``|x|^2`` times those of degree
     l - 2): 1, 2, 2, ... for d = 2; ``2 l + 1`` for d = 3; ``(l + 1)^2`` for d = 4.
+
+    Examples
+    --------
+    >>> from analysis.laws import harmonic_dimension
+    >>> [harmonic_dimension(l, 3) for l in range(4)]  # 2 l + 1 on the 2-sphere
+    [1, 3, 5, 7]
+    >>> [harmonic_dimension(l, 4) for l in range(4)]  # (l + 1)^2 on the 3-sphere
+    [1, 4, 9, 16]
     """
     degree = check_int("degree", degree, minimum=0)
     d = _check_d(d)
@@ -122,6 +137,12 @@ def harmonic_rank(d: int, beta: float, eps: float) -> int:
     int
         ``sum_(l <= L) dim H_l`` with ``L`` the last degree whose eigenvalue
         ``I_(l + nu)(beta) / I_nu(beta)`` is above eps. Not a bound on ``r_eps``.
+
+    Examples
+    --------
+    >>> from analysis.laws import harmonic_rank
+    >>> harmonic_rank(3, 4.0, 0.1)  # degrees 0..3 on the 2-sphere: 1 + 3 + 5 + 7
+    16
     """
     d = _check_d(d)
     beta = check_positive_finite("beta", beta)
@@ -148,13 +169,26 @@ def harmonic_slope(d: int, betas: Sequence[float], eps: float) -> float:
 
     What the spherical law's own expansion predicts for a sweep over this grid: the
     number to hold a certified slope against before blaming the engine.
+
+    Examples
+    --------
+    >>> from analysis.laws import harmonic_slope
+    >>> round(harmonic_slope(3, [16.0, 32.0, 64.0], 0.1), 3)  # the asymptote is (d - 1) / 2 = 1
+    0.949
     """
     x, y = _log_ranks(d, betas, eps)
     return float(np.polyfit(x, y, 1)[0])
 
 
 def local_harmonic_slopes(d: int, betas: Sequence[float], eps: float) -> np.ndarray:
-    """Slopes of ``ln r_harm`` against ``ln(1 + beta)`` between consecutive sorted betas."""
+    """Slopes of ``ln r_harm`` against ``ln(1 + beta)`` between consecutive sorted betas.
+
+    Examples
+    --------
+    >>> from analysis.laws import local_harmonic_slopes
+    >>> local_harmonic_slopes(3, [64.0, 16.0, 32.0], 0.1).round(3).tolist()  # betas sorted
+    [0.867, 1.028]
+    """
     x, y = _log_ranks(d, sorted(betas), eps)
     return np.diff(y) / np.diff(x)
 
@@ -171,6 +205,12 @@ def asymptotic_onset(d: int, eps: float, *, tolerance: float = 0.15) -> float:
     Where the theory's own finite-beta prediction has settled onto its asymptote: a sweep
     that starts below it measures the Taylor regime as well. At eps = 0.1 it is
     beta = 4 / 16 / 32 for d = 2 / 3 / 4; at eps = 0.2, 8 / 8 / 8.
+
+    Examples
+    --------
+    >>> from analysis.laws import asymptotic_onset
+    >>> asymptotic_onset(2, 0.1), asymptotic_onset(3, 0.1), asymptotic_onset(4, 0.1)
+    (4.0, 16.0, 32.0)
     """
     d = _check_d(d)
     tolerance = check_positive_finite("tolerance", tolerance)
@@ -197,6 +237,14 @@ def asymptotic_betas(
     (the law is ``min{n, ...}``; certified upper ends run 1.2-1.5x the count), at most
     ``max_points`` of them. Possibly shorter than two points when n is too small; see
     :func:`n_for_asymptotic_grid`.
+
+    Examples
+    --------
+    >>> from analysis.laws import asymptotic_betas
+    >>> asymptotic_betas(3, 0.1, 512)  # too few points for a slope at n = 512
+    (16.0,)
+    >>> asymptotic_betas(3, 0.1, 4096)
+    (16.0, 32.0, 64.0, 128.0)
     """
     n = check_int("n", n, minimum=2)
     max_share = check_positive_finite("max_share", max_share)
@@ -214,7 +262,15 @@ def asymptotic_betas(
 def n_for_asymptotic_grid(
     d: int, eps: float, *, points: int = 3, tolerance: float = 0.15, max_share: float = 0.25
 ) -> int:
-    """The least n for which :func:`asymptotic_betas` has ``points`` betas."""
+    """The least n for which :func:`asymptotic_betas` has ``points`` betas.
+
+    Examples
+    --------
+    >>> from analysis.laws import asymptotic_betas, n_for_asymptotic_grid
+    >>> n = n_for_asymptotic_grid(3, 0.1)
+    >>> n, len(asymptotic_betas(3, 0.1, n)), len(asymptotic_betas(3, 0.1, n - 1))
+    (1156, 3, 2)
+    """
     points = check_int("points", points, minimum=1)
     onset = asymptotic_onset(d, eps, tolerance=tolerance)
     if not math.isfinite(onset):

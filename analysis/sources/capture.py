@@ -79,6 +79,16 @@ class InlineAttention:
         capture is open; the output is given back as the caller asked for it).
     weights_index : int
         Position of the probabilities in the module's output tuple.
+
+    Examples
+    --------
+    MPNet's self-attention computes its logits inline; its entry says where the capture
+    finds the queries, keys, mask and relative-position bias:
+
+    >>> from analysis.sources.capture import INLINE_ATTENTION
+    >>> spec = INLINE_ATTENTION["MPNetSelfAttention"]
+    >>> spec.query, spec.key, spec.bias, spec.weights_index
+    ('q', 'k', 'position_bias', 1)
     """
 
     query: str
@@ -182,6 +192,24 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
         Naming ``checkpoint`` when no module of the model exposes an eager attention
         function and none is a known inline attention module (architecture not supported
         by this transformers version).
+
+    Examples
+    --------
+    A two-layer BERT built from a config: one record per layer, each with the queries, keys,
+    scale and probabilities of its two heads.
+
+    >>> import torch
+    >>> from transformers import BertConfig, BertModel
+    >>> from analysis.sources.capture import capture_attention
+    >>> _ = torch.manual_seed(0)
+    >>> config = BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=2,
+    ...                     num_attention_heads=2, intermediate_size=16)
+    >>> model = BertModel(config).eval()
+    >>> model.set_attn_implementation("eager")
+    >>> with capture_attention(model) as calls, torch.no_grad():
+    ...     _ = model(input_ids=torch.tensor([[1, 5, 7, 2]]))
+    >>> len(calls), tuple(calls[0].query.shape), tuple(calls[0].weights.shape), calls[0].scaling
+    (2, (1, 2, 4, 4), (1, 2, 4, 4), 0.5)
     """
     modules = {sys.modules[type(m).__module__] for m in model.modules()}
     targets = [m for m in modules if callable(getattr(m, "eager_attention_forward", None))]
@@ -273,6 +301,15 @@ def mixed_sliding_window(config: Any) -> int | None:
     Such a model (Gemma-3: 15 of 18 layers see the last ``sliding_window`` keys) masks
     every layer alike, causally, as long as L <= the window; beyond it the layers' masks
     differ and the one ``[L, L]`` mask of an extraction cannot describe them.
+
+    Examples
+    --------
+    >>> from transformers import BertConfig, Gemma3TextConfig
+    >>> from analysis.sources.capture import mixed_sliding_window
+    >>> mixed_sliding_window(Gemma3TextConfig(sliding_window=512, num_hidden_layers=6))
+    512
+    >>> mixed_sliding_window(BertConfig()) is None  # every layer attends alike
+    True
     """
     types = list(getattr(config, "layer_types", None) or ())
     window = getattr(config, "sliding_window", None)

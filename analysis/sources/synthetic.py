@@ -2,8 +2,9 @@
 
 Every family returns a :class:`SyntheticMatrix` whose ``A`` is the family's matrix computed
 directly from its definition and whose ``(Q, K, scale)`` reproduce it through
-``analysis.brackets.softmax64(Q, K, scale)`` (exactly for the geometric families; to float64
-rounding for the planted ones, see each function).
+``analysis.attention.softmax64(Q, K, scale)``: to float64 rounding (an ulp or so) for the
+geometric families, whose ``A`` is computed by numpy rather than torch, and for two planted
+ones; exactly for ``uniform_rows``, ``identity`` and ``permuted_blocks`` (see each function).
 
 Families
 --------
@@ -60,6 +61,17 @@ class SyntheticMatrix:
     known_rank : dict or None
         For planted matrices: ``{"rank": r, "eps_below": e}``: ``r_eps(A) == r`` for every
         eps < e (docs/method.md section 3); None for the geometric families.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.attention import softmax64
+    >>> from analysis.sources.synthetic import uniform_rows
+    >>> m = uniform_rows(3)
+    >>> m.family, m.known_rank, m.length, m.mask is None
+    ('uniform', {'rank': 1, 'eps_below': 1.0}, 3, True)
+    >>> bool(np.array_equal(softmax64(m.Q, m.K, m.scale), m.A))
+    True
     """
 
     A: np.ndarray
@@ -126,6 +138,19 @@ def spherical(n: int, d: int, beta: float, *, random_state: Any = None) -> Synth
     -----
     ``x_i = g_i / ||g_i||`` with ``g_i ~ N(0, I_d)``; ``A = softmax(beta X X^T)`` row-wise;
     ``Q = K = X``, ``scale = beta``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.attention import softmax64
+    >>> from analysis.sources.synthetic import spherical
+    >>> m = spherical(16, 3, 4.0, random_state=0)
+    >>> m.A.shape, m.Q.shape, m.scale, m.params
+    ((16, 16), (16, 3), 4.0, {'n': 16, 'd': 3, 'beta': 4.0, 'seed': 0})
+    >>> bool(np.allclose(np.linalg.norm(m.Q, axis=1), 1.0))  # points on the unit sphere
+    True
+    >>> float(np.abs(softmax64(m.Q, m.K, m.scale) - m.A).max()) < 1e-15
+    True
     """
     return _points("sphere", n, d, beta, random_state)
 
@@ -136,6 +161,14 @@ def full_ball(n: int, d: int, beta: float, *, random_state: Any = None) -> Synth
     Notes
     -----
     ``x_i = U_i^(1/d) g_i / ||g_i||`` with ``U_i ~ Uniform(0, 1)``; then as :func:`spherical`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources.synthetic import full_ball
+    >>> m = full_ball(16, 3, 4.0, random_state=0)
+    >>> bool((np.linalg.norm(m.Q, axis=1) <= 1.0).all()), m.family
+    (True, 'ball')
     """
     return _points("ball", n, d, beta, random_state)
 
@@ -146,6 +179,12 @@ def uniform_rows(n: int) -> SyntheticMatrix:
     Notes
     -----
     ``Q = K = 0`` (one column), so every logit is 0: reproduced exactly.
+
+    Examples
+    --------
+    >>> from analysis.sources.synthetic import uniform_rows
+    >>> uniform_rows(4).A[0].tolist()
+    [0.25, 0.25, 0.25, 0.25]
     """
     n = check_int("n", n, minimum=1)
     z = np.zeros((n, 1))
@@ -167,6 +206,16 @@ def identity(n: int) -> SyntheticMatrix:
     -----
     ``Q = K = I_n``, ``scale = 1000``: off-diagonal logits sit 1000 below the diagonal and
     ``exp(-1000)`` underflows to exactly 0 in float64, so ``softmax64`` gives I exactly.
+
+    Examples
+    --------
+    >>> from analysis.attention import softmax64
+    >>> from analysis.sources.synthetic import identity
+    >>> m = identity(3)
+    >>> softmax64(m.Q, m.K, m.scale).tolist() == m.A.tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    True
+    >>> m.known_rank["rank"]
+    3
     """
     n = check_int("n", n, minimum=1)
     eye = np.eye(n)
@@ -199,6 +248,14 @@ def permuted_blocks(n: int, m: int, *, random_state: Any = None) -> SyntheticMat
     Block sizes are ``n // m`` or ``n // m + 1``. Row i belongs to block ``b_r(i)``, column
     j to ``b_c(j)``; ``A_ij = [b_r(i) = b_c(j)] / n_{b_r(i)}``. ``Q``, ``K`` are the one-hot
     block indicators and ``scale = 1000``: logits across blocks underflow to exactly 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources.synthetic import permuted_blocks
+    >>> m = permuted_blocks(6, 2, random_state=0)
+    >>> int(np.linalg.matrix_rank(m.A)), sorted(set(m.A.ravel().round(6).tolist()))
+    (2, [0.0, 0.333333])
     """
     n, m = _check_blocks(n, m)
     rng = check_random_state(random_state)
@@ -228,6 +285,14 @@ def mixed_blocks(n: int, m: int, h: float, *, random_state: Any = None) -> Synth
     ``delta_b = log(1 + (1 - h) n / (h n_b))``; the row constant ``log(h/n)`` is invisible to
     softmax, so ``Q_i = delta_{b_r(i)} e_{b_r(i)}``, ``K_j = e_{b_c(j)}``, ``scale = 1``
     reproduce A to float64 rounding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources.synthetic import mixed_blocks
+    >>> m = mixed_blocks(6, 2, 0.1, random_state=0)
+    >>> bool(np.allclose(m.A.sum(axis=1), 1.0)), round(float(m.known_rank["eps_below"]), 12)
+    (True, 0.9)
     """
     n, m = _check_blocks(n, m)
     h = float(h)
@@ -263,6 +328,13 @@ def diagonal_plus_constant(n: int, a: float) -> SyntheticMatrix:
     ``(1 + (n - 2) b) / a``; so the bound is ``a / (1 + (n - 2) b)``. Logits are ``log b``
     off the diagonal and ``log(a + b)`` on it: ``Q = delta I``, ``K = I``,
     ``delta = log(1 + a / b)``, ``scale = 1``.
+
+    Examples
+    --------
+    >>> from analysis.sources.synthetic import diagonal_plus_constant
+    >>> m = diagonal_plus_constant(4, 0.5)  # b = 1/8: bound a / (1 + 2 b) = 0.4
+    >>> m.A[0].tolist(), round(float(m.known_rank["eps_below"]), 12)
+    ([0.625, 0.125, 0.125, 0.125], 0.4)
     """
     n = check_int("n", n, minimum=1)
     a = float(a)

@@ -43,7 +43,7 @@ def test_batched_search_sound_and_not_worse_than_fast(rng):
         assert p.reverify(a) == []
         fast = profile_matrix(a, eps=EPS, effort="fast")
         for b, f in zip(p.brackets(EPS), fast.brackets(EPS), strict=True):
-            assert f["lower"] <= b["lower"] <= b["upper"] <= f["upper"]
+            assert f.lo <= b.lo <= b.hi <= f.hi
 
 
 @pytest.mark.parametrize(

@@ -28,11 +28,11 @@ def head_and_profile():
 def test_monotone_in_eps(head_and_profile):
     _, prof = head_and_profile
     br = prof.brackets(GRID)
-    los = [b["lower"] for b in br]
-    his = [b["upper"] for b in br]
+    los = [b.lo for b in br]
+    his = [b.hi for b in br]
     assert all(a >= b for a, b in zip(los, los[1:], strict=False))
     assert all(a >= b for a, b in zip(his, his[1:], strict=False))
-    assert all(1 <= b["lower"] <= b["upper"] for b in br)
+    assert all(1 <= b.lo <= b.hi for b in br)
 
 
 def test_every_stored_witness_reverifies(head_and_profile):
@@ -56,7 +56,7 @@ def test_refinement_never_worse_than_fast(head_and_profile):
     A, prof = head_and_profile
     fast = profile_matrix(A, eps=(0.05, 0.1, 0.2), effort="fast")
     for a, b in zip(prof.brackets((0.05, 0.1, 0.2)), fast.brackets((0.05, 0.1, 0.2)), strict=False):
-        assert a["lower"] >= b["lower"] and a["upper"] <= b["upper"]
+        assert a.lo >= b.lo and a.hi <= b.hi
 
 
 def test_deterministic(head_and_profile):

@@ -35,7 +35,7 @@ def test_temperatures_together_are_never_worse_than_the_fast_search(rng):
     for a, p in zip(A, profile_temperatures(A, TEMPS, eps=EPS), strict=True):
         fast = profile_matrix(a, eps=EPS, effort="fast")
         for b, f in zip(p.brackets(EPS), fast.brackets(EPS), strict=True):
-            assert f["lower"] <= b["lower"] <= b["upper"] <= f["upper"]
+            assert f.lo <= b.lo <= b.hi <= f.hi
 
 
 def test_known_answer_holds_in_a_batch_of_temperatures(rng):
@@ -100,4 +100,4 @@ def test_cuda_search_is_certified_on_the_cpu(rng):  # pragma: no cover - GPU onl
         assert p.reverify(a) == []
         fast = profile_matrix(a, eps=EPS, effort="fast")
         for b, f in zip(p.brackets(EPS), fast.brackets(EPS), strict=True):
-            assert f["lower"] <= b["lower"] <= b["upper"] <= f["upper"]
+            assert f.lo <= b.lo <= b.hi <= f.hi

@@ -126,7 +126,8 @@ def test_batch_one_is_profile_matrix_one_at_a_time(stack, tmp_path):
 
     _, res = run_bracket(stack, tmp_path, "--batch", "1")
     A = load_matrices(stack).A
-    alone = [profile_matrix(a, eps=(0.05, 0.1, 0.2)).brackets((0.05, 0.1, 0.2)) for a in A]
+    grid = (0.05, 0.1, 0.2)
+    alone = [profile_matrix(a, eps=grid).to_frame(grid).to_dict("records") for a in A]
     assert [m["brackets"] for m in res["matrices"]] == alone
 
 

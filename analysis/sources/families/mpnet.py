@@ -85,6 +85,14 @@ def model_folder(spec: PackagedCheckpoint, *, cache: Path | None = None) -> Path
     ParameterError
         Naming ``checkpoint``: a part missing or altered (the message gives the install
         command), or the archive not holding the pinned files.
+
+    Examples
+    --------
+    >>> from analysis.sources.families.mpnet import MODEL_FOLDER, model_folder
+    >>> from analysis.sources.packaged import packaged_checkpoint
+    >>> folder = model_folder(packaged_checkpoint("mpnet"))  # joined, unzipped, hash-checked
+    >>> folder.name == MODEL_FOLDER, (folder / "model.safetensors").is_file()
+    (True, True)
     """
     archive = assemble(spec, cache=cache)
     dest = (cache or cache_dir()) / spec.checkpoint_id.replace("/", "--") / "model"
@@ -111,6 +119,14 @@ def load_mpnet_checkpoint(spec: PackagedCheckpoint) -> Checkpoint:
     ParameterError
         Naming ``checkpoint`` when the packages are missing or altered, or the folder does
         not load as an MPNet model.
+
+    Examples
+    --------
+    >>> from analysis.sources.families.mpnet import load_mpnet_checkpoint
+    >>> from analysis.sources.packaged import packaged_checkpoint
+    >>> ckpt = load_mpnet_checkpoint(packaged_checkpoint("mpnet"))
+    >>> ckpt.checkpoint_id, ckpt.model.config.num_hidden_layers, ckpt.tokenizer is not None
+    ('sentence-transformers/all-mpnet-base-v2', 12, True)
     """
     import torch
     from transformers import AutoModel, AutoTokenizer

@@ -1,0 +1,127 @@
+"""The ``Examples`` sections of the package's docstrings run as tests (doctest).
+
+Every module of :mod:`analysis` is imported (except the ``__main__`` entry points) and the
+examples of its docstrings run in a temporary folder, so an example that stops matching its
+code fails here. :data:`COVERED` lists the modules whose every public name (``__all__``) has
+an ``Examples`` section; a public name added there without one fails
+:func:`test_every_public_name_has_examples`.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import pkgutil
+import re
+
+import numpy as np
+import pytest
+
+import analysis
+
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+def _modules() -> list[str]:
+    names = [analysis.__name__]
+    for info in pkgutil.walk_packages(analysis.__path__, prefix="analysis."):
+        if info.name.rsplit(".", 1)[-1] != "__main__":
+            names.append(info.name)
+    return sorted(names)
+
+
+MODULES = _modules()
+
+#: Modules whose every public name has an ``Examples`` section.
+COVERED = (
+    "analysis.atomic",
+    "analysis.attention",
+    "analysis.brackets.approximants",
+    "analysis.brackets.profile",
+    "analysis.brackets.verify",
+    "analysis.descriptors.describe",
+    "analysis.executor",
+    "analysis.laws.fit",
+    "analysis.laws.render",
+    "analysis.laws.sweep",
+    "analysis.laws.theory",
+    "analysis.sources.checkpoints",
+    "analysis.sources.capture",
+    "analysis.sources.extract",
+    "analysis.sources.families.dinov2_onnx",
+    "analysis.sources.families.gguf",
+    "analysis.sources.families.mpnet",
+    "analysis.sources.inputs",
+    "analysis.sources.packaged",
+    "analysis.sources.synthetic",
+    "analysis.validation",
+)
+
+
+def _doctests(name: str) -> list[doctest.DocTest]:
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    return [t for t in finder.find(module, name) if t.examples]
+
+
+def _runs(tests: list[doctest.DocTest]) -> bool:
+    """Whether some example is not marked ``+SKIP``."""
+    return any(not ex.options.get(doctest.SKIP) for t in tests for ex in t.examples)
+
+
+WITH_EXAMPLES = [name for name in MODULES if _runs(_doctests(name))]
+
+
+def test_the_walk_finds_the_package():
+    assert "analysis.brackets.verify" in MODULES and "analysis.cli.__main__" not in MODULES
+    assert set(COVERED) <= set(MODULES)
+    assert set(COVERED) <= set(WITH_EXAMPLES)
+
+
+#: Modules whose examples load packaged weights (seconds each): marked slow, still run in CI.
+LOADS_WEIGHTS = "analysis.sources.families."
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n.startswith(LOADS_WEIGHTS) else n
+        for n in WITH_EXAMPLES
+    ],
+)
+def test_examples_run(name, tmp_path, monkeypatch, registry_restored):
+    monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    with np.printoptions(legacy=False):
+        for test in _doctests(name):
+            runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted > 0
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed"
+
+
+def _public(module) -> list[tuple[str, object]]:
+    """Functions and classes the module defines and exports (``__all__``, else no ``_``)."""
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n in vars(module) if not n.startswith("_")]
+    out = []
+    for attr in names:
+        obj = getattr(module, attr)
+        if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == module.__name__:
+            out.append((attr, obj))
+    return out
+
+
+def _has_examples(obj) -> bool:
+    return re.search(r"^Examples\n-{8}", inspect.getdoc(obj) or "", re.MULTILINE) is not None
+
+
+@pytest.mark.parametrize("name", COVERED)
+def test_every_public_name_has_examples(name):
+    module = importlib.import_module(name)
+    public = _public(module)
+    assert public, f"{name} defines no public function or class in __all__"
+    lacking = [attr for attr, obj in public if not _has_examples(obj)]
+    assert lacking == [], f"{name}: no Examples section in {lacking}"
