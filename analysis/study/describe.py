@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.attention import fixed_torch_threads
 from analysis.executor import task_pool
-from analysis.study.core import Study, load_plugins
+from analysis.study.core import Study, put_root_on_path
 from analysis.study.plan import StudyPlan
 from analysis.study.records import read_json, write_frame, write_json
 
@@ -42,19 +42,21 @@ def features_done(path: Path, plan: StudyPlan) -> bool:
     return set(plan.blocks) <= have and n == plan.cells_per_matrix
 
 
-def _describe_worker_init(plugins: Sequence[str], root: str | None = None) -> None:
+def _describe_worker_init(root: str | None = None) -> None:
     import torch
 
     torch.set_num_threads(1)
-    load_plugins(plugins, root)
+    put_root_on_path(root)  # the plugin blocks a task carries import from the study root
 
 
 def describe_frame(
-    arrays: Any, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[str]
+    arrays: Any, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[Any]
 ) -> pd.DataFrame:
     """The descriptor rows of one stored matrix (its ``MatrixArrays``, or their file).
 
-    Writes nothing: a worker returns the frame and the calling process writes it.
+    ``blocks``: the study's :class:`~analysis.descriptors.Block` objects in the plan's
+    order (``study.registry.get(name)``), or built-in block names. Writes nothing: a worker returns the
+    frame and the calling process writes it.
     """
     from threadpoolctl import threadpool_limits
 
@@ -77,7 +79,7 @@ def describe_frame(
 
 
 def describe_task(
-    array_file: str, out: str, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[str]
+    array_file: str, out: str, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[Any]
 ) -> float:
     """Describe one stored matrix into ``out`` (atomic CSV); return its seconds."""
     start = time.perf_counter()
@@ -121,6 +123,7 @@ def descriptor_stage(
     paths.features.mkdir(parents=True, exist_ok=True)
     _retire_other_versions(paths.features, study.block_versions)
     todo = [k for k in keys if not features_done(paths.feature_file(k), plan)]
+    blocks = tuple(study.registry.get(b) for b in plan.blocks)
     bar = tqdm(
         total=len(keys),
         initial=len(keys) - len(todo),
@@ -134,7 +137,7 @@ def descriptor_stage(
             str(paths.feature_file(k)),
             plan.eps,
             plan.temperatures,
-            plan.blocks,
+            blocks,
         )
         for k in todo
     ]
@@ -142,13 +145,12 @@ def descriptor_stage(
         if executor is None and (workers == 1 or len(args) <= 1):
             # In this process: one torch thread for the stage only, restored after it (a
             # later extraction in the same process runs with the caller's thread count).
-            load_plugins(plan.plugins, str(paths.root))
             with fixed_torch_threads(1):
                 for a in args:
                     describe_task(*a)
                     bar.update(1)
         else:
-            init = (tuple(plan.plugins), str(paths.root))
+            init = (str(paths.root),)
             with task_pool(
                 executor, workers, initializer=_describe_worker_init, initargs=init
             ) as pool:
