@@ -60,8 +60,9 @@ def _plugin(tmp_path, monkeypatch, body: str) -> str:
 
 
 def test_plugins_follow_the_built_in_blocks_in_their_declared_order(tmp_path, monkeypatch):
-    first, second = (f"plug_{uuid.uuid4().hex[:8]}" for _ in range(2))
-    # defined in one order, declared in the other: BLOCKS decides
+    tag = uuid.uuid4().hex[:8]
+    first, second = f"plug_a_{tag}", f"plug_z_{tag}"
+    # defined in one order, declared in the other (not by name either): BLOCKS decides
     module = _plugin(
         tmp_path,
         monkeypatch,
