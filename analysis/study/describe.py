@@ -46,23 +46,31 @@ def _describe_worker_init(root: str | None = None) -> None:
     import torch
 
     torch.set_num_threads(1)
-    put_root_on_path(root)  # the plugin blocks a task carries import from the study root
+    put_root_on_path(root)  # the design's plugin modules import from the study root
 
 
 def describe_frame(
-    arrays: Any, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[Any]
+    arrays: Any,
+    eps: Sequence[float],
+    temps: Sequence[float],
+    blocks: Sequence[str],
+    plugins: Sequence[str] = (),
 ) -> pd.DataFrame:
     """The descriptor rows of one stored matrix (its ``MatrixArrays``, or their file).
 
-    ``blocks``: the study's :class:`~analysis.descriptors.Block` objects in the plan's
-    order (``study.registry.get(name)``), or built-in block names. Writes nothing: a worker returns the
-    frame and the calling process writes it.
+    ``blocks`` are names of the registry ``build_registry(plugins)`` (the built-in
+    blocks, then the design's plugins in order: the study's registry, rebuilt in the
+    worker from names, so that a task carries only strings). Writes nothing: a worker
+    returns the frame and the calling process writes it.
     """
     from threadpoolctl import threadpool_limits
 
+    from analysis.descriptors.builtin import build_registry
     from analysis.descriptors.describe import describe_matrix
     from analysis.store.store import load_arrays
 
+    registry = build_registry(plugins)
+    chosen = [registry.get(b) for b in blocks]
     arr = load_arrays(Path(arrays)) if isinstance(arrays, (str, Path)) else arrays
     with threadpool_limits(1):
         df = describe_matrix(
@@ -72,18 +80,23 @@ def describe_frame(
             arr.mask,
             eps=eps,
             temperatures=temps,
-            blocks=blocks,
+            blocks=chosen,
             bias=arr.bias,
         )
     return df
 
 
 def describe_task(
-    array_file: str, out: str, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[Any]
+    array_file: str,
+    out: str,
+    eps: Sequence[float],
+    temps: Sequence[float],
+    blocks: Sequence[str],
+    plugins: Sequence[str] = (),
 ) -> float:
     """Describe one stored matrix into ``out`` (atomic CSV); return its seconds."""
     start = time.perf_counter()
-    write_frame(Path(out), describe_frame(array_file, eps, temps, blocks))
+    write_frame(Path(out), describe_frame(array_file, eps, temps, blocks, plugins))
     return time.perf_counter() - start
 
 
@@ -123,7 +136,6 @@ def descriptor_stage(
     paths.features.mkdir(parents=True, exist_ok=True)
     _retire_other_versions(paths.features, study.block_versions)
     todo = [k for k in keys if not features_done(paths.feature_file(k), plan)]
-    blocks = tuple(study.registry.get(b) for b in plan.blocks)
     bar = tqdm(
         total=len(keys),
         initial=len(keys) - len(todo),
@@ -137,7 +149,8 @@ def descriptor_stage(
             str(paths.feature_file(k)),
             plan.eps,
             plan.temperatures,
-            blocks,
+            plan.blocks,
+            plan.plugins,
         )
         for k in todo
     ]
@@ -145,6 +158,7 @@ def descriptor_stage(
         if executor is None and (workers == 1 or len(args) <= 1):
             # In this process: one torch thread for the stage only, restored after it (a
             # later extraction in the same process runs with the caller's thread count).
+            put_root_on_path(str(paths.root))
             with fixed_torch_threads(1):
                 for a in args:
                     describe_task(*a)
@@ -156,8 +170,8 @@ def descriptor_stage(
             ) as pool:
                 carry = executor is not None  # the caller's workers may not see the store
                 calls = (
-                    (out, (store.arrays(k) if carry else src, eps, temps, blocks))
-                    for k, (src, out, eps, temps, blocks) in zip(todo, args, strict=True)
+                    (out, (store.arrays(k) if carry else src, eps, temps, blocks, plugins))
+                    for k, (src, out, eps, temps, blocks, plugins) in zip(todo, args, strict=True)
                 )
                 with contextlib.closing(pool.imap(describe_frame, calls)) as results:
                     for out, df in results:
