@@ -50,7 +50,7 @@ from analysis.cli import main as cli_main
 from analysis.compare.covariates import prepare_covariates
 from analysis.compare.estimators import fit_interval
 from analysis.compare.headlevel import residual_icc
-from analysis.descriptors import covariate_kwargs
+from analysis.descriptors import builtin_registry
 from analysis.prereg.design import load_design
 from benchmarks.common import OUT, ROOT, command_line
 
@@ -211,7 +211,11 @@ def residual_check() -> dict:
     groups = t["cluster"].to_numpy()
     everything = np.ones(len(t), dtype=bool)
     prep = prepare_covariates(
-        t, {"M0": ["baseline"]}, everything, log_columns=logc, **covariate_kwargs(t.columns)
+        t,
+        {"M0": ["baseline"]},
+        everything,
+        log_columns=logc,
+        **builtin_registry().covariate_kwargs(t.columns),
     )
     fit = fit_interval(prep.matrices["M0"], lo, up)
     res_in = mid - fit.predict(prep.matrices["M0"])
@@ -222,7 +226,11 @@ def residual_check() -> dict:
         m = np.zeros(len(t), dtype=bool)
         m[trn] = True
         p = prepare_covariates(
-            t, {"M0": ["baseline"]}, m, log_columns=logc, **covariate_kwargs(t.columns)
+            t,
+            {"M0": ["baseline"]},
+            m,
+            log_columns=logc,
+            **builtin_registry().covariate_kwargs(t.columns),
         )
         f = fit_interval(p.matrices["M0"][m], lo[m], up[m])
         cv[tst] = mid[tst] - f.predict(p.matrices["M0"][tst])

@@ -69,7 +69,7 @@ def test_the_guide_has_python_blocks_that_run():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_python_blocks_run(page, tmp_path, monkeypatch, registry_restored):
+def test_python_blocks_run(page, tmp_path, monkeypatch):
     (tmp_path / "data").symlink_to(ROOT / "data")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs_{page.stem}"}

@@ -90,7 +90,7 @@ LOADS_WEIGHTS = "analysis.sources.families."
         for n in WITH_EXAMPLES
     ],
 )
-def test_examples_run(name, tmp_path, monkeypatch, registry_restored):
+def test_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     with np.printoptions(legacy=False):

@@ -9,8 +9,8 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from analysis.descriptors.builtin import build_registry
     from analysis.descriptors.describe import KEY_COLUMNS, describe_file, write_csv_atomic
-    from analysis.descriptors.registry import feature_table
 
     df = describe_file(
         args.input,
@@ -23,7 +23,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     write_csv_atomic(df, args.out)
     if args.features_out:
-        write_csv_atomic(feature_table(df.columns), args.features_out)
+        registry = build_registry(args.plugin)  # the blocks describe_file ran
+        write_csv_atomic(registry.feature_table(df.columns), args.features_out)
     n_cells, n_feat = df.shape[0], df.shape[1] - len(KEY_COLUMNS)
     print(f"wrote {args.out}: {n_cells} cells x {n_feat} features")
     return 0
@@ -52,7 +53,7 @@ def register(subparsers: Any) -> None:
         nargs="+",
         default=[],
         metavar="MODULE",
-        help="import MODULE first so its @descriptor blocks register (repeatable)",
+        help="add the blocks listed in MODULE's BLOCKS after the built-in ones (repeatable)",
     )
     p.add_argument("--out", required=True, help="output CSV (written atomically)")
     p.add_argument(
@@ -62,5 +63,5 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    # describe_file names its file ``path`` and load_plugin its ``module``.
+    # describe_file names its file ``path`` and a plugin its ``module``.
     p.set_defaults(func=_run, param_flags={"path": "INPUT", "module": "--plugin"})

@@ -7,6 +7,7 @@ screen and which columns are diagnostics are arguments (in a study, the descript
 registry supplies them).
 """
 
+from analysis.compare.bootstrap import BOOTSTRAPS, cluster_bootstrap_effect
 from analysis.compare.bycheckpoint import (
     BY_CHECKPOINT_COLUMNS,
     PREDICTION_COLUMNS,
@@ -39,13 +40,11 @@ from analysis.compare.headlevel import (
 )
 from analysis.compare.metrics import interval_loglik, interval_sq_loss, spearman
 from analysis.compare.nested import (
-    BOOTSTRAPS,
     FIT_FAILED,
     FIT_OK,
     RESULT_COLUMNS,
     ComparisonResult,
     check_nested,
-    cluster_bootstrap_effect,
     compare_nested,
 )
 

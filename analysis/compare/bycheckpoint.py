@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from analysis.compare.bootstrap import (
+    bootstrap_counts,
+    percentile_ci_and_p,
+    replicate_means,
+    spearman_replicates,
+)
 from analysis.compare.metrics import (
     HIGHER_IS_BETTER,
     interval_loglik,
@@ -26,10 +32,6 @@ from analysis.compare.nested import (
     REQUIRED_COLUMNS,
     STRATUM,
     ComparisonResult,
-    bootstrap_counts,
-    percentile_ci_and_p,
-    replicate_means,
-    spearman_replicates,
 )
 from analysis.validation import ParameterError, check_int
 

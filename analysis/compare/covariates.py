@@ -11,7 +11,7 @@ blocks enter the collinearity screen and which columns are diagnostics (never co
 are arguments. Their defaults are neutral (no calibration, each model's own block order,
 no diagnostics), so a table from any field is prepared exactly as described by its
 arguments; a study passes what its descriptor registry declares
-(``analysis.descriptors.covariate_kwargs``).
+(``analysis.descriptors.Registry.covariate_kwargs``).
 """
 
 from __future__ import annotations

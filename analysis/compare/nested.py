@@ -16,6 +16,15 @@ import pandas as pd
 from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
+from analysis.compare.bootstrap import (
+    BOOTSTRAPS,
+    bootstrap_counts,
+    cluster_strata,
+    percentile_ci_and_p,
+    replicate_means,
+    spearman_replicates,
+    studentized_ci_and_p,
+)
 from analysis.compare.covariates import (
     Calibration,
     PreparedCovariates,
@@ -29,25 +38,17 @@ from analysis.compare.metrics import (
     METRICS,
     interval_loglik,
     interval_sq_loss,
-    spearman,
 )
 from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
-    "BOOTSTRAPS",
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",
     "ComparisonResult",
     "STRATUM",
-    "bootstrap_counts",
     "check_nested",
-    "cluster_strata",
-    "cluster_bootstrap_effect",
     "compare_nested",
-    "percentile_ci_and_p",
-    "replicate_means",
-    "studentized_ci_and_p",
 ]
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -87,10 +88,6 @@ REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower
 #: Optional column: the stratum of each cell's cluster (a study passes the checkpoint, the
 #: unit of its per-checkpoint held-out draw); the bootstrap resamples clusters within it.
 STRATUM = "stratum"
-#: CI and one-sided p from the cluster bootstrap's resamples: ``"cluster"`` (percentile,
-#: :func:`percentile_ci_and_p`) or ``"studentized"`` (bootstrap-t of the per-head effect
-#: with a stratified cluster-robust SE, :func:`studentized_ci_and_p`).
-BOOTSTRAPS: tuple[str, ...] = ("cluster", "studentized")
 
 
 @dataclass(frozen=True)
@@ -198,233 +195,6 @@ class ComparisonResult:
                 + "; ".join(f"{m}: {c} ({r})" for m, c, r in self.dropped.itertuples(index=False))
             )
         return "\n".join(lines)
-
-
-def bootstrap_counts(
-    n_clusters: int,
-    n_boot: int,
-    rng: np.random.Generator,
-    strata: np.ndarray | None = None,
-) -> np.ndarray:
-    """Counts ``c_bh`` of each cluster in B resamples of clusters with replacement.
-
-    Parameters
-    ----------
-    n_clusters : int
-    n_boot : int
-    rng : numpy.random.Generator
-    strata : array (n_clusters,) or None
-        Stratum of each cluster. When given, each stratum's clusters are resampled among
-        themselves (strata in sorted order, each a multinomial of its own size), so every
-        replicate keeps each stratum's number of clusters. With one stratum the draws are
-        those of the unstratified call, number for number.
-
-    Returns
-    -------
-    numpy.ndarray (n_boot, n_clusters) of int
-    """
-    if strata is None:
-        return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
-    strata = np.asarray(strata)
-    if strata.shape != (n_clusters,):
-        raise ParameterError("strata", f"one stratum per cluster ({n_clusters})", strata.shape)
-    counts = np.zeros((n_boot, n_clusters), dtype=np.int64)
-    for s in np.unique(strata):
-        idx = np.flatnonzero(strata == s)
-        k = idx.size
-        counts[:, idx] = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot)
-    return counts
-
-
-def cluster_strata(clusters: np.ndarray, strata: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Factorize ``clusters`` and give each cluster its one stratum.
-
-    Returns
-    -------
-    codes : array (n,) of int
-        ``pandas.factorize`` codes of ``clusters`` (order of first appearance).
-    cluster_stratum : array (n_clusters,)
-        The stratum of each code.
-
-    Raises
-    ------
-    ParameterError
-        Naming ``stratum`` when a cluster's cells lie in more than one stratum.
-    """
-    codes, uniq = pd.factorize(np.asarray(clusters))
-    strata = np.asarray(strata).astype(str)
-    per = pd.DataFrame({"c": codes, "s": strata}).drop_duplicates()
-    if len(per) != len(uniq):
-        bad = per.loc[per["c"].duplicated(keep=False), "c"].iloc[0]
-        raise ParameterError(
-            "stratum", "one stratum per cluster", f"cluster {uniq[bad]} in several strata"
-        )
-    out = np.empty(len(uniq), dtype=object)
-    out[per["c"].to_numpy()] = per["s"].to_numpy()
-    return codes, out.astype(str)
-
-
-def replicate_means(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Cell means in each replicate: ``sum_h c_bh S_h / sum_h c_bh n_h``."""
-    k = counts.shape[1]
-    s_h = np.bincount(codes, weights=values, minlength=k)
-    n_h = np.bincount(codes, minlength=k).astype(float)
-    return (counts @ s_h) / (counts @ n_h)
-
-
-def spearman_replicates(
-    pred: np.ndarray, mid: np.ndarray, codes: np.ndarray, counts: np.ndarray
-) -> tuple[float, np.ndarray]:
-    """Spearman of predictions with bracket midpoints, and its cluster-bootstrap replicates.
-
-    Cells with a non-finite midpoint are left out of both; replicate b weights each cell
-    by its cluster's count in ``counts[b]`` (``codes``: the cell's cluster index).
-    Returns ``(point, replicates [B])``.
-    """
-    finite = np.isfinite(mid)
-    point = spearman(pred[finite], mid[finite])
-    w_cells = counts[:, codes] * finite[None, :]
-    mid0 = np.where(finite, mid, 0.0)
-    return point, np.array([spearman(pred, mid0, weights=w) for w in w_cells])
-
-
-def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95) -> tuple[float, float, float]:
-    """Percentile CI and one-sided p ``(1 + #{effect_b <= 0}) / (B + 1)``."""
-    q = (1.0 - ci_level) / 2.0
-    lo, hi = np.quantile(effects, [q, 1.0 - q])
-    p = (1.0 + np.sum(effects <= 0)) / (effects.size + 1.0)
-    return float(lo), float(hi), float(p)
-
-
-def _cluster_se(
-    head_sums: np.ndarray, head_sizes: np.ndarray, counts: np.ndarray, strata: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ratio means and their stratified cluster-robust SEs, one per row of ``counts``.
-
-    For counts ``c_h`` (a replicate's, or all ones for the sample) the mean is
-    ``T = sum c_h S_h / N``, ``N = sum c_h n_h``; with ``z_h = S_h - T n_h`` (the
-    linearized ratio) and, in stratum s of ``H_s`` heads, the count-weighted variance
-    ``v_s = sum_s c_h (z_h - zbar_s)^2 / (H_s - 1)`` (0 when ``H_s = 1``), the SE is
-    ``sqrt(sum_s H_s v_s) / N``.
-    """
-    counts = np.atleast_2d(counts).astype(float)
-    N = counts @ head_sizes
-    T = (counts @ head_sums) / N
-    z = head_sums[None, :] - T[:, None] * head_sizes[None, :]
-    var = np.zeros(counts.shape[0])
-    for s in np.unique(strata):
-        idx = np.flatnonzero(strata == s)
-        k = idx.size
-        if k < 2:
-            continue
-        c, zs = counts[:, idx], z[:, idx]
-        zbar = (c * zs).sum(axis=1) / c.sum(axis=1)
-        var += k * (c * (zs - zbar[:, None]) ** 2).sum(axis=1) / (k - 1)
-    return T, np.sqrt(var) / N
-
-
-def studentized_ci_and_p(
-    head_sums: np.ndarray,
-    head_sizes: np.ndarray,
-    counts: np.ndarray,
-    strata: np.ndarray,
-    ci_level: float = 0.95,
-) -> tuple[float, float, float, float]:
-    """Effect, studentized (bootstrap-t) CI and one-sided p from per-head sums.
-
-    Parameters
-    ----------
-    head_sums : array (H,)
-        Per-head sums of the per-cell effect (base minus rich loss, or rich minus base).
-    head_sizes : array (H,)
-        Cells per head.
-    counts : array (B, H)
-        The cluster-bootstrap counts (:func:`bootstrap_counts`).
-    strata : array (H,)
-        Stratum of each head (one value for an unstratified draw).
-
-    Returns
-    -------
-    effect, ci_low, ci_high, p_value : float
-
-    Notes
-    -----
-    ``effect = sum S_h / sum n_h`` with SE ``se`` (:func:`_cluster_se`); each replicate
-    gives ``t_b = (effect_b - effect) / se_b`` with its own SE. One-sided
-    ``p = (1 + #{b : t_b >= effect / se}) / (B + 1)``; CI
-    ``[effect - q_hi se, effect - q_lo se]`` with ``q_lo, q_hi`` the ``(1 -/+ ci_level) / 2``
-    quantiles of ``t_b``. A replicate with ``se_b = 0`` (every draw the same head) has
-    ``t_b = 0``.
-    """
-    head_sums = np.asarray(head_sums, float)
-    head_sizes = np.asarray(head_sizes, float)
-    (eff,), (se,) = _cluster_se(head_sums, head_sizes, np.ones((1, head_sums.size)), strata)
-    eff_b, se_b = _cluster_se(head_sums, head_sizes, counts, strata)
-    t_b = np.divide(eff_b - eff, se_b, out=np.zeros_like(eff_b), where=se_b > 0)
-    t_obs = eff / se if se > 0 else np.copysign(np.inf, eff) if eff else 0.0
-    q = (1.0 - ci_level) / 2.0
-    q_lo, q_hi = np.quantile(t_b, [q, 1.0 - q])
-    p = (1.0 + np.sum(t_b >= t_obs)) / (t_b.size + 1.0)
-    return float(eff), float(eff - q_hi * se), float(eff - q_lo * se), float(p)
-
-
-def cluster_bootstrap_effect(
-    base: np.ndarray,
-    rich: np.ndarray,
-    clusters: np.ndarray,
-    *,
-    higher_is_better: bool = False,
-    n_boot: int = 2000,
-    ci_level: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
-    strata: np.ndarray | None = None,
-    bootstrap: str = "cluster",
-) -> tuple[float, float, float, float]:
-    """Effect of per-cell values with a cluster-bootstrap CI and one-sided p.
-
-    Parameters
-    ----------
-    base, rich : array (n,)
-        Per-cell metric values of the two (already fitted) models.
-    clusters : array (n,)
-        Cluster (head) of each cell.
-    higher_is_better : bool, keyword-only
-        Effect is ``mean(rich) - mean(base)`` when True, else ``mean(base) - mean(rich)``.
-    strata : array (n,) or None, keyword-only
-        Stratum of each cell (constant within a cluster): clusters are resampled within
-        strata (:func:`bootstrap_counts`).
-    bootstrap : {"cluster", "studentized"}, keyword-only
-        Percentile (:func:`percentile_ci_and_p`) or studentized
-        (:func:`studentized_ci_and_p`) CI and p from the same resamples.
-
-    Returns
-    -------
-    effect, ci_low, ci_high, p_value : float
-        The same computation :func:`compare_nested` uses for mean metrics.
-    """
-    if bootstrap not in BOOTSTRAPS:
-        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
-    n_boot = check_int("n_boot", n_boot, minimum=99)
-    rng = check_random_state(random_state)
-    base = np.asarray(base, float)
-    rich = np.asarray(rich, float)
-    if strata is None:
-        codes, uniq = pd.factorize(np.asarray(clusters))
-        per_cluster = np.zeros(len(uniq), dtype=int)
-        counts = bootstrap_counts(len(uniq), n_boot, rng)
-    else:
-        codes, per_cluster = cluster_strata(clusters, strata)
-        counts = bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)
-    sign = 1.0 if higher_is_better else -1.0
-    if bootstrap == "studentized":
-        k = per_cluster.size
-        d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
-        n_h = np.bincount(codes, minlength=k).astype(float)
-        return studentized_ci_and_p(d, n_h, counts, per_cluster, ci_level)
-    eff = sign * (rich.mean() - base.mean())
-    eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
-    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
-    return float(eff), lo, hi, p
 
 
 def check_nested(
@@ -579,11 +349,108 @@ def compare_nested(
     pairs' adjustment after seeing a failure), and a p of 1 is never rejected, so it
     rejects nothing itself and its ``p_holm`` is 1.
     """
+    _check_columns(table)
+    calibration, n_boot, maxiter, rng = _check_settings(
+        estimator=estimator,
+        metrics=metrics,
+        primary_metric=primary_metric,
+        bootstrap=bootstrap,
+        n_boot=n_boot,
+        maxiter=maxiter,
+        alpha=alpha,
+        ci_level=ci_level,
+        random_state=random_state,
+        calibration=calibration,
+    )
+    family, extra_pairs = _check_pairs(
+        list(table.columns), models, family, extra_pairs, diagnostic_columns=diagnostic_columns
+    )
+    held, clusters, lower, upper = _check_table(table)
+
+    pairs = family + extra_pairs
+    used = list(dict.fromkeys(m for p in pairs for m in p))
+    train = ~held
+    folds = (
+        None
+        if calibration.folds is None
+        else head_folds(clusters, train, folds=calibration.folds, seed=calibration.seed)
+    )
+    prep = prepare_covariates(
+        table,
+        {m: models[m] for m in used},
+        train,
+        log_columns=log_columns,
+        calibrate_blocks=calibrate_blocks,
+        block_order=block_order,
+        diagnostic_columns=diagnostic_columns,
+        calibration_folds=folds,
+    )
+    fits, cell_vals, preds = _fit_and_score(
+        prep, used, estimator, held, clusters, lower, upper, metrics=metrics, maxiter=maxiter
+    )
+    draws = _held_out_draws(table, clusters, held, n_boot, rng)
+    mid_h = 0.5 * (lower[held] + upper[held])
+    point, boot = _replicates(cell_vals, preds, used, mid_h, draws, metrics=metrics)
+    frame = _effect_rows(
+        pairs,
+        family,
+        fits,
+        cell_vals,
+        point,
+        boot,
+        draws,
+        metrics=metrics,
+        bootstrap=bootstrap,
+        ci_level=ci_level,
+        n_cells=int(held.sum()),
+        lock_sha256=lock_sha256,
+        calibration=calibration,
+    )
+    frame = _decide(frame, metrics=metrics, alpha=alpha)
+    return ComparisonResult(
+        frame=frame.loc[:, list(RESULT_COLUMNS)],
+        lr_tests=_lr_tests(pairs, fits),
+        dropped=prep.dropped,
+        columns=dict(prep.columns),
+        estimator=estimator,
+        primary_metric=primary_metric,
+        alpha=float(alpha),
+        n_boot=n_boot,
+        lock_sha256=lock_sha256,
+        fits=fits,
+        covariates=prep,
+        calibration=calibration,
+        bootstrap=bootstrap,
+    )
+
+
+def _check_columns(table: pd.DataFrame) -> None:
+    """A DataFrame with the columns :data:`REQUIRED_COLUMNS`."""
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
     for c in REQUIRED_COLUMNS:
         if c not in table.columns:
             raise ParameterError("table", f"a column named {c}", list(table.columns)[:12])
+
+
+def _check_settings(
+    *,
+    estimator: str,
+    metrics: Sequence[str],
+    primary_metric: str,
+    bootstrap: str,
+    n_boot: int,
+    maxiter: int,
+    alpha: float,
+    ci_level: float,
+    random_state: int | np.random.Generator | None,
+    calibration: Calibration | None,
+) -> tuple[Calibration, int, int, np.random.Generator]:
+    """Check the estimator, metric and bootstrap settings of :func:`compare_nested`.
+
+    Returns the calibration (None: the in-sample ``Calibration()``), ``n_boot``,
+    ``maxiter`` and the random generator of the bootstrap.
+    """
     if estimator not in ESTIMATORS:
         raise ParameterError("estimator", "one of " + ", ".join(ESTIMATORS), estimator)
     for m in metrics:
@@ -604,18 +471,36 @@ def compare_nested(
         calibration = Calibration()
     if not isinstance(calibration, Calibration):
         raise ParameterError("calibration", "a Calibration or None", calibration)
+    return calibration, n_boot, maxiter, rng
+
+
+def _check_pairs(
+    columns: Sequence[str],
+    models: Mapping[str, Sequence[str]],
+    family: Sequence[tuple[str, str]],
+    extra_pairs: Sequence[tuple[str, str]],
+    *,
+    diagnostic_columns: Collection[str],
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The family (at least one pair) and the extra pairs, each nested in ``columns``."""
     family = _pair_list("family", family)
     extra_pairs = _pair_list("extra_pairs", extra_pairs)
     if not family:
         raise ParameterError("family", "at least one pair", family)
-    cols = list(table.columns)
     for i, (b, r) in enumerate(family):
-        check_nested(cols, models, b, r, name=f"family[{i}]", diagnostic_columns=diagnostic_columns)
+        check_nested(
+            columns, models, b, r, name=f"family[{i}]", diagnostic_columns=diagnostic_columns
+        )
     for i, (b, r) in enumerate(extra_pairs):
         check_nested(
-            cols, models, b, r, name=f"extra_pairs[{i}]", diagnostic_columns=diagnostic_columns
+            columns, models, b, r, name=f"extra_pairs[{i}]", diagnostic_columns=diagnostic_columns
         )
+    return family, extra_pairs
 
+
+def _check_table(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``held_out`` (bool, whole clusters, both sides present), the clusters as str and
+    the interval ends ``y_lower <= y_upper`` (no NaN)."""
     held = table["held_out"].to_numpy()
     if held.dtype != bool:
         raise ParameterError("held_out", "a boolean column", str(held.dtype))
@@ -635,28 +520,28 @@ def compare_nested(
         raise ParameterError(
             "y_lower/y_upper", "intervals with y_lower <= y_upper", "NaN or reversed intervals"
         )
+    return held, clusters, lower, upper
 
-    pairs = family + extra_pairs
-    used = list(dict.fromkeys(m for p in pairs for m in p))
+
+def _fit_and_score(
+    prep: PreparedCovariates,
+    used: Sequence[str],
+    estimator: str,
+    held: np.ndarray,
+    clusters: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    metrics: Sequence[str],
+    maxiter: int,
+) -> tuple[dict[str, FittedModel], dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]:
+    """Fit each model on the training cells; its held-out predictions and per-cell metrics.
+
+    Returns the fits and predictions by model and the per-cell values of the mean
+    metrics by (model, metric).
+    """
     train = ~held
-    folds = (
-        None
-        if calibration.folds is None
-        else head_folds(clusters, train, folds=calibration.folds, seed=calibration.seed)
-    )
-    prep = prepare_covariates(
-        table,
-        {m: models[m] for m in used},
-        train,
-        log_columns=log_columns,
-        calibrate_blocks=calibrate_blocks,
-        block_order=block_order,
-        diagnostic_columns=diagnostic_columns,
-        calibration_folds=folds,
-    )
-
     lo_h, up_h = lower[held], upper[held]
-    mid_h = 0.5 * (lo_h + up_h)
     fits: dict[str, FittedModel] = {}
     cell_vals: dict[tuple[str, str], np.ndarray] = {}
     preds: dict[str, np.ndarray] = {}
@@ -677,9 +562,30 @@ def compare_nested(
             cell_vals[(m, "interval_sq_loss")] = interval_sq_loss(yh, lo_h, up_h)
         if "interval_loglik" in metrics:
             cell_vals[(m, "interval_loglik")] = interval_loglik(yh, fit.sigma, lo_h, up_h)
+    return fits, cell_vals, preds
 
-    # cluster bootstrap over held-out heads (within strata when the table has them): one
-    # set of resamples for everything
+
+@dataclass(frozen=True)
+class _Draws:
+    """One set of cluster-bootstrap resamples of the held-out heads, shared by every
+    pair and metric: each held-out cell's head code, the heads per stratum (zeros
+    without strata), the number of heads, the ``[B, heads]`` counts and the head sizes."""
+
+    codes: np.ndarray
+    per_cluster: np.ndarray
+    n_heads: int
+    counts: np.ndarray
+    head_sizes: np.ndarray
+
+
+def _held_out_draws(
+    table: pd.DataFrame,
+    clusters: np.ndarray,
+    held: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+) -> _Draws:
+    """The cluster bootstrap over held-out heads, within strata when the table has them."""
     if STRATUM in table.columns:
         strata = table[STRATUM].astype(str).to_numpy()
         cluster_strata(clusters, strata)  # every cluster in one stratum, training ones too
@@ -691,28 +597,60 @@ def compare_nested(
         n_heads = len(uniq)
         per_cluster = np.zeros(n_heads, dtype=int)
         counts = bootstrap_counts(n_heads, n_boot, rng)
+    head_sizes = np.bincount(codes, minlength=n_heads).astype(float)
+    return _Draws(codes, per_cluster, n_heads, counts, head_sizes)
+
+
+def _replicates(
+    cell_vals: Mapping[tuple[str, str], np.ndarray],
+    preds: Mapping[str, np.ndarray],
+    used: Sequence[str],
+    mid_h: np.ndarray,
+    draws: _Draws,
+    *,
+    metrics: Sequence[str],
+) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], np.ndarray]]:
+    """Each (model, metric)'s value on the held-out cells and its bootstrap replicates."""
     boot: dict[tuple[str, str], np.ndarray] = {}
     point: dict[tuple[str, str], float] = {}
-    head_sizes = np.bincount(codes, minlength=n_heads).astype(float)
     for (m, met), v in cell_vals.items():
         point[(m, met)] = float(v.mean())
-        boot[(m, met)] = replicate_means(v, codes, counts)
+        boot[(m, met)] = replicate_means(v, draws.codes, draws.counts)
     if "spearman_mid" in metrics:
         for m in used:
             key = (m, "spearman_mid")
-            point[key], boot[key] = spearman_replicates(preds[m], mid_h, codes, counts)
+            point[key], boot[key] = spearman_replicates(preds[m], mid_h, draws.codes, draws.counts)
+    return point, boot
 
+
+def _effect_rows(
+    pairs: Sequence[tuple[str, str]],
+    family: Sequence[tuple[str, str]],
+    fits: Mapping[str, FittedModel],
+    cell_vals: Mapping[tuple[str, str], np.ndarray],
+    point: Mapping[tuple[str, str], float],
+    boot: Mapping[tuple[str, str], np.ndarray],
+    draws: _Draws,
+    *,
+    metrics: Sequence[str],
+    bootstrap: str,
+    ci_level: float,
+    n_cells: int,
+    lock_sha256: str | None,
+    calibration: Calibration,
+) -> pd.DataFrame:
+    """One row per (metric, pair): values, effect, CI and p, fit diagnostics; undecided
+    (``p_holm`` NaN, ``adds_information`` False) and marked ``_in_family``."""
     rows = []
-    n_cells = int(held.sum())
     for met in metrics:
         sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
         for b, r in pairs:
             eff = sign * (point[(r, met)] - point[(b, met)])
             if bootstrap == "studentized" and met != "spearman_mid":
                 d = sign * (cell_vals[(r, met)] - cell_vals[(b, met)])
-                d_h = np.bincount(codes, weights=d, minlength=n_heads)
+                d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_heads)
                 _, lo_ci, hi_ci, p = studentized_ci_and_p(
-                    d_h, head_sizes, counts, per_cluster, ci_level
+                    d_h, draws.head_sizes, draws.counts, draws.per_cluster, ci_level
                 )
             else:
                 eff_b = sign * (boot[(r, met)] - boot[(b, met)])
@@ -732,7 +670,7 @@ def compare_nested(
                     "p_holm": np.nan,
                     "adds_information": False,
                     "n_cells": n_cells,
-                    "n_heads": n_heads,
+                    "n_heads": draws.n_heads,
                     "lock_sha256": lock_sha256,
                     **_fit_columns(fits[b], fits[r]),
                     "calibration": calibration.mode,
@@ -741,7 +679,12 @@ def compare_nested(
                     "_in_family": (b, r) in family,
                 }
             )
-    frame = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def _decide(frame: pd.DataFrame, *, metrics: Sequence[str], alpha: float) -> pd.DataFrame:
+    """Holm within each metric over the family, then the decision rule (see Notes of
+    :func:`compare_nested`); drops the ``_in_family`` marker."""
     ok = (frame["status"] == FIT_OK).to_numpy()
     # a failed pair stays in the family with p = 1 (see Notes)
     p_family = np.where(ok, frame["p_value"], 1.0)
@@ -750,8 +693,11 @@ def compare_nested(
         frame.loc[sel, "p_holm"] = multipletests(p_family[sel], alpha=alpha, method="holm")[1]
     p_dec = np.where(frame["_in_family"], frame["p_holm"], frame["p_value"])
     frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0) & ok
-    frame = frame.drop(columns="_in_family")
+    return frame.drop(columns="_in_family")
 
+
+def _lr_tests(pairs: Sequence[tuple[str, str]], fits: Mapping[str, FittedModel]) -> pd.DataFrame:
+    """The in-sample likelihood-ratio test of each pair (secondary; see Notes)."""
     lr_rows = []
     for b, r in pairs:
         stat = 2.0 * (fits[r].loglik - fits[b].loglik)
@@ -767,18 +713,4 @@ def compare_nested(
                 "status": _fit_columns(fits[b], fits[r])["status"],
             }
         )
-    return ComparisonResult(
-        frame=frame.loc[:, list(RESULT_COLUMNS)],
-        lr_tests=pd.DataFrame(lr_rows),
-        dropped=prep.dropped,
-        columns=dict(prep.columns),
-        estimator=estimator,
-        primary_metric=primary_metric,
-        alpha=float(alpha),
-        n_boot=n_boot,
-        lock_sha256=lock_sha256,
-        fits=fits,
-        covariates=prep,
-        calibration=calibration,
-        bootstrap=bootstrap,
-    )
+    return pd.DataFrame(lr_rows)

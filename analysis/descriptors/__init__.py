@@ -1,47 +1,38 @@
 """Descriptor blocks: registry, baseline, native and intrinsic geometry, plugins.
 
 Takes arrays (A, Q, K, scale, mask) and returns named features; never reads outcomes.
+A :class:`Registry` holds the blocks a study uses, built explicitly: the built-in blocks
+(:func:`builtin_registry`), then the design's plugin modules in order
+(:func:`build_registry`), each declaring its blocks in a module-level ``BLOCKS`` list.
 """
 
+from analysis.descriptors.builtin import BUILTIN_BLOCKS, build_registry, builtin_registry
 from analysis.descriptors.describe import describe_arrays, describe_file, describe_matrix
 from analysis.descriptors.registry import (
     Block,
     Cell,
     FeatureInfo,
     MatrixData,
-    block_order,
-    calibrated_blocks,
-    covariate_kwargs,
+    Registry,
     descriptor,
-    diagnostic_columns,
-    feature_info,
-    feature_table,
-    get_block,
-    load_plugin,
-    registered,
-    unregister,
+    plugin_blocks,
 )
 from analysis.descriptors.versions import block_covariates, block_version
 
 __all__ = [
+    "BUILTIN_BLOCKS",
     "Block",
     "Cell",
     "FeatureInfo",
     "MatrixData",
+    "Registry",
     "block_covariates",
-    "block_order",
     "block_version",
-    "calibrated_blocks",
-    "covariate_kwargs",
+    "build_registry",
+    "builtin_registry",
     "describe_arrays",
     "describe_file",
     "describe_matrix",
     "descriptor",
-    "diagnostic_columns",
-    "feature_info",
-    "feature_table",
-    "get_block",
-    "load_plugin",
-    "registered",
-    "unregister",
+    "plugin_blocks",
 ]

@@ -12,14 +12,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.attention import softmax64
-from analysis.descriptors.registry import (
-    Cell,
-    MatrixData,
-    get_block,
-    load_plugin,
-    registered,
-    run_block,
-)
+from analysis.descriptors.builtin import build_registry, builtin_registry
+from analysis.descriptors.registry import Block, Cell, MatrixData, Registry, run_block
 from analysis.validation import ParameterError, check_eps_grid, check_int, read_npz
 
 KEY_COLUMNS = ("layer", "head", "temperature", "eps")
@@ -136,13 +130,20 @@ def _check_parity(data: dict[str, np.ndarray], layer: int, head: int) -> None:
         )
 
 
-def _chosen_blocks(blocks: Sequence[str] | None) -> list[Any]:
-    """Registered blocks by name (None = all), checked for duplicates and available inputs."""
+def _chosen_blocks(
+    blocks: Sequence[str | Block] | None, registry: Registry | None = None
+) -> list[Block]:
+    """The blocks to compute, checked for duplicates and available inputs.
+
+    ``blocks`` holds :class:`Block` objects or names of ``registry``'s blocks (default:
+    the built-in registry); None means every block of ``registry``.
+    """
+    registry = builtin_registry() if registry is None else registry
     if blocks is None:
-        blocks = list(registered())
+        blocks = list(registry)
     if isinstance(blocks, str) or not blocks:
         raise ParameterError("blocks", "a non-empty list of block names", blocks)
-    chosen = [get_block(b) for b in blocks]
+    chosen = [b if isinstance(b, Block) else registry.get(b) for b in blocks]
     if len({b.name for b in chosen}) != len(chosen):
         raise ParameterError("blocks", "distinct block names", list(blocks))
     available = {"Q", "K", "scale", "mask", "A", "bias"}  # mask, bias: None when absent
@@ -187,7 +188,7 @@ def describe_matrix(
     *,
     eps: Iterable[float],
     temperatures: Iterable[float] = (1.0,),
-    blocks: Sequence[str] | None = None,
+    blocks: Sequence[str | Block] | None = None,
     bias: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Descriptor blocks of one head for every (temperature, eps) cell.
@@ -200,8 +201,10 @@ def describe_matrix(
     mask : bool ndarray ``[query, key]`` or None (True = allowed)
     eps, temperatures : iterable of float, keyword-only
         Finite, > 0.
-    blocks : sequence of str or None, keyword-only
-        Registered block names (None = every registered block).
+    blocks : sequence of str or Block, or None, keyword-only
+        Built-in block names or :class:`~analysis.descriptors.Block` objects (a plugin's
+        blocks: ``registry.get(name)`` of a :func:`~analysis.descriptors.build_registry`
+        registry), in output order; None = every built-in block.
     bias : ndarray ``[query, key]`` or None, keyword-only
         The model's additive logit term (logits ``scale Q K^T + bias`` at t = 1); None
         for models without one, whose output does not change with this argument.
@@ -250,7 +253,7 @@ def describe_arrays(
     *,
     eps: Iterable[float],
     temperatures: Iterable[float] = (1.0,),
-    blocks: Sequence[str] | None = None,
+    blocks: Sequence[str | Block] | None = None,
     progress: bool = False,
     threads: int = 1,
 ) -> pd.DataFrame:
@@ -263,8 +266,9 @@ def describe_arrays(
         ``[layer, head]``, ``mask`` ``[L, L]``, optional ``A`` and ``bias``).
     eps, temperatures : iterable of float, keyword-only
         Finite, > 0.
-    blocks : sequence of str or None, keyword-only
-        Registered block names, in output order; None = every registered block.
+    blocks : sequence of str or Block, or None, keyword-only
+        As in :func:`describe_matrix`: built-in block names or ``Block`` objects, in
+        output order; None = every built-in block.
     progress : bool, keyword-only
         Show a tqdm bar over heads.
     threads : int, keyword-only
@@ -360,9 +364,11 @@ def describe_file(
     progress: bool = False,
     threads: int = 1,
 ) -> pd.DataFrame:
-    """Load plugins, read an ``extract`` npz and describe it (see :func:`describe_arrays`).
+    """Read an ``extract`` npz and describe it (see :func:`describe_arrays`).
 
-    ``blocks=None`` means every registered block (built-in ones, then plugins).
+    The blocks come from ``build_registry(plugins)``: the built-in blocks, then each
+    plugin module's ``BLOCKS`` in the order given. ``blocks=None`` means every block of
+    that registry (built-in ones, then plugins).
 
     Examples
     --------
@@ -375,15 +381,11 @@ def describe_file(
     >>> df.shape[0], list(df.columns[:4])  # 2 heads x 2 eps
     (4, ['layer', 'head', 'temperature', 'eps'])
     """
-    for module in plugins:
-        load_plugin(module)
-    if blocks is None:
-        blocks = list(registered())
+    registry = build_registry(plugins)
     eps_grid = check_eps_grid(eps, name="eps")
     temps = check_eps_grid(temperatures, name="temperatures")
-    for b in blocks:
-        get_block(b)
+    chosen = [registry.get(b) for b in (list(registry) if blocks is None else blocks)]
     data = load_npz(path)
     return describe_arrays(
-        data, eps=eps_grid, temperatures=temps, blocks=blocks, progress=progress, threads=threads
+        data, eps=eps_grid, temperatures=temps, blocks=chosen, progress=progress, threads=threads
     )

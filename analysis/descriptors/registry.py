@@ -1,20 +1,25 @@
 """Descriptor registry: blocks of named features, computed per cell, with feature metadata.
 
-A *block* is a function registered with :func:`descriptor`. It is called once per cell
+A *block* is a function declared with :func:`descriptor`. It is called once per cell
 ``(matrix, temperature, eps)`` with a :class:`Cell` and returns a dict of named scalar
 features; the output column of feature ``f`` of block ``b`` is ``b__f``. Expensive work
 that does not depend on eps (or on the temperature) goes through :meth:`Cell.cached`, which
 memoizes per matrix, so an SVD or a kappa solve is done once per matrix and reused by every
 (temperature, eps) cell.
 
+A :class:`Registry` is an explicit, immutable object that holds blocks in order: the
+built-in blocks first (:func:`analysis.descriptors.builtin_registry`), then the plugin
+modules a design lists, in the design's order, each module's blocks in the order of its
+module-level ``BLOCKS`` list (:meth:`Registry.with_plugins`, :func:`plugin_blocks`).
+Importing a module registers nothing; a study builds its registry once.
+
 Feature metadata (for the comparison stage): every feature has a ``kind`` (``"covariate"``
 or ``"diagnostic"``: diagnostics are written but never enter a model), a ``log_scale`` flag
 (positive scale features, entered as natural logs) and an ``integer`` flag. Block metadata
 for the comparison stage: whether a block's covariates are isotonically calibrated
-(``calibrated``) and the order in which blocks enter the collinearity screen
-(:func:`block_order`: built-in blocks first, plugins after in registration order).
-:func:`covariate_kwargs` hands these facts to ``analysis.compare``, which knows no block
-by name.
+(``calibrated``) and the order in which blocks enter the collinearity screen (the
+registry's order, :meth:`Registry.block_order`). :meth:`Registry.covariate_kwargs` hands
+these facts to ``analysis.compare``, which knows no block by name.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -93,9 +99,6 @@ class Block:
         )
 
 
-_REGISTRY: dict[str, Block] = {}
-
-
 def descriptor(
     name: str,
     *,
@@ -104,9 +107,13 @@ def descriptor(
     log_scale: Iterable[str] = (),
     integers: Iterable[str] = (),
     calibrated: bool = False,
-    replace: bool = False,
 ) -> Callable[[Callable[[Cell], Mapping[str, Any]]], Callable[[Cell], Mapping[str, Any]]]:
-    """Register a descriptor block (decorator).
+    """Declare a function a descriptor block (decorator).
+
+    The decorator registers nothing: it attaches the block's declaration to the function
+    as ``func.descriptor_block`` (a :class:`Block`) and returns the function unchanged.
+    A :class:`Registry` holds blocks: a plugin module lists its blocks in a module-level
+    ``BLOCKS`` sequence, which :func:`plugin_blocks` reads.
 
     Parameters
     ----------
@@ -122,18 +129,19 @@ def descriptor(
         Whether the comparison calibrates the block's covariates (isotonic regression on
         training midpoints). Built in: ``baseline`` and ``baseline_plus``; plugin blocks
         are usually not calibrated.
-    replace : bool, keyword-only
-        Allow replacing an existing block of the same name.
 
     Returns
     -------
-    The decorator; it returns the function unchanged.
+    The decorator; it returns the function with its ``descriptor_block`` attribute.
 
     Examples
     --------
     >>> @descriptor("mine", needs=("A",), log_scale=("max_entry",))
     ... def mine(cell):
     ...     return {"max_entry": float(cell.A.max())}
+    >>> mine.descriptor_block.name, mine.descriptor_block.log_scale
+    ('mine', ('max_entry',))
+    >>> BLOCKS = [mine]  # in a plugin module: the blocks it declares, in order
     """
     if not isinstance(name, str) or not _NAME.match(name) or "__" in name:
         raise ParameterError("name", "a letter then letters, digits, single underscores", name)
@@ -145,9 +153,7 @@ def descriptor(
             raise ParameterError("needs", "names from " + ", ".join(ARRAYS), n)
 
     def wrap(func: Callable[[Cell], Mapping[str, Any]]) -> Callable[[Cell], Mapping[str, Any]]:
-        if name in _REGISTRY and not replace and _REGISTRY[name].func is not func:
-            raise ParameterError("name", "a block name not registered yet", name)
-        _REGISTRY[name] = Block(
+        func.descriptor_block = Block(  # type: ignore[attr-defined]
             name=name,
             func=func,
             needs=needs,
@@ -162,131 +168,194 @@ def descriptor(
     return wrap
 
 
-def unregister(name: str) -> None:
-    """Remove a block (for tests and interactive use); unknown names are ignored."""
-    _REGISTRY.pop(name, None)
+def as_block(entry: Any) -> Block:
+    """A :class:`Block` itself, or the block a :func:`descriptor` decorator declared.
 
-
-BUILTIN_MODULES = (
-    "analysis.descriptors.baseline",
-    "analysis.descriptors.native",
-    "analysis.descriptors.intrinsic",
-)
-
-
-def _ensure_builtin() -> None:
-    # Importing the block modules runs their decorators (once: imports are cached).
-    for module in BUILTIN_MODULES:
-        importlib.import_module(module)
-
-
-def registered() -> dict[str, Block]:
-    """All registered blocks by name, in registration order.
-
-    Built-in blocks are registered on first use, so a plugin loaded before that comes
-    first here; :func:`block_order` gives the canonical order.
+    Raises :class:`ParameterError` naming ``blocks`` for anything else.
     """
-    _ensure_builtin()
-    return dict(_REGISTRY)
+    if isinstance(entry, Block):
+        return entry
+    block = getattr(entry, "descriptor_block", None)
+    if isinstance(block, Block):
+        return block
+    raise ParameterError("blocks", "a Block or a function decorated with @descriptor", entry)
 
 
-def block_order() -> tuple[str, ...]:
-    """Registered block names in the comparison's order.
+class Registry:
+    """Descriptor blocks by name, in the order a study compares them.
 
-    Built-in blocks first, in the order of :data:`BUILTIN_MODULES` and of registration
-    within a module (``baseline``, ``baseline_plus``, ``native``, ``intrinsic``), then
-    plugin blocks in registration order. The comparison screens collinear columns in this
-    order, so one fixed order for every model keeps a nested pair's kept columns nested.
+    An immutable, ordered collection of :class:`Block` objects, built explicitly: the
+    built-in blocks first (``baseline``, ``baseline_plus``, ``native``, ``intrinsic``;
+    :func:`analysis.descriptors.builtin_registry`), then the design's plugin modules in
+    the design's order, each module's ``BLOCKS`` in their listed order
+    (:meth:`with_plugins`, :func:`analysis.descriptors.build_registry`). Nothing is
+    registered by importing a module.
+
+    The order is the comparison's block order: the collinearity screen drops columns in
+    it, so one fixed order for every model keeps a nested pair's kept columns nested.
+
+    Parameters
+    ----------
+    blocks : iterable of Block (or functions decorated with :func:`descriptor`)
+        In order; names must be distinct.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``blocks`` for an entry that is not a block, or a name given twice.
+
+    Examples
+    --------
+    >>> from analysis.descriptors import builtin_registry
+    >>> reg = builtin_registry()
+    >>> reg.block_order()
+    ('baseline', 'baseline_plus', 'native', 'intrinsic')
+    >>> reg.calibrated_blocks()
+    ('baseline', 'baseline_plus')
+    >>> reg.feature_info("intrinsic__q_r3").kind
+    'diagnostic'
     """
-    blocks = registered()
 
-    def rank(name: str) -> int:
-        module = blocks[name].func.__module__
-        return BUILTIN_MODULES.index(module) if module in BUILTIN_MODULES else len(BUILTIN_MODULES)
+    def __init__(self, blocks: Iterable[Any] = ()) -> None:
+        by_name: dict[str, Block] = {}
+        for entry in blocks:
+            block = as_block(entry)
+            if block.name in by_name:
+                raise ParameterError("blocks", "distinct block names", block.name)
+            by_name[block.name] = block
+        self._blocks = by_name
 
-    return tuple(sorted(blocks, key=rank))  # stable: registration order within a rank
+    def with_plugins(self, modules: Iterable[str]) -> Registry:
+        """A new registry: these blocks, then each module's ``BLOCKS`` in the given order.
+
+        Raises :class:`ParameterError` naming ``module`` when a module cannot be imported,
+        has no ``BLOCKS`` of blocks, or declares a name already present.
+        """
+        if isinstance(modules, str):
+            raise ParameterError("plugins", "a list of module paths", modules)
+        blocks = list(self._blocks.values())
+        for module in modules:
+            taken = {b.name for b in blocks}
+            for b in plugin_blocks(module):
+                if b.name in taken:
+                    raise ParameterError(
+                        "module", f"blocks with names not declared yet ({b.name!r} is)", module
+                    )
+                taken.add(b.name)
+                blocks.append(b)
+        return Registry(blocks)
+
+    @property
+    def blocks(self) -> Mapping[str, Block]:
+        """Block name -> :class:`Block`, in the registry's order (read-only)."""
+        return MappingProxyType(self._blocks)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._blocks)
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._blocks
+
+    def __repr__(self) -> str:
+        return f"Registry({list(self._blocks)})"
+
+    def get(self, name: str) -> Block:
+        """The block called ``name``; a :class:`ParameterError` naming ``blocks`` otherwise."""
+        if name not in self._blocks:
+            raise ParameterError(
+                "blocks", "registered block names: " + ", ".join(self._blocks), name
+            )
+        return self._blocks[name]
+
+    def block_order(self) -> tuple[str, ...]:
+        """Block names in the comparison's order (built-in blocks first, then plugins)."""
+        return tuple(self._blocks)
+
+    def calibrated_blocks(self) -> tuple[str, ...]:
+        """Names of the blocks declared ``calibrated``, in :meth:`block_order`."""
+        return tuple(b for b, block in self._blocks.items() if block.calibrated)
+
+    def feature_info(self, column: str) -> FeatureInfo:
+        """Metadata of an output column ``block__feature`` (its block must be here)."""
+        block, sep, feature = column.partition("__")
+        if not sep or not feature:
+            raise ParameterError("column", "a name 'block__feature'", column)
+        return self.get(block).info(feature)
+
+    def diagnostic_columns(self, columns: Iterable[str]) -> tuple[str, ...]:
+        """The ``block__feature`` columns among ``columns`` whose feature is a diagnostic.
+
+        Diagnostics (per-r columns such as ``intrinsic__q_r3``, and the others each block
+        declares) are written by ``describe`` but never enter a model. Columns without
+        ``__`` are skipped; a column of a block not in the registry raises (see
+        :meth:`feature_info`).
+        """
+        return tuple(c for c in columns if "__" in c and self.feature_info(c).kind == "diagnostic")
+
+    def covariate_kwargs(self, columns: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """What the registry tells the comparison about a table with these columns.
+
+        Returns
+        -------
+        dict
+            ``block_order`` (:meth:`block_order`), ``calibrate_blocks``
+            (:meth:`calibrated_blocks`) and ``diagnostic_columns``
+            (:meth:`diagnostic_columns` of ``columns``): the keyword arguments of
+            ``analysis.compare.compare_nested``, ``head_level_analysis`` and
+            ``prepare_covariates`` that carry descriptor facts.
+        """
+        return {
+            "block_order": self.block_order(),
+            "calibrate_blocks": self.calibrated_blocks(),
+            "diagnostic_columns": self.diagnostic_columns(columns),
+        }
+
+    def feature_table(self, columns: Iterable[str]) -> Any:
+        """A pandas DataFrame of :class:`FeatureInfo` rows for the ``block__feature`` columns.
+
+        Columns other than ``block__feature`` ones (``layer``, ``head``, ...) are skipped.
+        """
+        import pandas as pd
+
+        rows = [self.feature_info(c).__dict__ for c in columns if "__" in c]
+        return pd.DataFrame(rows, columns=list(FeatureInfo.__dataclass_fields__))
 
 
-def calibrated_blocks() -> tuple[str, ...]:
-    """Names of the blocks declared ``calibrated``, in :func:`block_order`."""
-    blocks = registered()
-    return tuple(b for b in block_order() if blocks[b].calibrated)
+def plugin_blocks(module: str) -> tuple[Block, ...]:
+    """The blocks a plugin module declares: its module-level ``BLOCKS``, in order.
 
+    ``BLOCKS`` is a list or tuple of functions decorated with :func:`descriptor` (or of
+    :class:`Block` objects). Importing the module registers nothing; the caller adds the
+    blocks to a :class:`Registry` (:meth:`Registry.with_plugins`).
 
-def diagnostic_columns(columns: Iterable[str]) -> tuple[str, ...]:
-    """The ``block__feature`` columns among ``columns`` whose feature is a diagnostic.
-
-    Diagnostics (per-r columns such as ``intrinsic__q_r3``, and the others each block
-    declares) are written by ``describe`` but never enter a model. Columns without
-    ``__`` are skipped; a column of an unregistered block raises (see
-    :func:`feature_info`).
-    """
-    return tuple(c for c in columns if "__" in c and feature_info(c).kind == "diagnostic")
-
-
-def covariate_kwargs(columns: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """What the registry tells the comparison about a table with these columns.
-
-    Returns
-    -------
-    dict
-        ``block_order`` (:func:`block_order`), ``calibrate_blocks``
-        (:func:`calibrated_blocks`) and ``diagnostic_columns``
-        (:func:`diagnostic_columns` of ``columns``): the keyword arguments of
-        ``analysis.compare.compare_nested``, ``head_level_analysis`` and
-        ``prepare_covariates`` that carry descriptor facts.
-    """
-    return {
-        "block_order": block_order(),
-        "calibrate_blocks": calibrated_blocks(),
-        "diagnostic_columns": diagnostic_columns(columns),
-    }
-
-
-def get_block(name: str) -> Block:
-    """The block called ``name``; a :class:`ParameterError` naming ``blocks`` otherwise."""
-    blocks = registered()
-    if name not in blocks:
-        raise ParameterError("blocks", "registered block names: " + ", ".join(blocks), name)
-    return blocks[name]
-
-
-def load_plugin(module: str) -> None:
-    """Import a user module whose :func:`descriptor` decorators register new blocks.
-
-    Raises :class:`ParameterError` naming ``module`` when it cannot be imported.
+    Raises
+    ------
+    ParameterError
+        Naming ``module`` when it cannot be imported or has no ``BLOCKS`` sequence of
+        blocks.
     """
     if not isinstance(module, str) or not module:
         raise ParameterError("module", "an importable module path like pkg.mod", module)
     try:
-        importlib.import_module(module)
-    except ParameterError as exc:  # e.g. a block name that is already registered
-        raise ParameterError(
-            "module", f"a module whose blocks register cleanly ({exc})", module
-        ) from None
+        mod = importlib.import_module(module)
     except ImportError as exc:
         raise ParameterError(
             "module", "an importable module path like pkg.mod", f"{module} ({exc})"
         ) from None
-
-
-def feature_info(column: str) -> FeatureInfo:
-    """Metadata of an output column ``block__feature`` (the block must be registered)."""
-    block, sep, feature = column.partition("__")
-    if not sep or not feature:
-        raise ParameterError("column", "a name 'block__feature'", column)
-    return get_block(block).info(feature)
-
-
-def feature_table(columns: Iterable[str]) -> Any:
-    """A pandas DataFrame of :class:`FeatureInfo` rows for the ``block__feature`` columns.
-
-    Columns other than ``block__feature`` ones (``layer``, ``head``, ...) are skipped.
-    """
-    import pandas as pd
-
-    rows = [feature_info(c).__dict__ for c in columns if "__" in c]
-    return pd.DataFrame(rows, columns=list(FeatureInfo.__dataclass_fields__))
+    entries = getattr(mod, "BLOCKS", None)
+    if not isinstance(entries, (list, tuple)):
+        raise ParameterError(
+            "module",
+            "a module with a list BLOCKS of its @descriptor blocks (BLOCKS = [my_block])",
+            module,
+        )
+    try:
+        return tuple(as_block(e) for e in entries)
+    except ParameterError as exc:
+        raise ParameterError("module", f"a BLOCKS list of blocks only ({exc})", module) from None
 
 
 class MatrixData:

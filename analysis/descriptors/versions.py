@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.descriptors.registry import Cell, MatrixData, get_block, run_block
+from analysis.descriptors.registry import Block, Cell, MatrixData, as_block, run_block
 from analysis.validation import ParameterError
 
 __all__ = ["PROBE", "block_covariates", "block_version"]
@@ -53,15 +53,21 @@ def _probe_cell() -> Cell:
     return Cell(data, t, eps)
 
 
-def block_covariates(name: str) -> tuple[str, ...]:
-    """Sorted covariate feature names (bare, e.g. ``log_n``) the block ``name`` writes.
+def block_covariates(block: Block) -> tuple[str, ...]:
+    """Sorted covariate feature names (bare, e.g. ``log_n``) the block writes.
+
+    Parameters
+    ----------
+    block : Block
+        E.g. ``registry.get("native")`` (or a function decorated with ``@descriptor``).
 
     Raises
     ------
     ParameterError
-        Naming ``blocks`` when the block is not registered or fails on the probe cell.
+        Naming ``blocks`` when ``block`` is not a block or fails on the probe cell.
     """
-    block = get_block(name)
+    block = as_block(block)
+    name = block.name
     try:
         row = run_block(block, _probe_cell())
     except ParameterError:
@@ -94,16 +100,21 @@ def _source_bytes(name: str, func: object) -> bytes:
     return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
-def block_version(name: str) -> str:
+def block_version(block: Block) -> str:
     """SHA-256 (hex) of the block's declaration and of its module's source text.
+
+    Parameters
+    ----------
+    block : Block
+        E.g. ``registry.get("native")`` (or a function decorated with ``@descriptor``).
 
     Raises
     ------
     ParameterError
-        Naming ``blocks`` when the block is not registered or its function has no source
+        Naming ``blocks`` when ``block`` is not a block or its function has no source
         file (defined interactively).
     """
-    block = get_block(name)
+    block = as_block(block)
     payload = {
         "block": block.name,
         "function": getattr(block.func, "__qualname__", repr(block.func)),
@@ -112,7 +123,7 @@ def block_version(name: str) -> str:
         "log_scale": list(block.log_scale),
         "integers": list(block.integers),
         "calibrated": block.calibrated,
-        "source_sha256": hashlib.sha256(_source_bytes(name, block.func)).hexdigest(),
+        "source_sha256": hashlib.sha256(_source_bytes(block.name, block.func)).hexdigest(),
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -302,6 +302,12 @@ def _index_set(name: str, value: Any) -> list[int]:
 def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -> None:
     """Check a parsed design against the schema; raise naming the offending key.
 
+    One validator per section, in this order: the required sections and ``effort``,
+    ``[models]``, ``[descriptors]``, ``[[hypotheses]]``, ``[sampling]``, ``[held_out]``,
+    ``[outcome]``, ``[metrics]``, ``[inference]`` (with the hypotheses' pairs checked
+    against its family and sensitivity pairs), then ``[exclusions]`` and
+    ``[exploratory]``. The first offending key is the one named.
+
     Parameters
     ----------
     data : mapping
@@ -318,8 +324,30 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
         _need(data, section, "")
     if "effort" in data and data["effort"] not in EFFORTS:
         raise ParameterError("effort", "one of " + ", ".join(EFFORTS), data["effort"])
+    models = _check_models(data)
+    folds = _check_descriptors(data, models)
+    hyps = _check_hypotheses(data, models)
+    _check_sampling(data)
+    _check_held_out(data, folds, require_held_out=require_held_out)
+    _check_outcome(data)
+    _check_metrics(data)
+    _check_inference(data, models, hyps)
+    _need_table(data, "exclusions")
+    _need_table(data, "exploratory")
 
-    # models and blocks
+
+def _int_at_least(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ParameterError(name, f"an integer >= {minimum}", value)
+
+
+def _unit_fraction(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ParameterError(name, "a number in (0, 1)", value)
+
+
+def _check_models(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``[models]``: each model a list of distinct snake_case block names."""
     models = _need_table(data, "models")
     if not models:
         raise ParameterError("models", "at least one model", models)
@@ -330,15 +358,23 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
                 raise ParameterError(f"models.{name}", "block names in snake_case", b)
         if len(set(blocks)) != len(blocks):
             raise ParameterError(f"models.{name}", "distinct block names", blocks)
+    return models
+
+
+def _check_descriptors(data: Mapping[str, Any], models: Mapping[str, Any]) -> int | None:
+    """``[descriptors]``: plugins, calibration; every model block built in without plugins.
+
+    Returns the number of cross-fitting folds the calibration states (None: in-sample).
+    """
     desc = _need_table(data, "descriptors")
     plugins = _str_list(
         "descriptors.plugins", _need(desc, "plugins", "descriptors."), nonempty=False
     )
     folds = parse_calibration(desc.get("calibration"))
     builtin = {"baseline", "baseline_plus", "native", "intrinsic"}
-    # A plugin module may register blocks under any name, so without plugins every block
-    # must be built in; with plugins the runner checks, after importing them, that every
-    # block of every model is registered.
+    # A plugin module may declare blocks under any name, so without plugins every block
+    # must be built in; with plugins the runner checks, once its registry is built, that
+    # every block of every model is in it.
     for name, blocks in models.items():
         for b in blocks:
             if b not in builtin and not plugins:
@@ -348,8 +384,11 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
                     "registered by a module listed in descriptors.plugins",
                     b,
                 )
+    return folds
 
-    # hypotheses
+
+def _check_hypotheses(data: Mapping[str, Any], models: Mapping[str, Any]) -> list[Any]:
+    """``[[hypotheses]]``: id, kind, a nested pair of defined models, statement."""
     hyps = _need(data, "hypotheses", "")
     if not isinstance(hyps, list) or not hyps:
         raise ParameterError("hypotheses", "an array of tables ([[hypotheses]])", hyps)
@@ -363,8 +402,11 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
             raise ParameterError(p + "kind", "confirmatory, secondary or sensitivity", kind)
         _check_pair(p + "pair", _need(h, "pair", p), models)
         _need(h, "statement", p)
+    return hyps
 
-    # sampling
+
+def _check_sampling(data: Mapping[str, Any]) -> None:
+    """``[sampling]``: sources (at least one real checkpoint), grids, inputs."""
     sampling = _need_table(data, "sampling")
     sources = _need(sampling, "sources", "sampling.")
     if not isinstance(sources, list) or not sources:
@@ -379,85 +421,79 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     eps = _num_list("sampling.eps", _need(sampling, "eps", "sampling."))
     if any(e >= 1 for e in eps):
         raise ParameterError("sampling.eps", "values in (0, 1)", eps)
-    n_real = 0
-    for i, src in enumerate(sources):
-        p = f"sampling.sources[{i}]."
-        if not isinstance(src, Mapping):
-            raise ParameterError(f"sampling.sources[{i}]", "a table", src)
-        kind = _need(src, "kind", p)
-        if kind == "checkpoint":
-            n_real += 1
-            ck = _need(src, "checkpoint", p)
-            if not isinstance(ck, str) or not ck or ":" in ck:
-                raise ParameterError(p + "checkpoint", "a Hugging Face id without ':'", ck)
-            _index_set(p + "layers", _need(src, "layers", p))
-            _index_set(p + "heads", _need(src, "heads", p))
-            if src.get("exploratory", False):
-                raise ParameterError(p + "exploratory", "false for a real checkpoint", True)
-        elif kind == "synthetic":
-            _need(src, "family", p)
-            if src.get("exploratory") is not True:
-                raise ParameterError(
-                    p + "exploratory",
-                    "true (synthetic families are exploratory)",
-                    src.get("exploratory"),
-                )
-        else:
-            raise ParameterError(p + "kind", "checkpoint or synthetic", kind)
-        if kind == "checkpoint":
-            lengths = src.get("lengths", sampling.get("lengths"))
-            if not isinstance(lengths, list) or not lengths:
-                raise ParameterError(
-                    p + "lengths", "a list of lengths (here or in [sampling])", lengths
-                )
-            for v in lengths:
-                if isinstance(v, bool) or not isinstance(v, int) or v < 2:
-                    raise ParameterError(p + "lengths", "integers >= 2", lengths)
+    n_real = sum(_check_source(i, src, sampling) for i, src in enumerate(sources))
     if n_real == 0:
         raise ParameterError("sampling.sources", 'at least one kind = "checkpoint" source', sources)
     inputs = _need_table(sampling, "inputs", "sampling.")
-    per = _need(inputs, "per_length", "sampling.inputs.")
-    if isinstance(per, bool) or not isinstance(per, int) or per < 1:
-        raise ParameterError("sampling.inputs.per_length", "an integer >= 1", per)
-    seed = _need(inputs, "seed", "sampling.inputs.")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ParameterError("sampling.inputs.seed", "an integer >= 0", seed)
+    _int_at_least("sampling.inputs.per_length", _need(inputs, "per_length", "sampling.inputs."), 1)
+    _int_at_least("sampling.inputs.seed", _need(inputs, "seed", "sampling.inputs."), 0)
 
-    # held out
+
+def _check_source(i: int, src: Any, sampling: Mapping[str, Any]) -> bool:
+    """One ``[[sampling.sources]]`` table; True for a real checkpoint, False for synthetic."""
+    p = f"sampling.sources[{i}]."
+    if not isinstance(src, Mapping):
+        raise ParameterError(f"sampling.sources[{i}]", "a table", src)
+    kind = _need(src, "kind", p)
+    if kind == "synthetic":
+        _need(src, "family", p)
+        if src.get("exploratory") is not True:
+            raise ParameterError(
+                p + "exploratory",
+                "true (synthetic families are exploratory)",
+                src.get("exploratory"),
+            )
+        return False
+    if kind != "checkpoint":
+        raise ParameterError(p + "kind", "checkpoint or synthetic", kind)
+    ck = _need(src, "checkpoint", p)
+    if not isinstance(ck, str) or not ck or ":" in ck:
+        raise ParameterError(p + "checkpoint", "a Hugging Face id without ':'", ck)
+    _index_set(p + "layers", _need(src, "layers", p))
+    _index_set(p + "heads", _need(src, "heads", p))
+    if src.get("exploratory", False):
+        raise ParameterError(p + "exploratory", "false for a real checkpoint", True)
+    lengths = src.get("lengths", sampling.get("lengths"))
+    if not isinstance(lengths, list) or not lengths:
+        raise ParameterError(p + "lengths", "a list of lengths (here or in [sampling])", lengths)
+    for v in lengths:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+            raise ParameterError(p + "lengths", "integers >= 2", lengths)
+    return True
+
+
+def _check_held_out(data: Mapping[str, Any], folds: int | None, *, require_held_out: bool) -> None:
+    """``[held_out]``: seed, fraction, and the drawn heads (sorted, distinct, known)."""
     ho = _need_table(data, "held_out")
-    seed = _need(ho, "seed", "held_out.")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ParameterError("held_out.seed", "an integer >= 0", seed)
-    frac = _need(ho, "fraction", "held_out.")
-    if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac < 1:
-        raise ParameterError("held_out.fraction", "a number in (0, 1)", frac)
+    _int_at_least("held_out.seed", _need(ho, "seed", "held_out."), 0)
+    _unit_fraction("held_out.fraction", _need(ho, "fraction", "held_out."))
     heads = ho.get("heads")
     if heads is None or heads == []:
         if require_held_out:
             raise ParameterError(
                 "held_out.heads", "the drawn list (run `attnrank prereg draw`)", heads
             )
-    else:
-        _str_list("held_out.heads", heads)
-        if list(heads) != sorted(heads, key=_head_sort_key):
-            raise ParameterError("held_out.heads", "ids sorted by (checkpoint, layer, head)", heads)
-        if len(set(heads)) != len(heads):
-            raise ParameterError("held_out.heads", "distinct head ids", heads)
-        pop = set(population(data))
-        unknown = [h for h in heads if h not in pop]
-        if unknown:
-            raise ParameterError(
-                "held_out.heads", "ids of the design's real-checkpoint heads", unknown
-            )
-        # the run checks again on the heads that have cells (exclusions can drop some)
-        if folds is not None and folds > len(pop) - len(heads):
-            raise ParameterError(
-                "descriptors.calibration",
-                f"at most as many folds as training heads ({len(pop) - len(heads)})",
-                desc.get("calibration"),
-            )
+        return
+    _str_list("held_out.heads", heads)
+    if list(heads) != sorted(heads, key=_head_sort_key):
+        raise ParameterError("held_out.heads", "ids sorted by (checkpoint, layer, head)", heads)
+    if len(set(heads)) != len(heads):
+        raise ParameterError("held_out.heads", "distinct head ids", heads)
+    pop = set(population(data))
+    unknown = [h for h in heads if h not in pop]
+    if unknown:
+        raise ParameterError("held_out.heads", "ids of the design's real-checkpoint heads", unknown)
+    # the run checks again on the heads that have cells (exclusions can drop some)
+    if folds is not None and folds > len(pop) - len(heads):
+        raise ParameterError(
+            "descriptors.calibration",
+            f"at most as many folds as training heads ({len(pop) - len(heads)})",
+            data["descriptors"].get("calibration"),
+        )
 
-    # outcome
+
+def _check_outcome(data: Mapping[str, Any]) -> None:
+    """``[outcome]``: the log2 of the rank, observed as an interval."""
     outcome = _need_table(data, "outcome")
     for key in ("quantity", "transform", "observed_as"):
         _need(outcome, key, "outcome.")
@@ -466,7 +502,9 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     if outcome["observed_as"] != "interval":
         raise ParameterError("outcome.observed_as", "interval", outcome["observed_as"])
 
-    # metrics
+
+def _check_metrics(data: Mapping[str, Any]) -> None:
+    """``[metrics]``: a known primary metric and known secondary ones."""
     metrics = _need_table(data, "metrics")
     primary = _need(metrics, "primary", "metrics.")
     if primary not in KNOWN_METRICS:
@@ -475,17 +513,19 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
         if m not in KNOWN_METRICS:
             raise ParameterError("metrics.secondary", "among " + ", ".join(KNOWN_METRICS), m)
 
-    # inference
+
+def _check_inference(
+    data: Mapping[str, Any], models: Mapping[str, Any], hyps: Sequence[Any]
+) -> None:
+    """``[inference]``: bootstrap, seed, alpha, estimator, the Holm family and the
+    sensitivity pairs; then each hypothesis's pair in the family (or, for a sensitivity
+    hypothesis, among the sensitivity pairs)."""
     inf = _need_table(data, "inference")
-    b = _need(inf, "bootstrap_replicates", "inference.")
-    if isinstance(b, bool) or not isinstance(b, int) or b < 99:
-        raise ParameterError("inference.bootstrap_replicates", "an integer >= 99", b)
-    s = _need(inf, "seed", "inference.")
-    if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-        raise ParameterError("inference.seed", "an integer >= 0", s)
-    alpha = _need(inf, "alpha", "inference.")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ParameterError("inference.alpha", "a number in (0, 1)", alpha)
+    _int_at_least(
+        "inference.bootstrap_replicates", _need(inf, "bootstrap_replicates", "inference."), 99
+    )
+    _int_at_least("inference.seed", _need(inf, "seed", "inference."), 0)
+    _unit_fraction("inference.alpha", _need(inf, "alpha", "inference."))
     est = inf.get("estimator", "interval")
     if est not in ("interval", "ols", "ridge"):
         raise ParameterError("inference.estimator", "interval, ols or ridge", est)
@@ -519,9 +559,6 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
                 "a pair listed in inference.family (the Holm family)",
                 list(pair),
             )
-
-    _need_table(data, "exclusions")
-    _need_table(data, "exploratory")
 
 
 def _check_pair(name: str, pair: Any, models: Mapping[str, Any]) -> None:

@@ -2,8 +2,8 @@
 by-checkpoint effects (``[inference] by_checkpoint = true``): bracket width side by side
 per checkpoint and length, and held-out predictions against the brackets per checkpoint.
 
-Built on the helpers of :mod:`analysis.report.figures`, which lists these in a report
-through :func:`~analysis.report.figures.figures_for`.
+Built on the shared helpers of :mod:`analysis.report.plotting`;
+:func:`analysis.report.figures.figures_for` lists these in a report.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.report.figures import (
+from analysis.report.plotting import (
     LEGEND_W,
     PANEL_H,
     PANEL_W,
-    _footnote,
-    _ratio_ticks,
-    _seq_palette,
-    _short,
-    _style,
-    _width_boxes,
-    _width_cells,
+    figure_style,
+    footnote,
+    ratio_ticks,
+    seq_palette,
+    short_checkpoint,
+    width_boxes,
+    width_cells,
 )
 from analysis.report.results import StudyResults
 from analysis.report.tables import hypotheses
@@ -38,26 +38,26 @@ def bracket_width_by_family(results: StudyResults) -> Figure | None:
     (checkpoint, N), ordered by checkpoint then N. Drawn only when the design asks for
     the by-checkpoint effects (:data:`BY_CHECKPOINT_FIGURES`).
     """
-    df, n_zero = _width_cells(results)
+    df, n_zero = width_cells(results)
     if df.empty:
         return None
     groups = sorted(df.groupby(["checkpoint", "length"]).groups)
-    label = {g: f"{_short(g[0])}\nN = {int(g[1])}" for g in groups}
+    label = {g: f"{short_checkpoint(g[0])}\nN = {int(g[1])}" for g in groups}
     df["group"] = [label[(c, n)] for c, n in zip(df["checkpoint"], df["length"], strict=True)]
     order = [label[g] for g in groups]
     eps_order = [f"{v:g}" for v in sorted(df["eps"].unique())]
-    pal = dict(zip(eps_order, _seq_palette(df["eps"], "flare").values(), strict=True))
-    with _style():
+    pal = dict(zip(eps_order, seq_palette(df["eps"], "flare").values(), strict=True))
+    with figure_style():
         fig = Figure(
             # about 1.9 in per (checkpoint, N) group: the checkpoint names are long
             figsize=(max(PANEL_W, 1.9 * len(order) + 1.0) + LEGEND_W, PANEL_H + 0.6),
             layout="constrained",
         )
         ax = fig.subplots()
-        _width_boxes(
+        width_boxes(
             ax, df, x="group", order=order, hue="eps_label", hue_order=eps_order, palette=pal
         )
-        _ratio_ticks(ax, float(df["ratio"].max()))
+        ratio_ticks(ax, float(df["ratio"].max()))
         ax.set_xlabel("checkpoint and length N")
         ax.set_ylabel("hi / lo (log$_2$ scale)")
         handles = [Patch(color=pal[e], label=rf"$\varepsilon$ = {e}") for e in eps_order]
@@ -66,10 +66,12 @@ def bracket_width_by_family(results: StudyResults) -> Figure | None:
         heads = df.groupby("checkpoint")["head_id"].nunique()
         notes = [
             "Temperatures pooled; hi / lo = 1 is a closed bracket.",
-            "Heads: " + ", ".join(f"{_short(c)} {int(n)}" for c, n in heads.items()) + ".",
+            "Heads: "
+            + ", ".join(f"{short_checkpoint(c)} {int(n)}" for c, n in heads.items())
+            + ".",
             f"{n_zero} cell(s) with lo = 0 left out (hi / lo undefined)." if n_zero else "",
         ]
-        _footnote(fig, notes)
+        footnote(fig, notes)
     return fig
 
 
@@ -103,12 +105,12 @@ def predicted_vs_bracket(results: StudyResults) -> Figure | None:
     df["inside"] = (df["y_hat"] >= lower) & (df["y_hat"] <= df["y_upper"])
     cks = sorted(df["checkpoint"].unique())
     eps_vals = sorted(df["eps"].dropna().unique())
-    pal = _seq_palette(eps_vals, "flare") if eps_vals else {}
+    pal = seq_palette(eps_vals, "flare") if eps_vals else {}
     ends = np.concatenate([df["y_hat"], df["y_lo_plot"], df["y_upper"]]).astype(float)
     ends = ends[np.isfinite(ends)]
     lim = (float(ends.min()) - 0.3, float(ends.max()) + 0.3)
     role = {base: "base", rich: "rich"}
-    with _style():
+    with figure_style():
         fig = Figure(
             figsize=(PANEL_W * len(cks) + LEGEND_W, PANEL_H * len(models) + 0.4),
             layout="constrained",
@@ -128,7 +130,7 @@ def predicted_vs_bracket(results: StudyResults) -> Figure | None:
                 ax.set_ylim(*lim)
                 heads = sub["cluster"].nunique()
                 ax.set_title(
-                    f"{_short(ck)}: {m} ({role[m]}{' of ' + hyp if hyp else ''})\n"
+                    f"{short_checkpoint(ck)}: {m} ({role[m]}{' of ' + hyp if hyp else ''})\n"
                     f"{heads} held-out heads, {len(sub)} cells; inside {sub['inside'].mean():.0%}",
                     fontsize="medium",
                 )
@@ -141,7 +143,7 @@ def predicted_vs_bracket(results: StudyResults) -> Figure | None:
         ] + [Line2D([], [], color="0.2", ls="--", lw=0.9, label="y = x")]
         fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
         fig.suptitle("Held-out cells: predicted rank against the certified bracket, by checkpoint")
-        _footnote(
+        footnote(
             fig,
             [
                 "Fits on all training cells (no refit per checkpoint); inside = share of "

@@ -18,9 +18,7 @@ has max-row-l1 error 1). Such cells are counted in the figure's footnote.
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,24 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 from analysis.atomic import atomic_write
 from analysis.compare.nested import FIT_FAILED
+from analysis.report.family_figures import BY_CHECKPOINT_FIGURES
+from analysis.report.plotting import (
+    LEGEND_W,
+    NCOLS,
+    PANEL_H,
+    PANEL_W,
+    figure_style,
+    footnote,
+    int_log2_axis,
+    pad_log_limits,
+    panel_grid,
+    ratio_ticks,
+    seq_palette,
+    short_checkpoint,
+    value_ticks,
+    width_boxes,
+    width_cells,
+)
 from analysis.report.results import StudyResults
 from analysis.report.tables import hypotheses, real_cells, synthetic_cells
 from analysis.validation import ParameterError
@@ -59,60 +75,7 @@ DESCRIPTOR_FEATURES: dict[str, str] = {
     "native__kappa": r"native $\kappa$",
     "intrinsic__Pi": r"intrinsic $\Pi$",
 }
-PANEL_W, PANEL_H = 4.2, 3.3
-NCOLS = 3
-LEGEND_W = 2.4  # inches added on the right for the legend outside the panels
 DPI = 150
-
-
-@contextmanager
-def _style() -> Iterator[None]:
-    rc = dict(sns.axes_style("whitegrid"))
-    rc.update(sns.plotting_context("paper", font_scale=1.05))
-    rc.update({"figure.dpi": 100, "pdf.fonttype": 42})
-    with mpl.rc_context(rc):
-        yield
-
-
-def _grid(n: int, *, ncols: int = NCOLS, w: float = PANEL_W, h: float = PANEL_H, **kw):
-    ncols = max(1, min(ncols, n))
-    nrows = math.ceil(n / ncols)
-    fig = Figure(figsize=(w * ncols + LEGEND_W, h * nrows), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, **kw)).ravel()
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    return fig, axes[:n]
-
-
-def _int_log2_axis(ax, axis: str = "y") -> None:
-    """Log2 scale with plain-number ticks (1, 2, 4, ...)."""
-    fmt = FuncFormatter(lambda v, _: f"{v:g}")
-    if axis == "y":
-        ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_formatter(fmt)
-        ax.yaxis.set_minor_formatter(NullFormatter())
-    else:
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(fmt)
-        ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def _value_ticks(ax, values: Sequence[float], axis: str = "x") -> None:
-    vals = sorted(set(float(v) for v in values))
-    fmt = FuncFormatter(lambda v, _: f"{v:g}")
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_locator(mpl.ticker.FixedLocator(vals))
-    target.set_major_formatter(fmt)
-    target.set_minor_formatter(NullFormatter())
-    target.set_minor_locator(mpl.ticker.NullLocator())
-
-
-def _pad_log_limits(ax, values: Sequence[float], axis: str = "x", factor: float = 1.35) -> None:
-    vals = [float(v) for v in values if v > 0]
-    if not vals:
-        return
-    lo, hi = min(vals) / factor, max(vals) * factor
-    (ax.set_xlim if axis == "x" else ax.set_ylim)(lo, hi)
 
 
 def _panels(df: pd.DataFrame) -> list[tuple[str, int]]:
@@ -130,12 +93,6 @@ def _panel_title(df: pd.DataFrame, checkpoint: str, length: int) -> str:
     fam = df["family"].iloc[0]
     heads = df["head_id"].nunique()
     return f"{checkpoint}, N = {int(length)}\n({fam}; {heads} heads, {len(df)} cells)"
-
-
-def _footnote(fig: Figure, lines: Sequence[str]) -> None:
-    lines = [x for x in lines if x]
-    if lines:
-        fig.supxlabel("\n".join(lines), fontsize="small", color="0.3", ha="center")
 
 
 def _q(x: pd.Series, p: float) -> float:
@@ -205,12 +162,6 @@ def _zero_note(n: int) -> str:
     return f"{n} cell(s) with lo = 0 drawn at lo = 1 (a valid bound for eps < 1)." if n else ""
 
 
-def _seq_palette(values: Sequence[float], name: str) -> dict:
-    vals = sorted(set(values))
-    colors = sns.color_palette(name, n_colors=max(len(vals), 2) + 1)[1:]
-    return {v: colors[i] for i, v in enumerate(vals)}
-
-
 def _rank_panels(
     df: pd.DataFrame,
     *,
@@ -224,18 +175,18 @@ def _rank_panels(
     notes: Sequence[str],
 ) -> Figure:
     """Rank brackets against ``x``, a panel per (checkpoint, length), a colour per ``hue``."""
-    with _style():
+    with figure_style():
         cks = _panels(df)
         ncols = _ncols(df)
-        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
-        pal = _seq_palette(df[hue], palette)
+        fig, axes = panel_grid(len(cks), ncols=ncols, sharey=True)
+        pal = seq_palette(df[hue], palette)
         for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
             sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
             _bracket_lines(ax, sub, x=x, hue=hue, palette=pal)
             log_x(ax)
-            _value_ticks(ax, sub[x])
-            _pad_log_limits(ax, sub[x])
-            _int_log2_axis(ax, "y")
+            value_ticks(ax, sub[x])
+            pad_log_limits(ax, sub[x])
+            int_log2_axis(ax, "y")
             ax.set_xlabel(xlabel)
             if k % ncols == 0:
                 ax.set_ylabel(r"certified rank $r_\varepsilon$ (log$_2$ scale)")
@@ -243,7 +194,7 @@ def _rank_panels(
         _bracket_legend(fig, legend, pal)
         _rank_ticks(axes)
         fig.suptitle(title)
-        _footnote(fig, list(notes))
+        footnote(fig, list(notes))
     return fig
 
 
@@ -278,7 +229,7 @@ def rank_vs_temperature(results: StudyResults) -> Figure | None:
         x="temperature",
         hue="eps",
         palette="flare",
-        log_x=lambda ax: _int_log2_axis(ax, "x"),
+        log_x=lambda ax: int_log2_axis(ax, "x"),
         xlabel="temperature t (log$_2$ scale)",
         legend="eps",
         title="Certified rank brackets against temperature (real heads)",
@@ -303,64 +254,25 @@ def _rank_ticks(axes) -> None:
         ax.yaxis.set_minor_locator(mpl.ticker.NullLocator())
 
 
-def _ratio_ticks(ax, top: float) -> None:
-    """Readable ticks for a log axis of ratios >= 1 (1, 1.25, 1.5, 2, 3, 4, ...)."""
-    nice = [1, 1.25, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024]
-    ticks = [t for t in nice if t <= max(top, 1.0) * 1.05]
-    if len(ticks) > 8:
-        ticks = [t for t in ticks if math.log2(t).is_integer()]
-    ax.yaxis.set_major_locator(mpl.ticker.FixedLocator(ticks))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_locator(mpl.ticker.NullLocator())
-
-
-def _width_cells(results: StudyResults) -> tuple[pd.DataFrame, int]:
-    """Real cells with ``lo > 0`` and their ``ratio = hi / lo``; the count left out."""
-    real = real_cells(results)
-    df = real[real["lo"] > 0].copy()
-    df["ratio"] = df["hi"].astype(float) / df["lo"].astype(float)
-    df["eps_label"] = df["eps"].map(lambda v: f"{v:g}")
-    df["t_label"] = df["temperature"].map(lambda v: f"{v:g}")
-    return df, int((real["lo"] <= 0).sum())
-
-
-def _width_boxes(ax, data: pd.DataFrame, *, x: str, order, hue: str, hue_order, palette) -> None:
-    """Boxes of hi / lo on a log2 axis, one per (x, hue), closed shares written under x."""
-    with warnings.catch_warnings():  # seaborn 0.13 passes bxp(vert=...) to mpl 3.11
-        warnings.simplefilter("ignore", mpl.MatplotlibDeprecationWarning)
-        sns.boxplot(
-            data=data, x=x, y="ratio", hue=hue, order=order, hue_order=hue_order,
-            palette=palette, ax=ax, log_scale=2, fliersize=2, linewidth=0.8, legend=False,
-        )  # fmt: skip
-    ax.set_ylim(bottom=0.9)
-    closed = data.groupby(x)["closed"].mean().reindex(order)
-    pooled = f" (all {hue.split('_')[0]})" if len(hue_order) > 1 else ""
-    for i, share in enumerate(closed):
-        ax.annotate(
-            f"closed {share:.0%}{pooled}", (i, 1.0), xytext=(0, -11), textcoords="offset points",
-            ha="center", va="top", fontsize="x-small", color="0.3", annotation_clip=False,
-        )  # fmt: skip
-
-
 def bracket_width(results: StudyResults) -> Figure | None:
     """Distribution of hi / lo by eps and temperature, a panel per (checkpoint, length)."""
-    df, n_zero = _width_cells(results)
+    df, n_zero = width_cells(results)
     if df.empty:
         return None
     eps_order = [f"{v:g}" for v in sorted(df["eps"].unique())]
     t_order = [f"{v:g}" for v in sorted(df["temperature"].unique())]
-    pal = dict(zip(t_order, _seq_palette(df["temperature"], "viridis").values(), strict=True))
-    with _style():
+    pal = dict(zip(t_order, seq_palette(df["temperature"], "viridis").values(), strict=True))
+    with figure_style():
         cks = _panels(df)
         ncols = _ncols(df)
-        fig, axes = _grid(len(cks), ncols=ncols, sharey=True)
+        fig, axes = panel_grid(len(cks), ncols=ncols, sharey=True)
         for k, (ax, ck) in enumerate(zip(axes, cks, strict=True)):
             sub = df[(df["checkpoint"] == ck[0]) & (df["length"] == ck[1])]
-            _width_boxes(
+            width_boxes(
                 ax, sub, x="eps_label", order=eps_order, hue="t_label", hue_order=t_order,
                 palette=pal,
             )  # fmt: skip
-            _ratio_ticks(ax, float(df["ratio"].max()))
+            ratio_ticks(ax, float(df["ratio"].max()))
             ax.set_xlabel(r"tolerance $\varepsilon$")
             ax.set_ylabel("hi / lo (log$_2$ scale)" if k % ncols == 0 else "")
             ax.set_title(_panel_title(sub, *ck), fontsize="medium")
@@ -368,13 +280,8 @@ def bracket_width(results: StudyResults) -> Figure | None:
         fig.legend(handles=handles, loc="outside right center", frameon=False, fontsize="small")
         fig.suptitle("Width of the certified brackets (real heads)")
         note = f"{n_zero} cell(s) with lo = 0 left out (hi / lo undefined)." if n_zero else ""
-        _footnote(fig, ["hi / lo = 1 is a closed bracket (lo = hi); 2 means hi is twice lo.", note])
+        footnote(fig, ["hi / lo = 1 is a closed bracket (lo = hi); 2 means hi is twice lo.", note])
     return fig
-
-
-def _short(checkpoint: str) -> str:
-    """The checkpoint's name without its namespace (``all-MiniLM-L6-v2``)."""
-    return str(checkpoint).rsplit("/", 1)[-1]
 
 
 def descriptors_vs_midpoint(
@@ -405,7 +312,7 @@ def descriptors_vs_midpoint(
         "comparisons model; native kappa = (scale / t) max|q| max|k|.",
         _zero_note(zero_lo),
     ]
-    with _style():
+    with figure_style():
         fig = Figure(
             figsize=(PANEL_W * len(eps_vals) + LEGEND_W, PANEL_H * len(present)),
             layout="constrained",
@@ -433,7 +340,7 @@ def descriptors_vs_midpoint(
                 ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
                 ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
                 ax.xaxis.set_minor_formatter(NullFormatter())
-                _int_log2_axis(ax, "y")
+                int_log2_axis(ax, "y")
                 ax.set_title(rf"$\varepsilon$ = {e:g}", fontsize="medium")
                 ax.set_xlabel(DESCRIPTOR_FEATURES.get(feat, feat) + " (log scale)")
                 if j == 0:
@@ -446,7 +353,7 @@ def descriptors_vs_midpoint(
         fig.suptitle(
             "Geometry descriptors against the certified rank (real heads, all temperatures)"
         )
-        _footnote(fig, notes)
+        footnote(fig, notes)
     return fig
 
 
@@ -526,7 +433,7 @@ def forest(results: StudyResults) -> Figure | None:
         "interval (pre-specified)": ("o", sns.color_palette("deep")[0], 0.0),
         "OLS on midpoints (sensitivity)": ("s", "0.45", 0.22),
     }
-    with _style():
+    with figure_style():
         fig = Figure(
             figsize=(3.6 * len(metrics) + 1.2, 0.75 * len(rows) * block + 1.8),
             layout="constrained",
@@ -571,7 +478,7 @@ def forest(results: StudyResults) -> Figure | None:
             ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 5, 10]))
         ax0 = axes[0]
         ticks = [(ypos[p] + 0.11, labels[p], p, None) for p in rows]
-        ticks += [(ck_y(p, k), _short(c), p, c) for p in rows for k, c in enumerate(cks)]
+        ticks += [(ck_y(p, k), short_checkpoint(c), p, c) for p in rows for k, c in enumerate(cks)]
         ax0.set_yticks([t[0] for t in ticks], [t[1] for t in ticks])
         ax0.set_ylim(max(ypos.values()) + 0.8 + step * len(cks), -0.6)
         for tick, (_, _, p, c) in zip(ax0.get_yticklabels(), ticks, strict=True):
@@ -630,8 +537,8 @@ def synthetic_rank_vs_beta(results: StudyResults) -> Figure | None:
     syn["d"] = syn["d"].astype(int)
     panels = sorted(syn.groupby(["checkpoint", "length"]).groups)
     eps_vals = sorted(syn["eps"].unique())
-    pal = _seq_palette(syn["d"], "mako")
-    with _style():
+    pal = seq_palette(syn["d"], "mako")
+    with figure_style():
         fig = Figure(
             figsize=(PANEL_W * len(panels) + LEGEND_W, PANEL_H * len(eps_vals)),
             layout="constrained",
@@ -645,10 +552,10 @@ def synthetic_rank_vs_beta(results: StudyResults) -> Figure | None:
                     ax.set_visible(False)
                     continue
                 _bracket_lines(ax, sub, x="beta_eff", hue="d", palette=pal, dodge=0.06)
-                _int_log2_axis(ax, "x")
-                _value_ticks(ax, sub["beta_eff"])
-                _pad_log_limits(ax, sub["beta_eff"])
-                _int_log2_axis(ax, "y")
+                int_log2_axis(ax, "x")
+                value_ticks(ax, sub["beta_eff"])
+                pad_log_limits(ax, sub["beta_eff"])
+                int_log2_axis(ax, "y")
                 ax.set_title(rf"{fam}, n = {n}, $\varepsilon$ = {e:g}", fontsize="medium")
                 ax.set_xlabel(r"inverse temperature $\beta / t$ (log$_2$ scale)")
                 if j == 0:
@@ -656,7 +563,7 @@ def synthetic_rank_vs_beta(results: StudyResults) -> Figure | None:
         _bracket_legend(fig, "d", pal, fmt=lambda v: f"{int(v)}")
         _rank_ticks(axes)
         fig.suptitle("Synthetic families (exploratory): certified rank against inverse temperature")
-        _footnote(fig, ["Medians and quartiles over seeds."])
+        footnote(fig, ["Medians and quartiles over seeds."])
     return fig
 
 
@@ -700,9 +607,6 @@ def figures_for(results: StudyResults) -> dict[str, tuple[Callable[[StudyResults
     for the by-checkpoint effects."""
     out = dict(FIGURES)
     if results.by_checkpoint_asked:
-        # imported here: family_figures builds on this module's helpers
-        from analysis.report.family_figures import BY_CHECKPOINT_FIGURES
-
         out.update(BY_CHECKPOINT_FIGURES)
     return out
 
@@ -734,7 +638,7 @@ def save_figure(
     out = {}
     for ext in formats:
         path = stem.with_suffix("." + ext)
-        with _style(), atomic_write(path) as fh:
+        with figure_style(), atomic_write(path) as fh:
             fig.savefig(fh, format=ext, dpi=DPI)
         out[ext] = path
     return out

@@ -40,11 +40,10 @@ def _frame_digest(*frames: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
-def covariate_columns(features: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(covariate columns, log-scale columns) per the registry; diagnostics are dropped."""
-    from analysis.descriptors.registry import feature_table
-
-    info = feature_table([c for c in features.columns if "__" in c])
+def covariate_columns(features: pd.DataFrame, registry: Any) -> tuple[list[str], list[str]]:
+    """(covariate columns, log-scale columns) per ``registry`` (the study's
+    :class:`~analysis.descriptors.Registry`); diagnostics are dropped."""
+    info = registry.feature_table([c for c in features.columns if "__" in c])
     cov = info.loc[info["kind"] == "covariate"]
     return list(cov["column"]), list(cov.loc[cov["log_scale"], "column"])
 
@@ -57,6 +56,7 @@ def fit_comparisons(
     log_columns: Sequence[str],
     lock_sha256: str,
     kwargs: Mapping[str, Any],
+    registry: Any,
 ) -> tuple[Any, Any, Any]:
     """The study's three fits: the confirmatory comparison, its OLS refit, the head level.
 
@@ -74,6 +74,9 @@ def fit_comparisons(
         The locked design hash stamped on the comparisons.
     kwargs : mapping
         :meth:`analysis.prereg.Design.comparison_kwargs`.
+    registry : analysis.descriptors.Registry
+        The study's descriptor registry (``Study.registry``): block order, calibrated
+        blocks and diagnostic columns.
 
     Returns
     -------
@@ -82,11 +85,10 @@ def fit_comparisons(
         folds seeded by the design's inference seed).
     """
     from analysis.compare import compare_nested, head_level_analysis
-    from analysis.descriptors import covariate_kwargs
 
     # Block order, calibrated blocks and diagnostic columns come from the descriptor
     # registry: compare itself names no block.
-    blocks = covariate_kwargs(confirmatory.columns)
+    blocks = registry.covariate_kwargs(confirmatory.columns)
     res = compare_nested(
         confirmatory,
         models,
@@ -109,7 +111,7 @@ def fit_comparisons(
         log_columns=log_columns,
         estimator=kwargs["estimator"],
         random_state=kwargs["random_state"],
-        **covariate_kwargs(training.columns),
+        **registry.covariate_kwargs(training.columns),
     )
     return res, ols, hl
 
@@ -142,7 +144,7 @@ def comparison_table(
 
     design, plan = study.design, study.plan
     real = brackets.loc[brackets["source"] == "checkpoint"]
-    covs, logs = covariate_columns(features)
+    covs, logs = covariate_columns(features, study.registry)
     if len(features):  # no descriptor at all is refused by the caller, naming the cells
         check_descriptor_columns(study.lock, covs)  # before anything is fitted or reused
     table = real.merge(features[["cell_key", *covs]], on="cell_key", how="inner")
@@ -265,6 +267,7 @@ def compare_stage(
         log_columns=log_cols,
         lock_sha256=conf.lock_sha256,
         kwargs=design.comparison_kwargs(),
+        registry=study.registry,
     )
     outputs = [
         ("comparison.csv", res.to_frame()),

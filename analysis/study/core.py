@@ -1,7 +1,8 @@
 """The study of one run: design, lock, plan and paths, opened once and passed to every stage.
 
-:meth:`Study.open` checks the lock (which reads the design and its lock file once), imports
-the design's plugins, checks each block's covariate names and version against the lock
+:meth:`Study.open` checks the lock (which reads the design and its lock file once), builds
+the study's descriptor registry (the built-in blocks, then the design's plugins in order:
+:func:`design_registry`), checks each block's covariate names and version against the lock
 (:func:`block_facts`) and plans the work; the stages and the results read everything else
 they share from the Study, e.g. the input index ``extractions.json``, read on first use and
 kept for the rest of the run.
@@ -13,8 +14,9 @@ import dataclasses
 import functools
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.prereg import lock as prereg_lock
 from analysis.prereg.design import Design
@@ -23,12 +25,16 @@ from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.records import ExtractionIndex
 from analysis.validation import ParameterError
 
+if TYPE_CHECKING:  # the descriptor blocks are imported when a registry is built
+    from analysis.descriptors.registry import Registry
+
 __all__ = [
     "Study",
     "block_facts",
     "design_blocks",
+    "design_registry",
     "git_commit",
-    "load_plugins",
+    "put_root_on_path",
     "stored_outcomes",
 ]
 
@@ -83,8 +89,17 @@ class Study:
             paths=study_paths(design_path, root=root),
         )
         # a block edited after the lock stops every analysis command here, before any work
-        prereg_lock.verify_blocks(lock, **block_facts(lock.design, root=study.paths.root))
+        prereg_lock.verify_blocks(lock, **block_facts(lock.design, registry=study.registry))
         return study
+
+    @functools.cached_property
+    def registry(self) -> Registry:
+        """The study's descriptor blocks: built in, then the design's plugins in order.
+
+        Built once, on first use (:func:`design_registry`, the study root first on
+        ``sys.path``); :meth:`open` uses it to check the blocks against the lock.
+        """
+        return design_registry(self.design, root=self.paths.root)
 
     @property
     def block_versions(self) -> dict[str, str]:
@@ -119,29 +134,52 @@ class Study:
             )
 
 
-def design_blocks(design: Design, *, root: Path | str | None) -> tuple[str, ...]:
-    """Import the design's plugins; return its models' blocks, each of them registered.
+def design_registry(design: Design, *, root: Path | str | None) -> Registry:
+    """The descriptor registry of a design: the built-in blocks, then its plugins in order.
+
+    Parameters
+    ----------
+    design : Design
+    root : path or None, keyword-only
+        The study root, put first on ``sys.path`` so that the design's plugin modules
+        (``[descriptors] plugins``) import from it.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``module`` when a plugin cannot be imported or declares no ``BLOCKS``.
+    """
+    from analysis.descriptors.builtin import build_registry
+
+    put_root_on_path(root)
+    return build_registry(list(design.data.get("descriptors", {}).get("plugins", [])))
+
+
+def design_blocks(
+    design: Design, *, root: Path | str | None = None, registry: Registry | None = None
+) -> tuple[str, ...]:
+    """The design's models' blocks, each of them in the registry.
 
     Parameters
     ----------
     design : Design
     root : path, keyword-only
-        The study root, put first on ``sys.path`` for the plugins.
+        The study root, for :func:`design_registry` when ``registry`` is None.
+    registry : Registry, optional, keyword-only
+        The study's registry (default: built from ``design`` and ``root``).
 
     Raises
     ------
     ParameterError
-        Naming ``models.NAME`` for a block that is neither built in nor registered by a
+        Naming ``models.NAME`` for a block that is neither built in nor declared by a
         plugin.
     """
-    from analysis.descriptors.registry import registered
-
+    if registry is None:
+        registry = design_registry(design, root=root)
     plugins = list(design.data.get("descriptors", {}).get("plugins", []))
-    load_plugins(plugins, root)
-    known = registered()
     for name, blocks in design.models.items():
         for b in blocks:
-            if b not in known:
+            if b not in registry:
                 raise ParameterError(
                     f"models.{name}",
                     f"registered blocks (built in, or from plugins {plugins})",
@@ -150,8 +188,18 @@ def design_blocks(design: Design, *, root: Path | str | None) -> tuple[str, ...]
     return tuple(dict.fromkeys(b for blocks in design.models.values() for b in blocks))
 
 
-def block_facts(design: Design, *, root: Path | str | None) -> dict[str, dict]:
+def block_facts(
+    design: Design, *, root: Path | str | None = None, registry: Registry | None = None
+) -> dict[str, dict]:
     """What the lock records of the design's blocks, computed from the registry now.
+
+    Parameters
+    ----------
+    design : Design
+    root : path, keyword-only
+        The study root, for :func:`design_registry` when ``registry`` is None.
+    registry : Registry, optional, keyword-only
+        The study's registry (default: built from ``design`` and ``root``).
 
     Returns
     -------
@@ -163,10 +211,12 @@ def block_facts(design: Design, *, root: Path | str | None) -> dict[str, dict]:
     """
     from analysis.descriptors.versions import block_covariates, block_version
 
-    blocks = design_blocks(design, root=root)
+    if registry is None:
+        registry = design_registry(design, root=root)
+    blocks = design_blocks(design, registry=registry)
     return {
-        "features": {b: list(block_covariates(b)) for b in blocks},
-        "versions": {b: block_version(b) for b in blocks},
+        "features": {b: list(block_covariates(registry.get(b))) for b in blocks},
+        "versions": {b: block_version(registry.get(b)) for b in blocks},
     }
 
 
@@ -186,14 +236,10 @@ def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
         return store.outcome_record()
 
 
-def load_plugins(plugins: Sequence[str], root: Path | str | None) -> None:
-    """Import the design's plugin modules, the study root first on ``sys.path``."""
-    from analysis.descriptors.registry import load_plugin
-
+def put_root_on_path(root: Path | str | None) -> None:
+    """Put the study root first on ``sys.path`` (once), so that its plugin modules import."""
     if root is not None and str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    for module in plugins:
-        load_plugin(module)
 
 
 def git_commit() -> str | None:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.attention import fixed_torch_threads
 from analysis.executor import task_pool
-from analysis.study.core import Study, load_plugins
+from analysis.study.core import Study, put_root_on_path
 from analysis.study.plan import StudyPlan
 from analysis.study.records import read_json, write_frame, write_json
 
@@ -42,25 +42,35 @@ def features_done(path: Path, plan: StudyPlan) -> bool:
     return set(plan.blocks) <= have and n == plan.cells_per_matrix
 
 
-def _describe_worker_init(plugins: Sequence[str], root: str | None = None) -> None:
+def _describe_worker_init(root: str | None = None) -> None:
     import torch
 
     torch.set_num_threads(1)
-    load_plugins(plugins, root)
+    put_root_on_path(root)  # the design's plugin modules import from the study root
 
 
 def describe_frame(
-    arrays: Any, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[str]
+    arrays: Any,
+    eps: Sequence[float],
+    temps: Sequence[float],
+    blocks: Sequence[str],
+    plugins: Sequence[str] = (),
 ) -> pd.DataFrame:
     """The descriptor rows of one stored matrix (its ``MatrixArrays``, or their file).
 
-    Writes nothing: a worker returns the frame and the calling process writes it.
+    ``blocks`` are names of the registry ``build_registry(plugins)`` (the built-in
+    blocks, then the design's plugins in order: the study's registry, rebuilt in the
+    worker from names, so that a task carries only strings). Writes nothing: a worker
+    returns the frame and the calling process writes it.
     """
     from threadpoolctl import threadpool_limits
 
+    from analysis.descriptors.builtin import build_registry
     from analysis.descriptors.describe import describe_matrix
     from analysis.store.store import load_arrays
 
+    registry = build_registry(plugins)
+    chosen = [registry.get(b) for b in blocks]
     arr = load_arrays(Path(arrays)) if isinstance(arrays, (str, Path)) else arrays
     with threadpool_limits(1):
         df = describe_matrix(
@@ -70,18 +80,23 @@ def describe_frame(
             arr.mask,
             eps=eps,
             temperatures=temps,
-            blocks=blocks,
+            blocks=chosen,
             bias=arr.bias,
         )
     return df
 
 
 def describe_task(
-    array_file: str, out: str, eps: Sequence[float], temps: Sequence[float], blocks: Sequence[str]
+    array_file: str,
+    out: str,
+    eps: Sequence[float],
+    temps: Sequence[float],
+    blocks: Sequence[str],
+    plugins: Sequence[str] = (),
 ) -> float:
     """Describe one stored matrix into ``out`` (atomic CSV); return its seconds."""
     start = time.perf_counter()
-    write_frame(Path(out), describe_frame(array_file, eps, temps, blocks))
+    write_frame(Path(out), describe_frame(array_file, eps, temps, blocks, plugins))
     return time.perf_counter() - start
 
 
@@ -135,6 +150,7 @@ def descriptor_stage(
             plan.eps,
             plan.temperatures,
             plan.blocks,
+            plan.plugins,
         )
         for k in todo
     ]
@@ -142,20 +158,20 @@ def descriptor_stage(
         if executor is None and (workers == 1 or len(args) <= 1):
             # In this process: one torch thread for the stage only, restored after it (a
             # later extraction in the same process runs with the caller's thread count).
-            load_plugins(plan.plugins, str(paths.root))
+            put_root_on_path(str(paths.root))
             with fixed_torch_threads(1):
                 for a in args:
                     describe_task(*a)
                     bar.update(1)
         else:
-            init = (tuple(plan.plugins), str(paths.root))
+            init = (str(paths.root),)
             with task_pool(
                 executor, workers, initializer=_describe_worker_init, initargs=init
             ) as pool:
                 carry = executor is not None  # the caller's workers may not see the store
                 calls = (
-                    (out, (store.arrays(k) if carry else src, eps, temps, blocks))
-                    for k, (src, out, eps, temps, blocks) in zip(todo, args, strict=True)
+                    (out, (store.arrays(k) if carry else src, eps, temps, blocks, plugins))
+                    for k, (src, out, eps, temps, blocks, plugins) in zip(todo, args, strict=True)
                 )
                 with contextlib.closing(pool.imap(describe_frame, calls)) as results:
                     for out, df in results:

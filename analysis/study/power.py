@@ -73,7 +73,6 @@ def screened_features(
         when the study has no training cell with descriptors.
     """
     from analysis.compare import prepare_covariates
-    from analysis.descriptors import covariate_kwargs
     from analysis.prereg.sealing import SealedCells
     from analysis.study.comparison import comparison_table
 
@@ -93,7 +92,7 @@ def screened_features(
         models,
         np.ones(len(train), dtype=bool),
         log_columns=log_cols,
-        **covariate_kwargs(train.columns),
+        **study.registry.covariate_kwargs(train.columns),
     )
     out: dict[str, list[str]] = {}
     where: dict[str, str] = {}

@@ -411,7 +411,7 @@ def test_locked_design_drives_a_confirmatory_run(tmp_path, rng):
 
 
 def test_stratified_bootstrap_keeps_each_strata_count():
-    from analysis.compare.nested import bootstrap_counts
+    from analysis.compare.bootstrap import bootstrap_counts
 
     strata = np.array(["b", "a", "b", "a", "a", "c"])
     counts = bootstrap_counts(6, 500, np.random.default_rng(0), strata)
@@ -473,23 +473,23 @@ def test_cluster_bootstrap_effect_takes_strata():
 
 
 def test_cluster_se_is_the_stratified_cluster_robust_se():
-    from analysis.compare.nested import _cluster_se
+    from analysis.compare.bootstrap import cluster_se
 
     rng = np.random.default_rng(0)
     d_h = rng.normal(size=9)
     n_h = np.full(9, 4.0)
-    (t,), (se,) = _cluster_se(d_h, n_h, np.ones((1, 9)), np.zeros(9, dtype=int))
+    (t,), (se,) = cluster_se(d_h, n_h, np.ones((1, 9)), np.zeros(9, dtype=int))
     assert t == pytest.approx(d_h.sum() / 36)
     assert se == pytest.approx(np.std(d_h / 4, ddof=1) / np.sqrt(9))
     # two strata: the variances add, each with its own mean
     strata = np.array([0] * 4 + [1] * 5)
-    (_,), (se2,) = _cluster_se(d_h, n_h, np.ones((1, 9)), strata)
+    (_,), (se2,) = cluster_se(d_h, n_h, np.ones((1, 9)), strata)
     z = d_h - t * n_h
     want = sum(k * np.var(z[strata == s], ddof=1) for s, k in ((0, 4), (1, 5)))
     assert se2 == pytest.approx(np.sqrt(want) / 36)
     # a replicate's counts act as frequency weights: head 0 twice equals listing it twice
     counts = np.array([[2, 0, 1, 1, 1, 1, 1, 1, 1]])
-    (tb,), (seb,) = _cluster_se(d_h, n_h, counts, np.zeros(9, dtype=int))
+    (tb,), (seb,) = cluster_se(d_h, n_h, counts, np.zeros(9, dtype=int))
     rep = np.r_[d_h[0], d_h[0], d_h[2:]]
     assert tb == pytest.approx(rep.sum() / 36)
     assert seb == pytest.approx(np.std(rep / 4 - 0, ddof=1) / 3)

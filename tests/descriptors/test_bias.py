@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from analysis.attention import softmax64
+from analysis.descriptors import builtin_registry
 from analysis.descriptors.describe import describe_arrays, describe_matrix
 from analysis.descriptors.native import bias_size
-from analysis.descriptors.registry import diagnostic_columns
 from analysis.descriptors.versions import block_covariates
 from analysis.validation import ParameterError
 
@@ -73,10 +73,10 @@ def test_native_stays_about_qk_and_reports_the_bias_beside_it(rng):
     mask = np.tril(np.ones((10, 10), dtype=bool))
     df = describe_matrix(Q, K, s, mask, eps=EPS, temperatures=TEMPS, bias=bias)
     plain = describe_matrix(Q, K, s, mask, eps=EPS, temperatures=TEMPS)
-    covariates = [f"native__{c}" for c in block_covariates("native")]
+    covariates = [f"native__{c}" for c in block_covariates(builtin_registry().get("native"))]
     pd.testing.assert_frame_equal(df[covariates], plain[covariates])
     bias_cols = ["native__bias_spectral", "native__bias_logit_share"]
-    assert diagnostic_columns(bias_cols) == tuple(bias_cols)
+    assert builtin_registry().diagnostic_columns(bias_cols) == tuple(bias_cols)
     # direct: within-row spread over allowed keys, at t = 1; the spectral norm scales as 1/t
     S = s * Q @ K.T
     allowed = mask.sum(1, keepdims=True)

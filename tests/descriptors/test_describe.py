@@ -11,7 +11,7 @@ import pytest
 
 from analysis.attention import softmax64
 from analysis.cli import main
-from analysis.descriptors import feature_info, feature_table, registered, unregister
+from analysis.descriptors import build_registry, builtin_registry
 from analysis.descriptors.baseline import svd_projection_errors
 from analysis.descriptors.describe import describe_arrays, describe_file
 from analysis.validation import ParameterError
@@ -100,6 +100,7 @@ def test_baseline_features_match_direct_computations(npz):
 
 
 def test_feature_metadata_marks_covariates_and_log_scale():
+    feature_info = builtin_registry().feature_info
     assert feature_info("intrinsic__Pi").kind == "covariate"
     assert feature_info("intrinsic__q_r3").kind == "diagnostic"
     assert feature_info("intrinsic__kappa_r12").kind == "diagnostic"
@@ -107,7 +108,9 @@ def test_feature_metadata_marks_covariates_and_log_scale():
     assert feature_info("baseline__n_keys").log_scale and feature_info("baseline__n_keys").integer
     assert not feature_info("native__bound_exponent").log_scale
     assert feature_info("intrinsic__r_star").integer
-    table = feature_table(["layer", "baseline__stable_rank", "intrinsic__tau_r1"])
+    table = builtin_registry().feature_table(
+        ["layer", "baseline__stable_rank", "intrinsic__tau_r1"]
+    )
     assert list(table["kind"]) == ["covariate", "diagnostic"]
 
 
@@ -120,23 +123,24 @@ def test_plugin_block_appears_in_out_csv(npz, tmp_path, monkeypatch):
         @descriptor("{name}", needs=("A",), log_scale=("max_entry",))
         def block(cell):
             return {{"max_entry": float(cell.A.max()), "n_rows": cell.A.shape[0]}}
+
+        BLOCKS = [block]
     """)
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "out.csv"
-    try:
-        rc = main(
-            ["describe", str(npz), "--eps", "0.1", "--plugin", name, "--out", str(out), "--quiet"]
-        )
-        assert rc == 0
-        df = pd.read_csv(out)
-        assert f"{name}__max_entry" in df.columns and f"{name}__n_rows" in df.columns
-        assert {"baseline__eps", "native__kappa", "intrinsic__Pi"} <= set(df.columns)  # all blocks
-        assert feature_info(f"{name}__max_entry").log_scale
-        assert (df[f"{name}__max_entry"] <= 1).all()
-    finally:
-        unregister(name)
-    assert name not in registered()
+    rc = main(
+        ["describe", str(npz), "--eps", "0.1", "--plugin", name, "--out", str(out), "--quiet"]
+    )
+    assert rc == 0
+    df = pd.read_csv(out)
+    assert f"{name}__max_entry" in df.columns and f"{name}__n_rows" in df.columns
+    assert {"baseline__eps", "native__kappa", "intrinsic__Pi"} <= set(df.columns)  # all blocks
+    assert list(df.columns).index(f"{name}__max_entry") > list(df.columns).index("intrinsic__Pi")
+    assert build_registry([name]).feature_info(f"{name}__max_entry").log_scale
+    assert (df[f"{name}__max_entry"] <= 1).all()
+    # importing the plugin registered nothing: the built-in registry is unchanged
+    assert name not in builtin_registry()
 
 
 @pytest.mark.parametrize(

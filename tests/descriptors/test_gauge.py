@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from analysis.attention import softmax64
-from analysis.descriptors import feature_info
+from analysis.descriptors import builtin_registry
 from analysis.descriptors.describe import describe_arrays
 from analysis.descriptors.intrinsic import KAPPA_TOL
 
@@ -62,7 +62,7 @@ def test_intrinsic_features_are_gauge_invariant(make_arrays, cond, rel, causal):
     from_kappa = ("intrinsic__kappa", "intrinsic__profile_r", "intrinsic__Pi")
     bad = []
     for c in cols:
-        integer = feature_info(c).integer
+        integer = builtin_registry().feature_info(c).integer
         tol = max(rel, KAPPA_TOL) if c.startswith(from_kappa) else rel
         for a, b in zip(df0[c], df1[c], strict=True):
             if integer:

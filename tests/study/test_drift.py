@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main
-from analysis.descriptors.registry import unregister
 from analysis.prereg.lock import PreregistrationError, deviations_path, lock_path
 from analysis.study import load_results, run_study, study_paths
 from tests.study.conftest import plugin_design_text, small_design_text
@@ -34,28 +33,29 @@ from analysis.descriptors import descriptor
 def {block}(cell):
     """Attention paid to the first key."""
     return {{"first_col_mass": float(cell.A[:, 0].{reduce}()){extra}}}
+
+
+BLOCKS = [{block}]
 '''
 
 
 @pytest.fixture
 def plugin(tmp_path):
-    """Write a plugin module into the study root; forget it (module and block) afterwards."""
+    """Write a plugin module into the study root; forget the module afterwards."""
     names: list[tuple[str, str]] = []
 
     def write(module: str, block: str, *, reduce: str = "mean", extra: str = "") -> Path:
         path = tmp_path / f"{module}.py"
         path.write_text(PLUGIN.format(block=block, reduce=reduce, extra=extra), encoding="utf-8")
         importlib.invalidate_caches()
-        # a fresh process would import the edited file: forget the old module and block
+        # a fresh process would import the edited file: forget the old module
         sys.modules.pop(module, None)
-        unregister(block)
         names.append((module, block))
         return path
 
     yield write
-    for module, block in names:
+    for module, _ in names:
         sys.modules.pop(module, None)
-        unregister(block)
 
 
 def _plugin_study(root: Path, module: str, block: str) -> Path:

@@ -18,6 +18,9 @@ from analysis.descriptors import descriptor
 def study_sinks(cell):
     """Mean attention paid to the first key."""
     return {"first_col_mass": float(cell.A[:, 0].mean())}
+
+
+BLOCKS = [study_sinks]
 '''
 
 
@@ -40,9 +43,22 @@ def test_plugin_block_is_described_and_compared(tmp_path):
 
 
 def test_unregistered_plugin_block_is_named(tmp_path):
-    (tmp_path / "study_plugin_empty.py").write_text("", encoding="utf-8")
+    (tmp_path / "study_plugin_empty.py").write_text("BLOCKS = []\n", encoding="utf-8")
     text = plugin_design_text(small_design_text(), "study_plugin_empty", "study_nowhere")
     design = make_study(tmp_path, "unplugged", text, blocks=False)
     with pytest.raises(ParameterError, match="models.M4"):
         run_study(design, progress=False, say=lambda _: None)
+    assert not (tmp_path / "data").exists()
+
+
+def test_plugin_without_blocks_list_is_named(tmp_path):
+    """A module whose blocks are decorated but not listed in BLOCKS declares nothing."""
+    (tmp_path / "study_plugin_unlisted.py").write_text(
+        PLUGIN.replace("BLOCKS = [study_sinks]", ""), encoding="utf-8"
+    )
+    text = plugin_design_text(small_design_text(), "study_plugin_unlisted", "study_sinks")
+    design = make_study(tmp_path, "unlisted", text, blocks=False)
+    with pytest.raises(ParameterError, match="BLOCKS") as info:
+        run_study(design, progress=False, say=lambda _: None)
+    assert info.value.name == "module"
     assert not (tmp_path / "data").exists()

@@ -1,0 +1,263 @@
+"""The cluster bootstrap of held-out heads: resample counts, replicate means, CIs and p.
+
+Clusters (heads) are resampled with replacement, within strata when given; one set of
+counts ``c_bh`` (replicate b, cluster h) serves every pair and metric of a comparison
+(:func:`analysis.compare.compare_nested`), and fits are never refitted. Mean metrics are
+read from per-cluster sums (:func:`replicate_means`), Spearman from count-weighted cells
+(:func:`spearman_replicates`); CIs and one-sided p are percentile
+(:func:`percentile_ci_and_p`) or studentized (:func:`studentized_ci_and_p`, with the
+stratified cluster-robust SE of :func:`cluster_se`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.compare.metrics import spearman
+from analysis.validation import ParameterError, check_int, check_random_state
+
+__all__ = [
+    "BOOTSTRAPS",
+    "bootstrap_counts",
+    "cluster_bootstrap_effect",
+    "cluster_se",
+    "cluster_strata",
+    "percentile_ci_and_p",
+    "replicate_means",
+    "spearman_replicates",
+    "studentized_ci_and_p",
+]
+
+#: CI and one-sided p from the cluster bootstrap's resamples: ``"cluster"`` (percentile,
+#: :func:`percentile_ci_and_p`) or ``"studentized"`` (bootstrap-t of the per-head effect
+#: with a stratified cluster-robust SE, :func:`studentized_ci_and_p`).
+BOOTSTRAPS: tuple[str, ...] = ("cluster", "studentized")
+
+
+def bootstrap_counts(
+    n_clusters: int,
+    n_boot: int,
+    rng: np.random.Generator,
+    strata: np.ndarray | None = None,
+) -> np.ndarray:
+    """Counts ``c_bh`` of each cluster in B resamples of clusters with replacement.
+
+    Parameters
+    ----------
+    n_clusters : int
+    n_boot : int
+    rng : numpy.random.Generator
+    strata : array (n_clusters,) or None
+        Stratum of each cluster. When given, each stratum's clusters are resampled among
+        themselves (strata in sorted order, each a multinomial of its own size), so every
+        replicate keeps each stratum's number of clusters. With one stratum the draws are
+        those of the unstratified call, number for number.
+
+    Returns
+    -------
+    numpy.ndarray (n_boot, n_clusters) of int
+    """
+    if strata is None:
+        return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
+    strata = np.asarray(strata)
+    if strata.shape != (n_clusters,):
+        raise ParameterError("strata", f"one stratum per cluster ({n_clusters})", strata.shape)
+    counts = np.zeros((n_boot, n_clusters), dtype=np.int64)
+    for s in np.unique(strata):
+        idx = np.flatnonzero(strata == s)
+        k = idx.size
+        counts[:, idx] = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot)
+    return counts
+
+
+def cluster_strata(clusters: np.ndarray, strata: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Factorize ``clusters`` and give each cluster its one stratum.
+
+    Returns
+    -------
+    codes : array (n,) of int
+        ``pandas.factorize`` codes of ``clusters`` (order of first appearance).
+    cluster_stratum : array (n_clusters,)
+        The stratum of each code.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``stratum`` when a cluster's cells lie in more than one stratum.
+    """
+    codes, uniq = pd.factorize(np.asarray(clusters))
+    strata = np.asarray(strata).astype(str)
+    per = pd.DataFrame({"c": codes, "s": strata}).drop_duplicates()
+    if len(per) != len(uniq):
+        bad = per.loc[per["c"].duplicated(keep=False), "c"].iloc[0]
+        raise ParameterError(
+            "stratum", "one stratum per cluster", f"cluster {uniq[bad]} in several strata"
+        )
+    out = np.empty(len(uniq), dtype=object)
+    out[per["c"].to_numpy()] = per["s"].to_numpy()
+    return codes, out.astype(str)
+
+
+def replicate_means(values: np.ndarray, codes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Cell means in each replicate: ``sum_h c_bh S_h / sum_h c_bh n_h``."""
+    k = counts.shape[1]
+    s_h = np.bincount(codes, weights=values, minlength=k)
+    n_h = np.bincount(codes, minlength=k).astype(float)
+    return (counts @ s_h) / (counts @ n_h)
+
+
+def spearman_replicates(
+    pred: np.ndarray, mid: np.ndarray, codes: np.ndarray, counts: np.ndarray
+) -> tuple[float, np.ndarray]:
+    """Spearman of predictions with bracket midpoints, and its cluster-bootstrap replicates.
+
+    Cells with a non-finite midpoint are left out of both; replicate b weights each cell
+    by its cluster's count in ``counts[b]`` (``codes``: the cell's cluster index).
+    Returns ``(point, replicates [B])``.
+    """
+    finite = np.isfinite(mid)
+    point = spearman(pred[finite], mid[finite])
+    w_cells = counts[:, codes] * finite[None, :]
+    mid0 = np.where(finite, mid, 0.0)
+    return point, np.array([spearman(pred, mid0, weights=w) for w in w_cells])
+
+
+def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95) -> tuple[float, float, float]:
+    """Percentile CI and one-sided p ``(1 + #{effect_b <= 0}) / (B + 1)``."""
+    q = (1.0 - ci_level) / 2.0
+    lo, hi = np.quantile(effects, [q, 1.0 - q])
+    p = (1.0 + np.sum(effects <= 0)) / (effects.size + 1.0)
+    return float(lo), float(hi), float(p)
+
+
+def cluster_se(
+    head_sums: np.ndarray, head_sizes: np.ndarray, counts: np.ndarray, strata: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ratio means and their stratified cluster-robust SEs, one per row of ``counts``.
+
+    For counts ``c_h`` (a replicate's, or all ones for the sample) the mean is
+    ``T = sum c_h S_h / N``, ``N = sum c_h n_h``; with ``z_h = S_h - T n_h`` (the
+    linearized ratio) and, in stratum s of ``H_s`` heads, the count-weighted variance
+    ``v_s = sum_s c_h (z_h - zbar_s)^2 / (H_s - 1)`` (0 when ``H_s = 1``), the SE is
+    ``sqrt(sum_s H_s v_s) / N``.
+    """
+    counts = np.atleast_2d(counts).astype(float)
+    N = counts @ head_sizes
+    T = (counts @ head_sums) / N
+    z = head_sums[None, :] - T[:, None] * head_sizes[None, :]
+    var = np.zeros(counts.shape[0])
+    for s in np.unique(strata):
+        idx = np.flatnonzero(strata == s)
+        k = idx.size
+        if k < 2:
+            continue
+        c, zs = counts[:, idx], z[:, idx]
+        zbar = (c * zs).sum(axis=1) / c.sum(axis=1)
+        var += k * (c * (zs - zbar[:, None]) ** 2).sum(axis=1) / (k - 1)
+    return T, np.sqrt(var) / N
+
+
+def studentized_ci_and_p(
+    head_sums: np.ndarray,
+    head_sizes: np.ndarray,
+    counts: np.ndarray,
+    strata: np.ndarray,
+    ci_level: float = 0.95,
+) -> tuple[float, float, float, float]:
+    """Effect, studentized (bootstrap-t) CI and one-sided p from per-head sums.
+
+    Parameters
+    ----------
+    head_sums : array (H,)
+        Per-head sums of the per-cell effect (base minus rich loss, or rich minus base).
+    head_sizes : array (H,)
+        Cells per head.
+    counts : array (B, H)
+        The cluster-bootstrap counts (:func:`bootstrap_counts`).
+    strata : array (H,)
+        Stratum of each head (one value for an unstratified draw).
+
+    Returns
+    -------
+    effect, ci_low, ci_high, p_value : float
+
+    Notes
+    -----
+    ``effect = sum S_h / sum n_h`` with SE ``se`` (:func:`cluster_se`); each replicate
+    gives ``t_b = (effect_b - effect) / se_b`` with its own SE. One-sided
+    ``p = (1 + #{b : t_b >= effect / se}) / (B + 1)``; CI
+    ``[effect - q_hi se, effect - q_lo se]`` with ``q_lo, q_hi`` the ``(1 -/+ ci_level) / 2``
+    quantiles of ``t_b``. A replicate with ``se_b = 0`` (every draw the same head) has
+    ``t_b = 0``.
+    """
+    head_sums = np.asarray(head_sums, float)
+    head_sizes = np.asarray(head_sizes, float)
+    (eff,), (se,) = cluster_se(head_sums, head_sizes, np.ones((1, head_sums.size)), strata)
+    eff_b, se_b = cluster_se(head_sums, head_sizes, counts, strata)
+    t_b = np.divide(eff_b - eff, se_b, out=np.zeros_like(eff_b), where=se_b > 0)
+    t_obs = eff / se if se > 0 else np.copysign(np.inf, eff) if eff else 0.0
+    q = (1.0 - ci_level) / 2.0
+    q_lo, q_hi = np.quantile(t_b, [q, 1.0 - q])
+    p = (1.0 + np.sum(t_b >= t_obs)) / (t_b.size + 1.0)
+    return float(eff), float(eff - q_hi * se), float(eff - q_lo * se), float(p)
+
+
+def cluster_bootstrap_effect(
+    base: np.ndarray,
+    rich: np.ndarray,
+    clusters: np.ndarray,
+    *,
+    higher_is_better: bool = False,
+    n_boot: int = 2000,
+    ci_level: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+    strata: np.ndarray | None = None,
+    bootstrap: str = "cluster",
+) -> tuple[float, float, float, float]:
+    """Effect of per-cell values with a cluster-bootstrap CI and one-sided p.
+
+    Parameters
+    ----------
+    base, rich : array (n,)
+        Per-cell metric values of the two (already fitted) models.
+    clusters : array (n,)
+        Cluster (head) of each cell.
+    higher_is_better : bool, keyword-only
+        Effect is ``mean(rich) - mean(base)`` when True, else ``mean(base) - mean(rich)``.
+    strata : array (n,) or None, keyword-only
+        Stratum of each cell (constant within a cluster): clusters are resampled within
+        strata (:func:`bootstrap_counts`).
+    bootstrap : {"cluster", "studentized"}, keyword-only
+        Percentile (:func:`percentile_ci_and_p`) or studentized
+        (:func:`studentized_ci_and_p`) CI and p from the same resamples.
+
+    Returns
+    -------
+    effect, ci_low, ci_high, p_value : float
+        The same computation :func:`analysis.compare.compare_nested` uses for mean
+        metrics.
+    """
+    if bootstrap not in BOOTSTRAPS:
+        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
+    n_boot = check_int("n_boot", n_boot, minimum=99)
+    rng = check_random_state(random_state)
+    base = np.asarray(base, float)
+    rich = np.asarray(rich, float)
+    if strata is None:
+        codes, uniq = pd.factorize(np.asarray(clusters))
+        per_cluster = np.zeros(len(uniq), dtype=int)
+        counts = bootstrap_counts(len(uniq), n_boot, rng)
+    else:
+        codes, per_cluster = cluster_strata(clusters, strata)
+        counts = bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)
+    sign = 1.0 if higher_is_better else -1.0
+    if bootstrap == "studentized":
+        k = per_cluster.size
+        d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
+        n_h = np.bincount(codes, minlength=k).astype(float)
+        return studentized_ci_and_p(d, n_h, counts, per_cluster, ci_level)
+    eff = sign * (rich.mean() - base.mean())
+    eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
+    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
+    return float(eff), lo, hi, p
