@@ -2,7 +2,7 @@
 
 Internal to :mod:`analysis.brackets.search`, which runs them in order (trivial witnesses,
 cheap stage, refinement, closing pass, pruning) and documents them; their tuning comes
-from one :class:`analysis.brackets.search.SearchSettings`. Every candidate goes through a
+from one :class:`analysis.brackets.settings.SearchSettings`. Every candidate goes through a
 :class:`Builder`, which keeps it only with its certified value (float64, see
 :mod:`analysis.brackets.verify`), so no stage can make a bracket unsound.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,11 +19,9 @@ import torch
 from analysis.brackets import lower as _lower
 from analysis.brackets import upper as _upper
 from analysis.brackets.profile import LowerWitness, Profile, UpperWitness
+from analysis.brackets.settings import SearchSettings
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError
-
-if TYPE_CHECKING:  # the search module imports this one
-    from analysis.brackets.search import SearchSettings
 
 
 def _f32(X: np.ndarray) -> np.ndarray:
