@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.atomic import atomic_write
+from analysis.hashing import file_sha256
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -246,15 +247,6 @@ def cache_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "attnrank"
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 hex digest of a file, read in blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_BLOCK), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def locate(spec: PackagedCheckpoint, part: PackagedFile, *, verify: bool = True) -> Path:
