@@ -18,7 +18,13 @@ import torch
 
 from analysis.brackets import lower as _lower
 from analysis.brackets import upper as _upper
-from analysis.brackets.profile import LowerWitness, Profile, UpperWitness
+from analysis.brackets.profile import (
+    LowerWitness,
+    Profile,
+    UpperWitness,
+    largest_lower,
+    least_upper,
+)
 from analysis.brackets.settings import SearchSettings
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError
@@ -80,11 +86,12 @@ class Builder:
         return mu
 
     def hi(self, eps: float) -> int:
-        ok = [k for k, w in self.upper.items() if w.error <= eps]
-        return min(ok) if ok else min(self.M, self.N)  # the implicit identity witness
+        w = least_upper(self.upper, eps)
+        return min(self.M, self.N) if w is None else w.rank  # the implicit identity witness
 
     def lo(self, eps: float) -> int:
-        return max((m for m, w in self.lower.items() if w.margin > eps), default=0)
+        w = largest_lower(self.lower, eps)
+        return 0 if w is None else w.size
 
 
 def trivial_witnesses(b: Builder) -> None:
