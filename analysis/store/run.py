@@ -277,14 +277,21 @@ def _stored_failures(
             if key != arrays_key:  # pairs are sorted by matrix: one array file per matrix
                 arrays, arrays_key = store.arrays(key), key
             rec = store.profile(key, t, version)
+            bad = (KeyError, TypeError, ValueError, zlib.error)  # incl. ParameterError
             try:
-                prof = _load(engine, rec.profile_dict())
-                ok = not prof.reverify(arrays.at(t)) and all(
-                    tuple(int(v) for v in prof.bracket(e)) == rec.brackets.get(e)
-                    for e in rec.eps_grid
-                )
-            except (KeyError, TypeError, ValueError, zlib.error):  # incl. ParameterError
-                ok = False
+                prof = engine.load_profile(rec.profile_dict())
+            except bad:
+                prof = None
+            ok = False
+            if prof is not None:
+                _check_profile(prof)  # an engine fault, not a damaged profile: raise
+                try:
+                    ok = not prof.reverify(arrays.at(t)) and all(
+                        tuple(int(v) for v in prof.bracket(e)) == rec.brackets.get(e)
+                        for e in rec.eps_grid
+                    )
+                except bad:
+                    ok = False
             if not ok or set(rec.brackets) != set(rec.eps_grid):
                 failed.append((key, t))
     return len(pairs), failed
