@@ -237,27 +237,12 @@ def test_an_interrupted_client_resumes_from_what_it_committed(tmp_path, local2, 
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Store, "put_profile", put_then_stop)
+    kw = {"engine": ENGINE, "temperatures": TEMPS, "effort": "fast", "progress": False}
     with pytest.raises(KeyboardInterrupt):
-        run_brackets(
-            store,
-            EPS,
-            engine=ENGINE,
-            temperatures=TEMPS,
-            effort="fast",
-            progress=False,
-            executor=local2,
-        )
+        run_brackets(store, EPS, executor=local2, **kw)
     assert len(list(store.profiles())) == 3
     monkeypatch.setattr(Store, "put_profile", real)
-    s = run_brackets(
-        store,
-        EPS,
-        engine=ENGINE,
-        temperatures=TEMPS,
-        effort="fast",
-        progress=False,
-        executor=local2,
-    )
+    s = run_brackets(store, EPS, executor=local2, **kw)
     assert (s.skipped, s.computed) == (3, 9)
     assert _rows(store) == expected
     store.close()
