@@ -37,11 +37,10 @@ from analysis.brackets.approximants import approximant_errors, compare_with_brac
 from analysis.brackets.io import (
     approximants_for_input,
     bracket_frame,
-    load_matrices,
-    load_queries_keys,
     profile_file,
     result_json,
 )
+from analysis.cli.inputs import load_matrices, load_queries_keys
 from benchmarks.common import EPS, OUT, ROOT, minilm_extract_npz
 
 FIGURES = ROOT / "docs" / "figures"

@@ -37,8 +37,9 @@ import torch
 
 from analysis.atomic import atomic_write
 from analysis.brackets.approximants import approximant_ranks, linformer_witness, segment_matrix
-from analysis.brackets.io import MatrixInput, load_matrices, load_queries_keys, profile_file
+from analysis.brackets.io import MatrixInput, profile_file
 from analysis.brackets.verify import certified_upper_error
+from analysis.cli.inputs import load_matrices, load_queries_keys
 from benchmarks.common import EPS, OUT, minilm_extract_npz
 
 

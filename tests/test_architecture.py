@@ -2,12 +2,19 @@
 
 The contracts (``[tool.importlinter]``) say, for example, that descriptors never import
 the bracket engine or the comparison, that compare knows nothing of attention, that
-brackets knows nothing of models, stores or studies. import-linter builds the import graph
-(grimp, function-level imports included) and checks each forbidden edge, direct or not.
+brackets knows nothing of models, stores or studies, that the store imports no engine.
+import-linter builds the import graph (grimp, function-level imports included) and checks
+each forbidden edge, direct or not.
+
+An import by string (``importlib.import_module``, ``__import__``, ``find_spec``) is an edge
+no linter sees, so a scan of the package's syntax trees adds two rules: no module imports
+another stage's module by a string, and the store imports nothing by a string at all (it
+receives the bracket engine as an object, :class:`analysis.store.engine.BracketEngine`).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import shutil
@@ -18,6 +25,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "analysis"
+
+#: The stage packages: an edge between two of them must be a visible import.
+STAGES = (
+    "sources",
+    "store",
+    "brackets",
+    "descriptors",
+    "prereg",
+    "compare",
+    "report",
+    "study",
+    "laws",
+    "cli",
+)
+#: Calls that import a module named by a string.
+DYNAMIC_IMPORTS = ("import_module", "__import__", "find_spec")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -57,14 +81,130 @@ def test_import_directions_hold():
     assert "BROKEN" not in res.stdout
 
 
-def test_a_forbidden_import_is_caught(tmp_path):
-    """The check is not vacuous: a descriptor block that imports the engine breaks it."""
-    shutil.copytree(
-        ROOT / "analysis", tmp_path / "analysis", ignore=shutil.ignore_patterns("__pycache__")
-    )
+@pytest.mark.parametrize(
+    ("module", "edge"),
+    [
+        ("descriptors/native.py", "analysis.descriptors.native -> analysis.brackets"),
+        ("store/run.py", "analysis.store.run -> analysis.brackets"),
+    ],
+)
+def test_a_forbidden_import_is_caught(tmp_path, module, edge):
+    """The check is not vacuous: a descriptor block, or the store, importing the engine
+    breaks it."""
+    shutil.copytree(PACKAGE, tmp_path / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    native = tmp_path / "analysis" / "descriptors" / "native.py"
-    native.write_text(native.read_text() + "\nimport analysis.brackets  # noqa: E402,F401\n")
+    path = tmp_path / "analysis" / module
+    path.write_text(path.read_text() + "\nimport analysis.brackets  # noqa: E402,F401\n")
     res = _lint(tmp_path)
     assert res.returncode != 0
-    assert "analysis.descriptors.native -> analysis.brackets" in res.stdout
+    assert edge in res.stdout
+
+
+# -- imports by string -------------------------------------------------------------------
+
+
+def _stage_of(name: str) -> str | None:
+    """The stage package a dotted name (``analysis.brackets.io``, ``analysis.x:f``) is in."""
+    parts = name.split(":")[0].split(".")
+    if len(parts) >= 2 and parts[0] == "analysis" and parts[1] in STAGES:
+        return parts[1]
+    return None
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """``id`` of every docstring node (a module's, class's or function's first string)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def string_import_violations(source: str, stage: str | None) -> list[str]:
+    """What breaks the string-import rules in a module of ``stage`` (None: ground floor).
+
+    A module that imports by string (:data:`DYNAMIC_IMPORTS`) may not name another stage's
+    module in any string of its code: the string may be the argument itself or a constant
+    that reaches it (``ENGINE = "analysis.brackets"`` ... ``import_module(engine)``). A
+    module of the store may not import by string at all, nor import ``importlib``.
+    """
+    tree = ast.parse(source)
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr in DYNAMIC_IMPORTS)
+            or (isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_IMPORTS)
+        )
+    ]
+    found = []
+    if stage == "store":
+        found += [f"line {c.lineno}: imports by string" for c in calls]
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            found += [
+                f"line {node.lineno}: imports {n}" for n in names if n.startswith("importlib")
+            ]
+    if calls:
+        skip = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in skip
+            ):
+                other = _stage_of(node.value)
+                if other is not None and other != stage:
+                    found.append(f"line {node.lineno}: names {node.value!r} and imports by string")
+    return found
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE)
+        stage = rel.parts[0] if len(rel.parts) > 1 and rel.parts[0] in STAGES else None
+        yield path, stage
+
+
+def test_no_stage_is_imported_by_a_string():
+    broken = {
+        str(path.relative_to(ROOT)): found
+        for path, stage in _modules()
+        if (found := string_import_violations(path.read_text(encoding="utf-8"), stage))
+    }
+    assert not broken, broken
+
+
+@pytest.mark.parametrize(
+    ("source", "stage"),
+    [
+        # the store's old route to the engine
+        (
+            'import importlib\nENGINE = "analysis.brackets"\nm = importlib.import_module(ENGINE)\n',
+            "store",
+        ),
+        ('import importlib\nm = importlib.import_module("analysis.compare.nested")\n', "report"),
+        ('m = __import__("analysis.brackets")\n', "descriptors"),
+        ('from importlib.util import find_spec\nok = find_spec("analysis.store")\n', "cli"),
+        ("import importlib\n", "store"),
+    ],
+)
+def test_a_string_import_is_caught(source, stage):
+    """The scan is not vacuous: each of these breaks a rule."""
+    assert string_import_violations(source, stage)
+
+
+def test_a_stage_may_import_its_own_modules_by_string():
+    """The registry's built-in blocks, the cli's command groups: no edge between stages."""
+    source = 'import importlib\nfor m in ("analysis.cli.store",):\n    importlib.import_module(m)\n'
+    assert string_import_violations(source, "cli") == []
+    assert (
+        string_import_violations('"""See analysis.brackets."""\nimport importlib\n', "laws") == []
+    )

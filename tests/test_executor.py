@@ -14,10 +14,13 @@ import zlib
 import pandas as pd
 import pytest
 
+from analysis.brackets.engine import default_engine
 from analysis.executor import open_executor, parse_cluster, task_pool
 from analysis.sources import synthetic
 from analysis.store import Store, run_brackets
 from analysis.validation import ParameterError
+
+ENGINE = default_engine()
 
 pytest.importorskip("distributed")
 
@@ -123,7 +126,7 @@ def test_the_initializer_runs_once_per_worker_process(local2, tmp_path):
 def test_an_executor_and_workers_together_are_refused(local1, tmp_path):
     store = _store(tmp_path / "s", n=1)
     with pytest.raises(ParameterError) as info:
-        run_brackets(store, (0.1,), workers=2, executor=local1, progress=False)
+        run_brackets(store, (0.1,), engine=ENGINE, workers=2, executor=local1, progress=False)
     assert info.value.name == "workers"
     store.close()
 
@@ -144,7 +147,15 @@ def test_profiles_are_bit_identical_across_executors(tmp_path, local1, local2):
     rows = {}
     for name, kwargs in runs.items():
         store = _store(tmp_path / name, n=3)
-        s = run_brackets(store, EPS, temperatures=TEMPS, effort="default", progress=False, **kwargs)
+        s = run_brackets(
+            store,
+            EPS,
+            engine=ENGINE,
+            temperatures=TEMPS,
+            effort="default",
+            progress=False,
+            **kwargs,
+        )
         assert s.computed == 6
         rows[name] = _rows(store)
         store.close()
@@ -155,7 +166,7 @@ def test_profiles_are_bit_identical_across_executors(tmp_path, local1, local2):
 
 def test_a_result_delivered_twice_is_committed_once(tmp_path):
     store = _store(tmp_path / "s", n=2)
-    run_brackets(store, EPS, effort="fast", progress=False)
+    run_brackets(store, EPS, engine=ENGINE, effort="fast", progress=False)
     before = _rows(store)
     p = next(iter(store.profiles()))
     pid = store.put_profile(
@@ -176,7 +187,7 @@ def test_a_result_delivered_twice_is_committed_once(tmp_path):
 
 def test_a_worker_killed_mid_run_loses_nothing(tmp_path, monkeypatch):
     expected_store = _store(tmp_path / "expected", n=6, size=20)
-    run_brackets(expected_store, EPS, effort="default", progress=False)
+    run_brackets(expected_store, EPS, engine=ENGINE, effort="default", progress=False)
     expected = _rows(expected_store)
     expected_store.close()
 
@@ -200,7 +211,7 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, monkeypatch):
             return out
 
         monkeypatch.setattr(Store, "put_profile", put_then_kill)
-        s = run_brackets(store, EPS, effort="default", progress=False, executor=ex)
+        s = run_brackets(store, EPS, engine=ENGINE, effort="default", progress=False, executor=ex)
         assert killed and s.computed == 6
         assert killed[0] not in client.run(os.getpid).values()
     assert _rows(store) == expected
@@ -209,7 +220,9 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, monkeypatch):
 
 def test_an_interrupted_client_resumes_from_what_it_committed(tmp_path, local2, monkeypatch):
     expected_store = _store(tmp_path / "expected")
-    run_brackets(expected_store, EPS, temperatures=TEMPS, effort="fast", progress=False)
+    run_brackets(
+        expected_store, EPS, engine=ENGINE, temperatures=TEMPS, effort="fast", progress=False
+    )
     expected = _rows(expected_store)
     expected_store.close()
 
@@ -224,11 +237,12 @@ def test_an_interrupted_client_resumes_from_what_it_committed(tmp_path, local2, 
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Store, "put_profile", put_then_stop)
+    kw = {"engine": ENGINE, "temperatures": TEMPS, "effort": "fast", "progress": False}
     with pytest.raises(KeyboardInterrupt):
-        run_brackets(store, EPS, temperatures=TEMPS, effort="fast", progress=False, executor=local2)
+        run_brackets(store, EPS, executor=local2, **kw)
     assert len(list(store.profiles())) == 3
     monkeypatch.setattr(Store, "put_profile", real)
-    s = run_brackets(store, EPS, temperatures=TEMPS, effort="fast", progress=False, executor=local2)
+    s = run_brackets(store, EPS, executor=local2, **kw)
     assert (s.skipped, s.computed) == (3, 9)
     assert _rows(store) == expected
     store.close()

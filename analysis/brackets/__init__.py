@@ -2,7 +2,7 @@
 
 Takes arrays, returns profiles and witnesses; knows nothing of models, stores or studies.
 :mod:`analysis.brackets.profile` holds the profiles, :mod:`analysis.brackets.search` the
-search that computes them.
+search that computes them, :mod:`analysis.brackets.settings` the search's frozen settings.
 """
 
 # Version of the witness search (not of the certificates, which the verifier fixes). The
@@ -19,13 +19,16 @@ __all__ = ["__version__"]
 
 from analysis.brackets.profile import Bracket, LowerWitness, Profile, UpperWitness  # noqa: E402
 from analysis.brackets.search import (  # noqa: E402
-    EFFORTS,
-    SearchSettings,
     close_brackets,
     profile_matrices,
     profile_matrix,
     profile_temperatures,
+)
+from analysis.brackets.settings import (  # noqa: E402
+    EFFORTS,
+    SearchSettings,
     search_settings,
+    settings_sha256,
 )
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
 
@@ -43,4 +46,5 @@ __all__ += [
     "profile_matrix",
     "profile_temperatures",
     "search_settings",
+    "settings_sha256",
 ]

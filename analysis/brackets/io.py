@@ -1,14 +1,17 @@
-"""Bracket files: load ``.npy`` / ``.npz`` inputs, write and re-check ``OUT.json``.
+"""Bracket files: profile the matrices of one input, write and re-check ``OUT.json``.
 
-The JSON layout is a stable contract (docs/guide/conventions.md, "Bracket engine"); other
-tools script against it. Errors name the parameters of these functions (``path``,
-``temperature``, ``workers``); the command line names its flags instead.
+The matrices come in as arrays (:class:`MatrixInput`, :class:`QueriesKeys`); reading
+them from a ``.npy`` / extract ``.npz`` file is the command line's
+(:mod:`analysis.cli.inputs`), the extract format's reader is in
+:mod:`analysis.sources.files`. The JSON layout is a stable contract
+(docs/guide/conventions.md, "Bracket engine"); other tools script against it. Errors name
+the parameters of these functions (``workers``, ``batch``, ``eps``); the command line
+names its flags instead.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import warnings
@@ -22,7 +25,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from analysis.atomic import JsonlCheckpoint, atomic_write
-from analysis.attention import check_attention, derive_seed, softmax64
+from analysis.attention import derive_seed
 from analysis.brackets.profile import Profile
 from analysis.brackets.search import profile_matrices
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
@@ -32,18 +35,10 @@ from analysis.validation import (
     check_device,
     check_eps_grid,
     check_int,
-    check_positive_finite,
-    read_npy,
-    read_npz,
 )
 
 if TYPE_CHECKING:  # pandas only for the approximant tables, not on the bracket path
     import pandas as pd
-
-
-#: What :func:`load_matrices` accepts, for its error messages.
-NPY_INPUT = "a .npy file of attention matrices (M, N) or (H, M, N) (numpy.save)"
-NPZ_INPUT = "an `attnrank extract` .npz with arrays Q, K, scale (mask, bias optional)"
 
 
 @dataclass(frozen=True)
@@ -56,73 +51,6 @@ class MatrixInput:
     sha256: str
     temperature: float | None
     renormalized: bool
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _queries_keys(
-    path: Path,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """``Q``, ``K``, ``scale``, ``mask``, ``bias`` (None when not stored) of an extract
-    ``.npz``, checked."""
-    z = read_npz(path, required=("Q", "K", "scale"), optional=("mask", "bias"), allowed=NPZ_INPUT)
-    Q, K, scale, mask, bias = z["Q"], z["K"], z["scale"], z.get("mask"), z.get("bias")
-    if not all(np.issubdtype(x.dtype, np.number) for x in (Q, K, scale)):
-        raise ParameterError(
-            "path", "numeric Q, K, scale", f"{path.name}: {(Q.dtype, K.dtype, scale.dtype)}"
-        )
-    if Q.ndim != 4 or K.shape != Q.shape or scale.shape != Q.shape[:2]:
-        raise ParameterError(
-            "path",
-            "Q, K [layer, head, L, d] and scale [layer, head]",
-            (Q.shape, K.shape, scale.shape),
-        )
-    L = Q.shape[2]
-    if bias is not None and (
-        bias.shape != (*Q.shape[:2], L, L) or not np.issubdtype(bias.dtype, np.number)
-    ):
-        raise ParameterError(
-            "path", "a numeric bias [layer, head, L, L]", f"{path.name}: bias {bias.shape}"
-        )
-    return Q, K, scale, mask, bias
-
-
-def load_matrices(
-    path: str | os.PathLike, *, temperature: float | None = None, renormalize: bool = False
-) -> MatrixInput:
-    """Load the matrices a bracket file certifies.
-
-    ``.npy``: an array ``(M, N)`` or ``(H, M, N)``, used as given (``temperature`` must be
-    None). ``.npz`` (as written by ``attnrank extract``): ``A = softmax64(Q, K, scale, mask,
-    t, bias)`` for every layer and head (``bias`` when the extract has one), index
-    ``layer * H + head``; ``temperature`` defaults to 1.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"path: no such file: {path}")
-    sha = file_sha256(path)
-    if path.suffix == ".npy":
-        if temperature is not None:
-            raise ParameterError("temperature", "no temperature with a .npy input", temperature)
-        A = check_attention(read_npy(path, allowed=NPY_INPUT), renormalize=renormalize, name="path")
-        H = A.shape[0]
-        return MatrixInput(A, [None] * H, [None] * H, sha, None, renormalize)
-    if path.suffix == ".npz":
-        t = 1.0 if temperature is None else check_positive_finite("temperature", temperature)
-        Q, K, scale, mask, bias = _queries_keys(path)
-        A = softmax64(Q, K, scale, mask, t, bias)
-        nl, nh = A.shape[:2]
-        A = check_attention(A.reshape(nl * nh, *A.shape[2:]), renormalize=renormalize, name="path")
-        layers = [i // nh for i in range(nl * nh)]
-        heads = [i % nh for i in range(nl * nh)]
-        return MatrixInput(A, layers, heads, sha, t, renormalize)
-    raise ParameterError("path", "a .npy or .npz file", path.name)
 
 
 # Matrices profiled side by side in one job (:func:`profile_matrices`). Blocks are fixed
@@ -390,22 +318,6 @@ class QueriesKeys:
     scale: np.ndarray
     mask: np.ndarray | None
     bias: np.ndarray | None = None
-
-
-def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys | None:
-    """The :class:`QueriesKeys` of an extract ``.npz`` (read and checked as
-    :func:`load_matrices` does); None for a ``.npy`` input."""
-    path = Path(path)
-    if path.suffix != ".npz":
-        return None
-    Q, K, scale, mask, bias = _queries_keys(path)
-    H = Q.shape[0] * Q.shape[1]
-    if mask is not None and bool(np.all(mask)):
-        mask = None
-    s = scale.reshape(H).astype(np.float64) / float(data.temperature)
-    if bias is not None:
-        bias = bias.reshape(H, *bias.shape[2:])
-    return QueriesKeys(Q.reshape(H, *Q.shape[2:]), K.reshape(H, *K.shape[2:]), s, mask, bias)
 
 
 def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -99,6 +99,47 @@ class LowerWitness:
     Y: np.ndarray = field(repr=False)
 
 
+def least_upper(upper: Mapping[int, UpperWitness], eps: float) -> UpperWitness | None:
+    """The least-rank witness of ``upper`` with certified error <= eps (None if none).
+
+    With :func:`largest_lower`, the one read-off of a bracket's ends from certified
+    witnesses: :meth:`Profile.bracket` and the search's builders both use it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets import profile_matrix
+    >>> from analysis.brackets.profile import least_upper
+    >>> prof = profile_matrix(np.full((4, 4), 0.25), eps=(0.1,), effort="fast")
+    >>> least_upper(prof.upper, 0.1).rank  # the uniform matrix is u u^T
+    1
+    >>> least_upper(prof.upper, 1.5).rank  # the zero matrix: every row is off by 1
+    0
+    >>> least_upper({}, 0.1) is None
+    True
+    """
+    ok = [w for w in upper.values() if w.error <= eps]
+    return min(ok, key=lambda w: w.rank) if ok else None
+
+
+def largest_lower(lower: Mapping[int, LowerWitness], eps: float) -> LowerWitness | None:
+    """The largest-size witness of ``lower`` with certified margin > eps (None if none).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets import profile_matrix
+    >>> from analysis.brackets.profile import largest_lower
+    >>> prof = profile_matrix(np.eye(3), eps=(0.5,), effort="fast")
+    >>> largest_lower(prof.lower, 0.5).size  # I's margin is 1 at size 3
+    3
+    >>> largest_lower(prof.lower, 1.0) is None  # no margin exceeds 1
+    True
+    """
+    ok = [w for w in lower.values() if w.margin > eps]
+    return max(ok, key=lambda w: w.size) if ok else None
+
+
 @dataclass
 class Profile:
     """Best certified witnesses of one matrix, by rank (upper) and size (lower).
@@ -150,14 +191,12 @@ class Profile:
         derived from ``A`` itself, so it is not stored (``U`` and ``W`` are None here;
         :func:`identity_witness` builds them).
         """
-        ok = [w for w in self.upper.values() if w.error <= eps]
-        if not ok:
-            return UpperWitness(min(self.shape), 0.0, "identity", None, None)
-        return min(ok, key=lambda w: w.rank)
+        w = least_upper(self.upper, eps)
+        return UpperWitness(min(self.shape), 0.0, "identity", None, None) if w is None else w
 
     def lower_end(self, eps: float) -> LowerWitness | None:
-        ok = [w for w in self.lower.values() if w.margin > eps]
-        return max(ok, key=lambda w: w.size) if ok else None
+        """The largest-size stored witness with certified margin > eps (None if none)."""
+        return largest_lower(self.lower, eps)
 
     def bracket(self, eps: float) -> Bracket:
         """Certified ``(lo, hi)`` with ``lo <= r_eps(A) <= hi``.

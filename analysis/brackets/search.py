@@ -4,7 +4,8 @@
 side by side) run the stages of :mod:`analysis.brackets.stages` in order: trivial
 witnesses, a cheap stage, refinement, a closing pass, pruning. :func:`close_brackets` runs
 the closing pass alone on an existing profile. All tuning lives in one frozen
-:class:`SearchSettings` per effort (:data:`SETTINGS`, :func:`search_settings`); every
+:class:`~analysis.brackets.settings.SearchSettings` per effort
+(:mod:`analysis.brackets.settings`, :func:`search_settings`); every
 effort is equally sound, since every witness is certified before it counts (docs/method.md
 section 3), so more effort only finds better witnesses.
 """
@@ -12,9 +13,7 @@ section 3), so more effort only finds better witnesses.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from analysis.attention import check_attention, fixed_torch_threads
 from analysis.brackets import stages
 from analysis.brackets.profile import Profile
+from analysis.brackets.settings import EFFORTS, SETTINGS
 from analysis.validation import (
     ParameterError,
     check_choice,
@@ -29,139 +29,6 @@ from analysis.validation import (
     check_eps_grid,
     check_positive_finite,
 )
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """Every tuning constant of the witness search, for one effort.
-
-    Settings only decide which candidates are tried and for how long; none can make a
-    bracket unsound. The first six fields differ between efforts; the others have one
-    value for all of them (the defaults here).
-
-    Attributes
-    ----------
-    rounds : int
-        Refinement rounds. Per round, every matrix and targeted eps gets one trial rank
-        below ``hi`` and one trial size above ``lo``. 0 skips refinement (``fast``: cheap
-        stage only). ``default`` 6: 5 rounds saved 3.3% of the optimizer work and left 10
-        of 72 MiniLM upper ends one higher (docs/results/engine.md); ``thorough`` 7.
-    upper_steps : int
-        Adam steps of an upper trial at rank 24; other ranks k get ``24 / k`` times as many,
-        within 0.5x to 1.5x (a step costs more at larger ranks).
-    lower_steps : int
-        Projected-ascent steps of a lower trial at size 12 or less; larger sizes m get
-        ``sqrt(m / 12)`` times as many, at most 2x (each step moves mostly the worst test
-        function, so larger sizes need more steps).
-    close_upper_steps : int
-        Adam steps of the closing pass's run at rank ``hi - 1`` (rank-scaled as
-        ``upper_steps``): 4x the refinement's at ``default``, about 3x at ``thorough``, since
-        that pass is the last try at brackets one rank from closing. 0 switches the upper half of the pass off.
-    close_lower_steps : int
-        Ascent steps of each closing-pass start at size ``lo + 1`` (not size-scaled).
-        0 switches the lower half off; with both 0 (``fast``) there is no closing pass.
-    close_seeds : int
-        k-means seeds per column scaling (raw and unit columns) for the closing pass's
-        lower starts: ``default`` 3, ``thorough`` 8; the k-means starts win most lower
-        closures (docs/results/engine.md, "Engine 3: closing pass").
-    upper_first : float
-        The first upper trial of an eps sits at ``round(upper_first * hi)``, ``hi`` being
-        the cheap stage's (mostly SVD) end: 0.7 is the typical ratio of refined to SVD rank.
-        It only places the first trial.
-    lower_boost : float
-        The first lower trial is the largest size whose group-witness margin times
-        ``lower_boost`` exceeds eps: 2.5 is the typical ratio of refined to group margin at
-        one size. It only places the first trial.
-    lp_max_size : int
-        A refinement lower trial that misses gets the exact alternating-LP polish (docs/
-        method.md section 7) only at sizes up to 8: the R-LP has ``2 N m + m^2`` variables.
-    lp_near : float
-        ... and only if its ascent margin is above ``lp_near * eps`` (0.8: a near miss).
-    lp_rounds : int
-        Alternating LP rounds of that polish (2).
-    resolution : float
-        The lower search of an eps stops once the sizes left undecided between ``lo`` and
-        its nearest failed trial are fewer than ``resolution * lo`` (they could raise
-        ``lo`` by less than 3%): large sizes, where ascent trials cost most, get fewer
-        rounds.
-    close_width : int
-        The closing pass treats brackets with ``1 <= hi - lo <= close_width`` (2): the
-        nearly closed ones, where one more witness can close or halve the bracket.
-    close_upper_near : float
-        Its upper run at rank ``hi - 1`` happens only where the best error there is below
-        ``close_upper_near * eps`` (within 6%): restarts from perturbed starts land on the
-        same error (measured on MiniLM heads), so far-off ranks are not worth the time.
-    close_lower_near : float
-        Its lower starts at size ``lo + 1`` run only where that size is untried or its best
-        margin is above ``close_lower_near * eps`` (0.6): far-off sizes are skipped.
-    close_max_size : int
-        ... and only for ``lo + 1 <= close_max_size`` (12): the starts (k-means partitions,
-        group splits) and the LP polish grow with the size.
-    close_polish : int
-        Per size, the best ``close_polish`` closing-pass lower candidates (by certified
-        margin) get the exact LP polish (2).
-    close_lp_rounds : int
-        Alternating LP rounds of that polish (3; one more than ``lp_rounds``, this being
-        the last try).
-    """
-
-    rounds: int
-    upper_steps: int
-    lower_steps: int
-    close_upper_steps: int
-    close_lower_steps: int
-    close_seeds: int
-    upper_first: float = 0.7
-    lower_boost: float = 2.5
-    lp_max_size: int = 8
-    lp_near: float = 0.8
-    lp_rounds: int = 2
-    resolution: float = 0.03
-    close_width: int = 2
-    close_upper_near: float = 1.06
-    close_lower_near: float = 0.6
-    close_max_size: int = 12
-    close_polish: int = 2
-    close_lp_rounds: int = 3
-
-
-SETTINGS: Mapping[str, SearchSettings] = MappingProxyType(
-    {
-        "fast": SearchSettings(
-            rounds=0,
-            upper_steps=0,
-            lower_steps=0,
-            close_upper_steps=0,
-            close_lower_steps=0,
-            close_seeds=0,
-        ),
-        "default": SearchSettings(
-            rounds=6,
-            upper_steps=300,
-            lower_steps=400,
-            close_upper_steps=1200,
-            close_lower_steps=600,
-            close_seeds=3,
-        ),
-        "thorough": SearchSettings(
-            rounds=7,
-            upper_steps=800,
-            lower_steps=1200,
-            close_upper_steps=2500,
-            close_lower_steps=1200,
-            close_seeds=8,
-        ),
-    }
-)
-"""The settings of each effort, by name (read-only)."""
-
-EFFORTS = tuple(SETTINGS)
-"""Effort names, least to most: ``("fast", "default", "thorough")``."""
-
-
-def search_settings(effort: str) -> SearchSettings:
-    """The :class:`SearchSettings` of ``effort`` (one of :data:`EFFORTS`)."""
-    return SETTINGS[check_choice("effort", effort, EFFORTS)]
 
 
 def profile_matrix(
@@ -184,7 +51,7 @@ def profile_matrix(
         Tolerances the refinement targets (finite, > 0). Brackets can be read off the
         profile for any eps; targeted ones are the tightest.
     effort : {"fast", "default", "thorough"}
-        Time spent searching for witnesses (:func:`search_settings`). Every level is
+        Time spent searching for witnesses (:func:`~analysis.brackets.settings.search_settings`). Every level is
         equally sound.
     previous : Profile, optional
         An earlier profile of the same matrix: its witnesses are re-certified against ``A``
@@ -374,7 +241,7 @@ def close_brackets(
 
     For every eps of ``eps`` whose bracket has ``1 <= hi - lo <= close_width``: a longer
     upper run at rank ``hi - 1`` and multi-start lower witnesses at size ``lo + 1``, as
-    at the end of :func:`profile_matrix` (where :class:`SearchSettings` describes when
+    at the end of :func:`profile_matrix` (where :class:`~analysis.brackets.settings.SearchSettings` describes when
     each runs). The profile's witnesses are re-verified and kept, so no bracket widens.
 
     Parameters

@@ -2,7 +2,7 @@
 
 Internal to :mod:`analysis.brackets.search`, which runs them in order (trivial witnesses,
 cheap stage, refinement, closing pass, pruning) and documents them; their tuning comes
-from one :class:`analysis.brackets.search.SearchSettings`. Every candidate goes through a
+from one :class:`analysis.brackets.settings.SearchSettings`. Every candidate goes through a
 :class:`Builder`, which keeps it only with its certified value (float64, see
 :mod:`analysis.brackets.verify`), so no stage can make a bracket unsound.
 """
@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from analysis.brackets import lower as _lower
 from analysis.brackets import upper as _upper
-from analysis.brackets.profile import LowerWitness, Profile, UpperWitness
+from analysis.brackets.profile import (
+    LowerWitness,
+    Profile,
+    UpperWitness,
+    largest_lower,
+    least_upper,
+)
+from analysis.brackets.settings import SearchSettings
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.validation import ParameterError
-
-if TYPE_CHECKING:  # the search module imports this one
-    from analysis.brackets.search import SearchSettings
 
 
 def _f32(X: np.ndarray) -> np.ndarray:
@@ -82,11 +86,12 @@ class Builder:
         return mu
 
     def hi(self, eps: float) -> int:
-        ok = [k for k, w in self.upper.items() if w.error <= eps]
-        return min(ok) if ok else min(self.M, self.N)  # the implicit identity witness
+        w = least_upper(self.upper, eps)
+        return min(self.M, self.N) if w is None else w.rank  # the implicit identity witness
 
     def lo(self, eps: float) -> int:
-        return max((m for m, w in self.lower.items() if w.margin > eps), default=0)
+        w = largest_lower(self.lower, eps)
+        return 0 if w is None else w.size
 
 
 def trivial_witnesses(b: Builder) -> None:

@@ -19,13 +19,12 @@ from analysis.brackets.io import (
     BATCH,
     approximants_for_input,
     bracket_frame,
-    load_matrices,
-    load_queries_keys,
     profile_file,
     result_json,
     verify_result,
     write_json_atomic,
 )
+from analysis.cli.inputs import load_matrices, load_queries_keys
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.validation import check_eps_grid
 

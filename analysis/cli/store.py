@@ -26,6 +26,7 @@ _BRACKET_FLAGS = {"path": "STORE", "store": "STORE", "version": "--profile-versi
 
 
 def _run_bracket(args: argparse.Namespace) -> int:
+    from analysis.brackets.engine import default_engine
     from analysis.store.run import run_brackets
 
     eps = check_eps_grid(args.eps)
@@ -39,6 +40,7 @@ def _run_bracket(args: argparse.Namespace) -> int:
         summary = run_brackets(
             args.store,
             eps=eps,
+            engine=default_engine(),
             temperatures=temps,
             effort=args.effort,
             version=args.profile_version,

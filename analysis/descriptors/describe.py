@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.attention import softmax64
+from analysis.attention import fixed_torch_threads, softmax64
 from analysis.descriptors.builtin import build_registry, builtin_registry
 from analysis.descriptors.registry import Block, Cell, MatrixData, Registry, run_block
 from analysis.validation import ParameterError, check_eps_grid, check_int, read_npz
@@ -299,33 +299,26 @@ def describe_arrays(
     temps = check_eps_grid(temperatures, name="temperatures")
     threads = check_int("threads", threads, minimum=1)
     chosen = _chosen_blocks(blocks)
-    import torch
-    from threadpoolctl import threadpool_limits
     from tqdm.auto import tqdm
 
     n_layer, n_head = data["Q"].shape[:2]
     heads = [(li, hi) for li in range(n_layer) for hi in range(n_head)]
     bias = data.get("bias")
     rows: list[dict[str, float]] = []
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with threadpool_limits(threads):
-            for li, hi in tqdm(heads, desc="describe", unit="head", disable=not progress):
-                _check_parity(data, li, hi)
-                for row in _describe_one(
-                    data["Q"][li, hi],
-                    data["K"][li, hi],
-                    data["scale"][li, hi],
-                    data.get("mask"),
-                    eps_grid=eps_grid,
-                    temperatures=temps,
-                    chosen=chosen,
-                    bias=None if bias is None else bias[li, hi],
-                ):
-                    rows.append({"layer": li, "head": hi, **row})
-    finally:
-        torch.set_num_threads(old_threads)
+    with fixed_torch_threads(threads):
+        for li, hi in tqdm(heads, desc="describe", unit="head", disable=not progress):
+            _check_parity(data, li, hi)
+            for row in _describe_one(
+                data["Q"][li, hi],
+                data["K"][li, hi],
+                data["scale"][li, hi],
+                data.get("mask"),
+                eps_grid=eps_grid,
+                temperatures=temps,
+                chosen=chosen,
+                bias=None if bias is None else bias[li, hi],
+            ):
+                rows.append({"layer": li, "head": hi, **row})
     df = pd.DataFrame(rows)
     return df.astype({c: np.int64 if c in ("layer", "head") else np.float64 for c in df.columns})
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.atomic import atomic_write
+from analysis.hashing import file_sha256
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -279,24 +280,6 @@ def cache_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "attnrank"
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 hex digest of a file, read in blocks.
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> from analysis.sources.packaged import file_sha256
-    >>> _ = Path("abc.txt").write_bytes(b"abc")
-    >>> file_sha256("abc.txt")[:16]  # the SHA-256 test vector of FIPS 180-2
-    'ba7816bf8f01cfea'
-    """
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_BLOCK), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def locate(spec: PackagedCheckpoint, part: PackagedFile, *, verify: bool = True) -> Path:

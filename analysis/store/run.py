@@ -9,10 +9,11 @@ stored is trusted: a run re-verifies every stored profile it covers before it sk
 extends it, and recomputes those that fail. Profiles of another engine version are
 recomputed, never mixed with the current engine's.
 
-With an engine that offers ``profile_temperatures`` (the package's does), the
-temperatures of one matrix are one task, searched side by side in one batch; where some
-of them are stored already, the whole set is searched again and only the missing ones are
-committed, so they are what a fresh run stores.
+The engine comes in as an object (:class:`analysis.store.engine.BracketEngine`; ``study``
+and ``cli`` pass :func:`analysis.brackets.engine.default_engine`): the store imports none.
+The temperatures of one matrix are one task, searched side by side in one batch; where
+some of them are stored already, the whole set is searched again and only the missing ones
+are committed, so they are what a fresh run stores.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
-import importlib
+import pickle
 import time
-import types
 import zlib
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import Any
 
 from analysis.attention import fixed_torch_threads
 from analysis.executor import check_executor, task_pool
+from analysis.store.engine import BracketEngine, engine_label
 from analysis.store.keys import float_token
 from analysis.store.store import MatrixArrays, Store, load_arrays
 from analysis.validation import (
@@ -40,10 +41,7 @@ from analysis.validation import (
     check_positive_finite,
 )
 
-__all__ = ["EFFORTS", "BracketsSummary", "plan_profiles", "run_brackets"]
-
-EFFORTS = ("fast", "default", "thorough")
-DEFAULT_ENGINE = "analysis.brackets"
+__all__ = ["BracketsSummary", "plan_profiles", "run_brackets"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,33 +122,53 @@ def reverify_note(dropped: int) -> str | None:
     return f"{dropped} stored profiles failed re-verification and were recomputed"
 
 
-def _resolve_engine(engine: Any) -> Any:
-    if engine is None:
-        engine = DEFAULT_ENGINE
-    if isinstance(engine, str):
-        engine = importlib.import_module(engine)
-    missing = [a for a in ("profile_matrix", "Profile") if not hasattr(engine, a)]
-    if not missing:
-        prof = engine.Profile
-        missing = [f"Profile.{a}" for a in ("from_dict", "reverify") if not hasattr(prof, a)]
+_ENGINE_MEMBERS = ("name", "version", "efforts", "profile_batch", "load_profile")
+_PROFILE_MEMBERS = ("bracket", "reverify", "to_dict")
+
+
+def _check_engine(engine: Any) -> BracketEngine:
+    """``engine`` if it has every member of :class:`BracketEngine`; else a ParameterError
+    naming ``engine`` and what it lacks."""
+    missing = [a for a in _ENGINE_MEMBERS if not hasattr(engine, a)]
     if missing:
         raise ParameterError(
             "engine",
-            "a bracket engine exposing profile_matrix and Profile (with from_dict, reverify)",
-            f"{getattr(engine, '__name__', engine)!s} lacks {', '.join(missing)}",
+            "a bracket engine (analysis.store.engine.BracketEngine: name, version, efforts, "
+            "profile_batch, load_profile), e.g. analysis.brackets.engine.default_engine()",
+            f"{type(engine).__name__} lacks {', '.join(missing)}",
         )
     return engine
 
 
-def _engine_name(engine: Any) -> str:
-    name = getattr(engine, "__name__", type(engine).__name__)
-    version = getattr(engine, "__version__", None)
-    if version is None:
-        try:
-            from analysis import __version__ as version
-        except ImportError:  # pragma: no cover
-            version = "?"
-    return f"{name} {version}"
+def _check_profile(profile: Any) -> Any:
+    """``profile`` if it has every member of :class:`StoredProfile` (a profile that cannot
+    be re-verified cannot be trusted); else a ParameterError naming ``engine``."""
+    missing = [a for a in _PROFILE_MEMBERS if not hasattr(profile, a)]
+    if missing:
+        raise ParameterError(
+            "engine",
+            "an engine whose profiles have bracket, reverify and to_dict",
+            f"its {type(profile).__name__} lacks {', '.join(missing)}",
+        )
+    return profile
+
+
+def _check_picklable(engine: BracketEngine) -> None:
+    """A ParameterError naming ``engine`` when it does not pickle: worker processes and
+    executors receive it with every task."""
+    try:
+        pickle.dumps(engine)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise ParameterError(
+            "engine",
+            "a picklable engine with workers > 1 or an executor (a module is not)",
+            f"{type(engine).__name__}: {exc}",
+        ) from None
+
+
+def _load(engine: BracketEngine, d: dict[str, Any]) -> Any:
+    """``engine.load_profile(d)``, checked to be a :class:`StoredProfile`."""
+    return _check_profile(engine.load_profile(d))
 
 
 def plan_profiles(
@@ -162,6 +180,7 @@ def plan_profiles(
     version: str | None = None,
     matrix_keys: Sequence[str] | None = None,
     recompute: Collection[tuple[str, float]] = (),
+    efforts: Sequence[str] | None = None,
 ) -> tuple[list[_Task], int]:
     """The profiles a run still has to compute or extend, and how many are already done.
 
@@ -170,13 +189,17 @@ def plan_profiles(
     ``matrix_keys`` restricts the plan to those matrices (None = every stored matrix).
     The stored profiles of the ``(matrix key, temperature)`` pairs in ``recompute`` (those
     that failed re-verification) are neither done nor extended: they are computed from
-    scratch, on the union of their stored grid and ``eps``.
+    scratch, on the union of their stored grid and ``eps``. ``effort`` must be one of
+    ``efforts`` (the engine's, :attr:`BracketEngine.efforts`; None: any non-empty name).
     """
     grid = tuple(sorted(set(check_eps_grid(eps))))
     temps = tuple(dict.fromkeys(check_positive_finite("temperatures", t) for t in temperatures))
     if not temps:
         raise ParameterError("temperatures", "at least one value", temps)
-    effort = check_choice("effort", effort, EFFORTS)
+    if efforts is not None:
+        effort = check_choice("effort", effort, tuple(efforts))
+    elif not isinstance(effort, str) or not effort:
+        raise ParameterError("effort", "an effort name", effort)
     version = version or effort
     stored = store.profile_grids(version)
     other = sorted({e for _, e in stored.values()} - {effort})
@@ -224,7 +247,7 @@ def _stored_failures(
     version: str,
     temperatures: Sequence[float],
     matrix_keys: Sequence[str] | None,
-    engine: Any,
+    engine: BracketEngine,
     progress: bool,
 ) -> tuple[int, list[tuple[str, float]]]:
     """Re-verify the stored profiles of ``version`` that a run covers; return how many were
@@ -254,14 +277,21 @@ def _stored_failures(
             if key != arrays_key:  # pairs are sorted by matrix: one array file per matrix
                 arrays, arrays_key = store.arrays(key), key
             rec = store.profile(key, t, version)
+            bad = (KeyError, TypeError, ValueError, zlib.error)  # incl. ParameterError
             try:
-                prof = engine.Profile.from_dict(rec.profile_dict())
-                ok = not prof.reverify(arrays.at(t)) and all(
-                    tuple(int(v) for v in prof.bracket(e)) == rec.brackets.get(e)
-                    for e in rec.eps_grid
-                )
-            except (KeyError, TypeError, ValueError, zlib.error):  # incl. ParameterError
-                ok = False
+                prof = engine.load_profile(rec.profile_dict())
+            except bad:
+                prof = None
+            ok = False
+            if prof is not None:
+                _check_profile(prof)  # an engine fault, not a damaged profile: raise
+                try:
+                    ok = not prof.reverify(arrays.at(t)) and all(
+                        tuple(int(v) for v in prof.bracket(e)) == rec.brackets.get(e)
+                        for e in rec.eps_grid
+                    )
+                except bad:
+                    ok = False
             if not ok or set(rec.brackets) != set(rec.eps_grid):
                 failed.append((key, t))
     return len(pairs), failed
@@ -270,27 +300,32 @@ def _stored_failures(
 def _compute(
     task: _Task,
     previous: dict[str, Any] | None,
-    engine: Any,
+    engine: BracketEngine,
     arrays: MatrixArrays | None = None,
 ) -> dict[str, Any]:
-    """Build A_t with softmax64 and profile it. Runs in the main process or a worker.
+    """Build A_t with softmax64 and profile it alone (a batch of one). Runs in the main
+    process or a worker.
 
     ``arrays`` (the matrix's stored arrays) are read from ``task.array_file`` when None;
     tasks sent to a caller's executor carry them, so its workers need no shared filesystem.
     """
-    engine = _resolve_engine(engine)
+    _check_engine(engine)
     if arrays is None:
         arrays = load_arrays(Path(task.array_file))
     A = arrays.at(task.temperature)
-    kwargs: dict[str, Any] = {"eps": task.eps_grid, "effort": task.effort}
-    if task.device is not None:
-        kwargs["device"] = task.device
-    if previous is not None:
-        kwargs["previous"] = engine.Profile.from_dict(previous)
+    prev = None if previous is None else _load(engine, previous)
     start = time.perf_counter()
     with fixed_torch_threads(1):  # also inside the engine; here for an injected one
-        prof = engine.profile_matrix(A, **kwargs)
+        (prof,) = engine.profile_batch(
+            [A],
+            [task.temperature],
+            eps=task.eps_grid,
+            effort=task.effort,
+            previous=[prev],
+            device=task.device,
+        )
     elapsed = time.perf_counter() - start
+    _check_profile(prof)
     brackets = {e: tuple(int(v) for v in prof.bracket(e)) for e in task.eps_grid}
     return {
         "profile": prof.to_dict(witnesses=True, arrays="float32-base64"),
@@ -302,35 +337,34 @@ def _compute(
 def _compute_group(
     group: _Group,
     previous: dict[float, dict[str, Any]],
-    engine: Any,
+    engine: BracketEngine,
     arrays: MatrixArrays | None = None,
 ) -> list[dict[str, Any]]:
-    """Profile every temperature of the run for one matrix side by side
-    (``engine.profile_temperatures``); return the results of ``group.tasks``, in order.
+    """Profile every temperature of the run for one matrix side by side (one
+    ``engine.profile_batch``); return the results of ``group.tasks``, in order.
 
     The whole set is searched even when some of it is stored: a profile depends on the
     batch it was searched in, so this is what a fresh run computes for the missing ones.
     ``previous`` holds the stored profiles (as dicts) that tasks extend. Runs in the main
     process or a worker, like :func:`_compute`.
     """
-    engine = _resolve_engine(engine)
+    _check_engine(engine)
     if arrays is None:
         arrays = load_arrays(Path(group.array_file))
     temps = list(group.temperatures)
     (grid,) = {task.eps_grid for task in group.tasks}
     (effort,) = {task.effort for task in group.tasks}
-    prevs = [engine.Profile.from_dict(previous[t]) if t in previous else None for t in temps]
-    kwargs: dict[str, Any] = {"eps": grid, "effort": effort, "previous": prevs}
-    if group.tasks[0].device is not None:
-        kwargs["device"] = group.tasks[0].device
+    prevs = [_load(engine, previous[t]) if t in previous else None for t in temps]
     mats = [arrays.at(t) for t in temps]
     start = time.perf_counter()
     with fixed_torch_threads(1):
-        profs = engine.profile_temperatures(mats, temps, **kwargs)
+        profs = engine.profile_batch(
+            mats, temps, eps=grid, effort=effort, previous=prevs, device=group.tasks[0].device
+        )
     elapsed = time.perf_counter() - start
     out = []
     for task in group.tasks:
-        prof = profs[temps.index(task.temperature)]
+        prof = _check_profile(profs[temps.index(task.temperature)])
         out.append(
             {
                 "profile": prof.to_dict(witnesses=True, arrays="float32-base64"),
@@ -371,15 +405,15 @@ def _worker_init() -> None:
 def _results(
     store: Store,
     tasks: list[_Task],
-    engine: Any,
-    resolved: Any,
+    engine: BracketEngine,
     workers: int,
     executor: cf.Executor | None = None,
     temperatures: Sequence[float] = (),
 ) -> Iterator[tuple[_Task, dict[str, Any]]]:
     """Yield (task, result) as profiles finish; previous profiles (and, for an executor,
-    the arrays) are read lazily, at most two tasks per worker ahead. With an engine that
-    has ``profile_temperatures``, a matrix's temperatures are one task (:class:`_Group`)."""
+    the arrays) are read lazily, at most two tasks per worker ahead. A matrix's
+    temperatures are one task (:class:`_Group`) where they share an eps grid; each task
+    carries the (pickled) engine to its worker."""
 
     def previous(task: _Task) -> dict[str, Any] | None:
         if not task.extend:
@@ -387,8 +421,7 @@ def _results(
         old = store.profile(task.matrix_key, task.temperature, task.version)
         return None if old is None else old.profile_dict()
 
-    together = hasattr(resolved, "profile_temperatures")
-    jobs: list[_Group | _Task] = _groups(tasks, temperatures) if together else list(tasks)
+    jobs = _groups(tasks, temperatures)
 
     def args(job: _Group | _Task) -> tuple:
         if isinstance(job, _Task):
@@ -404,22 +437,12 @@ def _results(
 
     if workers == 1 and executor is None:
         for job in jobs:
-            yield from split(job, _dispatch(*args(job), resolved))
+            yield from split(job, _dispatch(*args(job), engine))
         return
-    if engine is None:
-        name = DEFAULT_ENGINE
-    elif isinstance(engine, str):
-        name = engine
-    elif isinstance(engine, types.ModuleType):
-        name = engine.__name__
-    elif executor is not None:
-        raise ParameterError("executor", "None when the engine is an in-memory object", executor)
-    else:
-        raise ParameterError("workers", "1 when the engine is an in-memory object", workers)
     carry = executor is not None  # the caller's workers may not see the store's files
     with task_pool(executor, workers, initializer=_worker_init) as pool:
         calls = (
-            (job, (*args(job), name, store.arrays(job.matrix_key) if carry else None))
+            (job, (*args(job), engine, store.arrays(job.matrix_key) if carry else None))
             for job in jobs
         )
         with contextlib.closing(pool.imap(_dispatch, calls)) as results:
@@ -431,11 +454,11 @@ def run_brackets(
     store: Store | str | Path,
     eps: Sequence[float],
     *,
+    engine: BracketEngine,
     temperatures: Sequence[float] = (1.0,),
     effort: str = "default",
     workers: int = 1,
     version: str | None = None,
-    engine: Any = None,
     progress: bool = True,
     matrix_keys: Sequence[str] | None = None,
     executor: cf.Executor | None = None,
@@ -453,9 +476,14 @@ def run_brackets(
     store : Store or path
     eps : sequence of float
         The eps grid every profile must target (finite, > 0).
+    engine : BracketEngine, keyword-only
+        The bracket engine (:class:`analysis.store.engine.BracketEngine`), e.g.
+        :func:`analysis.brackets.engine.default_engine`; the store imports none. It must
+        pickle when ``workers > 1`` or with an ``executor`` (each task carries it).
     temperatures : sequence of float
         ``A_t = softmax64(Q, K, scale, mask, t)`` from the stored Q, K.
-    effort : {"fast", "default", "thorough"}
+    effort : str
+        One of ``engine.efforts`` (the package's: ``"fast"``, ``"default"``, ``"thorough"``).
     workers : int
         Processes (spawned); results are committed by this process only.
     executor : concurrent.futures.Executor, optional
@@ -466,9 +494,6 @@ def run_brackets(
     version : str, optional
         Profile version label; defaults to ``effort``. A tighter rerun under another label
         never overwrites a profile a locked study used.
-    engine : module, dotted module name or object, optional
-        Provides ``profile_matrix`` and ``Profile``; ``analysis.brackets``
-        by default (injectable for tests).
     progress : bool
         Show a tqdm progress bar.
     matrix_keys : sequence of str, optional
@@ -546,20 +571,23 @@ def _run(
     workers = check_executor(executor, workers)
     if device is not None:
         device = str(check_device(device))
-    resolved = _resolve_engine(engine)
+    engine = _check_engine(engine)
+    if workers > 1 or executor is not None:
+        _check_picklable(engine)
     plan = {
         "temperatures": temperatures,
         "effort": effort,
         "version": version,
         "matrix_keys": matrix_keys,
+        "efforts": tuple(engine.efforts),
     }
     plan_profiles(st, eps, **plan)  # validates every argument before the re-verification
     version = version or effort
     start = time.perf_counter()
-    checked, failed = _stored_failures(st, version, temperatures, matrix_keys, resolved, progress)
+    checked, failed = _stored_failures(st, version, temperatures, matrix_keys, engine, progress)
     # A profile of another engine version is recomputed from scratch, like a failed one:
     # a new search never extends, or sits beside, an old one's profiles.
-    current = _engine_name(resolved)
+    current = engine_label(engine)
     old = {kt for kt, name in st.profile_engines(version).items() if name != current}
     old -= set(failed)
     tasks, done = plan_profiles(st, eps, recompute=old | set(failed), **plan)
@@ -578,7 +606,7 @@ def _run(
         disable=not progress,
     )
     try:
-        results = _results(st, tasks, engine, resolved, workers, executor, temperatures)
+        results = _results(st, tasks, engine, workers, executor, temperatures)
         with contextlib.closing(results):
             for task, res in results:
                 if (task.matrix_key, task.temperature) in committed:

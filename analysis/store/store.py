@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
-import hashlib
 import json
 import os
 import sqlite3
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from analysis.atomic import atomic_savez
+from analysis.hashing import file_sha256
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
 from analysis.validation import ParameterError, read_npz
 
@@ -370,7 +370,7 @@ class Store:
                 arrays["bias"] = bias
             path = self._array_path(key)
             atomic_savez(path, arrays)
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest = file_sha256(path)
             head_id = f"{fields['checkpoint']}:{fields['layer']}:{fields['head']}"
             rows.append(
                 (
@@ -724,7 +724,7 @@ def load_arrays(path: Path, sha256: str | None = None) -> MatrixArrays:
     if sha256 is not None:
         if not path.is_file():
             raise FileNotFoundError(f"path: no such file: {path}")
-        found = hashlib.sha256(path.read_bytes()).hexdigest()
+        found = file_sha256(path)
         if found != sha256:
             raise ParameterError("path", f"array file {path.name} with SHA-256 {sha256}", found)
     z = read_npz(path, required=ARRAY_KEYS, optional=OPTIONAL_ARRAY_KEYS, allowed=allowed)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.hashing import file_sha256
 from analysis.prereg.error_rates import validate_comparison
 from analysis.prereg.power import (
     DEFAULT_WIDTHS,
@@ -159,10 +160,6 @@ def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike 
     return study_sizes(study, brackets, feature_table(paths, real_keys))
 
 
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def power_key(inputs: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of a power stage's inputs."""
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
@@ -241,7 +238,7 @@ def power_stage(
         "assumptions": assumptions.to_dict(),
         "features": dict(sizes.features),
         "strata": [list(s) for s in sizes.strata],
-        "widths_sha256": _sha256_file(widths_file),
+        "widths_sha256": file_sha256(widths_file),
         "hypotheses": hyps,
         "mde_target": 0.8,
         "mde_steps": 5,

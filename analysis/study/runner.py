@@ -93,8 +93,9 @@ def run_study(
         offline as in ``attnrank extract``.
     stop_after : str, optional, keyword-only
         Stop after this stage (one of :data:`STAGES`).
-    engine : optional, keyword-only
-        Bracket engine override (tests).
+    engine : analysis.store.BracketEngine, optional, keyword-only
+        The bracket engine passed to the store (default: the package's,
+        :func:`analysis.brackets.engine.default_engine`); a stand-in in tests.
     say : callable, optional, keyword-only
         Receives one-line messages (default: print).
     power_simulations : int, keyword-only

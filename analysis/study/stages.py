@@ -118,12 +118,16 @@ def bracket_stage(
     record is kept).
 
     ``executor`` (a caller's :class:`concurrent.futures.Executor`) runs the profiles
-    instead of ``workers`` processes.
+    instead of ``workers`` processes. ``engine`` (an
+    :class:`analysis.store.engine.BracketEngine`; None: the package's,
+    :func:`analysis.brackets.engine.default_engine`) is passed to the store.
 
     Returns the number of profiles computed or extended.
     """
+    from analysis.brackets.engine import default_engine
     from analysis.store.run import reverify_note, run_brackets, stale_note
 
+    engine = default_engine() if engine is None else engine
     plan = study.plan
     if real_keys or synth_keys:
         # before the first bracket: from now on outcomes exist, and the lock they are

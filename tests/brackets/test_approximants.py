@@ -25,6 +25,7 @@ from analysis.brackets.approximants import (
 )
 from analysis.brackets.verify import certified_upper_error
 from analysis.cli import main
+from analysis.cli.inputs import load_matrices, load_queries_keys
 from analysis.validation import ParameterError
 
 
@@ -252,8 +253,8 @@ def test_interrupted_run_resumes_from_checkpoint(extract_npz, tmp_path, monkeypa
     import analysis.brackets.approximants as ap
     import analysis.brackets.io as bio
 
-    data = bio.load_matrices(extract_npz)
-    qk = bio.load_queries_keys(extract_npz, data)
+    data = load_matrices(extract_npz)
+    qk = load_queries_keys(extract_npz, data)
     full, _ = bio.approximants_for_input(data, qk, eps=(0.1, 0.2), progress=False)
     ck = tmp_path / "t.csv.partial"
     calls = {"n": 0}
@@ -354,8 +355,8 @@ def test_tampered_checkpoint_tables_are_recertified_and_recomputed(extract_npz, 
     a lowered rank or error fails, and that matrix's table is recomputed and counted."""
     import analysis.brackets.io as bio
 
-    data = bio.load_matrices(extract_npz)
-    qk = bio.load_queries_keys(extract_npz, data)
+    data = load_matrices(extract_npz)
+    qk = load_queries_keys(extract_npz, data)
     eps = (0.1, 0.2)
     ck = tmp_path / "t.csv.partial"
     full, _ = bio.approximants_for_input(data, qk, eps=eps, progress=False, checkpoint=ck)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from analysis.cli.inputs import load_matrices
 from tests.fixtures.stacks import write_stack
 
 
@@ -14,7 +15,7 @@ def stack(tmp_path):
 def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
     import analysis.brackets.io as bio
 
-    data = bio.load_matrices(stack)
+    data = load_matrices(stack)
     ck = tmp_path / "ck.partial"
     full = bio.profile_file(data, eps=(0.1,), effort="fast", progress=False)
 
@@ -50,7 +51,7 @@ def test_tampered_checkpoint_lines_are_reverified_and_recomputed(stack, tmp_path
     import analysis.brackets.io as bio
     from tests.fixtures.tamper import scale_upper, set_margin
 
-    data = bio.load_matrices(stack)
+    data = load_matrices(stack)
     eps = (0.1, 0.2)
     kw = {"eps": eps, "effort": "fast", "progress": False, "batch": 1}
     ck = tmp_path / "ck.partial"

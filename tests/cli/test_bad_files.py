@@ -13,8 +13,8 @@ import pickle
 
 import pytest
 
-from analysis.brackets.io import load_matrices, load_queries_keys
 from analysis.cli import main
+from analysis.cli.inputs import load_matrices, load_queries_keys
 from analysis.descriptors.describe import describe_file
 from analysis.sources.checkpoints import load_extraction
 from analysis.store import Store

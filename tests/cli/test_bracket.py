@@ -122,7 +122,7 @@ def test_npz_input_with_temperature(tmp_path):
 
 def test_batch_one_is_profile_matrix_one_at_a_time(stack, tmp_path):
     from analysis.brackets import profile_matrix
-    from analysis.brackets.io import load_matrices
+    from analysis.cli.inputs import load_matrices
 
     _, res = run_bracket(stack, tmp_path, "--batch", "1")
     A = load_matrices(stack).A
@@ -134,7 +134,8 @@ def test_batch_one_is_profile_matrix_one_at_a_time(stack, tmp_path):
 def test_bracket_resume_recomputes_a_tampered_checkpoint_line(stack, tmp_path, capsys):
     """``OUT.json.partial`` lines are re-verified on resume; a failed one is recomputed and
     the count goes to stderr."""
-    from analysis.brackets.io import load_matrices, profile_file
+    from analysis.brackets.io import profile_file
+    from analysis.cli.inputs import load_matrices
     from tests.fixtures.tamper import set_margin
 
     clean, expected = run_bracket(stack, tmp_path / "clean", "--effort", "fast")

@@ -6,9 +6,10 @@ import argparse
 
 import pytest
 
-from analysis.brackets.io import load_matrices, profile_file
+from analysis.brackets.io import profile_file
 from analysis.cli import build_parser, main
 from analysis.cli.errors import annotate, flags_of, param_flags, rename
+from analysis.cli.inputs import load_matrices
 from analysis.prereg.lock import PreregistrationError
 from analysis.validation import ParameterError
 

@@ -202,15 +202,18 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path, engine):
 
     part = fill_store(tmp_path / "part")
     engine.CALLS.clear()
-    engine.FAIL_AFTER = 5
+    # a matrix's temperatures are one task: the third matrix fails midway, after two
+    # matrices (all their temperatures) are done
+    finished = 2 * len(TEMPS)
+    engine.FAIL_AFTER = finished + 1
     with pytest.raises(RuntimeError, match="on purpose"):
         run_brackets(part, EPS, temperatures=TEMPS, engine=engine, progress=False)
-    assert len(list(part.profiles())) == 5  # each finished profile was committed at once
+    assert len(list(part.profiles())) == finished  # each finished task was committed at once
     engine.FAIL_AFTER = None
     engine.CALLS.clear()
     s = run_brackets(part, EPS, temperatures=TEMPS, engine=engine, progress=False)
-    assert (s.computed, s.skipped) == (total - 5, 5)
-    assert len(engine.CALLS) == total - 5  # nothing finished was recomputed
+    assert (s.computed, s.skipped) == (total - finished, finished)
+    assert len(engine.CALLS) == total - finished  # nothing finished was recomputed
     assert _snapshot(part) == expected
     part.close()
 
@@ -291,7 +294,7 @@ def test_workers_give_the_same_profiles(tmp_path, engine):
     a = fill_store(tmp_path / "a", n_matrices=4)
     run_brackets(a, (0.1,), engine=engine, progress=False)
     b = fill_store(tmp_path / "b", n_matrices=4)
-    run_brackets(b, (0.1,), engine="tests.fixtures.fake_engine", workers=2, progress=False)
+    run_brackets(b, (0.1,), engine=engine.ENGINE, workers=2, progress=False)
     assert _snapshot(a) == _snapshot(b)
     a.close()
     b.close()
@@ -321,21 +324,54 @@ def test_an_engine_without_the_api_is_refused(filled_store, engine):
     with pytest.raises(ParameterError) as info:
         run_brackets(filled_store, (0.1,), engine=object(), progress=False)
     assert info.value.name == "engine"
+    assert info.value.got.endswith("lacks name, version, efforts, profile_batch, load_profile")
 
     class Unverifiable:  # a profile that cannot be re-verified cannot be trusted
-        from_dict = engine.Profile.from_dict
+        def __init__(self, prof):
+            self.bracket, self.to_dict = prof.bracket, prof.to_dict
 
-    shim = types.SimpleNamespace(profile_matrix=engine.profile_matrix, Profile=Unverifiable)
+    shim = types.SimpleNamespace(
+        name=engine.name,
+        version=engine.version,
+        efforts=engine.efforts,
+        profile_batch=lambda *a, **k: [Unverifiable(p) for p in engine.profile_batch(*a, **k)],
+        load_profile=engine.load_profile,
+    )
     with pytest.raises(ParameterError) as info:
         run_brackets(filled_store, (0.1,), engine=shim, progress=False)
-    assert info.value.name == "engine" and info.value.got.endswith("lacks Profile.reverify")
+    assert info.value.name == "engine" and info.value.got.endswith("lacks reverify")
+    assert list(filled_store.profiles()) == []  # nothing it computed was stored
+
+
+def test_an_engine_that_does_not_pickle_is_refused_for_workers(filled_store, engine):
+    """Worker processes receive the engine with every task: a module cannot go."""
+    with pytest.raises(ParameterError) as info:
+        run_brackets(filled_store, (0.1,), engine=engine, workers=2, progress=False)
+    assert info.value.name == "engine" and "picklable" in info.value.allowed
+    assert list(filled_store.profiles()) == []
+
+
+def test_the_store_efforts_are_the_engines(filled_store, engine):
+    import types
+
+    fast_only = types.SimpleNamespace(
+        name=engine.name,
+        version=engine.version,
+        efforts=("fast",),
+        profile_batch=engine.profile_batch,
+        load_profile=engine.load_profile,
+    )
+    with pytest.raises(ParameterError) as info:
+        run_brackets(filled_store, (0.1,), effort="default", engine=fast_only, progress=False)
+    assert info.value.name == "effort" and "fast" in info.value.allowed
+    s = run_brackets(filled_store, (0.1,), effort="fast", engine=fast_only, progress=False)
+    assert s.computed == len(filled_store.matrices())
 
 
 def test_real_engine_interrupted_run_resumes_identically(tmp_path):
     """With the real bracket engine: an interrupted run resumes to the same store."""
-    import types
-
     import analysis.brackets as real
+    from analysis.brackets.engine import Engine, default_engine
 
     def without_timings(snap):
         return {
@@ -348,31 +384,26 @@ def test_real_engine_interrupted_run_resumes_identically(tmp_path):
 
     kw = {"temperatures": (0.5, 1.0), "effort": "fast", "progress": False}
     full = fill_store(tmp_path / "full", n_matrices=4)
-    run_brackets(full, (0.1, 0.2), engine=real, **kw)
+    run_brackets(full, (0.1, 0.2), engine=default_engine(), **kw)
     expected = without_timings(_snapshot(full))
     full.close()
 
     calls = []
 
-    def flaky(As, temps, **kwargs):
-        # one call per matrix: its temperatures together, warm-started
-        if len(calls) == 2:
-            raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-run
-        calls.append(1)
-        return real.profile_temperatures(As, temps, **kwargs)
+    class Flaky(Engine):
+        def profile_batch(self, As, temps, **kwargs):
+            # one call per matrix: its temperatures together
+            if len(calls) == 2:
+                raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-run
+            calls.append(1)
+            return super().profile_batch(As, temps, **kwargs)
 
-    shim = types.SimpleNamespace(
-        profile_matrix=real.profile_matrix,
-        profile_temperatures=flaky,
-        Profile=real.Profile,
-        __name__=real.__name__,
-        __version__=real.__version__,
-    )
+    shim = Flaky()
     part = fill_store(tmp_path / "part", n_matrices=4)
     with pytest.raises(KeyboardInterrupt):
         run_brackets(part, (0.1, 0.2), engine=shim, **kw)
     assert len(list(part.profiles())) == 4  # two matrices, both temperatures each
-    s = run_brackets(part, (0.1, 0.2), engine=real, **kw)
+    s = run_brackets(part, (0.1, 0.2), engine=default_engine(), **kw)
     assert (s.computed, s.skipped) == (4, 4)
     assert without_timings(_snapshot(part)) == expected
     # every stored bracket re-checks: lo <= hi, and witnesses re-verify against A_t
@@ -408,6 +439,7 @@ def test_tampered_stored_profiles_are_reverified_and_recomputed(tmp_path):
     engine): a damaged witness, an inflated margin or a bracket row that its profile does
     not give is dropped and recomputed, not extended or trusted, and counted."""
     import analysis.brackets as real
+    from analysis.brackets.engine import default_engine
     from tests.fixtures.tamper import (
         edit_store_profile,
         scale_upper,
@@ -415,7 +447,7 @@ def test_tampered_stored_profiles_are_reverified_and_recomputed(tmp_path):
         set_store_bracket,
     )
 
-    kw = {"effort": "fast", "progress": False, "engine": real}
+    kw = {"effort": "fast", "progress": False, "engine": default_engine()}
     clean = fill_store(tmp_path / "clean", n_matrices=4)
     run_brackets(clean, (0.1,), **kw)
     run_brackets(clean, (0.1, 0.2), **kw)
@@ -453,10 +485,11 @@ def test_profiles_of_another_engine_version_are_recomputed_not_mixed(filled_stor
     s = run_brackets(filled_store, (0.1,), temperatures=(1.0, 2.0), engine=engine, progress=False)
     assert (s.computed, s.stale) == (12, 0)
     newer = types.SimpleNamespace(
-        profile_matrix=engine.profile_matrix,
-        Profile=engine.Profile,
-        __name__=engine.__name__,
-        __version__="next",
+        name=engine.name,
+        version="next",
+        efforts=engine.efforts,
+        profile_batch=engine.profile_batch,
+        load_profile=engine.load_profile,
     )
     engine.CALLS.clear()
     kw = {"temperatures": (1.0, 2.0), "engine": newer, "progress": False}
@@ -464,7 +497,7 @@ def test_profiles_of_another_engine_version_are_recomputed_not_mixed(filled_stor
     assert (s.computed, s.extended, s.skipped, s.stale) == (12, 0, 0, 12)
     assert not any(c["previous"] for c in engine.CALLS)  # from scratch, not extended
     assert s.stale_note() == "12 stored profiles of another engine version were recomputed"
-    assert {p.engine for p in filled_store.profiles()} == {f"{engine.__name__} next"}
+    assert {p.engine for p in filled_store.profiles()} == {f"{engine.name} next"}
     s = run_brackets(filled_store, (0.1,), **kw)
     assert (s.computed, s.skipped, s.stale) == (0, 12, 0)
 
@@ -474,8 +507,9 @@ def test_temperatures_added_later_are_what_a_fresh_run_stores(tmp_path):
     that had t = 1 alone and is then asked for (0.5, 1, 2) searches all three again and
     commits the two new ones: they are what a run over all three at once stores."""
     import analysis.brackets as real
+    from analysis.brackets.engine import default_engine
 
-    kw = {"effort": "default", "progress": False, "engine": real}
+    kw = {"effort": "default", "progress": False, "engine": default_engine()}
     one = fill_store(tmp_path / "one", n_matrices=3)
     s = run_brackets(one, (0.1,), temperatures=(0.5, 1.0, 2.0), **kw)
     assert s.computed == 9

@@ -175,21 +175,23 @@ def test_resume_after_interrupted_brackets(tmp_path, monkeypatch):
     from tests.fixtures import fake_engine
 
     design = make_study(tmp_path)
+    # a real matrix's two temperatures are one task: the fourth fails midway
+    finished = 3 * 2
     monkeypatch.setattr(fake_engine, "CALLS", [])
-    monkeypatch.setattr(fake_engine, "FAIL_AFTER", 7)
+    monkeypatch.setattr(fake_engine, "FAIL_AFTER", finished + 1)
     with pytest.raises(RuntimeError, match="interrupted on purpose"):
         run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
     paths = study_paths(design)
     from analysis.store.store import Store
 
     with Store(paths.store) as st:
-        assert len(list(st.profiles())) == 7  # finished profiles were committed
+        assert len(list(st.profiles())) == finished  # finished tasks were committed
     monkeypatch.setattr(fake_engine, "FAIL_AFTER", None)
     monkeypatch.setattr(fake_engine, "CALLS", [])
     run = run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
     total = 12 * 2 * 2 + 2
-    assert run.computed["brackets"] == total - 7
-    assert len(fake_engine.CALLS) == total - 7
+    assert run.computed["brackets"] == total - finished
+    assert len(fake_engine.CALLS) == total - finished
 
 
 def test_resume_after_interrupted_descriptors(tmp_path, monkeypatch):

@@ -1,0 +1,181 @@
+"""The frozen tuning of the witness search, one :class:`SearchSettings` per effort.
+
+The search (:mod:`analysis.brackets.search`) and its stages (:mod:`analysis.brackets.stages`)
+both read these settings; this module imports neither, so neither imports the other
+through it. Settings only decide which candidates are tried and for how long: every
+effort is equally sound (each witness is certified before it counts), but a change of any
+value changes the witnesses found, so it comes with a new engine version
+(``analysis.brackets.__version__``). :func:`settings_sha256` fingerprints the settings of an
+effort; the tests pin those fingerprints per engine version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from analysis.validation import check_choice
+
+__all__ = ["EFFORTS", "SETTINGS", "SearchSettings", "search_settings", "settings_sha256"]
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Every tuning constant of the witness search, for one effort.
+
+    Settings only decide which candidates are tried and for how long; none can make a
+    bracket unsound. The first six fields differ between efforts; the others have one
+    value for all of them (the defaults here).
+
+    Attributes
+    ----------
+    rounds : int
+        Refinement rounds. Per round, every matrix and targeted eps gets one trial rank
+        below ``hi`` and one trial size above ``lo``. 0 skips refinement (``fast``: cheap
+        stage only). ``default`` 6: 5 rounds saved 3.3% of the optimizer work and left 10
+        of 72 MiniLM upper ends one higher (docs/results/engine.md); ``thorough`` 7.
+    upper_steps : int
+        Adam steps of an upper trial at rank 24; other ranks k get ``24 / k`` times as many,
+        within 0.5x to 1.5x (a step costs more at larger ranks).
+    lower_steps : int
+        Projected-ascent steps of a lower trial at size 12 or less; larger sizes m get
+        ``sqrt(m / 12)`` times as many, at most 2x (each step moves mostly the worst test
+        function, so larger sizes need more steps).
+    close_upper_steps : int
+        Adam steps of the closing pass's run at rank ``hi - 1`` (rank-scaled as
+        ``upper_steps``): 4x the refinement's at ``default``, about 3x at ``thorough``, since
+        that pass is the last try at brackets one rank from closing. 0 switches the upper half of the pass off.
+    close_lower_steps : int
+        Ascent steps of each closing-pass start at size ``lo + 1`` (not size-scaled).
+        0 switches the lower half off; with both 0 (``fast``) there is no closing pass.
+    close_seeds : int
+        k-means seeds per column scaling (raw and unit columns) for the closing pass's
+        lower starts: ``default`` 3, ``thorough`` 8; the k-means starts win most lower
+        closures (docs/results/engine.md, "Engine 3: closing pass").
+    upper_first : float
+        The first upper trial of an eps sits at ``round(upper_first * hi)``, ``hi`` being
+        the cheap stage's (mostly SVD) end: 0.7 is the typical ratio of refined to SVD rank.
+        It only places the first trial.
+    lower_boost : float
+        The first lower trial is the largest size whose group-witness margin times
+        ``lower_boost`` exceeds eps: 2.5 is the typical ratio of refined to group margin at
+        one size. It only places the first trial.
+    lp_max_size : int
+        A refinement lower trial that misses gets the exact alternating-LP polish (docs/
+        method.md section 7) only at sizes up to 8: the R-LP has ``2 N m + m^2`` variables.
+    lp_near : float
+        ... and only if its ascent margin is above ``lp_near * eps`` (0.8: a near miss).
+    lp_rounds : int
+        Alternating LP rounds of that polish (2).
+    resolution : float
+        The lower search of an eps stops once the sizes left undecided between ``lo`` and
+        its nearest failed trial are fewer than ``resolution * lo`` (they could raise
+        ``lo`` by less than 3%): large sizes, where ascent trials cost most, get fewer
+        rounds.
+    close_width : int
+        The closing pass treats brackets with ``1 <= hi - lo <= close_width`` (2): the
+        nearly closed ones, where one more witness can close or halve the bracket.
+    close_upper_near : float
+        Its upper run at rank ``hi - 1`` happens only where the best error there is below
+        ``close_upper_near * eps`` (within 6%): restarts from perturbed starts land on the
+        same error (measured on MiniLM heads), so far-off ranks are not worth the time.
+    close_lower_near : float
+        Its lower starts at size ``lo + 1`` run only where that size is untried or its best
+        margin is above ``close_lower_near * eps`` (0.6): far-off sizes are skipped.
+    close_max_size : int
+        ... and only for ``lo + 1 <= close_max_size`` (12): the starts (k-means partitions,
+        group splits) and the LP polish grow with the size.
+    close_polish : int
+        Per size, the best ``close_polish`` closing-pass lower candidates (by certified
+        margin) get the exact LP polish (2).
+    close_lp_rounds : int
+        Alternating LP rounds of that polish (3; one more than ``lp_rounds``, this being
+        the last try).
+    """
+
+    rounds: int
+    upper_steps: int
+    lower_steps: int
+    close_upper_steps: int
+    close_lower_steps: int
+    close_seeds: int
+    upper_first: float = 0.7
+    lower_boost: float = 2.5
+    lp_max_size: int = 8
+    lp_near: float = 0.8
+    lp_rounds: int = 2
+    resolution: float = 0.03
+    close_width: int = 2
+    close_upper_near: float = 1.06
+    close_lower_near: float = 0.6
+    close_max_size: int = 12
+    close_polish: int = 2
+    close_lp_rounds: int = 3
+
+
+SETTINGS: Mapping[str, SearchSettings] = MappingProxyType(
+    {
+        "fast": SearchSettings(
+            rounds=0,
+            upper_steps=0,
+            lower_steps=0,
+            close_upper_steps=0,
+            close_lower_steps=0,
+            close_seeds=0,
+        ),
+        "default": SearchSettings(
+            rounds=6,
+            upper_steps=300,
+            lower_steps=400,
+            close_upper_steps=1200,
+            close_lower_steps=600,
+            close_seeds=3,
+        ),
+        "thorough": SearchSettings(
+            rounds=7,
+            upper_steps=800,
+            lower_steps=1200,
+            close_upper_steps=2500,
+            close_lower_steps=1200,
+            close_seeds=8,
+        ),
+    }
+)
+"""The settings of each effort, by name (read-only)."""
+
+EFFORTS = tuple(SETTINGS)
+"""Effort names, least to most: ``("fast", "default", "thorough")``."""
+
+
+def search_settings(effort: str) -> SearchSettings:
+    """The :class:`SearchSettings` of ``effort`` (one of :data:`EFFORTS`)."""
+    return SETTINGS[check_choice("effort", effort, EFFORTS)]
+
+
+def settings_sha256(effort: str) -> str:
+    """SHA-256 of the :class:`SearchSettings` of ``effort``, as canonical JSON.
+
+    Parameters
+    ----------
+    effort : {"fast", "default", "thorough"}
+
+    Returns
+    -------
+    str
+        64 hex digits of the SHA-256 of ``json.dumps(fields, sort_keys=True,
+        separators=(",", ":"))``, ``fields`` being the dataclass fields by name (floats
+        written by ``repr``, so every bit of a value counts).
+
+    Examples
+    --------
+    >>> from analysis.brackets.settings import settings_sha256
+    >>> len(settings_sha256("default"))
+    64
+    """
+    fields = dataclasses.asdict(search_settings(effort))
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

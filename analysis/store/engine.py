@@ -1,0 +1,81 @@
+"""What the store needs of a bracket engine: a small :class:`typing.Protocol`.
+
+The store runs an engine over its matrices (:func:`analysis.store.run_brackets`) but never
+imports one, by name or by string: ``study`` and ``cli`` build the engine
+(:func:`analysis.brackets.engine.default_engine`) and pass it in. Any object with these
+members will do, e.g. a stand-in in the tests. It must pickle (a module does not): with
+``workers > 1`` or an executor, every task carries it to a worker process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["BracketEngine", "StoredProfile", "engine_label"]
+
+
+@runtime_checkable
+class StoredProfile(Protocol):
+    """A profile as the store keeps it: brackets read off it, re-verified, serialized."""
+
+    def bracket(self, eps: float) -> tuple[int, int]:
+        """``(lo, hi)`` at ``eps``."""
+        ...
+
+    def reverify(self, A: np.ndarray) -> list[str]:
+        """What no longer certifies against the matrix ``A`` (``[]``: every witness does)."""
+        ...
+
+    def to_dict(self, *, witnesses: bool = True, arrays: str = "lists") -> dict[str, Any]:
+        """A JSON-able form that :meth:`BracketEngine.load_profile` restores."""
+        ...
+
+
+@runtime_checkable
+class BracketEngine(Protocol):
+    """A bracket engine, as :func:`analysis.store.run_brackets` calls it.
+
+    Attributes
+    ----------
+    name : str
+        Recorded with every stored profile, with ``version`` (``"analysis.brackets 4"``).
+    version : str
+        A store recomputes the profiles of any other ``name version`` rather than mixing
+        them with this engine's.
+    efforts : tuple of str
+        The ``effort`` values :meth:`profile_batch` accepts.
+    """
+
+    name: str
+    version: str
+    efforts: tuple[str, ...]
+
+    def profile_batch(
+        self,
+        matrices: Sequence[np.ndarray],
+        temperatures: Sequence[float],
+        *,
+        eps: Sequence[float],
+        effort: str,
+        previous: Sequence[StoredProfile | None],
+        device: str | None = None,
+    ) -> list[StoredProfile]:
+        """Profiles of one matrix at several temperatures (``matrices[i]`` at
+        ``temperatures[i]``), searched together; one per matrix, in order. ``previous``
+        holds an earlier profile (or None) per matrix, to extend. The store sends either
+        all the temperatures of a run for one matrix, or one (matrix, temperature) alone."""
+        ...
+
+    def load_profile(self, d: Mapping[str, Any]) -> StoredProfile:
+        """The profile stored as ``d`` (what ``to_dict(witnesses=True, arrays=...)``
+        wrote), unverified; raises ``KeyError``, ``TypeError`` or ``ValueError`` when ``d``
+        is not one."""
+        ...
+
+
+def engine_label(engine: BracketEngine) -> str:
+    """``"name version"``, recorded with every profile ``engine`` computes."""
+    return f"{engine.name} {engine.version}"
