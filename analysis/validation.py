@@ -184,6 +184,11 @@ def check_random_state(value: Any, name: str = "random_state") -> np.random.Gene
 
 # -- array files --------------------------------------------------------------------------
 
+#: The effort levels, least to most, that a design, the CLI and every engine version name
+#: (the one definition: ``analysis.brackets.settings`` keys its settings by them, and a
+#: design's ``effort`` is checked against them).
+EFFORTS: tuple[str, ...] = ("fast", "default", "thorough")
+
 _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive
 _PICKLED = "an object array (loading it would run pickle)"

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from analysis.validation import check_choice
+from analysis.validation import EFFORTS, check_choice
 
 __all__ = ["EFFORTS", "SETTINGS", "SearchSettings", "search_settings", "settings_sha256"]
 
@@ -147,8 +147,8 @@ SETTINGS: Mapping[str, SearchSettings] = MappingProxyType(
 )
 """The settings of each effort, by name (read-only)."""
 
-EFFORTS = tuple(SETTINGS)
-"""Effort names, least to most: ``("fast", "default", "thorough")``."""
+if tuple(SETTINGS) != EFFORTS:  # the table must name exactly the efforts, in order
+    raise RuntimeError(f"SETTINGS names {tuple(SETTINGS)}, not the efforts {EFFORTS}")
 
 
 def search_settings(effort: str) -> SearchSettings:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.validation import ParameterError
+from analysis.validation import EFFORTS, ParameterError
 
 try:  # Python >= 3.11
     import tomllib
@@ -62,7 +62,6 @@ KNOWN_METRICS: tuple[str, ...] = ("interval_sq_loss", "interval_loglik", "spearm
 #: ``inference.bootstrap``: ``"cluster"`` = the percentile cluster bootstrap over held-out
 #: heads; ``"studentized"`` = its bootstrap-t (``analysis.compare.BOOTSTRAPS``).
 BOOTSTRAP_METHODS: tuple[str, ...] = ("cluster", "studentized")
-EFFORTS: tuple[str, ...] = ("fast", "default", "thorough")
 _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 #: The accepted cross-fitted ``[descriptors] calibration``, with K the number of folds.
 CROSS_FITTED_CALIBRATION = "cross-fitted by head, K folds"

@@ -84,8 +84,10 @@ def test_an_unknown_effort_names_the_parameter(rng):
 
 
 def test_a_design_accepts_exactly_the_engine_efforts():
-    """prereg may not import the engine (import-linter), so the design schema keeps its
-    own tuple of effort names; this keeps the two one list."""
+    """prereg may not import the engine (import-linter): both take the effort names from
+    the ground floor (analysis.validation.EFFORTS), one tuple, the same object."""
     from analysis.prereg.design import EFFORTS as DESIGN_EFFORTS
+    from analysis.validation import EFFORTS
 
-    assert DESIGN_EFFORTS == brackets.EFFORTS == default_engine().efforts
+    assert DESIGN_EFFORTS is EFFORTS is brackets.EFFORTS
+    assert EFFORTS == default_engine().efforts
