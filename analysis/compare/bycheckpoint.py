@@ -106,6 +106,17 @@ def checkpoint_seed(seed: int, pair_index: int, checkpoint_index: int) -> np.ran
     numpy.random.SeedSequence
         ``SeedSequence(S, spawn_key=(1, pair_index, checkpoint_index))``, the same as
         ``SeedSequence(S).spawn(2)[1].spawn(P)[pair_index].spawn(C)[checkpoint_index]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.compare.bycheckpoint import checkpoint_seed
+    >>> seq = checkpoint_seed(7, 0, 1)
+    >>> seq.entropy, seq.spawn_key
+    (7, (1, 0, 1))
+    >>> spawned = np.random.SeedSequence(7).spawn(2)[1].spawn(2)[0].spawn(3)[1]
+    >>> bool((np.random.default_rng(seq).random(3) == np.random.default_rng(spawned).random(3)).all())
+    True
     """
     return np.random.SeedSequence(
         check_int("seed", seed, minimum=0),
@@ -129,6 +140,21 @@ class CheckpointEffects:
         (:func:`checkpoint_seed`).
     lock_sha256 : str or None
         The overall comparison's stamp.
+
+    Examples
+    --------
+    Made by :func:`effects_by_checkpoint` (see its example):
+
+    >>> import pandas as pd
+    >>> from analysis.compare.bycheckpoint import BY_CHECKPOINT_COLUMNS, CheckpointEffects
+    >>> effects = CheckpointEffects(  # no rows
+    ...     frame=pd.DataFrame(columns=list(BY_CHECKPOINT_COLUMNS)), primary_metric="interval_sq_loss", n_boot=199,
+    ...     ci_level=0.95, seed=0, lock_sha256=None,
+    ... )
+    >>> print(effects.summary())  # doctest: +ELLIPSIS
+    Effects by checkpoint (secondary, outside the Holm family; no decision)
+    lock sha256: NONE (not a confirmatory run)
+    same fits as the overall comparison; ... B = 199, 95% CI; ... unadjusted one-sided p
     """
 
     frame: pd.DataFrame = field(repr=False)
@@ -201,6 +227,38 @@ def held_out_predictions(result: ComparisonResult, table: pd.DataFrame) -> pd.Da
         outcome (the fit's latent mean), ``y_lower`` / ``y_upper`` the cell's interval;
         ``checkpoint`` is the ``stratum`` value ("" without that column). Rows by model
         (the comparison's order), then cell in table order.
+
+    Examples
+    --------
+    With ``table``, ``models`` and ``result`` as in
+    :func:`~analysis.compare.nested.compare_nested`'s example:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 heads held out
+    >>> table = pd.DataFrame({
+    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
+    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"),
+    ...     "base__x": rng.normal(size=80), "rich__z": rng.normal(size=80),
+    ...     "noise__w": rng.normal(size=80),
+    ... })
+    >>> y = 3.0 + table["base__x"] + 0.8 * table["rich__z"] + rng.normal(0.0, 0.3, 80)
+    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> models = {"base": ["base"], "rich": ["base", "rich"], "noisy": ["base", "noise"]}
+    >>> from analysis.compare.nested import compare_nested
+    >>> result = compare_nested(
+    ...     table, models, family=[("base", "rich"), ("base", "noisy")],
+    ...     metrics=["interval_sq_loss"], n_boot=199, random_state=0,
+    ... )
+    >>> from analysis.compare.bycheckpoint import held_out_predictions
+    >>> predictions = held_out_predictions(result, table)
+    >>> predictions.groupby("model").size().to_dict()  # 24 held-out cells, 3 models
+    {'base': 24, 'noisy': 24, 'rich': 24}
+    >>> print(predictions.head(2).round(2).to_string(index=False))
+     cell_key cluster checkpoint model  y_hat  y_lower  y_upper
+           28       7       ck-a  base   2.52      0.0      1.0
+           29       7       ck-a  base   3.20      3.0      4.0
     """
     _check_aligned(result, table)
     held = table["held_out"].to_numpy(bool)
@@ -284,6 +342,40 @@ def effects_by_checkpoint(
     :func:`~analysis.compare.cluster_bootstrap_effect` orders them; every metric of the
     pair reads the same resamples. A pair with a failed fit keeps
     ``status = "fit failed"``.
+
+    Examples
+    --------
+    With ``table``, ``models`` and ``result`` as in
+    :func:`~analysis.compare.nested.compare_nested`'s example (three held-out heads in
+    each of the checkpoints ``ck-a`` and ``ck-b``):
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 heads held out
+    >>> table = pd.DataFrame({
+    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
+    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"),
+    ...     "base__x": rng.normal(size=80), "rich__z": rng.normal(size=80),
+    ...     "noise__w": rng.normal(size=80),
+    ... })
+    >>> y = 3.0 + table["base__x"] + 0.8 * table["rich__z"] + rng.normal(0.0, 0.3, 80)
+    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> models = {"base": ["base"], "rich": ["base", "rich"], "noisy": ["base", "noise"]}
+    >>> from analysis.compare.nested import compare_nested
+    >>> result = compare_nested(
+    ...     table, models, family=[("base", "rich"), ("base", "noisy")],
+    ...     metrics=["interval_sq_loss"], n_boot=199, random_state=0,
+    ... )
+    >>> from analysis.compare.bycheckpoint import effects_by_checkpoint
+    >>> effects = effects_by_checkpoint(result, table, seed=0)
+    >>> cols = ["pair", "checkpoint", "held_out_heads", "effect", "ci_low", "spawn_key"]
+    >>> print(effects.to_frame()[cols].round(2).to_string(index=False))
+          pair checkpoint  held_out_heads  effect  ci_low spawn_key
+     base<rich       ck-a               3    0.25    0.03     1,0,0
+     base<rich       ck-b               3    0.22    0.05     1,0,1
+    base<noisy       ck-a               3    0.03    0.02     1,1,0
+    base<noisy       ck-b               3   -0.11   -0.20     1,1,1
     """
     _check_aligned(result, table)
     if STRATUM not in table.columns:

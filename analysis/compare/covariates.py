@@ -73,6 +73,16 @@ class Calibration:
     and a richer block fitted next to it has less left to explain. Cross-fitted
     training values are, like held-out values, predictions for heads the map did not
     see.
+
+    Examples
+    --------
+    >>> from analysis.compare.covariates import Calibration
+    >>> Calibration().describe(), Calibration(folds=5, seed=1).describe()
+    ('in-sample', 'cross-fitted by head, 5 folds (seed 1)')
+    >>> Calibration(folds=1, seed=0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: calibration: expected a number of folds K >= 2...
     """
 
     folds: int | None = None
@@ -138,6 +148,17 @@ def head_folds(clusters: np.ndarray, train: np.ndarray, *, folds: int, seed: int
     ``default_rng(seed)``) and ``order = rng.permutation(H)``, head ``order[i]`` gets
     fold ``i % K``: fold sizes differ by at most one head. Held-out rows play no part,
     so the assignment depends only on the training heads' ids and the seed.
+
+    Examples
+    --------
+    Six heads of two rows, the last one held out; both rows of a head share a fold:
+
+    >>> import numpy as np
+    >>> from analysis.compare.covariates import head_folds
+    >>> heads = np.repeat(["h0", "h1", "h2", "h3", "h4", "h5"], 2)
+    >>> train = np.arange(12) < 10
+    >>> head_folds(heads, train, folds=2, seed=0).tolist()
+    [0, 0, 1, 1, 0, 0, 1, 1, 0, 0, -1, -1]
     """
     spec = Calibration(folds=folds, seed=seed)  # validates K and the seed
     clusters = np.asarray(clusters).astype(str)
@@ -163,7 +184,15 @@ def head_folds(clusters: np.ndarray, train: np.ndarray, *, folds: int, seed: int
 def block_columns(
     columns: Sequence[str], block: str, *, diagnostic_columns: Collection[str] = ()
 ) -> list[str]:
-    """Covariate columns of one block, in table order (``diagnostic_columns`` excluded)."""
+    """Covariate columns of one block, in table order (``diagnostic_columns`` excluded).
+
+    Examples
+    --------
+    >>> from analysis.compare.covariates import block_columns
+    >>> columns = ["base__a", "rich__c", "base__b", "base__diag", "y_lower"]
+    >>> block_columns(columns, "base", diagnostic_columns={"base__diag"})
+    ['base__a', 'base__b']
+    """
     prefix = block + "__"
     skip = set(diagnostic_columns)
     return [c for c in columns if c.startswith(prefix) and c not in skip]
@@ -185,6 +214,17 @@ def model_feature_columns(
     """A model's covariate columns in block order; a block with none raises.
 
     ``block_order`` and ``diagnostic_columns`` are as in :func:`prepare_covariates`.
+
+    Examples
+    --------
+    >>> from analysis.compare.covariates import model_feature_columns
+    >>> columns = ["base__a", "rich__c", "base__b"]
+    >>> model_feature_columns(columns, ["rich", "base"], block_order=["base"])
+    ['base__a', 'base__b', 'rich__c']
+    >>> model_feature_columns(columns, ["other"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: models: expected a block with other__* columns...
     """
     out: list[str] = []
     for b in _ordered_blocks(blocks, block_order):
@@ -235,6 +275,24 @@ class PreparedCovariates:
     ``calibrations``, ``fold_calibrations``, ``centers``, ``scales``, ``columns`` and
     ``dropped`` are everything the preparation learns; all of it is learned on training
     rows, which is what lets a test show that held-out rows cannot change it.
+
+    Examples
+    --------
+    Made by :func:`prepare_covariates`:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> size = np.arange(1.0, 13.0)
+    >>> table = pd.DataFrame({
+    ...     "y_lower": np.log2(size).round(), "base__size": size, "base__twice": 2 * size,
+    ...     "rich__const": np.ones(12), "rich__noise": np.random.default_rng(0).normal(size=12),
+    ... })
+    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> train = np.arange(12) < 9
+    >>> from analysis.compare.covariates import prepare_covariates
+    >>> prepared = prepare_covariates(table, {"base": ["base"]}, train)
+    >>> prepared.columns, prepared.matrices["base"].shape, prepared.centers["base__size"]
+    ({'base': ('base__size',)}, (12, 1), 5.0)
     """
 
     matrices: dict[str, np.ndarray]
@@ -262,6 +320,18 @@ def greedy_independent(
     Gram-Schmidt (twice, for stability) against an intercept, the columns of ``fixed``
     (always kept) and the columns already kept; column j is kept when its residual norm
     exceeds ``sqrt(tol)`` times its norm.
+
+    Examples
+    --------
+    Column 1 is twice column 0 and column 3 is the intercept; both are left out:
+
+    >>> import numpy as np
+    >>> from analysis.compare.covariates import greedy_independent
+    >>> x = np.arange(5.0)
+    >>> greedy_independent(np.column_stack([x, 2 * x, x**2, np.ones(5)]))
+    [0, 2]
+    >>> greedy_independent(np.column_stack([x, x**2]), fixed=x[:, None])  # x is kept already
+    [1]
     """
     n = M.shape[0]
     basis: list[np.ndarray] = [np.full(n, 1.0 / np.sqrt(n))]
@@ -390,6 +460,46 @@ def prepare_covariates(
     kept when the norm of its residual on the kept columns (training rows, with an
     intercept) exceeds ``sqrt(tol)`` times its own norm, else dropped as collinear.
     Greedy order means a nested pair keeps nested columns.
+
+    Examples
+    --------
+    Twelve cells, nine of them for training; ``base__twice`` duplicates ``base__size``
+    and ``rich__const`` is constant:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> size = np.arange(1.0, 13.0)
+    >>> table = pd.DataFrame({
+    ...     "y_lower": np.log2(size).round(), "base__size": size, "base__twice": 2 * size,
+    ...     "rich__const": np.ones(12), "rich__noise": np.random.default_rng(0).normal(size=12),
+    ... })
+    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> train = np.arange(12) < 9
+    >>> from analysis.compare.covariates import head_folds, prepare_covariates
+    >>> models = {"base": ["base"], "rich": ["base", "rich"]}
+    >>> prepared = prepare_covariates(table, models, train)
+    >>> prepared.columns
+    {'base': ('base__size',), 'rich': ('base__size', 'rich__noise')}
+    >>> print(prepared.dropped.to_string(index=False))
+    model      column    reason
+     base base__twice collinear
+     rich rich__const  constant
+     rich base__twice collinear
+    >>> X = prepared.matrices["rich"]  # standardized on the training rows
+    >>> np.allclose(X[train].mean(axis=0), 0.0), np.allclose(X[train].std(axis=0), 1.0)
+    (True, True)
+
+    Cross-fitted calibration of the ``base`` block, three folds of heads (one cell each):
+
+    >>> folds = head_folds(np.arange(12), train, folds=3, seed=0)
+    >>> prepared = prepare_covariates(
+    ...     table, models, train, calibrate_blocks=["base"], calibration_folds=folds
+    ... )
+    >>> len(prepared.fold_calibrations["base__size"])  # one map per fold
+    3
+    >>> x, y = prepared.calibrations["base__size"]  # the map for held-out rows
+    >>> x.tolist(), y.tolist()
+    ([1.0, 2.0, 3.0, 5.0, 6.0, 9.0], [0.5, 1.5, 2.5, 2.5, 3.5, 3.5])
     """
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)

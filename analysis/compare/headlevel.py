@@ -83,17 +83,73 @@ HEAD_LEVEL_COLUMNS: tuple[str, ...] = (
 
 
 class HeadLevelWarning(UserWarning):
-    """Base class of the head-level analysis' warnings."""
+    """Base class of the head-level analysis' warnings.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from analysis.compare.headlevel import FoldExtrapolationWarning, HeadLevelWarning
+    >>> issubclass(FoldExtrapolationWarning, HeadLevelWarning)
+    True
+    >>> with warnings.catch_warnings():  # silence every head-level warning at once
+    ...     warnings.simplefilter("ignore", HeadLevelWarning)
+    ...     warnings.warn("fold 0 extrapolates", FoldExtrapolationWarning)
+    """
 
 
 class FoldExtrapolationWarning(HeadLevelWarning):
     """A fold's training part leaves a design variable constant (or lacks a level) that
-    its test part holds: that fold extrapolates in the variable."""
+    its test part holds: that fold extrapolates in the variable.
+
+    Examples
+    --------
+    Heads 0-2 were all seen at length 16 only, head 3 at length 32 only, so the
+    across-head fold that holds out head 3 extrapolates in length:
+
+    >>> import warnings
+    >>> import pandas as pd
+    >>> from analysis.compare.headlevel import FoldExtrapolationWarning, head_level_analysis
+    >>> table = pd.DataFrame({
+    ...     "cluster": [0, 0, 1, 1, 2, 2, 3, 3], "input_id": "a",
+    ...     "length": [16] * 6 + [32] * 2,
+    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0, 1.0, 2.0],
+    ...     "y_lower": [0.0, 1, 1, 2, 0, 2, 1, 2],
+    ... })
+    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     result = head_level_analysis(
+    ...         table, {"base": ["base"]}, estimator="ols", n_head_folds=4, random_state=0
+    ...     )
+    >>> any(w.category is FoldExtrapolationWarning for w in caught)
+    True
+    >>> print(result.warnings[0])  # doctest: +ELLIPSIS
+    across-head fold ...: training holds only length = 16 while the test part holds [32]; ...
+    """
 
 
 class QuestionSkippedWarning(HeadLevelWarning):
     """A question cannot be answered on this table (the message says why and what
-    design change enables it); its rows have status ``skipped``."""
+    design change enables it); its rows have status ``skipped``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> from analysis.compare.headlevel import head_level_analysis
+    >>> table = pd.DataFrame({  # one input per length: no within-head folds
+    ...     "cluster": [0, 0, 1, 1, 2, 2], "input_id": "a", "length": [16, 32] * 3,
+    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0], "y_lower": [0.0, 1, 1, 2, 0, 2],
+    ... })
+    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     result = head_level_analysis(table, {"base": ["base"]}, estimator="ols")
+    >>> [w.category.__name__ for w in caught]
+    ['QuestionSkippedWarning']
+    >>> result.to_frame().set_index("question")["status"].to_dict()
+    {'within_head': 'skipped', 'across_head': 'ok'}
+    """
 
 
 @dataclass(frozen=True)
@@ -121,6 +177,26 @@ class HeadLevelResult:
         Question -> why it was not answered.
     warnings : tuple of str
         Every distinct :class:`FoldExtrapolationWarning` message.
+
+    Examples
+    --------
+    Made by :func:`head_level_analysis`:
+
+    >>> import warnings
+    >>> import pandas as pd
+    >>> from analysis.compare.headlevel import head_level_analysis
+    >>> table = pd.DataFrame({  # one input per length: no within-head folds
+    ...     "cluster": [0, 0, 1, 1, 2, 2], "input_id": "a", "length": [16, 32] * 3,
+    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0], "y_lower": [0.0, 1, 1, 2, 0, 2],
+    ... })
+    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     result = head_level_analysis(table, {"base": ["base"]}, estimator="ols")
+    >>> result.base_model, list(result.folds), list(result.skipped)
+    ('base', ['across_head'], ['within_head'])
+    >>> sorted(result.meta())
+    ['base_model', 'folds', 'residual_icc', 'skipped', 'warnings']
     """
 
     frame: pd.DataFrame = field(repr=False)
@@ -177,6 +253,18 @@ def residual_icc(residuals: np.ndarray, groups: np.ndarray) -> float:
     Notes
     -----
     ``ICC = (MSB - MSW) / (MSB + (n0 - 1) MSW)``, ``n0 = (N - sum n_i^2 / N) / (k - 1)``.
+
+    Examples
+    --------
+    Residuals that mostly move with their group correlate strongly within it:
+
+    >>> import numpy as np
+    >>> from analysis.compare.headlevel import residual_icc
+    >>> groups = np.array([0, 0, 1, 1, 2, 2])
+    >>> round(residual_icc(np.array([1.0, 1.2, -1.0, -1.2, 0.1, -0.1]), groups), 3)
+    0.984
+    >>> round(residual_icc(np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0]), groups), 3)
+    -1.0
     """
     r = np.asarray(residuals, float)
     codes, uniq = pd.factorize(np.asarray(groups))
@@ -284,6 +372,30 @@ def head_level_folds(
     and (when every head has every input) every head. Across-head: the sorted heads are
     permuted by ``numpy.random.default_rng(random_state)`` and head j of the permutation
     goes to fold ``j mod K``, ``K = min(n_head_folds, n_heads)``; a head is never split.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> heads = np.repeat(np.arange(8), 6)  # 8 training heads: inputs a, b, c at 2 lengths
+    >>> table = pd.DataFrame({
+    ...     "cluster": heads, "input_id": np.tile(["a", "b", "c"], 16),
+    ...     "length": np.tile([16, 16, 16, 32, 32, 32], 8),
+    ... })
+    >>> table["base__log_length"] = np.log2(table["length"])
+    >>> table["rich__z"] = rng.normal(size=48)
+    >>> head_effect = rng.normal(0.0, 0.7, 8)[heads]
+    >>> y = 1 + 0.5 * table["base__log_length"] + 0.8 * table["rich__z"] + head_effect
+    >>> y += rng.normal(0.0, 0.2, 48)
+    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.compare.headlevel import head_level_folds
+    >>> folds, how = head_level_folds(table, "within_head")
+    >>> folds[:6].tolist(), how  # doctest: +ELLIPSIS
+    ([0, 1, 2, 0, 1, 2], 'leave one input_id out within each length (3 folds; ...')
+    >>> folds, how = head_level_folds(table, "across_head", n_head_folds=4, random_state=0)
+    >>> folds[::6].tolist(), how  # one fold per head, two heads per fold
+    ([1, 2, 0, 2, 1, 0, 3, 3], '4 folds of whole training heads (8 heads, seeded permutation)')
     """
     check_choice("question", question, QUESTIONS)
     if not isinstance(table, pd.DataFrame) or "cluster" not in table.columns:
@@ -440,6 +552,41 @@ def head_level_analysis(
     within-head gain vanishes with head effects carries head-level information only.
     Across-head, a block's gain is what it carries about heads the fit never saw; head
     effects are left out (an unseen head's effect is not estimable).
+
+    Examples
+    --------
+    Eight heads with head effects; ``rich__z`` predicts within and across heads:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> heads = np.repeat(np.arange(8), 6)  # 8 training heads: inputs a, b, c at 2 lengths
+    >>> table = pd.DataFrame({
+    ...     "cluster": heads, "input_id": np.tile(["a", "b", "c"], 16),
+    ...     "length": np.tile([16, 16, 16, 32, 32, 32], 8),
+    ... })
+    >>> table["base__log_length"] = np.log2(table["length"])
+    >>> table["rich__z"] = rng.normal(size=48)
+    >>> head_effect = rng.normal(0.0, 0.7, 8)[heads]
+    >>> y = 1 + 0.5 * table["base__log_length"] + 0.8 * table["rich__z"] + head_effect
+    >>> y += rng.normal(0.0, 0.2, 48)
+    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.compare.headlevel import head_level_analysis
+    >>> models = {"base": ["base"], "rich": ["base", "rich"]}
+    >>> result = head_level_analysis(
+    ...     table, models, estimator="ols", n_head_folds=4, random_state=0
+    ... )
+    >>> cols = ["question", "model", "fixed_effects", "cv_loss", "gain_vs_base", "n_folds"]
+    >>> print(result.to_frame()[cols].round(3).to_string(index=False))
+       question model  fixed_effects  cv_loss  gain_vs_base  n_folds
+    within_head  base          False    0.443         0.000        3
+    within_head  rich          False    0.221         0.222        3
+    within_head  base           True    0.141         0.000        3
+    within_head  rich           True    0.004         0.137        3
+    across_head  base          False    0.453         0.000        4
+    across_head  rich          False    0.271         0.182        4
+    >>> round(result.residual_icc, 3)  # the head effects show in the base residuals
+    0.608
     """
     if not isinstance(table, pd.DataFrame):
         raise ParameterError("table", "a pandas DataFrame", type(table).__name__)

@@ -24,6 +24,14 @@ def interval_sq_loss(y_hat: np.ndarray, lower: np.ndarray, upper: np.ndarray) ->
     Notes
     -----
     ``dist = max(a - y_hat, 0, y_hat - b)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.compare.metrics import interval_sq_loss
+    >>> lower, upper = np.full(3, 1.0), np.full(3, 3.0)
+    >>> interval_sq_loss(np.array([0.0, 2.0, 5.0]), lower, upper).tolist()  # below, inside, above
+    [1.0, 0.0, 4.0]
     """
     y_hat = np.asarray(y_hat, float)
     d = np.maximum(np.maximum(lower - y_hat, 0.0), y_hat - upper)
@@ -33,7 +41,19 @@ def interval_sq_loss(y_hat: np.ndarray, lower: np.ndarray, upper: np.ndarray) ->
 def interval_loglik(
     y_hat: np.ndarray, sigma: float, lower: np.ndarray, upper: np.ndarray
 ) -> np.ndarray:
-    """Per-cell interval log-likelihood under ``N(y_hat, sigma^2)`` (see estimators)."""
+    """Per-cell interval log-likelihood under ``N(y_hat, sigma^2)`` (see estimators).
+
+    Examples
+    --------
+    A point ``[0, 0]`` scores the normal log-density at 0, ``-log(2 pi) / 2``; the
+    half-line ``(-inf, 0]`` scores ``log Phi(0) = -log 2``:
+
+    >>> import numpy as np
+    >>> from analysis.compare.metrics import interval_loglik
+    >>> lower, upper = np.array([0.0, -np.inf]), np.array([0.0, 0.0])
+    >>> interval_loglik(np.zeros(2), 1.0, lower, upper).round(4).tolist()
+    [-0.9189, -0.6931]
+    """
     return interval_loglik_obs(y_hat, sigma, lower, upper)
 
 
@@ -45,6 +65,14 @@ def spearman(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) ->
     With counts ``w``, the ranks are those of the sample in which cell i appears
     ``w_i`` times (average ranks for ties), and the correlation is the weighted Pearson
     correlation of those ranks.
+
+    Examples
+    --------
+    >>> from analysis.compare.metrics import spearman
+    >>> spearman([1, 2, 3, 4], [10, 20, 40, 30])  # one swapped pair: 1 - 6 * 2 / (4 * 15)
+    0.8
+    >>> spearman([1, 2, 3], [3, 1, 2], weights=[2, 0, 1])  # the middle cell is left out
+    -1.0
     """
     x = np.asarray(x, float)
     y = np.asarray(y, float)

@@ -44,7 +44,15 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class FeatureInfo:
-    """Metadata of one output column ``block__feature``."""
+    """Metadata of one output column ``block__feature``.
+
+    Examples
+    --------
+    >>> from analysis.descriptors import builtin_registry
+    >>> info = builtin_registry().feature_info("intrinsic__q_r3")
+    >>> info.block, info.feature, info.kind, info.log_scale
+    ('intrinsic', 'q_r3', 'diagnostic', False)
+    """
 
     column: str
     block: str
@@ -72,6 +80,15 @@ class Block:
     calibrated : bool
         Whether the comparison replaces the block's covariates by isotonic calibrations
         of the outcome (see :func:`calibrated_blocks`).
+
+    Examples
+    --------
+    >>> from analysis.descriptors import builtin_registry
+    >>> block = builtin_registry().get("native")
+    >>> block.name, block.needs, block.calibrated
+    ('native', ('Q', 'K', 'scale', 'mask', 'bias'), False)
+    >>> builtin_registry().get("intrinsic").info("q_r3").kind  # matched by a diagnostics pattern
+    'diagnostic'
     """
 
     name: str
@@ -172,6 +189,20 @@ def as_block(entry: Any) -> Block:
     """A :class:`Block` itself, or the block a :func:`descriptor` decorator declared.
 
     Raises :class:`ParameterError` naming ``blocks`` for anything else.
+
+    Examples
+    --------
+    >>> from analysis.descriptors.registry import as_block, descriptor
+    >>> @descriptor("size")
+    ... def size(cell):
+    ...     return {"n_keys": cell.A.shape[1]}
+    >>> block = as_block(size)
+    >>> block.name, as_block(block) is block
+    ('size', True)
+    >>> as_block(len)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: blocks: expected a Block or a function decorated with @descriptor...
     """
     if isinstance(entry, Block):
         return entry
@@ -336,6 +367,27 @@ def plugin_blocks(module: str) -> tuple[Block, ...]:
     ParameterError
         Naming ``module`` when it cannot be imported or has no ``BLOCKS`` sequence of
         blocks.
+
+    Examples
+    --------
+    A plugin is usually a file on the study's path; here a module object stands in:
+
+    >>> import sys
+    >>> import types
+    >>> from analysis.descriptors.registry import descriptor, plugin_blocks
+    >>> @descriptor("size")
+    ... def size(cell):
+    ...     return {"n_keys": cell.A.shape[1]}
+    >>> plugin = types.ModuleType("my_plugin")
+    >>> plugin.BLOCKS = [size]
+    >>> sys.modules["my_plugin"] = plugin  # as if importable
+    >>> [block.name for block in plugin_blocks("my_plugin")]
+    ['size']
+    >>> del sys.modules["my_plugin"]
+    >>> plugin_blocks("json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: module: expected a module with a list BLOCKS ...
     """
     if not isinstance(module, str) or not module:
         raise ParameterError("module", "an importable module path like pkg.mod", module)
@@ -372,6 +424,20 @@ class MatrixData:
     bias : array ``[L, L]`` or None, keyword-only
         The model's additive logit term beside ``scale Q K^T`` (None for most models);
         the logits are ``scale Q K^T + bias`` at t = 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.descriptors.registry import MatrixData
+    >>> data = MatrixData(
+    ...     np.eye(2), np.eye(2), np.log(3.0), None, eps_grid=(0.1,), temperatures=(1.0,)
+    ... )
+    >>> data.attention(1.0).round(6).tolist()  # logits log 3 on the diagonal
+    [[0.75, 0.25], [0.25, 0.75]]
+    >>> data.attention(1.0) is data.attention(1.0)  # computed once per temperature
+    True
+    >>> data.cached("answer", lambda: 42), data.cached("answer", lambda: 0)
+    (42, 42)
     """
 
     def __init__(
@@ -417,6 +483,19 @@ class Cell:
     matrix : MatrixData
     temperature : float
     eps : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.descriptors.registry import Cell, MatrixData
+    >>> data = MatrixData(
+    ...     np.eye(2), np.eye(2), np.log(3.0), None, eps_grid=(0.1,), temperatures=(1.0,)
+    ... )
+    >>> cell = Cell(data, temperature=1.0, eps=0.1)
+    >>> cell.A.round(6).tolist(), round(cell.scale, 6), cell.mask is None  # scale = log 3
+    ([[0.75, 0.25], [0.25, 0.75]], 1.098612, True)
+    >>> Cell(data, temperature=2.0, eps=0.1).A.round(6).tolist()  # logits halved: sqrt 3
+    [[0.633975, 0.366025], [0.366025, 0.633975]]
     """
 
     matrix: MatrixData
@@ -467,6 +546,21 @@ def run_block(block: Block, cell: Cell) -> dict[str, float]:
 
     Raises :class:`ParameterError` naming ``blocks`` when the block returns something
     other than a mapping of valid feature names to real scalars.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.descriptors.registry import Cell, MatrixData
+    >>> data = MatrixData(
+    ...     np.eye(2), np.eye(2), np.log(3.0), None, eps_grid=(0.1,), temperatures=(1.0,)
+    ... )
+    >>> cell = Cell(data, temperature=1.0, eps=0.1)
+    >>> from analysis.descriptors.registry import as_block, descriptor, run_block
+    >>> @descriptor("peak")
+    ... def peak(cell):
+    ...     return {"max_entry": cell.A.max(), "n_keys": cell.A.shape[1]}
+    >>> run_block(as_block(peak), cell)
+    {'peak__max_entry': 0.75, 'peak__n_keys': 2.0}
     """
     out = block.func(cell)
     if not isinstance(out, Mapping):

@@ -65,6 +65,15 @@ def block_covariates(block: Block) -> tuple[str, ...]:
     ------
     ParameterError
         Naming ``blocks`` when ``block`` is not a block or fails on the probe cell.
+
+    Examples
+    --------
+    >>> from analysis.descriptors import builtin_registry
+    >>> from analysis.descriptors.versions import block_covariates
+    >>> block_covariates(builtin_registry().get("intrinsic"))  # its q_r* are diagnostics
+    ('Pi', 'interaction_dim', 'r_star')
+    >>> block_covariates(builtin_registry().get("baseline_plus"))
+    ('svd_proj_rank',)
     """
     block = as_block(block)
     name = block.name
@@ -113,6 +122,20 @@ def block_version(block: Block) -> str:
     ParameterError
         Naming ``blocks`` when ``block`` is not a block or its function has no source
         file (defined interactively).
+
+    Examples
+    --------
+    >>> from analysis.descriptors import builtin_registry
+    >>> from analysis.descriptors.versions import block_version
+    >>> registry = builtin_registry()
+    >>> version = block_version(registry.get("native"))
+    >>> len(version), version == block_version(registry.get("native"))
+    (64, True)
+    >>> block_version(registry.get("baseline")) == block_version(registry.get("baseline_plus"))
+    False
+
+    ``baseline`` and ``baseline_plus`` share a module but not a declaration, so their
+    versions differ.
     """
     block = as_block(block)
     payload = {

@@ -93,6 +93,16 @@ def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> i
         Named ``name``: not a string, or text that mentions cross-fitting or folds in
         any other form than the exact one (a misspelt cross-fit is never read as
         in-sample), or K < 2.
+
+    Examples
+    --------
+    >>> from analysis.prereg.design import parse_calibration
+    >>> parse_calibration("cross-fitted by head, 5 folds"), parse_calibration("in-sample")
+    (5, None)
+    >>> parse_calibration("cross-fitted, 5 folds")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: descriptors.calibration: expected "cross-fitted by head, K folds" ...
     """
     if value is None:
         return None
@@ -119,6 +129,12 @@ def canonical_bytes(parsed: Mapping[str, Any]) -> bytes:
     ``json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
     default=str).encode()``. Comments, key order and whitespace of the TOML text do not
     change it; any change of a value does.
+
+    Examples
+    --------
+    >>> from analysis.prereg.design import canonical_bytes
+    >>> canonical_bytes({"b": [1, 2.5], "a": "x"})  # keys sorted, no spaces
+    b'{"a":"x","b":[1,2.5]}'
     """
     return json.dumps(
         parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
@@ -126,12 +142,32 @@ def canonical_bytes(parsed: Mapping[str, Any]) -> bytes:
 
 
 def design_sha256(parsed: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of :func:`canonical_bytes`."""
+    """SHA-256 (hex) of :func:`canonical_bytes`.
+
+    Examples
+    --------
+    >>> import hashlib
+    >>> from analysis.prereg.design import design_sha256
+    >>> design_sha256({"a": 1, "b": 2}) == design_sha256({"b": 2, "a": 1})  # key order
+    True
+    >>> design_sha256({"a": 1}) == hashlib.sha256(b'{"a":1}').hexdigest()
+    True
+    """
     return hashlib.sha256(canonical_bytes(parsed)).hexdigest()
 
 
 def heads_sha256(heads: Sequence[str]) -> str:
-    """SHA-256 (hex) of a held-out list, as the canonical JSON of the list in its order."""
+    """SHA-256 (hex) of a held-out list, as the canonical JSON of the list in its order.
+
+    Examples
+    --------
+    >>> import hashlib
+    >>> from analysis.prereg.design import heads_sha256
+    >>> heads_sha256(["org/m:0:1"]) == hashlib.sha256(b'["org/m:0:1"]').hexdigest()
+    True
+    >>> heads_sha256(["a:0:0", "a:0:1"]) == heads_sha256(["a:0:1", "a:0:0"])  # order counts
+    False
+    """
     return hashlib.sha256(canonical_bytes(list(heads))).hexdigest()  # type: ignore[arg-type]
 
 
@@ -147,6 +183,24 @@ class Design:
         The parsed TOML (treat as read-only).
     sha256 : str
         Hash of the canonical form.
+
+    Examples
+    --------
+    Made by :func:`load_design`; its properties read the parsed TOML:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg.design import Design
+    >>> data = {
+    ...     "models": {"M0": ["baseline"], "M1": ["baseline", "native"]},
+    ...     "held_out": {"heads": ["org/tiny:1:1"]},
+    ...     "descriptors": {"calibration": "cross-fitted by head, 5 folds"},
+    ...     "inference": {"family": [["M0", "M1"]]},
+    ... }
+    >>> design = Design(Path("toy.toml"), data, sha256="0" * 64)
+    >>> design.models, design.family, design.held_out
+    ({'M0': ('baseline',), 'M1': ('baseline', 'native')}, (('M0', 'M1'),), ('org/tiny:1:1',))
+    >>> design.calibration_folds, design.sensitivity_pairs, design.by_checkpoint
+    (5, (), False)
     """
 
     path: Path
@@ -234,6 +288,47 @@ def load_design(path: str | Path, *, require_held_out: bool = True) -> Design:
     Returns
     -------
     Design
+
+    Examples
+    --------
+    A small design, written to the current folder; its held-out list is not drawn yet:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg.design import draw_held_out, load_design, write_held_out
+    >>> text = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [1.0]
+    ... eps = [0.1]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... [held_out]
+    ... seed = 7
+    ... fraction = 0.25
+    ... '''
+    >>> _ = Path("toy.toml").write_text(text, encoding="utf-8")
+    >>> design = load_design("toy.toml", require_held_out=False)
+    >>> design.models, design.family, len(design.sha256)
+    ({'M0': ('baseline',), 'M1': ('baseline', 'native')}, (('M0', 'M1'),), 64)
+    >>> write_held_out("toy.toml", draw_held_out(design.data))
+    >>> load_design("toy.toml").held_out
+    ('org/tiny:1:1', 'org/tiny:1:2')
+    >>> _ = Path("bad.toml").write_text(text.replace("0.25", "1.5"), encoding="utf-8")
+    >>> load_design("bad.toml", require_held_out=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: held_out.fraction: expected a number in (0, 1), got 1.5
     """
     path = Path(path)
     if not path.is_file():
@@ -318,6 +413,21 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     ------
     ParameterError
         Named by the dotted key, e.g. ``models.M1`` or ``inference.family[0]``.
+
+    Examples
+    --------
+    :func:`load_design` calls it on the parsed TOML; the first offending key is named:
+
+    >>> from analysis.prereg.design import REQUIRED_SECTIONS, validate_design
+    >>> validate_design({"title": "toy"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: hypotheses: expected a value (missing)...
+    >>> sections = {name: {} for name in REQUIRED_SECTIONS}
+    >>> validate_design({**sections, "effort": "quick"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: effort: expected one of fast, default, thorough, got 'quick'
     """
     for section in REQUIRED_SECTIONS:
         _need(data, section, "")
@@ -590,6 +700,15 @@ def population(data: Mapping[str, Any]) -> list[str]:
     -------
     list of str
         Head ids ``"<checkpoint>:<layer>:<head>"``. Synthetic sources are never included.
+
+    Examples
+    --------
+    >>> from analysis.prereg.design import population
+    >>> source = {"kind": "checkpoint", "checkpoint": "org/tiny", "layers": 2, "heads": 4}
+    >>> data = {"sampling": {"sources": [source]}, "held_out": {"seed": 7, "fraction": 0.25}}
+    >>> population(data)  # 2 layers x 4 heads, sorted
+    ['org/tiny:0:0', 'org/tiny:0:1', 'org/tiny:0:2', 'org/tiny:0:3',
+     'org/tiny:1:0', 'org/tiny:1:1', 'org/tiny:1:2', 'org/tiny:1:3']
     """
     ids: set[tuple[str, int, int]] = set()
     for i, src in enumerate(data["sampling"]["sources"]):
@@ -611,6 +730,14 @@ def draw_held_out(data: Mapping[str, Any]) -> list[str]:
     ``rng = numpy.random.default_rng(held_out.seed)``; for each checkpoint in sorted
     order with n heads, ``rng.choice(n, size=round(fraction * n), replace=False)`` picks
     positions in that checkpoint's sorted list. The union is returned sorted.
+
+    Examples
+    --------
+    >>> from analysis.prereg.design import draw_held_out
+    >>> source = {"kind": "checkpoint", "checkpoint": "org/tiny", "layers": 2, "heads": 4}
+    >>> data = {"sampling": {"sources": [source]}, "held_out": {"seed": 7, "fraction": 0.25}}
+    >>> draw_held_out(data)  # round(0.25 * 8) = 2 heads, the same for the same seed
+    ['org/tiny:1:1', 'org/tiny:1:2']
     """
     ho = data["held_out"]
     rng = np.random.default_rng(ho["seed"])
@@ -636,6 +763,18 @@ def write_held_out(path: str | Path, heads: Sequence[str]) -> None:
 
     An existing one-line ``heads = ...`` in that section is replaced; comments and every
     other line are kept byte for byte.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.prereg.design import write_held_out
+    >>> _ = Path("d.toml").write_text("[held_out]\\nseed = 7 # kept\\n", encoding="utf-8")
+    >>> write_held_out("d.toml", ["org/tiny:1:1"])
+    >>> write_held_out("d.toml", ["org/tiny:1:1", "org/tiny:1:2"])  # replaces the line
+    >>> print(Path("d.toml").read_text(encoding="utf-8"), end="")
+    [held_out]
+    heads = ["org/tiny:1:1", "org/tiny:1:2"]
+    seed = 7 # kept
     """
     path = Path(path)
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)

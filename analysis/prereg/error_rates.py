@@ -63,6 +63,15 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     ``scipy.stats.binomtest(k, n).proportion_ci(level, method="exact")``: the
     ``(1 - level) / 2`` quantile of ``Beta(k, n - k + 1)`` (0 when k = 0) and the
     ``(1 + level) / 2`` quantile of ``Beta(k + 1, n - k)`` (1 when k = n).
+
+    Examples
+    --------
+    >>> from analysis.prereg.error_rates import clopper_pearson
+    >>> low, high = clopper_pearson(0, 10)  # the upper end is 1 - 0.025^(1/10)
+    >>> low, round(high, 6), round(1 - 0.025 ** (1 / 10), 6)
+    (0.0, 0.308497, 0.308497)
+    >>> tuple(round(x, 4) for x in clopper_pearson(5, 10))  # symmetric about 1/2
+    (0.1871, 0.8129)
     """
     from scipy.stats import binomtest
 
@@ -91,6 +100,23 @@ class Rate:
     p_below_alpha : float
         Share of studies whose unadjusted one-sided p is below alpha (the pair's own
         bootstrap test, without Holm and without the CI condition of the decision).
+
+    Examples
+    --------
+    From four simulated decisions (the rows of
+    :func:`~analysis.prereg.power.simulated_decisions`):
+
+    >>> import pandas as pd
+    >>> from analysis.prereg.error_rates import Rate
+    >>> rows = pd.DataFrame({
+    ...     "adds_information": [True, False, True, True], "effect": [0.3, -0.1, 0.2, 0.4],
+    ...     "p_value": [0.01, 0.6, 0.04, 0.001],
+    ... })
+    >>> rate = Rate.of(0.2, rows)
+    >>> rate.k, rate.n, rate.rate, round(rate.mean_effect, 3), rate.p_below_alpha
+    (3, 4, 0.75, 0.2, 0.75)
+    >>> print(rate)  # the rate and its Clopper-Pearson 95% interval
+    0.750 [0.194, 0.994]
     """
 
     share: float
@@ -164,6 +190,33 @@ class HypothesisPower:
     mde_target : float
     curve : tuple of Rate
         Every share simulated on the calibration seeds, sorted.
+
+    Examples
+    --------
+    Made by :func:`validate_comparison`, one per simulated hypothesis:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
+    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
+    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
+    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
+    ...     family=(("M0", "M1"),),
+    ... )
+    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
+    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.error_rates import validate_comparison
+    >>> result = validate_comparison(  # 2 studies per share: far too few for real use
+    ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
+    ...     mde_steps=0, calibration_iterations=0, random_state=0,
+    ... )
+    >>> h = result.hypotheses[0]
+    >>> h.hypothesis, h.pair, h.signal, h.size_simple.n
+    ('M0<M1', ('M0', 'M1'), 'native', 2)
+    >>> [rate.share for rate in h.curve] == sorted(rate.share for rate in h.curve)
+    True
+    >>> sorted(h.to_dict())[:4]
+    ['boundary_mean_effect', 'boundary_share', 'curve', 'hypothesis']
     """
 
     hypothesis: str
@@ -248,6 +301,33 @@ class ValidationResult:
     seconds : float
     runs : pandas.DataFrame
         :data:`RUN_COLUMNS`, one row per simulated study.
+
+    Examples
+    --------
+    Made by :func:`validate_comparison`:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
+    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
+    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
+    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
+    ...     family=(("M0", "M1"),),
+    ... )
+    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
+    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.error_rates import validate_comparison
+    >>> result = validate_comparison(  # 2 studies per share: far too few for real use
+    ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
+    ...     mde_steps=0, calibration_iterations=0, random_state=0,
+    ... )
+    >>> result.confirmatory.hypothesis, result.simulations, result.alpha
+    ('M0<M1', 2, 0.05)
+    >>> from analysis.prereg.error_rates import RUN_COLUMNS
+    >>> list(result.runs.columns) == list(RUN_COLUMNS)
+    True
+    >>> print(result.summary())  # doctest: +ELLIPSIS
+    validate-comparison on simulated study (default sizes, not a design): 2 simulations ...
     """
 
     design: str
@@ -538,6 +618,35 @@ def validate_comparison(
     within the design's family, ``ci_low > 0``). Intervals are Clopper-Pearson 95%
     (:func:`clopper_pearson`). The size passes when the boundary rate is at most
     ``alpha`` plus its interval's half-width.
+
+    Examples
+    --------
+    A small study (made-up reference widths), two studies per share, no MDE bisection:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
+    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
+    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
+    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
+    ...     family=(("M0", "M1"),),
+    ... )
+    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
+    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.error_rates import validate_comparison
+    >>> result = validate_comparison(  # 2 studies per share: far too few for real use
+    ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
+    ...     mde_steps=0, calibration_iterations=0, random_state=0,
+    ... )
+    >>> row = result.to_frame().iloc[0]
+    >>> row["hypothesis"], float(row["effect"]), int(row["simulations"])
+    ('M0<M1', 0.9, 2)
+    >>> float(row["power"]), float(row["size_simple"])  # both studies reject at share 0.9
+    (1.0, 0.0)
+    >>> from analysis.prereg.error_rates import clopper_pearson
+    >>> k = round(row["size_simple"] * 2)  # rejections at the simple null, out of 2
+    >>> (row["size_simple_ci_low"], row["size_simple_ci_high"]) == clopper_pearson(k, 2)
+    True
     """
     simulations = check_int("simulations", simulations, minimum=2)
     if not isinstance(sizes, StudySizes):

@@ -100,6 +100,17 @@ def approximate_power(
     ``Phi(z - z_(1 - alpha'))``. At the defaults (eps 0.1, rho 0.5, s 0.5, K 18, H 18)
     ``z = 1.27``. The interval loss (0 inside a bracket) and the estimation error of the
     fits (more so with many native columns) lower the simulated power below this.
+
+    Examples
+    --------
+    >>> from analysis.prereg.power import StudySizes
+    >>> from analysis.prereg.power_curve import approximate_power
+    >>> approx = approximate_power()  # the default sizes: H = 18, K = 18, 3 pairs
+    >>> round(approx["z"], 2), round(approx["power_holm"], 3), round(approx["held_out_for_target"])
+    (1.27, 0.197, 98)
+    >>> bigger = approximate_power(StudySizes(n_heads=144, n_held_out=72))  # 4 H: 2 z
+    >>> round(bigger["z"] / approx["z"], 6)
+    2.0
     """
     # validated by name as the simulation's assumptions are (residual_sd cancels)
     PowerAssumptions(effect=effect, icc=icc, native_head_share=native_head_share)
@@ -172,6 +183,29 @@ def power_curve(
         ``false_positive_rate`` and ``mean_effect_null``; ``power_se`` is the binomial
         SE; ``z_approx`` / ``power_approx`` come from :func:`approximate_power`
         (``power_holm``).
+
+    Examples
+    --------
+    One effect and one head share, four studies each (a real curve needs hundreds):
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from analysis.prereg.power import StudySizes
+    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
+    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
+    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
+    ...     family=(("M0", "M1"),),
+    ... )
+    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
+    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.power_curve import power_curve
+    >>> curve = power_curve(
+    ...     widths, simulations=4, effects=(0.5,), head_shares=(0.5,), sizes=sizes, random_state=0
+    ... )
+    >>> cols = ["effect", "native_head_share", "false_positive_rate", "power", "power_approx"]
+    >>> print(curve[cols].round(3).to_string(index=False))
+     effect  native_head_share  false_positive_rate  power  power_approx
+        0.5                0.5                  0.0    0.5         0.352
     """
     simulations = check_int("simulations", simulations, minimum=1)
     effects = tuple(effects)
@@ -261,6 +295,20 @@ def minimum_detectable_effect(curve: pd.DataFrame, *, target: float = 0.8) -> pd
         between the first grid point at or above ``target`` and the one below it; NaN when
         no grid point reaches it, the effect itself when the smallest one does) and
         ``reached`` (bool).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.prereg.power_curve import minimum_detectable_effect
+    >>> curve = pd.DataFrame({
+    ...     "native_head_share": [0.5, 0.5, 0.5, 0.0, 0.0, 0.0],
+    ...     "effect": [0.1, 0.2, 0.3, 0.1, 0.2, 0.3],
+    ...     "power": [0.3, 0.7, 0.9, 0.1, 0.2, 0.4],
+    ... })
+    >>> print(minimum_detectable_effect(curve))  # 0.2 + (0.8 - 0.7) / (0.9 - 0.7) * 0.1
+       native_head_share   mde  reached
+    0                0.0   NaN    False
+    1                0.5  0.25     True
     """
     if not (isinstance(target, (int, float)) and 0 < target < 1):
         raise ParameterError("target", "a number in (0, 1)", target)

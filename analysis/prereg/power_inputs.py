@@ -85,6 +85,19 @@ class PowerAssumptions:
     width_bins : int
         Widths are resampled per eps within this many quantile bins of the bracket
         midpoint (default 4; 1 = per eps only, independent of the outcome).
+
+    Examples
+    --------
+    >>> from analysis.prereg.power_inputs import PowerAssumptions
+    >>> assumptions = PowerAssumptions(effect=0.2, truth_position=[1, 1])
+    >>> assumptions.effect, assumptions.icc, assumptions.truth_position
+    (0.2, 0.5, (1.0, 1.0))
+    >>> assumptions.to_dict()["truth_position"]  # plain JSON types
+    [1.0, 1.0]
+    >>> PowerAssumptions(effect=1.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: effect: expected a share in (0, 1), got 1.5
     """
 
     effect: float = 0.10
@@ -164,6 +177,22 @@ class StudySizes:
         Where the counts come from.
     hypotheses : tuple of (id, kind, base, rich)
         The design's hypotheses (default: one per family pair).
+
+    Examples
+    --------
+    The default sizes (not a design's): 72 heads, 18 held out, 2 lengths x 3
+    temperatures x 3 eps cells per head:
+
+    >>> from analysis.prereg.power_inputs import PowerAssumptions, StudySizes
+    >>> sizes = StudySizes()
+    >>> sizes.cells_per_head, sizes.strata, sizes.hypotheses[0]
+    (18, (('all', 72, 18),), ('M0<M1', 'confirmatory', 'M0', 'M1'))
+    >>> sizes.feature_count("native", PowerAssumptions(native_features=4))  # an override
+    4
+    >>> StudySizes(n_heads=10, n_held_out=10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: n_held_out: expected an integer in (0, 10), got 10
     """
 
     name: str = "simulated study (default sizes, not a design)"
@@ -279,6 +308,14 @@ def signal_block(sizes: StudySizes, pair: tuple[str, str], *, name: str = "pair"
     ------
     ParameterError
         Naming ``name`` when the rich model adds no simulated block.
+
+    Examples
+    --------
+    With the default models (M1 adds ``native``, M2 ``intrinsic``, M3 both):
+
+    >>> from analysis.prereg.power_inputs import StudySizes, signal_block
+    >>> signal_block(StudySizes(), ("M0", "M3")), signal_block(StudySizes(), ("M1", "M3"))
+    ('native', 'intrinsic')
     """
     models = dict(sizes.models)
     base, rich = pair
@@ -325,6 +362,43 @@ def sizes_from_design(
     ParameterError
         Naming ``features`` when no counts are given and the design has no lock that
         records its blocks' covariate names.
+
+    Examples
+    --------
+    A small design (8 heads of one checkpoint, 2 held out) written to the current
+    folder, with covariate counts given:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg.power_inputs import sizes_from_design
+    >>> text = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [1.0]
+    ... eps = [0.1]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... [held_out]
+    ... heads = ["org/tiny:1:1", "org/tiny:1:2"]
+    ... seed = 7
+    ... fraction = 0.25
+    ... '''
+    >>> _ = Path("toy.toml").write_text(text, encoding="utf-8")
+    >>> sizes = sizes_from_design("toy.toml", features={"baseline": 11, "native": 13})
+    >>> sizes.n_heads, sizes.n_held_out, sizes.strata, sizes.n_boot
+    (8, 2, (('org/tiny', 8, 2),), 199)
+    >>> sizes.family, sizes.features  # intrinsic, unused, keeps one column
+    ((('M0', 'M1'),), (('baseline', 11), ('native', 13), ('intrinsic', 1)))
     """
     from analysis.prereg.lock import lock_path
 
@@ -415,6 +489,16 @@ def load_widths(path: str | Path) -> pd.DataFrame:
         When the file is missing: widths are never invented.
     ParameterError
         On missing columns or brackets that are not ``1 <= lower <= upper`` integers.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.prereg.power_inputs import load_widths
+    >>> _ = Path("widths.csv").write_text("eps,lower,upper\\n0.1,4,8\\n0.1,16,16\\n")
+    >>> print(load_widths("widths.csv").to_string(index=False))
+     eps  lower  upper  width  midpoint
+     0.1      4      8    1.0       2.5
+     0.1     16     16    0.0       4.0
     """
     path = Path(path)
     if not path.is_file():
@@ -454,6 +538,27 @@ class WidthModel:
     ----------
     bins : tuple of (eps, tuple of width arrays)
         Per eps, the reference widths of each midpoint bin, lowest midpoints first.
+
+    Examples
+    --------
+    Three reference brackets at eps 0.1 in two midpoint bins, one at eps 0.2:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from analysis.prereg.power_inputs import WidthModel
+    >>> widths = pd.DataFrame({"eps": [0.1, 0.1, 0.1, 0.2], "lower": [4, 16, 2, 1],
+    ...                        "upper": [8, 16, 8, 2]})
+    >>> widths["width"] = np.log2(widths["upper"]) - np.log2(widths["lower"])
+    >>> model = WidthModel.from_frame(widths, [0.1, 0.2], n_bins=2)
+    >>> [(eps, [part.tolist() for part in parts]) for eps, parts in model.bins]
+    [(0.1, [[2.0, 1.0], [0.0]]), (0.2, [[1.0]])]
+
+    The higher of two cells at eps 0.1 draws from the upper bin, the lower one from the
+    lower bin (``u = 0.9`` picks its second width):
+
+    >>> eps, y, u = np.array([0.1, 0.1, 0.2]), np.array([5.0, 1.0, 3.0]), np.array([0.0, 0.9, 0.5])
+    >>> model.draw(eps, y, u).tolist()
+    [0.0, 1.0, 1.0]
     """
 
     bins: tuple[tuple[float, tuple[np.ndarray, ...]], ...] = field(repr=False)

@@ -34,6 +34,19 @@ class ConfirmatoryData:
     held_out_sha256 : str
     missing_heads : tuple of str
         Locked held-out heads with no cell in the table (reported, never silently dropped).
+
+    Examples
+    --------
+    Made by :meth:`SealedCells.release_confirmatory` (see :class:`SealedCells`); frozen:
+
+    >>> import dataclasses
+    >>> import pandas as pd
+    >>> from analysis.prereg.sealing import ConfirmatoryData
+    >>> data = ConfirmatoryData(pd.DataFrame(), "a" * 64, "b" * 64, missing_heads=())
+    >>> data.lock_sha256 = "c" * 64  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dataclasses.FrozenInstanceError: cannot assign to field 'lock_sha256'
     """
 
     table: pd.DataFrame
@@ -60,6 +73,54 @@ class SealedCells:
         The lock of ``design_path`` as :func:`~analysis.prereg.lock.require_locked`
         returned it earlier in the same run (the study runner checks once per run); the
         design is then not read again. Not with ``features``.
+
+    Examples
+    --------
+    A small design with its held-out list (two of eight heads), locked in the current
+    folder:
+
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg.lock import lock_design
+    >>> from analysis.prereg.sealing import SealedCells
+    >>> text = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [1.0]
+    ... eps = [0.1]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... [held_out]
+    ... heads = ["org/tiny:1:1", "org/tiny:1:2"]
+    ... seed = 7
+    ... fraction = 0.25
+    ... '''
+    >>> _ = Path("toy.toml").write_text(text, encoding="utf-8")
+    >>> _ = lock_design("toy.toml")
+    >>> heads = [f"org/tiny:{layer}:{head}" for layer in range(2) for head in range(4)]
+    >>> sealed = SealedCells(pd.DataFrame({"cluster": heads[:-2]}), "toy.toml")
+    >>> len(sealed.training())  # the held-out head org/tiny:1:1 is sealed
+    5
+    >>> release = sealed.release_confirmatory()
+    >>> int(release.table["held_out"].sum()), release.missing_heads
+    (1, ('org/tiny:1:2',))
+    >>> release.lock_sha256 == sealed.lock_sha256, sealed.released
+    (True, True)
+    >>> sealed.release_confirmatory()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: ...already released once in this run...
     """
 
     def __init__(
