@@ -434,7 +434,8 @@ def lower_step(
     >>> R = (0.1 + 0.6 * torch.eye(3, **f64))[None]
     >>> Y = R.mT.clone()
     >>> def margin(R, Y):
-    ...     return round(float(normalized_margins(A[0].numpy(), R[0].numpy(), Y[0].numpy()).min()), 6)
+    ...     mg = normalized_margins(A[0].numpy(), R[0].numpy(), Y[0].numpy())
+    ...     return round(float(mg.min()), 6)
     >>> margin(R, Y)
     0.259259
     >>> mR, vR, mY, vY = (torch.zeros_like(R) for _ in range(4))
@@ -445,7 +446,9 @@ def lower_step(
     >>> mg = torch.diagonal(G, dim1=-2, dim2=-1) - (G.abs() * off).sum(-1)
     >>> kp = torch.ones(1, 3, dtype=torch.bool)
     >>> lr, budgets = torch.tensor([0.05], **f64), torch.tensor([100.0], **f64)
-    >>> R, Y = lower_step(R, Y, mR, vR, mY, vY, YA, AR, G, mg, kp, kp.double(), on, off, lr, budgets, 0)
+    >>> R, Y = lower_step(
+    ...     R, Y, mR, vR, mY, vY, YA, AR, G, mg, kp, kp.double(), on, off, lr, budgets, 0
+    ... )
     >>> R[0].round(decimals=6).tolist()
     [[0.75, 0.05, 0.05], [0.05, 0.75, 0.05], [0.05, 0.05, 0.75]]
     >>> margin(R, Y)  # (0.5675 - 2 * 0.0775) / 0.85^2
