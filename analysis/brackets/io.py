@@ -328,7 +328,7 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
     Examples
     --------
     Two ends per matrix, each re-certified; a damaged witness (the identity's rank-4
-    witness set to zero, off by 1 in every row) fails:
+    witness ``U W^T = I`` scaled to ``0.3 I``, off by 0.7 in every row) fails:
 
     >>> import numpy as np
     >>> from analysis.brackets.io import MatrixInput, profile_file
@@ -341,10 +341,10 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
     >>> verify_result(data, result)
     VerifyReport(status=0, checked=4, messages=[])
     >>> U = result["matrices"][0]["witnesses"]["upper"][0]["U"]
-    >>> U[:] = [[0.0] * 4] * 4
+    >>> U[:] = [[0.3 * u for u in row] for row in U]
     >>> report = verify_result(data, result)
     >>> report.status, report.messages
-    (1, ['matrix 0 eps=0.5: upper witness rank 4 has certified error 1 > eps'])
+    (1, ['matrix 0 eps=0.5: upper witness rank 4 has certified error 0.7 > eps'])
     """
     msgs: list[str] = []
     if result.get("input_sha256") != data.sha256:
