@@ -110,5 +110,26 @@ class Engine:
 
 def default_engine() -> Engine:
     """The package's bracket engine (:class:`Engine`), as ``study`` and ``cli`` pass it to
-    :func:`analysis.store.run_brackets`."""
+    :func:`analysis.store.run_brackets`.
+
+    Examples
+    --------
+    It satisfies the store's :class:`~analysis.store.engine.BracketEngine`; a batch of one
+    matrix is :func:`~analysis.brackets.profile_matrix` (the 4 x 4 identity has
+    ``r_eps = 4`` for eps < 1):
+
+    >>> import numpy as np
+    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.store import BracketEngine
+    >>> engine = default_engine()
+    >>> isinstance(engine, BracketEngine)
+    True
+    >>> [prof] = engine.profile_batch(
+    ...     [np.eye(4)], [1.0], eps=(0.5,), effort="fast", previous=[None]
+    ... )
+    >>> prof.bracket(0.5)
+    Bracket(lo=4, hi=4)
+    >>> engine.load_profile(prof.to_dict()).bracket(0.5)
+    Bracket(lo=4, hi=4)
+    """
     return Engine()

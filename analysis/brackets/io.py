@@ -43,7 +43,21 @@ if TYPE_CHECKING:  # pandas only for the approximant tables, not on the bracket 
 
 @dataclass(frozen=True)
 class MatrixInput:
-    """Matrices of one input file: ``A`` ``[H, M, N]`` float64, with ``(layer, head)`` per matrix."""
+    """Matrices of one input file: ``A`` ``[H, M, N]`` float64, with ``(layer, head)`` per matrix.
+
+    ``sha256`` identifies the input (result files and checkpoints are keyed by it),
+    ``temperature`` is the one the matrices were computed at (None: as given) and
+    ``renormalized`` whether their rows were divided by their sums.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.io import MatrixInput, profile_file
+    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
+    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+    >>> data.A.shape, list(zip(data.layers, data.heads))
+    ((2, 4, 4), [(0, 0), (0, 1)])
+    """
 
     A: np.ndarray
     layers: list[int | None]
@@ -106,6 +120,22 @@ def profile_file(
     (:func:`analysis.brackets.search.profile_matrices`); every witness is still certified
     on the CPU. A GPU may find other witnesses than the CPU, so a checkpoint's profiles
     are those of the device that computed them (all equally certified).
+
+    Examples
+    --------
+    The identity has ``r_eps = 4`` and the uniform matrix rank 1; a second run with the
+    same checkpoint reuses the stored (re-verified) profiles:
+
+    >>> import numpy as np
+    >>> from analysis.brackets.io import MatrixInput, profile_file
+    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
+    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False, checkpoint="ck.jsonl")
+    >>> [p.bracket(0.5) for p in profs]
+    [Bracket(lo=4, hi=4), Bracket(lo=1, hi=1)]
+    >>> again = profile_file(data, eps=(0.5,), effort="fast", progress=False, checkpoint="ck.jsonl")
+    >>> [p.to_dict() == q.to_dict() for p, q in zip(profs, again)]
+    [True, True]
     """
     eps = check_eps_grid(eps)
     workers = check_executor(executor, workers)
@@ -202,6 +232,27 @@ def result_json(
     effort: str,
     witnesses: bool,
 ) -> dict[str, Any]:
+    """The ``OUT.json`` contents of ``attnrank bracket``: brackets (and witnesses) per matrix.
+
+    The layout is a stable contract (docs/guide/conventions.md, "Bracket engine");
+    ``witnesses`` adds the arrays of every end, which :func:`verify_result` re-checks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.io import MatrixInput, profile_file
+    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
+    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+    >>> from analysis.brackets.io import result_json
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
+    >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
+    >>> sorted(result)
+    ['effort', 'input_sha256', 'matrices', 'renormalized', 'temperature']
+    >>> [m["brackets"] for m in result["matrices"]]
+    [[{'eps': 0.5, 'lower': 4, 'upper': 4}], [{'eps': 0.5, 'lower': 1, 'upper': 1}]]
+    >>> [w["rank"] for w in result["matrices"][1]["witnesses"]["upper"]]
+    [1]
+    """
     mats = []
     for i, prof in enumerate(profiles):
         br = prof.to_frame(eps).to_dict("records")
@@ -227,7 +278,17 @@ def result_json(
 
 
 def write_json_atomic(obj: Any, path: str | os.PathLike) -> None:
-    """Write JSON to ``path`` through :func:`analysis.atomic.atomic_write` (never half-written)."""
+    """Write JSON to ``path`` through :func:`analysis.atomic.atomic_write` (never half-written).
+
+    Examples
+    --------
+    >>> import json
+    >>> from analysis.brackets.io import write_json_atomic
+    >>> write_json_atomic({"eps": [0.1, 0.2], "effort": "fast"}, "out.json")
+    >>> with open("out.json") as f:
+    ...     json.load(f)
+    {'eps': [0.1, 0.2], 'effort': 'fast'}
+    """
     # dumps, not dump: only the one-shot encoder is the C one (same bytes, twice as fast
     # on the 66 MB files of a 72-head stack with witnesses).
     text = json.dumps(obj)
@@ -237,7 +298,18 @@ def write_json_atomic(obj: Any, path: str | os.PathLike) -> None:
 
 @dataclass(frozen=True)
 class VerifyReport:
-    """Outcome of re-checking a result file: ``status`` 0 ok, 1 failed witness, 2 missing."""
+    """Outcome of re-checking a result file: ``status`` 0 ok, 1 failed witness, 2 missing.
+
+    ``checked`` counts the witnesses re-certified, ``messages`` says what failed or is
+    missing (:func:`verify_result`).
+
+    Examples
+    --------
+    >>> from analysis.brackets.io import VerifyReport
+    >>> report = VerifyReport(2, 0, ["matrix 0: witnesses are null"])
+    >>> report.status == 0, report.messages
+    (False, ['matrix 0: witnesses are null'])
+    """
 
     status: int
     checked: int
@@ -245,7 +317,35 @@ class VerifyReport:
 
 
 def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
-    """Re-check every reported bracket end of ``result`` against ``data``'s matrices."""
+    """Re-check every reported bracket end of ``result`` against ``data``'s matrices.
+
+    Returns
+    -------
+    VerifyReport
+        ``status`` 1 when a witness fails to certify its end (or the result is for other
+        matrices), else 2 when a witness is missing, else 0.
+
+    Examples
+    --------
+    Two ends per matrix, each re-certified; a damaged witness (the identity's rank-4
+    witness ``U W^T = I`` scaled to ``0.3 I``, off by 0.7 in every row) fails:
+
+    >>> import numpy as np
+    >>> from analysis.brackets.io import MatrixInput, profile_file
+    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
+    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+    >>> from analysis.brackets.io import result_json
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
+    >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
+    >>> from analysis.brackets.io import verify_result
+    >>> verify_result(data, result)
+    VerifyReport(status=0, checked=4, messages=[])
+    >>> U = result["matrices"][0]["witnesses"]["upper"][0]["U"]
+    >>> U[:] = [[0.3 * u for u in row] for row in U]
+    >>> report = verify_result(data, result)
+    >>> report.status, report.messages
+    (1, ['matrix 0 eps=0.5: upper witness rank 4 has certified error 0.7 > eps'])
+    """
     msgs: list[str] = []
     if result.get("input_sha256") != data.sha256:
         return VerifyReport(
@@ -311,7 +411,22 @@ class QueriesKeys:
     """Per-matrix queries and keys of an extract: ``Q``, ``K`` ``[H, L, d]``, logit scale
     ``[H]`` (the model's scale over the temperature), ``mask`` ``[L, L]`` (None when every
     key is allowed), ``bias`` ``[H, L, L]`` (the additive logit term at t = 1, None when the
-    model adds none)."""
+    model adds none).
+
+    Examples
+    --------
+    Queries and keys of two 4-key heads, the first with logits ``20 I`` (nearly the
+    identity), the second uniform:
+
+    >>> import numpy as np
+    >>> from analysis.attention import softmax64
+    >>> from analysis.brackets.io import QueriesKeys
+    >>> Q = K = np.stack([np.eye(4), np.zeros((4, 4))])
+    >>> qk = QueriesKeys(Q, K, np.array([20.0, 1.0]), None)
+    >>> A = softmax64(qk.Q[1], qk.K[1], qk.scale[1], qk.mask)
+    >>> A.tolist() == [[0.25] * 4] * 4
+    True
+    """
 
     Q: np.ndarray
     K: np.ndarray
@@ -321,7 +436,32 @@ class QueriesKeys:
 
 
 def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
-    """``index``, ``eps``, ``lower``, ``upper`` of a bracket result file of the same input."""
+    """``index``, ``eps``, ``lower``, ``upper`` of a bracket result file of the same input.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``result``, when it is for another input, temperature or renormalization.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.io import MatrixInput, profile_file
+    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
+    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+    >>> from analysis.brackets.io import result_json
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
+    >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
+    >>> from analysis.brackets.io import bracket_frame
+    >>> bracket_frame(result, data)
+       index  eps  lower  upper
+    0      0  0.5      4      4
+    1      1  0.5      1      1
+    >>> bracket_frame(result, MatrixInput(A, [0, 0], [0, 1], "another file", None, False))
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: result: expected a result of `attnrank bracket` ...
+    """
     import pandas as pd
 
     same = (
@@ -379,6 +519,22 @@ def approximants_for_input(
     table : DataFrame, one row per (matrix, method, eps): ``index``, ``layer``, ``head``,
         ``method``, ``eps``, ``rank``, ``error``, ``reached``
     notes : what was left out of the default methods, and why
+
+    Examples
+    --------
+    Without queries and keys, the SVD and row-copy approximants; the uniform matrix
+    has rank 1, and the identity needs its full rank 4 for eps < 1:
+
+    >>> import numpy as np
+    >>> from analysis.brackets.io import MatrixInput, profile_file
+    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
+    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+    >>> from analysis.brackets.io import approximants_for_input
+    >>> table, notes = approximants_for_input(data, None, eps=(0.5,), progress=False)
+    >>> table[["index", "method", "rank"]].values.tolist()
+    [[0, 'svd', 4], [0, 'rows', 4], [1, 'svd', 1], [1, 'rows', 1]]
+    >>> notes
+    ['nystrom, linformer, performer left out: a .npy input has no queries or keys']
     """
     import pandas as pd
 

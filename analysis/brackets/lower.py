@@ -40,6 +40,14 @@ def column_partitions(A: np.ndarray, sizes: list[int], *, method: str = "ward") 
     Coarse-graining is what makes lower witnesses work on smooth heads: a group of
     similar keys is one test function that rows can dominate. One dendrogram
     (scipy.cluster.hierarchy) gives every number of groups at once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
+    >>> from analysis.brackets.lower import column_partitions
+    >>> column_partitions(A, [1, 2, 8]).tolist()  # two groups: the two blocks' keys
+    [[0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 1, 1, 1], [0, 1, 2, 3, 4, 5, 6, 7]]
     """
     cols = A.T
     if method == "ward":
@@ -62,6 +70,15 @@ def kmeans_partitions(A: np.ndarray, m: int, seeds: list[int]) -> list[np.ndarra
     Returns
     -------
     list of int arrays ``[N]`` with labels ``0..m-1``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
+    >>> from analysis.brackets.lower import kmeans_partitions
+    >>> parts = kmeans_partitions(A, 2, [0, 1])  # raw and unit columns per seed
+    >>> len(parts), all(len(set(p[:4])) == 1 and p[0] != p[4] for p in parts)
+    (4, True)
     """
     cols = A.T
     unit = cols / np.maximum(np.linalg.norm(cols, axis=1, keepdims=True), 1e-300)
@@ -84,6 +101,15 @@ def split_partitions(A: np.ndarray, R: np.ndarray, *, limit: int = 3) -> list[np
     (the ``limit`` largest) is split in two by 2-means on its columns, the other groups
     kept. A witness that certifies size m is a good start for size m + 1: the new test
     function only has to separate one group.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
+    >>> from analysis.brackets.lower import split_partitions
+    >>> R = np.ones((8, 1))  # the row-sum witness of size 1: one group of all keys
+    >>> [p.tolist() for p in split_partitions(A, R)]  # its one split: the blocks
+    [[1, 1, 1, 1, 0, 0, 0, 0]]
     """
     m = R.shape[1]
     lab = np.abs(R).argmax(1)
@@ -148,6 +174,19 @@ def group_witness(
 
     Returns ``(R, Y, margin)`` with the computed (uncertified) margin
     ``1 / ||(A_S R)^-1||_inf``.
+
+    Examples
+    --------
+    The blocks as groups: ``A_S R`` is the 2 x 2 identity, so the margin is 1, and the
+    certified one exceeds any eps < 1, proving ``r_eps(A) >= 2``:
+
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
+    >>> from analysis.brackets.lower import group_witness
+    >>> from analysis.brackets.verify import certified_lower_margin
+    >>> R, Y, margin = group_witness(A, np.array([0, 0, 0, 0, 1, 1, 1, 1]), 2)
+    >>> R.shape, Y.shape, round(margin, 9), certified_lower_margin(A, R, Y) > 0.99
+    ((8, 2), (2, 8), 1.0, True)
     """
     M, N = A.shape
     R = np.zeros((N, m))
@@ -189,6 +228,16 @@ def project_rows_l1(X: torch.Tensor, *, iters: int = 3) -> torch.Tensor:
     still (slightly) outside the ball is scaled onto it (by ``f(theta)``, its l1 norm), so
     every returned row is feasible. A row inside the ball keeps ``theta = 0`` and is
     returned exactly. Used in the optimizer only: the verifier normalizes witnesses itself.
+
+    Examples
+    --------
+    ``(3, 1)`` soft-thresholded at ``theta = 2`` is ``(1, 0)``; ``(0.2, 0.3)`` is inside:
+
+    >>> import torch
+    >>> from analysis.brackets.lower import project_rows_l1
+    >>> X = torch.tensor([[3.0, 1.0], [0.2, 0.3]], dtype=torch.float64)
+    >>> project_rows_l1(X).round(decimals=9).tolist()
+    [[1.0, 0.0], [0.2, 0.3]]
     """
     a = X.abs()
     theta = ((a.sum(-1, keepdim=True) - 1.0) / X.shape[-1]).clamp_min_(0.0)
@@ -211,6 +260,13 @@ def lower_lr(sizes: torch.Tensor) -> torch.Tensor:
     The entries of a witness shrink as ``m`` grows (rows of ``Y`` spread over more
     rows), and Adam's steps do not scale with the gradient, so a fixed step that suits
     ``m = 5`` destroys the group structure at ``m = 50`` (measured on MiniLM heads).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from analysis.brackets.lower import lower_lr
+    >>> lower_lr(torch.tensor([5, 50, 500])).round(decimals=9).tolist()  # 0.25 / m, clamped
+    [0.05, 0.005, 0.002]
     """
     return (0.25 / sizes.double()).clamp(0.002, 0.05)
 
@@ -261,6 +317,28 @@ def refine_lower(
     onto the l1 unit ball, so the computed margin is the normalized one. Signed ``R``
     matters: the useful test functions are differences of key groups (docs/method.md
     section 7).
+
+    Examples
+    --------
+    From a perturbed start of negative margin to a witness certified above 0.5:
+
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
+    >>> import torch
+    >>> from analysis.brackets.lower import normalized_margins, refine_lower
+    >>> from analysis.brackets.verify import certified_lower_margin
+    >>> rng = np.random.default_rng(0)
+    >>> R0 = np.repeat(np.eye(2), 4, axis=0) + 0.3 * rng.normal(size=(8, 2))
+    >>> Y0 = np.abs(rng.normal(size=(2, 8)))
+    >>> bool(normalized_margins(A, R0, Y0).max() < 0)
+    True
+    >>> R, Y, margin = refine_lower(
+    ...     torch.from_numpy(A)[None], torch.from_numpy(R0)[None], torch.from_numpy(Y0)[None],
+    ...     torch.tensor([2]), torch.tensor([0.5], dtype=torch.float64),
+    ...     steps=torch.tensor([500]),
+    ... )
+    >>> bool(margin[0] > 0.5), certified_lower_margin(A, R[0].numpy(), Y[0].numpy()) > 0.5
+    (True, True)
     """
     P, M, N = A.shape
     K = R0.shape[-1]
@@ -341,6 +419,40 @@ def lower_step(
     the current ``(R, Y)``; ``kp`` / ``cm`` mark each problem's live size (bool / float),
     ``on`` / ``off`` are the identity and its complement ``[K, K]``, ``lr`` the peak step
     per problem. The Adam moments are updated in place.
+
+    Examples
+    --------
+    The state :func:`refine_lower` keeps, for one problem on the 3 x 3 identity from
+    ``R = Y^T = 0.1 + 0.6 I``. Adam's first step moves every entry by ``lr`` along its
+    gradient's sign: the diagonal up to 0.75, the rest down to 0.05 (rows inside the l1
+    ball are not projected), and the margin grows:
+
+    >>> import torch
+    >>> from analysis.brackets.lower import lower_step, normalized_margins
+    >>> f64 = dict(dtype=torch.float64)
+    >>> A = torch.eye(3, **f64)[None]
+    >>> R = (0.1 + 0.6 * torch.eye(3, **f64))[None]
+    >>> Y = R.mT.clone()
+    >>> def margin(R, Y):
+    ...     mg = normalized_margins(A[0].numpy(), R[0].numpy(), Y[0].numpy())
+    ...     return round(float(mg.min()), 6)
+    >>> margin(R, Y)
+    0.259259
+    >>> mR, vR, mY, vY = (torch.zeros_like(R) for _ in range(4))
+    >>> YA, AR = Y @ A, A @ R
+    >>> G = YA @ R
+    >>> on = torch.eye(3, **f64)
+    >>> off = 1 - on
+    >>> mg = torch.diagonal(G, dim1=-2, dim2=-1) - (G.abs() * off).sum(-1)
+    >>> kp = torch.ones(1, 3, dtype=torch.bool)
+    >>> lr, budgets = torch.tensor([0.05], **f64), torch.tensor([100.0], **f64)
+    >>> R, Y = lower_step(
+    ...     R, Y, mR, vR, mY, vY, YA, AR, G, mg, kp, kp.double(), on, off, lr, budgets, 0
+    ... )
+    >>> R[0].round(decimals=6).tolist()
+    [[0.75, 0.05, 0.05], [0.05, 0.75, 0.05], [0.05, 0.05, 0.75]]
+    >>> margin(R, Y)  # (0.5675 - 2 * 0.0775) / 0.85^2
+    0.570934
     """
     frac = step_fraction(step, budgets)
     beta = (30.0 + 970.0 * frac)[:, None]
@@ -355,7 +467,19 @@ def lower_step(
 
 
 def normalized_margins(A: np.ndarray, R: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """Computed (uncertified) margins ``(G_pp - sum_(q != p) |G_pq|) / (||y_p||_1 max_i ||R_i||_1)``."""
+    """Computed (uncertified) margins ``(G_pp - sum_(q != p) |G_pq|) / (||y_p||_1 max_i ||R_i||_1)``.
+
+    Examples
+    --------
+    ``R = Y = I`` on the identity is diagonally dominant with margin 1; scaling ``Y``
+    changes nothing (the margin is normalized):
+
+    >>> import numpy as np
+    >>> from analysis.brackets.lower import normalized_margins
+    >>> I = np.eye(3)
+    >>> normalized_margins(I, I, 2 * I).tolist()
+    [1.0, 1.0, 1.0]
+    """
     G = (Y @ A) @ R
     d = np.diag(G)
     num = d - (np.abs(G).sum(1) - np.abs(d))
@@ -372,6 +496,18 @@ def lp_best_Y(A: np.ndarray, R: np.ndarray) -> np.ndarray:
     LP per p in ``y = y+ - y-`` (``y+, y- >= 0``, ``sum(y+ + y-) <= 1``) and ``t_q >= |g_q|``,
     solved by HiGHS (``scipy.optimize.linprog``). Uses all M rows of ``A`` (docs/method.md
     section 7); the verifier certifies the result.
+
+    Examples
+    --------
+    With the blocks as ``R``, the best rows reach the largest possible margin, 1:
+
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
+    >>> from analysis.brackets.lower import lp_best_Y, normalized_margins
+    >>> R = np.repeat(np.eye(2), 4, axis=0)
+    >>> Y = lp_best_Y(A, R)
+    >>> Y.shape, normalized_margins(A, R, Y).round(6).tolist()
+    ((2, 8), [1.0, 1.0])
     """
     M = A.shape[0]
     m = R.shape[1]
@@ -405,6 +541,20 @@ def lp_best_R(A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
     ``sum_q (R+_jq + R-_jq) <= 1`` for every row j, ``R = R+ - R-`` (``2 N m + m^2 + 1``
     variables). One sparse LP, solved by HiGHS' interior point method with crossover
     (about twice as fast as dual simplex here from m = 6 on); None if it does not solve.
+
+    Examples
+    --------
+    With one row of each block in ``Y``, the best ``R`` reaches the largest possible
+    margin, 1:
+
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
+    >>> from analysis.brackets.lower import lp_best_R, normalized_margins
+    >>> Y = np.zeros((2, 8))
+    >>> Y[0, 0] = Y[1, 4] = 1.0
+    >>> R = lp_best_R(A, Y)
+    >>> R.shape, normalized_margins(A, R, Y).round(6).tolist()
+    ((8, 2), [1.0, 1.0])
     """
     C = Y @ A
     m, N = C.shape
@@ -462,6 +612,23 @@ def lp_polish(
     solver's tolerance, hence the best pair is kept); it stops at a block-coordinate
     optimum that projected ascent only approaches. Cost grows quickly with m (the R-LP
     has ``2 N m + m^2`` variables), so callers use it for small m.
+
+    Examples
+    --------
+    From a start of negative margin to a certified witness of size 2 at eps = 0.5:
+
+    >>> import numpy as np
+    >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
+    >>> from analysis.brackets.lower import lp_polish, normalized_margins
+    >>> from analysis.brackets.verify import certified_lower_margin
+    >>> rng = np.random.default_rng(0)
+    >>> R0 = np.repeat(np.eye(2), 4, axis=0) + 0.3 * rng.normal(size=(8, 2))
+    >>> Y0 = np.abs(rng.normal(size=(2, 8)))
+    >>> R, Y, margin = lp_polish(A, R0, Y0)
+    >>> bool(normalized_margins(A, R0, Y0).min() < 0 < margin)
+    True
+    >>> certified_lower_margin(A, R, Y) > 0.5
+    True
     """
     best = (R, Y, float(normalized_margins(A, R, Y).min()))
     for _ in range(rounds):

@@ -17,6 +17,21 @@ def adam_step(
     Written out because the refinements compute their gradients in closed form and
     drop finished problems from the batch as they go, which ``torch.optim`` (bound to
     fixed parameter tensors) does not allow; it also avoids autograd's overhead.
+
+    Examples
+    --------
+    Adam's first step (``t = 1``) moves every entry by the learning rate against the sign
+    of its gradient, whatever the gradient's size (the bias-corrected moments are ``g``
+    and ``g^2``):
+
+    >>> import torch
+    >>> from analysis.brackets.optim import adam_step
+    >>> X = torch.zeros(2, 3, dtype=torch.float64)
+    >>> g = torch.tensor([[2.0, -30.0, 0.5], [5.0, 5.0, -5.0]], dtype=torch.float64)
+    >>> m, v = torch.zeros_like(X), torch.zeros_like(X)
+    >>> adam_step(X, g, m, v, 1, torch.tensor([0.1, 0.01], dtype=torch.float64))
+    >>> X.round(decimals=6).tolist()
+    [[-0.1, 0.1, -0.1], [-0.01, -0.01, 0.01]]
     """
     b1, b2 = 0.9, 0.999
     m.lerp_(g, 1 - b1)
@@ -27,10 +42,33 @@ def adam_step(
 
 
 def cosine_lr(lr: float, frac: torch.Tensor, floor: float) -> torch.Tensor:
-    """Cosine decay from ``lr`` to ``floor * lr`` as ``frac`` goes 0 -> 1 (per problem)."""
+    """Cosine decay from ``lr`` to ``floor * lr`` as ``frac`` goes 0 -> 1 (per problem).
+
+    Examples
+    --------
+    Halfway the rate is the mean of its two ends, ``(1 + floor) / 2`` times ``lr``:
+
+    >>> import torch
+    >>> from analysis.brackets.optim import cosine_lr
+    >>> cosine_lr(1.0, torch.tensor([0.0, 0.5, 1.0], dtype=torch.float64), 0.1).round(
+    ...     decimals=6
+    ... ).tolist()
+    [1.0, 0.55, 0.1]
+    """
     return lr * (floor + (1 - floor) * 0.5 * (1 + torch.cos(math.pi * frac)))
 
 
 def step_fraction(step: int, budgets: torch.Tensor) -> torch.Tensor:
-    """Progress ``step / (budget - 1)`` of each problem through its own step budget, in [0, 1]."""
+    """Progress ``step / (budget - 1)`` of each problem through its own step budget, in [0, 1].
+
+    Examples
+    --------
+    At step 5, a budget of 11 steps (0 to 10) is half done; smaller budgets are finished,
+    and a budget of one step counts as done from the start:
+
+    >>> import torch
+    >>> from analysis.brackets.optim import step_fraction
+    >>> step_fraction(5, torch.tensor([11, 6, 1])).tolist()
+    [0.5, 1.0, 1.0]
+    """
     return (step / (budgets - 1).clamp_min(1)).clamp(max=1.0)

@@ -31,6 +31,20 @@ class SearchSettings:
     bracket unsound. The first six fields differ between efforts; the others have one
     value for all of them (the defaults here).
 
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from analysis.brackets import search_settings
+    >>> s = search_settings("default")
+    >>> s.rounds, s.close_width, search_settings("fast").rounds  # fast: no refinement
+    (6, 2, 0)
+    >>> s.rounds = 1
+    Traceback (most recent call last):
+    ...
+    dataclasses.FrozenInstanceError: cannot assign to field 'rounds'
+    >>> dataclasses.replace(s, rounds=1) == s
+    False
+
     Attributes
     ----------
     rounds : int
@@ -152,7 +166,18 @@ if tuple(SETTINGS) != EFFORTS:  # the table must name exactly the efforts, in or
 
 
 def search_settings(effort: str) -> SearchSettings:
-    """The :class:`SearchSettings` of ``effort`` (one of :data:`EFFORTS`)."""
+    """The :class:`SearchSettings` of ``effort`` (one of :data:`EFFORTS`).
+
+    Examples
+    --------
+    >>> from analysis.brackets import EFFORTS, search_settings
+    >>> [search_settings(e).rounds for e in EFFORTS]
+    [0, 6, 7]
+    >>> search_settings("slow")
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: effort: expected one of fast, default, thorough, got 'slow'
+    """
     return SETTINGS[check_choice("effort", effort, EFFORTS)]
 
 

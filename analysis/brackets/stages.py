@@ -37,7 +37,28 @@ def _f32(X: np.ndarray) -> np.ndarray:
 
 
 class Builder:
-    """Collects candidate witnesses, keeping the best *certified* one per rank / size."""
+    """Collects candidate witnesses, keeping the best *certified* one per rank / size.
+
+    Examples
+    --------
+    Before any witness, the ends are the implicit identity witness and no lower one;
+    ``R = Y = I`` certifies margin 1 on the identity, so ``r_eps >= 4`` for eps < 1, and a
+    candidate with no positive margin is rejected (counted, not kept):
+
+    >>> import numpy as np
+    >>> from analysis.brackets.stages import Builder
+    >>> b = Builder(np.eye(4), None)
+    >>> b.hi(0.5), b.lo(0.5)
+    (4, 0)
+    >>> b.offer_lower(np.eye(4), np.eye(4), "identity") > 0.99
+    True
+    >>> b.offer_lower(np.ones((4, 2)), np.eye(2, 4), "equal columns") <= 0, b.rejected
+    (True, 1)
+    >>> b.lo(0.5), sorted(b.lower)
+    (4, [4])
+    >>> bool(b.offer_upper(np.zeros((4, 0)), np.zeros((4, 0)), "zero") >= 1)  # rows of mass 1
+    True
+    """
 
     def __init__(self, A: np.ndarray, previous: Profile | None):
         self.A = A
@@ -95,7 +116,22 @@ class Builder:
 
 
 def trivial_witnesses(b: Builder) -> None:
-    """The zero witness (rank 0) and the row-sum lower witness of size 1."""
+    """The zero witness (rank 0) and the row-sum lower witness of size 1.
+
+    Examples
+    --------
+    Every row sums to 1, so the zero witness is off by 1 and the row sums certify
+    ``r_eps >= 1`` for eps < 1:
+
+    >>> import numpy as np
+    >>> from analysis.brackets.stages import Builder, trivial_witnesses
+    >>> b = Builder(np.eye(4), None)
+    >>> trivial_witnesses(b)
+    >>> sorted(b.upper), sorted(b.lower)
+    ([0], [1])
+    >>> round(b.upper[0].error, 9), round(b.lower[1].margin, 9), b.lo(0.5)
+    (1.0, 1.0, 1)
+    """
     A, M, N = b.A, b.M, b.N
     b.offer_upper(np.zeros((M, 0)), np.zeros((N, 0)), "zero")
     # The identity witness (rank min(M, N), error 0) is implicit: see Profile.upper_end.
@@ -114,6 +150,18 @@ def cheap_stage(b: Builder, eps_all: Sequence[float]) -> dict[str, Any]:
 
     Returns the cache the later stages read: ``"svd_V"``, the right singular vectors of A,
     and ``"groups"``, per size m the best group witness's margin and column partition.
+
+    Examples
+    --------
+    The uniform matrix has rank 1, and the cheap stage finds a rank-1 witness at once:
+
+    >>> import numpy as np
+    >>> from analysis.brackets.stages import Builder, cheap_stage, trivial_witnesses
+    >>> b = Builder(np.full((8, 8), 1 / 8), None)
+    >>> trivial_witnesses(b)
+    >>> cache = cheap_stage(b, [0.1])
+    >>> sorted(cache), cache["svd_V"].shape, b.hi(0.1), b.upper[1].error < 1e-12
+    (['groups', 'svd_V'], (8, 8), 1, True)
     """
     A = b.A
     K = min(b.M, b.N)
@@ -150,7 +198,16 @@ def cheap_stage(b: Builder, eps_all: Sequence[float]) -> dict[str, Any]:
 
 def svd_cache(b: Builder) -> dict[str, Any]:
     """What the closing pass needs of :func:`cheap_stage`'s cache (the right singular
-    vectors of A), for running it without the cheap stage."""
+    vectors of A), for running it without the cheap stage.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.stages import Builder, svd_cache
+    >>> V = svd_cache(Builder(np.full((4, 4), 0.25), None))["svd_V"]
+    >>> V.shape, bool(np.allclose(V.T @ V, np.eye(4)))  # orthonormal columns
+    ((4, 4), True)
+    """
     return {"svd_V": _upper.svd_errors(b.A)[0]}
 
 
@@ -319,6 +376,26 @@ def refine(bs, caches, targets: Sequence[float], settings: SearchSettings, devic
     Failed sizes only steer the search; they never enter a bracket. The matrices of
     ``bs`` search independently (each its own trials, from its own results); they only
     share the batched optimizer runs.
+
+    Examples
+    --------
+    After the cheap stage of a random head, the default refinement finds a rank-6
+    witness; both ends being certified, the closed bracket is ``r_0.1(A)`` itself:
+
+    >>> import numpy as np
+    >>> from analysis.brackets import stages
+    >>> from analysis.brackets.settings import search_settings
+    >>> rng = np.random.default_rng(3)
+    >>> A = np.exp(3 * rng.normal(size=(8, 8)))  # a random 8 x 8 head
+    >>> A /= A.sum(1, keepdims=True)
+    >>> b = stages.Builder(A, None)
+    >>> stages.trivial_witnesses(b)
+    >>> cache = stages.cheap_stage(b, [0.1])
+    >>> b.lo(0.1), b.hi(0.1)
+    (6, 8)
+    >>> stages.refine([b], [cache], [0.1], search_settings("default"))
+    >>> b.lo(0.1), b.hi(0.1), b.upper[6].error <= 0.1
+    (6, 6, True)
     """
     keys = [(o, e) for o in range(len(bs)) for e in targets]
     up_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
@@ -402,6 +479,32 @@ def close(bs, caches, targets: Sequence[float], settings: SearchSettings, device
 
     Every candidate goes through its matrix's builder (verified); the pass can only add
     witnesses, so it never widens a bracket.
+
+    Examples
+    --------
+    The closing pass after the cheap stage of a random head (``fast`` has none: its
+    settings leave the builder as it was); the default one finds a lower witness of
+    size 5, and the closed bracket is ``r_0.2(A)`` itself:
+
+    >>> import numpy as np
+    >>> from analysis.brackets import stages
+    >>> from analysis.brackets.settings import search_settings
+    >>> rng = np.random.default_rng(0)
+    >>> A = np.exp(3 * rng.normal(size=(8, 8)))  # a random 8 x 8 head
+    >>> A /= A.sum(1, keepdims=True)
+    >>> b = stages.Builder(A, None)
+    >>> stages.trivial_witnesses(b)
+    >>> cache = stages.cheap_stage(b, [0.2])
+    >>> lo0, hi0 = b.lo(0.2), b.hi(0.2)
+    >>> before = (dict(b.upper), dict(b.lower))
+    >>> stages.close([b], [cache], [0.2], search_settings("fast"))
+    >>> (b.upper, b.lower) == before
+    True
+    >>> lo0, hi0
+    (4, 5)
+    >>> stages.close([b], [cache], [0.2], search_settings("default"))
+    >>> b.lo(0.2), b.hi(0.2), b.lower[5].margin > 0.2
+    (5, 5, True)
     """
     if not (settings.close_upper_steps or settings.close_lower_steps):
         return
@@ -459,7 +562,29 @@ def close(bs, caches, targets: Sequence[float], settings: SearchSettings, device
 
 
 def prune(b: Builder, keep_eps: Sequence[float]) -> None:
-    """Keep the witnesses that decide a bracket on ``keep_eps`` plus the trivial ones."""
+    """Keep the witnesses that decide a bracket on ``keep_eps`` plus the trivial ones.
+
+    Examples
+    --------
+    After the cheap stage of a random head, pruning to eps = 0.2 keeps the zero and
+    row-sum witnesses and the two ends, so the bracket is unchanged:
+
+    >>> import numpy as np
+    >>> from analysis.brackets import stages
+    >>> from analysis.brackets.settings import search_settings
+    >>> rng = np.random.default_rng(0)
+    >>> A = np.exp(3 * rng.normal(size=(8, 8)))  # a random 8 x 8 head
+    >>> A /= A.sum(1, keepdims=True)
+    >>> b = stages.Builder(A, None)
+    >>> stages.trivial_witnesses(b)
+    >>> cache = stages.cheap_stage(b, [0.2])
+    >>> lo0, hi0 = b.lo(0.2), b.hi(0.2)
+    >>> stages.prune(b, [0.2])
+    >>> sorted(b.upper) == sorted({0, hi0}), sorted(b.lower) == sorted({1, lo0})
+    (True, True)
+    >>> (b.lo(0.2), b.hi(0.2)) == (lo0, hi0)
+    True
+    """
     up = {0} & set(b.upper)
     low = {1} & set(b.lower)
     for e in keep_eps:

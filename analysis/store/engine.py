@@ -19,7 +19,21 @@ __all__ = ["BracketEngine", "StoredProfile", "engine_label"]
 
 @runtime_checkable
 class StoredProfile(Protocol):
-    """A profile as the store keeps it: brackets read off it, re-verified, serialized."""
+    """A profile as the store keeps it: brackets read off it, re-verified, serialized.
+
+    Examples
+    --------
+    The package's :class:`~analysis.brackets.Profile` is one:
+
+    >>> import numpy as np
+    >>> from analysis.brackets import profile_matrix
+    >>> from analysis.store import StoredProfile
+    >>> prof = profile_matrix(np.eye(4), eps=(0.5,), effort="fast")
+    >>> isinstance(prof, StoredProfile), prof.reverify(np.eye(4))
+    (True, [])
+    >>> isinstance({"upper": [], "lower": []}, StoredProfile)
+    False
+    """
 
     def bracket(self, eps: float) -> tuple[int, int]:
         """``(lo, hi)`` at ``eps``."""
@@ -47,6 +61,15 @@ class BracketEngine(Protocol):
         them with this engine's.
     efforts : tuple of str
         The ``effort`` values :meth:`profile_batch` accepts.
+
+    Examples
+    --------
+    The package's engine satisfies it; an object without these members does not:
+
+    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.store import BracketEngine
+    >>> isinstance(default_engine(), BracketEngine), isinstance(object(), BracketEngine)
+    (True, False)
     """
 
     name: str
@@ -77,5 +100,14 @@ class BracketEngine(Protocol):
 
 
 def engine_label(engine: BracketEngine) -> str:
-    """``"name version"``, recorded with every profile ``engine`` computes."""
+    """``"name version"``, recorded with every profile ``engine`` computes.
+
+    Examples
+    --------
+    >>> import analysis.brackets
+    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.store.engine import engine_label
+    >>> engine_label(default_engine()) == f"analysis.brackets {analysis.brackets.__version__}"
+    True
+    """
     return f"{engine.name} {engine.version}"

@@ -22,7 +22,18 @@ KEY_HEX = 20
 
 
 def float_token(x: Any, name: str = "value") -> str:
-    """Canonical text of a positive finite float (``repr(float(x))``)."""
+    """Canonical text of a positive finite float (``repr(float(x))``).
+
+    Examples
+    --------
+    >>> from analysis.store.keys import float_token
+    >>> float_token(1), float_token(1.0), float_token(0.1)
+    ('1.0', '1.0', '0.1')
+    >>> float_token(-1, "temperature")
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: temperature: expected ..., got -1
+    """
     return repr(check_positive_finite(name, x))
 
 
@@ -47,6 +58,20 @@ def matrix_key(
     input_id : str
     length : int
         L (number of keys).
+
+    Examples
+    --------
+    The first 20 hex digits of the SHA-256 of the canonical JSON list of the fields:
+
+    >>> import hashlib, json
+    >>> from analysis.store import matrix_key
+    >>> key = matrix_key("checkpoint", "bert-base-uncased", 0, 3, "sentence-1", 12)
+    >>> fields = ["matrix", "checkpoint", "bert-base-uncased", 0, 3, "sentence-1", 12]
+    >>> text = json.dumps(fields, separators=(",", ":"))
+    >>> key == hashlib.sha256(text.encode()).hexdigest()[:20]
+    True
+    >>> key == matrix_key("checkpoint", "bert-base-uncased", 0, 4, "sentence-1", 12)
+    False
     """
     for name, value in (("source", source), ("checkpoint", checkpoint), ("input_id", input_id)):
         if not isinstance(value, str) or not value:
@@ -63,7 +88,19 @@ def matrix_key(
 
 
 def cell_key(matrix: str, temperature: float, eps: float) -> str:
-    """Key of a cell: a matrix key with a temperature and an eps."""
+    """Key of a cell: a matrix key with a temperature and an eps.
+
+    Examples
+    --------
+    Floats enter as ``repr(float(x))``, so ``1`` and ``1.0`` are one cell:
+
+    >>> from analysis.store import cell_key, matrix_key
+    >>> m = matrix_key("synthetic", "identity", 0, 0, "fixed", 8)
+    >>> cell_key(m, 1, 0.1) == cell_key(m, 1.0, 0.1), cell_key(m, 1.0, 0.1) == cell_key(m, 1.0, 0.2)
+    (True, False)
+    >>> len(cell_key(m, 1.0, 0.1))
+    20
+    """
     return _digest(
         "cell", [matrix, float_token(temperature, "temperature"), float_token(eps, "eps")]
     )

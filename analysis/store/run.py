@@ -84,6 +84,26 @@ class BracketsSummary:
         Of those, the ones that failed and were recomputed (counted in ``computed``).
     stale : int
         Stored profiles of another engine version, recomputed (counted in ``computed``).
+
+    Examples
+    --------
+    A second run over the same store computes nothing: it re-verifies and keeps the
+    stored profile.
+
+    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.sources.synthetic import identity
+    >>> from analysis.store import Store, run_brackets
+    >>> with Store("summary", create=True) as st:
+    ...     _ = st.add_synthetic(identity(4))
+    >>> kw = dict(engine=default_engine(), effort="fast", progress=False)
+    >>> first = run_brackets("summary", (0.5,), **kw)
+    >>> again = run_brackets("summary", (0.5,), **kw)
+    >>> first.total, first.computed, first.skipped
+    (1, 1, 0)
+    >>> again.computed, again.skipped, again.reverified
+    (0, 1, 1)
+    >>> again.reverify_note() is None, again.stale_note() is None
+    (True, True)
     """
 
     total: int
@@ -191,6 +211,27 @@ def plan_profiles(
     that failed re-verification) are neither done nor extended: they are computed from
     scratch, on the union of their stored grid and ``eps``. ``effort`` must be one of
     ``efforts`` (the engine's, :attr:`BracketEngine.efforts`; None: any non-empty name).
+
+    Examples
+    --------
+    One matrix: to compute, then done, then to extend to a new eps:
+
+    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.sources.synthetic import identity
+    >>> from analysis.store import Store, run_brackets
+    >>> from analysis.store.run import plan_profiles
+    >>> st = Store("plan", create=True)
+    >>> _ = st.add_synthetic(identity(4))
+    >>> tasks, done = plan_profiles(st, (0.5,), effort="fast")
+    >>> [(t.eps_grid, t.extend) for t in tasks], done
+    ([((0.5,), False)], 0)
+    >>> _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", progress=False)
+    >>> plan_profiles(st, (0.5,), effort="fast")
+    ([], 1)
+    >>> tasks, done = plan_profiles(st, (0.2,), effort="fast")
+    >>> [(t.eps_grid, t.extend) for t in tasks], done
+    ([((0.2, 0.5), True)], 0)
+    >>> st.close()
     """
     grid = tuple(sorted(set(check_eps_grid(eps))))
     temps = tuple(dict.fromkeys(check_positive_finite("temperatures", t) for t in temperatures))
@@ -507,6 +548,29 @@ def run_brackets(
     Returns
     -------
     BracketsSummary
+
+    Examples
+    --------
+    The 4 x 4 identity (``r_eps = 4`` for eps < 1), then the same store extended to a
+    second eps (the stored witnesses are re-verified and kept):
+
+    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.sources.synthetic import identity
+    >>> from analysis.store import Store, run_brackets
+    >>> with Store("run", create=True) as st:
+    ...     key = st.add_synthetic(identity(4))
+    >>> engine = default_engine()
+    >>> run_brackets("run", (0.5,), engine=engine, effort="fast", progress=False).computed
+    1
+    >>> run_brackets("run", (0.5, 0.9), engine=engine, effort="fast", progress=False).extended
+    1
+    >>> with Store("run") as st:
+    ...     st.profile(key, 1.0, "fast").brackets
+    {0.5: (4, 4), 0.9: (4, 4)}
+    >>> run_brackets("run", (0.5,), engine=engine, effort="slow", progress=False)
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: effort: expected one of fast, default, thorough, got 'slow'
     """
     own = not isinstance(store, Store)
     st = Store(store) if own else store

@@ -96,7 +96,17 @@ def _now() -> str:
 
 @dataclasses.dataclass(frozen=True)
 class MatrixRecord:
-    """One matrix's index row (arrays are read separately with :meth:`Store.arrays`)."""
+    """One matrix's index row (arrays are read separately with :meth:`Store.arrays`).
+
+    Examples
+    --------
+    >>> from analysis.sources.synthetic import identity
+    >>> from analysis.store import Store
+    >>> with Store("records", create=True) as st:
+    ...     rec = st.matrix(st.add_synthetic(identity(8)))
+    >>> rec.source, rec.checkpoint, rec.layer, rec.head, rec.input_id, rec.length, rec.causal
+    ('synthetic', 'identity', 0, 0, 'fixed', 8, False)
+    """
 
     key: str
     source: str
@@ -128,6 +138,18 @@ class MatrixArrays:
     bias : ndarray ``[query, key]`` or None
         The model's additive logit term beside ``scale Q K^T`` (MPNet's relative-position
         bias), None for heads without one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources.synthetic import identity
+    >>> from analysis.store import Store
+    >>> with Store("arrays", create=True) as st:
+    ...     arr = st.arrays(st.add_synthetic(identity(4)), verify=True)
+    >>> arr.A.tolist() == np.eye(4).tolist(), arr.scale
+    (True, 1000.0)
+    >>> bool(np.abs(arr.at(1e6) - 0.25).max() < 1e-3)  # softmax(1000 I / t): hot, uniform
+    True
     """
 
     A: np.ndarray
@@ -146,7 +168,21 @@ class MatrixArrays:
 
 @dataclasses.dataclass(frozen=True)
 class ProfileRecord:
-    """A stored profile of one (matrix, temperature, version)."""
+    """A stored profile of one (matrix, temperature, version).
+
+    Examples
+    --------
+    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.sources.synthetic import identity
+    >>> from analysis.store import Store, run_brackets
+    >>> with Store("profiles", create=True) as st:
+    ...     key = st.add_synthetic(identity(8))
+    ...     _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", progress=False)
+    ...     rec = st.profile(key, 1.0, "fast")
+    >>> rec.brackets, rec.eps_grid, rec.effort, rec.revision, rec.profile_dict()["eps_targets"]
+    ... # r_eps(I_8) = 8 for eps < 1
+    ({0.5: (8, 8)}, (0.5,), 'fast', 1, [0.5])
+    """
 
     id: int
     matrix_key: str
@@ -177,6 +213,22 @@ class Store:
     create : bool
         Create the folder and index when missing; otherwise a missing store is a
         ``FileNotFoundError``.
+
+    Examples
+    --------
+    Two synthetic matrices bracketed (for eps < 1, ``r_eps(I_8) = 8``; uniform: rank 1):
+
+    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.sources.synthetic import identity, uniform_rows
+    >>> from analysis.store import Store, run_brackets
+    >>> with Store("store", create=True) as st:
+    ...     keys = [st.add_synthetic(identity(8)), st.add_synthetic(uniform_rows(8))]
+    ...     _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", progress=False)
+    ...     cells = st.cells()
+    >>> cells[["checkpoint", "eps", "lo", "hi"]]
+      checkpoint  eps  lo  hi
+    0   identity  0.5   8   8
+    1    uniform  0.5   1   1
     """
 
     INDEX = "index.sqlite"
