@@ -259,6 +259,13 @@ def main(argv=None):
     ap.add_argument("--set", choices=["named", "cosmic-ray", "both"], default="both")
     ap.add_argument("--timeout", type=int, default=120, help="seconds per mutant")
     ap.add_argument("--limit", type=int, default=0, help="only the first N cosmic-ray mutants")
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        default=(),
+        metavar="NAME",
+        help="only these mutants (names as printed, e.g. core/NumberReplacer#3 upper-mass)",
+    )
     ap.add_argument("--verbose", action="store_true", help="pytest output of every mutant")
     args = ap.parse_args(argv)
     print("command: python -m benchmarks.bench_verify_mutants " + " ".join(sys.argv[1:]))
@@ -285,6 +292,8 @@ def main(argv=None):
 
     if args.set in ("named", "both"):
         for name, what, src in named_mutants(original):
+            if args.only and name not in args.only:
+                continue
             if src is None:
                 results.append(Result("named", name, "not-applied", 0.0, [], False, what))
                 continue
@@ -307,7 +316,7 @@ def main(argv=None):
         for n, (name, _op, src) in enumerate(cosmic_ray_mutants(original)):
             if args.limit and n >= args.limit:
                 break
-            if src is None:
+            if src is None or (args.only and name not in args.only):
                 continue
             try:
                 compile(src, str(TARGET), "exec")

@@ -371,13 +371,15 @@ def test_lower_at_engine_sizes(M, N, m):
 
 
 # -- underflow: witnesses whose products fall below 2^-1022 -----------------------------------
-def test_upper_products_that_underflow():
-    """Products of 2^-537 and 0.49 2^-537 round to 0: the exact error is about two
-    subnormal units, which the shipped verifier before the underflow fix called 0."""
-    U = np.array([[2.0**-537]])
-    W = np.full((4, 1), 0.49 * 2.0**-537)
-    cert = certified_upper_error(np.zeros((1, 4)), U, W)
-    exact = max(exact_upper_rows(np.zeros((1, 4)), U, W))
+@pytest.mark.parametrize("N,k", [(4, 1), (64, 1), (64, 2), (128, 8)])
+def test_upper_products_that_underflow(N, k):
+    """Products of 2^-537 and 0.49 2^-537 round to 0: the exact error of a row is
+    ``0.49 N k`` subnormal units, which the verifier before the underflow fix called 0
+    (its absolute allowance must grow with ``N k``)."""
+    U = np.full((1, k), 2.0**-537)
+    W = np.full((N, k), 0.49 * 2.0**-537)
+    cert = certified_upper_error(np.zeros((1, N)), U, W)
+    exact = max(exact_upper_rows(np.zeros((1, N)), U, W))
     assert exact > 0
     assert Fraction(cert) >= exact, f"certified {cert!r} < exact error {float(exact)!r}"
 
