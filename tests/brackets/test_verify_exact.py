@@ -439,3 +439,20 @@ def test_lower_tiny_margin_reports_no_certificate():
     A = np.array([[0.5, 0.5], [0.5, 0.5]])
     mu = certified_lower_margin(A, np.eye(2), np.eye(2))
     assert mu < 0 and Fraction(mu) <= exact_margin(A, np.eye(2), np.eye(2))
+
+
+@pytest.mark.parametrize("M,N", [(8, 8), (16, 16), (32, 8)])
+def test_lower_underflow_allowance_grows_with_M_N_and_R(M, N):
+    """Every product of ``Y A`` is ``0.51`` subnormal units and rounds up to one unit, so
+    ``fl(Y A)`` is about twice ``Y A``; ``R`` of size ``2^500`` then carries that error
+    into normal range: ``G`` is about twice the exact one, with a margin of about
+    ``N 2^-474`` (above the 2^-500 cutoff of tiny margins). Only an absolute allowance
+    of order ``M N max_i ||R_i||_1 2^-1074`` in ``D`` keeps the margin sound."""
+    Y = np.full((1, M), 2.0**-600)
+    A = np.full((M, N), 0.51 * 2.0**-474)
+    R = np.full((N, 1), 2.0**520)
+    cert, exact = certified_lower_margin(A, R, Y), exact_margin(A, R, Y)
+    assert exact > 2.0**-480
+    assert cert < np.inf and Fraction(cert) <= exact, (
+        f"certified {cert!r} > exact margin {float(exact)!r}"
+    )
