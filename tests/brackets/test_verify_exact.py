@@ -456,3 +456,26 @@ def test_lower_underflow_allowance_grows_with_M_N_and_R(M, N):
     assert cert < np.inf and Fraction(cert) <= exact, (
         f"certified {cert!r} > exact margin {float(exact)!r}"
     )
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_lower_margins_of_subnormal_size_certify_nothing(sign):
+    """``A`` of entries a few subnormal units: the margin is ``+-2 2^-1074`` exactly, far
+    below what float64 can certify, so the verifier must report a negative number (no
+    ``eps > 0`` accepted), whichever the sign of the exact margin."""
+    t = 2.0**-1074
+    A = t * (np.array([[3.0, 1.0], [1.0, 3.0]]) if sign > 0 else np.array([[1.0, 3.0], [3.0, 1.0]]))
+    cert, exact = (
+        certified_lower_margin(A, np.eye(2), np.eye(2)),
+        exact_margin(A, np.eye(2), np.eye(2)),
+    )
+    assert exact == sign * 2 * TINY
+    assert cert < 0
+    assert Fraction(cert) <= exact, f"certified {cert!r} > exact margin {float(exact)!r}"
+
+
+def test_lower_zero_row_of_Y_or_zero_R_certifies_nothing():
+    A = np.full((2, 2), 0.5)
+    Y = np.array([[1.0, 0.0], [0.0, 0.0]])
+    assert certified_lower_margin(A, np.eye(2), Y) == -np.inf
+    assert certified_lower_margin(A, np.zeros((2, 2)), np.eye(2)) == -np.inf
