@@ -134,3 +134,8 @@ def test_overflow_gives_no_certificate():
     R = np.array([[1e200, 1.0], [-1e200, 1.0]])
     Y = np.array([[1e200], [1.0]])
     assert certified_lower_margin(A, R, Y) == -np.inf
+
+
+def test_lower_witness_needs_a_column():
+    with pytest.raises(ParameterError, match="R"):
+        certified_lower_margin(np.full((3, 4), 0.25), np.ones((4, 0)), np.ones((0, 3)))
