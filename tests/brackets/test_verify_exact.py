@@ -407,10 +407,12 @@ def test_lower_subnormal_norms_of_a_large_matrix(seed):
     is of normal size, but the denominator has lost most of its bits (and ``D`` is far
     above any underflow allowance), so only the scaled re-check keeps the margin sound."""
     rng = np.random.default_rng(seed)
-    A = 2.0**1000 * (np.array([[0.9, 0.1], [0.1, 0.9]]) + rng.random((2, 2)) * 0.05)
+    A = 2.0**1000 * (np.array([[0.9, 0.1], [0.1, 0.9], [0.5, 0.5]]) + rng.random((3, 2)) * 0.05)
     for i in range(1, 12):
         R = np.eye(2) * (i * 2.0**-537) + rng.random((2, 2)) * 2.0**-545
-        Y = np.eye(2) * (3.0 * 2.0**-540)
+        # rows of different sizes and a third column: scaling columns of Y instead of its
+        # rows would change the witness
+        Y = np.array([[3.0, 0.25, 0.1], [0.5 * 2.0**-6, 5.0 * 2.0**-5, 0.0]]) * 2.0**-540
         cert, exact = certified_lower_margin(A, R, Y), exact_margin(A, R, Y)
         assert cert < np.inf and Fraction(cert) <= exact, (
             f"certified {cert!r} > exact margin {float(exact)!r}"
