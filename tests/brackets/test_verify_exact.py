@@ -481,3 +481,16 @@ def test_lower_zero_row_of_Y_or_zero_R_certifies_nothing():
     Y = np.array([[1.0, 0.0], [0.0, 0.0]])
     assert certified_lower_margin(A, np.eye(2), Y) == -np.inf
     assert certified_lower_margin(A, np.zeros((2, 2)), np.eye(2)) == -np.inf
+
+
+@pytest.mark.parametrize("k", [1, 2, 7])
+def test_lower_subnormal_quotient_is_not_rounded_up_into_a_certificate(k):
+    """A margin of ``(k + 0.99) 2^-1074`` (``A = [[k t, t]]``, ``R = [[1], [0.99]]``,
+    ``Y = [[64]]``): the quotient is subnormal and rounds to ``(k + 1) 2^-1074``, above the
+    exact margin, which ``1 - 4u`` cannot undo; the cutoff of tiny margins must catch it."""
+    t = 2.0**-1074
+    A, R, Y = np.array([[k * t, t]]), np.array([[1.0], [0.99]]), np.array([[64.0]])
+    cert, exact = certified_lower_margin(A, R, Y), exact_margin(A, R, Y)
+    assert cert < np.inf and Fraction(cert) <= exact, (
+        f"certified {cert!r} > exact margin {float(exact)!r}"
+    )
