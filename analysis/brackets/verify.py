@@ -32,6 +32,12 @@ __all__ = ["UNIT_ROUNDOFF", "certified_lower_margin", "certified_upper_error", "
 UNIT_ROUNDOFF = 2.0**-53
 # Inflation applied to allowances that are themselves computed in floating point.
 _SAFETY = 1.01
+# The smallest positive (subnormal) double: a product that underflows is off by at most
+# half of it, an absolute error that the relative model (``u``) does not cover.
+_TINY = 2.0**-1074
+# Below this size a certified value may have lost bits to underflow: it is recomputed with
+# explicit absolute allowances (upper) or from witnesses scaled up by powers of two (lower).
+_SMALL = 2.0**-500
 
 
 _BLAS: ThreadpoolController | None = None
@@ -100,6 +106,13 @@ def certified_upper_error(A: npt.ArrayLike, U: npt.ArrayLike, W: npt.ArrayLike) 
     formed as ``|U| (|W|^T 1)`` and inflated by ``_SAFETY``; the final additions are
     covered by a further factor ``1 + 4u`` per term.
 
+    The standard model leaves out underflow: a product below ``2^-1022`` is off by up to
+    ``2^-1075`` absolutely, so a row of ``U W^T`` by up to ``N k 2^-1075``. Where ``e``
+    is at least ``2^-500`` that is far inside the ``_SAFETY`` slack of the ``gamma`` term
+    (the row's magnitudes are then at least about ``e / 2``); below it the bound is
+    replaced by ``4 e + (N (k + 2) + 16) 2^-1074``. Witnesses with normal-range entries
+    certify bit for bit what they did without this case.
+
     Examples
     --------
     The uniform 4 x 4 matrix is ``u u^T`` with ``u = (1/2, ..., 1/2)``: its rank-1 witness
@@ -126,7 +139,12 @@ def certified_upper_error(A: npt.ArrayLike, U: npt.ArrayLike, W: npt.ArrayLike) 
     s = np.abs(A - B).sum(axis=1)
     mass = (mass + np.abs(A).sum(axis=1)) * _SAFETY
     e = s * (1.0 + gamma(N)) + gamma(k + 2) * mass * _SAFETY
-    return float(np.max(e) * (1.0 + 4 * UNIT_ROUNDOFF))
+    e = float(np.max(e) * (1.0 + 4 * UNIT_ROUNDOFF))
+    if not e <= np.inf:  # NaN from an overflow (inf - inf): no bound
+        return np.inf
+    if e < _SMALL or N * (k + 2) > 2**40:  # the N k products of a row may each lose _TINY / 2
+        e = 4.0 * e + (N * (k + 2) + 16) * _TINY
+    return e
 
 
 def certified_lower_margin(A: npt.ArrayLike, R: npt.ArrayLike, Y: npt.ArrayLike) -> float:
@@ -152,6 +170,16 @@ def certified_lower_margin(A: npt.ArrayLike, R: npt.ArrayLike, Y: npt.ArrayLike)
     numerator (the numerator's own rounding), inflate the two norms by ``1 + gamma``
     of their lengths, and round the quotient towards zero by ``1 - 4u``.
 
+    Underflow, which the standard model leaves out: every entry of ``D`` also carries
+    ``(2 (M N max_i ||R_i||_1 + N + 8) + 2) 2^-1074``, twice the absolute error of the
+    products of ``Y A`` and ``(Y A) R`` that fall below ``2^-1022`` (absorbed without a
+    trace wherever ``D`` is of normal size). A denominator ``||y_p||_1 max_i ||R_i||_1``
+    below ``2^-100`` could lose its bits, so the witness is then re-checked with each row of
+    ``Y`` and ``R`` as a whole scaled up by a power of two (exact; the margin is invariant)
+    until its largest entry is at least 1. A margin within ``2^-500`` of zero is reported as
+    ``-2^-500`` (accepts no ``eps > 0``). Witnesses with normal-range entries certify bit for
+    bit what they did without these cases.
+
     Examples
     --------
     The 3 x 3 identity with ``R = Y = I``: ``Y A R = I`` has margin 1 in exact arithmetic;
@@ -171,9 +199,31 @@ def certified_lower_margin(A: npt.ArrayLike, R: npt.ArrayLike, Y: npt.ArrayLike)
     if m < 1:
         raise ParameterError("R", "at least one column", R.shape)
     Y = _as64("Y", Y, (m, M))
-    with _one_blas_thread():
+    mu, den = _lower_margin(A, R, Y)
+    if den < 2.0**-100:  # a norm so small that the quotient may lose bits to underflow
+        mu, den = _lower_margin(A, _scaled_up(R, axis=None), _scaled_up(Y, axis=1))
+    return mu if abs(mu) >= _SMALL else -_SMALL
+
+
+def _scaled_up(X: np.ndarray, axis: int | None) -> np.ndarray:
+    """``X`` (whole, or each row for ``axis=1``) times the power of two that brings its
+    largest magnitude into ``[1, 2)`` where that is below 1; exact (no rounding)."""
+    big = np.abs(X).max(axis=axis, keepdims=True)
+    _, e = np.frexp(np.where(big > 0, big, 1.0))
+    return np.ldexp(X, np.maximum(1 - e, 0))
+
+
+def _lower_margin(A: np.ndarray, R: np.ndarray, Y: np.ndarray) -> tuple[float, float]:
+    """:func:`certified_lower_margin` on checked arrays, and its least denominator."""
+    M, N = A.shape
+    m = R.shape[1]
+    with _one_blas_thread(), np.errstate(all="ignore"):  # an overflow yields inf or NaN
         G = (Y @ A) @ R
         D = gamma(M + N + m) * ((np.abs(Y) @ np.abs(A)) @ np.abs(R)) * _SAFETY
+    # Underflow: each entry of Y A loses at most M _TINY / 2, of G then N _TINY / 2 more
+    # plus that loss times a column l1 norm of R (at most N max_i ||R_i||_1).
+    rmax = float(np.abs(R).sum(axis=1).max())
+    D = D + (2.0 * (M * N * rmax + N + 8) + 2.0) * _TINY
     diag = np.diag(G)
     off = np.abs(G) + D
     off_sum = off.sum(axis=1) - np.diag(off)
@@ -182,8 +232,14 @@ def certified_lower_margin(A: npt.ArrayLike, R: npt.ArrayLike, Y: npt.ArrayLike)
     ynorm = np.abs(Y).sum(axis=1) * (1.0 + gamma(M))
     rnorm = float(np.abs(R).sum(axis=1).max()) * (1.0 + gamma(m))
     if rnorm == 0.0 or (ynorm == 0.0).any():
-        return -np.inf
-    ratio = num / (ynorm * rnorm)
-    # Round towards -inf in magnitude terms: shrink positive ratios, grow negative ones.
-    ratio = np.where(ratio > 0, ratio * (1 - 4 * UNIT_ROUNDOFF), ratio * (1 + 4 * UNIT_ROUNDOFF))
-    return float(ratio.min())
+        return -np.inf, np.inf
+    den = ynorm * rnorm
+    with np.errstate(all="ignore"):  # den may underflow to 0: the caller scales and retries
+        ratio = num / den
+        # Round towards -inf in magnitude terms: shrink positive ratios, grow negative ones.
+        ratio = np.where(
+            ratio > 0, ratio * (1 - 4 * UNIT_ROUNDOFF), ratio * (1 + 4 * UNIT_ROUNDOFF)
+        )
+    mu = float(ratio.min())
+    mu = mu if mu >= -np.inf else -np.inf  # NaN from an overflow (inf - inf): no bound
+    return mu, float(den.min())

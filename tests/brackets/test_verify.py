@@ -108,3 +108,34 @@ def test_certificates_repeat_under_another_blas_thread_count(seed):
             values.append((certified_lower_margin(A, R, Y), certified_upper_error(A, U, W)))
     assert values[0][0] > 0  # a real (positive) certificate, not -inf
     assert values[0] == values[1] == values[2]
+
+
+def test_wrong_ndim_and_short_dimensions_name_the_parameter():
+    """1-D and 3-D inputs, and a dimension shorter than the others imply, are
+    ParameterErrors naming the argument (not numpy's shape errors)."""
+    A = np.full((3, 4), 0.25)
+    with pytest.raises(ParameterError, match="A"):
+        certified_upper_error(np.full(4, 0.25), np.ones((1, 1)), np.ones((4, 1)))
+    with pytest.raises(ParameterError, match="A"):
+        certified_lower_margin(np.full((1, 3, 4), 0.25), np.ones((4, 1)), np.ones((1, 3)))
+    with pytest.raises(ParameterError, match="W"):
+        certified_upper_error(A, np.ones((3, 2)), np.ones((3, 2)))  # N = 4 rows expected
+    with pytest.raises(ParameterError, match="Y"):
+        certified_lower_margin(A, np.ones((4, 2)), np.ones((1, 3)))  # m = 2 rows expected
+
+
+def test_overflow_gives_no_certificate():
+    """Products that overflow to +inf and -inf leave NaN in ``U W^T`` or ``Y A R``: the
+    verifier then certifies nothing (error ``inf``, margin ``-inf``), never NaN."""
+    A = np.full((1, 2), 0.5)
+    U = np.array([[1e200, 1e200]])
+    W = np.array([[1e200, -1e200], [1e200, -1e200]])
+    assert certified_upper_error(A, U, W) == np.inf
+    R = np.array([[1e200, 1.0], [-1e200, 1.0]])
+    Y = np.array([[1e200], [1.0]])
+    assert certified_lower_margin(A, R, Y) == -np.inf
+
+
+def test_lower_witness_needs_a_column():
+    with pytest.raises(ParameterError, match="R"):
+        certified_lower_margin(np.full((3, 4), 0.25), np.ones((4, 0)), np.ones((0, 3)))
