@@ -265,6 +265,15 @@ def _power_section(results: StudyResults) -> list[str]:
         "not of the data.",
         "",
     ]
+    stored = results.provenance.get("power") or {}
+    under, lock = stored.get("computed_under_lock"), results.provenance.get("lock_sha256")
+    if under and lock and under != lock:
+        L += [
+            f"Computed under lock `{str(under)[:12]}`, before later amendments of the design "
+            f"(see *Amendments*); `{stored.get('command')}` recomputes it for the design as "
+            "it is now.",
+            "",
+        ]
     return L + [f"- {s}" for s in power_sentences(results)] + [""]
 
 

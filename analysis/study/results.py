@@ -219,6 +219,7 @@ def _power_provenance(study: Study) -> dict[str, Any] | None:
         "sha256": study.lock.record.get("power_sha256"),
         "simulations": rec["inputs"].get("simulations"),
         "computed_at": prov.get("computed_at"),
+        "computed_under_lock": prov.get("computed_under_lock"),
         "command": prov.get("command"),
     }
 

@@ -107,6 +107,7 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     assert "simulated_power" in text and "| mde" in text.replace("|  mde", "| mde")
     assert (paths.report / "tables" / "power.csv").is_file()
     assert f"file={stored.name}" in text  # the provenance names the file
+    assert "before later amendments of the design" not in text
 
     # a run without the flag reads the stored file: no simulation, file untouched
     before = stored.stat().st_mtime_ns
@@ -125,6 +126,9 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     amend_design(study_copy, reason="clarify a hypothesis's wording")
     run_study(study_copy, **QUIET, power_simulations=2)
     assert calls == [2] and json.loads(stored.read_text()) == record
+    # ... and the report says it was computed under the lock before that amendment
+    text = (paths.report / "report.md").read_text()
+    assert f"Computed under lock `{lock_before['lock_sha256'][:12]}`, before later" in text
     # a stored number edited by hand is drift: the run refuses before any work
     edited = json.loads(stored.read_text())
     edited["result"]["hypotheses"][0]["power"]["rate"] = 0.999
