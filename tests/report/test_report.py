@@ -136,7 +136,7 @@ def test_hypothesis_sentences_restate_the_primary_rows(study):
             # absence of evidence is not stated as evidence of absence
             assert "→ no incremental information detected" in s
             assert "does not add" not in s
-        assert ("outside the Holm family" in s) == (h["kind"] == "sensitivity")
+        assert ("outside the Holm family" in s) == (h.kind == "sensitivity")
 
 
 def test_provenance_json(study, built):
