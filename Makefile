@@ -38,8 +38,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # The embedded default study: real MiniLM heads, offline, from design file to report
-# (installs first). Its power is read from preregistration/offline-minilm.power.json,
-# never simulated (attnrank run ... --power-simulations 400 recomputes it).
+# (installs first). Its power is read from preregistration/offline-minilm.power.json when
+# it exists, never simulated (attnrank run ... --power-simulations 400 computes it).
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-minilm.toml --workers 2
 
