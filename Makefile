@@ -37,7 +37,9 @@ gemma: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-# The embedded default study: real MiniLM heads, offline, from design file to report.
+# The embedded default study: real MiniLM heads, offline, from design file to report
+# (installs first). Its power is read from preregistration/offline-minilm.power.json when
+# it exists, never simulated (attnrank run ... --power-simulations 400 computes it).
 run: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-minilm.toml --workers 2
 
@@ -45,7 +47,8 @@ run: $(STAMP)
 # DINOv2-small), design preregistration/offline-families.toml. Resumable: run it again to
 # go on. Its power stage simulates 100 studies per scenario at the native head share
 # measured on the design's training heads, 0.77 (the design's own 400-study check before
-# the lock is in docs/results/power.md).
+# the lock is in docs/results/power.md), stores them beside the design and records them
+# in its lock (reused on a re-run).
 study: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-families.toml --workers 2 --power-simulations 100 --native-head-share 0.77
 

@@ -70,10 +70,12 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--power-simulations",
         type=int,
-        default=DEFAULT_POWER_SIMULATIONS,
+        default=None,
         metavar="N",
-        help="simulated studies per scenario of the power stage (default "
-        f"{DEFAULT_POWER_SIMULATIONS}; 0 skips it; stored, so a re-run costs nothing)",
+        help="compute the design's power with N simulated studies per scenario (e.g. "
+        f"{DEFAULT_POWER_SIMULATIONS}) and store it beside the design, recorded in its lock; "
+        "reused when nothing the simulation reads changed. Without it the run reads the "
+        "stored power and never simulates",
     )
     p.add_argument(
         "--native-head-share",

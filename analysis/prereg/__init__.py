@@ -2,7 +2,8 @@
 
 The power analysis (:mod:`analysis.prereg.power`, :mod:`analysis.prereg.error_rates`,
 :mod:`analysis.prereg.power_curve`) simulates a design's study and runs
-``analysis.compare`` on it.
+``analysis.compare`` on it; a design's result is stored beside it and locked with it
+(:mod:`analysis.prereg.power_file`).
 """
 
 from analysis.prereg.design import (
@@ -54,6 +55,13 @@ from analysis.prereg.power_curve import (
     minimum_detectable_effect,
     power_curve,
 )
+from analysis.prereg.power_file import (
+    POWER_FILE_FORMAT,
+    power_path,
+    power_sha256,
+    read_power_file,
+    write_power_file,
+)
 from analysis.prereg.sealing import ConfirmatoryData, SealedCells
 
 __all__ = [
@@ -63,6 +71,7 @@ __all__ = [
     "HypothesisPower",
     "Lock",
     "POWER_CURVE_COLUMNS",
+    "POWER_FILE_FORMAT",
     "PowerAssumptions",
     "PreregistrationError",
     "Rate",
@@ -89,6 +98,9 @@ __all__ = [
     "minimum_detectable_effect",
     "population",
     "power_curve",
+    "power_path",
+    "power_sha256",
+    "read_power_file",
     "require_locked",
     "simulate_study",
     "simulated_comparison",
@@ -98,4 +110,5 @@ __all__ = [
     "validate_design",
     "verify_blocks",
     "write_held_out",
+    "write_power_file",
 ]

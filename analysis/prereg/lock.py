@@ -6,7 +6,9 @@ each block's covariate names and version (when known: this package never imports
 descriptor registry, so the study layer or the CLI computes them and passes ``features=``
 and ``versions=``), a hash per top-level section (so that ``check`` can say what changed),
 the lock hash (over the design hash, the held-out hash, the models and the blocks: what a
-confirmatory result is stamped with), the package version and git commit (provenance
+confirmatory result is stamped with), the SHA-256 of the design's stored power
+(``power_sha256``, :mod:`analysis.prereg.power_file`; None when there is none; outside the
+lock hash, since the power is no part of a confirmatory result), the package version and git commit (provenance
 only), the time of the first lock (``locked_at``, kept across amendments) and of the last
 (``relocked_at``). A deliberate change goes through :func:`amend_design`, which appends
 to ``<stem>.deviations.md`` beside the design and re-locks.
@@ -37,6 +39,7 @@ from analysis.prereg.design import (
     heads_sha256,
     load_design,
 )
+from analysis.prereg.power_file import power_path, power_sha256
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -234,6 +237,7 @@ def _build_record(
         },
         "models": models,
         "blocks": blocks_rec,
+        "power_sha256": power_sha256(design.path),
         "features_known": known,
         "features_note": note,
         "provenance": {
@@ -400,6 +404,22 @@ def _block_changes(
     return changes
 
 
+def _power_changes(record: Mapping[str, Any], design: Design) -> list[str]:
+    """How the design's stored power file differs from the one locked ([] when equal).
+
+    A lock written before ``power_sha256`` existed locks "no power file".
+    """
+    locked, now = record.get("power_sha256"), power_sha256(design.path)
+    if locked == now:
+        return []
+    name = power_path(design.path).name
+    if locked is None:
+        return [f"power file {name} is not locked (sha256 {now[:12]})"]
+    if now is None:
+        return [f"power file {name} is missing (locked sha256 {locked[:12]})"]
+    return [f"power file {name} changed (sha256 {locked[:12]} -> {now[:12]})"]
+
+
 def _diff(
     record: dict,
     design: Design,
@@ -442,6 +462,7 @@ def _diff(
     if model_msgs:
         changes.append("models changed: " + "; ".join(model_msgs))
     changes.extend(_block_changes(record, design, features, versions))
+    changes.extend(_power_changes(record, design))
     old_sections = record.get("sections", {})
     new_sections = _section_hashes(design.data)
     other = sorted(
@@ -584,6 +605,8 @@ def amend_design(
         "previous_held_out_sha256": record["held_out"]["sha256"],
         "new_held_out_sha256": heads_sha256(design.held_out),
         "previous_lock_sha256": record.get("lock_sha256", record["design_sha256"]),
+        "previous_power_sha256": record.get("power_sha256"),
+        "new_power_sha256": power_sha256(design.path),
     }
     amendments = list(record.get("amendments", []))
     new_record = _build_record(design, use_features, use_versions, [*amendments, entry])
@@ -617,6 +640,11 @@ def amend_design(
         f"Held-out SHA-256: {entry['previous_held_out_sha256']} -> "
         f"{entry['new_held_out_sha256']}\n"
         f"Lock SHA-256: {entry['previous_lock_sha256']} -> {entry['new_lock_sha256']}\n"
+        + (
+            f"Power SHA-256: {entry['previous_power_sha256']} -> {entry['new_power_sha256']}\n"
+            if entry["previous_power_sha256"] or entry["new_power_sha256"]
+            else ""
+        )
     )
     with log.open("a", encoding="utf-8") as fh:
         fh.write(header + text)

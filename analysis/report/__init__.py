@@ -8,6 +8,14 @@ summaries (counts, shares, medians, quartiles) of its tables.
 """
 
 from analysis.report.build import ReportFiles, build_report
+from analysis.report.design import ReportDesign, ReportHypothesis
 from analysis.report.results import BRACKET_COLUMNS, StudyResults
 
-__all__ = ["BRACKET_COLUMNS", "ReportFiles", "StudyResults", "build_report"]
+__all__ = [
+    "BRACKET_COLUMNS",
+    "ReportDesign",
+    "ReportFiles",
+    "ReportHypothesis",
+    "StudyResults",
+    "build_report",
+]

@@ -88,7 +88,7 @@ def predicted_vs_bracket(results: StudyResults) -> Figure | None:
     pred = results.held_out_predictions
     if not results.by_checkpoint_asked or pred is None or pred.empty:
         return None
-    fam = (results.design.get("inference", {}) or {}).get("family", []) or []
+    fam = results.design.family
     if not fam:
         return None
     base, rich = str(fam[0][0]), str(fam[0][1])

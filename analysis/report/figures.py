@@ -388,7 +388,7 @@ def forest(results: StudyResults) -> Figure | None:
         df["status"] = ""
     failed = df["status"] == FIT_FAILED
     hyp = {h["pair"]: h for h in hypotheses(results.design)}
-    family = {f"{a}<{b}" for a, b in results.design.get("inference", {}).get("family", [])}
+    family = results.design.family_pairs
     if not family:
         family = set(df.loc[df["p_holm"].notna(), "pair"])
     pairs = list(dict.fromkeys(df["pair"]))
@@ -425,7 +425,7 @@ def forest(results: StudyResults) -> Figure | None:
         "spearman_mid": "Spearman with midpoints\n(effect = rich - base; > 0 helps)",
     }
     metrics = list(dict.fromkeys(df["metric"]))
-    primary = results.design.get("metrics", {}).get("primary")
+    primary = results.design.primary_metric
     if primary in metrics:
         metrics.remove(primary)
         metrics.insert(0, primary)

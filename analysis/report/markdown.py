@@ -20,6 +20,7 @@ import pandas as pd
 
 from analysis.compare.headlevel import QUESTION_TEXT, QUESTIONS
 from analysis.compare.nested import FIT_FAILED
+from analysis.report.design import ReportDesign
 from analysis.report.provenance import provenance_lines
 from analysis.report.results import StudyResults
 from analysis.report.tables import (
@@ -144,11 +145,9 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
     """
     design = results.design
     frame = results.comparison if estimator == "interval" else results.comparison_ols
-    primary = design.get("metrics", {}).get("primary", "interval_sq_loss")
-    inf = design.get("inference", {})
-    alpha = float(inf.get("alpha", 0.05))
-    level = float(inf.get("ci_level", 0.95))
-    family = {f"{a}<{b}" for a, b in inf.get("family", [])}
+    primary = design.primary_metric
+    alpha, level = design.alpha, design.ci_level
+    family = design.family_pairs
     key = "comparison" if estimator == "interval" else "comparison_ols"
     out = []
     for h in hypotheses(design):
@@ -169,7 +168,7 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
             continue
         holm = f"Holm p = {_p(r['p_holm'])}" if in_family else "outside the Holm family"
         out.append(
-            f"{head}: {METRIC_NAMES.get(primary, primary)} {r['base_model']} "
+            f"{head}: {METRIC_NAMES.get(primary, _stated(primary))} {r['base_model']} "
             f"{_n(r['base_value'])} vs {r['rich_model']} {_n(r['rich_value'])}, effect "
             f"{_n(r['effect'])} [{_n(r['ci_low'])}, {_n(r['ci_high'])}] ({level:.0%} CI), "
             f"one-sided p = {_p(r['p_value'])}, {holm} → "
@@ -221,7 +220,7 @@ def power_sentences(results: StudyResults) -> list[str]:
     power = results.power or {}
     by_id = {h["hypothesis"]: h for h in power.get("hypotheses", [])}
     info = hypothesis_power(results)
-    alpha = power.get("alpha", (results.design.get("inference", {}) or {}).get("alpha"))
+    alpha = power.get("alpha", results.design.alpha)
     out = []
     for h in hypotheses(results.design):
         head = f"**{h['id']}** ({h['pair']})"
@@ -266,6 +265,15 @@ def _power_section(results: StudyResults) -> list[str]:
         "not of the data.",
         "",
     ]
+    stored = results.provenance.get("power") or {}
+    under, lock = stored.get("computed_under_lock"), results.provenance.get("lock_sha256")
+    if under and lock and under != lock:
+        L += [
+            f"Computed under lock `{str(under)[:12]}`, before later amendments of the design "
+            f"(see *Amendments*); `{stored.get('command')}` recomputes it for the design as "
+            "it is now.",
+            "",
+        ]
     return L + [f"- {s}" for s in power_sentences(results)] + [""]
 
 
@@ -309,17 +317,17 @@ def _by_checkpoint_section(
             else "the comparison has not run",
         )
         return L + [f"The by-checkpoint effects have not been computed: {why}.", ""]
-    inf = results.design.get("inference", {}) or {}
-    primary = (results.design.get("metrics", {}) or {}).get("primary", "interval_sq_loss")
+    design = results.design
+    primary = _stated(design.primary_metric)
     frame = tab["by_checkpoint"].frame
-    seed = format_value(inf.get("seed"))
+    seed = format_value(design.seed)
     L += [
         "Pre-specified as a secondary analysis (`[inference] by_checkpoint = true`): each "
         f"pair's effect on the {METRIC_NAMES.get(primary, primary)} restricted to one "
         "checkpoint's held-out cells, with the same models as above (fitted once on all "
         "training cells, never refitted per checkpoint), a 95% percentile cluster-bootstrap "
         "CI over that checkpoint's held-out heads (B = "
-        f"{format_value(inf.get('bootstrap_replicates'))}; pair i, checkpoint j drawn from "
+        f"{format_value(design.bootstrap_replicates)}; pair i, checkpoint j drawn from "
         f"`SeedSequence({seed}, spawn_key=(1, i, j))`) and an unadjusted one-sided p. No "
         "decision is taken from these rows and they are not in the Holm family.",
         "",
@@ -394,7 +402,7 @@ def calibration_sentence(results: StudyResults) -> str:
             "applied to those same cells (and to the held-out cells), so they can absorb "
             "part of each training head's own effect."
         )
-    text = (results.design.get("descriptors", {}) or {}).get("calibration")
+    text = results.design.calibration
     return (
         f'Calibration as the design states it: "{text}" (the comparison has not run).'
         if text
@@ -436,53 +444,49 @@ def _amendments(prov: Mapping[str, Any]) -> list[str]:
     return L + [""]
 
 
-def render_report(
-    results: StudyResults,
-    *,
-    out_dir: Path,
-    tables: Sequence[Table],
-    table_files: Mapping[str, Mapping[str, Path]],
-    figures: Mapping[str, tuple[Path, Path | None, str]],
-) -> str:
-    """The text of ``report.md``.
+class _Embeds:
+    """Embeds the written tables and figures into report.md, numbering figures in order."""
 
-    Parameters
-    ----------
-    results : StudyResults
-    out_dir : Path, keyword-only
-        The report folder; links are relative to it.
-    tables : sequence of Table, keyword-only
-        As built by :func:`analysis.report.tables.build_tables`.
-    table_files : mapping, keyword-only
-        Table name -> ``{"md": path, "csv": path, "tex": path}``.
-    figures : mapping, keyword-only
-        Figure name -> ``(png path, pdf path or None, caption)`` of the figures written.
-    """
-    design = results.design
-    inf = design.get("inference", {}) or {}
-    met = design.get("metrics", {}) or {}
-    prov = results.provenance
-    tab = {t.name: t for t in tables}
-    fig_no = {}
+    def __init__(
+        self,
+        out_dir: Path,
+        tables: Sequence[Table],
+        table_files: Mapping[str, Mapping[str, Path]],
+        figures: Mapping[str, tuple[Path, Path | None, str]],
+    ):
+        self.out_dir = out_dir
+        self.tab = {t.name: t for t in tables}
+        self.table_files = table_files
+        self.figures = figures
+        self.fig_no: dict[str, int] = {}
 
-    def figure(name: str) -> list[str]:
-        if name not in figures:
+    def figure(self, name: str) -> list[str]:
+        if name not in self.figures:
             return []
-        png, pdf, caption = figures[name]
-        fig_no[name] = len(fig_no) + 1
-        rel = Path(png).relative_to(out_dir).as_posix()
-        link = f" ([PDF]({Path(pdf).relative_to(out_dir).as_posix()}))" if pdf else ""
-        return [f"![{caption}]({rel})", "", f"*Figure {fig_no[name]}.* {caption}{link}", ""]
+        png, pdf, caption = self.figures[name]
+        self.fig_no[name] = len(self.fig_no) + 1
+        rel = Path(png).relative_to(self.out_dir).as_posix()
+        link = f" ([PDF]({Path(pdf).relative_to(self.out_dir).as_posix()}))" if pdf else ""
+        return [f"![{caption}]({rel})", "", f"*Figure {self.fig_no[name]}.* {caption}{link}", ""]
 
-    def table(name: str, frame: pd.DataFrame | None = None) -> list[str]:
-        if name not in tab:
+    def table(self, name: str, frame: pd.DataFrame | None = None) -> list[str]:
+        if name not in self.tab:
             return []
-        t = tab[name] if frame is None else Table(name, tab[name].title, frame, tab[name].note)
-        return _embed(t, table_files[name], out_dir)
+        t = self.tab[name]
+        if frame is not None:
+            t = Table(name, t.title, frame, t.note)
+        return _embed(t, self.table_files[name], self.out_dir)
 
-    lock = prov.get("lock_sha256")
-    L: list[str] = [f"# {results.title}", ""]
-    L += [
+
+def _stated(value: Any) -> str:
+    return "not stated" if value is None else str(value)
+
+
+def _title_section(results: StudyResults) -> list[str]:
+    lock = results.provenance.get("lock_sha256")
+    return [
+        f"# {results.title}",
+        "",
         f"Study `{results.study}`. "
         + (
             f"Confirmatory run of the locked design (lock sha256 `{lock}`)."
@@ -492,31 +496,60 @@ def render_report(
         "",
     ]
 
-    # -- pre-specified -------------------------------------------------------------
-    L += ["## What was pre-specified", ""]
-    hyp = hypotheses(design)
-    if hyp:
-        power = hypothesis_power(results)
-        hyp_frame = pd.DataFrame(hyp).assign(
-            simulated_power=[power[h["id"]]["power"] for h in hyp],
-            mde=[power[h["id"]]["mde"] for h in hyp],
+
+def _hypotheses_lines(results: StudyResults) -> list[str]:
+    hyp = hypotheses(results.design)
+    if not hyp:
+        return []
+    power = hypothesis_power(results)
+    hyp_frame = pd.DataFrame(hyp).assign(
+        simulated_power=[power[h["id"]]["power"] for h in hyp],
+        mde=[power[h["id"]]["mde"] for h in hyp],
+    )
+    return [
+        markdown_table(hyp_frame),
+        "",
+        "simulated_power: share of simulated studies of this design in which the pair "
+        "adds information at the design's size (alpha), at the assumed effect share; "
+        "mde: the effect share at power 0.8 (see *Power of each decision* below).",
+        "",
+    ]
+
+
+def _decision_rule_line(design: ReportDesign) -> str:
+    fam, sens = design.family, design.sensitivity_pairs
+    boot = (
+        f"{design.bootstrap} bootstrap over held-out {design.cluster}s"
+        if design.bootstrap and design.cluster
+        else "bootstrap not stated"
+    )
+    return (
+        f"Decision rule: {design.decision or 'not stated in the design'}. "
+        f"alpha = {format_value(design.alpha)}; {boot}, "
+        f"B = {format_value(design.bootstrap_replicates)}, seed {format_value(design.seed)}; "
+        f"Holm family: {', '.join(f'{a}<{b}' for a, b in fam) or 'none'}"
+        + (
+            f"; sensitivity pairs (unadjusted): {', '.join(f'{a}<{b}' for a, b in sens)}"
+            if sens
+            else ""
         )
-        L += [markdown_table(hyp_frame), ""]
-        L += [
-            "simulated_power: share of simulated studies of this design in which the pair "
-            "adds information at the design's size (alpha), at the assumed effect share; "
-            "mde: the effect share at power 0.8 (see *Power of each decision* below).",
-            "",
-        ]
-    models = design.get("models", {}) or {}
-    if models:
+        + "."
+    )
+
+
+def _prespecified_section(results: StudyResults) -> list[str]:
+    """ "What was pre-specified": hypotheses, models, outcome, metrics, rule, held-out heads."""
+    design = results.design
+    L = ["## What was pre-specified", ""]
+    L += _hypotheses_lines(results)
+    if design.models:
         L += [
             "Models (descriptor blocks): "
-            + "; ".join(f"{m} = {' + '.join(b)}" for m, b in models.items())
+            + "; ".join(f"{m} = {' + '.join(b)}" for m, b in design.models.items())
             + ".",
             "",
         ]
-    outcome = design.get("outcome", {}) or {}
+    outcome = design.outcome
     if outcome:
         L += [
             f"Outcome: {outcome.get('transform', '')} {outcome.get('quantity', '')}, observed "
@@ -524,56 +557,46 @@ def render_report(
             "[log2 lo, log2 hi].",
             "",
         ]
-    primary = met.get("primary", "interval_sq_loss")
+    primary = design.primary_metric
+    secondary = design.secondary_metrics
     L += [
-        f"Primary metric: {METRIC_NAMES.get(primary, primary)} on held-out cells"
+        "Primary metric: "
+        + (f"{METRIC_NAMES.get(primary, primary)} on held-out cells" if primary else "not stated")
         + (
-            "; secondary: " + ", ".join(METRIC_NAMES.get(m, m) for m in met.get("secondary", []))
-            if met.get("secondary")
+            "; secondary: " + ", ".join(METRIC_NAMES.get(m, m) for m in secondary)
+            if secondary
             else ""
         )
-        + f". Estimator: {inf.get('estimator', 'interval')} fits on training cells.",
+        + (
+            f". Estimator: {design.estimator} fits on training cells."
+            if design.estimator
+            else ". Estimator: not stated."
+        ),
         "",
         calibration_sentence(results),
         "",
-    ]
-    fam = inf.get("family", []) or []
-    sens = inf.get("sensitivity_pairs", []) or []
-    L += [
-        f"Decision rule: {inf.get('decision', 'not stated in the design')}. "
-        f"alpha = {format_value(inf.get('alpha'))}; "
-        f"{inf.get('bootstrap', 'cluster')} bootstrap over held-out {inf.get('cluster', 'head')}s, "
-        f"B = {format_value(inf.get('bootstrap_replicates'))}, seed {format_value(inf.get('seed'))}; "
-        f"Holm family: {', '.join(f'{a}<{b}' for a, b in fam) or 'none'}"
-        + (
-            f"; sensitivity pairs (unadjusted): {', '.join(f'{a}<{b}' for a, b in sens)}"
-            if sens
-            else ""
-        )
-        + ".",
+        _decision_rule_line(design),
         "",
     ]
-    held = design.get("held_out", {}) or {}
-    if not held.get("heads"):
+    if not design.held_out:
         L += ["Held-out heads: the design lists none.", ""]
     else:
         L += [
-            f"Held-out heads: {len(held.get('heads', []) or [])} whole heads "
-            f"(fraction {format_value(held.get('fraction'))}, seed {format_value(held.get('seed'))}), "
-            f"list sha256 `{prov.get('held_out_sha256') or 'not recorded'}`; drawn before any "
+            f"Held-out heads: {len(design.held_out)} whole heads "
+            f"(fraction {format_value(design.held_out_fraction)}, seed "
+            f"{format_value(design.held_out_seed)}), list sha256 "
+            f"`{results.provenance.get('held_out_sha256') or 'not recorded'}`; drawn before any "
             "outcome existed and never used for fitting.",
             "",
         ]
-    rules = (design.get("exclusions", {}) or {}).get("rules", [])
-    if rules:
-        L += ["Exclusion rules:", ""] + [f"- {r}" for r in rules] + [""]
+    if design.exclusion_rules:
+        L += ["Exclusion rules:", ""] + [f"- {r}" for r in design.exclusion_rules] + [""]
+    return L
 
-    L += _amendments(prov)
 
-    # -- data ----------------------------------------------------------------------
-    real = real_cells(results)
-    syn = synthetic_cells(results)
-    L += ["## Data", ""]
+def _data_section(results: StudyResults, embeds: _Embeds) -> list[str]:
+    real, syn = real_cells(results), synthetic_cells(results)
+    L = ["## Data", ""]
     if real.empty:
         L += ["The study holds no real-checkpoint cell.", ""]
     else:
@@ -601,26 +624,29 @@ def render_report(
         + ".",
         "",
     ]
-    L += table("data")
+    return L + embeds.table("data")
 
-    # -- brackets ------------------------------------------------------------------
-    L += ["## Certified rank brackets", ""]
+
+def _brackets_section(results: StudyResults, embeds: _Embeds) -> list[str]:
+    real = real_cells(results)
+    L = ["## Certified rank brackets", ""]
     if real.empty:
-        L += ["No real-checkpoint cell was bracketed.", ""]
-    else:
-        closed = real["closed"].astype(bool).mean()
-        L += [
-            f"Every bracket [lo, hi] is backed by re-checkable witnesses; "
-            f"{closed:.0%} of the real cells are closed (lo = hi).",
-            "",
-        ]
-        L += table("brackets")
-        L += table("brackets_temperature")
-        L += figure("rank_vs_eps") + figure("bracket_width") + figure("bracket_width_by_family")
-        L += figure("rank_vs_temperature")
+        return L + ["No real-checkpoint cell was bracketed.", ""]
+    closed = real["closed"].astype(bool).mean()
+    L += [
+        f"Every bracket [lo, hi] is backed by re-checkable witnesses; "
+        f"{closed:.0%} of the real cells are closed (lo = hi).",
+        "",
+    ]
+    L += embeds.table("brackets") + embeds.table("brackets_temperature")
+    for name in ("rank_vs_eps", "bracket_width", "bracket_width_by_family", "rank_vs_temperature"):
+        L += embeds.figure(name)
+    return L
 
-    # -- comparisons ---------------------------------------------------------------
-    L += ["## Nested comparisons (confirmatory)", ""]
+
+def _comparisons_section(results: StudyResults, embeds: _Embeds) -> list[str]:
+    """The confirmatory comparisons, by checkpoint when asked, and the power of each."""
+    L = ["## Nested comparisons (confirmatory)", ""]
     if results.comparison is None:
         why = results.skipped.get("comparison", "no reason was recorded")
         L += [f"The comparison has not run: {why}.", ""]
@@ -633,66 +659,103 @@ def render_report(
             "",
         ]
     L += [f"- {s}" for s in hypothesis_sentences(results)] + [""]
-    if "comparisons" in tab:
-        L += table("comparisons", _compact_comparison(tab["comparisons"].frame))
-    L += figure("forest")
+    if "comparisons" in embeds.tab:
+        L += embeds.table("comparisons", _compact_comparison(embeds.tab["comparisons"].frame))
+    L += embeds.figure("forest")
     if results.by_checkpoint_asked:
-        L += _by_checkpoint_section(results, tab, table_files, out_dir)
-        L += figure("predicted_vs_bracket")
-    L += _power_section(results)
-    L += table("power")
+        L += _by_checkpoint_section(results, embeds.tab, embeds.table_files, embeds.out_dir)
+        L += embeds.figure("predicted_vs_bracket")
+    return L + _power_section(results) + embeds.table("power")
 
-    L += ["### Sensitivity", ""]
+
+def _sensitivity_section(results: StudyResults, embeds: _Embeds) -> list[str]:
+    L = ["### Sensitivity", ""]
     if results.comparison_ols is None:
         why = results.skipped.get("comparison_ols", "no reason was recorded")
         L += [f"The OLS-on-midpoints refit has not run: {why}.", ""]
     else:
         L += ["OLS on interval midpoints (same pairs, same held-out cells):", ""]
         L += [f"- {s}" for s in hypothesis_sentences(results, estimator="ols")] + [""]
-        L += table("comparisons_ols", _compact_comparison(tab["comparisons_ols"].frame))
-    L += table("lr_tests")
+        frame = _compact_comparison(embeds.tab["comparisons_ols"].frame)
+        L += embeds.table("comparisons_ols", frame)
+    return L + embeds.table("lr_tests")
 
-    # -- head level ----------------------------------------------------------------
-    L += ["## Head-level analysis (exploratory)", ""]
+
+def _head_level_section(results: StudyResults, embeds: _Embeds) -> list[str]:
+    L = ["## Head-level analysis (exploratory)", ""]
     if results.head_level is None:
         why = results.skipped.get("head_level", "no reason was recorded")
-        L += [f"The head-level analysis has not run: {why}.", ""]
-    else:
-        L += _head_level_lines(results.head_level_meta)
-        L += table("head_level")
+        return L + [f"The head-level analysis has not run: {why}.", ""]
+    return L + _head_level_lines(results.head_level_meta) + embeds.table("head_level")
 
-    # -- descriptors ---------------------------------------------------------------
-    L += ["## Descriptors", ""]
+
+def _descriptors_section(results: StudyResults, embeds: _Embeds) -> list[str]:
+    L = ["## Descriptors", ""]
     cols, per_r = summary_columns(results.features)
     if not cols:
-        L += ["No descriptor column.", ""]
-    else:
-        L += [
-            f"{len(cols)} descriptor columns over {len(results.features)} real cells"
-            + (
-                f"; {len(per_r)} per-r diagnostic column(s) left out of the summary"
-                if per_r
-                else ""
-            )
-            + ".",
-            "",
-        ]
-        L += table("descriptors")
-        L += figure("descriptors_vs_midpoint")
+        return L + ["No descriptor column.", ""]
+    L += [
+        f"{len(cols)} descriptor columns over {len(results.features)} real cells"
+        + (f"; {len(per_r)} per-r diagnostic column(s) left out of the summary" if per_r else "")
+        + ".",
+        "",
+    ]
+    return L + embeds.table("descriptors") + embeds.figure("descriptors_vs_midpoint")
 
-    # -- synthetic -----------------------------------------------------------------
-    if not syn.empty:
-        L += ["## Synthetic families (exploratory)", ""]
-        L += [
-            f"{len(syn)} cells of {_listing(sorted(syn['checkpoint'].unique()))}; never part "
-            "of the confirmatory models.",
-            "",
-        ]
-        L += figure("synthetic_rank_vs_beta")
-        L += table("synthetic")
 
-    # -- provenance ----------------------------------------------------------------
-    L += ["## Provenance", ""]
-    L += [f"- {k}: `{v}`" for k, v in provenance_lines(prov, study=results.study)]
-    L += ["", "Full record: [provenance.json](provenance.json).", ""]
+def _synthetic_section(results: StudyResults, embeds: _Embeds) -> list[str]:
+    syn = synthetic_cells(results)
+    if syn.empty:
+        return []
+    return [
+        "## Synthetic families (exploratory)",
+        "",
+        f"{len(syn)} cells of {_listing(sorted(syn['checkpoint'].unique()))}; never part "
+        "of the confirmatory models.",
+        "",
+        *embeds.figure("synthetic_rank_vs_beta"),
+        *embeds.table("synthetic"),
+    ]
+
+
+def _provenance_section(results: StudyResults) -> list[str]:
+    L = ["## Provenance", ""]
+    L += [f"- {k}: `{v}`" for k, v in provenance_lines(results.provenance, study=results.study)]
+    return L + ["", "Full record: [provenance.json](provenance.json).", ""]
+
+
+def render_report(
+    results: StudyResults,
+    *,
+    out_dir: Path,
+    tables: Sequence[Table],
+    table_files: Mapping[str, Mapping[str, Path]],
+    figures: Mapping[str, tuple[Path, Path | None, str]],
+) -> str:
+    """The text of ``report.md``: its sections in order, one function each.
+
+    Parameters
+    ----------
+    results : StudyResults
+    out_dir : Path, keyword-only
+        The report folder; links are relative to it.
+    tables : sequence of Table, keyword-only
+        As built by :func:`analysis.report.tables.build_tables`.
+    table_files : mapping, keyword-only
+        Table name -> ``{"md": path, "csv": path, "tex": path}``.
+    figures : mapping, keyword-only
+        Figure name -> ``(png path, pdf path or None, caption)`` of the figures written.
+    """
+    embeds = _Embeds(out_dir, tables, table_files, figures)
+    L = _title_section(results)
+    L += _prespecified_section(results)
+    L += _amendments(results.provenance)
+    L += _data_section(results, embeds)
+    L += _brackets_section(results, embeds)
+    L += _comparisons_section(results, embeds)
+    L += _sensitivity_section(results, embeds)
+    L += _head_level_section(results, embeds)
+    L += _descriptors_section(results, embeds)
+    L += _synthetic_section(results, embeds)
+    L += _provenance_section(results)
     return "\n".join(L)

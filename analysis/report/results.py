@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.report.design import ReportDesign
+
 __all__ = ["BRACKET_COLUMNS", "StudyResults"]
 
 #: Columns of :attr:`StudyResults.brackets`, one row per cell (real and synthetic).
@@ -48,9 +50,10 @@ class StudyResults:
         The design's stem (``offline-minilm``).
     title : str
         The design's ``title``.
-    design : dict
-        The parsed design (read-only), e.g. ``design["sampling"]``, ``design["models"]``,
-        ``design["hypotheses"]``, ``design["inference"]``, ``design["held_out"]["heads"]``.
+    design : ReportDesign
+        The design as the study ran it (:class:`~analysis.report.design.ReportDesign`,
+        filled by :func:`analysis.study.report_design` from the parsed design): hypotheses,
+        models, metrics, inference settings, held-out heads.
     brackets : pandas.DataFrame
         Columns :data:`BRACKET_COLUMNS`.
     features : pandas.DataFrame
@@ -112,7 +115,7 @@ class StudyResults:
 
     study: str
     title: str
-    design: dict[str, Any]
+    design: ReportDesign
     brackets: pd.DataFrame
     features: pd.DataFrame
     comparison: pd.DataFrame | None = None
@@ -132,4 +135,4 @@ class StudyResults:
     def by_checkpoint_asked(self) -> bool:
         """Whether the design asks for the by-checkpoint effects
         (``[inference] by_checkpoint = true``)."""
-        return bool((self.design.get("inference", {}) or {}).get("by_checkpoint", False))
+        return self.design.by_checkpoint

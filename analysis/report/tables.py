@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ import pandas as pd
 
 from analysis.atomic import atomic_write
 from analysis.compare.nested import RESULT_COLUMNS
+from analysis.report.design import ReportDesign
 from analysis.report.provenance import provenance_lines
 from analysis.report.results import BRACKET_COLUMNS, StudyResults
 from analysis.validation import ParameterError
@@ -202,7 +203,7 @@ def data_table(results: StudyResults) -> pd.DataFrame:
     real = real_cells(results)
     syn = synthetic_cells(results)
     held = real.loc[real["held_out"].astype(bool)]
-    designed = results.design.get("held_out", {}).get("heads", []) or []
+    designed = results.design.held_out
     rows = [
         ("checkpoints", real["checkpoint"].nunique()),
         ("heads", real["head_id"].nunique()),
@@ -222,20 +223,12 @@ def data_table(results: StudyResults) -> pd.DataFrame:
     return out
 
 
-def hypotheses(design: Mapping[str, Any]) -> list[dict[str, str]]:
+def hypotheses(design: ReportDesign) -> list[dict[str, str]]:
     """The design's hypotheses as ``id``, ``kind``, ``pair`` (``"M0<M1"``), ``statement``."""
-    out = []
-    for h in design.get("hypotheses", []) or []:
-        pair = h.get("pair") or ["", ""]
-        out.append(
-            {
-                "id": str(h.get("id", "")),
-                "kind": str(h.get("kind", "")),
-                "pair": f"{pair[0]}<{pair[1]}",
-                "statement": str(h.get("statement", "")),
-            }
-        )
-    return out
+    return [
+        {"id": h.id, "kind": h.kind, "pair": h.pair, "statement": h.statement}
+        for h in design.hypotheses
+    ]
 
 
 def power_table(results: StudyResults) -> pd.DataFrame | None:
@@ -278,15 +271,8 @@ def power_table(results: StudyResults) -> pd.DataFrame | None:
     return pd.DataFrame(rows)
 
 
-def _family_pairs(design: Mapping[str, Any]) -> set[str]:
-    fam = design.get("inference", {}).get("family", []) or []
-    return {f"{a}<{b}" for a, b in fam}
-
-
-def _metric_order(design: Mapping[str, Any], metrics: Sequence[str]) -> list[str]:
-    m = design.get("metrics", {}) or {}
-    first = [m["primary"]] if "primary" in m else []
-    first += [x for x in m.get("secondary", []) or [] if x not in first]
+def _metric_order(design: ReportDesign, metrics: Sequence[str]) -> list[str]:
+    first = list(design.metrics)
     return [x for x in first if x in set(metrics)] + sorted(set(metrics) - set(first))
 
 
@@ -317,7 +303,7 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
     if frame is None:
         return None
     hyp = {h["pair"]: h for h in hypotheses(results.design)}
-    family = _family_pairs(results.design)
+    family = results.design.family_pairs
     f = frame.copy()
     out = pd.DataFrame(
         {

@@ -39,7 +39,7 @@ Modules: :mod:`~analysis.study.plan` (what the design asks for),
 from analysis.study.core import Study, block_facts, stored_outcomes
 from analysis.study.paths import StudyPaths, study_paths
 from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
-from analysis.study.results import load_results, study_results
+from analysis.study.results import load_results, report_design, study_results
 from analysis.study.runner import STAGES, StudyRun, run_study
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "StudyRun",
     "block_facts",
     "load_results",
+    "report_design",
     "missing_checkpoints",
     "plan_study",
     "run_study",

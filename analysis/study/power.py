@@ -3,22 +3,30 @@
 ``attnrank validate-comparison`` run on the study's own design: its sizes (heads and
 held-out heads per checkpoint, grid, B, alpha, Holm family), its blocks' covariate counts
 after the collinearity screen on the study's training cells, every hypothesis the
-simulation can test, the design's inference seed. The result is stored in
-``data/<stem>/results/power.json`` under a key of everything the simulation reads: the
-design's sizes as the simulation sees them (:class:`~analysis.prereg.power.StudySizes`:
-heads and held-out heads per checkpoint, grid, models, Holm family, B, alpha, bootstrap,
-covariate counts), the number of simulations, the assumptions, the seed and the widths
-file's hash. A re-run reuses it, and a changed design or setting that the simulation sees
-recomputes it; an amendment that changes nothing the simulation reads (e.g. a block
-version after a code edit that keeps its covariates) keeps it: the record then names the
-current lock and, as ``computed_under_lock``, the one it was computed under. ``report.md`` prints it beside each hypothesis.
+simulation can test, the design's inference seed.
+
+The power of a locked design is a fact about the design, so its record is stored beside
+the design (``<stem>.power.json``, :mod:`analysis.prereg.power_file`) and locked with it
+(the lock's ``power_sha256``). It is computed only when asked: ``attnrank run DESIGN
+--power-simulations N`` (``simulations=N``) computes the record's key from everything the
+simulation reads (the design's sizes as the simulation sees them,
+:class:`~analysis.prereg.power.StudySizes`; the number of simulations, the assumptions,
+the seed, the widths file's hash) and reuses the stored file when its key is the same;
+otherwise it simulates, writes the file with its provenance (package version, commit,
+time, the lock it was computed under, the command) and records the new file through
+:func:`analysis.prereg.amend_design` (an entry in the deviations log; the lock hash, which
+stamps confirmatory results, does not change). Without ``simulations`` the stage only reads
+the stored file: a run never simulates unless asked. ``report.md`` prints the record beside
+each hypothesis, or says that the power was not computed and how to compute it.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
@@ -27,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis import __version__
 from analysis.hashing import file_sha256
 from analysis.prereg.error_rates import validate_comparison
 from analysis.prereg.power import (
@@ -36,20 +45,27 @@ from analysis.prereg.power import (
     load_widths,
     sizes_from_design,
 )
-from analysis.study.core import Study
-from analysis.study.records import read_json, write_json
+from analysis.prereg.power_file import (
+    POWER_FILE_FORMAT,
+    power_path,
+    read_power_file,
+    write_power_file,
+)
+from analysis.study.core import Study, git_commit
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
     "DEFAULT_POWER_SIMULATIONS",
     "POWER_FORMAT",
+    "not_computed",
     "power_stage",
     "screened_features",
     "study_sizes",
     "validation_sizes",
 ]
 
-#: Simulated studies per scenario and share in a study's power stage.
+#: Simulated studies per scenario and share that the docs and the report suggest (the
+#: stage itself simulates only when given a number).
 DEFAULT_POWER_SIMULATIONS = 400
 #: Version of the stored record: a new version recomputes every stored result.
 POWER_FORMAT = "power/2"
@@ -166,19 +182,68 @@ def power_key(inputs: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def not_computed(design_path: str | os.PathLike) -> str:
+    """Why a design has no power, and the command that computes it (for the report)."""
+    name = Path(design_path).name
+    return (
+        f"the power of this design was not computed ({power_path(design_path).name} does not "
+        f"exist beside it); `attnrank run preregistration/{name} --power-simulations "
+        f"{DEFAULT_POWER_SIMULATIONS}` computes it once, stores it beside the design and "
+        "records it in the lock"
+    )
+
+
+def _command(study: Study, simulations: int, assumptions: PowerAssumptions) -> str:
+    """The command line that computes this record (what the provenance names)."""
+    cmd = (
+        f"attnrank run preregistration/{study.paths.design.name} --power-simulations {simulations}"
+    )
+    default = PowerAssumptions().native_head_share
+    if assumptions.native_head_share != default:
+        cmd += f" --native-head-share {assumptions.native_head_share:g}"
+    return cmd
+
+
+def _record_in_lock(study: Study, record: Mapping[str, Any]) -> None:
+    """Amend the lock with the new power file (an entry in the deviations log)."""
+    from analysis.prereg.lock import amend_design
+    from analysis.study.core import block_facts, stored_outcomes
+
+    inputs = record["inputs"]
+    rates = "; ".join(
+        f"{h['hypothesis']} power {h['power']['rate']:.3g}"
+        for h in record["result"].get("hypotheses", [])
+    )
+    reason = (
+        f"Power of the design's decisions stored beside it ({power_path(study.paths.design).name}"
+        f"): {inputs['simulations']} simulated studies per scenario, seed {inputs['seed']}, "
+        f"native head share {inputs['assumptions'].get('native_head_share')}, computed by "
+        f"`{record['provenance']['command']}`"
+        + (f" ({rates})" if rates else "")
+        + ". A fact about the design, not an outcome: held-out heads, models, metrics and "
+        "inference are unchanged, and so is the lock hash."
+    )
+    amend_design(
+        study.paths.design,
+        reason=reason,
+        outcomes=stored_outcomes(study.paths),
+        **block_facts(study.design, root=study.paths.root),
+    )
+
+
 def power_stage(
     study: Study,
     brackets: pd.DataFrame,
     features: pd.DataFrame,
     *,
-    simulations: int = DEFAULT_POWER_SIMULATIONS,
+    simulations: int | None = None,
     workers: int = 1,
     say: Callable[[str], None] = print,
     hypotheses: Sequence[str] | None = None,
     executor: Executor | None = None,
     assumptions: PowerAssumptions | None = None,
 ) -> dict[str, Any]:
-    """Run (or reuse) ``validate_comparison`` on the study's design.
+    """Read the design's stored power, or (when asked) compute, store and lock it.
 
     Parameters
     ----------
@@ -186,8 +251,12 @@ def power_stage(
     brackets, features : DataFrame
         The study's bracket and descriptor tables (for the collinearity screen on
         training cells).
-    simulations : int, keyword-only
-        Simulated studies per scenario and share; 0 skips the stage.
+    simulations : int or None, keyword-only
+        None (the default): read the stored file, never simulate. A positive number:
+        simulated studies per scenario and share; the stored file is reused when its key
+        (every input of the simulation) is the same, else recomputed, rewritten and
+        recorded in the lock (:func:`analysis.prereg.amend_design`). 0: nothing is
+        simulated or read.
     workers : int, keyword-only
         Processes (the result does not depend on it, and it is not part of the key).
     say : callable, keyword-only
@@ -204,10 +273,18 @@ def power_stage(
     Returns
     -------
     dict
-        The stored record: ``key``, ``inputs``, ``result``
-        (:meth:`~analysis.prereg.ValidationResult.to_dict`) and ``summary``; or
-        ``{"skipped": reason}`` (not stored) when there is nothing to simulate with.
+        The stored record (:mod:`analysis.prereg.power_file`: ``key``, ``inputs``,
+        ``result`` -- :meth:`~analysis.prereg.ValidationResult.to_dict` --, ``summary``,
+        ``provenance``); or ``{"skipped": reason}`` when there is none, nothing was asked,
+        or there is nothing to simulate with.
     """
+    design_path = study.paths.design
+    if simulations is None:
+        stored = read_power_file(design_path)
+        if stored is None:
+            return {"skipped": not_computed(design_path)}
+        say(f"power: stored result read from {power_path(design_path).name} (not simulated)")
+        return stored
     simulations = check_int("power_simulations", simulations, minimum=0)
     paths = study.paths
     if simulations == 0:
@@ -244,18 +321,11 @@ def power_stage(
         "mde_steps": 5,
     }
     key = power_key(inputs)
-    record = read_json(paths.power_file, {})
-    if record.get("key") == key:
-        say("power: inputs unchanged, stored result reused")
-        if record.get("lock_sha256") != study.lock.sha256:
-            # an amendment the simulation does not see: the result holds under the new
-            # lock too; keep the lock it was computed under beside it
-            record["computed_under_lock"] = record.get("computed_under_lock") or record.get(
-                "lock_sha256"
-            )
-            record["lock_sha256"] = study.lock.sha256
-            write_json(paths.power_file, record)
-        return record
+    stored = read_power_file(design_path)
+    if stored is not None and stored.get("key") == key:
+        say(f"power: inputs unchanged, {power_path(design_path).name} reused")
+        return stored
+    t0 = time.perf_counter()
     res = validate_comparison(
         load_widths(widths_file),
         simulations=simulations,
@@ -269,12 +339,26 @@ def power_stage(
         executor=executor,
     )
     record = {
+        "format": POWER_FILE_FORMAT,
+        "design": design_path.name,
         "key": key,
-        "lock_sha256": study.lock.sha256,
         "inputs": inputs,
         "result": res.to_dict(),
         "summary": res.summary(),
+        "provenance": {
+            "package_version": __version__,
+            "git_commit": git_commit(),
+            "computed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "computed_under_lock": study.lock.sha256,
+            "command": _command(study, simulations, assumptions),
+            "wall_seconds": round(time.perf_counter() - t0, 1),
+            "note": "the simulated error rates of the design's decision (attnrank "
+            "validate-comparison on the design's sizes); properties of the test under the "
+            "assumptions, not of the data",
+        },
     }
-    write_json(paths.power_file, record)
+    write_power_file(design_path, record)
+    _record_in_lock(study, record)
     say(res.summary())
+    say(f"power: stored in {power_path(design_path).name} and recorded in the lock")
     return record

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.prereg.design import Design
 from analysis.study.core import Study, git_commit
 from analysis.study.paths import StudyPaths
 from analysis.study.plan import StudyPlan
@@ -28,6 +29,7 @@ __all__ = [
     "load_results",
     "power_record",
     "provenance",
+    "report_design",
     "study_results",
 ]
 
@@ -199,31 +201,91 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
         "stage_seconds": dict(stages.get("last_run_seconds", {})),
         "stage_seconds_total": dict(stages.get("total_seconds", {})),
         "runs": int(stages.get("runs", 1)),
+        "power": _power_provenance(study),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
 
+def _power_provenance(study: Study) -> dict[str, Any] | None:
+    """Where the report's power comes from: the locked file beside the design (or None)."""
+    from analysis.prereg.power_file import power_path, read_power_file
+
+    rec = read_power_file(study.paths.design)
+    if rec is None:
+        return None
+    prov = rec["provenance"]
+    return {
+        "file": power_path(study.paths.design).name,
+        "sha256": study.lock.record.get("power_sha256"),
+        "simulations": rec["inputs"].get("simulations"),
+        "computed_at": prov.get("computed_at"),
+        "computed_under_lock": prov.get("computed_under_lock"),
+        "command": prov.get("command"),
+    }
+
+
 def power_record(study: Study) -> dict[str, Any]:
-    """The stored power simulation of the study's lock, or ``{"skipped": reason}``.
+    """The design's stored power (its ``result``), or ``{"skipped": reason}``.
 
-    Reads ``power.json`` (written by :func:`analysis.study.power.power_stage`); a record
-    made under another lock is not shown.
+    Reads ``<stem>.power.json`` beside the design (written by
+    :func:`analysis.study.power.power_stage` when a run is given ``--power-simulations``);
+    its hash was checked against the lock when the study was opened. Without it, the reason
+    says that the power was not computed and which command computes it.
     """
-    from analysis.prereg.power import DEFAULT_WIDTHS
+    from analysis.prereg.power_file import read_power_file
+    from analysis.study.power import not_computed
 
-    paths = study.paths
-    rec = read_json(paths.power_file, {})
-    if rec.get("lock_sha256") == study.lock.sha256 and "result" in rec:
-        return dict(rec["result"])
-    if rec:
-        return {"skipped": "the stored simulation was made under another lock; re-run the study"}
-    widths = paths.root / DEFAULT_WIDTHS
-    if not widths.is_file():
-        return {
-            "skipped": f"no reference bracket widths at {widths} "
-            "(`attnrank reference-widths` writes them)"
-        }
-    return {"skipped": "the power stage has not run (`attnrank run` runs it after compare)"}
+    rec = read_power_file(study.paths.design)
+    if rec is None:
+        return {"skipped": not_computed(study.paths.design)}
+    return dict(rec["result"])
+
+
+def report_design(design: Design) -> Any:
+    """The report's typed view of a parsed design (:class:`analysis.report.ReportDesign`).
+
+    Every inference setting is the one the comparison runs with
+    (:meth:`~analysis.prereg.Design.comparison_kwargs`), so the report repeats none of its
+    defaults; hypotheses, models, outcome, held-out heads, exclusion rules and the
+    calibration text are copied from the validated design.
+    """
+    from analysis.report.design import ReportDesign, ReportHypothesis
+
+    data = design.data
+    kw = design.comparison_kwargs()
+    held = data["held_out"]
+    return ReportDesign(
+        hypotheses=tuple(
+            ReportHypothesis(
+                id=str(h["id"]),
+                kind=str(h["kind"]),
+                base=str(h["pair"][0]),
+                rich=str(h["pair"][1]),
+                statement=str(h.get("statement", "")),
+            )
+            for h in data.get("hypotheses", [])
+        ),
+        models=design.models,
+        outcome={k: str(v) for k, v in data["outcome"].items()},
+        primary_metric=kw["primary_metric"],
+        secondary_metrics=tuple(kw["metrics"][1:]),
+        estimator=kw["estimator"],
+        alpha=kw["alpha"],
+        ci_level=kw["ci_level"],
+        family=design.family,
+        sensitivity_pairs=design.sensitivity_pairs,
+        decision=data["inference"].get("decision"),
+        bootstrap=kw["bootstrap"],
+        cluster=str(data["inference"].get("cluster", "head")),
+        bootstrap_replicates=kw["n_boot"],
+        seed=kw["random_state"],
+        held_out=design.held_out,
+        held_out_fraction=held.get("fraction"),
+        held_out_seed=held.get("seed"),
+        exclusion_rules=tuple(data.get("exclusions", {}).get("rules", [])),
+        calibration=data["descriptors"].get("calibration"),
+        by_checkpoint=design.by_checkpoint,
+    )
 
 
 def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> Any:
@@ -272,7 +334,7 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
     return StudyResults(
         study=paths.design.stem,
         title=str(design.data.get("title", paths.design.stem)),
-        design=design.data,
+        design=report_design(design),
         brackets=brackets,
         features=features,
         comparison=frame("comparison.csv"),

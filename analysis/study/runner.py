@@ -11,11 +11,12 @@ from concurrent.futures import Executor
 from typing import Any
 
 from analysis.executor import check_executor
+from analysis.prereg.power_file import power_sha256
 from analysis.study.comparison import compare_stage
 from analysis.study.core import Study
 from analysis.study.describe import descriptor_stage
 from analysis.study.paths import StudyPaths
-from analysis.study.power import DEFAULT_POWER_SIMULATIONS, power_stage
+from analysis.study.power import power_stage
 from analysis.study.records import StageClock
 from analysis.study.results import bracket_table, feature_table, study_results
 from analysis.study.stages import bracket_stage, extract_stage, synthetic_stage
@@ -68,7 +69,7 @@ def run_study(
     stop_after: str | None = None,
     engine: Any = None,
     say: Callable[[str], None] | None = None,
-    power_simulations: int = DEFAULT_POWER_SIMULATIONS,
+    power_simulations: int | None = None,
     executor: Executor | None = None,
     device: str | None = None,
     power_assumptions: Any = None,
@@ -98,10 +99,12 @@ def run_study(
         :func:`analysis.brackets.engine.default_engine`); a stand-in in tests.
     say : callable, optional, keyword-only
         Receives one-line messages (default: print).
-    power_simulations : int, keyword-only
-        Simulated studies per scenario and share of the power stage (default 400; 0
-        skips it). Stored under a key of the lock hash and the settings: a re-run reuses
-        it (:func:`~analysis.study.power.power_stage`).
+    power_simulations : int or None, keyword-only
+        None (the default): the power stage reads the design's stored power
+        (``<stem>.power.json`` beside the design) and never simulates. A number: simulated
+        studies per scenario and share; the stored file is reused when every input of the
+        simulation is the same, else recomputed, rewritten and recorded in the lock (0
+        skips the stage). See :func:`~analysis.study.power.power_stage`.
     power_assumptions : analysis.prereg.PowerAssumptions, optional, keyword-only
         What the simulation assumes beyond the design (default: its defaults, e.g. a
         native head share of 0.5); part of the stored result's key.
@@ -135,7 +138,8 @@ def run_study(
     workers = check_executor(executor, workers)
     if device is not None:
         device = str(check_device(device))
-    power_simulations = check_int("power_simulations", power_simulations, minimum=0)
+    if power_simulations is not None:
+        power_simulations = check_int("power_simulations", power_simulations, minimum=0)
     if stop_after is not None and stop_after not in STAGES:
         raise ParameterError("stop_after", f"one of {', '.join(STAGES)}", stop_after)
     # lock drift (of the design or of a block) stops the run before any work
@@ -196,6 +200,9 @@ def run_study(
                     )
                 if "skipped" in power:
                     say(f"power: not simulated: {power['skipped']}")
+                elif power_sha256(paths.design) != study.lock.record.get("power_sha256"):
+                    # the stage stored a new power file and amended the lock: read it again
+                    study = Study.open(design_path, root=root)
     if stop_after in (None, "report"):
         from analysis.report import build_report
 

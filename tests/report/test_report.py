@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from analysis.compare import compare_nested
-from analysis.report import BRACKET_COLUMNS, ReportFiles, build_report
+from analysis.report import BRACKET_COLUMNS, ReportDesign, ReportFiles, build_report
 from analysis.report.figures import FIGURES
 from analysis.report.markdown import calibration_sentence, hypothesis_sentences, render_report
 from analysis.report.tables import (
@@ -107,13 +107,13 @@ def test_report_md_mentions_hypotheses_figures_tables_and_provenance(study, buil
     files, _ = built
     text = files.report.read_text()
     assert text.startswith(f"# {study.title}\n")
-    for h in study.design["hypotheses"]:
-        assert f"**{h['id']}**" in text and h["statement"] in text
+    for h in study.design.hypotheses:
+        assert f"**{h.id}**" in text and h.statement in text
     for name in FIGURES:
         assert f"](figures/{name}.png)" in text and f"](figures/{name}.pdf)" in text
     for name in TABLES:
         assert f"](tables/{name}.csv)" in text
-    assert study.design["inference"]["decision"] in text
+    assert study.design.decision in text
     assert study.provenance["lock_sha256"] in text and "Confirmatory run" in text
     assert study.provenance["held_out_sha256"] in text
     assert f"Held-out heads: {len(HELD_OUT)} whole heads" in text
@@ -124,11 +124,10 @@ def test_report_md_mentions_hypotheses_figures_tables_and_provenance(study, buil
 
 def test_hypothesis_sentences_restate_the_primary_rows(study):
     sentences = hypothesis_sentences(study)
-    assert len(sentences) == len(study.design["hypotheses"])
+    assert len(sentences) == len(study.design.hypotheses)
     frame = study.comparison
-    for h, s in zip(study.design["hypotheses"], sentences, strict=True):
-        pair = f"{h['pair'][0]}<{h['pair'][1]}"
-        row = frame[(frame.pair == pair) & (frame.metric == "interval_sq_loss")].iloc[0]
+    for h, s in zip(study.design.hypotheses, sentences, strict=True):
+        row = frame[(frame.pair == h.pair) & (frame.metric == "interval_sq_loss")].iloc[0]
         for key in ("effect", "ci_low", "ci_high"):
             assert format_value(row[key], digits=3).replace("-", "−") in s
         if row.adds_information:
@@ -137,7 +136,7 @@ def test_hypothesis_sentences_restate_the_primary_rows(study):
             # absence of evidence is not stated as evidence of absence
             assert "→ no incremental information detected" in s
             assert "does not add" not in s
-        assert ("outside the Holm family" in s) == (h["kind"] == "sensitivity")
+        assert ("outside the Holm family" in s) == (h.kind == "sensitivity")
 
 
 def test_provenance_json(study, built):
@@ -356,8 +355,8 @@ def test_missing_comparison_is_reported_with_its_reason(edge_study, edge_built):
     assert "The comparison has not run: the design is not locked." in text
     assert "The head-level analysis has not run: the design is not locked." in text
     assert "The OLS-on-midpoints refit has not run: no reason was recorded." in text
-    for h in edge_study.design["hypotheses"]:
-        assert f"**{h['id']}** ({h['kind']}; " in text
+    for h in edge_study.design.hypotheses:
+        assert f"**{h.id}** ({h.kind}; " in text
     assert text.count("not tested; the comparison has not run (the design is not locked)") == 4
     assert "**This run is not locked: every result below is exploratory.**" in text
     assert set(edge_built.tables) == {
@@ -410,7 +409,7 @@ def test_write_csv_refuses_the_comment_marker(tmp_path):
 
 def test_report_text_survives_a_sparse_design(study, tmp_path):
     """No hypotheses, models, inference or provenance: the text still renders and says so."""
-    sparse = dataclasses.replace(study, design={}, provenance={}, head_level_meta={})
+    sparse = dataclasses.replace(study, design=ReportDesign(), provenance={}, head_level_meta={})
     tables = build_tables(sparse)
     files = {t.name: {"csv": tmp_path / "tables" / f"{t.name}.csv"} for t in tables}
     text = render_report(sparse, out_dir=tmp_path, tables=tables, table_files=files, figures={})
@@ -492,7 +491,7 @@ def test_calibration_sentence_reads_the_comparison_frame_after_a_csv_round_trip(
 
 
 def test_calibration_sentence_before_the_comparison_quotes_the_design(edge_study):
-    design = {**edge_study.design, "descriptors": {"calibration": "cross-fitted by head, 3 folds"}}
+    design = dataclasses.replace(edge_study.design, calibration="cross-fitted by head, 3 folds")
     s = calibration_sentence(dataclasses.replace(edge_study, design=design))
     assert s == (
         'Calibration as the design states it: "cross-fitted by head, 3 folds" '

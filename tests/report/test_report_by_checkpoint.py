@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import numpy as np
@@ -17,8 +16,7 @@ SECTION = "### Effects by checkpoint (secondary, outside the Holm family)"
 
 
 def _asking(study, **changes):
-    design = copy.deepcopy(study.design)
-    design["inference"]["by_checkpoint"] = True
+    design = dataclasses.replace(study.design, by_checkpoint=True)
     return dataclasses.replace(study, design=design, **changes)
 
 

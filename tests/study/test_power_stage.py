@@ -1,17 +1,25 @@
 """The power stage: validate-comparison on the study's design, screened covariate counts,
-stored under the lock hash and settings (a re-run costs nothing), shown in report.md."""
+computed only when asked, stored beside the design and locked with it (a re-run reads it),
+shown in report.md."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pandas as pd
 import pytest
 
 import analysis.study.power as study_power
-from analysis.prereg import PowerAssumptions
-from analysis.prereg.lock import amend_design
-from analysis.study import run_study, study_paths
+from analysis.prereg import (
+    PowerAssumptions,
+    PreregistrationError,
+    check_design,
+    load_design,
+    power_path,
+)
+from analysis.prereg.lock import amend_design, lock_path
+from analysis.study import block_facts, run_study, study_paths
 from analysis.study.power import validation_sizes
 
 pytestmark = pytest.mark.slow
@@ -38,18 +46,14 @@ def test_screened_counts_come_from_the_study_training_cells(study_copy):
     assert sizes.strata == (("sentence-transformers/all-MiniLM-L6-v2", 12, 3),)
 
 
-def test_power_is_stored_reused_and_reported(study_copy, monkeypatch):
+def _lock(design):
+    return json.loads(lock_path(design).read_text())
+
+
+def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy, monkeypatch):
     root = study_copy.parent.parent
     paths = study_paths(study_copy)
-    said: list[str] = []
-    # no reference widths: the stage says why and the report shows it
-    run_study(study_copy, progress=False, say=said.append, power_simulations=2)
-    assert any("power: not simulated: no reference bracket widths" in s for s in said)
-    assert not paths.power_file.exists()
-    text = (paths.report / "report.md").read_text()
-    assert "Not simulated: no reference bracket widths" in text
-
-    _write_widths(root)
+    stored = power_path(study_copy)
     calls = []
     real = study_power.validate_comparison
 
@@ -58,12 +62,40 @@ def test_power_is_stored_reused_and_reported(study_copy, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(study_power, "validate_comparison", counting)
+    said: list[str] = []
+    # not asked: nothing is simulated, and the report says how to compute it
+    run_study(study_copy, progress=False, say=said.append)
+    assert calls == [] and not stored.exists()
+    assert any("power: not simulated: the power of this design was not computed" in s for s in said)
+    text = (paths.report / "report.md").read_text()
+    assert f"Not simulated: the power of this design was not computed ({stored.name}" in text
+    assert "--power-simulations 400` computes it once" in text
+    # asked, without reference widths: the stage says why
+    said.clear()
+    run_study(study_copy, progress=False, say=said.append, power_simulations=2)
+    assert any("power: not simulated: no reference bracket widths" in s for s in said)
+    assert calls == [] and not stored.exists()
+
+    _write_widths(root)
+    lock_before = _lock(study_copy)
     run_study(study_copy, **QUIET, power_simulations=2)
     assert calls == [2]
-    record = json.loads(paths.power_file.read_text())
-    lock_file = study_copy.with_name(study_copy.name + ".lock")
-    assert record["lock_sha256"] == json.loads(lock_file.read_text())["lock_sha256"]
+    record = json.loads(stored.read_text())
+    assert record["design"] == study_copy.name and record["inputs"]["simulations"] == 2
     assert record["inputs"]["sizes"]["n_held_out"] == 3
+    prov = record["provenance"]
+    assert prov["computed_under_lock"] == lock_before["lock_sha256"]
+    assert (
+        prov["command"] == f"attnrank run preregistration/{study_copy.name} --power-simulations 2"
+    )
+    # recorded in the lock through an amendment: lock hash and first lock time unchanged
+    lock = _lock(study_copy)
+    assert lock["power_sha256"] == hashlib.sha256(stored.read_bytes()).hexdigest()
+    assert lock["lock_sha256"] == lock_before["lock_sha256"]
+    assert lock["locked_at"] == lock_before["locked_at"]
+    assert len(lock["amendments"]) == len(lock_before["amendments"]) + 1
+    assert "Power of the design's decisions stored beside it" in lock["amendments"][-1]["reason"]
+    assert check_design(study_copy, **block_facts(load_design(study_copy), root=root)) == []
     hyps = record["result"]["hypotheses"]
     assert [h["hypothesis"] for h in hyps] == ["H1", "H2", "H3"]
     assert "S1" in record["result"]["skipped"]
@@ -74,28 +106,42 @@ def test_power_is_stored_reused_and_reported(study_copy, monkeypatch):
         assert "minimum detectable effect" in text
     assert "simulated_power" in text and "| mde" in text.replace("|  mde", "| mde")
     assert (paths.report / "tables" / "power.csv").is_file()
+    assert f"file={stored.name}" in text  # the provenance names the file
+    assert "before later amendments of the design" not in text
 
-    # a re-run reuses the stored simulation: no second call
-    before = paths.power_file.stat().st_mtime_ns
+    # a run without the flag reads the stored file: no simulation, file untouched
+    before = stored.stat().st_mtime_ns
+    run_study(study_copy, **QUIET)
+    assert calls == [2] and stored.stat().st_mtime_ns == before
+    assert "simulated power" in (paths.report / "report.md").read_text()
+    # asked again with the same inputs: reused, no new amendment
     run_study(study_copy, **QUIET, power_simulations=2)
-    assert calls == [2] and paths.power_file.stat().st_mtime_ns == before
+    assert calls == [2] and stored.stat().st_mtime_ns == before
+    assert len(_lock(study_copy)["amendments"]) == len(lock["amendments"])
     # an amendment the simulation does not see (a hypothesis's wording) keeps the result
     text_before = study_copy.read_text(encoding="utf-8")
     study_copy.write_text(
         text_before.replace('statement = "', 'statement = "Reworded: ', 1), encoding="utf-8"
     )
     amend_design(study_copy, reason="clarify a hypothesis's wording")
-    assert json.loads(lock_file.read_text())["lock_sha256"] != record["lock_sha256"]
     run_study(study_copy, **QUIET, power_simulations=2)
-    assert calls == [2]
-    kept = json.loads(paths.power_file.read_text())
-    assert kept["lock_sha256"] == json.loads(lock_file.read_text())["lock_sha256"]
-    assert kept["computed_under_lock"] == record["lock_sha256"]
-    assert kept["result"] == record["result"]
-    assert "simulated power" in (paths.report / "report.md").read_text()
-    # a changed setting is a changed key: recomputed
+    assert calls == [2] and json.loads(stored.read_text()) == record
+    # ... and the report says it was computed under the lock before that amendment
+    text = (paths.report / "report.md").read_text()
+    assert f"Computed under lock `{lock_before['lock_sha256'][:12]}`, before later" in text
+    # a stored number edited by hand is drift: the run refuses before any work
+    edited = json.loads(stored.read_text())
+    edited["result"]["hypotheses"][0]["power"]["rate"] = 0.999
+    stored.write_text(json.dumps(edited))
+    with pytest.raises(PreregistrationError, match=f"power file {stored.name} changed"):
+        run_study(study_copy, **QUIET)
+    stored.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    run_study(study_copy, **QUIET)
+    # a changed setting is a changed key: recomputed, rewritten and amended
     run_study(study_copy, **QUIET, power_simulations=3)
     assert calls == [2, 3]
+    assert json.loads(stored.read_text())["inputs"]["simulations"] == 3
+    assert len(_lock(study_copy)["amendments"]) == len(lock["amendments"]) + 2
     # so is a changed widths file
     _write_widths(root, eps=(0.1, 0.2, 0.05))
     run_study(study_copy, **QUIET, power_simulations=3)
@@ -109,8 +155,9 @@ def test_power_is_stored_reused_and_reported(study_copy, monkeypatch):
     measured = PowerAssumptions(native_head_share=0.77)
     run_study(study_copy, **QUIET, power_simulations=2, power_assumptions=measured)
     assert calls == [2, 3, 3, 2]
-    stored = json.loads(paths.power_file.read_text())
-    assert stored["inputs"]["assumptions"]["native_head_share"] == 0.77
+    kept = json.loads(stored.read_text())
+    assert kept["inputs"]["assumptions"]["native_head_share"] == 0.77
+    assert kept["provenance"]["command"].endswith("--native-head-share 0.77")
     run_study(study_copy, **QUIET, power_simulations=2, power_assumptions=measured)
     assert calls == [2, 3, 3, 2]
 

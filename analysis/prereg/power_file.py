@@ -1,0 +1,126 @@
+"""The stored power of a design: ``<stem>.power.json`` beside the design, hashed into its lock.
+
+The simulated size, power and minimum detectable effect of a design's decision
+(``attnrank validate-comparison`` run on the design's sizes) are facts about the design,
+not about its outcomes: they are computed once, stored beside the design and locked with it
+(the lock's ``power_sha256``), so that a changed or removed file is drift that ``attnrank
+prereg check`` reports. ``attnrank run DESIGN --power-simulations N`` computes (or reuses)
+them and records the new file through ``attnrank prereg amend``; a run without the flag only
+reads the file, and the report says so when there is none.
+
+The file is JSON::
+
+    {
+      "format": "attnrank-power/1",
+      "design": "offline-minilm.toml",
+      "key": "<sha256 of the inputs>",
+      "inputs": {"simulations": 400, "seed": ..., "assumptions": {...}, "sizes": {...}, ...},
+      "result": {...},           # analysis.prereg.ValidationResult.to_dict()
+      "summary": "...",
+      "provenance": {"package_version", "git_commit", "computed_at", "computed_under_lock",
+                     "command", "note"}
+    }
+
+This module reads and writes the file; what goes into it is the study layer's
+(:func:`analysis.study.power.power_stage`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from analysis.atomic import atomic_write
+from analysis.validation import ParameterError
+
+__all__ = [
+    "POWER_FILE_FORMAT",
+    "power_path",
+    "power_sha256",
+    "read_power_file",
+    "write_power_file",
+]
+
+#: Format of the stored power file; a record of another format is refused when read.
+POWER_FILE_FORMAT = "attnrank-power/1"
+
+#: Keys every stored power file has.
+_REQUIRED = ("format", "design", "key", "inputs", "result", "provenance")
+
+
+def power_path(design_path: str | os.PathLike) -> Path:
+    """``<stem>.power.json`` beside the design.
+
+    Examples
+    --------
+    >>> power_path("preregistration/offline-minilm.toml").as_posix()
+    'preregistration/offline-minilm.power.json'
+    """
+    p = Path(design_path)
+    return p.with_name(p.stem + ".power.json")
+
+
+def power_sha256(design_path: str | os.PathLike) -> str | None:
+    """SHA-256 of the design's stored power file (its bytes); None when there is none."""
+    p = power_path(design_path)
+    if not p.is_file():
+        return None
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def read_power_file(design_path: str | os.PathLike) -> dict[str, Any] | None:
+    """The design's stored power record, or None when there is none.
+
+    Raises
+    ------
+    ParameterError
+        Named ``power_file`` when the file is not JSON, has another format or lacks one of
+        ``format``, ``design``, ``key``, ``inputs``, ``result``, ``provenance``, or names
+        another design.
+    """
+    p = power_path(design_path)
+    if not p.is_file():
+        return None
+    try:
+        record = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ParameterError("power_file", "a JSON power record", f"{p}: {exc}") from None
+    if not isinstance(record, dict) or record.get("format") != POWER_FILE_FORMAT:
+        got = record.get("format") if isinstance(record, dict) else type(record).__name__
+        raise ParameterError("power_file", f"a record of format {POWER_FILE_FORMAT}", f"{p}: {got}")
+    missing = [k for k in _REQUIRED if k not in record]
+    if missing:
+        raise ParameterError(
+            "power_file", f"a record with {', '.join(_REQUIRED)}", f"{p}: no {missing}"
+        )
+    if record["design"] != Path(design_path).name:
+        raise ParameterError(
+            "power_file", f"the power of {Path(design_path).name}", f"{p}: {record['design']}"
+        )
+    return record
+
+
+def write_power_file(design_path: str | os.PathLike, record: Mapping[str, Any]) -> Path:
+    """Write the design's power record beside it (atomically); return the path.
+
+    The record must carry every key that :func:`read_power_file` requires, with
+    ``format`` = :data:`POWER_FILE_FORMAT` and ``design`` = the design's file name.
+    """
+    p = power_path(design_path)
+    missing = [k for k in _REQUIRED if k not in record]
+    if missing or record.get("format") != POWER_FILE_FORMAT:
+        raise ParameterError(
+            "record",
+            f"a power record of format {POWER_FILE_FORMAT} with {', '.join(_REQUIRED)}",
+            sorted(record),
+        )
+    if record["design"] != Path(design_path).name:
+        raise ParameterError("record", f"design = {Path(design_path).name!r}", record["design"])
+    text = json.dumps(dict(record), indent=2, ensure_ascii=False) + "\n"
+    with atomic_write(p, mode="w") as fh:
+        fh.write(text)
+    return p
