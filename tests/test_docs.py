@@ -79,3 +79,18 @@ def test_python_blocks_run(page, tmp_path, monkeypatch):
         if why is None:
             exec(compiled, namespace)
     assert blocks  # the page was chosen for its python blocks
+
+
+@pytest.mark.slow
+def test_readme_python_example_runs(tmp_path, monkeypatch):
+    """The README's Python example (a doctest: the import name and one bracket) runs as
+    written and prints what it shows."""
+    import doctest
+
+    (tmp_path / "data").symlink_to(ROOT / "data")
+    monkeypatch.chdir(tmp_path)
+    result = doctest.testfile(
+        str(ROOT / "README.md"), module_relative=False, optionflags=doctest.ELLIPSIS
+    )
+    assert result.attempted >= 4
+    assert result.failed == 0
