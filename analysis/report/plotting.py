@@ -349,7 +349,8 @@ def width_boxes(
     >>> from analysis.report.plotting import seq_palette, width_boxes
     >>> data = pd.DataFrame({
     ...     "eps_label": ["0.1"] * 4 + ["0.2"] * 2, "t_label": "1",
-    ...     "ratio": [1.0, 1.0, 2.0, 4.0, 1.0, 1.5], "closed": [True, True, False, False, True, False],
+    ...     "ratio": [1.0, 1.0, 2.0, 4.0, 1.0, 1.5],
+    ...     "closed": [True, True, False, False, True, False],
     ... })
     >>> ax = Figure().subplots()
     >>> width_boxes(

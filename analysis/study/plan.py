@@ -82,7 +82,7 @@ class StudyPlan:
     >>> from analysis.study.plan import ExtractionTask, StudyPlan
     >>> heads = ((0, 0), (1, 3))
     >>> plan = StudyPlan(
-    ...     extractions=(ExtractionTask("org/a", 16, 0, heads), ExtractionTask("org/a", 32, 0, heads)),
+    ...     extractions=tuple(ExtractionTask("org/a", L, 0, heads) for L in (16, 32)),
     ...     synthetic=(), temperatures=(0.5, 1.0), eps=(0.05, 0.1, 0.2), effort="fast",
     ...     blocks=("baseline",), plugins=(),
     ... )
@@ -142,8 +142,12 @@ def plan_study(design: Any) -> StudyPlan:
     ... }
     >>> data = {"sampling": sampling, "models": {"M0": ["baseline"], "M1": ["baseline", "native"]}}
     >>> plan = plan_study(Design(Path("toy.toml"), data, sha256="0" * 64))
-    >>> [t.label for t in plan.extractions]
-    ['org/tiny|L=16|corpus-seed=5', 'org/tiny|L=16|corpus-seed=6', 'org/tiny|L=32|corpus-seed=5', 'org/tiny|L=32|corpus-seed=6']
+    >>> for t in plan.extractions:
+    ...     print(t.label)
+    org/tiny|L=16|corpus-seed=5
+    org/tiny|L=16|corpus-seed=6
+    org/tiny|L=32|corpus-seed=5
+    org/tiny|L=32|corpus-seed=6
     >>> plan.extractions[0].heads, plan.blocks, plan.effort
     (((0, 0), (0, 1), (1, 0), (1, 1)), ('baseline', 'native'), 'default')
     >>> [t.label for t in plan.synthetic]

@@ -125,13 +125,14 @@ class ExtractionIndex:
     >>> from pathlib import Path
     >>> from analysis.study.records import ExtractionIndex
     >>> index = ExtractionIndex(Path("extractions.json"))
-    >>> index.entry("org/tiny|L=16|corpus-seed=0") is None, index.keys("org/tiny|L=16|corpus-seed=0")
+    >>> label = "org/tiny|L=16|corpus-seed=0"
+    >>> index.entry(label) is None, index.keys(label)
     (True, [])
-    >>> index.record_input("org/tiny|L=16|corpus-seed=0", "corpus:0", ["k1", "k2"])
+    >>> index.record_input(label, "corpus:0", ["k1", "k2"])
     >>> index.synthetic()["spherical|n=8|d=2|beta=1.0|seed=0"] = "k3"
     >>> index.save()
     >>> reread = ExtractionIndex(Path("extractions.json"))  # what the file holds
-    >>> reread.keys("org/tiny|L=16|corpus-seed=0"), reread.entry("org/tiny|L=16|corpus-seed=0")
+    >>> reread.keys(label), reread.entry(label)
     (['k1', 'k2'], {'input_id': 'corpus:0', 'keys': ['k1', 'k2']})
     >>> reread.synthetic_key("spherical|n=8|d=2|beta=1.0|seed=0"), reread.synthetic_key("ball")
     ('k3', None)
