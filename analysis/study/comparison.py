@@ -54,8 +54,10 @@ def covariate_columns(features: pd.DataFrame, registry: Any) -> tuple[list[str],
     >>> from analysis.study.comparison import covariate_columns
     >>> columns = ["cell_key", "baseline__n_keys", "baseline__entropy_mean", "native__kappa",
     ...            "intrinsic__q_r1"]
-    >>> covariate_columns(pd.DataFrame(columns=columns), builtin_registry())
-    (['baseline__n_keys', 'baseline__entropy_mean', 'native__kappa'], ['baseline__n_keys', 'native__kappa'])
+    >>> covs, logs = covariate_columns(pd.DataFrame(columns=columns), builtin_registry())
+    >>> covs, logs
+    (['baseline__n_keys', 'baseline__entropy_mean', 'native__kappa'],
+     ['baseline__n_keys', 'native__kappa'])
     """
     info = registry.feature_table([c for c in features.columns if "__" in c])
     cov = info.loc[info["kind"] == "covariate"]
@@ -240,11 +242,13 @@ def comparison_table(
     ... })
     >>> locked = study.lock.record["blocks"]
     >>> covs = [f"{b}__{c}" for b in ("baseline", "native") for c in locked[b]["covariates"]]
-    >>> features = pd.DataFrame(1.0, index=range(3), columns=covs).assign(cell_key=["c1", "c2", "c3"])
+    >>> features = pd.DataFrame(1.0, index=range(3), columns=covs)
+    >>> features["cell_key"] = ["c1", "c2", "c3"]
     >>> features.loc[2, "native__kappa"] = np.nan
     >>> table, log_columns, excluded = comparison_table(study, brackets, features)
     >>> table[["cell_key", "cluster", "stratum", "y_lower", "y_upper"]].to_dict("list")  # log2 ends
-    {'cell_key': ['c1', 'c2'], 'cluster': ['org/tiny:0:0', 'org/tiny:1:1'], 'stratum': ['org/tiny', 'org/tiny'], 'y_lower': [2.0, 1.0], 'y_upper': [3.0, 1.0]}
+    {'cell_key': ['c1', 'c2'], 'cluster': ['org/tiny:0:0', 'org/tiny:1:1'],
+     'stratum': ['org/tiny', 'org/tiny'], 'y_lower': [2.0, 1.0], 'y_upper': [3.0, 1.0]}
     >>> excluded  # 32 planned cells, 3 bracketed
     {'missing_bracket': 29, 'missing_descriptors': 0, 'non_finite_covariate': 1}
     >>> try:  # a covariate of the lock is missing from the descriptor table
@@ -368,7 +372,8 @@ def secondary_by_checkpoint(
     ... )
     >>> effects, predictions = secondary_by_checkpoint(study, result, table)
     >>> effects.to_frame()[["hypothesis", "checkpoint", "held_out_heads", "seed"]].to_dict("list")
-    {'hypothesis': ['H1', 'H1'], 'checkpoint': ['ck-a', 'ck-b'], 'held_out_heads': [3, 3], 'seed': [1, 1]}
+    {'hypothesis': ['H1', 'H1'], 'checkpoint': ['ck-a', 'ck-b'], 'held_out_heads': [3, 3],
+     'seed': [1, 1]}
     >>> len(predictions) == 2 * int(table["held_out"].sum())  # each held-out cell, by M0 and M1
     True
     """
@@ -443,7 +448,7 @@ def compare_stage(
     >>> compare_stage(study, brackets, pd.DataFrame(columns=["cell_key"]), say=print)
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: cells: expected training and held-out cells with brackets and descriptors, got 0
+    analysis.validation.ParameterError: cells: expected training and held-out cells ..., got 0
     >>> study.paths.results.exists()  # nothing fitted, nothing written
     False
     """

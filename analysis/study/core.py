@@ -96,7 +96,7 @@ class Study:
     >>> study.check_checkpoints({})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: checkpoint: expected every checkpoint of the design available offline; missing:
+    analysis.validation.ParameterError: checkpoint: expected every checkpoint ... missing:
       - org/tiny: ...
 
     A design edited after its lock does not open:
@@ -260,7 +260,7 @@ def design_blocks(
     >>> design_blocks(Design(Path("toy.toml"), {"models": models}, sha256="0" * 64))
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: models.M2: expected registered blocks (built in, or from plugins []), got 'mystery'
+    analysis.validation.ParameterError: models.M2: expected registered blocks ..., got 'mystery'
     """
     if registry is None:
         registry = design_registry(design, root=root)

@@ -75,7 +75,7 @@ def describe_frame(
     ...     key = store.add_synthetic(full_ball(8, 2, 4.0, random_state=0))
     ...     arrays, file = store.arrays(key), store.path / store.matrix(key).array_file
     >>> df = describe_frame(arrays, eps=(0.1, 0.2), temps=(0.5, 1.0), blocks=("baseline",))
-    >>> df[["temperature", "eps", "baseline__n_keys"]].to_dict("list")  # doctest: +NORMALIZE_WHITESPACE
+    >>> df[["temperature", "eps", "baseline__n_keys"]].to_dict("list")
     {'temperature': [0.5, 0.5, 1.0, 1.0], 'eps': [0.1, 0.2, 0.1, 0.2],
      'baseline__n_keys': [8.0, 8.0, 8.0, 8.0]}
     >>> df.equals(describe_frame(file, (0.1, 0.2), (0.5, 1.0), ("baseline",)))
@@ -130,7 +130,8 @@ def describe_task(
     True
     >>> expected = describe_frame(file, (0.1,), (1.0,), ("baseline", "native"))
     >>> written = pd.read_csv("cells.csv")  # whole numbers read back as integers
-    >>> list(written) == list(expected), bool((written.to_numpy(float) == expected).all(None))
+    >>> same = written.to_numpy(float) == expected.to_numpy(float)
+    >>> list(written) == list(expected), bool(same.all())
     (True, True)
     """
     start = time.perf_counter()
@@ -201,7 +202,7 @@ def descriptor_stage(
     ... inputs = {source = "corpus", seed = 0, per_length = 1}
     ... sources = [
     ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...   {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
+    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
     ... ]
     ... '''
     >>> Path("studies").mkdir(exist_ok=True)

@@ -271,10 +271,10 @@ def reference_widths(
     ... ]
     ... '''
     >>> _ = Path("two.toml").write_text(toml, encoding="utf-8")
-    >>> reference_widths("two.toml")
+    >>> reference_widths("two.toml")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: design: expected a design with exactly one checkpoint source, got ['org/a', 'org/b']
+    analysis.validation.ParameterError: design: expected ... one checkpoint source, got ['org/a', 'org/b']
     """
     from analysis.brackets import EFFORTS
     from analysis.brackets.io import MatrixInput, profile_file

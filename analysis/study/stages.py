@@ -153,7 +153,7 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     ... inputs = {source = "corpus", seed = 0, per_length = 1}
     ... sources = [
     ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...   {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
+    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
     ... ]
     ... '''
     >>> Path("studies").mkdir(exist_ok=True)
@@ -250,7 +250,7 @@ def bracket_stage(
     ... inputs = {source = "corpus", seed = 0, per_length = 1}
     ... sources = [
     ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...   {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
+    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
     ... ]
     ... '''
     >>> Path("studies").mkdir(exist_ok=True)
