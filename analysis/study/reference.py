@@ -274,7 +274,7 @@ def reference_widths(
     >>> reference_widths("two.toml")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: design: expected ... one checkpoint source, got ['org/a', 'org/b']
+    analysis.validation.ParameterError: design: expected ... source, got ['org/a', 'org/b']
     """
     from analysis.brackets import EFFORTS
     from analysis.brackets.io import MatrixInput, profile_file
