@@ -292,13 +292,14 @@ def width_cells(results: StudyResults) -> tuple[pd.DataFrame, int]:
 
     Examples
     --------
-    Three real cells (one with lo = 0) and a synthetic one, which is never counted:
+    Three real cells (one with lo = 0) and a synthetic one (lo = 0 too), which is never
+    counted:
 
     >>> import pandas as pd
     >>> from analysis.report.plotting import width_cells
     >>> from analysis.report.results import StudyResults
     >>> brackets = pd.DataFrame({
-    ...     "source": ["checkpoint"] * 3 + ["synthetic"], "lo": [2, 3, 0, 1],
+    ...     "source": ["checkpoint"] * 3 + ["synthetic"], "lo": [2, 3, 0, 0],
     ...     "hi": [8, 3, 4, 2], "eps": [0.1, 0.05, 0.1, 0.1], "temperature": [1.0, 0.5, 1.0, 1.0],
     ... })
     >>> results = StudyResults("toy", "toy", {}, brackets, pd.DataFrame())

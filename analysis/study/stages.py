@@ -167,9 +167,9 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     ...     records = [store.matrix(k) for k in keys]
     >>> len(keys), again == keys
     (2, True)
-    >>> [(r.source, r.meta["params"]) for r in records]  # doctest: +NORMALIZE_WHITESPACE
-    [('synthetic', {'beta': 1.0, 'd': 2, 'n': 8, 'seed': 0}),
-     ('synthetic', {'beta': 4.0, 'd': 2, 'n': 8, 'seed': 0})]
+    >>> [(r.meta["family"], r.meta["params"]) for r in records]
+    [('ball', {'beta': 1.0, 'd': 2, 'n': 8, 'seed': 0}),
+     ('ball', {'beta': 4.0, 'd': 2, 'n': 8, 'seed': 0})]
     >>> study.extractions.synthetic_key("ball|n=8|d=2|beta=4.0|seed=0") == keys[1]
     True
     """
