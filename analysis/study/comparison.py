@@ -232,7 +232,7 @@ def comparison_table(
     >>> Path("studies").mkdir(exist_ok=True)
     >>> _ = Path("studies/table.toml").write_text(toml, encoding="utf-8")
     >>> design = load_design("studies/table.toml")
-    >>> _ = lock_design("studies/table.toml", **block_facts(design, root="."))
+    >>> _ = lock_design("studies/table.toml", **block_facts(design))
     >>> study = Study.open("studies/table.toml")
     >>> brackets = pd.DataFrame({
     ...     "cell_key": ["c1", "c2", "c3"], "source": "checkpoint", "checkpoint": "org/tiny",
@@ -352,7 +352,7 @@ def secondary_by_checkpoint(
     >>> Path("studies").mkdir(exist_ok=True)
     >>> _ = Path("studies/secondary.toml").write_text(toml, encoding="utf-8")
     >>> design = load_design("studies/secondary.toml")
-    >>> _ = lock_design("studies/secondary.toml", **block_facts(design, root="."))
+    >>> _ = lock_design("studies/secondary.toml", **block_facts(design))
     >>> study = Study.open("studies/secondary.toml")
     >>> rng = np.random.default_rng(0)
     >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 held out
@@ -441,7 +441,7 @@ def compare_stage(
     >>> Path("studies").mkdir(exist_ok=True)
     >>> _ = Path("studies/stage.toml").write_text(toml, encoding="utf-8")
     >>> design = load_design("studies/stage.toml")
-    >>> _ = lock_design("studies/stage.toml", **block_facts(design, root="."))
+    >>> _ = lock_design("studies/stage.toml", **block_facts(design))
     >>> study = Study.open("studies/stage.toml")
     >>> brackets = pd.DataFrame(columns=["cell_key", "source", "checkpoint", "head_id",
     ...     "held_out", "lo", "hi", "input_id", "length", "temperature", "eps"])

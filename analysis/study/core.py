@@ -84,7 +84,7 @@ class Study:
     ... '''
     >>> Path("studies").mkdir(exist_ok=True)
     >>> _ = Path("studies/toy.toml").write_text(toml, encoding="utf-8")
-    >>> facts = block_facts(load_design("studies/toy.toml"), root=".")
+    >>> facts = block_facts(load_design("studies/toy.toml"))
     >>> _ = lock_design("studies/toy.toml", **facts)
     >>> study = Study.open("studies/toy.toml")
     >>> study.plan.blocks, study.plan.planned_real_cells  # 8 heads x 2 temperatures x 2 eps
@@ -99,14 +99,20 @@ class Study:
     analysis.validation.ParameterError: checkpoint: expected every checkpoint ... missing:
       - org/tiny: ...
 
-    A design edited after its lock does not open:
+    A design edited after its lock does not open, nor does one locked with another
+    version of a block than the code's (a block edited after the lock):
 
     >>> _ = Path("studies/toy.toml").write_text(toml.replace("0.2]", "0.3]"), encoding="utf-8")
-    >>> try:
-    ...     Study.open("studies/toy.toml")
-    ... except PreregistrationError:
-    ...     print("refused")
-    refused
+    >>> _ = Path("studies/old.toml").write_text(toml, encoding="utf-8")
+    >>> old = {**facts["versions"], "native": "0" * 64}
+    >>> _ = lock_design("studies/old.toml", features=facts["features"], versions=old)
+    >>> for name in ("toy", "old"):
+    ...     try:
+    ...         Study.open(f"studies/{name}.toml")
+    ...     except PreregistrationError:
+    ...         print(f"{name}: refused")
+    toy: refused
+    old: refused
     """
 
     design: Design

@@ -208,7 +208,7 @@ def descriptor_stage(
     >>> Path("studies").mkdir(exist_ok=True)
     >>> _ = Path("studies/describe.toml").write_text(toml, encoding="utf-8")
     >>> design = load_design("studies/describe.toml")
-    >>> _ = lock_design("studies/describe.toml", **block_facts(design, root="."))
+    >>> _ = lock_design("studies/describe.toml", **block_facts(design))
     >>> study = Study.open("studies/describe.toml")
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)

@@ -65,7 +65,7 @@ def extract_stage(
     >>> Path("studies").mkdir(exist_ok=True)
     >>> _ = Path("studies/extract.toml").write_text(toml, encoding="utf-8")
     >>> design = load_design("studies/extract.toml")
-    >>> _ = lock_design("studies/extract.toml", **block_facts(design, root="."))
+    >>> _ = lock_design("studies/extract.toml", **block_facts(design))
     >>> study = Study.open("studies/extract.toml")
     >>> with Store(study.paths.store, create=True) as store:
     ...     extract_stage(study, store, {}, progress=False, say=print)  # doctest: +ELLIPSIS
@@ -159,7 +159,7 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     >>> Path("studies").mkdir(exist_ok=True)
     >>> _ = Path("studies/synthetic.toml").write_text(toml, encoding="utf-8")
     >>> design = load_design("studies/synthetic.toml")
-    >>> _ = lock_design("studies/synthetic.toml", **block_facts(design, root="."))
+    >>> _ = lock_design("studies/synthetic.toml", **block_facts(design))
     >>> study = Study.open("studies/synthetic.toml")
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
@@ -256,7 +256,7 @@ def bracket_stage(
     >>> Path("studies").mkdir(exist_ok=True)
     >>> _ = Path("studies/brackets.toml").write_text(toml, encoding="utf-8")
     >>> design = load_design("studies/brackets.toml")
-    >>> _ = lock_design("studies/brackets.toml", **block_facts(design, root="."))
+    >>> _ = lock_design("studies/brackets.toml", **block_facts(design))
     >>> study = Study.open("studies/brackets.toml")
     >>> kw = dict(workers=1, engine=None, progress=False)
     >>> with Store(study.paths.store, create=True) as store:
