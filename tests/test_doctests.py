@@ -77,6 +77,8 @@ COVERED = (
     "analysis.prereg.power_curve",
     "analysis.prereg.power_inputs",
     "analysis.prereg.sealing",
+    "analysis.report.plotting",
+    "analysis.report.provenance",
     "analysis.sources.checkpoints",
     "analysis.sources.capture",
     "analysis.sources.extract",
@@ -90,6 +92,14 @@ COVERED = (
     "analysis.store.keys",
     "analysis.store.run",
     "analysis.store.store",
+    "analysis.study.comparison",
+    "analysis.study.core",
+    "analysis.study.describe",
+    "analysis.study.paths",
+    "analysis.study.plan",
+    "analysis.study.records",
+    "analysis.study.reference",
+    "analysis.study.stages",
     "analysis.validation",
 )
 

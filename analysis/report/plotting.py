@@ -61,6 +61,16 @@ def figure_style() -> Iterator[None]:
 
     Figures are built and saved inside this context; matplotlib's global settings are
     restored when it exits.
+
+    Examples
+    --------
+    >>> import matplotlib as mpl
+    >>> from analysis.report.plotting import figure_style
+    >>> before = mpl.rcParams["pdf.fonttype"]
+    >>> with figure_style():
+    ...     inside = mpl.rcParams["pdf.fonttype"], mpl.rcParams["axes.grid"]
+    >>> inside, mpl.rcParams["pdf.fonttype"] == before  # TrueType fonts inside only
+    ((42, True), True)
     """
     rc = dict(sns.axes_style("whitegrid"))
     rc.update(sns.plotting_context("paper", font_scale=1.05))
@@ -90,6 +100,20 @@ def panel_grid(
     fig : Figure
     axes : ndarray of Axes
         The first ``n`` axes, flattened; the unused ones of the last row are hidden.
+
+    Examples
+    --------
+    Five panels fill two rows of three; the sixth cell is hidden:
+
+    >>> from analysis.report.plotting import LEGEND_W, PANEL_H, PANEL_W, panel_grid
+    >>> fig, axes = panel_grid(5)
+    >>> len(axes), len(fig.axes), sum(ax.get_visible() for ax in fig.axes)
+    (5, 6, 5)
+    >>> tuple(fig.get_size_inches()) == (3 * PANEL_W + LEGEND_W, 2 * PANEL_H)
+    True
+    >>> fig, axes = panel_grid(2, ncols=4)  # two panels: one row of two
+    >>> len(axes), bool(fig.get_size_inches()[0] == 2 * PANEL_W + LEGEND_W)
+    (2, True)
     """
     ncols = max(1, min(ncols, n))
     nrows = math.ceil(n / ncols)
@@ -101,7 +125,17 @@ def panel_grid(
 
 
 def int_log2_axis(ax: Axes, axis: str = "y") -> None:
-    """Log2 scale with plain-number ticks (1, 2, 4, ...) on the ``"x"`` or ``"y"`` axis."""
+    """Log2 scale with plain-number ticks (1, 2, 4, ...) on the ``"x"`` or ``"y"`` axis.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> from analysis.report.plotting import int_log2_axis
+    >>> ax = Figure().subplots()
+    >>> int_log2_axis(ax, "x")
+    >>> ax.get_xscale(), ax.xaxis.get_major_formatter()(8.0, 0), ax.get_yscale()
+    ('log', '8', 'linear')
+    """
     fmt = FuncFormatter(lambda v, _: f"{v:g}")
     if axis == "y":
         ax.set_yscale("log", base=2)
@@ -114,7 +148,19 @@ def int_log2_axis(ax: Axes, axis: str = "y") -> None:
 
 
 def value_ticks(ax: Axes, values: Sequence[float], axis: str = "x") -> None:
-    """Major ticks at exactly the distinct ``values`` (plain numbers), no minor ticks."""
+    """Major ticks at exactly the distinct ``values`` (plain numbers), no minor ticks.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> from analysis.report.plotting import value_ticks
+    >>> ax = Figure().subplots()
+    >>> value_ticks(ax, [0.2, 0.05, 0.1, 0.2])
+    >>> [float(t) for t in ax.get_xticks()], ax.xaxis.get_major_formatter()(0.05, 0)
+    ([0.05, 0.1, 0.2], '0.05')
+    >>> len(ax.xaxis.get_minorticklocs())
+    0
+    """
     vals = sorted(set(float(v) for v in values))
     fmt = FuncFormatter(lambda v, _: f"{v:g}")
     target = ax.xaxis if axis == "x" else ax.yaxis
@@ -127,7 +173,22 @@ def value_ticks(ax: Axes, values: Sequence[float], axis: str = "x") -> None:
 def pad_log_limits(
     ax: Axes, values: Sequence[float], axis: str = "x", factor: float = 1.35
 ) -> None:
-    """Limits of a log axis from the positive ``values``, widened by ``factor`` each side."""
+    """Limits of a log axis from the positive ``values``, widened by ``factor`` each side.
+
+    Examples
+    --------
+    Zero and negative values are ignored; none positive leaves the limits as they were:
+
+    >>> from matplotlib.figure import Figure
+    >>> from analysis.report.plotting import pad_log_limits
+    >>> ax = Figure().subplots()
+    >>> pad_log_limits(ax, [0.0, 2.0, 8.0], axis="y", factor=2.0)
+    >>> tuple(float(v) for v in ax.get_ylim())
+    (1.0, 16.0)
+    >>> pad_log_limits(ax, [0.0, -1.0], axis="y")
+    >>> tuple(float(v) for v in ax.get_ylim())
+    (1.0, 16.0)
+    """
     vals = [float(v) for v in values if v > 0]
     if not vals:
         return
@@ -136,7 +197,22 @@ def pad_log_limits(
 
 
 def ratio_ticks(ax: Axes, top: float) -> None:
-    """Readable ticks for a log axis of ratios >= 1 (1, 1.25, 1.5, 2, 3, 4, ...)."""
+    """Readable ticks for a log axis of ratios >= 1 (1, 1.25, 1.5, 2, 3, 4, ...).
+
+    Examples
+    --------
+    Up to 8 ticks; beyond that only powers of two:
+
+    >>> from matplotlib.figure import Figure
+    >>> from analysis.report.plotting import ratio_ticks
+    >>> ax = Figure().subplots()
+    >>> ratio_ticks(ax, 3.0)
+    >>> [float(t) for t in ax.get_yticks()]
+    [1.0, 1.25, 1.5, 2.0, 3.0]
+    >>> ratio_ticks(ax, 100.0)
+    >>> [float(t) for t in ax.get_yticks()]
+    [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    """
     nice = [1, 1.25, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512, 1024]
     ticks = [t for t in nice if t <= max(top, 1.0) * 1.05]
     if len(ticks) > 8:
@@ -147,7 +223,21 @@ def ratio_ticks(ax: Axes, top: float) -> None:
 
 
 def footnote(fig: Figure, lines: Sequence[str]) -> None:
-    """The non-empty ``lines`` under the figure, small and grey; nothing when all are empty."""
+    """The non-empty ``lines`` under the figure, small and grey; nothing when all are empty.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> from analysis.report.plotting import footnote
+    >>> fig = Figure()
+    >>> footnote(fig, ["", ""])
+    >>> fig.get_supxlabel()
+    ''
+    >>> footnote(fig, ["3 cells with lo = 0 left out", "", "effort fast"])
+    >>> print(fig.get_supxlabel())
+    3 cells with lo = 0 left out
+    effort fast
+    """
     lines = [x for x in lines if x]
     if lines:
         fig.supxlabel("\n".join(lines), fontsize="small", color="0.3", ha="center")
@@ -157,6 +247,16 @@ def seq_palette(values: Sequence[float], name: str) -> dict:
     """Distinct ``values`` (sorted) -> colours of the sequential seaborn palette ``name``.
 
     The palette's lightest colour is skipped, so that no value is drawn near-white.
+
+    Examples
+    --------
+    >>> import seaborn as sns
+    >>> from analysis.report.plotting import seq_palette
+    >>> pal = seq_palette([2.0, 0.5, 1.0, 2.0], "Blues")
+    >>> list(pal)
+    [0.5, 1.0, 2.0]
+    >>> list(pal.values()) == sns.color_palette("Blues", n_colors=4)[1:]
+    True
     """
     vals = sorted(set(values))
     colors = sns.color_palette(name, n_colors=max(len(vals), 2) + 1)[1:]
@@ -164,7 +264,14 @@ def seq_palette(values: Sequence[float], name: str) -> dict:
 
 
 def short_checkpoint(checkpoint: str) -> str:
-    """The checkpoint's name without its namespace (``all-MiniLM-L6-v2``)."""
+    """The checkpoint's name without its namespace (``all-MiniLM-L6-v2``).
+
+    Examples
+    --------
+    >>> from analysis.report.plotting import short_checkpoint
+    >>> short_checkpoint("sentence-transformers/all-MiniLM-L6-v2"), short_checkpoint("gpt2")
+    ('all-MiniLM-L6-v2', 'gpt2')
+    """
     return str(checkpoint).rsplit("/", 1)[-1]
 
 
@@ -182,6 +289,23 @@ def width_cells(results: StudyResults) -> tuple[pd.DataFrame, int]:
         ``eps_label`` and ``t_label`` (``f"{v:g}"`` of eps and of the temperature).
     n_zero : int
         Number of real cells with ``lo = 0`` (hi / lo undefined), left out.
+
+    Examples
+    --------
+    Three real cells (one with lo = 0) and a synthetic one (lo = 0 too), which is never
+    counted:
+
+    >>> import pandas as pd
+    >>> from analysis.report.plotting import width_cells
+    >>> from analysis.report.results import StudyResults
+    >>> brackets = pd.DataFrame({
+    ...     "source": ["checkpoint"] * 3 + ["synthetic"], "lo": [2, 3, 0, 0],
+    ...     "hi": [8, 3, 4, 2], "eps": [0.1, 0.05, 0.1, 0.1], "temperature": [1.0, 0.5, 1.0, 1.0],
+    ... })
+    >>> results = StudyResults("toy", "toy", {}, brackets, pd.DataFrame())
+    >>> cells, n_zero = width_cells(results)
+    >>> cells[["ratio", "eps_label", "t_label"]].to_dict("list"), n_zero
+    ({'ratio': [4.0, 1.0], 'eps_label': ['0.1', '0.05'], 't_label': ['1', '0.5']}, 1)
     """
     real = real_cells(results)
     df = real[real["lo"] > 0].copy()
@@ -215,6 +339,27 @@ def width_boxes(
         Their values in drawing order.
     palette : dict, keyword-only
         ``hue`` value -> colour.
+
+    Examples
+    --------
+    Two eps, one temperature: two boxes, each with its share of closed brackets (hi = lo)
+    written under it:
+
+    >>> import pandas as pd
+    >>> from matplotlib.figure import Figure
+    >>> from analysis.report.plotting import seq_palette, width_boxes
+    >>> data = pd.DataFrame({
+    ...     "eps_label": ["0.1"] * 4 + ["0.2"] * 2, "t_label": "1",
+    ...     "ratio": [1.0, 1.0, 2.0, 4.0, 1.0, 1.5],
+    ...     "closed": [True, True, False, False, True, False],
+    ... })
+    >>> ax = Figure().subplots()
+    >>> width_boxes(
+    ...     ax, data, x="eps_label", order=["0.1", "0.2"], hue="t_label", hue_order=["1"],
+    ...     palette=seq_palette(["1"], "Blues"),
+    ... )
+    >>> [t.get_text() for t in ax.texts], ax.get_yscale()
+    (['closed 50%', 'closed 50%'], 'log')
     """
     with warnings.catch_warnings():  # seaborn 0.13 passes bxp(vert=...) to mpl 3.11
         warnings.simplefilter("ignore", mpl.MatplotlibDeprecationWarning)

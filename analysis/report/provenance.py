@@ -93,6 +93,19 @@ def provenance_lines(
     list of (str, str)
         Keys and values contain no newline and no ``#`` (so that CSV readers with
         ``comment="#"`` are safe).
+
+    Examples
+    --------
+    Keys of :data:`PROVENANCE_KEYS` come first, in that order (``none`` when missing);
+    mappings go on one line, floats to 3 significant digits:
+
+    >>> from analysis.report.provenance import PROVENANCE_KEYS, provenance_lines
+    >>> prov = {"zeta": "run #2\\nlate", "stage_seconds": {"power": 1.23456, "brackets": 90.0}}
+    >>> lines = provenance_lines(prov, table="comparison")
+    >>> [k for k, _ in lines] == ["table", *PROVENANCE_KEYS, "zeta"]
+    True
+    >>> dict(lines)["stage_seconds"], dict(lines)["lock_sha256"], dict(lines)["zeta"]
+    ('brackets=90, power=1.23', 'none', 'run no.2 late')
     """
     lines: list[tuple[str, str]] = []
     if study is not None:
@@ -109,7 +122,18 @@ def provenance_lines(
 
 
 def json_ready(value: Any) -> Any:
-    """Convert numpy scalars / arrays, paths, tuples and non-finite floats for JSON."""
+    """Convert numpy scalars / arrays, paths, tuples and non-finite floats for JSON.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from analysis.report.provenance import json_ready
+    >>> json_ready({"n": np.int64(3), "x": (np.float32(0.5), np.nan), "ok": np.bool_(True)})
+    {'n': 3, 'x': [0.5, None], 'ok': True}
+    >>> json_ready([Path("a") / "b", np.arange(2)])
+    ['a/b', [0, 1]]
+    """
     if isinstance(value, Mapping):
         return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
@@ -131,7 +155,18 @@ def json_ready(value: Any) -> Any:
 
 
 def write_json(path: str | Path, payload: Mapping[str, Any]) -> Path:
-    """Write ``payload`` as indented, key-sorted JSON atomically."""
+    """Write ``payload`` as indented, key-sorted JSON atomically.
+
+    Examples
+    --------
+    >>> import json
+    >>> import numpy as np
+    >>> from analysis.report.provenance import write_json
+    >>> path = write_json("provenance.json", {"b": np.float64(np.inf), "a": np.int32(1)})
+    >>> text = path.read_text(encoding="utf-8")
+    >>> json.loads(text), text.index('"a"') < text.index('"b"')
+    ({'a': 1, 'b': None}, True)
+    """
     text = json.dumps(json_ready(payload), indent=2, sort_keys=True) + "\n"
     with atomic_write(path, mode="w") as fh:
         fh.write(text)

@@ -42,7 +42,23 @@ def _frame_digest(*frames: pd.DataFrame) -> str:
 
 def covariate_columns(features: pd.DataFrame, registry: Any) -> tuple[list[str], list[str]]:
     """(covariate columns, log-scale columns) per ``registry`` (the study's
-    :class:`~analysis.descriptors.Registry`); diagnostics are dropped."""
+    :class:`~analysis.descriptors.Registry`); diagnostics are dropped.
+
+    Examples
+    --------
+    ``intrinsic__q_r1`` is a per-r diagnostic, not a covariate; counts and condition
+    numbers enter as logs:
+
+    >>> import pandas as pd
+    >>> from analysis.descriptors import builtin_registry
+    >>> from analysis.study.comparison import covariate_columns
+    >>> columns = ["cell_key", "baseline__n_keys", "baseline__entropy_mean", "native__kappa",
+    ...            "intrinsic__q_r1"]
+    >>> covs, logs = covariate_columns(pd.DataFrame(columns=columns), builtin_registry())
+    >>> covs, logs
+    (['baseline__n_keys', 'baseline__entropy_mean', 'native__kappa'],
+     ['baseline__n_keys', 'native__kappa'])
+    """
     info = registry.feature_table([c for c in features.columns if "__" in c])
     cov = info.loc[info["kind"] == "covariate"]
     return list(cov["column"]), list(cov.loc[cov["log_scale"], "column"])
@@ -83,6 +99,47 @@ def fit_comparisons(
     (NestedComparison, NestedComparison, HeadLevelResult)
         The design's estimator, the OLS refit, the head-level analysis (its across-head
         folds seeded by the design's inference seed).
+
+    Examples
+    --------
+    A tidy table where y depends on both blocks, and the parts of a design that fix the
+    comparison (a real one comes from :func:`analysis.prereg.load_design`):
+
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from analysis.descriptors import builtin_registry
+    >>> from analysis.prereg.design import Design
+    >>> from analysis.study.comparison import fit_comparisons
+    >>> rng = np.random.default_rng(0)
+    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 held out
+    >>> table = pd.DataFrame({
+    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
+    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"), "input_id": np.tile(["a", "b"], 40),
+    ...     "length": np.tile([16, 16, 32, 32], 20), "baseline__entropy_mean": rng.normal(size=80),
+    ...     "native__kappa": rng.lognormal(size=80),
+    ... })
+    >>> log_kappa = np.log(table["native__kappa"])  # the native block carries information
+    >>> y = 3.0 + table["baseline__entropy_mean"] + 0.8 * log_kappa + rng.normal(0.0, 0.3, 80)
+    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> data = {
+    ...     "models": {"M0": ["baseline"], "M1": ["baseline", "native"]},
+    ...     "descriptors": {"calibration": "in-sample"}, "metrics": {"primary": "interval_sq_loss"},
+    ...     "inference": {"bootstrap_replicates": 99, "seed": 1, "alpha": 0.05,
+    ...                   "family": [["M0", "M1"]]},
+    ... }
+    >>> design = Design(Path("toy.toml"), data, sha256="0" * 64)
+    >>> res, ols, hl = fit_comparisons(
+    ...     table, table.loc[~table["held_out"]], design.models, log_columns=["native__kappa"],
+    ...     lock_sha256="a" * 64, kwargs=design.comparison_kwargs(), registry=builtin_registry(),
+    ... )
+    >>> res.adds_information("M0", "M1"), ols.adds_information("M0", "M1")
+    (True, True)
+    >>> set(res.to_frame()["lock_sha256"]) == {"a" * 64}
+    True
+    >>> gains = hl.to_frame().query("model == 'M1'")["gain_vs_base"]
+    >>> bool((gains > 0).all())  # M1 predicts new cells and new heads better
+    True
     """
     from analysis.compare import compare_nested, head_level_analysis
 
@@ -139,6 +196,66 @@ def comparison_table(
     analysis.prereg.PreregistrationError
         When the descriptor table's covariate columns of a design block differ from the
         lock's.
+
+    Examples
+    --------
+    A small locked design (8 heads x 2 temperatures x 2 eps = 32 planned real cells), and
+    three real cells by hand, one with a covariate that is not finite:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from analysis.prereg import PreregistrationError
+    >>> from analysis.study.comparison import comparison_table
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/table.toml").write_text(toml, encoding="utf-8")
+    >>> design = load_design("studies/table.toml")
+    >>> _ = lock_design("studies/table.toml", **block_facts(design))
+    >>> study = Study.open("studies/table.toml")
+    >>> brackets = pd.DataFrame({
+    ...     "cell_key": ["c1", "c2", "c3"], "source": "checkpoint", "checkpoint": "org/tiny",
+    ...     "head_id": ["org/tiny:0:0", "org/tiny:1:1", "org/tiny:1:2"], "held_out": False,
+    ...     "lo": [4, 2, 1], "hi": [8, 2, 2], "input_id": "corpus:0", "length": 16,
+    ...     "temperature": 1.0, "eps": 0.1,
+    ... })
+    >>> locked = study.lock.record["blocks"]
+    >>> covs = [f"{b}__{c}" for b in ("baseline", "native") for c in locked[b]["covariates"]]
+    >>> features = pd.DataFrame(1.0, index=range(3), columns=covs)
+    >>> features["cell_key"] = ["c1", "c2", "c3"]
+    >>> features.loc[2, "native__kappa"] = np.nan
+    >>> table, log_columns, excluded = comparison_table(study, brackets, features)
+    >>> table[["cell_key", "cluster", "stratum", "y_lower", "y_upper"]].to_dict("list")  # log2 ends
+    {'cell_key': ['c1', 'c2'], 'cluster': ['org/tiny:0:0', 'org/tiny:1:1'],
+     'stratum': ['org/tiny', 'org/tiny'], 'y_lower': [2.0, 1.0], 'y_upper': [3.0, 1.0]}
+    >>> excluded  # 32 planned cells, 3 bracketed
+    {'missing_bracket': 29, 'missing_descriptors': 0, 'non_finite_covariate': 1}
+    >>> try:  # a covariate of the lock is missing from the descriptor table
+    ...     comparison_table(study, brackets, features.drop(columns="native__kappa"))
+    ... except PreregistrationError:
+    ...     print("refused")
+    refused
     """
     from analysis.prereg.lock import check_descriptor_columns
 
@@ -199,6 +316,66 @@ def secondary_by_checkpoint(
     (CheckpointEffects, DataFrame)
         :func:`analysis.compare.effects_by_checkpoint` with the design's inference seed,
         CI level and hypothesis ids, and :func:`analysis.compare.held_out_predictions`.
+
+    Examples
+    --------
+    A small locked design (its hypothesis H1 is the pair M0 < M1), and a tidy table of
+    two checkpoints standing in for the study's released cells:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from analysis.compare import compare_nested
+    >>> from analysis.study.comparison import secondary_by_checkpoint
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/secondary.toml").write_text(toml, encoding="utf-8")
+    >>> design = load_design("studies/secondary.toml")
+    >>> _ = lock_design("studies/secondary.toml", **block_facts(design))
+    >>> study = Study.open("studies/secondary.toml")
+    >>> rng = np.random.default_rng(0)
+    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 held out
+    >>> table = pd.DataFrame({
+    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
+    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"), "input_id": np.tile(["a", "b"], 40),
+    ...     "length": np.tile([16, 16, 32, 32], 20), "baseline__entropy_mean": rng.normal(size=80),
+    ...     "native__kappa": rng.lognormal(size=80),
+    ... })
+    >>> log_kappa = np.log(table["native__kappa"])  # the native block carries information
+    >>> y = 3.0 + table["baseline__entropy_mean"] + 0.8 * log_kappa + rng.normal(0.0, 0.3, 80)
+    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> kwargs = study.design.comparison_kwargs()
+    >>> result = compare_nested(
+    ...     table, study.design.models, log_columns=["native__kappa"],
+    ...     lock_sha256=study.lock.sha256, **kwargs,
+    ... )
+    >>> effects, predictions = secondary_by_checkpoint(study, result, table)
+    >>> effects.to_frame()[["hypothesis", "checkpoint", "held_out_heads", "seed"]].to_dict("list")
+    {'hypothesis': ['H1', 'H1'], 'checkpoint': ['ck-a', 'ck-b'], 'held_out_heads': [3, 3],
+     'seed': [1, 1]}
+    >>> len(predictions) == 2 * int(table["held_out"].sum())  # each held-out cell, by M0 and M1
+    True
     """
     from analysis.compare import effects_by_checkpoint, held_out_predictions
 
@@ -229,6 +406,51 @@ def compare_stage(
     analysis.prereg.PreregistrationError
         When the descriptor table's covariate columns of a design block differ from the
         lock (the message names the block and says how to amend).
+
+    Examples
+    --------
+    A comparison needs brackets and descriptors of real heads, training and held-out
+    (model weights), so this example shows only its refusal on a study without them;
+    :func:`fit_comparisons` shows the fits on a small table:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> import pandas as pd
+    >>> from analysis.study.comparison import compare_stage
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/stage.toml").write_text(toml, encoding="utf-8")
+    >>> design = load_design("studies/stage.toml")
+    >>> _ = lock_design("studies/stage.toml", **block_facts(design))
+    >>> study = Study.open("studies/stage.toml")
+    >>> brackets = pd.DataFrame(columns=["cell_key", "source", "checkpoint", "head_id",
+    ...     "held_out", "lo", "hi", "input_id", "length", "temperature", "eps"])
+    >>> compare_stage(study, brackets, pd.DataFrame(columns=["cell_key"]), say=print)
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: cells: expected training and held-out cells ..., got 0
+    >>> study.paths.results.exists()  # nothing fitted, nothing written
+    False
     """
     from analysis.prereg.sealing import SealedCells
 

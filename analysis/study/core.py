@@ -53,6 +53,66 @@ class Study:
         What the design asks to compute.
     paths : StudyPaths
         Where the study keeps its stages and its report.
+
+    Examples
+    --------
+    A small design (one checkpoint of 2 x 4 heads, its held-out draw filled in), written
+    to ``studies/`` of the current folder and locked:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import PreregistrationError, load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/toy.toml").write_text(toml, encoding="utf-8")
+    >>> facts = block_facts(load_design("studies/toy.toml"))
+    >>> _ = lock_design("studies/toy.toml", **facts)
+    >>> study = Study.open("studies/toy.toml")
+    >>> study.plan.blocks, study.plan.planned_real_cells  # 8 heads x 2 temperatures x 2 eps
+    (('baseline', 'native'), 32)
+    >>> study.block_versions == facts["versions"], study.paths.root == Path.cwd().resolve()
+    (True, True)
+    >>> study.real_keys()  # nothing extracted yet
+    []
+    >>> study.check_checkpoints({})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: checkpoint: expected every checkpoint ... missing:
+      - org/tiny: ...
+
+    A design edited after its lock does not open, nor does one locked with another
+    version of a block than the code's (a block edited after the lock):
+
+    >>> _ = Path("studies/toy.toml").write_text(toml.replace("0.2]", "0.3]"), encoding="utf-8")
+    >>> _ = Path("studies/old.toml").write_text(toml, encoding="utf-8")
+    >>> old = {**facts["versions"], "native": "0" * 64}
+    >>> _ = lock_design("studies/old.toml", features=facts["features"], versions=old)
+    >>> for name in ("toy", "old"):
+    ...     try:
+    ...         Study.open(f"studies/{name}.toml")
+    ...     except PreregistrationError:
+    ...         print(f"{name}: refused")
+    toy: refused
+    old: refused
     """
 
     design: Design
@@ -148,6 +208,23 @@ def design_registry(design: Design, *, root: Path | str | None) -> Registry:
     ------
     ParameterError
         Naming ``module`` when a plugin cannot be imported or declares no ``BLOCKS``.
+
+    Examples
+    --------
+    The parts of a design it reads (a real one comes from
+    :func:`analysis.prereg.load_design`); without plugins, the built-in blocks:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg.design import Design
+    >>> from analysis.study.core import design_registry
+    >>> design = Design(Path("toy.toml"), {"descriptors": {"plugins": []}}, sha256="0" * 64)
+    >>> list(design_registry(design, root=None))
+    ['baseline', 'baseline_plus', 'native', 'intrinsic']
+    >>> plugged = Design(Path("toy.toml"), {"descriptors": {"plugins": ["no_such_plugin"]}}, "0")
+    >>> design_registry(plugged, root=None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: module: ...
     """
     from analysis.descriptors.builtin import build_registry
 
@@ -173,6 +250,23 @@ def design_blocks(
     ParameterError
         Naming ``models.NAME`` for a block that is neither built in nor declared by a
         plugin.
+
+    Examples
+    --------
+    Each block once, in the order the models first name it:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg.design import Design
+    >>> from analysis.study.core import design_blocks
+    >>> models = {"M0": ["native"], "M1": ["native", "baseline"], "M2": ["baseline"]}
+    >>> design = Design(Path("toy.toml"), {"models": models}, sha256="0" * 64)
+    >>> design_blocks(design)
+    ('native', 'baseline')
+    >>> models["M2"] = ["baseline", "mystery"]
+    >>> design_blocks(Design(Path("toy.toml"), {"models": models}, sha256="0" * 64))
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: models.M2: expected registered blocks ..., got 'mystery'
     """
     if registry is None:
         registry = design_registry(design, root=root)
@@ -208,6 +302,21 @@ def block_facts(
         keyword arguments of :func:`analysis.prereg.lock_design`, ``amend_design``,
         ``check_design``, ``require_locked`` and ``verify_blocks``
         (:func:`analysis.descriptors.block_covariates`, ``block_version``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.descriptors import block_covariates, builtin_registry
+    >>> from analysis.prereg.design import Design
+    >>> from analysis.study.core import block_facts
+    >>> models = {"M0": ["baseline"], "M1": ["baseline", "native"]}
+    >>> facts = block_facts(Design(Path("toy.toml"), {"models": models}, sha256="0" * 64))
+    >>> sorted(facts["features"]), sorted(facts["versions"])
+    (['baseline', 'native'], ['baseline', 'native'])
+    >>> facts["features"]["native"] == list(block_covariates(builtin_registry().get("native")))
+    True
+    >>> all(len(v) == 64 for v in facts["versions"].values())  # SHA-256 of the block's module
+    True
     """
     from analysis.descriptors.versions import block_covariates, block_version
 
@@ -227,6 +336,20 @@ def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
     was computed, under which lock, in which store. The keyword argument ``outcomes`` of
     :func:`analysis.prereg.lock_design` and ``amend_design`` (``analysis.prereg`` never
     imports the store: this layer reads it and passes the record on).
+
+    Examples
+    --------
+    >>> from analysis.store import Store
+    >>> from analysis.study.core import stored_outcomes
+    >>> from analysis.study.paths import study_paths
+    >>> paths = study_paths("studies/outcomes.toml")
+    >>> stored_outcomes(paths) is None  # no store yet
+    True
+    >>> with Store(paths.store, create=True) as store:
+    ...     first = store.record_outcomes(lock_sha256="a" * 64, design="outcomes.toml")
+    >>> record = stored_outcomes(paths)
+    >>> record == first, record["lock_sha256"] == "a" * 64, record["design"]
+    (True, True, 'outcomes.toml')
     """
     from analysis.store.store import Store
 
@@ -237,11 +360,33 @@ def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
 
 
 def put_root_on_path(root: Path | str | None) -> None:
-    """Put the study root first on ``sys.path`` (once), so that its plugin modules import."""
+    """Put the study root first on ``sys.path`` (once), so that its plugin modules import.
+
+    Examples
+    --------
+    >>> import sys
+    >>> from analysis.study.core import put_root_on_path
+    >>> root = "/no/such/study-root"
+    >>> put_root_on_path(root); put_root_on_path(root); put_root_on_path(None)
+    >>> sys.path[0] == root, sys.path.count(root)
+    (True, 1)
+    >>> sys.path.remove(root)
+    """
     if root is not None and str(root) not in sys.path:
         sys.path.insert(0, str(root))
 
 
 def git_commit() -> str | None:
-    """The commit of the code that runs (None outside a git checkout)."""
+    """The commit of the code that runs (None outside a git checkout).
+
+    Examples
+    --------
+    A 40-digit hexadecimal commit id in a checkout, None in an installed copy:
+
+    >>> import re
+    >>> from analysis.study.core import git_commit
+    >>> commit = git_commit()
+    >>> commit is None or re.fullmatch("[0-9a-f]{40}", commit) is not None
+    True
+    """
     return prereg_lock.git_commit(Path(__file__).resolve().parent)

@@ -62,6 +62,24 @@ def describe_frame(
     blocks, then the design's plugins in order: the study's registry, rebuilt in the
     worker from names, so that a task carries only strings). Writes nothing: a worker
     returns the frame and the calling process writes it.
+
+    Examples
+    --------
+    One row per (temperature, eps) of one stored 8 x 8 matrix; its arrays or their file
+    give the same rows:
+
+    >>> from analysis.sources.synthetic import full_ball
+    >>> from analysis.store import Store
+    >>> from analysis.study.describe import describe_frame
+    >>> with Store("frame", create=True) as store:
+    ...     key = store.add_synthetic(full_ball(8, 2, 4.0, random_state=0))
+    ...     arrays, file = store.arrays(key), store.path / store.matrix(key).array_file
+    >>> df = describe_frame(arrays, eps=(0.1, 0.2), temps=(0.5, 1.0), blocks=("baseline",))
+    >>> df[["temperature", "eps", "baseline__n_keys"]].to_dict("list")
+    {'temperature': [0.5, 0.5, 1.0, 1.0], 'eps': [0.1, 0.2, 0.1, 0.2],
+     'baseline__n_keys': [8.0, 8.0, 8.0, 8.0]}
+    >>> df.equals(describe_frame(file, (0.1, 0.2), (0.5, 1.0), ("baseline",)))
+    True
     """
     from threadpoolctl import threadpool_limits
 
@@ -94,7 +112,28 @@ def describe_task(
     blocks: Sequence[str],
     plugins: Sequence[str] = (),
 ) -> float:
-    """Describe one stored matrix into ``out`` (atomic CSV); return its seconds."""
+    """Describe one stored matrix into ``out`` (atomic CSV); return its seconds.
+
+    Examples
+    --------
+    The CSV holds :func:`describe_frame`'s rows, every float to the last bit:
+
+    >>> import pandas as pd
+    >>> from analysis.sources.synthetic import full_ball
+    >>> from analysis.store import Store
+    >>> from analysis.study.describe import describe_frame, describe_task
+    >>> with Store("task", create=True) as store:
+    ...     key = store.add_synthetic(full_ball(8, 2, 4.0, random_state=0))
+    ...     file = str(store.path / store.matrix(key).array_file)
+    >>> seconds = describe_task(file, "cells.csv", (0.1,), (1.0,), ("baseline", "native"))
+    >>> seconds > 0
+    True
+    >>> expected = describe_frame(file, (0.1,), (1.0,), ("baseline", "native"))
+    >>> written = pd.read_csv("cells.csv")  # whole numbers read back as integers
+    >>> same = written.to_numpy(float) == expected.to_numpy(float)
+    >>> list(written) == list(expected), bool(same.all())
+    (True, True)
+    """
     start = time.perf_counter()
     write_frame(Path(out), describe_frame(array_file, eps, temps, blocks, plugins))
     return time.perf_counter() - start
@@ -129,6 +168,59 @@ def descriptor_stage(
 
     With ``workers`` > 1 or an ``executor``, workers return each matrix's frame and this
     process writes its CSV as it completes (tasks sent to an executor carry the arrays).
+
+    Examples
+    --------
+    A study describes its real matrices; to stay clear of model weights, the two
+    synthetic matrices of a small design stand in for them here:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> import pandas as pd
+    >>> from analysis.store import Store
+    >>> from analysis.study.describe import VERSIONS_FILE, descriptor_stage
+    >>> from analysis.study.records import read_json
+    >>> from analysis.study.stages import synthetic_stage
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [
+    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
+    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
+    ... ]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/describe.toml").write_text(toml, encoding="utf-8")
+    >>> design = load_design("studies/describe.toml")
+    >>> _ = lock_design("studies/describe.toml", **block_facts(design))
+    >>> study = Study.open("studies/describe.toml")
+    >>> with Store(study.paths.store, create=True) as store:
+    ...     keys = synthetic_stage(study, store)
+    ...     first = descriptor_stage(study, store, keys, workers=1, progress=False)
+    ...     again = descriptor_stage(study, store, keys, workers=1, progress=False)
+    >>> first, again  # both described, then both found complete
+    (2, 0)
+    >>> df = pd.read_csv(study.paths.feature_file(keys[0]))
+    >>> len(df) == study.plan.cells_per_matrix, sorted({c.split("__")[0] for c in df if "__" in c})
+    (True, ['baseline', 'native'])
+    >>> read_json(study.paths.features / VERSIONS_FILE, {}) == study.block_versions
+    True
     """
     from tqdm.auto import tqdm
 

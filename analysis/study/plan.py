@@ -27,7 +27,17 @@ SYNTHETIC_FAMILIES = ("spherical", "ball")
 
 @dataclasses.dataclass(frozen=True)
 class ExtractionTask:
-    """One forward pass: a checkpoint on one input of one length."""
+    """One forward pass: a checkpoint on one input of one length.
+
+    Examples
+    --------
+    Its label keys the input in ``extractions.json``
+    (:class:`analysis.study.records.ExtractionIndex`):
+
+    >>> from analysis.study.plan import ExtractionTask
+    >>> ExtractionTask("org/tiny", 16, 0, ((0, 0), (1, 2))).label
+    'org/tiny|L=16|corpus-seed=0'
+    """
 
     checkpoint: str
     length: int
@@ -41,7 +51,14 @@ class ExtractionTask:
 
 @dataclasses.dataclass(frozen=True)
 class SyntheticTask:
-    """One synthetic matrix of a family (its beta is its temperature)."""
+    """One synthetic matrix of a family (its beta is its temperature).
+
+    Examples
+    --------
+    >>> from analysis.study.plan import SyntheticTask
+    >>> SyntheticTask("ball", n=8, d=2, beta=4.0, seed=1).label
+    'ball|n=8|d=2|beta=4.0|seed=1'
+    """
 
     family: str
     n: int
@@ -56,7 +73,22 @@ class SyntheticTask:
 
 @dataclasses.dataclass(frozen=True)
 class StudyPlan:
-    """Everything a design asks to compute."""
+    """Everything a design asks to compute.
+
+    Examples
+    --------
+    Made by :func:`plan_study`; two heads on two inputs, at 2 temperatures x 3 eps:
+
+    >>> from analysis.study.plan import ExtractionTask, StudyPlan
+    >>> heads = ((0, 0), (1, 3))
+    >>> plan = StudyPlan(
+    ...     extractions=tuple(ExtractionTask("org/a", L, 0, heads) for L in (16, 32)),
+    ...     synthetic=(), temperatures=(0.5, 1.0), eps=(0.05, 0.1, 0.2), effort="fast",
+    ...     blocks=("baseline",), plugins=(),
+    ... )
+    >>> plan.checkpoints, plan.cells_per_matrix, plan.planned_real_cells  # 4 matrices x 6
+    (('org/a',), 6, 24)
+    """
 
     extractions: tuple[ExtractionTask, ...]
     synthetic: tuple[SyntheticTask, ...]
@@ -90,6 +122,38 @@ def plan_study(design: Any) -> StudyPlan:
 
     Inputs: ``[sampling.inputs] seed = s, per_length = k`` gives corpus seeds s .. s+k-1 for
     every (checkpoint, length); a source's own ``lengths`` overrides ``sampling.lengths``.
+
+    Examples
+    --------
+    The parts of a design that the plan reads (a real one comes from
+    :func:`analysis.prereg.load_design`): 2 x 2 heads on 2 lengths x 2 corpus seeds, and
+    two synthetic matrices:
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg.design import Design
+    >>> from analysis.study.plan import plan_study
+    >>> sampling = {
+    ...     "temperatures": [1.0], "eps": [0.1, 0.2], "lengths": [16, 32],
+    ...     "inputs": {"source": "corpus", "seed": 5, "per_length": 2},
+    ...     "sources": [
+    ...         {"kind": "checkpoint", "checkpoint": "org/tiny", "layers": 2, "heads": 2},
+    ...         {"kind": "synthetic", "family": "ball", "n": 8, "d": 2, "beta": [1.0, 4.0]},
+    ...     ],
+    ... }
+    >>> data = {"sampling": sampling, "models": {"M0": ["baseline"], "M1": ["baseline", "native"]}}
+    >>> plan = plan_study(Design(Path("toy.toml"), data, sha256="0" * 64))
+    >>> for t in plan.extractions:
+    ...     print(t.label)
+    org/tiny|L=16|corpus-seed=5
+    org/tiny|L=16|corpus-seed=6
+    org/tiny|L=32|corpus-seed=5
+    org/tiny|L=32|corpus-seed=6
+    >>> plan.extractions[0].heads, plan.blocks, plan.effort
+    (((0, 0), (0, 1), (1, 0), (1, 1)), ('baseline', 'native'), 'default')
+    >>> [t.label for t in plan.synthetic]
+    ['ball|n=8|d=2|beta=1.0|seed=0', 'ball|n=8|d=2|beta=4.0|seed=0']
+    >>> plan.planned_real_cells  # 4 inputs x 4 heads x 1 temperature x 2 eps
+    32
     """
     from analysis.prereg.design import population
 
@@ -155,6 +219,23 @@ def missing_checkpoints(
     Returns
     -------
     list of (checkpoint id, message)
+
+    Examples
+    --------
+    The packaged MiniLM checkpoint is on disk; ``org/absent`` is not, here or mapped:
+
+    >>> from analysis.study.plan import ExtractionTask, StudyPlan, missing_checkpoints
+    >>> tasks = tuple(
+    ...     ExtractionTask(ck, 16, 0, ((0, 0),))
+    ...     for ck in ("sentence-transformers/all-MiniLM-L6-v2", "org/absent")
+    ... )
+    >>> plan = StudyPlan(tasks, (), (1.0,), (0.1,), "fast", ("baseline",), ())
+    >>> [ck for ck, _ in missing_checkpoints(plan)]
+    ['org/absent']
+    >>> [ck for ck, _ in missing_checkpoints(plan, {"org/absent": "no-such-folder"})]
+    ['org/absent']
+    >>> missing_checkpoints(plan, {"org/absent": "minilm"})  # a stand-in on disk
+    []
     """
     from analysis.sources.checkpoints import resolve_checkpoint
 

@@ -20,7 +20,18 @@ __all__ = ["ExtractionIndex", "StageClock", "read_json", "write_frame", "write_j
 
 
 def read_json(path: Path, default: Any) -> Any:
-    """The JSON in ``path``, or ``default`` when there is no such file."""
+    """The JSON in ``path``, or ``default`` when there is no such file.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.study.records import read_json
+    >>> read_json(Path("absent.json"), {"runs": 0})
+    {'runs': 0}
+    >>> _ = Path("present.json").write_text('{"runs": 3}', encoding="utf-8")
+    >>> read_json(Path("present.json"), {"runs": 0})
+    {'runs': 3}
+    """
     if not path.is_file():
         return default
     return json.loads(path.read_text(encoding="utf-8"))
@@ -32,13 +43,40 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """Sorted, indented JSON, written atomically (non-JSON values as ``str``)."""
+    """Sorted, indented JSON, written atomically (non-JSON values as ``str``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.study.records import write_json
+    >>> write_json(Path("record.json"), {"b": 1, "a": Path("x") / "y"})
+    >>> print(Path("record.json").read_text(encoding="utf-8"), end="")
+    {
+      "a": "x/y",
+      "b": 1
+    }
+    """
     text = json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n"
     write_bytes(path, text.encode("utf-8"))
 
 
 def write_frame(path: Path, df: pd.DataFrame) -> None:
-    """A CSV with full float precision, written atomically."""
+    """A CSV with full float precision, written atomically.
+
+    Examples
+    --------
+    Every float reads back exactly (17 significant digits), e.g. 0.1 + 0.2:
+
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.study.records import write_frame
+    >>> df = pd.DataFrame({"key": ["a", "b"], "x": [0.1 + 0.2, 1 / 3]})
+    >>> write_frame(Path("cells.csv"), df)
+    >>> pd.read_csv("cells.csv")["x"].tolist() == [0.1 + 0.2, 1 / 3]
+    True
+    >>> Path("cells.csv").read_text(encoding="utf-8").splitlines()[:2]
+    ['key,x', 'a,0.30000000000000004']
+    """
     write_bytes(path, df.to_csv(index=False, float_format="%.17g").encode("utf-8"))
 
 
@@ -46,6 +84,18 @@ class StageClock:
     """Wall seconds per stage, this run and summed over every run of the study.
 
     Reading the record counts one more run; every :meth:`add` rewrites the file.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.study.records import StageClock, read_json
+    >>> clock = StageClock(Path("stages.json"))
+    >>> clock.add("brackets", 2.0); clock.add("brackets", 0.5)
+    >>> again = StageClock(Path("stages.json"))  # a second run of the study
+    >>> again.add("brackets", 1.0)
+    >>> record = read_json(Path("stages.json"), None)
+    >>> record["runs"], record["total_seconds"], record["last_run_seconds"]
+    (2, {'brackets': 3.5}, {'brackets': 1.0})
     """
 
     def __init__(self, path: Path):
@@ -69,6 +119,23 @@ class ExtractionIndex:
     ----------
     path : Path
         The index file (absent until the first extraction).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.study.records import ExtractionIndex
+    >>> index = ExtractionIndex(Path("extractions.json"))
+    >>> label = "org/tiny|L=16|corpus-seed=0"
+    >>> index.entry(label) is None, index.keys(label)
+    (True, [])
+    >>> index.record_input(label, "corpus:0", ["k1", "k2"])
+    >>> index.synthetic()["spherical|n=8|d=2|beta=1.0|seed=0"] = "k3"
+    >>> index.save()
+    >>> reread = ExtractionIndex(Path("extractions.json"))  # what the file holds
+    >>> reread.keys(label), reread.entry(label)
+    (['k1', 'k2'], {'input_id': 'corpus:0', 'keys': ['k1', 'k2']})
+    >>> reread.synthetic_key("spherical|n=8|d=2|beta=1.0|seed=0"), reread.synthetic_key("ball")
+    ('k3', None)
     """
 
     SYNTHETIC = "synthetic"

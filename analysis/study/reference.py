@@ -95,6 +95,21 @@ def corpus_extraction(
     ------
     ParameterError
         Naming ``topic_index`` when fewer topics have L tokens.
+
+    Examples
+    --------
+    An extraction runs the checkpoint's forward pass (its weights), so this example shows
+    only the contract on inputs that stop it before any weight is read:
+
+    >>> from analysis.study.reference import corpus_extraction
+    >>> corpus_extraction("minilm", 1)
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: lengths: expected an integer >= 2, got 1
+    >>> corpus_extraction("org/not-on-disk", 16)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: checkpoint: expected a checkpoint available offline ...
     """
     from pydoc_data.topics import topics
 
@@ -141,6 +156,17 @@ def corpus_heads(
 
     The flat index is ``layer * heads + head``; the values are the model's eager float32
     probabilities (t = 1). Parameters as in :func:`corpus_extraction`.
+
+    Examples
+    --------
+    The heads come from a forward pass (model weights), so this example shows only that
+    the checks of :func:`corpus_extraction` apply before any weight is read:
+
+    >>> from analysis.study.reference import corpus_heads
+    >>> corpus_heads("minilm", 16.5)
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: lengths: expected an integer, got 16.5
     """
     ex = corpus_extraction(checkpoint, length, topic_index=topic_index, threads=threads)
     return ex.A.reshape(-1, ex.length, ex.length).astype(np.float64)
@@ -208,6 +234,47 @@ def reference_widths(
     head's bracket can differ in the last bits of the batched float32 products with its
     companions (:func:`analysis.brackets.profile_matrices`); alone, it depends on the head
     only, whichever heads the design holds out.
+
+    Examples
+    --------
+    The brackets need the checkpoint's heads (model weights), so this example shows only
+    what is refused before any weight is read: repeated lengths, and a design with two
+    checkpoints (written to the current folder):
+
+    >>> from pathlib import Path
+    >>> from analysis.study.reference import reference_widths
+    >>> reference_widths("any.toml", lengths=[96, 96])
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: lengths: expected distinct lengths, got [96, 96]
+    >>> toml = '''
+    ... title = "two checkpoints"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/a:1:1", "org/b:0:1"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [1.0]
+    ... eps = [0.1]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [
+    ...   {kind = "checkpoint", checkpoint = "org/a", layers = 2, heads = 2},
+    ...   {kind = "checkpoint", checkpoint = "org/b", layers = 2, heads = 2},
+    ... ]
+    ... '''
+    >>> _ = Path("two.toml").write_text(toml, encoding="utf-8")
+    >>> reference_widths("two.toml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: design: expected ... source, got ['org/a', 'org/b']
     """
     from analysis.brackets import EFFORTS
     from analysis.brackets.io import MatrixInput, profile_file
@@ -266,6 +333,21 @@ def write_reference_widths(
 
     ``kwargs`` go to :func:`reference_widths`. The file holds exactly the lengths asked
     for; an existing file is replaced whole, and only once the table is complete.
+
+    Examples
+    --------
+    The table needs a checkpoint's heads (model weights), so this example shows only that
+    a refused call leaves an existing file as it was:
+
+    >>> from pathlib import Path
+    >>> from analysis.study.reference import write_reference_widths
+    >>> _ = Path("widths.csv").write_text("an older table", encoding="utf-8")
+    >>> write_reference_widths("any.toml", "widths.csv", eps=[0.1, -0.2])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: eps: ...
+    >>> Path("widths.csv").read_text(encoding="utf-8")
+    'an older table'
     """
     table = reference_widths(design_path, **kwargs)
     with atomic_write(out, mode="w") as fh:

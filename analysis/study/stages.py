@@ -28,7 +28,53 @@ def extract_stage(
     progress: bool,
     say: Callable[[str], None],
 ) -> list[str]:
-    """Extract what is not stored yet; return every real matrix key of the plan."""
+    """Extract what is not stored yet; return every real matrix key of the plan.
+
+    Examples
+    --------
+    An extraction runs a checkpoint's forward passes (its weights, seconds to minutes), so
+    this example shows only the contract on a checkpoint that is not on disk: the stage
+    stops before it stores anything (``Study.check_checkpoints`` says so earlier, for
+    every checkpoint at once).
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> from analysis.store import Store
+    >>> from analysis.study.stages import extract_stage
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/extract.toml").write_text(toml, encoding="utf-8")
+    >>> design = load_design("studies/extract.toml")
+    >>> _ = lock_design("studies/extract.toml", **block_facts(design))
+    >>> study = Study.open("studies/extract.toml")
+    >>> with Store(study.paths.store, create=True) as store:
+    ...     extract_stage(study, store, {}, progress=False, say=print)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: checkpoint: expected a checkpoint available offline ...
+    >>> study.extractions.entry("org/tiny|L=16|corpus-seed=0") is None
+    True
+    """
     from tqdm.auto import tqdm
 
     from analysis.sources import inputs
@@ -76,7 +122,57 @@ def extract_stage(
 
 
 def synthetic_stage(study: Study, store: Any) -> list[str]:
-    """Store the design's synthetic matrices not stored yet; return every synthetic key."""
+    """Store the design's synthetic matrices not stored yet; return every synthetic key.
+
+    Examples
+    --------
+    A design with two synthetic matrices (the ball family, n = 8, d = 2, beta 1 and 4):
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> from analysis.store import Store
+    >>> from analysis.study.stages import synthetic_stage
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [
+    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
+    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
+    ... ]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/synthetic.toml").write_text(toml, encoding="utf-8")
+    >>> design = load_design("studies/synthetic.toml")
+    >>> _ = lock_design("studies/synthetic.toml", **block_facts(design))
+    >>> study = Study.open("studies/synthetic.toml")
+    >>> with Store(study.paths.store, create=True) as store:
+    ...     keys = synthetic_stage(study, store)
+    ...     again = synthetic_stage(study, store)  # all stored: nothing added
+    ...     records = [store.matrix(k) for k in keys]
+    >>> len(keys), again == keys
+    (2, True)
+    >>> [(r.meta["family"], r.meta["params"]) for r in records]
+    [('ball', {'beta': 1.0, 'd': 2, 'n': 8, 'seed': 0}),
+     ('ball', {'beta': 4.0, 'd': 2, 'n': 8, 'seed': 0})]
+    >>> study.extractions.synthetic_key("ball|n=8|d=2|beta=4.0|seed=0") == keys[1]
+    True
+    """
     from analysis.sources import synthetic
 
     make = {"spherical": synthetic.spherical, "ball": synthetic.full_ball}
@@ -123,6 +219,58 @@ def bracket_stage(
     :func:`analysis.brackets.engine.default_engine`) is passed to the store.
 
     Returns the number of profiles computed or extended.
+
+    Examples
+    --------
+    The two synthetic matrices of a small design, bracketed at t = 1 (no real matrix is
+    extracted here):
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> from analysis.store import Store
+    >>> from analysis.study.stages import bracket_stage, synthetic_stage
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [
+    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
+    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
+    ... ]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/brackets.toml").write_text(toml, encoding="utf-8")
+    >>> design = load_design("studies/brackets.toml")
+    >>> _ = lock_design("studies/brackets.toml", **block_facts(design))
+    >>> study = Study.open("studies/brackets.toml")
+    >>> kw = dict(workers=1, engine=None, progress=False)
+    >>> with Store(study.paths.store, create=True) as store:
+    ...     keys = synthetic_stage(study, store)
+    ...     computed = bracket_stage(study, store, [], keys, **kw)
+    ...     again = bracket_stage(study, store, [], keys, **kw)  # stored and re-verified
+    ...     cells = store.cells()
+    ...     outcomes = store.outcome_record()
+    >>> computed, again  # one profile per matrix, then none
+    (2, 0)
+    >>> len(cells), sorted(set(cells["eps"])), bool((cells["lo"] <= cells["hi"]).all())
+    (4, [0.1, 0.2], True)
+    >>> outcomes["lock_sha256"] == study.lock.sha256, outcomes["design"]
+    (True, 'brackets.toml')
     """
     from analysis.brackets.engine import default_engine
     from analysis.store.run import reverify_note, run_brackets, stale_note
