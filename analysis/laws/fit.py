@@ -390,11 +390,53 @@ class LawFit:
             f"{verdict} tolerance {self.tolerance:g}"
         )
 
+    def row(self) -> dict[str, Any]:
+        """This fit as one row of ``fits.csv``: slopes, sets, theory and verdicts."""
+        uh = self.extra["upper_half"]
+        return (
+            {
+                "d": self.d,
+                "eps": self.eps,
+                "n": self.n,
+                "beta_range": f"{self.beta_range[0]:g}-{self.beta_range[1]:g}",
+                "slope": self.slope,
+                "ci_low": self.ci[0],
+                "ci_high": self.ci[1],
+                "slope_mid": self.slope_mid,
+                "slope_set_low": self.slope_set[0],
+                "slope_set_high": self.slope_set[1],
+                "slope_threading_low": self.slope_threading[0],
+                "slope_threading_high": self.slope_threading[1],
+                "degenerate": self.degenerate,
+                "upper_half_betas": "-".join(f"{b:g}" for b in uh["beta_range"]),
+                "upper_half_slope": uh["slope"],
+                "upper_half_ci_low": uh["ci"][0],
+                "upper_half_ci_high": uh["ci"][1],
+                "paper": self.paper,
+                "theory": self.theory,
+                "abs_error": abs(self.slope - self.theory),
+                "tolerance": self.tolerance,
+                "within_tolerance": self.within_tolerance,
+                "ci_covers_theory": self.ci_covers_theory,
+                "median_hi_over_lo": self.median_width_ratio,
+                "max_hi_over_n": self.max_upper_over_n,
+            }
+            | ({"n_ok": self.n_ok} if self.family == "ball" else {})
+            | (
+                {
+                    "harmonic_slope": self.extra["harmonic"]["slope"],
+                    "harmonic_upper_half_slope": self.extra["harmonic"]["upper_half_slope"],
+                    "harmonic_inside": self.extra["harmonic"]["inside"],
+                    "n_matrices": self.extra["harmonic"]["n_matrices"],
+                }
+                if "harmonic" in self.extra
+                else {}
+            )
+        )
+
     def to_frame(self) -> pd.DataFrame:
         """This fit as the one-row table of :func:`analysis.laws.render.fits_frame`."""
-        from analysis.laws.render import fits_frame
-
-        return fits_frame([self])
+        return pd.DataFrame([self.row()])
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` entry: every field, ``extra`` merged in, and the two verdicts."""

@@ -73,49 +73,7 @@ def fits_frame(fits: Sequence[LawFit]) -> pd.DataFrame:
        d beta_range  slope  theory  within_tolerance
     0  3       1-15    1.0     1.0              True
     """
-    rows = []
-    for f in fits:
-        rows.append(
-            {
-                "d": f.d,
-                "eps": f.eps,
-                "n": f.n,
-                "beta_range": f"{f.beta_range[0]:g}-{f.beta_range[1]:g}",
-                "slope": f.slope,
-                "ci_low": f.ci[0],
-                "ci_high": f.ci[1],
-                "slope_mid": f.slope_mid,
-                "slope_set_low": f.slope_set[0],
-                "slope_set_high": f.slope_set[1],
-                "slope_threading_low": f.slope_threading[0],
-                "slope_threading_high": f.slope_threading[1],
-                "degenerate": f.degenerate,
-                "upper_half_betas": "-".join(f"{b:g}" for b in _uh(f)["beta_range"]),
-                "upper_half_slope": _uh(f)["slope"],
-                "upper_half_ci_low": _uh(f)["ci"][0],
-                "upper_half_ci_high": _uh(f)["ci"][1],
-                "paper": f.paper,
-                "theory": f.theory,
-                "abs_error": abs(f.slope - f.theory),
-                "tolerance": f.tolerance,
-                "within_tolerance": f.within_tolerance,
-                "ci_covers_theory": f.ci_covers_theory,
-                "median_hi_over_lo": f.median_width_ratio,
-                "max_hi_over_n": f.max_upper_over_n,
-            }
-            | ({"n_ok": f.n_ok} if f.family == "ball" else {})
-            | (
-                {
-                    "harmonic_slope": f.extra["harmonic"]["slope"],
-                    "harmonic_upper_half_slope": f.extra["harmonic"]["upper_half_slope"],
-                    "harmonic_inside": f.extra["harmonic"]["inside"],
-                    "n_matrices": f.extra["harmonic"]["n_matrices"],
-                }
-                if "harmonic" in f.extra
-                else {}
-            )
-        )
-    return pd.DataFrame(rows)
+    return pd.DataFrame([f.row() for f in fits])
 
 
 def markdown_table(fits: Sequence[LawFit]) -> str:
