@@ -80,6 +80,7 @@ COVERED = (
     "analysis.prereg.sealing",
     "analysis.report.build",
     "analysis.report.design",
+    "analysis.report.family_figures",
     "analysis.report.plotting",
     "analysis.report.provenance",
     "analysis.report.results",
