@@ -102,6 +102,7 @@ COVERED = (
     "analysis.study.describe",
     "analysis.study.paths",
     "analysis.study.plan",
+    "analysis.study.power",
     "analysis.study.records",
     "analysis.study.reference",
     "analysis.study.runner",
