@@ -105,6 +105,7 @@ COVERED = (
     "analysis.study.power",
     "analysis.study.records",
     "analysis.study.reference",
+    "analysis.study.results",
     "analysis.study.runner",
     "analysis.study.stages",
     "analysis.validation",
