@@ -81,6 +81,7 @@ COVERED = (
     "analysis.report.build",
     "analysis.report.design",
     "analysis.report.family_figures",
+    "analysis.report.figures",
     "analysis.report.markdown",
     "analysis.report.plotting",
     "analysis.report.provenance",
