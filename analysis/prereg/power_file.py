@@ -65,7 +65,17 @@ def power_path(design_path: str | os.PathLike) -> Path:
 
 
 def power_sha256(design_path: str | os.PathLike) -> str | None:
-    """SHA-256 of the design's stored power file (its bytes); None when there is none."""
+    """SHA-256 of the design's stored power file (its bytes); None when there is none.
+
+    Examples
+    --------
+    >>> import hashlib
+    >>> power_sha256("pf-none.toml") is None
+    True
+    >>> _ = power_path("pf-sha.toml").write_bytes(b"{}")
+    >>> power_sha256("pf-sha.toml") == hashlib.sha256(b"{}").hexdigest()
+    True
+    """
     p = power_path(design_path)
     if not p.is_file():
         return None
@@ -81,6 +91,16 @@ def read_power_file(design_path: str | os.PathLike) -> dict[str, Any] | None:
         Named ``power_file`` when the file is not JSON, has another format or lacks one of
         ``format``, ``design``, ``key``, ``inputs``, ``result``, ``provenance``, or names
         another design.
+
+    Examples
+    --------
+    >>> read_power_file("pf-absent.toml") is None
+    True
+    >>> _ = power_path("pf-bad.toml").write_text('{"format": "other/1"}')
+    >>> read_power_file("pf-bad.toml")
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: ...power_file...attnrank-power/1...
     """
     p = power_path(design_path)
     if not p.is_file():
@@ -109,6 +129,19 @@ def write_power_file(design_path: str | os.PathLike, record: Mapping[str, Any]) 
 
     The record must carry every key that :func:`read_power_file` requires, with
     ``format`` = :data:`POWER_FILE_FORMAT` and ``design`` = the design's file name.
+
+    Examples
+    --------
+    >>> record = {"format": POWER_FILE_FORMAT, "design": "pf-w.toml", "key": "k",
+    ...           "inputs": {}, "result": {"power": 0.8}, "provenance": {}}
+    >>> write_power_file("pf-w.toml", record).name
+    'pf-w.power.json'
+    >>> read_power_file("pf-w.toml") == record
+    True
+    >>> write_power_file("pf-other.toml", record)
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: ...record...pf-other.toml...
     """
     p = power_path(design_path)
     missing = [k for k in _REQUIRED if k not in record]

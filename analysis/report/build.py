@@ -48,6 +48,16 @@ class ReportFiles:
         Figure name -> why it was not drawn (nothing to draw).
     seconds : float
         Wall time of the report stage.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> f = ReportFiles(Path("r"), Path("r/report.md"), Path("r/provenance.json"),
+    ...                 tables={"data": {"md": Path("r/tables/data.md")}})
+    >>> [p.as_posix() for p in f.paths()]
+    ['r/report.md', 'r/provenance.json', 'r/tables/data.md']
+    >>> print(f.summary().splitlines()[2])
+      tables (1, md/csv/tex): data
     """
 
     out_dir: Path
@@ -121,6 +131,27 @@ def build_report(
     The report computes no statistic of its own: tables summarise stored rows (counts,
     shares, medians, quartiles) and copy every effect, CI and p-value from the
     comparison frames.
+
+    Examples
+    --------
+    Two synthetic cells and no real ones (a whole study needs model weights): the
+    synthetic table and figure are written, the figures of real cells are skipped.
+
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> from analysis.report.results import BRACKET_COLUMNS
+    >>> rows = [dict(cell_key=f"c{i}", matrix_key=f"m{i}", source="synthetic",
+    ...              checkpoint="ball", family="ball", head_id="", layer=0, head=0,
+    ...              input_id="x", length=8, temperature=1.0, eps=0.1, lo=2 + i, hi=3 + i,
+    ...              closed=False, held_out=False, d=2.0, beta=1.0 + i, seed=0.0)
+    ...         for i in range(2)]
+    >>> results = StudyResults("toy", "Toy", ReportDesign(),
+    ...                        pd.DataFrame(rows, columns=list(BRACKET_COLUMNS)), pd.DataFrame())
+    >>> files = build_report(results, "build-out", figure_formats=("png",))
+    >>> "synthetic" in files.tables, list(files.figures), "rank_vs_eps" in files.skipped_figures
+    (True, ['synthetic_rank_vs_beta'], True)
+    >>> all(p.is_file() for p in files.paths()), files.report.name
+    (True, 'report.md')
     """
     t0 = time.perf_counter()
     check_results(results)

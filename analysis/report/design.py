@@ -30,6 +30,12 @@ class ReportHypothesis:
     base, rich : str
         The pair's models (``"M0"``, ``"M1"``).
     statement : str
+
+    Examples
+    --------
+    >>> h = ReportHypothesis("H2", "secondary", "M1", "M2")
+    >>> h.pair, h.statement
+    ('M1<M2', '')
     """
 
     id: str

@@ -199,7 +199,25 @@ def _rank_panels(
 
 
 def rank_vs_eps(results: StudyResults) -> Figure | None:
-    """Rank bracket against eps, a panel per (checkpoint, length), a colour per temperature."""
+    """Rank bracket against eps, a panel per (checkpoint, length), a colour per temperature.
+
+    Examples
+    --------
+    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
+
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> b = pd.DataFrame({"cell_key": list("abcdef"), "source": "checkpoint", "family": "bert",
+    ...     "checkpoint": "org/a", "head_id": ["h1", "h1", "h2", "h2", "h1", "h2"], "length": 16,
+    ...     "lo": [2, 3, 1, 4, 0, 5], "hi": [4, 3, 2, 8, 2, 6], "eps": [0.1, 0.2] * 2 + [0.1] * 2,
+    ...     "temperature": [1.0] * 4 + [2.0] * 2, "held_out": [False, True] * 3, "beta": None})
+    >>> b["closed"] = b["lo"] == b["hi"]
+    >>> r = StudyResults("t", "T", ReportDesign(), b, pd.DataFrame({"cell_key": list("abcdef"),
+    ...                  "native__kappa": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}))
+    >>> ax, = rank_vs_eps(r).axes  # one panel; every cell drawn (lo = 0 from 1)
+    >>> ax.get_xscale(), ax.get_title().split("\\n")
+    ('log', ['org/a, N = 16', '(bert; 2 heads, 6 cells)'])
+    """
     df, zero_lo = _plot_cells(results)
     if df.empty:
         return None
@@ -217,7 +235,27 @@ def rank_vs_eps(results: StudyResults) -> Figure | None:
 
 
 def rank_vs_temperature(results: StudyResults) -> Figure | None:
-    """Rank bracket against temperature, a panel per (checkpoint, length), a colour per eps."""
+    """Rank bracket against temperature, a panel per (checkpoint, length), a colour per eps.
+
+    Examples
+    --------
+    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
+
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> b = pd.DataFrame({"cell_key": list("abcdef"), "source": "checkpoint", "family": "bert",
+    ...     "checkpoint": "org/a", "head_id": ["h1", "h1", "h2", "h2", "h1", "h2"], "length": 16,
+    ...     "lo": [2, 3, 1, 4, 0, 5], "hi": [4, 3, 2, 8, 2, 6], "eps": [0.1, 0.2] * 2 + [0.1] * 2,
+    ...     "temperature": [1.0] * 4 + [2.0] * 2, "held_out": [False, True] * 3, "beta": None})
+    >>> b["closed"] = b["lo"] == b["hi"]
+    >>> r = StudyResults("t", "T", ReportDesign(), b, pd.DataFrame({"cell_key": list("abcdef"),
+    ...                  "native__kappa": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}))
+    >>> ax, = rank_vs_temperature(r).axes
+    >>> ax.get_xlabel(), ax.get_title().endswith("6 cells)")
+    ('temperature t (log$_2$ scale)', True)
+    >>> rank_vs_temperature(StudyResults("t", "T", ReportDesign(), b[:0], b[:0])) is None
+    True
+    """
     df, zero_lo = _plot_cells(results)
     if df.empty:
         return None
@@ -255,7 +293,25 @@ def _rank_ticks(axes) -> None:
 
 
 def bracket_width(results: StudyResults) -> Figure | None:
-    """Distribution of hi / lo by eps and temperature, a panel per (checkpoint, length)."""
+    """Distribution of hi / lo by eps and temperature, a panel per (checkpoint, length).
+
+    Examples
+    --------
+    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
+
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> b = pd.DataFrame({"cell_key": list("abcdef"), "source": "checkpoint", "family": "bert",
+    ...     "checkpoint": "org/a", "head_id": ["h1", "h1", "h2", "h2", "h1", "h2"], "length": 16,
+    ...     "lo": [2, 3, 1, 4, 0, 5], "hi": [4, 3, 2, 8, 2, 6], "eps": [0.1, 0.2] * 2 + [0.1] * 2,
+    ...     "temperature": [1.0] * 4 + [2.0] * 2, "held_out": [False, True] * 3, "beta": None})
+    >>> b["closed"] = b["lo"] == b["hi"]
+    >>> r = StudyResults("t", "T", ReportDesign(), b, pd.DataFrame({"cell_key": list("abcdef"),
+    ...                  "native__kappa": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}))
+    >>> ax, = bracket_width(r).axes  # the cell with lo = 0 has no hi / lo: 5 cells
+    >>> ax.get_ylabel(), ax.get_title().endswith("5 cells)")
+    ('hi / lo (log$_2$ scale)', True)
+    """
     df, n_zero = width_cells(results)
     if df.empty:
         return None
@@ -293,6 +349,25 @@ def descriptors_vs_midpoint(
     and held-out heads in different colours and markers; the vertical segment of each
     point is its certified bracket [lo, hi]. The midpoint is ``2^((log2 lo + log2 hi)/2)``,
     the midpoint of the log2 interval the comparisons model.
+
+    Examples
+    --------
+    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
+
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> b = pd.DataFrame({"cell_key": list("abcdef"), "source": "checkpoint", "family": "bert",
+    ...     "checkpoint": "org/a", "head_id": ["h1", "h1", "h2", "h2", "h1", "h2"], "length": 16,
+    ...     "lo": [2, 3, 1, 4, 0, 5], "hi": [4, 3, 2, 8, 2, 6], "eps": [0.1, 0.2] * 2 + [0.1] * 2,
+    ...     "temperature": [1.0] * 4 + [2.0] * 2, "held_out": [False, True] * 3, "beta": None})
+    >>> b["closed"] = b["lo"] == b["hi"]
+    >>> r = StudyResults("t", "T", ReportDesign(), b, pd.DataFrame({"cell_key": list("abcdef"),
+    ...                  "native__kappa": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}))
+    >>> fig = descriptors_vs_midpoint(r)  # one descriptor (kappa) x two eps
+    >>> [ax.get_title()[-7:] for ax in fig.axes]
+    ['$ = 0.1', '$ = 0.2']
+    >>> descriptors_vs_midpoint(r, features=["Pi"]) is None  # no such column
+    True
     """
     cells, zero_lo = _plot_cells(results)
     present = [f for f in features if f in results.features.columns]
@@ -375,6 +450,22 @@ def forest(results: StudyResults) -> Figure | None:
     design asks for the by-checkpoint effects and they are stored, each pair's rows are
     followed by one row per checkpoint (small diamonds, a colour per checkpoint): the same
     fits' effect on that checkpoint's held-out cells with its CI, secondary, no decision.
+
+    Examples
+    --------
+    One pair compared on two metrics: a panel per metric, the pair on the y axis.
+
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> c = pd.DataFrame({"pair": "M0<M1", "metric": ["interval_sq_loss", "spearman_mid"],
+    ...     "effect": [0.2, 0.05], "ci_low": [0.1, -0.01], "ci_high": [0.3, 0.1],
+    ...     "p_value": [0.01, 0.2], "p_holm": [0.01, 0.2], "adds_information": [True, False]})
+    >>> d, e = ReportDesign(family=(("M0", "M1"),)), pd.DataFrame()
+    >>> fig = forest(StudyResults("t", "T", d, e, e, comparison=c))
+    >>> len(fig.axes), [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    (2, ['M0<M1'])
+    >>> forest(StudyResults("t", "T", d, e, e)) is None  # nothing compared yet
+    True
     """
     frames = []
     if results.comparison is not None:
@@ -526,7 +617,19 @@ def forest(results: StudyResults) -> Figure | None:
 
 
 def synthetic_rank_vs_beta(results: StudyResults) -> Figure | None:
-    """Exploratory: rank bracket against beta / t per d, for each synthetic family and n."""
+    """Exploratory: rank bracket against beta / t per d, for each synthetic family and n.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> b = pd.DataFrame({"cell_key": ["a", "b"], "source": "synthetic", "checkpoint": "ball",
+    ...     "length": 8, "lo": [1, 3], "hi": [2, 4], "eps": 0.1, "temperature": 1.0, "d": 2.0,
+    ...     "beta": [1.0, 4.0]})
+    >>> fig = synthetic_rank_vs_beta(StudyResults("t", "T", ReportDesign(), b, pd.DataFrame()))
+    >>> len(fig.axes) >= 1, fig.axes[0].get_xscale()
+    (True, 'log')
+    """
     syn = synthetic_cells(results)
     syn = syn[(syn["hi"] > 0) & syn["beta"].notna()].copy()
     if syn.empty:
@@ -604,7 +707,18 @@ FIGURES = {
 def figures_for(results: StudyResults) -> dict[str, tuple[Callable[[StudyResults], Any], str]]:
     """The figures a report of ``results`` draws: :data:`FIGURES`, then
     :data:`analysis.report.family_figures.BY_CHECKPOINT_FIGURES` when the design asks
-    for the by-checkpoint effects."""
+    for the by-checkpoint effects.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> e = pd.DataFrame()
+    >>> plain = figures_for(StudyResults("t", "T", ReportDesign(), e, e))
+    >>> asked = figures_for(StudyResults("t", "T", ReportDesign(by_checkpoint=True), e, e))
+    >>> "forest" in plain, sorted(set(asked) - set(plain))
+    (True, ['bracket_width_by_family', 'predicted_vs_bracket'])
+    """
     out = dict(FIGURES)
     if results.by_checkpoint_asked:
         out.update(BY_CHECKPOINT_FIGURES)
@@ -630,6 +744,19 @@ def save_figure(
     -------
     dict
         Format -> written path.
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure()
+    >>> _ = fig.subplots()
+    >>> written = save_figure(fig, "saved-figure")
+    >>> sorted(written), [p.name for p in written.values()], written["png"].stat().st_size > 0
+    (['pdf', 'png'], ['saved-figure.png', 'saved-figure.pdf'], True)
+    >>> save_figure(fig, "x", formats=["svg"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: formats: expected among png, pdf, got 'svg'
     """
     for f in formats:
         if f not in FORMATS:
@@ -645,7 +772,20 @@ def save_figure(
 
 
 def build_figures(results: StudyResults) -> dict[str, Figure]:
-    """Every figure with something to draw, by name (see :func:`figures_for`)."""
+    """Every figure with something to draw, by name (see :func:`figures_for`).
+
+    Examples
+    --------
+    Two synthetic cells only: the figures of real cells and of comparisons are left out.
+
+    >>> import pandas as pd
+    >>> from analysis.report.design import ReportDesign
+    >>> b = pd.DataFrame({"cell_key": ["a", "b"], "source": "synthetic", "checkpoint": "ball",
+    ...     "length": 8, "lo": [1, 3], "hi": [2, 4], "eps": 0.1, "temperature": 1.0, "d": 2.0,
+    ...     "beta": [1.0, 4.0]})
+    >>> list(build_figures(StudyResults("t", "T", ReportDesign(), b, pd.DataFrame())))
+    ['synthetic_rank_vs_beta']
+    """
     out = {}
     for name, (func, _) in figures_for(results).items():
         fig = func(results)

@@ -142,6 +142,13 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
         ``status == "fit failed"`` gets no numbers, only which fit did not converge:
         ``"H1 (confirmatory; M0<M1): fit failed: M1 did not converge (2200 iterations,
         gradient norm 0.003); no result; the pair entered Holm with p = 1."``
+
+    Examples
+    --------
+    >>> from analysis.report.design import ReportHypothesis as H
+    >>> d = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),))
+    >>> hypothesis_sentences(StudyResults("t", "T", d, None, None, skipped={"comparison": "x"}))
+    ['**H1** (confirmatory; M0<M1): not tested; the comparison has not run (x).']
     """
     design = results.design
     frame = results.comparison if estimator == "interval" else results.comparison_ols
@@ -192,6 +199,14 @@ def hypothesis_power(results: StudyResults) -> dict[str, dict[str, str]]:
 
     Hypotheses that were not simulated get the reason (``"not simulated: ..."``); with no
     simulation at all, every hypothesis gets the stage's reason.
+
+    Examples
+    --------
+    >>> from analysis.report.design import ReportHypothesis as H
+    >>> d = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),))
+    >>> sim = {"hypothesis": "H1", "power": {"rate": 0.81234, "share": 0.1}, "mde": 0.4}
+    >>> hypothesis_power(StudyResults("t", "T", d, None, None, power={"hypotheses": [sim]}))
+    {'H1': {'power': '0.812 at effect share 0.1', 'mde': '0.4'}}
     """
     power = results.power or {}
     out: dict[str, dict[str, str]] = {}
@@ -216,6 +231,13 @@ def power_sentences(results: StudyResults) -> list[str]:
     design's size (alpha 0.05); minimum detectable effect 0.41 (search bracket [0.39,
     0.42]); size 0 [0, 0.009] at the simple null, 0.045 [0.03, 0.07] at the boundary
     null (share 0.063)."``
+
+    Examples
+    --------
+    >>> from analysis.report.design import ReportHypothesis as H
+    >>> d = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),))
+    >>> power_sentences(StudyResults("t", "T", d, None, None, power={"skipped": "no widths"}))
+    ['**H1** (M0<M1): not simulated: no widths.']
     """
     power = results.power or {}
     by_id = {h["hypothesis"]: h for h in power.get("hypotheses", [])}
@@ -378,6 +400,13 @@ def calibration_sentence(results: StudyResults) -> str:
     Read from what the comparison ran with (``provenance["calibration"]``, else the
     comparison frame's ``calibration`` columns); before the comparison has run, the
     design's ``[descriptors] calibration`` text is quoted.
+
+    Examples
+    --------
+    >>> cal = {"calibration": {"mode": "cross-fitted", "folds": 5, "seed": 3}}
+    >>> r = StudyResults("t", "T", ReportDesign(), pd.DataFrame(), pd.DataFrame(), provenance=cal)
+    >>> calibration_sentence(r)[:48]
+    'Calibration: cross-fitted by head, 5 folds (seed'
     """
     cal = dict(results.provenance.get("calibration") or {})
     frame = results.comparison
@@ -745,6 +774,14 @@ def render_report(
         Table name -> ``{"md": path, "csv": path, "tex": path}``.
     figures : mapping, keyword-only
         Figure name -> ``(png path, pdf path or None, caption)`` of the figures written.
+
+    Examples
+    --------
+    >>> from analysis.report.results import BRACKET_COLUMNS as COLS
+    >>> r = StudyResults("t", "Toy", ReportDesign(), pd.DataFrame(columns=COLS), pd.DataFrame())
+    >>> text = render_report(r, out_dir=Path("."), tables=[], table_files={}, figures={})
+    >>> [line for line in text.splitlines() if line.startswith("# ")]
+    ['# Toy']
     """
     embeds = _Embeds(out_dir, tables, table_files, figures)
     L = _title_section(results)

@@ -111,6 +111,14 @@ class StudyResults:
         Optional, with ``by_checkpoint``: every held-out cell's prediction by every
         fitted model (``analysis.compare.PREDICTION_COLUMNS``: ``cell_key``,
         ``cluster``, ``checkpoint``, ``model``, ``y_hat``, ``y_lower``, ``y_upper``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> r = StudyResults("toy", "Toy", ReportDesign(by_checkpoint=True),
+    ...                  pd.DataFrame(columns=list(BRACKET_COLUMNS)), pd.DataFrame())
+    >>> r.by_checkpoint_asked, r.comparison is None, r.skipped
+    (True, True, {})
     """
 
     study: str

@@ -88,6 +88,42 @@ def screened_features(
     (dict, str) or None
         Block -> kept covariate names, and a note saying where they come from; None
         when the study has no training cell with descriptors.
+
+    Examples
+    --------
+    A study's descriptors need its checkpoint's weights; before they exist there is
+    nothing to screen:
+
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/screen.toml").write_text(toml, encoding="utf-8")
+    >>> _ = lock_design("studies/screen.toml", **block_facts(load_design("studies/screen.toml")))
+    >>> study, empty = Study.open("studies/screen.toml"), pd.DataFrame()
+    >>> screened_features(study, empty, empty) is None
+    True
     """
     from analysis.compare import prepare_covariates
     from analysis.prereg.sealing import SealedCells
@@ -132,7 +168,48 @@ def study_sizes(
     features: pd.DataFrame | None = None,
 ) -> StudySizes:
     """The simulation sizes of a study: screened covariate counts when the study has
-    descriptors, else the lock's covariate names (the note says which)."""
+    descriptors, else the lock's covariate names (the note says which).
+
+    Examples
+    --------
+    No descriptors yet: the lock's names. The toy design has 2 layers x 4 heads, 2 of
+    them held out, and ``native`` has as many covariates as its block declares:
+
+    >>> from analysis.descriptors import block_covariates, builtin_registry
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/sizes.toml").write_text(toml, encoding="utf-8")
+    >>> _ = lock_design("studies/sizes.toml", **block_facts(load_design("studies/sizes.toml")))
+    >>> study, empty = Study.open("studies/sizes.toml"), pd.DataFrame()
+    >>> sizes = study_sizes(study)
+    >>> sizes.n_heads, sizes.n_held_out, sizes.strata, sizes.features_note[:24]
+    (8, 2, (('org/tiny', 8, 2),), "the lock's covariate nam")
+    >>> dict(sizes.features)["native"] == len(block_covariates(builtin_registry().get("native")))
+    True
+    """
     screened = None
     if brackets is not None and features is not None:
         screened = screened_features(study, brackets, features)
@@ -149,6 +226,42 @@ def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike 
     study store holding descriptors, the covariate counts are those kept by the screen on
     its training cells; otherwise the lock's names. An unlocked design takes its blocks'
     covariate names from the registry (plugins imported from the study root).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/valid.toml").write_text(toml, encoding="utf-8")
+    >>> before = validation_sizes("studies/valid.toml")  # not locked: the registry's names
+    >>> before.features_note
+    "the registry's covariate names (the design is not locked)"
+    >>> _ = lock_design("studies/valid.toml", **block_facts(load_design("studies/valid.toml")))
+    >>> after = validation_sizes("studies/valid.toml")  # locked, no store: the lock's names
+    >>> after == study_sizes(Study.open("studies/valid.toml")), after.features == before.features
+    (True, True)
     """
     from analysis.prereg.design import load_design
     from analysis.prereg.lock import lock_path
@@ -183,7 +296,14 @@ def power_key(inputs: Mapping[str, Any]) -> str:
 
 
 def not_computed(design_path: str | os.PathLike) -> str:
-    """Why a design has no power, and the command that computes it (for the report)."""
+    """Why a design has no power, and the command that computes it (for the report).
+
+    Examples
+    --------
+    >>> text = not_computed("preregistration/x.toml")
+    >>> "x.power.json does not exist" in text, "--power-simulations 400" in text
+    (True, True)
+    """
     name = Path(design_path).name
     return (
         f"the power of this design was not computed ({power_path(design_path).name} does not "
@@ -277,6 +397,53 @@ def power_stage(
         ``result`` -- :meth:`~analysis.prereg.ValidationResult.to_dict` --, ``summary``,
         ``provenance``); or ``{"skipped": reason}`` when there is none, nothing was asked,
         or there is nothing to simulate with.
+
+    Examples
+    --------
+    Simulating needs the reference bracket widths of a real study; what a run without
+    ``simulations`` does is cheaper: it reads the stored record, or says there is none.
+
+    >>> from analysis.prereg.power_file import write_power_file
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/stage.toml").write_text(toml, encoding="utf-8")
+    >>> _ = lock_design("studies/stage.toml", **block_facts(load_design("studies/stage.toml")))
+    >>> study, empty = Study.open("studies/stage.toml"), pd.DataFrame()
+    >>> power_stage(study, empty, empty)["skipped"] == not_computed("studies/stage.toml")
+    True
+    >>> power_stage(study, empty, empty, simulations=0)["skipped"][:28]
+    'the run was asked for no pow'
+    >>> power_stage(study, empty, empty, simulations=5)["skipped"][:31]  # no widths file here
+    'no reference bracket widths at '
+    >>> record = {"format": "attnrank-power/1", "design": "stage.toml", "key": "k",
+    ...           "inputs": {}, "result": {}, "provenance": {}}
+    >>> _ = write_power_file("studies/stage.toml", record)
+    >>> power_stage(study, empty, empty, say=print) == record
+    power: stored result read from stage.power.json (not simulated)
+    True
     """
     design_path = study.paths.design
     if simulations is None:

@@ -68,7 +68,56 @@ def bracket_table(
     synth_keys: Sequence[str],
     held_out: Sequence[str],
 ) -> pd.DataFrame:
-    """One row per planned cell that has a bracket (``StudyResults.brackets`` columns)."""
+    """One row per planned cell that has a bracket (``StudyResults.brackets`` columns).
+
+    Examples
+    --------
+    Real cells need a checkpoint's weights; the design's two synthetic matrices (beta 1
+    and 4, bracketed at t = 1 for each of its 2 eps) give 4 rows:
+
+    >>> from analysis.report.results import BRACKET_COLUMNS
+    >>> from analysis.store import Store
+    >>> from analysis.study.stages import bracket_stage, synthetic_stage
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [
+    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
+    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
+    ... ]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/table.toml").write_text(toml, encoding="utf-8")
+    >>> _ = lock_design("studies/table.toml", **block_facts(load_design("studies/table.toml")))
+    >>> study, empty = Study.open("studies/table.toml"), pd.DataFrame()
+    >>> with Store(study.paths.store, create=True) as store:
+    ...     keys = synthetic_stage(study, store)
+    ...     _ = bracket_stage(study, store, [], keys, workers=1, engine=None, progress=False)
+    ...     table = bracket_table(store, study.plan, [], keys, study.design.held_out)
+    >>> list(table.columns) == list(BRACKET_COLUMNS), len(table), sorted(set(table["beta"]))
+    (True, 4, [1.0, 4.0])
+    >>> set(table["source"]), set(table["checkpoint"]), bool(table["held_out"].any())
+    ({'synthetic'}, {'ball'}, False)
+    """
     from analysis.report.results import BRACKET_COLUMNS
 
     cells = store.cells(version=plan.effort)
@@ -118,7 +167,23 @@ def bracket_table(
 
 
 def feature_table(paths: StudyPaths, real_keys: Sequence[str]) -> pd.DataFrame:
-    """``cell_key`` + ``BLOCK__feature`` for every described real cell."""
+    """``cell_key`` + ``BLOCK__feature`` for every described real cell.
+
+    Examples
+    --------
+    One matrix described at two temperatures (its feature file, as the descriptor stage
+    writes it); a matrix without one (m0) is left out:
+
+    >>> import pandas as pd
+    >>> from analysis.study.paths import study_paths
+    >>> paths = study_paths("studies/features.toml")
+    >>> paths.feature_file("m1").parent.mkdir(parents=True, exist_ok=True)
+    >>> pd.DataFrame({"temperature": [0.5, 1.0], "eps": [0.1, 0.1],
+    ...               "native__kappa": [1.5, 2.5]}).to_csv(paths.feature_file("m1"), index=False)
+    >>> table = feature_table(paths, ["m0", "m1"])
+    >>> list(table.columns), table["cell_key"].nunique(), list(table["native__kappa"])
+    (['cell_key', 'native__kappa'], 2, [1.5, 2.5])
+    """
     from analysis.store.keys import cell_key
 
     frames = []
@@ -159,6 +224,44 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
 
     ``stages`` is the stage record (``stages.json``: ``last_run_seconds``,
     ``total_seconds``, ``runs``).
+
+    Examples
+    --------
+    The seeds are the design's (inputs 0, inference 1, held-out draw 7):
+
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/prov.toml").write_text(toml, encoding="utf-8")
+    >>> _ = lock_design("studies/prov.toml", **block_facts(load_design("studies/prov.toml")))
+    >>> study, empty = Study.open("studies/prov.toml"), pd.DataFrame()
+    >>> prov = provenance(study, {"last_run_seconds": {"brackets": 2.5}})
+    >>> prov["seeds"], prov["stage_seconds"], prov["power"]  # no power file: None
+    ({'inputs': 0, 'inference': 1, 'held_out_draw': 7}, {'brackets': 2.5}, None)
+    >>> prov["lock_sha256"] == study.lock.sha256, prov["design_sha256"] == study.design.sha256
+    (True, True)
     """
     from analysis import __version__
 
@@ -231,6 +334,40 @@ def power_record(study: Study) -> dict[str, Any]:
     :func:`analysis.study.power.power_stage` when a run is given ``--power-simulations``);
     its hash was checked against the lock when the study was opened. Without it, the reason
     says that the power was not computed and which command computes it.
+
+    Examples
+    --------
+    >>> from analysis.study.power import not_computed
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/record.toml").write_text(toml, encoding="utf-8")
+    >>> _ = lock_design("studies/record.toml", **block_facts(load_design("studies/record.toml")))
+    >>> study, empty = Study.open("studies/record.toml"), pd.DataFrame()
+    >>> power_record(study) == {"skipped": not_computed("studies/record.toml")}
+    True
     """
     from analysis.prereg.power_file import read_power_file
     from analysis.study.power import not_computed
@@ -248,6 +385,40 @@ def report_design(design: Design) -> Any:
     (:meth:`~analysis.prereg.Design.comparison_kwargs`), so the report repeats none of its
     defaults; hypotheses, models, outcome, held-out heads, exclusion rules and the
     calibration text are copied from the validated design.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/view.toml").write_text(toml, encoding="utf-8")
+    >>> view = report_design(load_design("studies/view.toml"))
+    >>> [h.pair for h in view.hypotheses], view.held_out
+    (['M0<M1'], ('org/tiny:1:1', 'org/tiny:1:2'))
+    >>> view.alpha, view.bootstrap_replicates, view.seed, view.primary_metric
+    (0.05, 199, 1, 'interval_sq_loss')
     """
     from analysis.report.design import ReportDesign, ReportHypothesis
 
@@ -297,6 +468,48 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
     stages : mapping, optional, keyword-only
         The stage record when the caller holds it (the runner); read from
         ``stages.json`` otherwise.
+
+    Examples
+    --------
+    Before any run there is no store; with an empty one, nothing was compared:
+
+    >>> from analysis.store import Store
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/assemble.toml").write_text(toml, encoding="utf-8")
+    >>> _ = lock_design("studies/assemble.toml", **block_facts(load_design("studies/assemble.toml")))
+    >>> study, empty = Study.open("studies/assemble.toml"), pd.DataFrame()
+    >>> study_results(study)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: STORE: expected a study store ...
+    >>> Store(study.paths.store, create=True).close()
+    >>> results = study_results(study)
+    >>> results.study, len(results.brackets), results.skipped["comparison"]
+    ('assemble', 0, 'the design has no real-checkpoint cells')
     """
     from analysis.report.results import StudyResults
     from analysis.store.store import Store
@@ -363,5 +576,41 @@ def load_results(
     Reads only what is stored (nothing is computed); the comparison frames are None when
     the compare stage has not run. ``checkpoint_paths`` is accepted for symmetry with
     :func:`~analysis.study.runner.run_study` and not used.
+
+    Examples
+    --------
+    >>> from analysis.store import Store
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.study.core import Study, block_facts
+    >>> toml = '''
+    ... title = "toy"
+    ... effort = "fast"
+    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
+    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
+    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
+    ... descriptors = {plugins = []}
+    ... metrics = {primary = "interval_sq_loss"}
+    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
+    ... exclusions = {rules = ["none"]}
+    ... exploratory = {analyses = []}
+    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
+    ... [sampling]
+    ... checkpoints_preexist = true
+    ... temperatures = [0.5, 1.0]
+    ... eps = [0.1, 0.2]
+    ... lengths = [16]
+    ... inputs = {source = "corpus", seed = 0, per_length = 1}
+    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
+    ... '''
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/load.toml").write_text(toml, encoding="utf-8")
+    >>> _ = lock_design("studies/load.toml", **block_facts(load_design("studies/load.toml")))
+    >>> study, empty = Study.open("studies/load.toml"), pd.DataFrame()
+    >>> Store(study.paths.store, create=True).close()
+    >>> results = load_results("studies/load.toml")
+    >>> results.title, results.comparison is None, "skipped" in results.power
+    ('toy', True, True)
     """
     return study_results(Study.open(design_path, root=root))

@@ -29,7 +29,17 @@ STAGES = ("extract", "brackets", "descriptors", "compare", "power", "report")
 
 @dataclasses.dataclass(frozen=True)
 class StudyRun:
-    """What one ``attnrank run`` did."""
+    """What one ``attnrank run`` did.
+
+    Examples
+    --------
+    >>> from analysis.study.paths import study_paths
+    >>> run = StudyRun("toy", study_paths("studies/toy.toml"), {"extract": 3},
+    ...                {"extract": 1.25, "brackets": 2.0}, ("a.md", "b.csv"))
+    >>> lines = run.summary().splitlines()
+    >>> lines[1].split(), lines[2].split(), lines[3].endswith("(2 files)")
+    (['extract', '1.2', 's,', '3', 'computed'], ['brackets', '2.0', 's'], True)
+    """
 
     study: str
     paths: StudyPaths
@@ -131,6 +141,25 @@ def run_study(
     ParameterError
         Before any work, when a model's block is not registered, or a checkpoint is not
         available offline (listing them all).
+
+    Examples
+    --------
+    A whole run needs a checkpoint's weights; what a call checks before any work is
+    cheaper: an unknown stage, and a design without its lock, are refused.
+
+    >>> from pathlib import Path
+    >>> from analysis.prereg import PreregistrationError
+    >>> run_study("studies/any.toml", stop_after="plots")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: stop_after: expected one of extract, ..., report, ...
+    >>> Path("studies").mkdir(exist_ok=True)
+    >>> _ = Path("studies/unlocked.toml").write_text('title = "t"', encoding="utf-8")
+    >>> try:
+    ...     run_study("studies/unlocked.toml", say=print)
+    ... except PreregistrationError:
+    ...     print("refused: no lock")
+    refused: no lock
     """
     from analysis.store.store import Store
 
