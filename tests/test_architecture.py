@@ -208,3 +208,39 @@ def test_a_stage_may_import_its_own_modules_by_string():
     assert (
         string_import_violations('"""See analysis.brackets."""\nimport importlib\n', "laws") == []
     )
+
+
+def _circles(package: str) -> list[tuple[str, str]]:
+    """Pairs ``(a, b)`` of modules below ``package`` where ``a`` imports ``b`` (directly,
+    at any depth of the file: function-level imports count) and ``b`` reaches ``a``."""
+    import grimp  # import-linter's own graph builder
+
+    graph = grimp.build_graph(package)
+    found = []
+    for a in sorted(graph.modules):
+        for b in sorted(graph.find_modules_directly_imported_by(a)):
+            if a != b and graph.chain_exists(importer=b, imported=a):
+                found.append((a, b))
+    return found
+
+
+def test_no_module_imports_itself_back():
+    """No import circle between two modules of the package (a lazy import inside a function
+    hides a circle from Python but not from a reader, and the seams are meant to point one
+    way). Package ``__init__`` modules re-export their children, so edges into and out of
+    them are left out."""
+    packages = {m for m in _package_modules() if m.endswith(".__init__")}
+    circles = [
+        (a, b)
+        for a, b in _circles("analysis")
+        if f"{a}.__init__" not in packages and f"{b}.__init__" not in packages
+    ]
+    assert circles == []
+
+
+def _package_modules() -> list[str]:
+    return [
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    ]

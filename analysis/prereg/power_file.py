@@ -38,7 +38,9 @@ from analysis.atomic import atomic_write
 from analysis.validation import ParameterError
 
 __all__ = [
+    "DEFAULT_POWER_SIMULATIONS",
     "POWER_FILE_FORMAT",
+    "not_computed",
     "power_path",
     "power_sha256",
     "read_power_file",
@@ -47,6 +49,10 @@ __all__ = [
 
 #: Format of the stored power file; a record of another format is refused when read.
 POWER_FILE_FORMAT = "attnrank-power/1"
+
+#: Simulated studies per scenario and share that the docs and the report suggest (the
+#: power stage simulates only when given a number).
+DEFAULT_POWER_SIMULATIONS = 400
 
 #: Keys every stored power file has.
 _REQUIRED = ("format", "design", "key", "inputs", "result", "provenance")
@@ -62,6 +68,25 @@ def power_path(design_path: str | os.PathLike) -> Path:
     """
     p = Path(design_path)
     return p.with_name(p.stem + ".power.json")
+
+
+def not_computed(design_path: str | os.PathLike) -> str:
+    """Why a design has no power, and the command that computes it (for the report).
+
+    Examples
+    --------
+    >>> from analysis.prereg.power_file import not_computed
+    >>> text = not_computed("preregistration/x.toml")
+    >>> "x.power.json does not exist" in text, "--power-simulations 400" in text
+    (True, True)
+    """
+    name = Path(design_path).name
+    return (
+        f"the power of this design was not computed ({power_path(design_path).name} does not "
+        f"exist beside it); `attnrank run preregistration/{name} --power-simulations "
+        f"{DEFAULT_POWER_SIMULATIONS}` computes it once, stores it beside the design and "
+        "records it in the lock"
+    )
 
 
 def power_sha256(design_path: str | os.PathLike) -> str | None:

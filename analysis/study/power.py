@@ -46,7 +46,9 @@ from analysis.prereg.power import (
     sizes_from_design,
 )
 from analysis.prereg.power_file import (
+    DEFAULT_POWER_SIMULATIONS,
     POWER_FILE_FORMAT,
+    not_computed,
     power_path,
     read_power_file,
     write_power_file,
@@ -64,9 +66,6 @@ __all__ = [
     "validation_sizes",
 ]
 
-#: Simulated studies per scenario and share that the docs and the report suggest (the
-#: stage itself simulates only when given a number).
-DEFAULT_POWER_SIMULATIONS = 400
 #: Version of the stored record: a new version recomputes every stored result.
 POWER_FORMAT = "power/2"
 
@@ -293,24 +292,6 @@ def power_key(inputs: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of a power stage's inputs."""
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def not_computed(design_path: str | os.PathLike) -> str:
-    """Why a design has no power, and the command that computes it (for the report).
-
-    Examples
-    --------
-    >>> text = not_computed("preregistration/x.toml")
-    >>> "x.power.json does not exist" in text, "--power-simulations 400" in text
-    (True, True)
-    """
-    name = Path(design_path).name
-    return (
-        f"the power of this design was not computed ({power_path(design_path).name} does not "
-        f"exist beside it); `attnrank run preregistration/{name} --power-simulations "
-        f"{DEFAULT_POWER_SIMULATIONS}` computes it once, stores it beside the design and "
-        "records it in the lock"
-    )
 
 
 def _command(study: Study, simulations: int, assumptions: PowerAssumptions) -> str:

@@ -369,8 +369,7 @@ def power_record(study: Study) -> dict[str, Any]:
     >>> power_record(study) == {"skipped": not_computed("studies/record.toml")}
     True
     """
-    from analysis.prereg.power_file import read_power_file
-    from analysis.study.power import not_computed
+    from analysis.prereg.power_file import not_computed, read_power_file
 
     rec = read_power_file(study.paths.design)
     if rec is None:
