@@ -73,6 +73,7 @@ COVERED = (
     "analysis.laws.theory",
     "analysis.prereg.design",
     "analysis.prereg.error_rates",
+    "analysis.prereg.examples",
     "analysis.prereg.power",
     "analysis.prereg.power_curve",
     "analysis.prereg.power_inputs",

@@ -195,16 +195,10 @@ class HypothesisPower:
     --------
     Made by :func:`validate_comparison`, one per simulated hypothesis:
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.power import PowerAssumptions
+    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
+    >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.prereg.error_rates import validate_comparison
     >>> result = validate_comparison(  # 2 studies per share: far too few for real use
     ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
@@ -306,16 +300,10 @@ class ValidationResult:
     --------
     Made by :func:`validate_comparison`:
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.power import PowerAssumptions
+    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
+    >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.prereg.error_rates import validate_comparison
     >>> result = validate_comparison(  # 2 studies per share: far too few for real use
     ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
@@ -623,16 +611,10 @@ def validate_comparison(
     --------
     A small study (made-up reference widths), two studies per share, no MDE bisection:
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.power import PowerAssumptions
+    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
+    >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.prereg.error_rates import validate_comparison
     >>> result = validate_comparison(  # 2 studies per share: far too few for real use
     ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),

@@ -201,36 +201,14 @@ def comparison_table(
     --------
     A small locked design (8 heads x 2 temperatures x 2 eps = 32 planned real cells), and
     three real cells by hand, one with a covariate that is not finite:
-
-    >>> from pathlib import Path
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> import numpy as np
     >>> import pandas as pd
     >>> from analysis.prereg import PreregistrationError
     >>> from analysis.study.comparison import comparison_table
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/table.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("studies/table.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> design = load_design("studies/table.toml")
     >>> _ = lock_design("studies/table.toml", **block_facts(design))
     >>> study = Study.open("studies/table.toml")
@@ -321,36 +299,14 @@ def secondary_by_checkpoint(
     --------
     A small locked design (its hypothesis H1 is the pair M0 < M1), and a tidy table of
     two checkpoints standing in for the study's released cells:
-
-    >>> from pathlib import Path
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> import numpy as np
     >>> import pandas as pd
     >>> from analysis.compare import compare_nested
     >>> from analysis.study.comparison import secondary_by_checkpoint
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/secondary.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("studies/secondary.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> design = load_design("studies/secondary.toml")
     >>> _ = lock_design("studies/secondary.toml", **block_facts(design))
     >>> study = Study.open("studies/secondary.toml")
@@ -412,34 +368,12 @@ def compare_stage(
     A comparison needs brackets and descriptors of real heads, training and held-out
     (model weights), so this example shows only its refusal on a study without them;
     :func:`fit_comparisons` shows the fits on a small table:
-
-    >>> from pathlib import Path
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> import pandas as pd
     >>> from analysis.study.comparison import compare_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/stage.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("studies/stage.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> design = load_design("studies/stage.toml")
     >>> _ = lock_design("studies/stage.toml", **block_facts(design))
     >>> study = Study.open("studies/stage.toml")

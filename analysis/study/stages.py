@@ -36,34 +36,12 @@ def extract_stage(
     this example shows only the contract on a checkpoint that is not on disk: the stage
     stops before it stores anything (``Study.check_checkpoints`` says so earlier, for
     every checkpoint at once).
-
-    >>> from pathlib import Path
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import extract_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/extract.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("studies/extract.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> design = load_design("studies/extract.toml")
     >>> _ = lock_design("studies/extract.toml", **block_facts(design))
     >>> study = Study.open("studies/extract.toml")
@@ -127,37 +105,14 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     Examples
     --------
     A design with two synthetic matrices (the ball family, n = 8, d = 2, beta 1 and 4):
-
-    >>> from pathlib import Path
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import synthetic_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [
-    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
-    ... ]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/synthetic.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design(
+    ...     "studies/synthetic.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2), synthetic=True
+    ... )
     >>> design = load_design("studies/synthetic.toml")
     >>> _ = lock_design("studies/synthetic.toml", **block_facts(design))
     >>> study = Study.open("studies/synthetic.toml")
@@ -224,37 +179,14 @@ def bracket_stage(
     --------
     The two synthetic matrices of a small design, bracketed at t = 1 (no real matrix is
     extracted here):
-
-    >>> from pathlib import Path
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [
-    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
-    ... ]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/brackets.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design(
+    ...     "studies/brackets.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2), synthetic=True
+    ... )
     >>> design = load_design("studies/brackets.toml")
     >>> _ = lock_design("studies/brackets.toml", **block_facts(design))
     >>> study = Study.open("studies/brackets.toml")
