@@ -367,6 +367,7 @@ def sizes_from_design(
     --------
     A small design (8 heads of one checkpoint, 2 held out) written to the current
     folder, with covariate counts given:
+
     >>> from analysis.prereg.power_inputs import sizes_from_design
     >>> from analysis.prereg.examples import write_example_design
     >>> _ = write_example_design("toy.toml")

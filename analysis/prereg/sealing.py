@@ -78,6 +78,7 @@ class SealedCells:
     --------
     A small design with its held-out list (two of eight heads), locked in the current
     folder:
+
     >>> import pandas as pd
     >>> from analysis.prereg.lock import lock_design
     >>> from analysis.prereg.sealing import SealedCells

@@ -106,22 +106,11 @@ def fit_comparisons(
     comparison (a real one comes from :func:`analysis.prereg.load_design`):
 
     >>> from pathlib import Path
-    >>> import numpy as np
-    >>> import pandas as pd
     >>> from analysis.descriptors import builtin_registry
     >>> from analysis.prereg.design import Design
     >>> from analysis.study.comparison import fit_comparisons
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 held out
-    >>> table = pd.DataFrame({
-    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
-    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"), "input_id": np.tile(["a", "b"], 40),
-    ...     "length": np.tile([16, 16, 32, 32], 20), "baseline__entropy_mean": rng.normal(size=80),
-    ...     "native__kappa": rng.lognormal(size=80),
-    ... })
-    >>> log_kappa = np.log(table["native__kappa"])  # the native block carries information
-    >>> y = 3.0 + table["baseline__entropy_mean"] + 0.8 * log_kappa + rng.normal(0.0, 0.3, 80)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.study.examples import example_study_table
+    >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
     >>> data = {
     ...     "models": {"M0": ["baseline"], "M1": ["baseline", "native"]},
     ...     "descriptors": {"calibration": "in-sample"}, "metrics": {"primary": "interval_sq_loss"},
@@ -201,6 +190,7 @@ def comparison_table(
     --------
     A small locked design (8 heads x 2 temperatures x 2 eps = 32 planned real cells), and
     three real cells by hand, one with a covariate that is not finite:
+
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> import numpy as np
@@ -299,10 +289,9 @@ def secondary_by_checkpoint(
     --------
     A small locked design (its hypothesis H1 is the pair M0 < M1), and a tidy table of
     two checkpoints standing in for the study's released cells:
+
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
-    >>> import numpy as np
-    >>> import pandas as pd
     >>> from analysis.compare import compare_nested
     >>> from analysis.study.comparison import secondary_by_checkpoint
     >>> from analysis.prereg.examples import write_example_design
@@ -310,17 +299,8 @@ def secondary_by_checkpoint(
     >>> design = load_design("studies/secondary.toml")
     >>> _ = lock_design("studies/secondary.toml", **block_facts(design))
     >>> study = Study.open("studies/secondary.toml")
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 held out
-    >>> table = pd.DataFrame({
-    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
-    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"), "input_id": np.tile(["a", "b"], 40),
-    ...     "length": np.tile([16, 16, 32, 32], 20), "baseline__entropy_mean": rng.normal(size=80),
-    ...     "native__kappa": rng.lognormal(size=80),
-    ... })
-    >>> log_kappa = np.log(table["native__kappa"])  # the native block carries information
-    >>> y = 3.0 + table["baseline__entropy_mean"] + 0.8 * log_kappa + rng.normal(0.0, 0.3, 80)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.study.examples import example_study_table
+    >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
     >>> kwargs = study.design.comparison_kwargs()
     >>> result = compare_nested(
     ...     table, study.design.models, log_columns=["native__kappa"],
@@ -368,6 +348,7 @@ def compare_stage(
     A comparison needs brackets and descriptors of real heads, training and held-out
     (model weights), so this example shows only its refusal on a study without them;
     :func:`fit_comparisons` shows the fits on a small table:
+
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> import pandas as pd

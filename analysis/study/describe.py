@@ -173,6 +173,7 @@ def descriptor_stage(
     --------
     A study describes its real matrices; to stay clear of model weights, the two
     synthetic matrices of a small design stand in for them here:
+
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> import pandas as pd

@@ -36,6 +36,7 @@ def extract_stage(
     this example shows only the contract on a checkpoint that is not on disk: the stage
     stops before it stores anything (``Study.check_checkpoints`` says so earlier, for
     every checkpoint at once).
+
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
@@ -105,6 +106,7 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     Examples
     --------
     A design with two synthetic matrices (the ball family, n = 8, d = 2, beta 1 and 4):
+
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
@@ -179,6 +181,7 @@ def bracket_stage(
     --------
     The two synthetic matrices of a small design, bracketed at t = 1 (no real matrix is
     extracted here):
+
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
