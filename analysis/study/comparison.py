@@ -191,17 +191,12 @@ def comparison_table(
     A small locked design (8 heads x 2 temperatures x 2 eps = 32 planned real cells), and
     three real cells by hand, one with a covariate that is not finite:
 
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> import numpy as np
     >>> import pandas as pd
     >>> from analysis.prereg import PreregistrationError
     >>> from analysis.study.comparison import comparison_table
-    >>> from analysis.prereg.examples import write_example_design
-    >>> _ = write_example_design("studies/table.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
-    >>> design = load_design("studies/table.toml")
-    >>> _ = lock_design("studies/table.toml", **block_facts(design))
-    >>> study = Study.open("studies/table.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/table.toml")
     >>> brackets = pd.DataFrame({
     ...     "cell_key": ["c1", "c2", "c3"], "source": "checkpoint", "checkpoint": "org/tiny",
     ...     "head_id": ["org/tiny:0:0", "org/tiny:1:1", "org/tiny:1:2"], "held_out": False,
@@ -290,15 +285,10 @@ def secondary_by_checkpoint(
     A small locked design (its hypothesis H1 is the pair M0 < M1), and a tidy table of
     two checkpoints standing in for the study's released cells:
 
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> from analysis.compare import compare_nested
     >>> from analysis.study.comparison import secondary_by_checkpoint
-    >>> from analysis.prereg.examples import write_example_design
-    >>> _ = write_example_design("studies/secondary.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
-    >>> design = load_design("studies/secondary.toml")
-    >>> _ = lock_design("studies/secondary.toml", **block_facts(design))
-    >>> study = Study.open("studies/secondary.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/secondary.toml")
     >>> from analysis.study.examples import example_study_table
     >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
     >>> kwargs = study.design.comparison_kwargs()
@@ -349,15 +339,10 @@ def compare_stage(
     (model weights), so this example shows only its refusal on a study without them;
     :func:`fit_comparisons` shows the fits on a small table:
 
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> import pandas as pd
     >>> from analysis.study.comparison import compare_stage
-    >>> from analysis.prereg.examples import write_example_design
-    >>> _ = write_example_design("studies/stage.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
-    >>> design = load_design("studies/stage.toml")
-    >>> _ = lock_design("studies/stage.toml", **block_facts(design))
-    >>> study = Study.open("studies/stage.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/stage.toml")
     >>> brackets = pd.DataFrame(columns=["cell_key", "source", "checkpoint", "head_id",
     ...     "held_out", "lo", "hi", "input_id", "length", "temperature", "eps"])
     >>> compare_stage(study, brackets, pd.DataFrame(columns=["cell_key"]), say=print)

@@ -174,20 +174,13 @@ def descriptor_stage(
     A study describes its real matrices; to stay clear of model weights, the two
     synthetic matrices of a small design stand in for them here:
 
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> import pandas as pd
     >>> from analysis.store import Store
     >>> from analysis.study.describe import VERSIONS_FILE, descriptor_stage
     >>> from analysis.study.records import read_json
     >>> from analysis.study.stages import synthetic_stage
-    >>> from analysis.prereg.examples import write_example_design
-    >>> _ = write_example_design(
-    ...     "studies/describe.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2), synthetic=True
-    ... )
-    >>> design = load_design("studies/describe.toml")
-    >>> _ = lock_design("studies/describe.toml", **block_facts(design))
-    >>> study = Study.open("studies/describe.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/describe.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
     ...     first = descriptor_stage(study, store, keys, workers=1, progress=False)

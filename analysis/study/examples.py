@@ -1,17 +1,54 @@
-"""A small tidy study table for the documentation of :mod:`analysis.study`.
+"""A small locked study and a tidy study table for the documentation of :mod:`analysis.study`.
 
 The design files of the examples come from
-:func:`analysis.prereg.examples.write_example_design`; this module adds the table of
-released cells that a study's comparison stages read, with the built-in blocks' column
-names.
+:func:`analysis.prereg.examples.write_example_design`; this module locks and opens one as
+a study, and makes the table of released cells that a study's comparison stages read,
+with the built-in blocks' column names.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-__all__ = ["example_study_table"]
+from analysis.prereg import load_design, lock_design
+from analysis.prereg.examples import write_example_design
+from analysis.study.core import Study, block_facts
+
+__all__ = ["example_study_table", "open_example_study"]
+
+
+def open_example_study(path: str | Path, *, synthetic: bool = False) -> Study:
+    """Write the example design, lock it with the code's block facts and open it.
+
+    The design is :func:`analysis.prereg.examples.write_example_design` with
+    temperatures 0.5 and 1.0 and eps 0.1 and 0.2: 8 heads of ``org/tiny`` x 2 x 2 = 32
+    planned real cells, two of the heads held out.
+
+    Parameters
+    ----------
+    path : str or Path
+        The design file to write (its study root is the current folder when it lies in
+        ``studies/``).
+    synthetic : bool, default False
+        Also plan the exploratory synthetic source (two ``ball`` matrices).
+
+    Returns
+    -------
+    Study
+
+    Examples
+    --------
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/toy.toml", synthetic=True)
+    >>> study.plan.planned_real_cells, len(study.plan.synthetic), study.lock.held_out
+    (32, 2, ('org/tiny:1:1', 'org/tiny:1:2'))
+    """
+    path = write_example_design(path, temperatures=(0.5, 1.0), eps=(0.1, 0.2), synthetic=synthetic)
+    lock_design(path, **block_facts(load_design(path)))
+    return Study.open(path)
 
 
 def example_study_table(random_state: int = 0) -> pd.DataFrame:

@@ -37,15 +37,10 @@ def extract_stage(
     stops before it stores anything (``Study.check_checkpoints`` says so earlier, for
     every checkpoint at once).
 
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import extract_stage
-    >>> from analysis.prereg.examples import write_example_design
-    >>> _ = write_example_design("studies/extract.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
-    >>> design = load_design("studies/extract.toml")
-    >>> _ = lock_design("studies/extract.toml", **block_facts(design))
-    >>> study = Study.open("studies/extract.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/extract.toml")
     >>> with Store(study.paths.store, create=True) as store:
     ...     extract_stage(study, store, {}, progress=False, say=print)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -107,17 +102,10 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     --------
     A design with two synthetic matrices (the ball family, n = 8, d = 2, beta 1 and 4):
 
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import synthetic_stage
-    >>> from analysis.prereg.examples import write_example_design
-    >>> _ = write_example_design(
-    ...     "studies/synthetic.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2), synthetic=True
-    ... )
-    >>> design = load_design("studies/synthetic.toml")
-    >>> _ = lock_design("studies/synthetic.toml", **block_facts(design))
-    >>> study = Study.open("studies/synthetic.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/synthetic.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
     ...     again = synthetic_stage(study, store)  # all stored: nothing added
@@ -182,17 +170,10 @@ def bracket_stage(
     The two synthetic matrices of a small design, bracketed at t = 1 (no real matrix is
     extracted here):
 
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from analysis.prereg.examples import write_example_design
-    >>> _ = write_example_design(
-    ...     "studies/brackets.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2), synthetic=True
-    ... )
-    >>> design = load_design("studies/brackets.toml")
-    >>> _ = lock_design("studies/brackets.toml", **block_facts(design))
-    >>> study = Study.open("studies/brackets.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/brackets.toml", synthetic=True)
     >>> kw = dict(workers=1, engine=None, progress=False)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
