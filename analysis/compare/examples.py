@@ -17,6 +17,7 @@ from analysis.compare.nested import ComparisonResult, compare_nested
 
 __all__ = [
     "EXAMPLE_MODELS",
+    "example_cells",
     "example_comparison",
     "example_covariate_table",
     "example_head_table",
@@ -39,11 +40,42 @@ def _brackets(table: pd.DataFrame, y: pd.Series | np.ndarray) -> pd.DataFrame:
     return table
 
 
+def example_cells() -> pd.DataFrame:
+    """The cells of 20 heads in two checkpoints, 4 cells a head, 6 heads held out.
+
+    Heads 0-9 are checkpoint ``ck-a`` and 10-19 ``ck-b`` (column ``stratum``); heads
+    whose number ends in 7, 8 or 9 are held out, 3 in each checkpoint. The tables of
+    :func:`example_table` and :func:`analysis.study.examples.example_study_table` add
+    covariates and brackets to these rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``cell_key`` (0 to 79), ``cluster`` (the head), ``held_out``,
+        ``stratum``.
+
+    Examples
+    --------
+    >>> from analysis.compare.examples import example_cells
+    >>> cells = example_cells()
+    >>> len(cells), sorted(cells.loc[cells["held_out"], "cluster"].unique().tolist())
+    (80, [7, 8, 9, 17, 18, 19])
+    """
+    heads = np.repeat(np.arange(20), 4)
+    return pd.DataFrame(
+        {
+            "cell_key": np.arange(80),
+            "cluster": heads,
+            "held_out": heads % 10 >= 7,
+            "stratum": np.where(heads < 10, "ck-a", "ck-b"),
+        }
+    )
+
+
 def example_table(random_state: int = 0) -> pd.DataFrame:
     """80 cells of 20 heads, 6 heads held out, with a latent rank in two of three blocks.
 
-    Heads 0-9 are checkpoint ``ck-a`` and 10-19 ``ck-b`` (column ``stratum``); heads
-    whose number ends in 7, 8 or 9 are held out (3 in each checkpoint). The covariates
+    The rows are :func:`example_cells`. The covariates
     ``base__x``, ``rich__z`` and ``noise__w`` are standard normal, and the latent log2
     rank is ``y = 3 + base__x + 0.8 rich__z + N(0, 0.3^2)``: ``noise__w`` carries no
     information.
@@ -71,18 +103,9 @@ def example_table(random_state: int = 0) -> pd.DataFrame:
     True
     """
     rng = np.random.default_rng(random_state)
-    heads = np.repeat(np.arange(20), 4)
-    table = pd.DataFrame(
-        {
-            "cell_key": np.arange(80),
-            "cluster": heads,
-            "held_out": heads % 10 >= 7,
-            "stratum": np.where(heads < 10, "ck-a", "ck-b"),
-            "base__x": rng.normal(size=80),
-            "rich__z": rng.normal(size=80),
-            "noise__w": rng.normal(size=80),
-        }
-    )
+    table = example_cells()
+    for column in ("base__x", "rich__z", "noise__w"):
+        table[column] = rng.normal(size=80)
     y = 3.0 + table["base__x"] + 0.8 * table["rich__z"] + rng.normal(0.0, 0.3, 80)
     return _brackets(table, y)
 

@@ -180,21 +180,15 @@ class HeadLevelResult:
 
     Examples
     --------
-    Made by :func:`head_level_analysis`:
+    Made by :func:`head_level_analysis`; with three inputs at every length and eight
+    heads, both questions can be answered:
 
-    >>> import warnings
-    >>> import pandas as pd
+    >>> from analysis.compare.examples import example_head_table
     >>> from analysis.compare.headlevel import head_level_analysis
-    >>> table = pd.DataFrame({  # one input per length: no within-head folds
-    ...     "cluster": [0, 0, 1, 1, 2, 2], "input_id": "a", "length": [16, 32] * 3,
-    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0], "y_lower": [0.0, 1, 1, 2, 0, 2],
-    ... })
-    >>> table["y_upper"] = table["y_lower"] + 1.0
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     result = head_level_analysis(table, {"base": ["base"]}, estimator="ols")
+    >>> table = example_head_table()
+    >>> result = head_level_analysis(table, {"base": ["base"]}, estimator="ols")
     >>> result.base_model, list(result.folds), list(result.skipped)
-    ('base', ['across_head'], ['within_head'])
+    ('base', ['within_head', 'across_head'], [])
     >>> sorted(result.meta())
     ['base_model', 'folds', 'residual_icc', 'skipped', 'warnings']
     """

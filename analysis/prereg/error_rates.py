@@ -193,17 +193,11 @@ class HypothesisPower:
 
     Examples
     --------
-    Made by :func:`validate_comparison`, one per simulated hypothesis:
+    Made by :func:`validate_comparison`, one per simulated hypothesis (here by
+    :func:`analysis.prereg.examples.example_validation`):
 
-    >>> from analysis.prereg.power import PowerAssumptions
-    >>> from analysis.prereg.examples import example_sizes, example_widths
-    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
-    >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.error_rates import validate_comparison
-    >>> result = validate_comparison(  # 2 studies per share: far too few for real use
-    ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
-    ...     mde_steps=0, calibration_iterations=0, random_state=0,
-    ... )
+    >>> from analysis.prereg.examples import example_validation
+    >>> result = example_validation()  # 2 studies per share: far too few for real use
     >>> h = result.hypotheses[0]
     >>> h.hypothesis, h.pair, h.signal, h.size_simple.n
     ('M0<M1', ('M0', 'M1'), 'native', 2)
@@ -298,17 +292,11 @@ class ValidationResult:
 
     Examples
     --------
-    Made by :func:`validate_comparison`:
+    Made by :func:`validate_comparison` (here by
+    :func:`analysis.prereg.examples.example_validation`):
 
-    >>> from analysis.prereg.power import PowerAssumptions
-    >>> from analysis.prereg.examples import example_sizes, example_widths
-    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
-    >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.error_rates import validate_comparison
-    >>> result = validate_comparison(  # 2 studies per share: far too few for real use
-    ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
-    ...     mde_steps=0, calibration_iterations=0, random_state=0,
-    ... )
+    >>> from analysis.prereg.examples import example_validation
+    >>> result = example_validation()  # 2 studies per share: far too few for real use
     >>> result.confirmatory.hypothesis, result.simulations, result.alpha
     ('M0<M1', 2, 0.05)
     >>> from analysis.prereg.error_rates import RUN_COLUMNS

@@ -15,10 +15,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.prereg.error_rates import ValidationResult, validate_comparison
+from analysis.prereg.power import PowerAssumptions
 from analysis.prereg.power_inputs import StudySizes
 from analysis.validation import ParameterError
 
-__all__ = ["EXAMPLE_HELD_OUT", "example_sizes", "example_widths", "write_example_design"]
+__all__ = [
+    "EXAMPLE_HELD_OUT",
+    "example_sizes",
+    "example_validation",
+    "example_widths",
+    "write_example_design",
+]
 
 EXAMPLE_HELD_OUT: tuple[str, ...] = ("org/tiny:1:1", "org/tiny:1:2")
 """The held-out heads of the example design (two of the eight heads of ``org/tiny``)."""
@@ -175,3 +183,32 @@ def example_widths() -> pd.DataFrame:
     widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
     widths["width"] = np.log2(widths["upper"] / widths["lower"])
     return widths
+
+
+def example_validation() -> ValidationResult:
+    """A power validation of the example study: two simulated studies per share.
+
+    :func:`analysis.prereg.error_rates.validate_comparison` of :func:`example_widths`
+    with :func:`example_sizes`, an assumed effect of 0.9, no MDE bisection and no
+    calibration (far too few studies for real use; it shows the result's form).
+
+    Returns
+    -------
+    ValidationResult
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import example_validation
+    >>> result = example_validation()
+    >>> result.simulations, [h.hypothesis for h in result.hypotheses]
+    (2, ['M0<M1'])
+    """
+    return validate_comparison(
+        example_widths(),
+        simulations=2,
+        sizes=example_sizes(),
+        assumptions=PowerAssumptions(effect=0.9),
+        mde_steps=0,
+        calibration_iterations=0,
+        random_state=0,
+    )

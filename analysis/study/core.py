@@ -271,10 +271,8 @@ def block_facts(
     Parameters
     ----------
     design : Design
-    root : path, keyword-only
-        The study root, for :func:`design_registry` when ``registry`` is None.
-    registry : Registry, optional, keyword-only
-        The study's registry (default: built from ``design`` and ``root``).
+    root, registry : keyword-only
+        As for :func:`design_blocks`: the study root, or the study's registry.
 
     Returns
     -------

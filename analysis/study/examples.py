@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.compare.examples import example_cells
 from analysis.prereg import load_design, lock_design
 from analysis.prereg.examples import write_example_design
 from analysis.study.core import Study, block_facts
@@ -54,8 +55,7 @@ def open_example_study(path: str | Path, *, synthetic: bool = False) -> Study:
 def example_study_table(random_state: int = 0) -> pd.DataFrame:
     """80 cells of 20 heads in two checkpoints, where the native block carries information.
 
-    Heads 0-9 are checkpoint ``ck-a`` and 10-19 ``ck-b`` (column ``stratum``); heads
-    whose number ends in 7, 8 or 9 are held out (3 in each checkpoint). Each head has
+    The rows are :func:`analysis.compare.examples.example_cells`. Each head has
     inputs ``a`` and ``b`` at lengths 16 and 32. ``baseline__entropy_mean`` is standard
     normal, ``native__kappa`` log-normal, and the latent log2 rank is
     ``y = 3 + baseline__entropy_mean + 0.8 log(native__kappa) + N(0, 0.3^2)``, seen only
@@ -85,19 +85,11 @@ def example_study_table(random_state: int = 0) -> pd.DataFrame:
     True
     """
     rng = np.random.default_rng(random_state)
-    heads = np.repeat(np.arange(20), 4)
-    table = pd.DataFrame(
-        {
-            "cell_key": np.arange(80),
-            "cluster": heads,
-            "held_out": heads % 10 >= 7,
-            "stratum": np.where(heads < 10, "ck-a", "ck-b"),
-            "input_id": np.tile(["a", "b"], 40),
-            "length": np.tile([16, 16, 32, 32], 20),
-            "baseline__entropy_mean": rng.normal(size=80),
-            "native__kappa": rng.lognormal(size=80),
-        }
-    )
+    table = example_cells()
+    table["input_id"] = np.tile(["a", "b"], 40)
+    table["length"] = np.tile([16, 16, 32, 32], 20)
+    table["baseline__entropy_mean"] = rng.normal(size=80)
+    table["native__kappa"] = rng.lognormal(size=80)
     log_kappa = np.log(table["native__kappa"])
     y = 3.0 + table["baseline__entropy_mean"] + 0.8 * log_kappa + rng.normal(0.0, 0.3, 80)
     table["y_lower"] = np.floor(y)
