@@ -52,7 +52,7 @@ def open_example_study(path: str | Path, *, synthetic: bool = False) -> Study:
     return Study.open(path)
 
 
-def example_study_table(random_state: int = 0) -> pd.DataFrame:
+def example_study_table() -> pd.DataFrame:
     """80 cells of 20 heads in two checkpoints, where the native block carries information.
 
     The rows are :func:`analysis.compare.examples.example_cells`. Each head has
@@ -60,11 +60,6 @@ def example_study_table(random_state: int = 0) -> pd.DataFrame:
     normal, ``native__kappa`` log-normal, and the latent log2 rank is
     ``y = 3 + baseline__entropy_mean + 0.8 log(native__kappa) + N(0, 0.3^2)``, seen only
     as brackets of width 1 (``y_lower = floor(y)``, ``y_upper = y_lower + 1``).
-
-    Parameters
-    ----------
-    random_state : int, default 0
-        Seed of :func:`numpy.random.default_rng`.
 
     Returns
     -------
@@ -84,7 +79,7 @@ def example_study_table(random_state: int = 0) -> pd.DataFrame:
     >>> bool((table["native__kappa"] > 0).all())  # log-normal, so its log is defined
     True
     """
-    rng = np.random.default_rng(random_state)
+    rng = np.random.default_rng(0)
     table = example_cells()
     table["input_id"] = np.tile(["a", "b"], 40)
     table["length"] = np.tile([16, 16, 32, 32], 20)
