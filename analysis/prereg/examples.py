@@ -139,6 +139,8 @@ def example_sizes() -> StudySizes:
     Returns
     -------
     StudySizes
+        What :func:`analysis.prereg.power_inputs.sizes_from_design` would read from a
+        design of that size.
 
     Examples
     --------
@@ -195,6 +197,7 @@ def example_validation() -> ValidationResult:
     Returns
     -------
     ValidationResult
+        One hypothesis, ``M0<M1`` (its signal block is ``native``).
 
     Examples
     --------

@@ -39,6 +39,7 @@ def open_example_study(path: str | Path, *, synthetic: bool = False) -> Study:
     Returns
     -------
     Study
+        Locked with the code's block versions and opened; nothing is stored yet.
 
     Examples
     --------
@@ -72,8 +73,8 @@ def example_study_table() -> pd.DataFrame:
     --------
     >>> from analysis.study.examples import example_study_table
     >>> table = example_study_table()
-    >>> table.shape, table.loc[table["held_out"], "cluster"].nunique()
-    ((80, 10), 6)
+    >>> list(table.columns[4:])  # after example_cells' columns
+    ['input_id', 'length', 'baseline__entropy_mean', 'native__kappa', 'y_lower', 'y_upper']
     >>> table.groupby(["cluster", "length"]).size().unique().tolist()  # inputs a and b
     [2]
     >>> bool((table["native__kappa"] > 0).all())  # log-normal, so its log is defined
