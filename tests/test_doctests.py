@@ -44,6 +44,7 @@ COVERED = (
     "analysis.attention",
     "analysis.brackets.approximants",
     "analysis.brackets.engine",
+    "analysis.brackets.examples",
     "analysis.brackets.io",
     "analysis.brackets.lower",
     "analysis.brackets.optim",
