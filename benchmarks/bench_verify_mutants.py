@@ -309,6 +309,21 @@ def main(argv=None):
     if outcome != "survived":
         raise SystemExit(f"the tests fail on the unmutated verifier: {collect.failed}")
 
+    def run_and_record(
+        kind: str, name: str, src: str, *, first_failure: bool
+    ) -> tuple[str, float, _Collect, str]:
+        """Run the tests on one mutant and add its :class:`Result` to ``results``."""
+        outcome, sec, collect, diff = run_mutant(
+            module,
+            src,
+            original,
+            first_failure=first_failure,
+            timeout=args.timeout,
+            verbose=args.verbose,
+        )
+        results.append(Result(kind, name, outcome, sec, collect.failed, collect.soundness, diff))
+        return outcome, sec, collect, diff
+
     if args.set in ("named", "both"):
         for name, what, src in named_mutants(original):
             if args.only and name not in args.only:
@@ -316,17 +331,7 @@ def main(argv=None):
             if src is None:
                 results.append(Result("named", name, "not-applied", 0.0, [], False, what))
                 continue
-            outcome, sec, collect, diff = run_mutant(
-                module,
-                src,
-                original,
-                first_failure=False,
-                timeout=args.timeout,
-                verbose=args.verbose,
-            )
-            results.append(
-                Result("named", name, outcome, sec, collect.failed, collect.soundness, diff)
-            )
+            outcome, sec, collect, _ = run_and_record("named", name, src, first_failure=False)
             print(
                 f"  named {name:<18} {outcome:<8} {sec:5.1f} s  {len(collect.failed):3d} tests "
                 f"failed  soundness={'yes' if collect.soundness else 'no'}  ({what})"
@@ -346,17 +351,7 @@ def main(argv=None):
                     Result("cosmic-ray", name, "killed", 0.0, ["SyntaxError"], False, "")
                 )
                 continue
-            outcome, sec, collect, diff = run_mutant(
-                module,
-                src,
-                original,
-                first_failure=True,
-                timeout=args.timeout,
-                verbose=args.verbose,
-            )
-            results.append(
-                Result("cosmic-ray", name, outcome, sec, collect.failed, collect.soundness, diff)
-            )
+            outcome, _, _, diff = run_and_record("cosmic-ray", name, src, first_failure=True)
             if outcome != "killed":
                 print(f"  {outcome}: {name}\n{diff}")
 

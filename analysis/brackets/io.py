@@ -126,10 +126,9 @@ def profile_file(
     The identity has ``r_eps = 4`` and the uniform matrix rank 1; a second run with the
     same checkpoint reuses the stored (re-verified) profiles:
 
-    >>> import numpy as np
-    >>> from analysis.brackets.io import MatrixInput, profile_file
-    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
-    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+    >>> from analysis.brackets.examples import example_input
+    >>> from analysis.brackets.io import profile_file
+    >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
     >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False, checkpoint="ck.jsonl")
     >>> [p.bracket(0.5) for p in profs]
     [Bracket(lo=4, hi=4), Bracket(lo=1, hi=1)]
@@ -239,11 +238,9 @@ def result_json(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from analysis.brackets.io import MatrixInput, profile_file
-    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
-    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
-    >>> from analysis.brackets.io import result_json
+    >>> from analysis.brackets.examples import example_input
+    >>> from analysis.brackets.io import profile_file, result_json
+    >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
     >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
     >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
     >>> sorted(result)
@@ -330,13 +327,8 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
     Two ends per matrix, each re-certified; a damaged witness (the identity's rank-4
     witness ``U W^T = I`` scaled to ``0.3 I``, off by 0.7 in every row) fails:
 
-    >>> import numpy as np
-    >>> from analysis.brackets.io import MatrixInput, profile_file
-    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
-    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
-    >>> from analysis.brackets.io import result_json
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
-    >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
+    >>> from analysis.brackets.examples import example_result
+    >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
     >>> from analysis.brackets.io import verify_result
     >>> verify_result(data, result)
     VerifyReport(status=0, checked=4, messages=[])
@@ -445,19 +437,15 @@ def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from analysis.brackets.io import MatrixInput, profile_file
-    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
-    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
-    >>> from analysis.brackets.io import result_json
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
-    >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
+    >>> from analysis.brackets.examples import example_result
+    >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
     >>> from analysis.brackets.io import bracket_frame
     >>> bracket_frame(result, data)
        index  eps  lower  upper
     0      0  0.5      4      4
     1      1  0.5      1      1
-    >>> bracket_frame(result, MatrixInput(A, [0, 0], [0, 1], "another file", None, False))
+    >>> import dataclasses
+    >>> bracket_frame(result, dataclasses.replace(data, sha256="another file"))
     Traceback (most recent call last):
     ...
     analysis.validation.ParameterError: result: expected a result of `attnrank bracket` ...
@@ -525,10 +513,8 @@ def approximants_for_input(
     Without queries and keys, the SVD and row-copy approximants; the uniform matrix
     has rank 1, and the identity needs its full rank 4 for eps < 1:
 
-    >>> import numpy as np
-    >>> from analysis.brackets.io import MatrixInput, profile_file
-    >>> A = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # r_0.5 = 4 and 1
-    >>> data = MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+    >>> from analysis.brackets.examples import example_input
+    >>> data = example_input()  # the identity and the uniform matrix
     >>> from analysis.brackets.io import approximants_for_input
     >>> table, notes = approximants_for_input(data, None, eps=(0.5,), progress=False)
     >>> table[["index", "method", "rank"]].values.tolist()

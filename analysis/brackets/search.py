@@ -315,11 +315,9 @@ def close_brackets(
     A fast (cheap-stage) profile of a random head, then the default closing pass; the
     profile's witnesses are kept, so the bracket can only narrow (here it closes):
 
-    >>> import numpy as np
     >>> from analysis.brackets import close_brackets, profile_matrix
-    >>> rng = np.random.default_rng(0)
-    >>> A = np.exp(3 * rng.normal(size=(8, 8)))
-    >>> A /= A.sum(1, keepdims=True)
+    >>> from analysis.brackets.examples import example_head
+    >>> A = example_head()
     >>> fast = profile_matrix(A, eps=(0.2,), effort="fast", prune=False)
     >>> closed = close_brackets(A, fast, effort="default")
     >>> closed.effort, closed.stats["closing_pass"]

@@ -382,12 +382,10 @@ def refine(bs, caches, targets: Sequence[float], settings: SearchSettings, devic
     After the cheap stage of a random head, the default refinement finds a rank-6
     witness; both ends being certified, the closed bracket is ``r_0.1(A)`` itself:
 
-    >>> import numpy as np
     >>> from analysis.brackets import stages
     >>> from analysis.brackets.settings import search_settings
-    >>> rng = np.random.default_rng(3)
-    >>> A = np.exp(3 * rng.normal(size=(8, 8)))  # a random 8 x 8 head
-    >>> A /= A.sum(1, keepdims=True)
+    >>> from analysis.brackets.examples import example_head
+    >>> A = example_head(seed=3)  # a random 8 x 8 head
     >>> b = stages.Builder(A, None)
     >>> stages.trivial_witnesses(b)
     >>> cache = stages.cheap_stage(b, [0.1])
@@ -486,12 +484,10 @@ def close(bs, caches, targets: Sequence[float], settings: SearchSettings, device
     settings leave the builder as it was); the default one finds a lower witness of
     size 5, and the closed bracket is ``r_0.2(A)`` itself:
 
-    >>> import numpy as np
     >>> from analysis.brackets import stages
     >>> from analysis.brackets.settings import search_settings
-    >>> rng = np.random.default_rng(0)
-    >>> A = np.exp(3 * rng.normal(size=(8, 8)))  # a random 8 x 8 head
-    >>> A /= A.sum(1, keepdims=True)
+    >>> from analysis.brackets.examples import example_head
+    >>> A = example_head()  # a random 8 x 8 head
     >>> b = stages.Builder(A, None)
     >>> stages.trivial_witnesses(b)
     >>> cache = stages.cheap_stage(b, [0.2])
@@ -566,18 +562,15 @@ def prune(b: Builder, keep_eps: Sequence[float]) -> None:
 
     Examples
     --------
-    After the cheap stage of a random head, pruning to eps = 0.2 keeps the zero and
-    row-sum witnesses and the two ends, so the bracket is unchanged:
+    After the cheap stage of a random head at eps = 0.1 and 0.2, pruning to eps = 0.2
+    keeps the zero and row-sum witnesses and the two ends at 0.2, so that bracket is
+    unchanged:
 
-    >>> import numpy as np
     >>> from analysis.brackets import stages
-    >>> from analysis.brackets.settings import search_settings
-    >>> rng = np.random.default_rng(0)
-    >>> A = np.exp(3 * rng.normal(size=(8, 8)))  # a random 8 x 8 head
-    >>> A /= A.sum(1, keepdims=True)
-    >>> b = stages.Builder(A, None)
+    >>> from analysis.brackets.examples import example_head
+    >>> b = stages.Builder(example_head(), None)
     >>> stages.trivial_witnesses(b)
-    >>> cache = stages.cheap_stage(b, [0.2])
+    >>> _ = stages.cheap_stage(b, [0.1, 0.2])
     >>> lo0, hi0 = b.lo(0.2), b.hi(0.2)
     >>> stages.prune(b, [0.2])
     >>> sorted(b.upper) == sorted({0, hi0}), sorted(b.lower) == sorted({1, lo0})

@@ -230,27 +230,11 @@ def held_out_predictions(result: ComparisonResult, table: pd.DataFrame) -> pd.Da
 
     Examples
     --------
-    With ``table``, ``models`` and ``result`` as in
-    :func:`~analysis.compare.nested.compare_nested`'s example:
+    With the table and result of :func:`~analysis.compare.examples.example_comparison`
+    (:func:`~analysis.compare.nested.compare_nested`'s example):
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 heads held out
-    >>> table = pd.DataFrame({
-    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
-    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"),
-    ...     "base__x": rng.normal(size=80), "rich__z": rng.normal(size=80),
-    ...     "noise__w": rng.normal(size=80),
-    ... })
-    >>> y = 3.0 + table["base__x"] + 0.8 * table["rich__z"] + rng.normal(0.0, 0.3, 80)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
-    >>> models = {"base": ["base"], "rich": ["base", "rich"], "noisy": ["base", "noise"]}
-    >>> from analysis.compare.nested import compare_nested
-    >>> result = compare_nested(
-    ...     table, models, family=[("base", "rich"), ("base", "noisy")],
-    ...     metrics=["interval_sq_loss"], n_boot=199, random_state=0,
-    ... )
+    >>> from analysis.compare.examples import example_comparison
+    >>> table, result = example_comparison()
     >>> from analysis.compare.bycheckpoint import held_out_predictions
     >>> predictions = held_out_predictions(result, table)
     >>> predictions.groupby("model").size().to_dict()  # 24 held-out cells, 3 models
@@ -345,28 +329,12 @@ def effects_by_checkpoint(
 
     Examples
     --------
-    With ``table``, ``models`` and ``result`` as in
-    :func:`~analysis.compare.nested.compare_nested`'s example (three held-out heads in
-    each of the checkpoints ``ck-a`` and ``ck-b``):
+    With the table and result of :func:`~analysis.compare.examples.example_comparison`
+    (:func:`~analysis.compare.nested.compare_nested`'s example), three held-out heads in
+    each of the checkpoints ``ck-a`` and ``ck-b``:
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 heads held out
-    >>> table = pd.DataFrame({
-    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
-    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"),
-    ...     "base__x": rng.normal(size=80), "rich__z": rng.normal(size=80),
-    ...     "noise__w": rng.normal(size=80),
-    ... })
-    >>> y = 3.0 + table["base__x"] + 0.8 * table["rich__z"] + rng.normal(0.0, 0.3, 80)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
-    >>> models = {"base": ["base"], "rich": ["base", "rich"], "noisy": ["base", "noise"]}
-    >>> from analysis.compare.nested import compare_nested
-    >>> result = compare_nested(
-    ...     table, models, family=[("base", "rich"), ("base", "noisy")],
-    ...     metrics=["interval_sq_loss"], n_boot=199, random_state=0,
-    ... )
+    >>> from analysis.compare.examples import example_comparison
+    >>> table, result = example_comparison()
     >>> from analysis.compare.bycheckpoint import effects_by_checkpoint
     >>> effects = effects_by_checkpoint(result, table, seed=0)
     >>> cols = ["pair", "checkpoint", "held_out_heads", "effect", "ci_low", "spawn_key"]

@@ -281,13 +281,8 @@ class PreparedCovariates:
     Made by :func:`prepare_covariates`:
 
     >>> import numpy as np
-    >>> import pandas as pd
-    >>> size = np.arange(1.0, 13.0)
-    >>> table = pd.DataFrame({
-    ...     "y_lower": np.log2(size).round(), "base__size": size, "base__twice": 2 * size,
-    ...     "rich__const": np.ones(12), "rich__noise": np.random.default_rng(0).normal(size=12),
-    ... })
-    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.compare.examples import example_covariate_table
+    >>> table = example_covariate_table()
     >>> train = np.arange(12) < 9
     >>> from analysis.compare.covariates import prepare_covariates
     >>> prepared = prepare_covariates(table, {"base": ["base"]}, train)
@@ -467,13 +462,8 @@ def prepare_covariates(
     and ``rich__const`` is constant:
 
     >>> import numpy as np
-    >>> import pandas as pd
-    >>> size = np.arange(1.0, 13.0)
-    >>> table = pd.DataFrame({
-    ...     "y_lower": np.log2(size).round(), "base__size": size, "base__twice": 2 * size,
-    ...     "rich__const": np.ones(12), "rich__noise": np.random.default_rng(0).normal(size=12),
-    ... })
-    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.compare.examples import example_covariate_table
+    >>> table = example_covariate_table()
     >>> train = np.arange(12) < 9
     >>> from analysis.compare.covariates import head_folds, prepare_covariates
     >>> models = {"base": ["base"], "rich": ["base", "rich"]}

@@ -98,10 +98,8 @@ class IntervalRegression(GenericLikelihoodModel):
     A statsmodels likelihood model; :func:`fit_interval` is the usual way to fit it.
 
     >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> x = rng.normal(size=40)
-    >>> y = 1.0 + 2.0 * x + rng.normal(0.0, 0.1, 40)  # latent log2 rank
-    >>> lower = np.floor(y); upper = lower + 1.0  # only brackets of width 1 are seen
+    >>> from analysis.compare.examples import example_intervals
+    >>> x, lower, upper = example_intervals()  # brackets of y = 1 + 2 x + noise
     >>> from analysis.compare.estimators import IntervalRegression
     >>> model = IntervalRegression(lower, upper, np.column_stack([np.ones(40), x]))
     >>> params = np.asarray(model.fit(disp=0).params)  # (intercept, slope, log sigma)
@@ -283,11 +281,8 @@ def fit_interval(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> x = rng.normal(size=40)
-    >>> y = 1.0 + 2.0 * x + rng.normal(0.0, 0.1, 40)  # latent log2 rank
-    >>> lower = np.floor(y); upper = lower + 1.0  # only brackets of width 1 are seen
+    >>> from analysis.compare.examples import example_intervals
+    >>> x, lower, upper = example_intervals()  # brackets of y = 1 + 2 x + noise
     >>> from analysis.compare.estimators import fit_interval
     >>> model = fit_interval(x[:, None], lower, upper, cov=True)
     >>> model.coef.round(1).tolist(), model.converged, model.bse.shape
@@ -357,11 +352,8 @@ def fit_ols(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> FittedModel:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> x = rng.normal(size=40)
-    >>> y = 1.0 + 2.0 * x + rng.normal(0.0, 0.1, 40)  # latent log2 rank
-    >>> lower = np.floor(y); upper = lower + 1.0  # only brackets of width 1 are seen
+    >>> from analysis.compare.examples import example_intervals
+    >>> x, lower, upper = example_intervals()  # brackets of y = 1 + 2 x + noise
     >>> from analysis.compare.estimators import fit_ols
     >>> model = fit_ols(x[:, None], lower, upper)
     >>> model.coef.round(2).tolist(), model.n_params, model.iterations
@@ -409,10 +401,8 @@ def fit_ridge(
     Examples
     --------
     >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> x = rng.normal(size=40)
-    >>> y = 1.0 + 2.0 * x + rng.normal(0.0, 0.1, 40)  # latent log2 rank
-    >>> lower = np.floor(y); upper = lower + 1.0  # only brackets of width 1 are seen
+    >>> from analysis.compare.examples import example_intervals
+    >>> x, lower, upper = example_intervals()  # brackets of y = 1 + 2 x + noise
     >>> from analysis.compare.estimators import fit_ridge
     >>> heads = np.repeat(np.arange(8), 5)
     >>> model = fit_ridge(x[:, None], lower, upper, groups=heads, alphas=[0.01, 1.0, 100.0])

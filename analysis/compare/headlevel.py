@@ -180,21 +180,15 @@ class HeadLevelResult:
 
     Examples
     --------
-    Made by :func:`head_level_analysis`:
+    Made by :func:`head_level_analysis`; with three inputs at every length and eight
+    heads, both questions can be answered:
 
-    >>> import warnings
-    >>> import pandas as pd
+    >>> from analysis.compare.examples import example_head_table
     >>> from analysis.compare.headlevel import head_level_analysis
-    >>> table = pd.DataFrame({  # one input per length: no within-head folds
-    ...     "cluster": [0, 0, 1, 1, 2, 2], "input_id": "a", "length": [16, 32] * 3,
-    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0], "y_lower": [0.0, 1, 1, 2, 0, 2],
-    ... })
-    >>> table["y_upper"] = table["y_lower"] + 1.0
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     result = head_level_analysis(table, {"base": ["base"]}, estimator="ols")
+    >>> table = example_head_table()
+    >>> result = head_level_analysis(table, {"base": ["base"]}, estimator="ols")
     >>> result.base_model, list(result.folds), list(result.skipped)
-    ('base', ['across_head'], ['within_head'])
+    ('base', ['within_head', 'across_head'], [])
     >>> sorted(result.meta())
     ['base_model', 'folds', 'residual_icc', 'skipped', 'warnings']
     """
@@ -375,20 +369,8 @@ def head_level_folds(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(8), 6)  # 8 training heads: inputs a, b, c at 2 lengths
-    >>> table = pd.DataFrame({
-    ...     "cluster": heads, "input_id": np.tile(["a", "b", "c"], 16),
-    ...     "length": np.tile([16, 16, 16, 32, 32, 32], 8),
-    ... })
-    >>> table["base__log_length"] = np.log2(table["length"])
-    >>> table["rich__z"] = rng.normal(size=48)
-    >>> head_effect = rng.normal(0.0, 0.7, 8)[heads]
-    >>> y = 1 + 0.5 * table["base__log_length"] + 0.8 * table["rich__z"] + head_effect
-    >>> y += rng.normal(0.0, 0.2, 48)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.compare.examples import example_head_table
+    >>> table = example_head_table()  # 8 training heads: inputs a, b, c at 2 lengths
     >>> from analysis.compare.headlevel import head_level_folds
     >>> folds, how = head_level_folds(table, "within_head")
     >>> folds[:6].tolist(), how  # doctest: +ELLIPSIS
@@ -557,20 +539,8 @@ def head_level_analysis(
     --------
     Eight heads with head effects; ``rich__z`` predicts within and across heads:
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(8), 6)  # 8 training heads: inputs a, b, c at 2 lengths
-    >>> table = pd.DataFrame({
-    ...     "cluster": heads, "input_id": np.tile(["a", "b", "c"], 16),
-    ...     "length": np.tile([16, 16, 16, 32, 32, 32], 8),
-    ... })
-    >>> table["base__log_length"] = np.log2(table["length"])
-    >>> table["rich__z"] = rng.normal(size=48)
-    >>> head_effect = rng.normal(0.0, 0.7, 8)[heads]
-    >>> y = 1 + 0.5 * table["base__log_length"] + 0.8 * table["rich__z"] + head_effect
-    >>> y += rng.normal(0.0, 0.2, 48)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.compare.examples import example_head_table
+    >>> table = example_head_table()  # 8 training heads: inputs a, b, c at 2 lengths
     >>> from analysis.compare.headlevel import head_level_analysis
     >>> models = {"base": ["base"], "rich": ["base", "rich"]}
     >>> result = head_level_analysis(

@@ -388,18 +388,8 @@ def compare_nested(
     A latent log2 rank that depends on ``base__x`` and ``rich__z`` but not on
     ``noise__w``, seen only as brackets of width 1:
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 heads held out
-    >>> table = pd.DataFrame({
-    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
-    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"),
-    ...     "base__x": rng.normal(size=80), "rich__z": rng.normal(size=80),
-    ...     "noise__w": rng.normal(size=80),
-    ... })
-    >>> y = 3.0 + table["base__x"] + 0.8 * table["rich__z"] + rng.normal(0.0, 0.3, 80)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.compare.examples import example_table
+    >>> table = example_table()  # 80 cells of 20 heads, 6 heads held out
     >>> models = {"base": ["base"], "rich": ["base", "rich"], "noisy": ["base", "noise"]}
     >>> from analysis.compare.nested import compare_nested
     >>> result = compare_nested(

@@ -549,18 +549,19 @@ def run_block(block: Block, cell: Cell) -> dict[str, float]:
 
     Examples
     --------
+    A 3 x 3 head with logits ``log(3) I``: each row is ``(3, 1, 1) / 5`` up to order.
+
     >>> import numpy as np
-    >>> from analysis.descriptors.registry import Cell, MatrixData
-    >>> data = MatrixData(
-    ...     np.eye(2), np.eye(2), np.log(3.0), None, eps_grid=(0.1,), temperatures=(1.0,)
-    ... )
-    >>> cell = Cell(data, temperature=1.0, eps=0.1)
-    >>> from analysis.descriptors.registry import as_block, descriptor, run_block
+    >>> from analysis.descriptors.registry import Cell, MatrixData, as_block, descriptor
+    >>> from analysis.descriptors.registry import run_block
+    >>> Q = K = np.eye(3)
+    >>> data = MatrixData(Q, K, np.log(3.0), None, eps_grid=(0.1,), temperatures=(1.0,))
     >>> @descriptor("peak")
     ... def peak(cell):
     ...     return {"max_entry": cell.A.max(), "n_keys": cell.A.shape[1]}
-    >>> run_block(as_block(peak), cell)
-    {'peak__max_entry': 0.75, 'peak__n_keys': 2.0}
+    >>> row = run_block(as_block(peak), Cell(data, temperature=1.0, eps=0.1))
+    >>> sorted(row), round(row["peak__max_entry"], 12), row["peak__n_keys"]
+    (['peak__max_entry', 'peak__n_keys'], 0.6, 3.0)
     """
     out = block.func(cell)
     if not isinstance(out, Mapping):

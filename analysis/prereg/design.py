@@ -295,29 +295,8 @@ def load_design(path: str | Path, *, require_held_out: bool = True) -> Design:
 
     >>> from pathlib import Path
     >>> from analysis.prereg.design import draw_held_out, load_design, write_held_out
-    >>> text = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [1.0]
-    ... eps = [0.1]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... [held_out]
-    ... seed = 7
-    ... fraction = 0.25
-    ... '''
-    >>> _ = Path("toy.toml").write_text(text, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> text = write_example_design("toy.toml", held_out=None).read_text(encoding="utf-8")
     >>> design = load_design("toy.toml", require_held_out=False)
     >>> design.models, design.family, len(design.sha256)
     ({'M0': ('baseline',), 'M1': ('baseline', 'native')}, (('M0', 'M1'),), 64)

@@ -193,23 +193,11 @@ class HypothesisPower:
 
     Examples
     --------
-    Made by :func:`validate_comparison`, one per simulated hypothesis:
+    Made by :func:`validate_comparison`, one per simulated hypothesis (here by
+    :func:`analysis.prereg.examples.example_validation`):
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
-    >>> from analysis.prereg.error_rates import validate_comparison
-    >>> result = validate_comparison(  # 2 studies per share: far too few for real use
-    ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
-    ...     mde_steps=0, calibration_iterations=0, random_state=0,
-    ... )
+    >>> from analysis.prereg.examples import example_validation
+    >>> result = example_validation()  # 2 studies per share: far too few for real use
     >>> h = result.hypotheses[0]
     >>> h.hypothesis, h.pair, h.signal, h.size_simple.n
     ('M0<M1', ('M0', 'M1'), 'native', 2)
@@ -304,23 +292,11 @@ class ValidationResult:
 
     Examples
     --------
-    Made by :func:`validate_comparison`:
+    Made by :func:`validate_comparison` (here by
+    :func:`analysis.prereg.examples.example_validation`):
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
-    >>> from analysis.prereg.error_rates import validate_comparison
-    >>> result = validate_comparison(  # 2 studies per share: far too few for real use
-    ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
-    ...     mde_steps=0, calibration_iterations=0, random_state=0,
-    ... )
+    >>> from analysis.prereg.examples import example_validation
+    >>> result = example_validation()  # 2 studies per share: far too few for real use
     >>> result.confirmatory.hypothesis, result.simulations, result.alpha
     ('M0<M1', 2, 0.05)
     >>> from analysis.prereg.error_rates import RUN_COLUMNS
@@ -623,16 +599,10 @@ def validate_comparison(
     --------
     A small study (made-up reference widths), two studies per share, no MDE bisection:
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import PowerAssumptions, StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.power import PowerAssumptions
+    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
+    >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.prereg.error_rates import validate_comparison
     >>> result = validate_comparison(  # 2 studies per share: far too few for real use
     ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),

@@ -144,16 +144,9 @@ def simulate_study(
     --------
     A small study (reference widths made up for the example):
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
+    >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.prereg.power import simulate_study
     >>> table = simulate_study(sizes, widths, share=0.5, random_state=0)
     >>> table.shape, table["cluster"].nunique(), table.loc[table["held_out"], "cluster"].nunique()
@@ -285,16 +278,9 @@ def simulated_comparison(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
+    >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.prereg.power import simulate_study, simulated_comparison
     >>> table = simulate_study(sizes, widths, share=0.5, random_state=0)
     >>> result = simulated_comparison(sizes, table, random_state=0)
@@ -468,16 +454,9 @@ def simulated_decisions(
     Five studies where ``native`` explains half the variance M0 leaves, and five at the
     null:
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
+    >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.prereg.power import simulated_decisions
     >>> alternative = simulated_decisions(sizes, widths, share=0.5, simulations=5, random_state=0)
     >>> alternative["adds_information"].tolist()

@@ -188,16 +188,9 @@ def power_curve(
     --------
     One effect and one head share, four studies each (a real curve needs hundreds):
 
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.prereg.power import StudySizes
-    >>> sizes = StudySizes(  # 16 heads (6 held out), 2 cells each, one pair
-    ...     n_heads=16, n_held_out=6, lengths=(64,), temperatures=(1.0, 2.0), eps=(0.1,),
-    ...     n_boot=99, models=(("M0", ("baseline",)), ("M1", ("baseline", "native"))),
-    ...     family=(("M0", "M1"),),
-    ... )
-    >>> widths = pd.DataFrame({"eps": 0.1, "lower": [2, 4, 8, 8, 16], "upper": [4, 8, 8, 16, 32]})
-    >>> widths["width"] = np.log2(widths["upper"] / widths["lower"])  # as load_widths adds
+    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
+    >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.prereg.power_curve import power_curve
     >>> curve = power_curve(
     ...     widths, simulations=4, effects=(0.5,), head_shares=(0.5,), sizes=sizes, random_state=0

@@ -368,32 +368,9 @@ def sizes_from_design(
     A small design (8 heads of one checkpoint, 2 held out) written to the current
     folder, with covariate counts given:
 
-    >>> from pathlib import Path
     >>> from analysis.prereg.power_inputs import sizes_from_design
-    >>> text = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [1.0]
-    ... eps = [0.1]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... [held_out]
-    ... heads = ["org/tiny:1:1", "org/tiny:1:2"]
-    ... seed = 7
-    ... fraction = 0.25
-    ... '''
-    >>> _ = Path("toy.toml").write_text(text, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("toy.toml")
     >>> sizes = sizes_from_design("toy.toml", features={"baseline": 11, "native": 13})
     >>> sizes.n_heads, sizes.n_held_out, sizes.strata, sizes.n_boot
     (8, 2, (('org/tiny', 8, 2),), 199)

@@ -79,34 +79,11 @@ class SealedCells:
     A small design with its held-out list (two of eight heads), locked in the current
     folder:
 
-    >>> from pathlib import Path
     >>> import pandas as pd
     >>> from analysis.prereg.lock import lock_design
     >>> from analysis.prereg.sealing import SealedCells
-    >>> text = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [1.0]
-    ... eps = [0.1]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... [held_out]
-    ... heads = ["org/tiny:1:1", "org/tiny:1:2"]
-    ... seed = 7
-    ... fraction = 0.25
-    ... '''
-    >>> _ = Path("toy.toml").write_text(text, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("toy.toml")
     >>> _ = lock_design("toy.toml")
     >>> heads = [f"org/tiny:{layer}:{head}" for layer in range(2) for head in range(4)]
     >>> sealed = SealedCells(pd.DataFrame({"cluster": heads[:-2]}), "toy.toml")

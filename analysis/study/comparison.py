@@ -106,22 +106,11 @@ def fit_comparisons(
     comparison (a real one comes from :func:`analysis.prereg.load_design`):
 
     >>> from pathlib import Path
-    >>> import numpy as np
-    >>> import pandas as pd
     >>> from analysis.descriptors import builtin_registry
     >>> from analysis.prereg.design import Design
     >>> from analysis.study.comparison import fit_comparisons
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 held out
-    >>> table = pd.DataFrame({
-    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
-    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"), "input_id": np.tile(["a", "b"], 40),
-    ...     "length": np.tile([16, 16, 32, 32], 20), "baseline__entropy_mean": rng.normal(size=80),
-    ...     "native__kappa": rng.lognormal(size=80),
-    ... })
-    >>> log_kappa = np.log(table["native__kappa"])  # the native block carries information
-    >>> y = 3.0 + table["baseline__entropy_mean"] + 0.8 * log_kappa + rng.normal(0.0, 0.3, 80)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.study.examples import example_study_table
+    >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
     >>> data = {
     ...     "models": {"M0": ["baseline"], "M1": ["baseline", "native"]},
     ...     "descriptors": {"calibration": "in-sample"}, "metrics": {"primary": "interval_sq_loss"},
@@ -202,38 +191,12 @@ def comparison_table(
     A small locked design (8 heads x 2 temperatures x 2 eps = 32 planned real cells), and
     three real cells by hand, one with a covariate that is not finite:
 
-    >>> from pathlib import Path
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> import numpy as np
     >>> import pandas as pd
     >>> from analysis.prereg import PreregistrationError
     >>> from analysis.study.comparison import comparison_table
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/table.toml").write_text(toml, encoding="utf-8")
-    >>> design = load_design("studies/table.toml")
-    >>> _ = lock_design("studies/table.toml", **block_facts(design))
-    >>> study = Study.open("studies/table.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/table.toml")
     >>> brackets = pd.DataFrame({
     ...     "cell_key": ["c1", "c2", "c3"], "source": "checkpoint", "checkpoint": "org/tiny",
     ...     "head_id": ["org/tiny:0:0", "org/tiny:1:1", "org/tiny:1:2"], "held_out": False,
@@ -322,49 +285,12 @@ def secondary_by_checkpoint(
     A small locked design (its hypothesis H1 is the pair M0 < M1), and a tidy table of
     two checkpoints standing in for the study's released cells:
 
-    >>> from pathlib import Path
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> import numpy as np
-    >>> import pandas as pd
     >>> from analysis.compare import compare_nested
     >>> from analysis.study.comparison import secondary_by_checkpoint
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/secondary.toml").write_text(toml, encoding="utf-8")
-    >>> design = load_design("studies/secondary.toml")
-    >>> _ = lock_design("studies/secondary.toml", **block_facts(design))
-    >>> study = Study.open("studies/secondary.toml")
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(20), 4)  # 20 heads of 4 cells, 6 held out
-    >>> table = pd.DataFrame({
-    ...     "cell_key": np.arange(80), "cluster": heads, "held_out": heads % 10 >= 7,
-    ...     "stratum": np.where(heads < 10, "ck-a", "ck-b"), "input_id": np.tile(["a", "b"], 40),
-    ...     "length": np.tile([16, 16, 32, 32], 20), "baseline__entropy_mean": rng.normal(size=80),
-    ...     "native__kappa": rng.lognormal(size=80),
-    ... })
-    >>> log_kappa = np.log(table["native__kappa"])  # the native block carries information
-    >>> y = 3.0 + table["baseline__entropy_mean"] + 0.8 * log_kappa + rng.normal(0.0, 0.3, 80)
-    >>> table["y_lower"] = np.floor(y); table["y_upper"] = table["y_lower"] + 1.0
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/secondary.toml")
+    >>> from analysis.study.examples import example_study_table
+    >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
     >>> kwargs = study.design.comparison_kwargs()
     >>> result = compare_nested(
     ...     table, study.design.models, log_columns=["native__kappa"],
@@ -413,36 +339,10 @@ def compare_stage(
     (model weights), so this example shows only its refusal on a study without them;
     :func:`fit_comparisons` shows the fits on a small table:
 
-    >>> from pathlib import Path
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> import pandas as pd
     >>> from analysis.study.comparison import compare_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/stage.toml").write_text(toml, encoding="utf-8")
-    >>> design = load_design("studies/stage.toml")
-    >>> _ = lock_design("studies/stage.toml", **block_facts(design))
-    >>> study = Study.open("studies/stage.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/stage.toml")
     >>> brackets = pd.DataFrame(columns=["cell_key", "source", "checkpoint", "head_id",
     ...     "held_out", "lo", "hi", "input_id", "length", "temperature", "eps"])
     >>> compare_stage(study, brackets, pd.DataFrame(columns=["cell_key"]), say=print)

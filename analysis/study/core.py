@@ -62,28 +62,9 @@ class Study:
     >>> from pathlib import Path
     >>> from analysis.prereg import PreregistrationError, load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/toy.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> path = write_example_design("studies/toy.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
+    >>> toml = path.read_text(encoding="utf-8")
     >>> facts = block_facts(load_design("studies/toy.toml"))
     >>> _ = lock_design("studies/toy.toml", **facts)
     >>> study = Study.open("studies/toy.toml")
@@ -290,10 +271,8 @@ def block_facts(
     Parameters
     ----------
     design : Design
-    root : path, keyword-only
-        The study root, for :func:`design_registry` when ``registry`` is None.
-    registry : Registry, optional, keyword-only
-        The study's registry (default: built from ``design`` and ``root``).
+    root, registry : keyword-only
+        As for :func:`design_blocks`: the study root, or the study's registry.
 
     Returns
     -------

@@ -174,42 +174,13 @@ def descriptor_stage(
     A study describes its real matrices; to stay clear of model weights, the two
     synthetic matrices of a small design stand in for them here:
 
-    >>> from pathlib import Path
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> import pandas as pd
     >>> from analysis.store import Store
     >>> from analysis.study.describe import VERSIONS_FILE, descriptor_stage
     >>> from analysis.study.records import read_json
     >>> from analysis.study.stages import synthetic_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [
-    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
-    ... ]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/describe.toml").write_text(toml, encoding="utf-8")
-    >>> design = load_design("studies/describe.toml")
-    >>> _ = lock_design("studies/describe.toml", **block_facts(design))
-    >>> study = Study.open("studies/describe.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/describe.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
     ...     first = descriptor_stage(study, store, keys, workers=1, progress=False)

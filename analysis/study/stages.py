@@ -37,36 +37,10 @@ def extract_stage(
     stops before it stores anything (``Study.check_checkpoints`` says so earlier, for
     every checkpoint at once).
 
-    >>> from pathlib import Path
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import extract_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/extract.toml").write_text(toml, encoding="utf-8")
-    >>> design = load_design("studies/extract.toml")
-    >>> _ = lock_design("studies/extract.toml", **block_facts(design))
-    >>> study = Study.open("studies/extract.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/extract.toml")
     >>> with Store(study.paths.store, create=True) as store:
     ...     extract_stage(study, store, {}, progress=False, say=print)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -128,39 +102,10 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     --------
     A design with two synthetic matrices (the ball family, n = 8, d = 2, beta 1 and 4):
 
-    >>> from pathlib import Path
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import synthetic_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [
-    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
-    ... ]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/synthetic.toml").write_text(toml, encoding="utf-8")
-    >>> design = load_design("studies/synthetic.toml")
-    >>> _ = lock_design("studies/synthetic.toml", **block_facts(design))
-    >>> study = Study.open("studies/synthetic.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/synthetic.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
     ...     again = synthetic_stage(study, store)  # all stored: nothing added
@@ -225,39 +170,10 @@ def bracket_stage(
     The two synthetic matrices of a small design, bracketed at t = 1 (no real matrix is
     extracted here):
 
-    >>> from pathlib import Path
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [
-    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
-    ... ]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/brackets.toml").write_text(toml, encoding="utf-8")
-    >>> design = load_design("studies/brackets.toml")
-    >>> _ = lock_design("studies/brackets.toml", **block_facts(design))
-    >>> study = Study.open("studies/brackets.toml")
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/brackets.toml", synthetic=True)
     >>> kw = dict(workers=1, engine=None, progress=False)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)

@@ -59,6 +59,24 @@ def _plugin(tmp_path, monkeypatch, body: str) -> str:
     return module
 
 
+def _one_block_plugin(tmp_path, monkeypatch, name: str, *, listed: bool = True) -> str:
+    """A plugin module with one block ``name``; ``listed=False`` leaves out ``BLOCKS``."""
+    blocks = "BLOCKS = [block]" if listed else ""
+    return _plugin(
+        tmp_path,
+        monkeypatch,
+        f"""
+        from analysis.descriptors import descriptor
+
+        @descriptor("{name}")
+        def block(cell):
+            return {{"x": 1.0}}
+
+        {blocks}
+        """,
+    )
+
+
 def test_plugins_follow_the_built_in_blocks_in_their_declared_order(tmp_path, monkeypatch):
     tag = uuid.uuid4().hex[:8]
     first, second = f"plug_a_{tag}", f"plug_z_{tag}"
@@ -92,54 +110,17 @@ def test_plugins_follow_the_built_in_blocks_in_their_declared_order(tmp_path, mo
 
 def test_plugin_modules_keep_the_design_order(tmp_path, monkeypatch):
     a, b = (f"plug_{uuid.uuid4().hex[:8]}" for _ in range(2))
-    mods = [
-        _plugin(
-            tmp_path,
-            monkeypatch,
-            f"""
-            from analysis.descriptors import descriptor
-
-            @descriptor("{name}")
-            def block(cell):
-                return {{"x": 1.0}}
-
-            BLOCKS = [block]
-            """,
-        )
-        for name in (a, b)
-    ]
+    mods = [_one_block_plugin(tmp_path, monkeypatch, name) for name in (a, b)]
     assert build_registry(mods).block_order()[4:] == (a, b)
     assert build_registry(mods[::-1]).block_order()[4:] == (b, a)
 
 
 def test_a_module_without_blocks_list_or_with_a_taken_name_is_named(tmp_path, monkeypatch):
-    unlisted = _plugin(
-        tmp_path,
-        monkeypatch,
-        """
-        from analysis.descriptors import descriptor
-
-        @descriptor("unlisted_block")
-        def block(cell):
-            return {"x": 1.0}
-        """,
-    )
+    unlisted = _one_block_plugin(tmp_path, monkeypatch, "unlisted_block", listed=False)
     with pytest.raises(ParameterError, match="BLOCKS") as info:
         build_registry([unlisted])
     assert info.value.name == "module"
-    clash = _plugin(
-        tmp_path,
-        monkeypatch,
-        """
-        from analysis.descriptors import descriptor
-
-        @descriptor("native")
-        def block(cell):
-            return {"x": 1.0}
-
-        BLOCKS = [block]
-        """,
-    )
+    clash = _one_block_plugin(tmp_path, monkeypatch, "native")  # a built-in block's name
     with pytest.raises(ParameterError, match="native") as info:
         build_registry([clash])
     assert info.value.name == "module"

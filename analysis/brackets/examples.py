@@ -1,0 +1,111 @@
+"""Small inputs for the documentation of :mod:`analysis.brackets`.
+
+Like scikit-learn's ``datasets.make_*`` these helpers make the matrices and input files
+that the ``Examples`` sections of this package bracket, so each example states only what
+it shows: :func:`example_head`, a random head from a seed, and :func:`example_input` /
+:func:`example_result`, two 4 x 4 matrices whose ranks are known in closed form.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from analysis.brackets.io import MatrixInput, profile_file, result_json
+from analysis.validation import ParameterError
+
+__all__ = ["example_head", "example_input", "example_result"]
+
+
+def example_head(n: int = 8, *, seed: int = 0, scale: float = 3.0) -> np.ndarray:
+    """A random ``n x n`` attention head: each row a softmax of ``scale`` x N(0, 1) logits.
+
+    Parameters
+    ----------
+    n : int, default 8
+        Queries and keys.
+    seed : int, default 0
+        Seed of :func:`numpy.random.default_rng`.
+    scale : float, default 3.0
+        Logit scale (an inverse temperature); larger makes rows peakier and the rank at a
+        given eps smaller.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n, n)``, float64, positive, each row summing to 1.
+
+    Raises
+    ------
+    ParameterError
+        When ``n`` is not a positive int.
+
+    Notes
+    -----
+    ``A = exp(scale Z)`` with ``Z`` standard normal, then each row is divided by its sum:
+    the softmax of the logits ``scale Z`` (the row's constant does not matter).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.examples import example_head
+    >>> A = example_head()
+    >>> A.shape, bool(np.allclose(A.sum(1), 1.0)), bool((A > 0).all())
+    ((8, 8), True, True)
+    >>> example_head(0)
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: n: expected a positive int, got 0
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ParameterError("n", "a positive int", n)
+    rng = np.random.default_rng(seed)
+    A = np.exp(scale * rng.normal(size=(n, n)))
+    A /= A.sum(1, keepdims=True)
+    return A
+
+
+def example_input() -> MatrixInput:
+    """Two 4 x 4 matrices as read from an input file: the identity and the uniform matrix.
+
+    At eps = 0.5 the identity has ``r_eps = 4`` (a rank-k approximant leaves some row
+    with l1 error at least 1 when k < 4) and the uniform matrix rank 1 (it is rank 1).
+
+    Returns
+    -------
+    MatrixInput
+        ``A`` of shape (2, 4, 4), (layer, head) = (0, 0) and (0, 1), the stand-in file
+        hash ``"sha-of-the-input-file"``, no temperature, not renormalized.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.examples import example_input
+    >>> data = example_input()
+    >>> data.A.shape, bool(np.array_equal(data.A[0], np.eye(4))), data.A[1].max()
+    ((2, 4, 4), True, np.float64(0.25))
+    """
+    A = np.stack([np.eye(4), np.full((4, 4), 0.25)])
+    return MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
+
+
+def example_result() -> tuple[MatrixInput, dict[str, Any]]:
+    """:func:`example_input` and its ``attnrank bracket`` result at eps = 0.5, witnesses in.
+
+    Returns
+    -------
+    data : MatrixInput
+    result : dict
+        :func:`analysis.brackets.io.result_json` of the ``fast`` profiles.
+
+    Examples
+    --------
+    >>> from analysis.brackets.examples import example_result
+    >>> data, result = example_result()
+    >>> [m["brackets"][0]["lower"] for m in result["matrices"]]  # r_0.5 = 4 and 1
+    [4, 1]
+    """
+    data = example_input()
+    profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
+    return data, result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
