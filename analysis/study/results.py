@@ -78,37 +78,8 @@ def bracket_table(
     >>> from analysis.report.results import BRACKET_COLUMNS
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [
-    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
-    ... ]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/table.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/table.toml", **block_facts(load_design("studies/table.toml")))
-    >>> study, empty = Study.open("studies/table.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/table.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
     ...     _ = bracket_stage(study, store, [], keys, workers=1, engine=None, progress=False)
@@ -229,34 +200,8 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
     --------
     The seeds are the design's (inputs 0, inference 1, held-out draw 7):
 
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/prov.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/prov.toml", **block_facts(load_design("studies/prov.toml")))
-    >>> study, empty = Study.open("studies/prov.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/prov.toml")
     >>> prov = provenance(study, {"last_run_seconds": {"brackets": 2.5}})
     >>> prov["seeds"], prov["stage_seconds"], prov["power"]  # no power file: None
     ({'inputs': 0, 'inference': 1, 'held_out_draw': 7}, {'brackets': 2.5}, None)
@@ -338,34 +283,8 @@ def power_record(study: Study) -> dict[str, Any]:
     Examples
     --------
     >>> from analysis.study.power import not_computed
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/record.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/record.toml", **block_facts(load_design("studies/record.toml")))
-    >>> study, empty = Study.open("studies/record.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/record.toml")
     >>> power_record(study) == {"skipped": not_computed("studies/record.toml")}
     True
     """
