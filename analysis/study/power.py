@@ -177,32 +177,10 @@ def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike 
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> import pandas as pd
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/valid.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("studies/valid.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> before = validation_sizes("studies/valid.toml")  # not locked: the registry's names
     >>> before.features_note
     "the registry's covariate names (the design is not locked)"
@@ -334,34 +312,9 @@ def power_stage(
     ``simulations`` does is cheaper: it reads the stored record, or says there is none.
 
     >>> from analysis.prereg.power_file import write_power_file
-    >>> from pathlib import Path
+    >>> from analysis.study.examples import open_example_study
     >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/stage.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/stage.toml", **block_facts(load_design("studies/stage.toml")))
-    >>> study, empty = Study.open("studies/stage.toml"), pd.DataFrame()
+    >>> study, empty = open_example_study("studies/stage.toml"), pd.DataFrame()
     >>> power_stage(study, empty, empty)["skipped"] == not_computed("studies/stage.toml")
     True
     >>> power_stage(study, empty, empty, simulations=0)["skipped"][:28]

@@ -306,32 +306,9 @@ def report_design(design: Design) -> Any:
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/view.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg import load_design
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("studies/view.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> view = report_design(load_design("studies/view.toml"))
     >>> [h.pair for h in view.hypotheses], view.held_out
     (['M0<M1'], ('org/tiny:1:1', 'org/tiny:1:2'))
@@ -392,34 +369,8 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
     Before any run there is no store; with an empty one, nothing was compared:
 
     >>> from analysis.store import Store
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/assemble.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/assemble.toml", **block_facts(load_design("studies/assemble.toml")))
-    >>> study, empty = Study.open("studies/assemble.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/assemble.toml")
     >>> study_results(study)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -498,34 +449,8 @@ def load_results(
     Examples
     --------
     >>> from analysis.store import Store
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/load.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/load.toml", **block_facts(load_design("studies/load.toml")))
-    >>> study, empty = Study.open("studies/load.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/load.toml")
     >>> Store(study.paths.store, create=True).close()
     >>> results = load_results("studies/load.toml")
     >>> results.title, results.comparison is None, "skipped" in results.power
