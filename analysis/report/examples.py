@@ -26,8 +26,7 @@ def example_design(**fields: Any) -> ReportDesign:
     Parameters
     ----------
     **fields
-        Further :class:`~analysis.report.design.ReportDesign` fields (``family``,
-        ``by_checkpoint``, ...).
+        Further :class:`~analysis.report.design.ReportDesign` fields, e.g. ``family``.
 
     Returns
     -------
@@ -101,12 +100,12 @@ def example_checkpoint_results(**fields: Any) -> StudyResults:
     Parameters
     ----------
     **fields
-        :class:`~analysis.report.results.StudyResults` fields that replace the defaults
-        (``design`` is ``ReportDesign()``; the optional results are unset).
+        As for :func:`example_results`.
 
     Returns
     -------
     StudyResults
+        Titled ``Toy`` (study ``toy``), with an empty features table.
 
     Examples
     --------

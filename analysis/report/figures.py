@@ -203,11 +203,8 @@ def rank_vs_eps(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
-
     >>> from analysis.report.examples import example_results
-    >>> r = example_results()
-    >>> ax, = rank_vs_eps(r).axes  # one panel; every cell drawn (lo = 0 from 1)
+    >>> ax, = rank_vs_eps(example_results()).axes  # one panel; every cell drawn (lo = 0 from 1)
     >>> ax.get_xscale(), ax.get_title().split("\\n")
     ('log', ['org/a, N = 16', '(bert; 2 heads, 6 cells)'])
     """
@@ -232,8 +229,6 @@ def rank_vs_temperature(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
-
     >>> from analysis.report.examples import example_results
     >>> r = example_results()
     >>> ax, = rank_vs_temperature(r).axes
@@ -283,11 +278,8 @@ def bracket_width(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
-
     >>> from analysis.report.examples import example_results
-    >>> r = example_results()
-    >>> ax, = bracket_width(r).axes  # the cell with lo = 0 has no hi / lo: 5 cells
+    >>> ax, = bracket_width(example_results()).axes  # the cell with lo = 0 has no hi / lo: 5 cells
     >>> ax.get_ylabel(), ax.get_title().endswith("5 cells)")
     ('hi / lo (log$_2$ scale)', True)
     """
@@ -331,8 +323,6 @@ def descriptors_vs_midpoint(
 
     Examples
     --------
-    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
-
     >>> from analysis.report.examples import example_results
     >>> r = example_results()
     >>> fig = descriptors_vs_midpoint(r)  # one descriptor (kappa) x two eps

@@ -145,9 +145,8 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
 
     Examples
     --------
-    >>> from analysis.report.examples import example_design
-    >>> hypothesis_sentences(StudyResults("t", "T", example_design(), None, None,
-    ...                                   skipped={"comparison": "x"}))
+    >>> from analysis.report.examples import example_design, example_results
+    >>> hypothesis_sentences(example_results(design=example_design(), skipped={"comparison": "x"}))
     ['**H1** (confirmatory; M0<M1): not tested; the comparison has not run (x).']
     """
     design = results.design
@@ -234,9 +233,9 @@ def power_sentences(results: StudyResults) -> list[str]:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_design
-    >>> power_sentences(StudyResults("t", "T", example_design(), None, None,
-    ...                              power={"skipped": "no widths"}))
+    >>> from analysis.report.examples import example_design, example_results
+    >>> results = example_results(design=example_design(), power={"skipped": "no widths"})
+    >>> power_sentences(results)
     ['**H1** (M0<M1): not simulated: no widths.']
     """
     power = results.power or {}
