@@ -31,6 +31,7 @@ def example_design(**fields: Any) -> ReportDesign:
     Returns
     -------
     ReportDesign
+        Its other fields at their defaults (no Holm family unless ``family`` is given).
 
     Examples
     --------
