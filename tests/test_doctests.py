@@ -83,6 +83,7 @@ COVERED = (
     "analysis.prereg.sealing",
     "analysis.report.build",
     "analysis.report.design",
+    "analysis.report.examples",
     "analysis.report.family_figures",
     "analysis.report.figures",
     "analysis.report.markdown",

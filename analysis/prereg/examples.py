@@ -46,7 +46,7 @@ exploratory = {analyses = []}
 checkpoints_preexist = true
 """
 
-_CHECKPOINT = '{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}'
+_CHECKPOINT = '{{kind = "checkpoint", checkpoint = "{}", layers = 2, heads = 4}}'
 _SYNTHETIC = (
     '{kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true}'
 )
@@ -66,6 +66,7 @@ def write_example_design(
     eps: Sequence[float] = (0.1,),
     held_out: Sequence[str] | None = EXAMPLE_HELD_OUT,
     synthetic: bool = False,
+    checkpoints: Sequence[str] = ("org/tiny",),
 ) -> Path:
     """Write the toy design file used by the examples, and return its path.
 
@@ -86,6 +87,9 @@ def write_example_design(
     synthetic : bool, default False
         Also list an exploratory synthetic source (family ``ball``, n = 8, d = 2,
         beta = 1 and 4).
+    checkpoints : sequence of str, default ("org/tiny",)
+        The checkpoint sources, each with 2 layers x 4 heads (made-up names; nothing is
+        downloaded when the design is written).
 
     Returns
     -------
@@ -95,7 +99,8 @@ def write_example_design(
     Raises
     ------
     ParameterError
-        When ``temperatures`` or ``eps`` is empty or not numbers.
+        When ``temperatures`` or ``eps`` is empty or not numbers, or ``checkpoints`` is
+        empty or not strings.
 
     Examples
     --------
@@ -109,6 +114,10 @@ def write_example_design(
     Traceback (most recent call last):
         ...
     analysis.validation.ParameterError: eps: expected a non-empty sequence of numbers, got ()
+    >>> two = write_example_design("toy/two.toml", checkpoints=("org/a", "org/b"),
+    ...                            held_out=("org/a:1:1", "org/b:0:1"))
+    >>> [s["checkpoint"] for s in load_design(two).data["sampling"]["sources"]]
+    ['org/a', 'org/b']
     """
     lines = [
         _HEAD,
@@ -117,7 +126,12 @@ def write_example_design(
         "lengths = [16]\n",
         'inputs = {source = "corpus", seed = 0, per_length = 1}\n',
     ]
-    sources = [_CHECKPOINT, _SYNTHETIC] if synthetic else [_CHECKPOINT]
+    checkpoints = tuple(checkpoints)
+    if not checkpoints or not all(isinstance(c, str) for c in checkpoints):
+        raise ParameterError("checkpoints", "a non-empty sequence of names", checkpoints)
+    sources = [_CHECKPOINT.format(c) for c in checkpoints]
+    if synthetic:
+        sources.append(_SYNTHETIC)
     lines.append("sources = [\n" + "".join(f"  {s},\n" for s in sources) + "]\n")
     lines.append("[held_out]\n")
     if held_out is not None:

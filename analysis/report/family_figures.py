@@ -42,14 +42,8 @@ def bracket_width_by_family(results: StudyResults) -> Figure | None:
     --------
     Four real cells; the one with lo = 0 has no hi / lo, so three (checkpoint, N) groups:
 
-    >>> import pandas as pd
-    >>> from analysis.report.design import ReportDesign
-    >>> b = pd.DataFrame({"cell_key": list("abcd"), "source": ["checkpoint"] * 4,
-    ...     "checkpoint": ["org/a", "org/a", "org/b", "org/b"], "length": [16, 32, 16, 64],
-    ...     "head_id": list("wxyz"), "lo": [2, 3, 4, 0], "hi": [8, 3, 4, 2],
-    ...     "eps": [0.1, 0.1, 0.2, 0.1], "temperature": [1.0] * 4})
-    >>> b["closed"] = b["lo"] == b["hi"]
-    >>> fig = bracket_width_by_family(StudyResults("toy", "Toy", ReportDesign(), b, pd.DataFrame()))
+    >>> from analysis.report.examples import example_checkpoint_results
+    >>> fig = bracket_width_by_family(example_checkpoint_results())
     >>> ax, = fig.axes
     >>> [t.get_text().replace("\\n", " ") for t in ax.get_xticklabels()], ax.get_ylabel()
     (['a N = 16', 'a N = 32', 'b N = 16'], 'hi / lo (log$_2$ scale)')
@@ -108,23 +102,18 @@ def predicted_vs_bracket(results: StudyResults) -> Figure | None:
 
     >>> import pandas as pd
     >>> from analysis.report.design import ReportDesign
-    >>> b = pd.DataFrame({"cell_key": list("abcd"), "source": ["checkpoint"] * 4,
-    ...     "checkpoint": ["org/a", "org/a", "org/b", "org/b"], "length": [16, 32, 16, 64],
-    ...     "head_id": list("wxyz"), "lo": [2, 3, 4, 0], "hi": [8, 3, 4, 2],
-    ...     "eps": [0.1, 0.1, 0.2, 0.1], "temperature": [1.0] * 4})
-    >>> b["closed"] = b["lo"] == b["hi"]
+    >>> from analysis.report.examples import example_checkpoint_results
     >>> pred = pd.DataFrame({"cell_key": ["a", "c"] * 2, "cluster": ["h1", "h2"] * 2,
     ...     "checkpoint": ["org/a", "org/b"] * 2, "model": ["M0", "M0", "M1", "M1"],
     ...     "y_hat": [2.0, 1.0, 1.5, 2.0], "y_lower": [1.0, 2.0, 1.0, 2.0],
     ...     "y_upper": [3.0, 2.0, 3.0, 2.0]})
     >>> d = ReportDesign(family=(("M0", "M1"),), by_checkpoint=True)
-    >>> fig = predicted_vs_bracket(StudyResults("t", "T", d, b, pd.DataFrame(),
-    ...                                         held_out_predictions=pred))
+    >>> fig = predicted_vs_bracket(example_checkpoint_results(design=d, held_out_predictions=pred))
     >>> [ax.get_title().split("inside ")[1] for ax in fig.axes]  # rows M0, M1; columns a, b
     ['100%', '0%', '100%', '100%']
     >>> no = ReportDesign(family=(("M0", "M1"),))  # by_checkpoint not asked: not drawn
-    >>> predicted_vs_bracket(StudyResults("t", "T", no, b, pd.DataFrame(),
-    ...                                   held_out_predictions=pred)) is None
+    >>> predicted_vs_bracket(example_checkpoint_results(design=no,
+    ...                                                 held_out_predictions=pred)) is None
     True
     """
     pred = results.held_out_predictions

@@ -203,18 +203,8 @@ def rank_vs_eps(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
-
-    >>> import pandas as pd
-    >>> from analysis.report.design import ReportDesign
-    >>> b = pd.DataFrame({"cell_key": list("abcdef"), "source": "checkpoint", "family": "bert",
-    ...     "checkpoint": "org/a", "head_id": ["h1", "h1", "h2", "h2", "h1", "h2"], "length": 16,
-    ...     "lo": [2, 3, 1, 4, 0, 5], "hi": [4, 3, 2, 8, 2, 6], "eps": [0.1, 0.2] * 2 + [0.1] * 2,
-    ...     "temperature": [1.0] * 4 + [2.0] * 2, "held_out": [False, True] * 3, "beta": None})
-    >>> b["closed"] = b["lo"] == b["hi"]
-    >>> r = StudyResults("t", "T", ReportDesign(), b, pd.DataFrame({"cell_key": list("abcdef"),
-    ...                  "native__kappa": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}))
-    >>> ax, = rank_vs_eps(r).axes  # one panel; every cell drawn (lo = 0 from 1)
+    >>> from analysis.report.examples import example_results
+    >>> ax, = rank_vs_eps(example_results()).axes  # one panel; every cell drawn (lo = 0 from 1)
     >>> ax.get_xscale(), ax.get_title().split("\\n")
     ('log', ['org/a, N = 16', '(bert; 2 heads, 6 cells)'])
     """
@@ -239,21 +229,12 @@ def rank_vs_temperature(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
-
-    >>> import pandas as pd
-    >>> from analysis.report.design import ReportDesign
-    >>> b = pd.DataFrame({"cell_key": list("abcdef"), "source": "checkpoint", "family": "bert",
-    ...     "checkpoint": "org/a", "head_id": ["h1", "h1", "h2", "h2", "h1", "h2"], "length": 16,
-    ...     "lo": [2, 3, 1, 4, 0, 5], "hi": [4, 3, 2, 8, 2, 6], "eps": [0.1, 0.2] * 2 + [0.1] * 2,
-    ...     "temperature": [1.0] * 4 + [2.0] * 2, "held_out": [False, True] * 3, "beta": None})
-    >>> b["closed"] = b["lo"] == b["hi"]
-    >>> r = StudyResults("t", "T", ReportDesign(), b, pd.DataFrame({"cell_key": list("abcdef"),
-    ...                  "native__kappa": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}))
+    >>> from analysis.report.examples import example_results
+    >>> r = example_results()
     >>> ax, = rank_vs_temperature(r).axes
     >>> ax.get_xlabel(), ax.get_title().endswith("6 cells)")
     ('temperature t (log$_2$ scale)', True)
-    >>> rank_vs_temperature(StudyResults("t", "T", ReportDesign(), b[:0], b[:0])) is None
+    >>> rank_vs_temperature(example_results(brackets=r.brackets[:0])) is None
     True
     """
     df, zero_lo = _plot_cells(results)
@@ -297,18 +278,8 @@ def bracket_width(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
-
-    >>> import pandas as pd
-    >>> from analysis.report.design import ReportDesign
-    >>> b = pd.DataFrame({"cell_key": list("abcdef"), "source": "checkpoint", "family": "bert",
-    ...     "checkpoint": "org/a", "head_id": ["h1", "h1", "h2", "h2", "h1", "h2"], "length": 16,
-    ...     "lo": [2, 3, 1, 4, 0, 5], "hi": [4, 3, 2, 8, 2, 6], "eps": [0.1, 0.2] * 2 + [0.1] * 2,
-    ...     "temperature": [1.0] * 4 + [2.0] * 2, "held_out": [False, True] * 3, "beta": None})
-    >>> b["closed"] = b["lo"] == b["hi"]
-    >>> r = StudyResults("t", "T", ReportDesign(), b, pd.DataFrame({"cell_key": list("abcdef"),
-    ...                  "native__kappa": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}))
-    >>> ax, = bracket_width(r).axes  # the cell with lo = 0 has no hi / lo: 5 cells
+    >>> from analysis.report.examples import example_results
+    >>> ax, = bracket_width(example_results()).axes  # the cell with lo = 0 has no hi / lo: 5 cells
     >>> ax.get_ylabel(), ax.get_title().endswith("5 cells)")
     ('hi / lo (log$_2$ scale)', True)
     """
@@ -352,17 +323,8 @@ def descriptors_vs_midpoint(
 
     Examples
     --------
-    Six real cells of one checkpoint and N (two heads; one cell with lo = 0):
-
-    >>> import pandas as pd
-    >>> from analysis.report.design import ReportDesign
-    >>> b = pd.DataFrame({"cell_key": list("abcdef"), "source": "checkpoint", "family": "bert",
-    ...     "checkpoint": "org/a", "head_id": ["h1", "h1", "h2", "h2", "h1", "h2"], "length": 16,
-    ...     "lo": [2, 3, 1, 4, 0, 5], "hi": [4, 3, 2, 8, 2, 6], "eps": [0.1, 0.2] * 2 + [0.1] * 2,
-    ...     "temperature": [1.0] * 4 + [2.0] * 2, "held_out": [False, True] * 3, "beta": None})
-    >>> b["closed"] = b["lo"] == b["hi"]
-    >>> r = StudyResults("t", "T", ReportDesign(), b, pd.DataFrame({"cell_key": list("abcdef"),
-    ...                  "native__kappa": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}))
+    >>> from analysis.report.examples import example_results
+    >>> r = example_results()
     >>> fig = descriptors_vs_midpoint(r)  # one descriptor (kappa) x two eps
     >>> [ax.get_title()[-7:] for ax in fig.axes]
     ['$ = 0.1', '$ = 0.2']

@@ -145,9 +145,8 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
 
     Examples
     --------
-    >>> from analysis.report.design import ReportHypothesis as H
-    >>> d = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),))
-    >>> hypothesis_sentences(StudyResults("t", "T", d, None, None, skipped={"comparison": "x"}))
+    >>> from analysis.report.examples import example_design, example_results
+    >>> hypothesis_sentences(example_results(design=example_design(), skipped={"comparison": "x"}))
     ['**H1** (confirmatory; M0<M1): not tested; the comparison has not run (x).']
     """
     design = results.design
@@ -202,8 +201,8 @@ def hypothesis_power(results: StudyResults) -> dict[str, dict[str, str]]:
 
     Examples
     --------
-    >>> from analysis.report.design import ReportHypothesis as H
-    >>> d = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),))
+    >>> from analysis.report.examples import example_design
+    >>> d = example_design()
     >>> sim = {"hypothesis": "H1", "power": {"rate": 0.81234, "share": 0.1}, "mde": 0.4}
     >>> hypothesis_power(StudyResults("t", "T", d, None, None, power={"hypotheses": [sim]}))
     {'H1': {'power': '0.812 at effect share 0.1', 'mde': '0.4'}}
@@ -234,9 +233,9 @@ def power_sentences(results: StudyResults) -> list[str]:
 
     Examples
     --------
-    >>> from analysis.report.design import ReportHypothesis as H
-    >>> d = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),))
-    >>> power_sentences(StudyResults("t", "T", d, None, None, power={"skipped": "no widths"}))
+    >>> from analysis.report.examples import example_design, example_results
+    >>> results = example_results(design=example_design(), power={"skipped": "no widths"})
+    >>> power_sentences(results)
     ['**H1** (M0<M1): not simulated: no widths.']
     """
     power = results.power or {}

@@ -93,34 +93,9 @@ def screened_features(
     A study's descriptors need its checkpoint's weights; before they exist there is
     nothing to screen:
 
-    >>> from pathlib import Path
+    >>> from analysis.study.examples import open_example_study
     >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/screen.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/screen.toml", **block_facts(load_design("studies/screen.toml")))
-    >>> study, empty = Study.open("studies/screen.toml"), pd.DataFrame()
+    >>> study, empty = open_example_study("studies/screen.toml"), pd.DataFrame()
     >>> screened_features(study, empty, empty) is None
     True
     """
@@ -175,34 +150,8 @@ def study_sizes(
     them held out, and ``native`` has as many covariates as its block declares:
 
     >>> from analysis.descriptors import block_covariates, builtin_registry
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/sizes.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/sizes.toml", **block_facts(load_design("studies/sizes.toml")))
-    >>> study, empty = Study.open("studies/sizes.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/sizes.toml")
     >>> sizes = study_sizes(study)
     >>> sizes.n_heads, sizes.n_held_out, sizes.strata, sizes.features_note[:24]
     (8, 2, (('org/tiny', 8, 2),), "the lock's covariate nam")
@@ -228,32 +177,10 @@ def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike 
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> import pandas as pd
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/valid.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("studies/valid.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> before = validation_sizes("studies/valid.toml")  # not locked: the registry's names
     >>> before.features_note
     "the registry's covariate names (the design is not locked)"
@@ -385,34 +312,9 @@ def power_stage(
     ``simulations`` does is cheaper: it reads the stored record, or says there is none.
 
     >>> from analysis.prereg.power_file import write_power_file
-    >>> from pathlib import Path
+    >>> from analysis.study.examples import open_example_study
     >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/stage.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/stage.toml", **block_facts(load_design("studies/stage.toml")))
-    >>> study, empty = Study.open("studies/stage.toml"), pd.DataFrame()
+    >>> study, empty = open_example_study("studies/stage.toml"), pd.DataFrame()
     >>> power_stage(study, empty, empty)["skipped"] == not_computed("studies/stage.toml")
     True
     >>> power_stage(study, empty, empty, simulations=0)["skipped"][:28]

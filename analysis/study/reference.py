@@ -241,36 +241,14 @@ def reference_widths(
     what is refused before any weight is read: repeated lengths, and a design with two
     checkpoints (written to the current folder):
 
-    >>> from pathlib import Path
     >>> from analysis.study.reference import reference_widths
     >>> reference_widths("any.toml", lengths=[96, 96])
     Traceback (most recent call last):
         ...
     analysis.validation.ParameterError: lengths: expected distinct lengths, got [96, 96]
-    >>> toml = '''
-    ... title = "two checkpoints"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/a:1:1", "org/b:0:1"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [1.0]
-    ... eps = [0.1]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [
-    ...   {kind = "checkpoint", checkpoint = "org/a", layers = 2, heads = 2},
-    ...   {kind = "checkpoint", checkpoint = "org/b", layers = 2, heads = 2},
-    ... ]
-    ... '''
-    >>> _ = Path("two.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("two.toml", checkpoints=("org/a", "org/b"),
+    ...                          held_out=("org/a:1:1", "org/b:0:1"))
     >>> reference_widths("two.toml")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...

@@ -78,37 +78,8 @@ def bracket_table(
     >>> from analysis.report.results import BRACKET_COLUMNS
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [
-    ...   {kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4},
-    ...  {kind = "synthetic", family = "ball", n = 8, d = 2, beta = [1.0, 4.0], exploratory = true},
-    ... ]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/table.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/table.toml", **block_facts(load_design("studies/table.toml")))
-    >>> study, empty = Study.open("studies/table.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/table.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
     ...     _ = bracket_stage(study, store, [], keys, workers=1, engine=None, progress=False)
@@ -229,34 +200,8 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
     --------
     The seeds are the design's (inputs 0, inference 1, held-out draw 7):
 
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/prov.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/prov.toml", **block_facts(load_design("studies/prov.toml")))
-    >>> study, empty = Study.open("studies/prov.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/prov.toml")
     >>> prov = provenance(study, {"last_run_seconds": {"brackets": 2.5}})
     >>> prov["seeds"], prov["stage_seconds"], prov["power"]  # no power file: None
     ({'inputs': 0, 'inference': 1, 'held_out_draw': 7}, {'brackets': 2.5}, None)
@@ -338,34 +283,8 @@ def power_record(study: Study) -> dict[str, Any]:
     Examples
     --------
     >>> from analysis.study.power import not_computed
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/record.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/record.toml", **block_facts(load_design("studies/record.toml")))
-    >>> study, empty = Study.open("studies/record.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/record.toml")
     >>> power_record(study) == {"skipped": not_computed("studies/record.toml")}
     True
     """
@@ -387,32 +306,9 @@ def report_design(design: Design) -> Any:
 
     Examples
     --------
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/view.toml").write_text(toml, encoding="utf-8")
+    >>> from analysis.prereg import load_design
+    >>> from analysis.prereg.examples import write_example_design
+    >>> _ = write_example_design("studies/view.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> view = report_design(load_design("studies/view.toml"))
     >>> [h.pair for h in view.hypotheses], view.held_out
     (['M0<M1'], ('org/tiny:1:1', 'org/tiny:1:2'))
@@ -473,34 +369,8 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
     Before any run there is no store; with an empty one, nothing was compared:
 
     >>> from analysis.store import Store
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/assemble.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/assemble.toml", **block_facts(load_design("studies/assemble.toml")))
-    >>> study, empty = Study.open("studies/assemble.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/assemble.toml")
     >>> study_results(study)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -579,34 +449,8 @@ def load_results(
     Examples
     --------
     >>> from analysis.store import Store
-    >>> from pathlib import Path
-    >>> import pandas as pd
-    >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.study.core import Study, block_facts
-    >>> toml = '''
-    ... title = "toy"
-    ... effort = "fast"
-    ... hypotheses = [{id = "H1", kind = "confirmatory", pair = ["M0", "M1"], statement = "s"}]
-    ... outcome = {quantity = "r_eps", transform = "log2", observed_as = "interval"}
-    ... models = {M0 = ["baseline"], M1 = ["baseline", "native"]}
-    ... descriptors = {plugins = []}
-    ... metrics = {primary = "interval_sq_loss"}
-    ... inference = {bootstrap_replicates = 199, seed = 1, alpha = 0.05, family = [["M0", "M1"]]}
-    ... exclusions = {rules = ["none"]}
-    ... exploratory = {analyses = []}
-    ... held_out = {seed = 7, fraction = 0.25, heads = ["org/tiny:1:1", "org/tiny:1:2"]}
-    ... [sampling]
-    ... checkpoints_preexist = true
-    ... temperatures = [0.5, 1.0]
-    ... eps = [0.1, 0.2]
-    ... lengths = [16]
-    ... inputs = {source = "corpus", seed = 0, per_length = 1}
-    ... sources = [{kind = "checkpoint", checkpoint = "org/tiny", layers = 2, heads = 4}]
-    ... '''
-    >>> Path("studies").mkdir(exist_ok=True)
-    >>> _ = Path("studies/load.toml").write_text(toml, encoding="utf-8")
-    >>> _ = lock_design("studies/load.toml", **block_facts(load_design("studies/load.toml")))
-    >>> study, empty = Study.open("studies/load.toml"), pd.DataFrame()
+    >>> from analysis.study.examples import open_example_study
+    >>> study = open_example_study("studies/load.toml")
     >>> Store(study.paths.store, create=True).close()
     >>> results = load_results("studies/load.toml")
     >>> results.title, results.comparison is None, "skipped" in results.power
