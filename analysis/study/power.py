@@ -22,6 +22,7 @@ each hypothesis, or says that the power was not computed and how to compute it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -161,10 +162,13 @@ def study_sizes(
     screened = None
     if brackets is not None and features is not None:
         screened = screened_features(study, brackets, features)
-    if screened is None:
-        return sizes_from_design(study.paths.design)
-    names, note = screened
-    return sizes_from_design(study.paths.design, features=names, features_note=note)
+    names, note = (None, None) if screened is None else screened
+    sizes = sizes_from_design(study.paths.design, features=names, features_note=note)
+    # Named by the design's path inside the study root, not where this clone happens to
+    # be: the name is part of the stored power file's key and summary.
+    design, root = study.paths.design, study.paths.root
+    name = design.relative_to(root).as_posix() if design.is_relative_to(root) else design.name
+    return dataclasses.replace(sizes, name=name)
 
 
 def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike | None = None):
