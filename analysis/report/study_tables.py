@@ -77,13 +77,39 @@ def bracket_table(results: StudyResults) -> pd.DataFrame:
     -----
     ``median_hi_over_lo`` is the median over cells of ``hi / lo`` (cells with
     ``lo = 0`` are left out of it). ``held_out_cells`` counts cells of held-out heads.
+
+    Examples
+    --------
+    In the toy study of :mod:`analysis.report.examples` each eps has one closed cell of two;
+    at eps 0.1 the brackets are [2, 4] and [3, 3] (medians 2.5 and 3.5, hi/lo 2 and 1):
+
+    >>> from analysis.report.examples import example_results
+    >>> t = bracket_table(example_results())
+    >>> t[["eps", "cells", "held_out_cells", "closed_share", "median_lo", "median_hi"]]
+       eps  cells  held_out_cells  closed_share  median_lo  median_hi
+    0  0.1      2               1           0.5        2.5        3.5
+    1  0.2      2               1           0.5        1.5        2.0
+    >>> t["median_hi_over_lo"].tolist()
+    [1.5, 1.5]
     """
     cols = ["checkpoint", "family", "eps"]
     return _bracket_summary(real_cells(results), cols)
 
 
 def bracket_temperature_table(results: StudyResults) -> pd.DataFrame:
-    """Real cells by checkpoint, temperature and eps (as :func:`bracket_table`)."""
+    """Real cells by checkpoint, temperature and eps (as :func:`bracket_table`).
+
+    Examples
+    --------
+    The toy study has one temperature, so the rows are those of :func:`bracket_table`:
+
+    >>> from analysis.report.examples import example_results
+    >>> t = bracket_temperature_table(example_results())
+    >>> t[["temperature", "eps", "cells", "median_hi"]]
+       temperature  eps  cells  median_hi
+    0          1.0  0.1      2        3.5
+    1          1.0  0.2      2        2.0
+    """
     return _bracket_summary(real_cells(results), ["checkpoint", "family", "temperature", "eps"])
 
 
@@ -92,6 +118,16 @@ def synthetic_table(results: StudyResults) -> pd.DataFrame | None:
 
     ``cells`` counts the seeds pooled in a row. None when the study has no synthetic
     cell.
+
+    Examples
+    --------
+    The toy study's two synthetic seeds, [2, 3] and [4, 5], pool into one row:
+
+    >>> from analysis.report.examples import example_results
+    >>> t = synthetic_table(example_results())
+    >>> t[["synthetic_family", "n", "cells", "median_lo", "median_hi", "median_hi_over_lo"]]
+      synthetic_family  n  cells  median_lo  median_hi  median_hi_over_lo
+    0             ball  8      2        3.0        4.0              1.375
     """
     syn = synthetic_cells(results)
     if syn.empty:
@@ -111,6 +147,15 @@ def data_table(results: StudyResults) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``item`` and ``count`` (integers). ``held_out_heads_designed`` is the
         length of the design's held-out list; ``held_out_heads`` those present here.
+
+    Examples
+    --------
+    >>> from analysis.report.examples import example_results
+    >>> t = data_table(example_results())
+    >>> dict(zip(t["item"], t["count"].tolist()))  # doctest: +NORMALIZE_WHITESPACE
+    {'checkpoints': 1, 'heads': 2, 'training_heads': 1, 'held_out_heads': 1,
+     'held_out_heads_designed': 1, 'matrices': 2, 'real_cells': 4, 'held_out_cells': 2,
+     'closed_real_cells': 2, 'synthetic_cells': 2}
     """
     real = real_cells(results)
     syn = synthetic_cells(results)
@@ -143,6 +188,23 @@ def power_table(results: StudyResults) -> pd.DataFrame | None:
     Clopper-Pearson 95% intervals, ``boundary_share``, ``effect`` (the assumed share),
     ``power`` with its interval, ``mde`` and the search bracket ``mde_low``,
     ``mde_high``.
+
+    Examples
+    --------
+    One simulated hypothesis without a boundary null (its columns are NaN):
+
+    >>> from dataclasses import replace
+    >>> from analysis.report.examples import example_results
+    >>> rate = lambda x: {"rate": x, "ci_low": x / 2, "ci_high": min(1.0, 2 * x)}
+    >>> sim = {"hypothesis": "H1", "pair": "M0<M1", "signal": "native", "boundary_share": 0.0,
+    ...        "size_simple": rate(0.04), "power": {**rate(0.8), "share": 0.1},
+    ...        "mde": 0.1, "mde_low": 0.09, "mde_high": 0.11}
+    >>> t = power_table(replace(example_results(), power={"hypotheses": [sim]}))
+    >>> t[["hypothesis", "size_simple", "size_boundary", "effect", "power", "mde"]]
+      hypothesis  size_simple  size_boundary  effect  power  mde
+    0         H1         0.04            NaN     0.1    0.8  0.1
+    >>> power_table(example_results()) is None
+    True
     """
     hyps = (results.power or {}).get("hypotheses")
     if not hyps:
@@ -200,6 +262,25 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
         the provenance block). Rows
         ordered by metric (primary first) then hypothesis order. None when that
         comparison has not run.
+
+    Examples
+    --------
+    Rows follow the design: the primary metric ``loss`` first, then hypothesis order; a pair
+    without a hypothesis gets an empty ``hypothesis``:
+
+    >>> from dataclasses import replace
+    >>> from analysis.report.examples import example_results
+    >>> comp = pd.DataFrame({"pair": ["M0<M2", "M0<M1", "M0<M1"], "metric": ["loss", "r2", "loss"],
+    ...                      "effect": [0.0, 0.2, 0.3], "p_holm": [None, 0.02, 0.01],
+    ...                      "lock_sha256": "ab"})
+    >>> t = comparison_table(replace(example_results(), comparison=comp))
+    >>> t
+      hypothesis          kind  holm_family   pair metric  effect  p_holm
+    0         H1  confirmatory         True  M0<M1   loss     0.3    0.01
+    1                                 False  M0<M2   loss     0.0     NaN
+    2         H1  confirmatory         True  M0<M1     r2     0.2    0.02
+    >>> comparison_table(example_results(), estimator="ols") is None
+    True
     """
     if estimator not in ("interval", "ols"):
         raise ParameterError("estimator", "one of interval, ols", estimator)
@@ -259,6 +340,23 @@ def by_checkpoint_table(results: StudyResults) -> pd.DataFrame | None:
         ``results.by_checkpoint`` (``kind`` from the design), ordered by metric (primary
         first), hypothesis order, then checkpoint. None unless the design sets
         ``[inference] by_checkpoint = true`` and the effects are stored.
+
+    Examples
+    --------
+    >>> from dataclasses import replace
+    >>> from analysis.report.design import ReportDesign, ReportHypothesis as H
+    >>> from analysis.report.examples import example_results
+    >>> design = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),), by_checkpoint=True)
+    >>> cols = [c for c in BY_CHECKPOINT_TABLE_COLUMNS if c != "kind"]
+    >>> bc = pd.DataFrame([["H1", "M0<M1", "loss", ck, 1, 2, 1.0, 0.9, 0.1, 0.0, 0.2, 0.04, "ok"]
+    ...                    for ck in ("ck-b", "ck-a")], columns=cols)
+    >>> t = by_checkpoint_table(replace(example_results(), design=design, by_checkpoint=bc))
+    >>> t[["hypothesis", "kind", "checkpoint", "effect"]]
+      hypothesis          kind checkpoint  effect
+    0         H1  confirmatory       ck-a     0.1
+    1         H1  confirmatory       ck-b     0.1
+    >>> by_checkpoint_table(replace(example_results(), by_checkpoint=bc)) is None  # not asked
+    True
     """
     bc = results.by_checkpoint
     if not results.by_checkpoint_asked or bc is None:
@@ -276,7 +374,17 @@ def by_checkpoint_table(results: StudyResults) -> pd.DataFrame | None:
 
 
 def lr_table(results: StudyResults) -> pd.DataFrame | None:
-    """In-sample likelihood-ratio tests (secondary; training cells), or None."""
+    """In-sample likelihood-ratio tests (secondary; training cells), or None.
+
+    Examples
+    --------
+    >>> from dataclasses import replace
+    >>> from analysis.report.examples import example_results
+    >>> lr = pd.DataFrame({"pair": ["M0<M1"], "p_value": [0.03]}, index=[7])
+    >>> lr_table(replace(example_results(), lr_tests=lr))
+        pair  p_value
+    0  M0<M1     0.03
+    """
     lr = results.lr_tests
     return None if lr is None else lr.copy().reset_index(drop=True)
 
@@ -298,6 +406,25 @@ def head_level_table(results: StudyResults) -> pd.DataFrame | None:
     ``across_head`` (unseen heads), then ``fits_not_converged`` and ``warnings`` summed
     over the model's rows. A skipped question's columns are NaN. A frame stored before
     the two questions existed (no ``question`` column) is shown as stored.
+
+    Examples
+    --------
+    Two models, each with the three (question, fixed effects) sides:
+
+    >>> from dataclasses import replace
+    >>> from analysis.report.examples import example_results
+    >>> sides = [("within_head", False), ("within_head", True), ("across_head", False)]
+    >>> hl = pd.DataFrame([dict(model=m, blocks=b, question=q, fixed_effects=fe,
+    ...                         cv_loss=loss + i, gain_vs_base=gain)
+    ...                    for m, b, loss, gain in (("M0", "", 1.0, 0.0), ("M1", "native", 0.5, 0.5))
+    ...                    for i, (q, fe) in enumerate(sides)])
+    >>> t = head_level_table(replace(example_results(), head_level=hl))
+    >>> t[["model", "within_head_loss", "within_head_fe_loss", "across_head_loss"]]
+      model  within_head_loss  within_head_fe_loss  across_head_loss
+    0    M0               1.0                  2.0               3.0
+    1    M1               0.5                  1.5               2.5
+    >>> t["across_head_gain"].tolist()
+    [0.0, 0.5]
     """
     if results.head_level is None:
         return None
@@ -326,6 +453,16 @@ def descriptor_table(results: StudyResults) -> pd.DataFrame | None:
 
     Per-r diagnostics (``intrinsic__q_r3``, ...) are left out. Quantiles are over the
     finite values. None when there is no feature column.
+
+    Examples
+    --------
+    The toy study's ``native__kappa`` is 1, 2, 3 and inf; its per-r diagnostic
+    ``intrinsic__q_r3`` is left out:
+
+    >>> from analysis.report.examples import example_results
+    >>> descriptor_table(example_results())[["block", "feature", "finite", "infinite", "median"]]
+        block feature  finite  infinite  median
+    0  native   kappa       3         1     2.0
     """
     feats = results.features
     cols, _ = summary_columns(feats)
@@ -355,7 +492,17 @@ def descriptor_table(results: StudyResults) -> pd.DataFrame | None:
 
 
 def build_tables(results: StudyResults) -> list[Table]:
-    """Every table the report writes, in report order (absent sources skipped)."""
+    """Every table the report writes, in report order (absent sources skipped).
+
+    Examples
+    --------
+    The toy study has no comparison, power, likelihood-ratio, head-level or by-checkpoint
+    result, so those tables are skipped:
+
+    >>> from analysis.report.examples import example_results
+    >>> [t.name for t in build_tables(example_results())]
+    ['data', 'brackets', 'brackets_temperature', 'descriptors', 'synthetic']
+    """
     check_results(results)
     tables = [
         Table(

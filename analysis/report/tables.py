@@ -69,6 +69,13 @@ class Table:
     frame : pandas.DataFrame
     note : str
         One sentence on what the table shows and where its numbers come from.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = Table("brackets", "Rank brackets", pd.DataFrame({"lo": [2]}))
+    >>> t.name, t.note, t.frame.shape
+    ('brackets', '', (1, 1))
     """
 
     name: str
@@ -110,19 +117,44 @@ def check_results(results: Any) -> StudyResults:
 
 
 def real_cells(results: StudyResults) -> pd.DataFrame:
-    """A copy of the real-checkpoint rows of ``results.brackets``."""
+    """A copy of the real-checkpoint rows of ``results.brackets``.
+
+    Examples
+    --------
+    The toy study of :mod:`analysis.report.examples` has four real cells and two synthetic:
+
+    >>> from analysis.report.examples import example_results
+    >>> r = example_results()
+    >>> cells = real_cells(r)
+    >>> cells["cell_key"].tolist(), cells is r.brackets
+    (['r0', 'r1', 'r2', 'r3'], False)
+    """
     b = results.brackets
     return b.loc[b["source"] == "checkpoint"].copy()
 
 
 def synthetic_cells(results: StudyResults) -> pd.DataFrame:
-    """A copy of the synthetic rows of ``results.brackets`` (exploratory only)."""
+    """A copy of the synthetic rows of ``results.brackets`` (exploratory only).
+
+    Examples
+    --------
+    >>> from analysis.report.examples import example_results
+    >>> synthetic_cells(example_results())["cell_key"].tolist()
+    ['s0', 's1']
+    """
     b = results.brackets
     return b.loc[b["source"] == "synthetic"].copy()
 
 
 def hypotheses(design: ReportDesign) -> list[dict[str, str]]:
-    """The design's hypotheses as ``id``, ``kind``, ``pair`` (``"M0<M1"``), ``statement``."""
+    """The design's hypotheses as ``id``, ``kind``, ``pair`` (``"M0<M1"``), ``statement``.
+
+    Examples
+    --------
+    >>> from analysis.report.design import ReportHypothesis as H
+    >>> hypotheses(ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1", "x helps"),)))
+    [{'id': 'H1', 'kind': 'confirmatory', 'pair': 'M0<M1', 'statement': 'x helps'}]
+    """
     return [
         {"id": h.id, "kind": h.kind, "pair": h.pair, "statement": h.statement}
         for h in design.hypotheses
@@ -130,7 +162,17 @@ def hypotheses(design: ReportDesign) -> list[dict[str, str]]:
 
 
 def summary_columns(features: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """Feature columns to summarise, and the per-r diagnostics left out."""
+    """Feature columns to summarise, and the per-r diagnostics left out.
+
+    Examples
+    --------
+    Columns without a ``BLOCK__`` prefix are not features; ``_r<digits>`` ends a per-r
+    diagnostic:
+
+    >>> feats = pd.DataFrame(columns=["cell_key", "native__kappa", "intrinsic__q_r3", "note"])
+    >>> summary_columns(feats)
+    (['native__kappa'], ['intrinsic__q_r3'])
+    """
     cols = [c for c in features.columns if c != "cell_key" and "__" in c]
     per_r = [c for c in cols if PER_R.search(c)]
     return [c for c in cols if c not in set(per_r)], per_r

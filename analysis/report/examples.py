@@ -1,0 +1,122 @@
+"""A small fixed :class:`~analysis.report.results.StudyResults` for the report's examples.
+
+Like statsmodels' ``datasets`` this helper returns a toy study, written out by hand, that
+the ``Examples`` sections of :mod:`analysis.report` start from, so each example states
+only what it shows. Every number in it is given below, so the facts an example checks
+(counts, medians, shares) can be worked out by hand from this docstring.
+
+The study has one checkpoint ``ck`` (family ``bert``) with two heads ``ck:0:0`` and
+``ck:0:1`` (the second held out), each with one input of length 8 at temperature 1 and
+eps 0.1 and 0.2; and two synthetic ``ball`` cells (d = 2, n = 8, beta = 1, eps = 0.1,
+seeds 0 and 1). Brackets ``[lo, hi]``:
+
+=========  ======  =====  ==========
+cell       head    eps    [lo, hi]
+=========  ======  =====  ==========
+``r0``     0:0     0.1    [2, 4]
+``r1``     0:0     0.2    [2, 2]
+``r2``     0:1     0.1    [3, 3]
+``r3``     0:1     0.2    [1, 2]
+``s0``     --      0.1    [2, 3]
+``s1``     --      0.1    [4, 5]
+=========  ======  =====  ==========
+
+The features of the real cells are ``native__kappa`` = 1, 2, 3, inf and the per-r
+diagnostic ``intrinsic__q_r3`` = 0.5 each. The design has one confirmatory hypothesis
+``H1`` (``M0`` < ``M1``), primary metric ``loss``, held-out list ``("ck:0:1",)``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.report.design import ReportDesign, ReportHypothesis
+from analysis.report.results import BRACKET_COLUMNS, StudyResults
+
+__all__ = ["example_results"]
+
+
+def example_results() -> StudyResults:
+    """The toy study of this module's docstring (four real cells, two synthetic).
+
+    Returns
+    -------
+    StudyResults
+        ``study="toy"``; no comparison, head-level, power or by-checkpoint result
+        (each example adds what it needs with :func:`dataclasses.replace`).
+
+    Examples
+    --------
+    >>> from analysis.report.examples import example_results
+    >>> r = example_results()
+    >>> r.brackets["source"].value_counts().to_dict(), r.design.held_out
+    ({'checkpoint': 4, 'synthetic': 2}, ('ck:0:1',))
+    """
+    real = [
+        ("r0", "ck:0:0", 0, 0.1, 2, 4),
+        ("r1", "ck:0:0", 0, 0.2, 2, 2),
+        ("r2", "ck:0:1", 1, 0.1, 3, 3),
+        ("r3", "ck:0:1", 1, 0.2, 1, 2),
+    ]
+    rows = [
+        dict(
+            cell_key=key,
+            matrix_key=f"m{head}",
+            source="checkpoint",
+            checkpoint="ck",
+            family="bert",
+            head_id=head_id,
+            layer=0,
+            head=head,
+            input_id="x",
+            length=8,
+            temperature=1.0,
+            eps=eps,
+            lo=lo,
+            hi=hi,
+            closed=lo == hi,
+            held_out=head_id == "ck:0:1",
+            d=float("nan"),
+            beta=float("nan"),
+            seed=float("nan"),
+        )
+        for key, head_id, head, eps, lo, hi in real
+    ]
+    rows += [
+        dict(
+            cell_key=f"s{seed}",
+            matrix_key=f"b{seed}",
+            source="synthetic",
+            checkpoint="ball",
+            family="ball",
+            head_id="",
+            layer=0,
+            head=0,
+            input_id="x",
+            length=8,
+            temperature=1.0,
+            eps=0.1,
+            lo=lo,
+            hi=lo + 1,
+            closed=False,
+            held_out=False,
+            d=2.0,
+            beta=1.0,
+            seed=float(seed),
+        )
+        for seed, lo in ((0, 2), (1, 4))
+    ]
+    features = pd.DataFrame(
+        {
+            "cell_key": ["r0", "r1", "r2", "r3"],
+            "native__kappa": [1.0, 2.0, 3.0, float("inf")],
+            "intrinsic__q_r3": [0.5] * 4,
+        }
+    )
+    design = ReportDesign(
+        hypotheses=(ReportHypothesis("H1", "confirmatory", "M0", "M1"),),
+        primary_metric="loss",
+        held_out=("ck:0:1",),
+    )
+    brackets = pd.DataFrame(rows, columns=list(BRACKET_COLUMNS))
+    return StudyResults("toy", "Toy", design, brackets, features)
