@@ -7,8 +7,8 @@ only what it shows. Every number in it is given below, so the facts an example c
 
 The study has one checkpoint ``ck`` (family ``bert``) with two heads ``ck:0:0`` and
 ``ck:0:1`` (the second held out), each with one input of length 8 at temperature 1 and
-eps 0.1 and 0.2; and two synthetic ``ball`` cells (d = 2, n = 8, beta = 1, eps = 0.1,
-seeds 0 and 1). Brackets ``[lo, hi]``:
+eps 0.1 and 0.2; and three synthetic ``ball`` cells (d = 2, n = 8, beta = 1, eps = 0.1,
+seeds 0, 1 and 2). Brackets ``[lo, hi]``:
 
 =========  ======  =====  ==========
 cell       head    eps    [lo, hi]
@@ -19,6 +19,7 @@ cell       head    eps    [lo, hi]
 ``r3``     0:1     0.2    [1, 2]
 ``s0``     --      0.1    [2, 3]
 ``s1``     --      0.1    [4, 5]
+``s2``     --      0.1    [9, 10]
 =========  ======  =====  ==========
 
 The features of the real cells are ``native__kappa`` = 1, 2, 3, inf and the per-r
@@ -37,7 +38,7 @@ __all__ = ["example_results"]
 
 
 def example_results() -> StudyResults:
-    """The toy study of this module's docstring (four real cells, two synthetic).
+    """The toy study of this module's docstring (four real cells, three synthetic).
 
     Returns
     -------
@@ -50,7 +51,7 @@ def example_results() -> StudyResults:
     >>> from analysis.report.examples import example_results
     >>> r = example_results()
     >>> r.brackets["source"].value_counts().to_dict(), r.design.held_out
-    ({'checkpoint': 4, 'synthetic': 2}, ('ck:0:1',))
+    ({'checkpoint': 4, 'synthetic': 3}, ('ck:0:1',))
     """
     real = [
         ("r0", "ck:0:0", 0, 0.1, 2, 4),
@@ -104,7 +105,7 @@ def example_results() -> StudyResults:
             beta=1.0,
             seed=float(seed),
         )
-        for seed, lo in ((0, 2), (1, 4))
+        for seed, lo in ((0, 2), (1, 4), (2, 9))
     ]
     features = pd.DataFrame(
         {

@@ -121,13 +121,14 @@ def synthetic_table(results: StudyResults) -> pd.DataFrame | None:
 
     Examples
     --------
-    The toy study's two synthetic seeds, [2, 3] and [4, 5], pool into one row:
+    The toy study's three synthetic seeds, [2, 3], [4, 5] and [9, 10], pool into one row
+    (median hi/lo = 5/4; a mean would give 5 for ``median_lo``):
 
     >>> from analysis.report.examples import example_results
     >>> t = synthetic_table(example_results())
     >>> t[["synthetic_family", "n", "cells", "median_lo", "median_hi", "median_hi_over_lo"]]
       synthetic_family  n  cells  median_lo  median_hi  median_hi_over_lo
-    0             ball  8      2        3.0        4.0              1.375
+    0             ball  8      3        4.0        5.0               1.25
     """
     syn = synthetic_cells(results)
     if syn.empty:
@@ -155,7 +156,7 @@ def data_table(results: StudyResults) -> pd.DataFrame:
     >>> dict(zip(t["item"], t["count"].tolist()))  # doctest: +NORMALIZE_WHITESPACE
     {'checkpoints': 1, 'heads': 2, 'training_heads': 1, 'held_out_heads': 1,
      'held_out_heads_designed': 1, 'matrices': 2, 'real_cells': 4, 'held_out_cells': 2,
-     'closed_real_cells': 2, 'synthetic_cells': 2}
+     'closed_real_cells': 2, 'synthetic_cells': 3}
     """
     real = real_cells(results)
     syn = synthetic_cells(results)

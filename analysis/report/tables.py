@@ -121,13 +121,11 @@ def real_cells(results: StudyResults) -> pd.DataFrame:
 
     Examples
     --------
-    The toy study of :mod:`analysis.report.examples` has four real cells and two synthetic:
+    The toy study of :mod:`analysis.report.examples` has four real cells and three synthetic:
 
     >>> from analysis.report.examples import example_results
-    >>> r = example_results()
-    >>> cells = real_cells(r)
-    >>> cells["cell_key"].tolist(), cells is r.brackets
-    (['r0', 'r1', 'r2', 'r3'], False)
+    >>> real_cells(example_results())["cell_key"].tolist()
+    ['r0', 'r1', 'r2', 'r3']
     """
     b = results.brackets
     return b.loc[b["source"] == "checkpoint"].copy()
@@ -140,7 +138,7 @@ def synthetic_cells(results: StudyResults) -> pd.DataFrame:
     --------
     >>> from analysis.report.examples import example_results
     >>> synthetic_cells(example_results())["cell_key"].tolist()
-    ['s0', 's1']
+    ['s0', 's1', 's2']
     """
     b = results.brackets
     return b.loc[b["source"] == "synthetic"].copy()
