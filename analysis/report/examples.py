@@ -53,60 +53,34 @@ def example_results() -> StudyResults:
     >>> r.brackets["source"].value_counts().to_dict(), r.design.held_out
     ({'checkpoint': 4, 'synthetic': 3}, ('ck:0:1',))
     """
-    real = [
-        ("r0", "ck:0:0", 0, 0.1, 2, 4),
-        ("r1", "ck:0:0", 0, 0.2, 2, 2),
-        ("r2", "ck:0:1", 1, 0.1, 3, 3),
-        ("r3", "ck:0:1", 1, 0.2, 1, 2),
-    ]
-    rows = [
-        dict(
-            cell_key=key,
-            matrix_key=f"m{head}",
-            source="checkpoint",
-            checkpoint="ck",
-            family="bert",
-            head_id=head_id,
-            layer=0,
-            head=head,
-            input_id="x",
-            length=8,
-            temperature=1.0,
-            eps=eps,
-            lo=lo,
-            hi=hi,
-            closed=lo == hi,
-            held_out=head_id == "ck:0:1",
-            d=float("nan"),
-            beta=float("nan"),
-            seed=float("nan"),
-        )
-        for key, head_id, head, eps, lo, hi in real
-    ]
-    rows += [
-        dict(
-            cell_key=f"s{seed}",
-            matrix_key=f"b{seed}",
-            source="synthetic",
-            checkpoint="ball",
-            family="ball",
-            head_id="",
-            layer=0,
-            head=0,
-            input_id="x",
-            length=8,
-            temperature=1.0,
-            eps=0.1,
-            lo=lo,
-            hi=lo + 1,
-            closed=False,
-            held_out=False,
-            d=2.0,
-            beta=1.0,
-            seed=float(seed),
-        )
-        for seed, lo in ((0, 2), (1, 4), (2, 9))
-    ]
+    nan = float("nan")
+    lo = [2, 2, 3, 1, 2, 4, 9]
+    hi = [4, 2, 3, 2, 3, 5, 10]
+    head_id = ["ck:0:0", "ck:0:0", "ck:0:1", "ck:0:1", "", "", ""]
+    brackets = pd.DataFrame(
+        {
+            "cell_key": ["r0", "r1", "r2", "r3", "s0", "s1", "s2"],
+            "matrix_key": ["m0", "m0", "m1", "m1", "b0", "b1", "b2"],
+            "source": ["checkpoint"] * 4 + ["synthetic"] * 3,
+            "checkpoint": ["ck"] * 4 + ["ball"] * 3,
+            "family": ["bert"] * 4 + ["ball"] * 3,
+            "head_id": head_id,
+            "layer": 0,
+            "head": [0, 0, 1, 1, 0, 0, 0],
+            "input_id": "x",
+            "length": 8,
+            "temperature": 1.0,
+            "eps": [0.1, 0.2, 0.1, 0.2, 0.1, 0.1, 0.1],
+            "lo": lo,
+            "hi": hi,
+            "closed": [a == b for a, b in zip(lo, hi, strict=True)],
+            "held_out": [h == "ck:0:1" for h in head_id],
+            "d": [nan] * 4 + [2.0] * 3,
+            "beta": [nan] * 4 + [1.0] * 3,
+            "seed": [nan] * 4 + [0.0, 1.0, 2.0],
+        },
+        columns=list(BRACKET_COLUMNS),
+    )
     features = pd.DataFrame(
         {
             "cell_key": ["r0", "r1", "r2", "r3"],
@@ -119,5 +93,4 @@ def example_results() -> StudyResults:
         primary_metric="loss",
         held_out=("ck:0:1",),
     )
-    brackets = pd.DataFrame(rows, columns=list(BRACKET_COLUMNS))
     return StudyResults("toy", "Toy", design, brackets, features)
