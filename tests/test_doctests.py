@@ -90,6 +90,8 @@ COVERED = (
     "analysis.report.plotting",
     "analysis.report.provenance",
     "analysis.report.results",
+    "analysis.report.study_tables",
+    "analysis.report.tables",
     "analysis.sources.checkpoints",
     "analysis.sources.capture",
     "analysis.sources.extract",

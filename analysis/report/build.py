@@ -15,8 +15,8 @@ from analysis.report.figures import FORMATS, figures_for, save_figure
 from analysis.report.markdown import render_report
 from analysis.report.provenance import write_json
 from analysis.report.results import StudyResults
+from analysis.report.study_tables import build_tables
 from analysis.report.tables import (
-    build_tables,
     check_results,
     table_provenance,
     write_csv,

@@ -768,7 +768,7 @@ def render_report(
     out_dir : Path, keyword-only
         The report folder; links are relative to it.
     tables : sequence of Table, keyword-only
-        As built by :func:`analysis.report.tables.build_tables`.
+        As built by :func:`analysis.report.study_tables.build_tables`.
     table_files : mapping, keyword-only
         Table name -> ``{"md": path, "csv": path, "tex": path}``.
     figures : mapping, keyword-only

@@ -1,10 +1,10 @@
-"""Report tables: pure functions ``StudyResults -> DataFrame`` and writers (md, csv, tex).
+"""Report tables: the :class:`Table` record, cell selections and writers (md, csv, tex).
 
-Every table function returns a new frame (or None when its source has not run) and
-never mutates the :class:`~analysis.report.results.StudyResults` it reads. The only
-numbers computed here are descriptive summaries of the stored tables (counts, shares,
-medians, quartiles); every effect, interval and p-value is copied from the comparison
-results.
+The per-section table builders (``StudyResults -> DataFrame``) and
+:func:`~analysis.report.study_tables.build_tables` are in
+:mod:`analysis.report.study_tables`; this module holds what they and the report text
+share (:func:`real_cells`, :func:`synthetic_cells`, :func:`hypotheses`,
+:func:`summary_columns`) and the formatting of a finished frame.
 
 Writers stamp the provenance block (:func:`analysis.report.provenance.provenance_lines`)
 on every file:
@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.atomic import atomic_write
-from analysis.compare.nested import RESULT_COLUMNS
 from analysis.report.design import ReportDesign
 from analysis.report.provenance import provenance_lines
 from analysis.report.results import BRACKET_COLUMNS, StudyResults
@@ -41,25 +40,13 @@ from analysis.validation import ParameterError
 __all__ = [
     "PER_R",
     "Table",
-    "bracket_table",
-    "BY_CHECKPOINT_TABLE_COLUMNS",
-    "bracket_temperature_table",
-    "build_tables",
-    "by_checkpoint_table",
-    "comparison_table",
-    "data_table",
-    "descriptor_table",
     "format_value",
-    "head_level_table",
     "hypotheses",
     "latex_table",
-    "lr_table",
     "markdown_table",
-    "power_table",
     "real_cells",
     "summary_columns",
     "synthetic_cells",
-    "synthetic_table",
     "write_csv",
     "write_latex",
     "write_markdown",
@@ -82,6 +69,13 @@ class Table:
     frame : pandas.DataFrame
     note : str
         One sentence on what the table shows and where its numbers come from.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = Table("brackets", "Rank brackets", pd.DataFrame({"lo": [2]}))
+    >>> t.name, t.note, t.frame.shape
+    ('brackets', '', (1, 1))
     """
 
     name: str
@@ -123,438 +117,63 @@ def check_results(results: Any) -> StudyResults:
 
 
 def real_cells(results: StudyResults) -> pd.DataFrame:
-    """A copy of the real-checkpoint rows of ``results.brackets``."""
+    """A copy of the real-checkpoint rows of ``results.brackets``.
+
+    Examples
+    --------
+    The toy study of :mod:`analysis.report.examples` has four real cells and three synthetic:
+
+    >>> from analysis.report.examples import example_table_results
+    >>> real_cells(example_table_results())["cell_key"].tolist()
+    ['r0', 'r1', 'r2', 'r3']
+    """
     b = results.brackets
     return b.loc[b["source"] == "checkpoint"].copy()
 
 
 def synthetic_cells(results: StudyResults) -> pd.DataFrame:
-    """A copy of the synthetic rows of ``results.brackets`` (exploratory only)."""
+    """A copy of the synthetic rows of ``results.brackets`` (exploratory only).
+
+    Examples
+    --------
+    >>> from analysis.report.examples import example_table_results
+    >>> synthetic_cells(example_table_results())["cell_key"].tolist()
+    ['s0', 's1', 's2']
+    """
     b = results.brackets
     return b.loc[b["source"] == "synthetic"].copy()
 
 
-def _ratio(df: pd.DataFrame) -> pd.Series:
-    lo = df["lo"].astype(float)
-    return df["hi"].astype(float) / lo.where(lo > 0)
-
-
-def _bracket_summary(df: pd.DataFrame, by: list[str], *, heads: bool = True) -> pd.DataFrame:
-    df = df.assign(_ratio=_ratio(df), _closed=df["closed"].astype(bool))
-    agg: dict[str, tuple[str, str]] = {"cells": ("cell_key", "size")}
-    if heads:
-        agg["heads"] = ("head_id", "nunique")
-        agg["held_out_cells"] = ("held_out", "sum")
-    agg.update(
-        closed_share=("_closed", "mean"),
-        median_lo=("lo", "median"),
-        median_hi=("hi", "median"),
-        median_hi_over_lo=("_ratio", "median"),
-    )
-    out = df.groupby(by, sort=True, dropna=False).agg(**agg).reset_index()
-    for c in ("cells", "heads", "held_out_cells"):
-        if c in out:
-            out[c] = out[c].astype(int)
-    return out
-
-
-def bracket_table(results: StudyResults) -> pd.DataFrame:
-    """Real cells by checkpoint and eps: counts, closed share, median lo, hi and hi/lo.
-
-    Notes
-    -----
-    ``median_hi_over_lo`` is the median over cells of ``hi / lo`` (cells with
-    ``lo = 0`` are left out of it). ``held_out_cells`` counts cells of held-out heads.
-    """
-    cols = ["checkpoint", "family", "eps"]
-    return _bracket_summary(real_cells(results), cols)
-
-
-def bracket_temperature_table(results: StudyResults) -> pd.DataFrame:
-    """Real cells by checkpoint, temperature and eps (as :func:`bracket_table`)."""
-    return _bracket_summary(real_cells(results), ["checkpoint", "family", "temperature", "eps"])
-
-
-def synthetic_table(results: StudyResults) -> pd.DataFrame | None:
-    """Synthetic (exploratory) cells by family, d, n, beta, temperature and eps.
-
-    ``cells`` counts the seeds pooled in a row. None when the study has no synthetic
-    cell.
-    """
-    syn = synthetic_cells(results)
-    if syn.empty:
-        return None
-    syn = syn.rename(columns={"checkpoint": "synthetic_family", "length": "n"})
-    by = ["synthetic_family", "d", "n", "beta", "temperature", "eps"]
-    out = _bracket_summary(syn, by, heads=False)
-    out["n"] = out["n"].astype(int)
-    return out
-
-
-def data_table(results: StudyResults) -> pd.DataFrame:
-    """What the study holds: checkpoints, heads, cells, held-out parts, exclusions.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``item`` and ``count`` (integers). ``held_out_heads_designed`` is the
-        length of the design's held-out list; ``held_out_heads`` those present here.
-    """
-    real = real_cells(results)
-    syn = synthetic_cells(results)
-    held = real.loc[real["held_out"].astype(bool)]
-    designed = results.design.held_out
-    rows = [
-        ("checkpoints", real["checkpoint"].nunique()),
-        ("heads", real["head_id"].nunique()),
-        ("training_heads", real.loc[~real["held_out"].astype(bool), "head_id"].nunique()),
-        ("held_out_heads", held["head_id"].nunique()),
-        ("held_out_heads_designed", len(designed)),
-        ("matrices", real["matrix_key"].nunique()),
-        ("real_cells", len(real)),
-        ("held_out_cells", len(held)),
-        ("closed_real_cells", int(real["closed"].astype(bool).sum())),
-        ("synthetic_cells", len(syn)),
-    ]
-    for rule, n in sorted(results.excluded.items()):
-        rows.append((f"excluded_{rule}", n))
-    out = pd.DataFrame(rows, columns=["item", "count"])
-    out["count"] = out["count"].astype(int)
-    return out
-
-
 def hypotheses(design: ReportDesign) -> list[dict[str, str]]:
-    """The design's hypotheses as ``id``, ``kind``, ``pair`` (``"M0<M1"``), ``statement``."""
+    """The design's hypotheses as ``id``, ``kind``, ``pair`` (``"M0<M1"``), ``statement``.
+
+    Examples
+    --------
+    >>> from analysis.report.design import ReportHypothesis as H
+    >>> hypotheses(ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1", "x helps"),)))
+    [{'id': 'H1', 'kind': 'confirmatory', 'pair': 'M0<M1', 'statement': 'x helps'}]
+    """
     return [
         {"id": h.id, "kind": h.kind, "pair": h.pair, "statement": h.statement}
         for h in design.hypotheses
     ]
 
 
-def power_table(results: StudyResults) -> pd.DataFrame | None:
-    """The simulated error rates of each hypothesis's decision (None when not simulated).
-
-    One row per simulated hypothesis: ``hypothesis``, ``pair``, ``signal`` (the block
-    carrying the simulated signal), ``size_simple`` and ``size_boundary`` with their
-    Clopper-Pearson 95% intervals, ``boundary_share``, ``effect`` (the assumed share),
-    ``power`` with its interval, ``mde`` and the search bracket ``mde_low``,
-    ``mde_high``.
-    """
-    hyps = (results.power or {}).get("hypotheses")
-    if not hyps:
-        return None
-    rows = []
-    for h in hyps:
-        sb = h.get("size_boundary") or {}
-        ss, pw = h["size_simple"], h["power"]
-        rows.append(
-            {
-                "hypothesis": h["hypothesis"],
-                "pair": h["pair"],
-                "signal": h["signal"],
-                "size_simple": ss["rate"],
-                "size_simple_ci_low": ss["ci_low"],
-                "size_simple_ci_high": ss["ci_high"],
-                "boundary_share": h["boundary_share"],
-                "size_boundary": sb.get("rate", np.nan),
-                "size_boundary_ci_low": sb.get("ci_low", np.nan),
-                "size_boundary_ci_high": sb.get("ci_high", np.nan),
-                "effect": pw["share"],
-                "power": pw["rate"],
-                "power_ci_low": pw["ci_low"],
-                "power_ci_high": pw["ci_high"],
-                "mde": h["mde"],
-                "mde_low": h["mde_low"],
-                "mde_high": h["mde_high"],
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _metric_order(design: ReportDesign, metrics: Sequence[str]) -> list[str]:
-    first = list(design.metrics)
-    return [x for x in first if x in set(metrics)] + sorted(set(metrics) - set(first))
-
-
-def comparison_table(results: StudyResults, *, estimator: str = "interval") -> pd.DataFrame | None:
-    """The nested comparisons, one row per (pair, metric), with the design's labels.
-
-    Parameters
-    ----------
-    results : StudyResults
-    estimator : {"interval", "ols"}, keyword-only
-        ``interval`` reads ``results.comparison`` (the confirmatory fits), ``ols`` the
-        OLS-on-midpoints sensitivity refit ``results.comparison_ols``.
-
-    Returns
-    -------
-    pandas.DataFrame or None
-        ``hypothesis``, ``kind`` (from the design; empty for pairs without one),
-        ``holm_family`` (the pair is in the design's Holm family), then the comparison's
-        own columns ``pair`` ... ``n_heads`` and the fit diagnostics ``base_converged``
-        ... ``status`` unchanged (``lock_sha256`` and the ``calibration`` columns go to
-        the provenance block). Rows
-        ordered by metric (primary first) then hypothesis order. None when that
-        comparison has not run.
-    """
-    if estimator not in ("interval", "ols"):
-        raise ParameterError("estimator", "one of interval, ols", estimator)
-    frame = results.comparison if estimator == "interval" else results.comparison_ols
-    if frame is None:
-        return None
-    hyp = {h["pair"]: h for h in hypotheses(results.design)}
-    family = results.design.family_pairs
-    f = frame.copy()
-    out = pd.DataFrame(
-        {
-            "hypothesis": f["pair"].map(lambda p: hyp.get(p, {}).get("id", "")),
-            "kind": f["pair"].map(lambda p: hyp.get(p, {}).get("kind", "")),
-            "holm_family": f["pair"].isin(family) if family else f["p_holm"].notna(),
-        }
-    )
-    # the hash and the calibration (one value per run) are in the provenance block
-    keep = [c for c in RESULT_COLUMNS if c != "lock_sha256" and not c.startswith("calibration")]
-    out = pd.concat([out, f[[c for c in keep if c in f.columns]]], axis=1)
-    order = {p: i for i, p in enumerate(hyp)}
-    metrics = _metric_order(results.design, list(dict.fromkeys(out["metric"])))
-    out["_m"] = out["metric"].map({m: i for i, m in enumerate(metrics)})
-    out["_h"] = out["pair"].map(lambda p: order.get(p, len(order)))
-    out = out.sort_values(["_m", "_h", "pair"], kind="stable").drop(columns=["_m", "_h"])
-    for c in ("adds_information", "base_converged", "rich_converged"):
-        if c in out:
-            out[c] = out[c].astype(bool)
-    return out.reset_index(drop=True)
-
-
-#: Columns of :func:`by_checkpoint_table`, in order.
-BY_CHECKPOINT_TABLE_COLUMNS: tuple[str, ...] = (
-    "hypothesis",
-    "kind",
-    "pair",
-    "metric",
-    "checkpoint",
-    "held_out_heads",
-    "held_out_cells",
-    "base_value",
-    "rich_value",
-    "effect",
-    "ci_low",
-    "ci_high",
-    "p_one_sided",
-    "status",
-)
-
-
-def by_checkpoint_table(results: StudyResults) -> pd.DataFrame | None:
-    """The secondary by-checkpoint effects, or None when the design does not ask for them.
-
-    Returns
-    -------
-    pandas.DataFrame or None
-        Columns :data:`BY_CHECKPOINT_TABLE_COLUMNS`, copied from
-        ``results.by_checkpoint`` (``kind`` from the design), ordered by metric (primary
-        first), hypothesis order, then checkpoint. None unless the design sets
-        ``[inference] by_checkpoint = true`` and the effects are stored.
-    """
-    bc = results.by_checkpoint
-    if not results.by_checkpoint_asked or bc is None:
-        return None
-    hyp = {h["pair"]: h for h in hypotheses(results.design)}
-    out = bc.assign(kind=bc["pair"].map(lambda p: hyp.get(p, {}).get("kind", "")))
-    out = out.loc[:, list(BY_CHECKPOINT_TABLE_COLUMNS)]
-    order = {p: i for i, p in enumerate(hyp)}
-    metrics = _metric_order(results.design, list(dict.fromkeys(out["metric"])))
-    out["_m"] = out["metric"].map({m: i for i, m in enumerate(metrics)})
-    out["_h"] = out["pair"].map(lambda p: order.get(p, len(order)))
-    keys = ["_m", "_h", "pair", "checkpoint"]
-    out = out.sort_values(keys, kind="stable").drop(columns=["_m", "_h"])
-    return out.reset_index(drop=True)
-
-
-def lr_table(results: StudyResults) -> pd.DataFrame | None:
-    """In-sample likelihood-ratio tests (secondary; training cells), or None."""
-    lr = results.lr_tests
-    return None if lr is None else lr.copy().reset_index(drop=True)
-
-
-#: Side-by-side head-level columns: (question, fixed effects) -> column prefix.
-HEAD_LEVEL_SIDES = {
-    ("within_head", False): "within_head",
-    ("within_head", True): "within_head_fe",
-    ("across_head", False): "across_head",
-}
-
-
-def head_level_table(results: StudyResults) -> pd.DataFrame | None:
-    """The head-level analysis, both questions side by side (exploratory), or None.
-
-    One row per model: ``model``, ``blocks``, then ``<side>_loss`` and ``<side>_gain``
-    (cross-validated interval squared loss and gain over the base model) for
-    ``within_head`` (block alone), ``within_head_fe`` (with head fixed effects) and
-    ``across_head`` (unseen heads), then ``fits_not_converged`` and ``warnings`` summed
-    over the model's rows. A skipped question's columns are NaN. A frame stored before
-    the two questions existed (no ``question`` column) is shown as stored.
-    """
-    if results.head_level is None:
-        return None
-    hl = results.head_level.copy().reset_index(drop=True)
-    if "question" not in hl:
-        if "head_effects" in hl:
-            hl["head_effects"] = hl["head_effects"].astype(bool)
-        return hl
-    hl["fixed_effects"] = hl["fixed_effects"].astype(bool)
-    models = list(dict.fromkeys(hl["model"]))
-    out = pd.DataFrame(
-        {"model": models, "blocks": [hl.loc[hl.model == m, "blocks"].iloc[0] for m in models]}
-    )
-    for (question, fe), side in HEAD_LEVEL_SIDES.items():
-        part = hl[(hl.question == question) & (hl.fixed_effects == fe)].set_index("model")
-        out[f"{side}_loss"] = out["model"].map(part["cv_loss"]).astype(float)
-        out[f"{side}_gain"] = out["model"].map(part["gain_vs_base"]).astype(float)
-    for c in ("fits_not_converged", "warnings"):
-        if c in hl:
-            out[c] = out["model"].map(hl.groupby("model")[c].sum()).astype(int)
-    return out
-
-
 def summary_columns(features: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """Feature columns to summarise, and the per-r diagnostics left out."""
+    """Feature columns to summarise, and the per-r diagnostics left out.
+
+    Examples
+    --------
+    Columns without a ``BLOCK__`` prefix are not features; ``_r<digits>`` ends a per-r
+    diagnostic:
+
+    >>> feats = pd.DataFrame(columns=["cell_key", "native__kappa", "intrinsic__q_r3", "note"])
+    >>> summary_columns(feats)
+    (['native__kappa'], ['intrinsic__q_r3'])
+    """
     cols = [c for c in features.columns if c != "cell_key" and "__" in c]
     per_r = [c for c in cols if PER_R.search(c)]
     return [c for c in cols if c not in set(per_r)], per_r
-
-
-def descriptor_table(results: StudyResults) -> pd.DataFrame | None:
-    """Per-feature summaries over real cells: counts of finite / NaN / inf, quartiles.
-
-    Per-r diagnostics (``intrinsic__q_r3``, ...) are left out. Quantiles are over the
-    finite values. None when there is no feature column.
-    """
-    feats = results.features
-    cols, _ = summary_columns(feats)
-    if not cols:
-        return None
-    rows = []
-    for c in cols:
-        x = pd.to_numeric(feats[c], errors="coerce").to_numpy(float)
-        fin = x[np.isfinite(x)]
-        block, _, name = c.partition("__")
-        q = np.quantile(fin, [0.0, 0.25, 0.5, 0.75, 1.0]) if fin.size else np.full(5, np.nan)
-        rows.append(
-            {
-                "block": block,
-                "feature": name,
-                "finite": int(fin.size),
-                "nan": int(np.isnan(x).sum()),
-                "infinite": int(np.isinf(x).sum()),
-                "min": q[0],
-                "q25": q[1],
-                "median": q[2],
-                "q75": q[3],
-                "max": q[4],
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def build_tables(results: StudyResults) -> list[Table]:
-    """Every table the report writes, in report order (absent sources skipped)."""
-    check_results(results)
-    tables = [
-        Table(
-            "data",
-            "Cells, heads and exclusions",
-            data_table(results),
-            "Counts of the study's real-checkpoint and synthetic cells; a cell is one "
-            "(matrix, temperature, eps).",
-        ),
-        Table(
-            "brackets",
-            "Certified rank brackets of real cells by checkpoint and eps",
-            bracket_table(results),
-            "Medians over cells (all temperatures and lengths pooled; the figures split lengths); closed share = share of "
-            "cells with lo = hi; held_out_cells counts cells of held-out heads.",
-        ),
-        Table(
-            "brackets_temperature",
-            "Certified rank brackets of real cells by checkpoint, temperature and eps",
-            bracket_temperature_table(results),
-            "As the brackets table, split by temperature.",
-        ),
-    ]
-    optional = [
-        (
-            "comparisons",
-            "Nested comparisons on held-out cells (interval estimator)",
-            comparison_table(results, estimator="interval"),
-            "Effect = base minus rich for losses, rich minus base otherwise (positive = "
-            "the richer model helps); 95% cluster-bootstrap CI over held-out heads; "
-            "one-sided p; Holm across the design's family within each metric. status "
-            "'fit failed': a fit did not converge (see the converged, iterations and "
-            "grad_norm columns); such a pair is no result, enters Holm with p = 1 and never "
-            "adds information.",
-        ),
-        (
-            "comparisons_ols",
-            "Nested comparisons, OLS-on-midpoints sensitivity refit",
-            comparison_table(results, estimator="ols"),
-            "The same pairs refitted by OLS on interval midpoints (a sensitivity "
-            "estimator; not the pre-specified decision). Closed form: 0 iterations; "
-            "grad_norm is that of the least-squares objective.",
-        ),
-        (
-            "by_checkpoint",
-            "Effects by checkpoint (secondary, outside the Holm family)",
-            by_checkpoint_table(results),
-            "Each pair's effect restricted to one checkpoint's held-out cells, with the "
-            "models fitted once on all training cells (no refit); 95% percentile "
-            "cluster-bootstrap CI over that checkpoint's held-out heads; unadjusted "
-            "one-sided p. No decision, no Holm adjustment.",
-        ),
-        (
-            "power",
-            "Simulated size, power and minimum detectable effect of each decision",
-            power_table(results),
-            "attnrank validate-comparison on this design: rates of 'adds information' "
-            "in simulated studies with the design's sizes, with Clopper-Pearson 95% "
-            "intervals; simple null = no signal, boundary null = signal exactly offset "
-            "by the rich model's estimation cost (expected effect 0); power at the assumed "
-            "effect share; MDE = effect share at power 0.8 (bisection bracket "
-            "mde_low-mde_high).",
-        ),
-        (
-            "lr_tests",
-            "In-sample likelihood-ratio tests (secondary; training cells)",
-            lr_table(results),
-            "Ignores clustering, so anti-conservative; reported as pre-specified.",
-        ),
-        (
-            "head_level",
-            "Head-level analysis (exploratory; training heads only)",
-            head_level_table(results),
-            "Cross-validated interval squared loss of log2 r_eps (_loss) and its gain "
-            "over the base model (_gain, positive = the block helps). within_head: one "
-            "input held out within each length, block alone; within_head_fe: the same "
-            "folds with head fixed effects; across_head: whole training heads held out, "
-            "no head effects. – = question skipped (see the report). fits_not_converged "
-            "counts fold fits whose optimizer did not converge; warnings counts folds "
-            "that extrapolate in a design variable.",
-        ),
-        (
-            "descriptors",
-            "Descriptor summaries over real cells",
-            descriptor_table(results),
-            "Quartiles over finite values; per-r diagnostics left out.",
-        ),
-        (
-            "synthetic",
-            "Synthetic families (exploratory): rank brackets by d, n, beta and eps",
-            synthetic_table(results),
-            "Pooled over seeds; never part of the confirmatory comparisons.",
-        ),
-    ]
-    tables += [Table(n, t, f, note) for n, t, f, note in optional if f is not None]
-    return tables
 
 
 # -- formatting -------------------------------------------------------------------

@@ -15,14 +15,13 @@ from analysis.compare import compare_nested
 from analysis.report import BRACKET_COLUMNS, ReportDesign, ReportFiles, build_report
 from analysis.report.figures import FIGURES
 from analysis.report.markdown import calibration_sentence, hypothesis_sentences, render_report
-from analysis.report.tables import (
+from analysis.report.study_tables import (
     build_tables,
     comparison_table,
     data_table,
     descriptor_table,
-    format_value,
-    write_csv,
 )
+from analysis.report.tables import format_value, write_csv
 from analysis.validation import ParameterError
 from tests.fixtures.compare_tables import (
     COVARIATES,

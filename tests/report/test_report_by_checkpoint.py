@@ -10,7 +10,7 @@ import pytest
 from analysis.report import build_report
 from analysis.report.family_figures import BY_CHECKPOINT_FIGURES
 from analysis.report.figures import FIGURES, forest
-from analysis.report.tables import BY_CHECKPOINT_TABLE_COLUMNS, by_checkpoint_table
+from analysis.report.study_tables import BY_CHECKPOINT_TABLE_COLUMNS, by_checkpoint_table
 
 SECTION = "### Effects by checkpoint (secondary, outside the Holm family)"
 
