@@ -23,23 +23,34 @@ record and passes it as ``outcomes=``.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from analysis import __version__
 from analysis.prereg.design import (
     Design,
-    canonical_bytes,
     draw_held_out,
     heads_sha256,
     load_design,
 )
-from analysis.prereg.power_file import power_path, power_sha256
+from analysis.prereg.lock_diff import (
+    Features,
+    Versions,
+    block_changes,
+    design_blocks,
+    design_changes,
+    lock_hash,
+    locked_blocks,
+    model_columns,
+    name_list,
+    normalized_features,
+    section_hashes,
+    sections_changed,
+)
+from analysis.prereg.power_file import power_sha256
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -117,35 +128,6 @@ def deviations_path(design_path: str | Path) -> Path:
     return p.with_name(p.stem + ".deviations.md")
 
 
-def model_columns(
-    blocks: Sequence[str], features: Mapping[str, Sequence[str]] | None
-) -> list[str] | None:
-    """Sorted ``BLOCK__feature`` columns of a model, or None when a block is unknown.
-
-    ``features`` maps a block to its feature names, bare (``log_n``) or full
-    (``baseline__log_n``).
-    """
-    if features is None:
-        return None
-    cols: list[str] = []
-    for b in blocks:
-        if b not in features:
-            return None
-        for f in features[b]:
-            cols.append(f if "__" in f else f"{b}__{f}")
-    return sorted(set(cols))
-
-
-def _section_hashes(data: Mapping[str, Any]) -> dict[str, str]:
-    """Hash per top-level key; ``held_out`` without its list (reported separately)."""
-    out = {}
-    for k, v in sorted(data.items()):
-        if k == "held_out" and isinstance(v, Mapping):
-            v = {kk: vv for kk, vv in v.items() if kk != "heads"}
-        out[k] = hashlib.sha256(canonical_bytes({k: v})).hexdigest()
-    return out
-
-
 def git_commit(where: Path) -> str | None:
     """The commit checked out at ``where`` (None outside a git checkout or without git)."""
     try:
@@ -165,50 +147,20 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-Features = Mapping[str, Sequence[str]]
-Versions = Mapping[str, str | None]
-
-
-def _design_blocks(design: Design) -> list[str]:
-    """The blocks of the design's models, in first-use order."""
-    return list(dict.fromkeys(b for blocks in design.models.values() for b in blocks))
-
-
-def _normalized(features: Features | None) -> dict[str, list[str]] | None:
-    """Block -> sorted bare feature names (``baseline__log_n`` -> ``log_n``)."""
-    if features is None:
-        return None
-    out = {}
-    for b, names in features.items():
-        out[b] = sorted({f[len(b) + 2 :] if f.startswith(b + "__") else f for f in names})
-    return out
-
-
-def _lock_hash(record: Mapping[str, Any]) -> str:
-    """The lock hash: what a confirmatory result is stamped with (see :class:`Lock`)."""
-    content = {
-        "design_sha256": record["design_sha256"],
-        "held_out_sha256": record["held_out"]["sha256"],
-        "models": record["models"],
-        "blocks": record.get("blocks", {}),
-    }
-    return hashlib.sha256(canonical_bytes(content)).hexdigest()
-
-
 def _build_record(
     design: Design,
     features: Features | None,
     versions: Versions | None,
     amendments: list[dict],
 ) -> dict:
-    norm = _normalized(features)
+    norm = normalized_features(features)
     models = {}
     for name, blocks in design.models.items():
         models[name] = {"blocks": list(blocks), "features": model_columns(blocks, norm)}
     known = all(m["features"] is not None for m in models.values())
     blocks_rec = {
         b: {"covariates": norm[b], "version": (versions or {}).get(b)}
-        for b in _design_blocks(design)
+        for b in design_blocks(design)
         if norm is not None and b in norm
     }
     versioned = known and all(v["version"] for v in blocks_rec.values())
@@ -227,7 +179,7 @@ def _build_record(
         "design": design.path.name,
         "design_sha256": design.sha256,
         "lock_sha256": "",
-        "sections": _section_hashes(design.data),
+        "sections": section_hashes(design.data),
         "held_out": {
             "heads": list(design.held_out),
             "sha256": heads_sha256(design.held_out),
@@ -249,7 +201,7 @@ def _build_record(
         "relocked_at": None,
         "amendments": amendments,
     }
-    record["lock_sha256"] = _lock_hash(record)
+    record["lock_sha256"] = lock_hash(record)
     return record
 
 
@@ -338,165 +290,6 @@ def lock_design(
     return record
 
 
-def _locked_blocks(record: Mapping[str, Any]) -> dict[str, dict]:
-    """Block -> ``{"covariates": [...], "version": str | None}`` as locked.
-
-    A lock written before block versions existed, with feature columns, yields its
-    columns split by block and no versions; a lock without columns yields ``{}``.
-    """
-    if "blocks" in record:
-        return {b: dict(v) for b, v in record["blocks"].items()}
-    out: dict[str, dict] = {}
-    for m in record.get("models", {}).values():
-        if m.get("features") is None:
-            continue
-        for b in m["blocks"]:
-            cols = [c.split("__", 1)[1] for c in m["features"] if c.partition("__")[0] == b]
-            out[b] = {"covariates": sorted(cols), "version": None}
-    return out
-
-
-def _names(items: Sequence[str]) -> str:
-    return "[" + ", ".join(items) + "]" if items else "none"
-
-
-def _block_changes(
-    record: Mapping[str, Any],
-    design: Design,
-    features: Features | None,
-    versions: Versions | None,
-) -> list[str]:
-    """How the blocks (as the registry has them now) differ from the lock; [] if unknown."""
-    if features is None:
-        return []
-    norm = _normalized(features) or {}
-    locked = _locked_blocks(record)
-    locked_models = {b for m in record.get("models", {}).values() for b in m["blocks"]}
-    unlocked, unversioned, changes = [], [], []
-    for b in _design_blocks(design):
-        if b not in norm or b not in locked_models:
-            continue  # a block the lock never had: the models change says so
-        if b not in locked:
-            unlocked.append(b)
-            continue
-        old, new = set(locked[b]["covariates"]), set(norm[b])
-        if old != new:
-            changes.append(
-                f"block {b}: covariate columns changed (added "
-                f"{_names(sorted(f'{b}__{f}' for f in new - old))}, removed "
-                f"{_names(sorted(f'{b}__{f}' for f in old - new))})"
-            )
-        if versions is None or versions.get(b) is None:
-            continue
-        was = locked[b].get("version")
-        if was is None:
-            unversioned.append(b)
-        elif was != versions[b]:
-            changes.append(f"block {b}: source changed (version {was[:12]} -> {versions[b][:12]})")
-    if unlocked:
-        changes.insert(
-            0,
-            f"covariate names and versions of blocks {', '.join(unlocked)} are not locked "
-            "(the lock was written without them)",
-        )
-    if unversioned:
-        changes.append(f"versions of blocks {', '.join(unversioned)} are not locked")
-    return changes
-
-
-def _power_changes(record: Mapping[str, Any], design: Design) -> list[str]:
-    """How the design's stored power file differs from the one locked ([] when equal).
-
-    A lock written before ``power_sha256`` existed locks "no power file".
-    """
-    locked, now = record.get("power_sha256"), power_sha256(design.path)
-    if locked == now:
-        return []
-    name = power_path(design.path).name
-    if locked is None:
-        return [f"power file {name} is not locked (sha256 {now[:12]})"]
-    if now is None:
-        return [f"power file {name} is missing (locked sha256 {locked[:12]})"]
-    return [f"power file {name} changed (sha256 {locked[:12]} -> {now[:12]})"]
-
-
-def _diff(
-    record: dict,
-    design: Design,
-    features: Features | None,
-    versions: Versions | None = None,
-) -> list[str]:
-    """Human-readable differences between a lock record and the current design."""
-    changes: list[str] = []
-    old = list(record["held_out"]["heads"])
-    new = list(design.held_out)
-    if old != new:
-        added = sorted(set(new) - set(old))
-        removed = sorted(set(old) - set(new))
-        parts = []
-        if added:
-            parts.append(
-                f"{len(added)} head{'s' * (len(added) != 1)} added "
-                f"({', '.join(added[:5])}{', ...' if len(added) > 5 else ''})"
-            )
-        if removed:
-            parts.append(
-                f"{len(removed)} head{'s' * (len(removed) != 1)} removed "
-                f"({', '.join(removed[:5])}{', ...' if len(removed) > 5 else ''})"
-            )
-        if not parts:
-            parts.append("order changed")
-        changes.append("held-out list changed: " + "; ".join(parts))
-    old_models = record["models"]
-    new_models = design.models
-    model_msgs = []
-    for name in sorted(set(old_models) | set(new_models)):
-        if name not in new_models:
-            model_msgs.append(f"{name} removed")
-        elif name not in old_models:
-            model_msgs.append(f"{name} added ({', '.join(new_models[name])})")
-        elif list(old_models[name]["blocks"]) != list(new_models[name]):
-            model_msgs.append(
-                f"{name} blocks {old_models[name]['blocks']} -> {list(new_models[name])}"
-            )
-    if model_msgs:
-        changes.append("models changed: " + "; ".join(model_msgs))
-    changes.extend(_block_changes(record, design, features, versions))
-    changes.extend(_power_changes(record, design))
-    old_sections = record.get("sections", {})
-    new_sections = _section_hashes(design.data)
-    other = sorted(
-        k
-        for k in set(old_sections) | set(new_sections)
-        if k != "models" and old_sections.get(k) != new_sections.get(k)
-    )
-    if other:
-        changes.append("sections changed: " + ", ".join(other))
-    if not changes and record["design_sha256"] != design.sha256:
-        changes.append("design hash changed")
-    if record["held_out"]["sha256"] != heads_sha256(record["held_out"]["heads"]):
-        changes.append("lock file damaged: its held-out hash does not match its list")
-    if "lock_sha256" in record and record["lock_sha256"] != _lock_hash(record):
-        changes.append("lock file damaged: its lock hash does not match its content")
-    return changes
-
-
-def _sections_changed(record: Mapping[str, Any], design: Design) -> list[str]:
-    """The top-level sections whose hash differs from the lock's (the held-out list counts
-    as ``held_out``)."""
-    old = record.get("sections", {})
-    new = _section_hashes(design.data)
-    out = {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
-    if list(record["held_out"]["heads"]) != list(design.held_out):
-        out.add("held_out")
-    if any(
-        list(m["blocks"]) != list(design.models.get(name, []))
-        for name, m in record["models"].items()
-    ) or set(record["models"]) != set(design.models):
-        out.add("models")
-    return sorted(out)
-
-
 def _refuse_frozen(
     design_path: Path, touched: Sequence[str], outcomes: Outcomes
 ) -> PreregistrationError:
@@ -534,7 +327,7 @@ def check_design(
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    return _diff(record, design, features, versions)
+    return design_changes(record, design, features, versions)
 
 
 def _amend_hint(design_path: Path | str) -> str:
@@ -578,15 +371,15 @@ def amend_design(
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    changes = _diff(record, design, features, versions)
+    changes = design_changes(record, design, features, versions)
     if not changes:
         raise PreregistrationError(
             f"{design_path} matches its lock: nothing to amend", name="design"
         )
-    touched = _sections_changed(record, design)
+    touched = sections_changed(record, design)
     if outcomes is not None and any(s in touched for s in FROZEN_SECTIONS):
         raise _refuse_frozen(design_path, touched, outcomes)
-    locked = _locked_blocks(record)
+    locked = locked_blocks(record)
     use_features = (
         features
         if features is not None
@@ -626,13 +419,13 @@ def amend_design(
         )
     )
     relocked = [
-        f"block {b} locked: covariates {_names(v['covariates'])}; version {v['version']}"
+        f"block {b} locked: covariates {name_list(v['covariates'])}; version {v['version']}"
         for b, v in entry["blocks"].items()
     ]
     text = (
         f"\n## Amendment {len(amendments) + 1} ({entry['time']})\n\n"
         f"Reason: {entry['reason']}\n\n"
-        f"Sections changed: {_names(touched)}"
+        f"Sections changed: {name_list(touched)}"
         f"{' (outcomes existed)' if outcomes is not None else ''}\n\n"
         + "".join(f"- {c}\n" for c in [*changes, *relocked])
         + f"\nDesign SHA-256: {entry['previous_design_sha256']} -> "
@@ -696,7 +489,7 @@ def require_locked(
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    changes = _diff(record, design, features, versions)
+    changes = design_changes(record, design, features, versions)
     if changes:
         raise _refuse(design_path, changes)
     return _lock_of(record, design)
@@ -721,7 +514,7 @@ def verify_blocks(lock: Lock, *, features: Features, versions: Versions) -> None
     """
     if not isinstance(lock, Lock):
         raise ParameterError("lock", "a Lock from require_locked", type(lock).__name__)
-    changes = _block_changes(lock.record, lock.design, features, versions)
+    changes = block_changes(lock.record, lock.design, features, versions)
     if changes:
         raise _refuse(lock.design.path, changes)
 
@@ -743,8 +536,8 @@ def check_descriptor_columns(lock: Lock, columns: Sequence[str]) -> None:
         no covariate names for) and how to amend.
     """
     path = lock.design.path
-    locked = _locked_blocks(lock.record)
-    blocks = _design_blocks(lock.design)
+    locked = locked_blocks(lock.record)
+    blocks = design_blocks(lock.design)
     unlocked = [b for b in blocks if b not in locked]
     if unlocked:
         raise PreregistrationError(
@@ -761,8 +554,8 @@ def check_descriptor_columns(lock: Lock, columns: Sequence[str]) -> None:
         have = by_block.get(b, set())
         if want != have:
             msgs.append(
-                f"block {b}: the table has {_names(sorted(have - want))} beyond the lock "
-                f"and lacks {_names(sorted(want - have))}"
+                f"block {b}: the table has {name_list(sorted(have - want))} beyond the lock "
+                f"and lacks {name_list(sorted(want - have))}"
             )
     if msgs:
         raise PreregistrationError(
