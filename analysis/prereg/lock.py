@@ -11,7 +11,8 @@ confirmatory result is stamped with), the SHA-256 of the design's stored power
 lock hash, since the power is no part of a confirmatory result), the package version and git commit (provenance
 only), the time of the first lock (``locked_at``, kept across amendments) and of the last
 (``relocked_at``). A deliberate change goes through :func:`amend_design`, which appends
-to ``<stem>.deviations.md`` beside the design and re-locks.
+to ``<stem>.deviations.md`` beside the design and re-locks. The hashes the lock records
+and the messages naming each change come from :mod:`analysis.prereg.lock_diff`.
 
 Once outcomes exist (the study store records, before its first bracket, the lock hash it
 computes under), :func:`lock_design` refuses (a deleted lock is no way to start over) and
@@ -84,6 +85,25 @@ class PreregistrationError(ParameterError):
 
     A :class:`ParameterError` (named ``design``) so that every command reports it the
     same way and exits 2.
+
+    Parameters
+    ----------
+    message : str
+        The whole message (what is refused, and how to go on).
+    name : str, default "design", keyword-only
+        The parameter it names (e.g. ``held_out``, ``features``).
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock import PreregistrationError, check_design
+    >>> from analysis.validation import ParameterError
+    >>> error = PreregistrationError("toy.toml drifted", name="held_out")
+    >>> isinstance(error, ParameterError), error.name, str(error)
+    (True, 'held_out', 'toy.toml drifted')
+    >>> check_design("unlocked.toml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: no lock for unlocked.toml (expected unlocked.toml.lock); ...
     """
 
     def __init__(self, message: str, *, name: str = "design"):
@@ -109,6 +129,21 @@ class Lock:
     held_out_sha256 : str
     record : dict
         The whole lock JSON.
+
+    Examples
+    --------
+    Made by :func:`require_locked`:
+
+    >>> import json
+    >>> from analysis.prereg.examples import EXAMPLE_HELD_OUT, write_example_design
+    >>> from analysis.prereg.lock import lock_design, lock_path, require_locked
+    >>> path = write_example_design("lock_record.toml")
+    >>> record = lock_design(path)
+    >>> lock = require_locked(path)
+    >>> lock.sha256 == record["lock_sha256"], lock.held_out == EXAMPLE_HELD_OUT
+    (True, True)
+    >>> lock.record == json.loads(lock_path(path).read_text(encoding="utf-8"))
+    True
     """
 
     design: Design
@@ -119,17 +154,79 @@ class Lock:
 
 
 def lock_path(design_path: str | Path) -> Path:
+    """Where a design's lock is: ``FILE.lock`` beside ``FILE``.
+
+    Parameters
+    ----------
+    design_path : str or Path
+
+    Returns
+    -------
+    Path
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock import lock_path
+    >>> lock_path("designs/offline.toml").as_posix()
+    'designs/offline.toml.lock'
+    """
     p = Path(design_path)
     return p.with_name(p.name + ".lock")
 
 
 def deviations_path(design_path: str | Path) -> Path:
+    """Where a design's deviations log is: ``<stem>.deviations.md`` beside it.
+
+    :func:`amend_design` appends an entry there for each amendment.
+
+    Parameters
+    ----------
+    design_path : str or Path
+
+    Returns
+    -------
+    Path
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock import deviations_path
+    >>> deviations_path("designs/offline.toml").as_posix()
+    'designs/offline.deviations.md'
+    """
     p = Path(design_path)
     return p.with_name(p.stem + ".deviations.md")
 
 
 def git_commit(where: Path) -> str | None:
-    """The commit checked out at ``where`` (None outside a git checkout or without git)."""
+    """The commit checked out at ``where`` (None outside a git checkout or without git).
+
+    Parameters
+    ----------
+    where : Path
+        A folder.
+
+    Returns
+    -------
+    str or None
+        The full commit hash (``git rev-parse HEAD``).
+
+    Examples
+    --------
+    A new repository with one empty commit:
+
+    >>> import subprocess
+    >>> from pathlib import Path
+    >>> from analysis.prereg.lock import git_commit
+    >>> repo = Path("repository")
+    >>> git = ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x"]
+    >>> _ = subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    >>> _ = subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
+    >>> log = subprocess.run([*git, "log", "--format=%H"], capture_output=True, text=True)
+    >>> git_commit(repo) == log.stdout.strip(), len(git_commit(repo))
+    (True, 40)
+    >>> git_commit(Path("no such folder")) is None
+    True
+    """
     try:
         out = subprocess.run(
             ["git", "-C", str(where), "rev-parse", "HEAD"],
@@ -267,6 +364,32 @@ def lock_design(
     -------
     dict
         The lock record.
+
+    Raises
+    ------
+    PreregistrationError
+        When a lock exists or outcomes do.
+    ParameterError
+        When the held-out list is not the one drawn from its seed and fraction.
+
+    Examples
+    --------
+    >>> import json
+    >>> from analysis.prereg import design_sha256, load_design
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import lock_design, lock_path
+    >>> path = write_example_design("locked.toml")
+    >>> record = lock_design(path, features={"baseline": ["log_n"], "native": ["kappa"]})
+    >>> record == json.loads(lock_path(path).read_text(encoding="utf-8"))
+    True
+    >>> record["design_sha256"] == design_sha256(load_design(path).data)
+    True
+    >>> record["models"]["M1"]["features"], record["blocks"]["native"]
+    (['baseline__log_n', 'native__kappa'], {'covariates': ['kappa'], 'version': None})
+    >>> lock_design(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: locked.toml.lock already exists: ...
     """
     design_path = Path(design_path)
     lp = lock_path(design_path)
@@ -323,6 +446,18 @@ def check_design(
     ------
     PreregistrationError
         When there is no lock.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import check_design, lock_design
+    >>> path = write_example_design("checked.toml")
+    >>> _ = lock_design(path)
+    >>> check_design(path)
+    []
+    >>> _ = write_example_design(path, eps=(0.2,))  # the [sampling] section edited
+    >>> check_design(path)
+    ['sections changed: sampling']
     """
     design_path = Path(design_path)
     record = _read_lock(design_path)
@@ -365,6 +500,48 @@ def amend_design(
         the sections it changed, whether outcomes existed, the previous and new design,
         held-out and lock hashes, and the covariates and versions of the blocks it
         (re)locked.
+
+    Raises
+    ------
+    ParameterError
+        When ``reason`` is empty.
+    PreregistrationError
+        When there is no lock, the design matches it, or (with ``outcomes``) a frozen
+        section changed.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import amend_design, check_design, deviations_path
+    >>> from analysis.prereg.lock import lock_design
+    >>> path = write_example_design("amended.toml")
+    >>> first = lock_design(path)
+    >>> _ = write_example_design(path, eps=(0.2,))
+    >>> record = amend_design(path, reason="a finer eps")
+    >>> [(a["reason"], a["sections"]) for a in record["amendments"]], check_design(path)
+    ([('a finer eps', ['sampling'])], [])
+    >>> record["locked_at"] == first["locked_at"]
+    True
+    >>> record["amendments"][0]["previous_lock_sha256"] == first["lock_sha256"]
+    True
+    >>> _ = write_example_design(path, eps=(0.3,))
+    >>> second = amend_design(path, reason="coarser")
+    >>> log = deviations_path(path).read_text(encoding="utf-8").splitlines()
+    >>> [line.split(" (")[0] for line in log if line.startswith("## ")]
+    ['## Amendment 1', '## Amendment 2']
+    >>> amend_design(path, reason="again")
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: amended.toml matches its lock: nothing to amend
+
+    Once outcomes exist, a frozen section (here the held-out list) stays as locked:
+
+    >>> _ = write_example_design(path, eps=(0.3,), held_out=("org/tiny:0:0",))
+    >>> outcomes = {"time": "t", "lock_sha256": second["lock_sha256"], "store": "s"}
+    >>> amend_design(path, reason="r", outcomes=outcomes)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: amended.toml: the amendment changes [held_out], refused: ...
     """
     if not isinstance(reason, str) or not reason.strip():
         raise ParameterError("reason", "a non-empty explanation of the change", reason)
@@ -485,6 +662,20 @@ def require_locked(
         When the lock is missing or the design (or, when ``features`` is given, a block's
         covariates or version) drifted from it; the message names what changed and says
         how to amend.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import lock_design, require_locked
+    >>> path = write_example_design("required.toml")
+    >>> _ = lock_design(path)
+    >>> require_locked(path).held_out
+    ('org/tiny:1:1', 'org/tiny:1:2')
+    >>> _ = write_example_design(path, eps=(0.2,))
+    >>> require_locked(path)
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: required.toml drifted from its lock; confirmatory analysis refused: sections changed: sampling. A deliberate change goes through `attnrank prereg amend required.toml --reason "..."`.
     """
     design_path = Path(design_path)
     record = _read_lock(design_path)
@@ -511,6 +702,21 @@ def verify_blocks(lock: Lock, *, features: Features, versions: Versions) -> None
     PreregistrationError
         Naming each drifted block (covariate columns added or removed, source changed, or
         not locked at all) and the ``attnrank prereg amend`` command that records it.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import lock_design, require_locked, verify_blocks
+    >>> path = write_example_design("verified.toml")
+    >>> features = {"baseline": ["log_n"], "native": ["kappa"]}
+    >>> versions = {"baseline": "a" * 64, "native": "b" * 64}
+    >>> _ = lock_design(path, features=features, versions=versions)
+    >>> lock = require_locked(path)
+    >>> verify_blocks(lock, features=features, versions=versions)  # the blocks as locked
+    >>> verify_blocks(lock, features=features, versions={**versions, "native": "c" * 64})
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: verified.toml drifted from its lock; confirmatory analysis refused: block native: source changed (version bbbbbbbbbbbb -> cccccccccccc). ...
     """
     if not isinstance(lock, Lock):
         raise ParameterError("lock", "a Lock from require_locked", type(lock).__name__)
@@ -534,6 +740,20 @@ def check_descriptor_columns(lock: Lock, columns: Sequence[str]) -> None:
     PreregistrationError
         Named ``features``, naming each block whose columns differ (or that the lock has
         no covariate names for) and how to amend.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import check_descriptor_columns, lock_design
+    >>> from analysis.prereg.lock import require_locked
+    >>> path = write_example_design("columns.toml")
+    >>> _ = lock_design(path, features={"baseline": ["log_n"], "native": ["kappa"]})
+    >>> lock = require_locked(path)
+    >>> check_descriptor_columns(lock, ["baseline__log_n", "native__kappa", "other__x"])
+    >>> check_descriptor_columns(lock, ["baseline__log_n"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: columns.toml: the descriptor table's covariate columns differ from the lock; comparison refused: block native: the table has none beyond the lock and lacks [native__kappa]. ...
     """
     path = lock.design.path
     locked = locked_blocks(lock.record)

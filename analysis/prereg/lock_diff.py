@@ -42,8 +42,27 @@ def model_columns(
 ) -> list[str] | None:
     """Sorted ``BLOCK__feature`` columns of a model, or None when a block is unknown.
 
-    ``features`` maps a block to its feature names, bare (``log_n``) or full
-    (``baseline__log_n``).
+    Parameters
+    ----------
+    blocks : sequence of str
+        The model's blocks.
+    features : mapping block -> feature names, or None
+        Each block's feature names, bare (``log_n``) or full (``baseline__log_n``).
+
+    Returns
+    -------
+    list of str or None
+        The sorted, de-duplicated columns; None when ``features`` is None or lacks one
+        of ``blocks``.
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock_diff import model_columns
+    >>> model_columns(["native", "baseline"],
+    ...               {"baseline": ["log_n"], "native": ["native__kappa", "rank"]})
+    ['baseline__log_n', 'native__kappa', 'native__rank']
+    >>> model_columns(["baseline", "intrinsic"], {"baseline": ["log_n"]}) is None
+    True
     """
     if features is None:
         return None
@@ -57,7 +76,39 @@ def model_columns(
 
 
 def section_hashes(data: Mapping[str, Any]) -> dict[str, str]:
-    """Hash per top-level key; ``held_out`` without its list (reported separately)."""
+    """SHA-256 per top-level section of a parsed design; ``held_out`` without its list.
+
+    Each section ``k`` is hashed as the canonical bytes of ``{k: value}``
+    (:func:`~analysis.prereg.design.canonical_bytes`); the held-out list is left out of
+    its section's hash because the lock records it, and reports its changes, separately.
+
+    Parameters
+    ----------
+    data : mapping
+        The parsed design (``Design.data``).
+
+    Returns
+    -------
+    dict
+        Section name -> hex digest, sorted by name.
+
+    Examples
+    --------
+    >>> import hashlib
+    >>> from analysis.prereg.design import canonical_bytes
+    >>> from analysis.prereg.lock_diff import section_hashes
+    >>> data = {"title": "toy", "held_out": {"seed": 7, "heads": ["org/tiny:0:1"]}}
+    >>> hashes = section_hashes(data)
+    >>> list(hashes)
+    ['held_out', 'title']
+    >>> hashes["title"] == hashlib.sha256(b'{"title":"toy"}').hexdigest()
+    True
+    >>> other = section_hashes({"held_out": {"seed": 7, "heads": []}})  # another list
+    >>> other["held_out"] == hashes["held_out"]
+    True
+    >>> section_hashes({"held_out": {"seed": 8}})["held_out"] == hashes["held_out"]
+    False
+    """
     out = {}
     for k, v in sorted(data.items()):
         if k == "held_out" and isinstance(v, Mapping):
@@ -67,12 +118,49 @@ def section_hashes(data: Mapping[str, Any]) -> dict[str, str]:
 
 
 def design_blocks(design: Design) -> list[str]:
-    """The blocks of the design's models, in first-use order."""
+    """The blocks of the design's models, each once, in first-use order.
+
+    Parameters
+    ----------
+    design : Design
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    The example design's models are ``M0 = [baseline]`` and ``M1 = [baseline, native]``:
+
+    >>> from analysis.prereg import load_design
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock_diff import design_blocks
+    >>> design_blocks(load_design(write_example_design("blocks.toml")))
+    ['baseline', 'native']
+    """
     return list(dict.fromkeys(b for blocks in design.models.values() for b in blocks))
 
 
 def normalized_features(features: Features | None) -> dict[str, list[str]] | None:
-    """Block -> sorted bare feature names (``baseline__log_n`` -> ``log_n``)."""
+    """Block -> sorted bare feature names (``baseline__log_n`` -> ``log_n``).
+
+    Parameters
+    ----------
+    features : mapping block -> feature names, or None
+
+    Returns
+    -------
+    dict or None
+        None when ``features`` is None.
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock_diff import normalized_features
+    >>> normalized_features({"baseline": ["baseline__log_n", "depth", "log_n"]})
+    {'baseline': ['depth', 'log_n']}
+    >>> normalized_features(None) is None
+    True
+    """
     if features is None:
         return None
     out = {}
@@ -82,7 +170,37 @@ def normalized_features(features: Features | None) -> dict[str, list[str]] | Non
 
 
 def lock_hash(record: Mapping[str, Any]) -> str:
-    """The lock hash: what a confirmatory result is stamped with (see :class:`Lock`)."""
+    """The lock hash: what a confirmatory result is stamped with.
+
+    The SHA-256 of the canonical bytes of the record's design hash, held-out hash, models
+    and blocks (see :class:`~analysis.prereg.lock.Lock`); the stored power and the
+    provenance are outside it.
+
+    Parameters
+    ----------
+    record : mapping
+        A lock record (its ``design_sha256``, ``held_out.sha256``, ``models`` and, when
+        present, ``blocks``).
+
+    Returns
+    -------
+    str
+        Hex digest.
+
+    Examples
+    --------
+    >>> import hashlib
+    >>> from analysis.prereg.lock_diff import lock_hash
+    >>> record = {"design_sha256": "d", "held_out": {"sha256": "h"}, "models": {}}
+    >>> canonical = b'{"blocks":{},"design_sha256":"d","held_out_sha256":"h","models":{}}'
+    >>> lock_hash(record) == hashlib.sha256(canonical).hexdigest()
+    True
+    >>> lock_hash({**record, "power_sha256": "p"}) == lock_hash(record)  # outside it
+    True
+    >>> blocks = {"native": {"covariates": ["kappa"], "version": "v1"}}
+    >>> lock_hash({**record, "blocks": blocks}) == lock_hash(record)
+    False
+    """
     content = {
         "design_sha256": record["design_sha256"],
         "held_out_sha256": record["held_out"]["sha256"],
@@ -97,6 +215,28 @@ def locked_blocks(record: Mapping[str, Any]) -> dict[str, dict]:
 
     A lock written before block versions existed, with feature columns, yields its
     columns split by block and no versions; a lock without columns yields ``{}``.
+
+    Parameters
+    ----------
+    record : mapping
+        A lock record.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock_diff import locked_blocks
+    >>> locked_blocks({"blocks": {"native": {"covariates": ["kappa"], "version": "v1"}}})
+    {'native': {'covariates': ['kappa'], 'version': 'v1'}}
+    >>> columns = ["baseline__log_n", "native__kappa"]
+    >>> locked_blocks({"models": {"M1": {"blocks": ["baseline", "native"],
+    ...                                  "features": columns}}})  # an older lock
+    {'baseline': {'covariates': ['log_n'], 'version': None},
+     'native': {'covariates': ['kappa'], 'version': None}}
+    >>> locked_blocks({"models": {"M0": {"blocks": ["baseline"], "features": None}}})
+    {}
     """
     if "blocks" in record:
         return {b: dict(v) for b, v in record["blocks"].items()}
@@ -111,6 +251,22 @@ def locked_blocks(record: Mapping[str, Any]) -> dict[str, dict]:
 
 
 def name_list(items: Sequence[str]) -> str:
+    """Names as the lock's messages list them: ``[a, b]``, or ``none`` when empty.
+
+    Parameters
+    ----------
+    items : sequence of str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock_diff import name_list
+    >>> name_list(["baseline__log_n", "native__kappa"]), name_list([])
+    ('[baseline__log_n, native__kappa]', 'none')
+    """
     return "[" + ", ".join(items) + "]" if items else "none"
 
 
@@ -120,7 +276,43 @@ def block_changes(
     features: Features | None,
     versions: Versions | None,
 ) -> list[str]:
-    """How the blocks (as the registry has them now) differ from the lock; [] if unknown."""
+    """How the blocks (as the registry has them now) differ from the lock; [] if unknown.
+
+    Parameters
+    ----------
+    record : mapping
+        The lock record.
+    design : Design
+        The design now.
+    features, versions : mapping or None
+        Each block's covariate names and version now; nothing is compared without
+        ``features``, and no version without ``versions``.
+
+    Returns
+    -------
+    list of str
+        One message per changed block (covariate columns added or removed, source
+        changed), and one naming the blocks whose covariates or versions the lock lacks.
+
+    Examples
+    --------
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock_diff import block_changes
+    >>> path = write_example_design("block_changes.toml")
+    >>> features = {"baseline": ["log_n"], "native": ["kappa"]}
+    >>> versions = {"baseline": "a" * 64, "native": "b" * 64}
+    >>> record = lock_design(path, features=features, versions=versions)
+    >>> design = load_design(path)
+    >>> block_changes(record, design, features, versions)
+    []
+    >>> block_changes(record, design, {**features, "native": ["kappa", "rho"]},
+    ...               {**versions, "native": "c" * 64})
+    ['block native: covariate columns changed (added [native__rho], removed none)',
+     'block native: source changed (version bbbbbbbbbbbb -> cccccccccccc)']
+    >>> block_changes(record, design, None, None)
+    []
+    """
     if features is None:
         return []
     norm = normalized_features(features) or {}
@@ -180,7 +372,43 @@ def design_changes(
     features: Features | None,
     versions: Versions | None = None,
 ) -> list[str]:
-    """Human-readable differences between a lock record and the current design."""
+    """Human-readable differences between a lock record and the current design.
+
+    Parameters
+    ----------
+    record : dict
+        The lock record.
+    design : Design
+        The design now.
+    features, versions : mapping or None
+        Each block's covariate names and version now (see :func:`block_changes`).
+
+    Returns
+    -------
+    list of str
+        Empty when the design matches the lock; otherwise one message per change: the
+        held-out list, the models, the blocks, the stored power, the other sections by
+        name, and a damaged lock file (its held-out or lock hash not matching its content).
+
+    Examples
+    --------
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock_diff import design_changes
+    >>> path = write_example_design("drift.toml")
+    >>> record = lock_design(path)
+    >>> design_changes(record, load_design(path), None)
+    []
+    >>> _ = write_example_design(path, temperatures=(0.5, 1.0))  # [sampling] edited
+    >>> design_changes(record, load_design(path), None)
+    ['sections changed: sampling']
+    >>> _ = write_example_design(path, held_out=("org/tiny:0:0", "org/tiny:1:2"))
+    >>> design_changes(record, load_design(path), None)
+    ['held-out list changed: 1 head added (org/tiny:0:0); 1 head removed (org/tiny:1:1)']
+    >>> _ = write_example_design(path)
+    >>> design_changes({**record, "lock_sha256": "0" * 64}, load_design(path), None)
+    ['lock file damaged: its lock hash does not match its content']
+    """
     changes: list[str] = []
     old = list(record["held_out"]["heads"])
     new = list(design.held_out)
@@ -236,8 +464,36 @@ def design_changes(
 
 
 def sections_changed(record: Mapping[str, Any], design: Design) -> list[str]:
-    """The top-level sections whose hash differs from the lock's (the held-out list counts
-    as ``held_out``)."""
+    """The top-level sections whose hash differs from the lock's.
+
+    A change of the held-out list counts as ``held_out`` and a change of a model's blocks
+    as ``models`` (what :data:`~analysis.prereg.lock.FROZEN_SECTIONS` is checked against).
+
+    Parameters
+    ----------
+    record : mapping
+        The lock record.
+    design : Design
+        The design now.
+
+    Returns
+    -------
+    list of str
+        Sorted section names.
+
+    Examples
+    --------
+    >>> from analysis.prereg import load_design, lock_design
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock_diff import sections_changed
+    >>> path = write_example_design("sections.toml")
+    >>> record = lock_design(path)
+    >>> sections_changed(record, load_design(path))
+    []
+    >>> _ = write_example_design(path, eps=(0.2,), held_out=("org/tiny:0:0", "org/tiny:1:2"))
+    >>> sections_changed(record, load_design(path))
+    ['held_out', 'sampling']
+    """
     old = record.get("sections", {})
     new = section_hashes(design.data)
     out = {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
