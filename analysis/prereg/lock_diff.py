@@ -95,7 +95,6 @@ def section_hashes(data: Mapping[str, Any]) -> dict[str, str]:
     Examples
     --------
     >>> import hashlib
-    >>> from analysis.prereg.design import canonical_bytes
     >>> from analysis.prereg.lock_diff import section_hashes
     >>> data = {"title": "toy", "held_out": {"seed": 7, "heads": ["org/tiny:0:1"]}}
     >>> hashes = section_hashes(data)
