@@ -154,15 +154,7 @@ class Lock:
 
 
 def lock_path(design_path: str | Path) -> Path:
-    """Where a design's lock is: ``FILE.lock`` beside ``FILE``.
-
-    Parameters
-    ----------
-    design_path : str or Path
-
-    Returns
-    -------
-    Path
+    """Where a design's lock is: ``FILE.lock`` beside ``FILE`` (its whole name kept).
 
     Examples
     --------
@@ -177,21 +169,14 @@ def lock_path(design_path: str | Path) -> Path:
 def deviations_path(design_path: str | Path) -> Path:
     """Where a design's deviations log is: ``<stem>.deviations.md`` beside it.
 
-    :func:`amend_design` appends an entry there for each amendment.
-
-    Parameters
-    ----------
-    design_path : str or Path
-
-    Returns
-    -------
-    Path
+    :func:`amend_design` appends an entry there for each amendment (see its example).
 
     Examples
     --------
+    >>> from pathlib import Path
     >>> from analysis.prereg.lock import deviations_path
-    >>> deviations_path("designs/offline.toml").as_posix()
-    'designs/offline.deviations.md'
+    >>> deviations_path(Path("designs") / "offline.toml") == Path("designs/offline.deviations.md")
+    True
     """
     p = Path(design_path)
     return p.with_name(p.stem + ".deviations.md")
@@ -451,12 +436,11 @@ def check_design(
     --------
     >>> from analysis.prereg.examples import write_example_design
     >>> from analysis.prereg.lock import check_design, lock_design
-    >>> path = write_example_design("checked.toml")
-    >>> _ = lock_design(path)
-    >>> check_design(path)
+    >>> _ = lock_design(write_example_design("checked.toml"))
+    >>> check_design("checked.toml")
     []
-    >>> _ = write_example_design(path, eps=(0.2,))  # the [sampling] section edited
-    >>> check_design(path)
+    >>> _ = write_example_design("checked.toml", eps=(0.2,))  # [sampling] edited
+    >>> check_design("checked.toml")
     ['sections changed: sampling']
     """
     design_path = Path(design_path)

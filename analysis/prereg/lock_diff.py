@@ -215,15 +215,6 @@ def locked_blocks(record: Mapping[str, Any]) -> dict[str, dict]:
     A lock written before block versions existed, with feature columns, yields its
     columns split by block and no versions; a lock without columns yields ``{}``.
 
-    Parameters
-    ----------
-    record : mapping
-        A lock record.
-
-    Returns
-    -------
-    dict
-
     Examples
     --------
     >>> from analysis.prereg.lock_diff import locked_blocks
@@ -251,14 +242,6 @@ def locked_blocks(record: Mapping[str, Any]) -> dict[str, dict]:
 
 def name_list(items: Sequence[str]) -> str:
     """Names as the lock's messages list them: ``[a, b]``, or ``none`` when empty.
-
-    Parameters
-    ----------
-    items : sequence of str
-
-    Returns
-    -------
-    str
 
     Examples
     --------
@@ -376,11 +359,12 @@ def design_changes(
     Parameters
     ----------
     record : dict
-        The lock record.
+        A lock record, as :func:`~analysis.prereg.lock.lock_design` wrote it.
     design : Design
-        The design now.
-    features, versions : mapping or None
-        Each block's covariate names and version now (see :func:`block_changes`).
+        The design as it is now (:func:`~analysis.prereg.design.load_design`).
+    features : mapping block -> covariate names, or None
+    versions : mapping block -> version, or None, default None
+        As in :func:`block_changes`.
 
     Returns
     -------
@@ -391,21 +375,22 @@ def design_changes(
 
     Examples
     --------
-    >>> from analysis.prereg import load_design, lock_design
+    A design locked as written, then edited:
+
+    >>> from analysis import prereg
     >>> from analysis.prereg.examples import write_example_design
     >>> from analysis.prereg.lock_diff import design_changes
-    >>> path = write_example_design("drift.toml")
-    >>> record = lock_design(path)
-    >>> design_changes(record, load_design(path), None)
+    >>> record = prereg.lock_design(write_example_design("drift.toml"))
+    >>> design_changes(record, prereg.load_design("drift.toml"), None)
     []
-    >>> _ = write_example_design(path, temperatures=(0.5, 1.0))  # [sampling] edited
-    >>> design_changes(record, load_design(path), None)
+    >>> _ = write_example_design("drift.toml", temperatures=(0.5, 1.0))  # [sampling]
+    >>> design_changes(record, prereg.load_design("drift.toml"), None)
     ['sections changed: sampling']
-    >>> _ = write_example_design(path, held_out=("org/tiny:0:0", "org/tiny:1:2"))
-    >>> design_changes(record, load_design(path), None)
+    >>> _ = write_example_design("drift.toml", held_out=("org/tiny:0:0", "org/tiny:1:2"))
+    >>> design_changes(record, prereg.load_design("drift.toml"), None)
     ['held-out list changed: 1 head added (org/tiny:0:0); 1 head removed (org/tiny:1:1)']
-    >>> _ = write_example_design(path)
-    >>> design_changes({**record, "lock_sha256": "0" * 64}, load_design(path), None)
+    >>> _ = write_example_design("drift.toml")  # as locked, but the lock file edited:
+    >>> design_changes({**record, "lock_sha256": "0" * 64}, prereg.load_design("drift.toml"), None)
     ['lock file damaged: its lock hash does not match its content']
     """
     changes: list[str] = []
@@ -471,9 +456,8 @@ def sections_changed(record: Mapping[str, Any], design: Design) -> list[str]:
     Parameters
     ----------
     record : mapping
-        The lock record.
     design : Design
-        The design now.
+        What was locked, and the design as it is now.
 
     Returns
     -------
@@ -482,14 +466,15 @@ def sections_changed(record: Mapping[str, Any], design: Design) -> list[str]:
 
     Examples
     --------
+    The held-out list and the sampling grid of a locked design edited (the list is
+    outside the ``held_out`` section's hash, yet counts as that section):
+
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.prereg.examples import write_example_design
     >>> from analysis.prereg.lock_diff import sections_changed
-    >>> path = write_example_design("sections.toml")
-    >>> record = lock_design(path)
-    >>> sections_changed(record, load_design(path))
-    []
-    >>> _ = write_example_design(path, eps=(0.2,), held_out=("org/tiny:0:0", "org/tiny:1:2"))
+    >>> record = lock_design(write_example_design("sections.toml"))
+    >>> path = write_example_design("sections.toml", eps=(0.2,),
+    ...                             held_out=("org/tiny:0:0", "org/tiny:1:2"))
     >>> sections_changed(record, load_design(path))
     ['held_out', 'sampling']
     """
