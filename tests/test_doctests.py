@@ -76,6 +76,8 @@ COVERED = (
     "analysis.prereg.design",
     "analysis.prereg.error_rates",
     "analysis.prereg.examples",
+    "analysis.prereg.lock",
+    "analysis.prereg.lock_diff",
     "analysis.prereg.power",
     "analysis.prereg.power_curve",
     "analysis.prereg.power_file",

@@ -11,7 +11,8 @@ confirmatory result is stamped with), the SHA-256 of the design's stored power
 lock hash, since the power is no part of a confirmatory result), the package version and git commit (provenance
 only), the time of the first lock (``locked_at``, kept across amendments) and of the last
 (``relocked_at``). A deliberate change goes through :func:`amend_design`, which appends
-to ``<stem>.deviations.md`` beside the design and re-locks.
+to ``<stem>.deviations.md`` beside the design and re-locks. The hashes the lock records
+and the messages naming each change come from :mod:`analysis.prereg.lock_diff`.
 
 Once outcomes exist (the study store records, before its first bracket, the lock hash it
 computes under), :func:`lock_design` refuses (a deleted lock is no way to start over) and
@@ -23,23 +24,34 @@ record and passes it as ``outcomes=``.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from analysis import __version__
 from analysis.prereg.design import (
     Design,
-    canonical_bytes,
     draw_held_out,
     heads_sha256,
     load_design,
 )
-from analysis.prereg.power_file import power_path, power_sha256
+from analysis.prereg.lock_diff import (
+    Features,
+    Versions,
+    block_changes,
+    design_blocks,
+    design_changes,
+    lock_hash,
+    locked_blocks,
+    model_columns,
+    name_list,
+    normalized_features,
+    section_hashes,
+    sections_changed,
+)
+from analysis.prereg.power_file import power_sha256
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -73,6 +85,25 @@ class PreregistrationError(ParameterError):
 
     A :class:`ParameterError` (named ``design``) so that every command reports it the
     same way and exits 2.
+
+    Parameters
+    ----------
+    message : str
+        The whole message (what is refused, and how to go on).
+    name : str, default "design", keyword-only
+        The parameter it names (e.g. ``held_out``, ``features``).
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock import PreregistrationError, check_design
+    >>> from analysis.validation import ParameterError
+    >>> error = PreregistrationError("toy.toml drifted", name="held_out")
+    >>> isinstance(error, ParameterError), error.name, str(error)
+    (True, 'held_out', 'toy.toml drifted')
+    >>> check_design("unlocked.toml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: no lock for unlocked.toml (expected unlocked.toml.lock); ...
     """
 
     def __init__(self, message: str, *, name: str = "design"):
@@ -98,6 +129,21 @@ class Lock:
     held_out_sha256 : str
     record : dict
         The whole lock JSON.
+
+    Examples
+    --------
+    Made by :func:`require_locked`:
+
+    >>> import json
+    >>> from analysis.prereg.examples import EXAMPLE_HELD_OUT, write_example_design
+    >>> from analysis.prereg.lock import lock_design, lock_path, require_locked
+    >>> path = write_example_design("lock_record.toml")
+    >>> record = lock_design(path)
+    >>> lock = require_locked(path)
+    >>> lock.sha256 == record["lock_sha256"], lock.held_out == EXAMPLE_HELD_OUT
+    (True, True)
+    >>> lock.record == json.loads(lock_path(path).read_text(encoding="utf-8"))
+    True
     """
 
     design: Design
@@ -108,46 +154,64 @@ class Lock:
 
 
 def lock_path(design_path: str | Path) -> Path:
+    """Where a design's lock is: ``FILE.lock`` beside ``FILE`` (its whole name kept).
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock import lock_path
+    >>> lock_path("designs/offline.toml").as_posix()
+    'designs/offline.toml.lock'
+    """
     p = Path(design_path)
     return p.with_name(p.name + ".lock")
 
 
 def deviations_path(design_path: str | Path) -> Path:
+    """Where a design's deviations log is: ``<stem>.deviations.md`` beside it.
+
+    :func:`amend_design` appends an entry there for each amendment (see its example).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.prereg.lock import deviations_path
+    >>> deviations_path(Path("designs") / "offline.toml") == Path("designs/offline.deviations.md")
+    True
+    """
     p = Path(design_path)
     return p.with_name(p.stem + ".deviations.md")
 
 
-def model_columns(
-    blocks: Sequence[str], features: Mapping[str, Sequence[str]] | None
-) -> list[str] | None:
-    """Sorted ``BLOCK__feature`` columns of a model, or None when a block is unknown.
-
-    ``features`` maps a block to its feature names, bare (``log_n``) or full
-    (``baseline__log_n``).
-    """
-    if features is None:
-        return None
-    cols: list[str] = []
-    for b in blocks:
-        if b not in features:
-            return None
-        for f in features[b]:
-            cols.append(f if "__" in f else f"{b}__{f}")
-    return sorted(set(cols))
-
-
-def _section_hashes(data: Mapping[str, Any]) -> dict[str, str]:
-    """Hash per top-level key; ``held_out`` without its list (reported separately)."""
-    out = {}
-    for k, v in sorted(data.items()):
-        if k == "held_out" and isinstance(v, Mapping):
-            v = {kk: vv for kk, vv in v.items() if kk != "heads"}
-        out[k] = hashlib.sha256(canonical_bytes({k: v})).hexdigest()
-    return out
-
-
 def git_commit(where: Path) -> str | None:
-    """The commit checked out at ``where`` (None outside a git checkout or without git)."""
+    """The commit checked out at ``where`` (None outside a git checkout or without git).
+
+    Parameters
+    ----------
+    where : Path
+        A folder.
+
+    Returns
+    -------
+    str or None
+        The full commit hash (``git rev-parse HEAD``).
+
+    Examples
+    --------
+    A new repository with one empty commit:
+
+    >>> import subprocess
+    >>> from pathlib import Path
+    >>> from analysis.prereg.lock import git_commit
+    >>> repo = Path("repository")
+    >>> git = ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x"]
+    >>> _ = subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    >>> _ = subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
+    >>> log = subprocess.run([*git, "log", "--format=%H"], capture_output=True, text=True)
+    >>> git_commit(repo) == log.stdout.strip(), len(git_commit(repo))
+    (True, 40)
+    >>> git_commit(Path("no such folder")) is None
+    True
+    """
     try:
         out = subprocess.run(
             ["git", "-C", str(where), "rev-parse", "HEAD"],
@@ -165,50 +229,20 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-Features = Mapping[str, Sequence[str]]
-Versions = Mapping[str, str | None]
-
-
-def _design_blocks(design: Design) -> list[str]:
-    """The blocks of the design's models, in first-use order."""
-    return list(dict.fromkeys(b for blocks in design.models.values() for b in blocks))
-
-
-def _normalized(features: Features | None) -> dict[str, list[str]] | None:
-    """Block -> sorted bare feature names (``baseline__log_n`` -> ``log_n``)."""
-    if features is None:
-        return None
-    out = {}
-    for b, names in features.items():
-        out[b] = sorted({f[len(b) + 2 :] if f.startswith(b + "__") else f for f in names})
-    return out
-
-
-def _lock_hash(record: Mapping[str, Any]) -> str:
-    """The lock hash: what a confirmatory result is stamped with (see :class:`Lock`)."""
-    content = {
-        "design_sha256": record["design_sha256"],
-        "held_out_sha256": record["held_out"]["sha256"],
-        "models": record["models"],
-        "blocks": record.get("blocks", {}),
-    }
-    return hashlib.sha256(canonical_bytes(content)).hexdigest()
-
-
 def _build_record(
     design: Design,
     features: Features | None,
     versions: Versions | None,
     amendments: list[dict],
 ) -> dict:
-    norm = _normalized(features)
+    norm = normalized_features(features)
     models = {}
     for name, blocks in design.models.items():
         models[name] = {"blocks": list(blocks), "features": model_columns(blocks, norm)}
     known = all(m["features"] is not None for m in models.values())
     blocks_rec = {
         b: {"covariates": norm[b], "version": (versions or {}).get(b)}
-        for b in _design_blocks(design)
+        for b in design_blocks(design)
         if norm is not None and b in norm
     }
     versioned = known and all(v["version"] for v in blocks_rec.values())
@@ -227,7 +261,7 @@ def _build_record(
         "design": design.path.name,
         "design_sha256": design.sha256,
         "lock_sha256": "",
-        "sections": _section_hashes(design.data),
+        "sections": section_hashes(design.data),
         "held_out": {
             "heads": list(design.held_out),
             "sha256": heads_sha256(design.held_out),
@@ -249,7 +283,7 @@ def _build_record(
         "relocked_at": None,
         "amendments": amendments,
     }
-    record["lock_sha256"] = _lock_hash(record)
+    record["lock_sha256"] = lock_hash(record)
     return record
 
 
@@ -315,6 +349,32 @@ def lock_design(
     -------
     dict
         The lock record.
+
+    Raises
+    ------
+    PreregistrationError
+        When a lock exists or outcomes do.
+    ParameterError
+        When the held-out list is not the one drawn from its seed and fraction.
+
+    Examples
+    --------
+    >>> import json
+    >>> from analysis.prereg import design_sha256, load_design
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import lock_design, lock_path
+    >>> path = write_example_design("locked.toml")
+    >>> record = lock_design(path, features={"baseline": ["log_n"], "native": ["kappa"]})
+    >>> record == json.loads(lock_path(path).read_text(encoding="utf-8"))
+    True
+    >>> record["design_sha256"] == design_sha256(load_design(path).data)
+    True
+    >>> record["models"]["M1"]["features"], record["blocks"]["native"]
+    (['baseline__log_n', 'native__kappa'], {'covariates': ['kappa'], 'version': None})
+    >>> lock_design(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: locked.toml.lock already exists: ...
     """
     design_path = Path(design_path)
     lp = lock_path(design_path)
@@ -336,165 +396,6 @@ def lock_design(
     record = _build_record(design, features, versions, [])
     _write_json(lp, record)
     return record
-
-
-def _locked_blocks(record: Mapping[str, Any]) -> dict[str, dict]:
-    """Block -> ``{"covariates": [...], "version": str | None}`` as locked.
-
-    A lock written before block versions existed, with feature columns, yields its
-    columns split by block and no versions; a lock without columns yields ``{}``.
-    """
-    if "blocks" in record:
-        return {b: dict(v) for b, v in record["blocks"].items()}
-    out: dict[str, dict] = {}
-    for m in record.get("models", {}).values():
-        if m.get("features") is None:
-            continue
-        for b in m["blocks"]:
-            cols = [c.split("__", 1)[1] for c in m["features"] if c.partition("__")[0] == b]
-            out[b] = {"covariates": sorted(cols), "version": None}
-    return out
-
-
-def _names(items: Sequence[str]) -> str:
-    return "[" + ", ".join(items) + "]" if items else "none"
-
-
-def _block_changes(
-    record: Mapping[str, Any],
-    design: Design,
-    features: Features | None,
-    versions: Versions | None,
-) -> list[str]:
-    """How the blocks (as the registry has them now) differ from the lock; [] if unknown."""
-    if features is None:
-        return []
-    norm = _normalized(features) or {}
-    locked = _locked_blocks(record)
-    locked_models = {b for m in record.get("models", {}).values() for b in m["blocks"]}
-    unlocked, unversioned, changes = [], [], []
-    for b in _design_blocks(design):
-        if b not in norm or b not in locked_models:
-            continue  # a block the lock never had: the models change says so
-        if b not in locked:
-            unlocked.append(b)
-            continue
-        old, new = set(locked[b]["covariates"]), set(norm[b])
-        if old != new:
-            changes.append(
-                f"block {b}: covariate columns changed (added "
-                f"{_names(sorted(f'{b}__{f}' for f in new - old))}, removed "
-                f"{_names(sorted(f'{b}__{f}' for f in old - new))})"
-            )
-        if versions is None or versions.get(b) is None:
-            continue
-        was = locked[b].get("version")
-        if was is None:
-            unversioned.append(b)
-        elif was != versions[b]:
-            changes.append(f"block {b}: source changed (version {was[:12]} -> {versions[b][:12]})")
-    if unlocked:
-        changes.insert(
-            0,
-            f"covariate names and versions of blocks {', '.join(unlocked)} are not locked "
-            "(the lock was written without them)",
-        )
-    if unversioned:
-        changes.append(f"versions of blocks {', '.join(unversioned)} are not locked")
-    return changes
-
-
-def _power_changes(record: Mapping[str, Any], design: Design) -> list[str]:
-    """How the design's stored power file differs from the one locked ([] when equal).
-
-    A lock written before ``power_sha256`` existed locks "no power file".
-    """
-    locked, now = record.get("power_sha256"), power_sha256(design.path)
-    if locked == now:
-        return []
-    name = power_path(design.path).name
-    if locked is None:
-        return [f"power file {name} is not locked (sha256 {now[:12]})"]
-    if now is None:
-        return [f"power file {name} is missing (locked sha256 {locked[:12]})"]
-    return [f"power file {name} changed (sha256 {locked[:12]} -> {now[:12]})"]
-
-
-def _diff(
-    record: dict,
-    design: Design,
-    features: Features | None,
-    versions: Versions | None = None,
-) -> list[str]:
-    """Human-readable differences between a lock record and the current design."""
-    changes: list[str] = []
-    old = list(record["held_out"]["heads"])
-    new = list(design.held_out)
-    if old != new:
-        added = sorted(set(new) - set(old))
-        removed = sorted(set(old) - set(new))
-        parts = []
-        if added:
-            parts.append(
-                f"{len(added)} head{'s' * (len(added) != 1)} added "
-                f"({', '.join(added[:5])}{', ...' if len(added) > 5 else ''})"
-            )
-        if removed:
-            parts.append(
-                f"{len(removed)} head{'s' * (len(removed) != 1)} removed "
-                f"({', '.join(removed[:5])}{', ...' if len(removed) > 5 else ''})"
-            )
-        if not parts:
-            parts.append("order changed")
-        changes.append("held-out list changed: " + "; ".join(parts))
-    old_models = record["models"]
-    new_models = design.models
-    model_msgs = []
-    for name in sorted(set(old_models) | set(new_models)):
-        if name not in new_models:
-            model_msgs.append(f"{name} removed")
-        elif name not in old_models:
-            model_msgs.append(f"{name} added ({', '.join(new_models[name])})")
-        elif list(old_models[name]["blocks"]) != list(new_models[name]):
-            model_msgs.append(
-                f"{name} blocks {old_models[name]['blocks']} -> {list(new_models[name])}"
-            )
-    if model_msgs:
-        changes.append("models changed: " + "; ".join(model_msgs))
-    changes.extend(_block_changes(record, design, features, versions))
-    changes.extend(_power_changes(record, design))
-    old_sections = record.get("sections", {})
-    new_sections = _section_hashes(design.data)
-    other = sorted(
-        k
-        for k in set(old_sections) | set(new_sections)
-        if k != "models" and old_sections.get(k) != new_sections.get(k)
-    )
-    if other:
-        changes.append("sections changed: " + ", ".join(other))
-    if not changes and record["design_sha256"] != design.sha256:
-        changes.append("design hash changed")
-    if record["held_out"]["sha256"] != heads_sha256(record["held_out"]["heads"]):
-        changes.append("lock file damaged: its held-out hash does not match its list")
-    if "lock_sha256" in record and record["lock_sha256"] != _lock_hash(record):
-        changes.append("lock file damaged: its lock hash does not match its content")
-    return changes
-
-
-def _sections_changed(record: Mapping[str, Any], design: Design) -> list[str]:
-    """The top-level sections whose hash differs from the lock's (the held-out list counts
-    as ``held_out``)."""
-    old = record.get("sections", {})
-    new = _section_hashes(design.data)
-    out = {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
-    if list(record["held_out"]["heads"]) != list(design.held_out):
-        out.add("held_out")
-    if any(
-        list(m["blocks"]) != list(design.models.get(name, []))
-        for name, m in record["models"].items()
-    ) or set(record["models"]) != set(design.models):
-        out.add("models")
-    return sorted(out)
 
 
 def _refuse_frozen(
@@ -530,11 +431,22 @@ def check_design(
     ------
     PreregistrationError
         When there is no lock.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import check_design, lock_design
+    >>> _ = lock_design(write_example_design("checked.toml"))
+    >>> check_design("checked.toml")
+    []
+    >>> _ = write_example_design("checked.toml", eps=(0.2,))  # [sampling] edited
+    >>> check_design("checked.toml")
+    ['sections changed: sampling']
     """
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    return _diff(record, design, features, versions)
+    return design_changes(record, design, features, versions)
 
 
 def _amend_hint(design_path: Path | str) -> str:
@@ -572,21 +484,63 @@ def amend_design(
         the sections it changed, whether outcomes existed, the previous and new design,
         held-out and lock hashes, and the covariates and versions of the blocks it
         (re)locked.
+
+    Raises
+    ------
+    ParameterError
+        When ``reason`` is empty.
+    PreregistrationError
+        When there is no lock, the design matches it, or (with ``outcomes``) a frozen
+        section changed.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import amend_design, check_design, deviations_path
+    >>> from analysis.prereg.lock import lock_design
+    >>> path = write_example_design("amended.toml")
+    >>> first = lock_design(path)
+    >>> _ = write_example_design(path, eps=(0.2,))
+    >>> record = amend_design(path, reason="a finer eps")
+    >>> [(a["reason"], a["sections"]) for a in record["amendments"]], check_design(path)
+    ([('a finer eps', ['sampling'])], [])
+    >>> record["locked_at"] == first["locked_at"]
+    True
+    >>> record["amendments"][0]["previous_lock_sha256"] == first["lock_sha256"]
+    True
+    >>> _ = write_example_design(path, eps=(0.3,))
+    >>> second = amend_design(path, reason="coarser")
+    >>> log = deviations_path(path).read_text(encoding="utf-8").splitlines()
+    >>> [line.split(" (")[0] for line in log if line.startswith("## ")]
+    ['## Amendment 1', '## Amendment 2']
+    >>> amend_design(path, reason="again")
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: amended.toml matches its lock: nothing to amend
+
+    Once outcomes exist, a frozen section (here the held-out list) stays as locked:
+
+    >>> _ = write_example_design(path, eps=(0.3,), held_out=("org/tiny:0:0",))
+    >>> outcomes = {"time": "t", "lock_sha256": second["lock_sha256"], "store": "s"}
+    >>> amend_design(path, reason="r", outcomes=outcomes)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: amended.toml: the amendment changes [held_out], refused: ...
     """
     if not isinstance(reason, str) or not reason.strip():
         raise ParameterError("reason", "a non-empty explanation of the change", reason)
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    changes = _diff(record, design, features, versions)
+    changes = design_changes(record, design, features, versions)
     if not changes:
         raise PreregistrationError(
             f"{design_path} matches its lock: nothing to amend", name="design"
         )
-    touched = _sections_changed(record, design)
+    touched = sections_changed(record, design)
     if outcomes is not None and any(s in touched for s in FROZEN_SECTIONS):
         raise _refuse_frozen(design_path, touched, outcomes)
-    locked = _locked_blocks(record)
+    locked = locked_blocks(record)
     use_features = (
         features
         if features is not None
@@ -626,13 +580,13 @@ def amend_design(
         )
     )
     relocked = [
-        f"block {b} locked: covariates {_names(v['covariates'])}; version {v['version']}"
+        f"block {b} locked: covariates {name_list(v['covariates'])}; version {v['version']}"
         for b, v in entry["blocks"].items()
     ]
     text = (
         f"\n## Amendment {len(amendments) + 1} ({entry['time']})\n\n"
         f"Reason: {entry['reason']}\n\n"
-        f"Sections changed: {_names(touched)}"
+        f"Sections changed: {name_list(touched)}"
         f"{' (outcomes existed)' if outcomes is not None else ''}\n\n"
         + "".join(f"- {c}\n" for c in [*changes, *relocked])
         + f"\nDesign SHA-256: {entry['previous_design_sha256']} -> "
@@ -692,11 +646,25 @@ def require_locked(
         When the lock is missing or the design (or, when ``features`` is given, a block's
         covariates or version) drifted from it; the message names what changed and says
         how to amend.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import lock_design, require_locked
+    >>> path = write_example_design("required.toml")
+    >>> _ = lock_design(path)
+    >>> require_locked(path).held_out
+    ('org/tiny:1:1', 'org/tiny:1:2')
+    >>> _ = write_example_design(path, eps=(0.2,))
+    >>> require_locked(path)
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: required.toml drifted from its lock; confirmatory analysis refused: sections changed: sampling. A deliberate change goes through `attnrank prereg amend required.toml --reason "..."`.
     """
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
-    changes = _diff(record, design, features, versions)
+    changes = design_changes(record, design, features, versions)
     if changes:
         raise _refuse(design_path, changes)
     return _lock_of(record, design)
@@ -718,10 +686,25 @@ def verify_blocks(lock: Lock, *, features: Features, versions: Versions) -> None
     PreregistrationError
         Naming each drifted block (covariate columns added or removed, source changed, or
         not locked at all) and the ``attnrank prereg amend`` command that records it.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import lock_design, require_locked, verify_blocks
+    >>> path = write_example_design("verified.toml")
+    >>> features = {"baseline": ["log_n"], "native": ["kappa"]}
+    >>> versions = {"baseline": "a" * 64, "native": "b" * 64}
+    >>> _ = lock_design(path, features=features, versions=versions)
+    >>> lock = require_locked(path)
+    >>> verify_blocks(lock, features=features, versions=versions)  # the blocks as locked
+    >>> verify_blocks(lock, features=features, versions={**versions, "native": "c" * 64})
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: verified.toml drifted from its lock; confirmatory analysis refused: block native: source changed (version bbbbbbbbbbbb -> cccccccccccc). ...
     """
     if not isinstance(lock, Lock):
         raise ParameterError("lock", "a Lock from require_locked", type(lock).__name__)
-    changes = _block_changes(lock.record, lock.design, features, versions)
+    changes = block_changes(lock.record, lock.design, features, versions)
     if changes:
         raise _refuse(lock.design.path, changes)
 
@@ -741,10 +724,24 @@ def check_descriptor_columns(lock: Lock, columns: Sequence[str]) -> None:
     PreregistrationError
         Named ``features``, naming each block whose columns differ (or that the lock has
         no covariate names for) and how to amend.
+
+    Examples
+    --------
+    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.prereg.lock import check_descriptor_columns, lock_design
+    >>> from analysis.prereg.lock import require_locked
+    >>> path = write_example_design("columns.toml")
+    >>> _ = lock_design(path, features={"baseline": ["log_n"], "native": ["kappa"]})
+    >>> lock = require_locked(path)
+    >>> check_descriptor_columns(lock, ["baseline__log_n", "native__kappa", "other__x"])
+    >>> check_descriptor_columns(lock, ["baseline__log_n"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: columns.toml: the descriptor table's covariate columns differ from the lock; comparison refused: block native: the table has none beyond the lock and lacks [native__kappa]. ...
     """
     path = lock.design.path
-    locked = _locked_blocks(lock.record)
-    blocks = _design_blocks(lock.design)
+    locked = locked_blocks(lock.record)
+    blocks = design_blocks(lock.design)
     unlocked = [b for b in blocks if b not in locked]
     if unlocked:
         raise PreregistrationError(
@@ -761,8 +758,8 @@ def check_descriptor_columns(lock: Lock, columns: Sequence[str]) -> None:
         have = by_block.get(b, set())
         if want != have:
             msgs.append(
-                f"block {b}: the table has {_names(sorted(have - want))} beyond the lock "
-                f"and lacks {_names(sorted(want - have))}"
+                f"block {b}: the table has {name_list(sorted(have - want))} beyond the lock "
+                f"and lacks {name_list(sorted(want - have))}"
             )
     if msgs:
         raise PreregistrationError(
