@@ -31,9 +31,12 @@ from analysis.brackets.settings import (  # noqa: E402
     settings_sha256,
 )
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
+from analysis.brackets.versions import ENGINE_VERSIONS, LATEST_ENGINE, check_engine  # noqa: E402
 
 __all__ += [
     "EFFORTS",
+    "ENGINE_VERSIONS",
+    "LATEST_ENGINE",
     "Bracket",
     "LowerWitness",
     "Profile",
@@ -41,6 +44,7 @@ __all__ += [
     "UpperWitness",
     "certified_lower_margin",
     "certified_upper_error",
+    "check_engine",
     "close_brackets",
     "profile_matrices",
     "profile_matrix",

@@ -22,6 +22,7 @@ from analysis.attention import check_attention, fixed_torch_threads
 from analysis.brackets import stages
 from analysis.brackets.profile import Profile
 from analysis.brackets.settings import EFFORTS, SETTINGS
+from analysis.brackets.versions import LATEST_ENGINE, check_engine
 from analysis.validation import (
     ParameterError,
     check_choice,
@@ -40,6 +41,7 @@ def profile_matrix(
     renormalize: bool = False,
     prune: bool = True,
     device: Any = None,
+    engine: int | None = None,
 ) -> Profile:
     """Certified rank profile of one attention matrix.
 
@@ -71,6 +73,10 @@ def profile_matrix(
         search for candidates moves: every candidate comes back to the CPU and is
         certified there in float64, so the device changes how fast witnesses are found,
         never what a bracket certifies. An unavailable device is an error.
+    engine : int, optional
+        The engine version whose search runs (:data:`~analysis.brackets.ENGINE_VERSIONS`;
+        default :data:`~analysis.brackets.LATEST_ENGINE`). Every version is equally sound;
+        a version fixes which witnesses are found, so a study pins one.
 
     Returns
     -------
@@ -113,12 +119,13 @@ def profile_matrix(
     analysis.validation.ParameterError: effort: expected one of fast, default, thorough, got 'slow'
     """
     check_choice("effort", effort, EFFORTS)
+    version = check_engine(engine)
     targets = tuple(sorted(set(check_eps_grid(eps))))
     dev = check_device(device)
     A64 = check_attention(A, renormalize=renormalize)
     if A64.shape[0] != 1:
         raise ParameterError("A", "a single matrix of shape (M, N)", A64.shape)
-    return _profile_checked([A64[0]], targets, effort, [previous], prune, dev)[0]
+    return _profile_checked([A64[0]], targets, effort, [previous], prune, dev, version)[0]
 
 
 def profile_matrices(
@@ -130,6 +137,7 @@ def profile_matrices(
     renormalize: bool = False,
     prune: bool = True,
     device: Any = None,
+    engine: int | None = None,
 ) -> list[Profile]:
     """Certified rank profiles of several matrices of one shape, searched side by side.
 
@@ -141,7 +149,7 @@ def profile_matrices(
     Parameters
     ----------
     A : array ``[H, M, N]`` or a sequence of ``[M, N]`` arrays of one shape
-    eps, effort, renormalize, prune, device
+    eps, effort, renormalize, prune, device, engine
         As in :func:`profile_matrix`. On a GPU, larger batches pay: every optimizer step
         runs all the batch's problems at once.
     previous : sequence of Profile or None, optional
@@ -169,6 +177,7 @@ def profile_matrices(
     ([Bracket(lo=8, hi=8), Bracket(lo=1, hi=1)], 2)
     """
     check_choice("effort", effort, EFFORTS)
+    version = check_engine(engine)
     targets = tuple(sorted(set(check_eps_grid(eps))))
     dev = check_device(device)
     mats = [A] if isinstance(A, np.ndarray) and A.ndim == 2 else list(A)
@@ -185,7 +194,7 @@ def profile_matrices(
     prevs = [None] * H if previous is None else list(previous)
     if len(prevs) != H:
         raise ParameterError("previous", f"one entry per matrix ({H})", f"{len(prevs)} entries")
-    return _profile_checked(mats, targets, effort, prevs, prune, dev)
+    return _profile_checked(mats, targets, effort, prevs, prune, dev, version)
 
 
 def profile_temperatures(
@@ -198,6 +207,7 @@ def profile_temperatures(
     renormalize: bool = False,
     prune: bool = True,
     device: Any = None,
+    engine: int | None = None,
 ) -> list[Profile]:
     """Certified profiles of one head at several temperatures, searched side by side.
 
@@ -212,7 +222,7 @@ def profile_temperatures(
         The head's attention at each temperature (``A[i]`` at ``temperatures[i]``).
     temperatures : sequence of float
         Distinct, finite, > 0; one per matrix.
-    eps, effort, renormalize, prune, device
+    eps, effort, renormalize, prune, device, engine
         As in :func:`profile_matrix`.
     previous : sequence of Profile or None, optional
         One earlier profile (or None) per temperature, extended as in
@@ -266,6 +276,7 @@ def profile_temperatures(
         renormalize=renormalize,
         prune=prune,
         device=device,
+        engine=engine,
     )
     for t, p in zip(temps, profs, strict=True):
         p.stats["temperature"] = t
@@ -280,6 +291,7 @@ def close_brackets(
     effort: str = "default",
     renormalize: bool = False,
     prune: bool = True,
+    engine: int | None = None,
 ) -> Profile:
     """The closing pass alone, on the brackets of an existing profile of ``A``.
 
@@ -300,7 +312,7 @@ def close_brackets(
     effort : {"default", "thorough"}
         Whose closing-pass settings to use (``"fast"`` has none: the profile comes back
         re-verified and unchanged).
-    renormalize, prune
+    renormalize, prune, engine
         As in :func:`profile_matrix`.
 
     Returns
@@ -326,6 +338,7 @@ def close_brackets(
     (Bracket(lo=4, hi=5), Bracket(lo=5, hi=5))
     """
     check_choice("effort", effort, EFFORTS)
+    check_engine(engine)
     if not isinstance(profile, Profile):
         raise ParameterError("profile", "a Profile", type(profile).__name__)
     A64 = check_attention(A, renormalize=renormalize)
@@ -355,10 +368,11 @@ def _profile_checked(
     prevs: list[Profile | None],
     prune: bool,
     device: Any = None,
+    engine: int = LATEST_ENGINE,
 ) -> list[Profile]:
     """:func:`profile_matrices` on validated input: float64 ``[M, N]`` matrices of one
-    shape, a sorted eps grid, one previous profile (or None) per matrix and a checked
-    device (None: the CPU)."""
+    shape, a sorted eps grid, one previous profile (or None) per matrix, a checked
+    device (None: the CPU) and a checked engine version (only 4 so far)."""
     H = len(mats)
     settings = SETTINGS[effort]
     with fixed_torch_threads(1):
