@@ -147,6 +147,12 @@ def check_upper(A, U, W) -> tuple[float, Fraction]:
         for si, mi in zip(s, m_hat, strict=True)
     )
     assert Fraction(cert) >= doc, f"certified {cert!r} below the documented allowance"
+    # ... and the Notes' final factor 1 + 4u on the float bound the verifier forms: the
+    # verifier's own expression (same float operations, so the same bits), times exactly
+    # 1 + 4u, less one rounding of that product (u).
+    e_hat = s * (1.0 + gamma(N)) + gamma(k + 2) * ((mU + np.abs(A).sum(axis=1)) * 1.01) * 1.01
+    last = Fraction(float(np.max(e_hat))) * (1 + 4 * U_) * (1 - U_)
+    assert Fraction(cert) >= last, f"certified {cert!r} below (1 + 4u) times the bound"
     return cert, exact
 
 
@@ -184,6 +190,16 @@ def check_lower(A, R, Y) -> tuple[float, Fraction]:
         doc = q * (1 - 4 * U_) * (1 + 2 * U_) if q > 0 else q * (1 + 4 * U_) * (1 - 2 * U_)
         if abs(q) >= Fraction(2) ** -400:
             assert Fraction(cert) <= doc, f"certified {cert!r} above the documented allowance"
+            # The final factor exactly: each float quotient fl(num_p / den_p) (the
+            # verifier's own operation, so the same bits) times 1 - 4u (positive) or
+            # 1 + 4u (negative), plus at most one rounding of that product (u).
+            with np.errstate(all="ignore"):
+                qf = num / den
+            last = min(
+                Fraction(float(r)) * ((1 - 4 * U_) * (1 + U_) if r > 0 else (1 + 4 * U_) * (1 - U_))
+                for r in qf
+            )
+            assert Fraction(cert) <= last, f"certified {cert!r} above (1 -/+ 4u) times the quotient"
     return cert, exact
 
 
@@ -338,6 +354,20 @@ def test_lower_cancelling_entries(M, N, m):
     A = softmax_rows(rng, M, N, 3.0) + 2 * np.eye(M, N)
     A /= A.sum(axis=1, keepdims=True)
     check_lower(A, *cancelling_lower(rng, A, m))
+
+
+@pytest.mark.parametrize("M,N,m", [(8, 3, 6), (16, 4, 12), (40, 8, 33)])
+def test_lower_more_columns_than_keys(M, N, m):
+    """``m > N``: ``Y A R`` has rank at most ``N < m``, so the exact margin is at most 0
+    and nothing may be certified; the allowance's ``gamma`` indices count the ``m``
+    columns (not the ``N`` rows of ``R``), which the allowance check sees through entries
+    near ``1e8`` that cancel (the ``D`` term then dominates the numerator)."""
+    rng = np.random.default_rng(M * N + m)
+    A = softmax_rows(rng, M, N, 3.0)
+    R = rng.standard_normal((N, m)) * 1e8
+    Y = np.linalg.pinv(A @ R)
+    cert, exact = check_lower(A, R, Y)
+    assert exact <= 0 and cert < 0
 
 
 @pytest.mark.parametrize("m", [2, 5, 16])
