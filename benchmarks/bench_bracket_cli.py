@@ -18,8 +18,10 @@ runs the real command line as a subprocess, as a user would, and splits its wall
 Then ``attnrank verify FILE OUT`` is timed too (a user's check; not part of the bracket
 run). With ``--profile`` the bracket command runs under :mod:`cProfile` (its main process
 only) and the table adds what the main process spent in imports, loading, the
-checkpoint, ``result_json`` and writing ``OUT.json``; cProfile slows the run a little, so
-its wall time is not the plain one.
+checkpoint, encoding and writing ``OUT.json`` (before issue 37: ``result_json`` and
+``write_json_atomic`` after the search; since: ``ResultWriter.add`` as each profile
+arrives, ``ResultWriter.write`` at the end); cProfile slows the run a little, so its wall
+time is not the plain one.
 
 The target of issue 37: on 24 heads at N = 256, ``wall x workers / heads <= 8``
 core-seconds per profile, at median hi/lo <= 2.3. Each run appends one line to
@@ -135,8 +137,12 @@ def main_process_split(path: Path) -> dict[str, float]:
         "load_matrices": _cum(st, "cli/inputs.py", "load_matrices"),
         "profile_file": _cum(st, "brackets/io.py", "profile_file"),
         "  of which checkpoint lines": _cum(st, "atomic.py", "append"),
-        "result_json": _cum(st, "brackets/io.py", "result_json"),
-        "write OUT.json": _cum(st, "brackets/io.py", "write_json_atomic"),
+        "  of which encoding OUT.json's matrices (as they arrive)": _cum(
+            st, "brackets/io.py", "add"
+        ),
+        "result_json (at the end)": _cum(st, "brackets/io.py", "result_json"),
+        "write OUT.json (at the end)": _cum(st, "brackets/io.py", "write_json_atomic")
+        + _cum(st, "brackets/io.py", "write"),
     }
 
 
