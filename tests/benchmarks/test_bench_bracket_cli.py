@@ -17,10 +17,10 @@ def test_median_hi_lo_counts_lo_zero_as_one():
     res = {
         "matrices": [
             {"index": 0, "brackets": [{"eps": 0.1, "lower": 0, "upper": 3}]},
-            {"index": 1, "brackets": [{"eps": 0.1, "lower": 2, "upper": 4}]},
-            {"index": 2, "brackets": [{"eps": 0.1, "lower": 4, "upper": 4}]},
+            {"index": 1, "brackets": [{"eps": 0.1, "lower": 1, "upper": 2}]},
+            {"index": 2, "brackets": [{"eps": 0.1, "lower": 0, "upper": 4}]},
         ]
     }
     med, by_eps = median_hi_lo(res)
-    assert med == pytest.approx(2.0) and by_eps == {"0.1": pytest.approx(2.0)}
-    assert brackets_of(res) == [(0, 0.1, 0, 3), (1, 0.1, 2, 4), (2, 0.1, 4, 4)]
+    assert med == pytest.approx(3.0) and by_eps == {"0.1": pytest.approx(3.0)}  # of 3, 2, 4
+    assert brackets_of(res) == [(0, 0.1, 0, 3), (1, 0.1, 1, 2), (2, 0.1, 0, 4)]
