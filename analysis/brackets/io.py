@@ -92,6 +92,7 @@ def profile_file(
     say: Callable[[str], None] | None = None,
     executor: Executor | None = None,
     device: str | None = None,
+    on_profile: Callable[[int, Profile], None] | None = None,
 ) -> list[Profile]:
     """Profiles for every matrix of ``data``.
 
@@ -102,7 +103,10 @@ def profile_file(
     hash, index, temperature, eps and effort, and profiles already there are
     reused, so an interrupted run resumes where it stopped (a block with any matrix
     missing is run again whole, so that its batch, and with it the result, is the same
-    as in an uninterrupted run).
+    as in an uninterrupted run). A line holds the witnesses as base64 of their float32
+    bytes (``Profile.to_dict(arrays="float32-base64")``): exact, since the search stores
+    only float32 values, and about four times smaller and faster to write than lists of
+    floats; a profile with any other value is written as lists.
 
     A checkpointed profile is reused only once every witness in it re-verifies against
     its matrix (:meth:`Profile.reverify`, cheap next to the search): one that fails (a
@@ -120,6 +124,12 @@ def profile_file(
     (:func:`analysis.brackets.search.profile_matrices`); every witness is still certified
     on the CPU. A GPU may find other witnesses than the CPU, so a checkpoint's profiles
     are those of the device that computed them (all equally certified).
+
+    ``on_profile(index, profile)`` is called in this process once for every matrix, as
+    soon as its profile is final: first the reused checkpointed ones (in index order),
+    then the computed ones as their blocks finish (in block order). The command line
+    encodes each matrix's part of ``OUT.json`` there (:class:`ResultWriter`), while the
+    workers search the next blocks.
 
     Examples
     --------
@@ -158,6 +168,10 @@ def profile_file(
             dropped += 1
     blocks = [list(range(s, min(s + batch, len(keys)))) for s in range(0, len(keys), batch)]
     todo = [blk for blk in blocks if any(keys[i] not in done for i in blk)]
+    if on_profile is not None:
+        for i, key in enumerate(keys):
+            if key in done:
+                on_profile(i, done[key])
     device = None if device is None else str(check_device(device))
     jobs = [(data.A[blk], eps, effort, device) for blk in todo]
     bar = tqdm(
@@ -189,10 +203,31 @@ def profile_file(
                     continue
                 done[keys[i]] = prof
                 if append is not None:
-                    append({"key": keys[i], "profile": prof.to_dict()})
+                    append({"key": keys[i], "profile": prof.to_dict(arrays=_arrays_of(prof))})
+                if on_profile is not None:
+                    on_profile(i, prof)
             bar.update(len(blk))
     _report_dropped(dropped, "profile", say)
     return [done[k] for k in keys]
+
+
+def _arrays_of(prof: Profile) -> str:
+    """``"float32-base64"`` when every witness array of ``prof`` holds float32 values
+    (all the search stores: it rounds each candidate to float32 before certifying it), so
+    that the encoding is exact; ``"lists"`` otherwise."""
+    for w in prof.upper.values():
+        if not (_is_float32(w.U) and _is_float32(w.W)):
+            return "lists"
+    for w in prof.lower.values():
+        if not (_is_float32(w.R) and _is_float32(w.Y)):
+            return "lists"
+    return "float32-base64"
+
+
+def _is_float32(a: np.ndarray) -> bool:
+    a = np.asarray(a)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.array_equal(a.astype(np.float32).astype(a.dtype), a))
 
 
 def _report_dropped(n: int, what: str, say: Callable[[str], None] | None) -> None:
@@ -250,28 +285,106 @@ def result_json(
     >>> [w["rank"] for w in result["matrices"][1]["witnesses"]["upper"]]
     [1]
     """
-    mats = []
-    for i, prof in enumerate(profiles):
-        br = prof.to_frame(eps).to_dict("records")
-        mats.append(
-            {
-                "index": i,
-                "layer": data.layers[i],
-                "head": data.heads[i],
-                "shape": list(prof.shape),
-                "brackets": br,
-                "witnesses": _witness_json(prof, data.A[i], br) if witnesses else None,
-                "methods": prof.stats.get("methods"),
-                "seconds": prof.stats.get("seconds", {}).get("total"),
-            }
-        )
+    mats = [_matrix_json(data, i, prof, eps, witnesses) for i, prof in enumerate(profiles)]
+    return {**_result_head(data, effort), "matrices": mats}
+
+
+def _result_head(data: MatrixInput, effort: str) -> dict[str, Any]:
+    """The top-level keys of ``OUT.json`` before ``matrices`` (which comes last)."""
     return {
         "input_sha256": data.sha256,
         "temperature": data.temperature,
         "renormalized": data.renormalized,
         "effort": effort,
-        "matrices": mats,
     }
+
+
+def _matrix_json(
+    data: MatrixInput, i: int, prof: Profile, eps: Sequence[float], witnesses: bool
+) -> dict[str, Any]:
+    """Matrix ``i``'s entry of ``OUT.json``'s ``matrices``."""
+    br = prof.to_frame(eps).to_dict("records")
+    return {
+        "index": i,
+        "layer": data.layers[i],
+        "head": data.heads[i],
+        "shape": list(prof.shape),
+        "brackets": br,
+        "witnesses": _witness_json(prof, data.A[i], br) if witnesses else None,
+        "methods": prof.stats.get("methods"),
+        "seconds": prof.stats.get("seconds", {}).get("total"),
+    }
+
+
+class ResultWriter:
+    """``OUT.json`` of :func:`result_json`, encoded matrix by matrix as profiles finish.
+
+    :meth:`add` turns one matrix's entry into JSON text at once (pass it as
+    ``profile_file(..., on_profile=writer.add)``, so that the encoding overlaps the
+    search of the next blocks instead of following it), :meth:`write` writes the file
+    atomically. The bytes are those of ``json.dumps(result_json(...))``; only the text
+    of each matrix is held, never its witnesses as lists of Python floats.
+
+    Parameters
+    ----------
+    data : MatrixInput
+    eps : sequence of float, keyword-only
+    effort : str, keyword-only
+    witnesses : bool, keyword-only
+        As in :func:`result_json`.
+
+    Examples
+    --------
+    >>> import json
+    >>> from analysis.brackets.examples import example_input
+    >>> from analysis.brackets.io import ResultWriter, profile_file, result_json
+    >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
+    >>> writer = ResultWriter(data, eps=(0.5,), effort="fast", witnesses=True)
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False, on_profile=writer.add)
+    >>> writer.write("out.json")
+    >>> with open("out.json") as f:
+    ...     text = f.read()
+    >>> text == json.dumps(result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True))
+    True
+    """
+
+    def __init__(
+        self, data: MatrixInput, *, eps: Sequence[float], effort: str, witnesses: bool
+    ) -> None:
+        self.data = data
+        self.eps = check_eps_grid(eps)
+        self.effort = effort
+        self.witnesses = bool(witnesses)
+        self._parts: dict[int, str] = {}
+
+    def add(self, index: int, profile: Profile) -> None:
+        """Encode matrix ``index``'s entry (a later call for the same index replaces it)."""
+        entry = _matrix_json(self.data, index, profile, self.eps, self.witnesses)
+        self._parts[index] = json.dumps(entry)
+
+    def write(self, path: str | os.PathLike) -> None:
+        """Write ``OUT.json`` to ``path`` through :func:`analysis.atomic.atomic_write`.
+
+        Raises
+        ------
+        ParameterError
+            Naming ``profile`` when some matrix of ``data`` was never added.
+        """
+        n = self.data.A.shape[0]
+        missing = [i for i in range(n) if i not in self._parts]
+        if missing:
+            raise ParameterError(
+                "profile", f"one per matrix of the input ({n})", f"none for {missing}"
+            )
+        # json.dumps's default separators; "matrices" is the last key of the head.
+        head = json.dumps(_result_head(self.data, self.effort))
+        with atomic_write(path, mode="w") as f:
+            f.write(head[:-1] + ', "matrices": [')
+            for i in range(n):
+                if i:
+                    f.write(", ")
+                f.write(self._parts[i])
+            f.write("]}")
 
 
 def write_json_atomic(obj: Any, path: str | os.PathLike) -> None:

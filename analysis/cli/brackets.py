@@ -17,12 +17,11 @@ from analysis.brackets.approximants import METHODS as APPROX_METHODS
 from analysis.brackets.approximants import compare_with_brackets, summarize
 from analysis.brackets.io import (
     BATCH,
+    ResultWriter,
     approximants_for_input,
     bracket_frame,
     profile_file,
-    result_json,
     verify_result,
-    write_json_atomic,
 )
 from analysis.cli.inputs import load_matrices, load_queries_keys
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
@@ -119,6 +118,12 @@ def run_bracket(args: argparse.Namespace) -> int:
     ck = args.out.with_name(args.out.name + ".partial") if args.out else None
     if ck is not None:
         ck.parent.mkdir(parents=True, exist_ok=True)
+    # OUT.json is encoded matrix by matrix as profiles arrive, while the workers search on.
+    writer = (
+        ResultWriter(data, eps=eps, effort=args.effort, witnesses=args.witnesses)
+        if args.out
+        else None
+    )
     with parallel_kwargs(args) as parallel:
         profiles = profile_file(
             data,
@@ -129,17 +134,18 @@ def run_bracket(args: argparse.Namespace) -> int:
             checkpoint=ck,
             say=lambda note: print(note, file=sys.stderr),
             device=args.device,
+            on_profile=None if writer is None else writer.add,
             **parallel,
         )
-    res = result_json(data, profiles, eps=eps, effort=args.effort, witnesses=args.witnesses)
-    for m in res["matrices"]:
-        where = (
-            f"matrix {m['index']}" if m["layer"] is None else f"layer {m['layer']} head {m['head']}"
+    for i, prof in enumerate(profiles):
+        layer, head = data.layers[i], data.heads[i]
+        where = f"matrix {i}" if layer is None else f"layer {layer} head {head}"
+        cells = "  ".join(
+            f"eps={e:g}: [{lo}, {hi}]" for e, (lo, hi) in zip(eps, prof.brackets(eps), strict=True)
         )
-        cells = "  ".join(f"eps={b['eps']:g}: [{b['lower']}, {b['upper']}]" for b in m["brackets"])
         print(f"{where}: {cells}")
-    if args.out:
-        write_json_atomic(res, args.out)
+    if writer is not None:
+        writer.write(args.out)
         ck.unlink(missing_ok=True)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
