@@ -31,13 +31,20 @@ from analysis.brackets.settings import (  # noqa: E402
     settings_sha256,
 )
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
-from analysis.brackets.versions import ENGINE_VERSIONS, LATEST_ENGINE, check_engine  # noqa: E402
+from analysis.brackets.versions import (  # noqa: E402
+    ENGINE_VERSIONS,
+    LATEST_ENGINE,
+    EngineSpec,
+    check_engine,
+    engine_spec,
+)
 
 __all__ += [
     "EFFORTS",
     "ENGINE_VERSIONS",
     "LATEST_ENGINE",
     "Bracket",
+    "EngineSpec",
     "LowerWitness",
     "Profile",
     "SearchSettings",
@@ -46,6 +53,7 @@ __all__ += [
     "certified_upper_error",
     "check_engine",
     "close_brackets",
+    "engine_spec",
     "profile_matrices",
     "profile_matrix",
     "profile_temperatures",

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from analysis.attention import check_attention, fixed_torch_threads
-from analysis.brackets import stages
+from analysis.brackets import stages, stages_rowspan
 from analysis.brackets.profile import Profile
-from analysis.brackets.settings import EFFORTS, SETTINGS
+from analysis.brackets.settings import EFFORTS, ROWSPAN_SETTINGS, SETTINGS
 from analysis.brackets.versions import LATEST_ENGINE, check_engine
 from analysis.validation import (
     ParameterError,
@@ -338,7 +338,7 @@ def close_brackets(
     (Bracket(lo=4, hi=5), Bracket(lo=5, hi=5))
     """
     check_choice("effort", effort, EFFORTS)
-    check_engine(engine)
+    version = check_engine(engine)
     if not isinstance(profile, Profile):
         raise ParameterError("profile", "a Profile", type(profile).__name__)
     A64 = check_attention(A, renormalize=renormalize)
@@ -352,8 +352,11 @@ def close_brackets(
         b = stages.Builder(A64[0], profile)
         stages.trivial_witnesses(b)
         finite = [e for e in targets if e < 1]
-        if finite:
+        if finite and version == 4:
             stages.close([b], [stages.svd_cache(b)], finite, SETTINGS[effort])
+        elif finite:
+            s5 = ROWSPAN_SETTINGS[effort]
+            stages.close([b], [stages.svd_cache(b)], finite, s5.base, transform=s5.rowspan)
         t1 = time.perf_counter()
     seconds = {"close": t1 - t0, "total": t1 - t0}
     out = _finish(b, profile, targets, profile.effort, seconds, 1, prune)
@@ -372,7 +375,10 @@ def _profile_checked(
 ) -> list[Profile]:
     """:func:`profile_matrices` on validated input: float64 ``[M, N]`` matrices of one
     shape, a sorted eps grid, one previous profile (or None) per matrix, a checked
-    device (None: the CPU) and a checked engine version (only 4 so far)."""
+    device (None: the CPU) and a checked engine version (4 runs here, 5 in
+    :func:`_profile_rowspan`)."""
+    if engine == 5:
+        return _profile_rowspan(mats, targets, effort, prevs, prune, device)
     H = len(mats)
     settings = SETTINGS[effort]
     with fixed_torch_threads(1):
@@ -394,6 +400,52 @@ def _profile_checked(
         "refine": (t2 - t1) / H,
         "close": (t3 - t2) / H,
         "total": (t3 - t0) / H,
+    }
+    return [
+        _finish(b, prev, targets, effort, seconds, H, prune)
+        for b, prev in zip(bs, prevs, strict=True)
+    ]
+
+
+def _profile_rowspan(
+    mats: list[np.ndarray],
+    targets: tuple[float, ...],
+    effort: str,
+    prevs: list[Profile | None],
+    prune: bool,
+    device: Any = None,
+) -> list[Profile]:
+    """Engine 5's search on validated input (as :func:`_profile_checked`): engine 4's
+    trivial witnesses and cheap stage, the row-span scan, the row-span refinement
+    (:mod:`analysis.brackets.stages_rowspan`), the closing pass with the inverse
+    transform, pruning."""
+    H = len(mats)
+    settings = ROWSPAN_SETTINGS[effort]
+    with fixed_torch_threads(1):
+        t0 = time.perf_counter()
+        bs = [stages.Builder(a, p) for a, p in zip(mats, prevs, strict=True)]
+        for b in bs:
+            stages.trivial_witnesses(b)
+        finite = [e for e in targets if e < 1]
+        caches = [stages.cheap_stage(b, finite or [0.5]) for b in bs]
+        t1 = time.perf_counter()
+        if finite and settings.rowspan:
+            stages_rowspan.rowspan_scan(bs, caches, finite, settings)
+        t2 = time.perf_counter()
+        if finite and settings.rowspan:
+            stages_rowspan.refine(bs, caches, finite, settings, device)
+        elif finite:
+            stages.refine(bs, caches, finite, settings.base, device)
+        t3 = time.perf_counter()
+        if finite:
+            stages.close(bs, caches, finite, settings.base, device, transform=settings.rowspan)
+        t4 = time.perf_counter()
+    seconds = {
+        "cheap": (t1 - t0) / H,
+        "rowspan": (t2 - t1) / H,
+        "refine": (t3 - t2) / H,
+        "close": (t4 - t3) / H,
+        "total": (t4 - t0) / H,
     }
     return [
         _finish(b, prev, targets, effort, seconds, H, prune)
