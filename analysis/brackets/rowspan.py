@@ -145,7 +145,20 @@ def inverse_transform(A: np.ndarray, R: np.ndarray, Y: np.ndarray) -> np.ndarray
 
 def offer_transformed(b: Any, R: np.ndarray, Y: np.ndarray, method: str) -> float:
     """Offer ``(R, inverse_transform(R, Y))`` to the builder ``b``; its certified margin
-    (``-inf`` where there is no transform)."""
+    (``-inf`` where there is no transform).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.brackets.rowspan import offer_transformed
+    >>> from analysis.brackets.stages import Builder
+    >>> b = Builder(np.eye(2), None)
+    >>> Y = np.array([[0.8, 0.2], [0.1, 0.9]])
+    >>> round(b.offer_lower(np.eye(2), Y, "plain"), 6)
+    0.6
+    >>> round(offer_transformed(b, np.eye(2), Y, "plain"), 6), b.lower[2].method
+    (1.0, 'plain+inv')
+    """
     Y2 = inverse_transform(b.A, R, Y)
     return -np.inf if Y2 is None else b.offer_lower(R, Y2, method + "+inv")
 
