@@ -77,7 +77,10 @@ def right_inverse(AS: np.ndarray, d: np.ndarray, ridge: float) -> np.ndarray | N
         inv_t = scipy.linalg.solve(gram + lam * np.eye(m), ADt.T, assume_a="pos")
     except (np.linalg.LinAlgError, ValueError):
         return None
-    R = inv_t.T
+    # C order: the verifier's BLAS products may round differently for a transposed
+    # (Fortran-ordered) array, and a witness read back from a file is in C order, so a
+    # margin certified on another layout could fail its exact re-check by an ulp.
+    R = np.ascontiguousarray(inv_t.T)
     return R if np.isfinite(R).all() else None
 
 
@@ -140,7 +143,7 @@ def inverse_transform(A: np.ndarray, R: np.ndarray, Y: np.ndarray) -> np.ndarray
     norms = np.abs(Y2).sum(1, keepdims=True)
     if not (np.isfinite(Y2).all() and (norms > 0).all()):
         return None
-    return Y2 / norms
+    return np.ascontiguousarray(Y2 / norms)
 
 
 def offer_transformed(b: Any, R: np.ndarray, Y: np.ndarray, method: str) -> float:

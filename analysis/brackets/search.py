@@ -7,7 +7,11 @@ the closing pass alone on an existing profile. All tuning lives in one frozen
 :class:`~analysis.brackets.settings.SearchSettings` per effort
 (:mod:`analysis.brackets.settings`, :func:`search_settings`); every
 effort is equally sound, since every witness is certified before it counts (docs/method.md
-section 3), so more effort only finds better witnesses.
+section 3), so more effort only finds better witnesses. ``engine=`` picks the engine
+version (:func:`analysis.brackets.engine_spec`): 4 runs the stages above with
+:class:`~analysis.brackets.settings.SearchSettings`, 5 adds those of
+:mod:`analysis.brackets.stages_rowspan` with
+:class:`~analysis.brackets.settings.RowSpanSettings`.
 """
 
 from __future__ import annotations
@@ -97,7 +101,13 @@ def profile_matrix(
     then a closing pass on brackets of width 1 or 2 (a longer upper run at ``hi - 1``,
     multi-start lower witnesses at ``lo + 1`` from k-means partitions and splits of the lo
     witness's groups; :func:`close_brackets`). Every candidate is verified in float64
-    before it counts (docs/method.md section 3).
+    before it counts (docs/method.md section 3). That is engine 4; engine 5 adds, after
+    the cheap stage, a scan of row-span lower witnesses (rows of a pivoted QR of ``A^T``,
+    a reweighted right inverse of their block; :mod:`analysis.brackets.rowspan`), starts
+    its lower trials from them, offers every lower candidate also after the inverse
+    transform ``Y <- (Y A R)^-1 Y``, and anneals upper trials at rank 48 and more over 4x
+    their step budget (:class:`~analysis.brackets.settings.RowSpanSettings`; docs/method.md
+    section 7).
 
     Examples
     --------

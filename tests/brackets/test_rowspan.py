@@ -1,5 +1,7 @@
 """Row-span lower witnesses and engine 5 (analysis.brackets.rowspan, stages_rowspan)."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -142,3 +144,19 @@ def test_anneal_horizon_defaults_to_the_budget():
     U3, _, _ = refine_upper(*args, steps=steps, horizons=4 * steps.double())
     assert torch.equal(U1, U2) and torch.equal(W1, W2) and torch.equal(e1, e2)
     assert not torch.equal(U1, U3)
+
+
+def test_engine5_witnesses_reverify_after_a_file_round_trip(rng):
+    """Witnesses read back from JSON (C-ordered arrays) re-check exactly: the search must
+    certify them in the layout a file gives them (a transposed right inverse once failed
+    here by an ulp)."""
+    from analysis.brackets import Profile
+    from tests.brackets.test_batch import smooth_stack
+
+    A = smooth_stack(rng, h=5, n=20)
+    for s in (0, 2):
+        profs = profile_matrices(A[s : s + 2], eps=EPS, engine=5)
+        for a, prof in zip(A[s : s + 2], profs, strict=True):
+            for arrays in ("lists", "float32-base64"):
+                back = Profile.from_dict(json.loads(json.dumps(prof.to_dict(arrays=arrays))))
+                assert back.reverify(a) == []
