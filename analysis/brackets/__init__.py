@@ -12,7 +12,9 @@ search that computes them, :mod:`analysis.brackets.settings` the search's frozen
 # 3: closing pass on nearly closed brackets (multi-start lower witnesses, longer upper run).
 # 4: temperatures of a head searched side by side (profile_temperatures; the store profiles
 # a matrix's temperatures as one batch), optimizers on a torch device; see the log in
-# docs/results/engine.md.
+# docs/results/engine.md. Since engine 5 the search runs several versions side by side
+# (analysis.brackets.versions: ENGINE_VERSIONS, engine_spec); this label still names
+# engine 4, the one the store has recorded profiles of.
 __version__ = "4"
 
 __all__ = ["__version__"]
