@@ -12,7 +12,9 @@ search that computes them, :mod:`analysis.brackets.settings` the search's frozen
 # 3: closing pass on nearly closed brackets (multi-start lower witnesses, longer upper run).
 # 4: temperatures of a head searched side by side (profile_temperatures; the store profiles
 # a matrix's temperatures as one batch), optimizers on a torch device; see the log in
-# docs/results/engine.md.
+# docs/results/engine.md. Since engine 5 the search runs several versions side by side
+# (analysis.brackets.versions: ENGINE_VERSIONS, engine_spec); this label still names
+# engine 4, the one the store has recorded profiles of.
 __version__ = "4"
 
 __all__ = ["__version__"]
@@ -31,13 +33,20 @@ from analysis.brackets.settings import (  # noqa: E402
     settings_sha256,
 )
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
-from analysis.brackets.versions import ENGINE_VERSIONS, LATEST_ENGINE, check_engine  # noqa: E402
+from analysis.brackets.versions import (  # noqa: E402
+    ENGINE_VERSIONS,
+    LATEST_ENGINE,
+    EngineSpec,
+    check_engine,
+    engine_spec,
+)
 
 __all__ += [
     "EFFORTS",
     "ENGINE_VERSIONS",
     "LATEST_ENGINE",
     "Bracket",
+    "EngineSpec",
     "LowerWitness",
     "Profile",
     "SearchSettings",
@@ -46,6 +55,7 @@ __all__ += [
     "certified_upper_error",
     "check_engine",
     "close_brackets",
+    "engine_spec",
     "profile_matrices",
     "profile_matrix",
     "profile_temperatures",

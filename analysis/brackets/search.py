@@ -7,7 +7,11 @@ the closing pass alone on an existing profile. All tuning lives in one frozen
 :class:`~analysis.brackets.settings.SearchSettings` per effort
 (:mod:`analysis.brackets.settings`, :func:`search_settings`); every
 effort is equally sound, since every witness is certified before it counts (docs/method.md
-section 3), so more effort only finds better witnesses.
+section 3), so more effort only finds better witnesses. ``engine=`` picks the engine
+version (:func:`analysis.brackets.engine_spec`): 4 runs the stages above with
+:class:`~analysis.brackets.settings.SearchSettings`, 5 adds those of
+:mod:`analysis.brackets.stages_rowspan` with
+:class:`~analysis.brackets.settings.RowSpanSettings`.
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from analysis.attention import check_attention, fixed_torch_threads
-from analysis.brackets import stages
+from analysis.brackets import stages, stages_rowspan
 from analysis.brackets.profile import Profile
-from analysis.brackets.settings import EFFORTS, SETTINGS
+from analysis.brackets.settings import EFFORTS, ROWSPAN_SETTINGS, SETTINGS
 from analysis.brackets.versions import LATEST_ENGINE, check_engine
 from analysis.validation import (
     ParameterError,
@@ -97,7 +101,13 @@ def profile_matrix(
     then a closing pass on brackets of width 1 or 2 (a longer upper run at ``hi - 1``,
     multi-start lower witnesses at ``lo + 1`` from k-means partitions and splits of the lo
     witness's groups; :func:`close_brackets`). Every candidate is verified in float64
-    before it counts (docs/method.md section 3).
+    before it counts (docs/method.md section 3). That is engine 4; engine 5 adds, after
+    the cheap stage, a scan of row-span lower witnesses (rows of a pivoted QR of ``A^T``,
+    a reweighted right inverse of their block; :mod:`analysis.brackets.rowspan`), starts
+    its lower trials from them, offers every lower candidate also after the inverse
+    transform ``Y <- (Y A R)^-1 Y``, and anneals upper trials at rank 48 and more over 4x
+    their step budget (:class:`~analysis.brackets.settings.RowSpanSettings`; docs/method.md
+    section 7).
 
     Examples
     --------
@@ -338,7 +348,7 @@ def close_brackets(
     (Bracket(lo=4, hi=5), Bracket(lo=5, hi=5))
     """
     check_choice("effort", effort, EFFORTS)
-    check_engine(engine)
+    version = check_engine(engine)
     if not isinstance(profile, Profile):
         raise ParameterError("profile", "a Profile", type(profile).__name__)
     A64 = check_attention(A, renormalize=renormalize)
@@ -352,8 +362,11 @@ def close_brackets(
         b = stages.Builder(A64[0], profile)
         stages.trivial_witnesses(b)
         finite = [e for e in targets if e < 1]
-        if finite:
+        if finite and version == 4:
             stages.close([b], [stages.svd_cache(b)], finite, SETTINGS[effort])
+        elif finite:
+            s5 = ROWSPAN_SETTINGS[effort]
+            stages.close([b], [stages.svd_cache(b)], finite, s5.base, transform=s5.rowspan)
         t1 = time.perf_counter()
     seconds = {"close": t1 - t0, "total": t1 - t0}
     out = _finish(b, profile, targets, profile.effort, seconds, 1, prune)
@@ -372,7 +385,10 @@ def _profile_checked(
 ) -> list[Profile]:
     """:func:`profile_matrices` on validated input: float64 ``[M, N]`` matrices of one
     shape, a sorted eps grid, one previous profile (or None) per matrix, a checked
-    device (None: the CPU) and a checked engine version (only 4 so far)."""
+    device (None: the CPU) and a checked engine version (4 runs here, 5 in
+    :func:`_profile_rowspan`)."""
+    if engine == 5:
+        return _profile_rowspan(mats, targets, effort, prevs, prune, device)
     H = len(mats)
     settings = SETTINGS[effort]
     with fixed_torch_threads(1):
@@ -394,6 +410,52 @@ def _profile_checked(
         "refine": (t2 - t1) / H,
         "close": (t3 - t2) / H,
         "total": (t3 - t0) / H,
+    }
+    return [
+        _finish(b, prev, targets, effort, seconds, H, prune)
+        for b, prev in zip(bs, prevs, strict=True)
+    ]
+
+
+def _profile_rowspan(
+    mats: list[np.ndarray],
+    targets: tuple[float, ...],
+    effort: str,
+    prevs: list[Profile | None],
+    prune: bool,
+    device: Any = None,
+) -> list[Profile]:
+    """Engine 5's search on validated input (as :func:`_profile_checked`): engine 4's
+    trivial witnesses and cheap stage, the row-span scan, the row-span refinement
+    (:mod:`analysis.brackets.stages_rowspan`), the closing pass with the inverse
+    transform, pruning."""
+    H = len(mats)
+    settings = ROWSPAN_SETTINGS[effort]
+    with fixed_torch_threads(1):
+        t0 = time.perf_counter()
+        bs = [stages.Builder(a, p) for a, p in zip(mats, prevs, strict=True)]
+        for b in bs:
+            stages.trivial_witnesses(b)
+        finite = [e for e in targets if e < 1]
+        caches = [stages.cheap_stage(b, finite or [0.5]) for b in bs]
+        t1 = time.perf_counter()
+        if finite and settings.rowspan:
+            stages_rowspan.rowspan_scan(bs, caches, finite, settings)
+        t2 = time.perf_counter()
+        if finite and settings.rowspan:
+            stages_rowspan.refine(bs, caches, finite, settings, device)
+        elif finite:
+            stages.refine(bs, caches, finite, settings.base, device)
+        t3 = time.perf_counter()
+        if finite:
+            stages.close(bs, caches, finite, settings.base, device, transform=settings.rowspan)
+        t4 = time.perf_counter()
+    seconds = {
+        "cheap": (t1 - t0) / H,
+        "rowspan": (t2 - t1) / H,
+        "refine": (t3 - t2) / H,
+        "close": (t4 - t3) / H,
+        "total": (t4 - t0) / H,
     }
     return [
         _finish(b, prev, targets, effort, seconds, H, prune)

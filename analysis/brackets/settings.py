@@ -20,7 +20,16 @@ from types import MappingProxyType
 
 from analysis.validation import EFFORTS, check_choice
 
-__all__ = ["EFFORTS", "SETTINGS", "SearchSettings", "search_settings", "settings_sha256"]
+__all__ = [
+    "EFFORTS",
+    "ROWSPAN_SETTINGS",
+    "SETTINGS",
+    "RowSpanSettings",
+    "SearchSettings",
+    "rowspan_settings",
+    "search_settings",
+    "settings_sha256",
+]
 
 
 @dataclass(frozen=True)
@@ -204,3 +213,88 @@ def settings_sha256(effort: str) -> str:
     fields = dataclasses.asdict(search_settings(effort))
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class RowSpanSettings:
+    """Every tuning constant of engine 5's search, for one effort.
+
+    Engine 5 runs engine 4's stages with ``base`` (a :class:`SearchSettings`) and adds the
+    row-span lower witnesses (:mod:`analysis.brackets.rowspan`) and an upper schedule
+    that anneals over a horizon of its own. Like :class:`SearchSettings`, none of these
+    can make a bracket unsound: they decide which candidates are tried.
+
+    Examples
+    --------
+    >>> from analysis.brackets.settings import rowspan_settings
+    >>> s = rowspan_settings("default")
+    >>> s.rowspan, s.lower_rounds, s.base.rounds, rowspan_settings("fast").rowspan
+    (True, 3, 6, False)
+
+    Attributes
+    ----------
+    base : SearchSettings
+        Engine 4's settings of the same effort: refinement rounds, step budgets and the
+        closing pass.
+    rowspan : bool
+        Whether the row-span scan and lower trials run (``fast``: no, so engine 5's
+        ``fast`` is engine 4's cheap stage).
+    reweights : int
+        Lawson-type reweightings of the ridge right inverse per size (6); every iterate is
+        certified and the best kept.
+    ridge : float
+        Ridge of the right inverse, relative to ``trace(A_S D A_S^T) / m`` (1e-4).
+    scan_grid : int
+        Sizes of the per-eps scan's first pass, spread evenly over ``(lo, hi]`` (9),
+        before its bisection.
+    lower_rounds : int
+        Rounds (of ``base.rounds``) that carry a lower trial per eps (3); the later rounds
+        are upper trials only.
+    lower_boost : float
+        The first lower trial is the largest size whose row-span margin times
+        ``lower_boost`` exceeds eps (1.5), else ``lo + 1``.
+    group_max_size : int
+        Lower trials at sizes up to this (24) also start from the best group witness.
+    ascent_max_size : int
+        Lower trials run the projected ascent only up to this size (96); above it the
+        trial is the row-span family itself (and its inverse transform).
+    anneal_stretch : float
+        An upper trial at rank ``>= anneal_min_rank`` anneals delta / beta / the learning
+        rate over ``anneal_stretch`` times its step budget (4.0) and stops at the budget.
+    anneal_min_rank : int
+        ... (48); lower ranks anneal over their budget, as in engine 4.
+    """
+
+    base: SearchSettings
+    rowspan: bool
+    reweights: int = 6
+    ridge: float = 1e-4
+    scan_grid: int = 9
+    lower_rounds: int = 3
+    lower_boost: float = 1.5
+    group_max_size: int = 24
+    ascent_max_size: int = 96
+    anneal_stretch: float = 4.0
+    anneal_min_rank: int = 48
+
+
+ROWSPAN_SETTINGS: Mapping[str, RowSpanSettings] = MappingProxyType(
+    {
+        "fast": RowSpanSettings(base=SETTINGS["fast"], rowspan=False),
+        "default": RowSpanSettings(base=SETTINGS["default"], rowspan=True),
+        "thorough": RowSpanSettings(base=SETTINGS["thorough"], rowspan=True),
+    }
+)
+"""Engine 5's settings of each effort, by name (read-only)."""
+
+
+def rowspan_settings(effort: str) -> RowSpanSettings:
+    """The :class:`RowSpanSettings` of ``effort`` (one of :data:`EFFORTS`).
+
+    Examples
+    --------
+    >>> from analysis.brackets.settings import rowspan_settings, search_settings
+    >>> rowspan_settings("thorough").base is search_settings("thorough")
+    True
+    """
+    return ROWSPAN_SETTINGS[check_choice("effort", effort, EFFORTS)]

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from analysis.brackets import lower as _lower
+from analysis.brackets import rowspan as _rowspan
 from analysis.brackets import upper as _upper
 from analysis.brackets.profile import (
     LowerWitness,
@@ -238,7 +239,7 @@ def _stack_A(bs: Sequence[Builder], owners: Sequence[int], device=None) -> torch
 
 
 def _upper_round(
-    bs, caches, problems, steps, *, svd_start=False, method="adam", device=None
+    bs, caches, problems, steps, *, svd_start=False, method="adam", device=None, anneal=None
 ) -> list[bool]:
     """One batched Adam refinement over ``(matrix, eps, rank)`` problems; success per problem.
 
@@ -246,7 +247,9 @@ def _upper_round(
     together (one shape); a problem's first entry indexes them. Starts from
     :func:`_upper_start`, or with ``svd_start`` from the truncated SVD of A. The optimizer
     runs on ``device`` (None: the CPU); its candidates come back to the CPU and are
-    certified there, in float64.
+    certified there, in float64. ``anneal``, a function of the ranks and budgets (int
+    tensors), gives each problem's anneal horizon (:func:`upper.refine_upper`); None
+    anneals over the budget (engine 4).
     """
     if not problems:
         return []
@@ -265,8 +268,10 @@ def _upper_round(
     At = _stack_A(bs, [o for o, _, _ in problems], device)
     ranks = torch.tensor([k for _, _, k in problems])
     targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
+    budgets = _budgets(ranks, steps, 24)
+    horizons = None if anneal is None else anneal(ranks, budgets)
     U, W, _ = _upper.refine_upper(
-        At, U0.to(At.device), W0.to(At.device), ranks, targets, steps=_budgets(ranks, steps, 24)
+        At, U0.to(At.device), W0.to(At.device), ranks, targets, steps=budgets, horizons=horizons
     )
     U, W = U.cpu(), W.cpu()
     out = []
@@ -455,7 +460,9 @@ def _close_lower_starts(b: Builder, m: int, seeds: int) -> list[tuple[str, np.nd
     return starts
 
 
-def close(bs, caches, targets: Sequence[float], settings: SearchSettings, device=None) -> None:
+def close(
+    bs, caches, targets: Sequence[float], settings: SearchSettings, device=None, *, transform=False
+) -> None:
     """Closing pass: extra search at the two sizes that would close a nearly closed bracket.
 
     For every matrix of ``bs`` and targeted eps with ``1 <= hi - lo <= settings.close_width``:
@@ -473,7 +480,8 @@ def close(bs, caches, targets: Sequence[float], settings: SearchSettings, device
       exact alternating LP polish.
 
     ``settings.close_upper_steps`` / ``close_lower_steps`` set the run lengths; with both 0
-    the pass does nothing.
+    the pass does nothing. With ``transform`` (engine 5) every lower candidate is also
+    offered after the inverse transform (:func:`analysis.brackets.rowspan.inverse_transform`).
 
     Every candidate goes through its matrix's builder (verified); the pass can only add
     witnesses, so it never widens a bracket.
@@ -545,6 +553,8 @@ def close(bs, caches, targets: Sequence[float], settings: SearchSettings, device
     scored: dict[tuple[int, int], list[tuple[float, str, np.ndarray, np.ndarray]]] = {}
     for (o, _, m), name, (Rp, Yp) in zip(problems, names, found, strict=True):
         mu = bs[o].offer_lower(Rp, Yp, f"close-{name}")
+        if transform:
+            mu = max(mu, _rowspan.offer_transformed(bs[o], Rp, Yp, f"close-{name}"))
         scored.setdefault((o, m), []).append((mu, name, Rp, Yp))
     for (o, m), cands in scored.items():
         b = bs[o]

@@ -216,6 +216,7 @@ def refine_upper(
     lr: float = 5e-4,
     check: int = 10,
     give_up: float = 0.6,
+    horizons: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Adam on ``(U, W)`` minimizing a smoothed max-row-l1 error, batched over problems.
 
@@ -231,7 +232,13 @@ def refine_upper(
         error is still above ``(1 + give_up * (1 - progress)) * target`` (a hopeless
         problem stops early; one within reach runs on).
     steps : int tensor ``[P]``
-        Step budget of each problem (schedules run over each problem's own budget).
+        Step budget of each problem (schedules run over each problem's own budget unless
+        ``horizons`` is given).
+    horizons : tensor ``[P]``, optional
+        The number of steps over which each problem's schedule (delta, beta, learning
+        rate) anneals; a horizon longer than the budget stops the run part-way through
+        its anneal. Default: the budgets (engine 4). The early stops still follow
+        ``steps``.
 
     Returns
     -------
@@ -275,6 +282,7 @@ def refine_upper(
     idx = torch.arange(P, device=dev)
     Aa, Ma, Ta = A, mask, targets.to(device=dev, dtype=A.dtype)
     Sa = torch.as_tensor(steps).expand(P).to(device=dev, dtype=A.dtype)
+    Ha = Sa if horizons is None else torch.as_tensor(horizons).expand(P).to(dev, A.dtype)
     total = int(Sa.max())
     for step in range(total + 1):
         U, W = X[:, :M], X[:, M:]
@@ -292,12 +300,12 @@ def refine_upper(
             if not bool(keep.any()):
                 break
             if not bool(keep.all()):
-                X, mom, vel, Aa, Ma, Ta, Sa, idx = (
-                    t[keep] for t in (X, mom, vel, Aa, Ma, Ta, Sa, idx)
+                X, mom, vel, Aa, Ma, Ta, Sa, Ha, idx = (
+                    t[keep] for t in (X, mom, vel, Aa, Ma, Ta, Sa, Ha, idx)
                 )
                 U, W = X[:, :M], X[:, M:]
                 E = Aa - U @ W.transpose(-1, -2)
-        upper_step(X, E, mom, vel, Ma, Ta, Sa, step, lr)
+        upper_step(X, E, mom, vel, Ma, Ta, Ha, step, lr)
     return best[:, :M], best[:, M:], best_err
 
 

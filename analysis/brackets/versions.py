@@ -10,13 +10,19 @@ verifier (:mod:`analysis.brackets.verify`).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from analysis.validation import ParameterError
+from analysis.brackets.settings import ROWSPAN_SETTINGS, SETTINGS
+from analysis.validation import EFFORTS, ParameterError, check_choice
 
-__all__ = ["ENGINE_VERSIONS", "LATEST_ENGINE", "check_engine"]
+__all__ = ["ENGINE_VERSIONS", "LATEST_ENGINE", "EngineSpec", "check_engine", "engine_spec"]
 
-ENGINE_VERSIONS: tuple[int, ...] = (4,)
+ENGINE_VERSIONS: tuple[int, ...] = (4, 5)
 """Engine versions this package runs, oldest first."""
 
 LATEST_ENGINE: int = ENGINE_VERSIONS[-1]
@@ -37,7 +43,7 @@ def check_engine(engine: Any) -> int:
     >>> check_engine(3)
     Traceback (most recent call last):
     ...
-    analysis.validation.ParameterError: engine: expected one of the engine versions 4, got 3
+    analysis.validation.ParameterError: engine: expected one of the engine versions 4, 5, got 3
     """
     if engine is None:
         return LATEST_ENGINE
@@ -48,3 +54,81 @@ def check_engine(engine: Any) -> int:
         allowed = ", ".join(map(str, ENGINE_VERSIONS))
         raise ParameterError("engine", f"one of the engine versions {allowed}", engine)
     return int(value)
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """One engine version as a value: its stages, in order, and its settings per effort.
+
+    Attributes
+    ----------
+    version : int
+    stages : tuple of str
+        The stages the search runs, in order (names, for the record and the hash).
+    settings : mapping of str to a frozen settings dataclass
+        Per effort (:data:`analysis.validation.EFFORTS`):
+        :class:`~analysis.brackets.settings.SearchSettings` for engine 4,
+        :class:`~analysis.brackets.settings.RowSpanSettings` for engine 5.
+
+    Examples
+    --------
+    >>> from analysis.brackets import engine_spec
+    >>> spec = engine_spec(5)
+    >>> spec.version, spec.stages[:3]
+    (5, ('trivial', 'cheap', 'rowspan-scan'))
+    >>> len(spec.sha256("default")), spec.sha256("default") != engine_spec(4).sha256("default")
+    (64, True)
+    """
+
+    version: int
+    stages: tuple[str, ...]
+    settings: Mapping[str, Any]
+
+    def sha256(self, effort: str) -> str:
+        """SHA-256 of ``{"version", "stages", "settings"}`` of ``effort`` as canonical JSON.
+
+        The settings are the dataclass fields by name (nested for engine 5's ``base``),
+        floats written by ``repr``, keys sorted, no spaces: any change of a stage or of a
+        value changes the hash.
+        """
+        effort = check_choice("effort", effort, EFFORTS)
+        doc = {
+            "version": self.version,
+            "stages": list(self.stages),
+            "settings": dataclasses.asdict(self.settings[effort]),
+        }
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_SPECS = {
+    4: EngineSpec(4, ("trivial", "cheap", "refine", "close", "prune"), SETTINGS),
+    5: EngineSpec(
+        5,
+        (
+            "trivial",
+            "cheap",
+            "rowspan-scan",
+            "refine-rowspan",
+            "close-inverse-transform",
+            "prune",
+        ),
+        ROWSPAN_SETTINGS,
+    ),
+}
+
+
+def engine_spec(version: Any = None) -> EngineSpec:
+    """The :class:`EngineSpec` of an engine version (default :data:`LATEST_ENGINE`).
+
+    Examples
+    --------
+    >>> from analysis.brackets import engine_spec
+    >>> engine_spec(4).settings["default"].rounds
+    6
+    >>> engine_spec("7")
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: engine: expected one of the engine versions 4, 5, got '7'
+    """
+    return _SPECS[check_engine(version)]

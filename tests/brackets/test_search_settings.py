@@ -81,3 +81,63 @@ def test_every_field_is_in_the_hash(monkeypatch, name):
     monkeypatch.setattr(settings_module, "SETTINGS", changed)
     assert settings_sha256("default") != before["default"]
     assert settings_sha256("fast") == before["fast"]  # the other efforts keep theirs
+
+
+#: ``engine_spec(version).sha256(effort)`` per engine version: the stages and settings of
+#: each version, pinned. A released version's row never changes (engine 4's settings are
+#: also pinned above); a new search is a new version with a new row.
+ENGINE_SPEC_SHA256 = {
+    4: {
+        "fast": "e3d0e6bfa8d7ef8f89edb8acb203ff9304ad3234b0117a3f0121bd53a4332afd",
+        "default": "3f3e1ccc7a81d1d3635351185521dbbe1ea6bb8ee034986b64fabd1abb60468e",
+        "thorough": "b165dcddd23b166d15fc15c50104f60894d3db280ea37c5fcd007d489c7ec9a8",
+    },
+    5: {
+        "fast": "ddd457e8be7feb2f69843089231dfa4aa342d9f9533a155daede41dd5212cbe1",
+        "default": "9ace64f4f589a402dcbab9236360f6c2eabfd6ae71eb798013ff0d3264593a37",
+        "thorough": "8e21590bc2fc830ad370687cf892dc2b21af8f91a6ad8d3003c791088a1084e7",
+    },
+}
+
+
+def test_every_engine_version_is_pinned():
+    assert tuple(ENGINE_SPEC_SHA256) == engine.ENGINE_VERSIONS
+    assert engine.LATEST_ENGINE == max(engine.ENGINE_VERSIONS) == 5
+    for version, pins in ENGINE_SPEC_SHA256.items():
+        spec = engine.engine_spec(version)
+        assert spec.version == version
+        assert {e: spec.sha256(e) for e in EFFORTS} == pins, f"engine {version} changed"
+
+
+def test_engine_spec_names_the_parameter():
+    with pytest.raises(ParameterError, match="engine: expected one of the engine versions 4, 5"):
+        engine.engine_spec(6)
+    with pytest.raises(ParameterError, match="effort"):
+        engine.engine_spec(5).sha256("slow")
+    assert engine.engine_spec(None) is engine.engine_spec(engine.LATEST_ENGINE)
+
+
+def test_engine5_settings_are_read_only_and_build_on_engine4():
+    from analysis.brackets.settings import ROWSPAN_SETTINGS
+
+    with pytest.raises(TypeError):
+        ROWSPAN_SETTINGS["fast"] = ROWSPAN_SETTINGS["default"]  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ROWSPAN_SETTINGS["default"].reweights = 1  # type: ignore[misc]
+    for effort in EFFORTS:
+        assert ROWSPAN_SETTINGS[effort].base is SETTINGS[effort]
+
+
+@pytest.mark.parametrize("name", ["reweights", "ridge", "anneal_stretch", "ascent_max_size"])
+def test_every_engine5_field_is_in_the_hash(monkeypatch, name):
+    from analysis.brackets import versions
+
+    spec = engine.engine_spec(5)
+    before = spec.sha256("default")
+    old = getattr(spec.settings["default"], name)
+    new = math.nextafter(old, math.inf) if isinstance(old, float) else old + 1
+    changed = dict(spec.settings) | {
+        "default": dataclasses.replace(spec.settings["default"], **{name: new})
+    }
+    monkeypatch.setitem(versions._SPECS, 5, dataclasses.replace(spec, settings=changed))
+    assert engine.engine_spec(5).sha256("default") != before

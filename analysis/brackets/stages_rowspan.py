@@ -1,0 +1,178 @@
+"""The stages engine 5 adds to engine 4's: the row-span scan and row-span refinement.
+
+Internal to :mod:`analysis.brackets.search`, which runs engine 5 as trivial witnesses,
+cheap stage (:mod:`analysis.brackets.stages`), :func:`rowspan_scan`, :func:`refine`, the
+closing pass with the inverse transform, pruning. Tuning comes from one
+:class:`analysis.brackets.settings.RowSpanSettings`. Engine 4's stages are reused, never
+changed: every candidate still goes through a :class:`~analysis.brackets.stages.Builder`,
+which keeps it only with its certified value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from analysis.brackets import lower as _lower
+from analysis.brackets import stages
+from analysis.brackets.rowspan import RowSpan, offer_transformed
+from analysis.brackets.settings import RowSpanSettings
+
+
+def rowspan_scan(bs, caches, targets: Sequence[float], settings: RowSpanSettings) -> None:
+    """Per matrix, one row order; per eps, the largest certified row-span size.
+
+    Adds ``"rowspan"`` (a :class:`~analysis.brackets.rowspan.RowSpan`) to each cache and
+    scans ``(lo, hi]`` of every targeted eps (:meth:`RowSpan.scan`); every member tried is
+    offered to the builder, so a size that certifies raises ``lo``.
+
+    Examples
+    --------
+    On a random 8 x 8 head the scan lifts the cheap stage's lower end at eps = 0.2:
+
+    >>> from analysis.brackets import stages, stages_rowspan
+    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.brackets.settings import rowspan_settings
+    >>> b = stages.Builder(example_head(), None)
+    >>> stages.trivial_witnesses(b)
+    >>> cache = stages.cheap_stage(b, [0.2])
+    >>> b.lo(0.2)
+    4
+    >>> stages_rowspan.rowspan_scan([b], [cache], [0.2], rowspan_settings("default"))
+    >>> b.lo(0.2), b.lower[b.lo(0.2)].method
+    (5, 'rowspan')
+    """
+    for b, cache in zip(bs, caches, strict=True):
+        fam = RowSpan(b.A, reweights=settings.reweights, ridge=settings.ridge)
+        cache["rowspan"] = fam
+        for e in targets:
+            fam.scan(b, e, b.lo(e), b.hi(e), settings.scan_grid)
+
+
+def _anneal(settings: RowSpanSettings):
+    """Anneal horizons of upper trials: ``anneal_stretch`` x the budget from rank
+    ``anneal_min_rank`` on, the budget below it."""
+    stretch, k0 = settings.anneal_stretch, settings.anneal_min_rank
+
+    def horizons(ranks: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:
+        b = budgets.double()
+        return torch.where(ranks >= k0, b * stretch, b)
+
+    return horizons
+
+
+def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -> list[bool]:
+    """One batch of row-span lower trials over ``(matrix, eps, size)`` problems.
+
+    Per problem: the row-span family at that size (evaluated and offered if new); then,
+    up to ``settings.ascent_max_size``, the projected ascent from the best row-span member
+    and, up to ``settings.group_max_size``, also from the best group witness. Every
+    result is offered as found and after the inverse transform; a near miss at a small
+    size gets engine 4's LP polish. Success: the size certifies above its eps.
+    """
+    if not problems:
+        return []
+    base = settings.base
+    runs, starts = [], []
+    for p, (o, _, m) in enumerate(problems):
+        b, fam = bs[o], caches[o]["rowspan"]
+        fam.evaluate(b, m)
+        st = fam.start(m)
+        if st is not None:
+            offer_transformed(b, st[0], st[1], "rowspan")
+        if m > settings.ascent_max_size:
+            continue
+        if st is not None:
+            runs.append((p, "rowspan"))  # rows of R scaled into the l1 ball (same margin)
+            starts.append((st[0] / max(float(abs(st[0]).sum(1).max()), 1e-300), st[1]))
+        gk = caches[o]["groups"]
+        if m <= settings.group_max_size and m in gk:
+            runs.append((p, "groups"))
+            starts.append(_lower.group_witness(b.A, gk[m][1], m)[:2])
+    if runs:
+        batch = [problems[p] for p, _ in runs]
+        sizes = torch.tensor([m for _, _, m in batch])
+        budgets = (base.lower_steps * (sizes.double() / 12).sqrt().clamp(1.0, 2.0)).round().long()
+        found = stages._ascend(bs, batch, starts, budgets, device)
+        for (o, e, m), (Rp, Yp) in zip(batch, found, strict=True):
+            b = bs[o]
+            mu = max(b.offer_lower(Rp, Yp, "ascent"), offer_transformed(b, Rp, Yp, "ascent"))
+            if not mu > e and m <= base.lp_max_size and mu > base.lp_near * e:
+                Rl, Yl, mg = _lower.lp_polish(b.A, Rp, Yp, rounds=base.lp_rounds)
+                if mg > mu:
+                    b.offer_lower(Rl, Yl, "ascent+lp")
+    return [m in bs[o].lower and bs[o].lower[m].margin > e for o, e, m in problems]
+
+
+def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, device=None) -> None:
+    """Engine 5's per-eps search: engine 4's upper trials, row-span lower trials.
+
+    ``settings.base.rounds`` rounds. Upper trials are placed as in engine 4
+    (:func:`analysis.brackets.stages.refine`) and anneal over the horizon of
+    :class:`~analysis.brackets.settings.RowSpanSettings`. Lower trials run in the first
+    ``settings.lower_rounds`` rounds: the first at the largest size whose row-span margin
+    times ``settings.lower_boost`` exceeds eps (else ``lo + 1``), then engine 4's gallop /
+    bisection and resolution stop, each trial by :func:`_lower_round`. Failed trials
+    only steer the search; they never enter a bracket.
+
+    Examples
+    --------
+    >>> from analysis.brackets import stages, stages_rowspan
+    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.brackets.settings import rowspan_settings
+    >>> s = rowspan_settings("default")
+    >>> b = stages.Builder(example_head(seed=3), None)
+    >>> stages.trivial_witnesses(b)
+    >>> cache = stages.cheap_stage(b, [0.1])
+    >>> stages_rowspan.rowspan_scan([b], [cache], [0.1], s)
+    >>> stages_rowspan.refine([b], [cache], [0.1], s)
+    >>> b.lo(0.1), b.hi(0.1)
+    (6, 6)
+    """
+    base = settings.base
+    anneal = _anneal(settings)
+    keys = [(o, e) for o in range(len(bs)) for e in targets]
+    up_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
+    low_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
+    for rnd in range(base.rounds):
+        up, lowp = [], []
+        for o, e in keys:
+            b, fam = bs[o], caches[o]["rowspan"]
+            uf, lf = up_fail[o, e], low_fail[o, e]
+            lo, hi = b.lo(e), b.hi(e)
+            if lo >= hi:
+                continue
+            floor_k = max(lo, 1, uf + 1 if uf is not None else 0)
+            if floor_k <= hi - 1:
+                first = int(round(base.upper_first * hi)) if rnd == 0 else None
+                k = stages._next_trial(hi, uf, first, -0.15)
+                up.append((o, e, min(max(k, floor_k), hi - 1)))
+            if rnd >= settings.lower_rounds:
+                continue
+            ceil_m = min(hi, min(b.M, b.N), lf - 1 if lf is not None else hi)
+            if lo + 1 <= ceil_m and (lf is None or ceil_m - lo >= base.resolution * lo):
+                first = None
+                if rnd == 0:
+                    ok = [
+                        m
+                        for m, (mu, _, _) in fam.best.items()
+                        if lo < m <= ceil_m and mu * settings.lower_boost > e
+                    ]
+                    first = max(ok) if ok else lo + 1
+                lowp.append(
+                    (o, e, min(max(stages._next_trial(lo, lf, first, 0.15), lo + 1), ceil_m))
+                )
+        if not up and not lowp:
+            break
+        ups = stages._upper_round(bs, caches, up, base.upper_steps, device=device, anneal=anneal)
+        for (o, e, k), ok in zip(up, ups, strict=True):
+            if not ok:
+                uf = up_fail[o, e]
+                up_fail[o, e] = k if uf is None else max(uf, k)
+        for (o, e, m), ok in zip(
+            lowp, _lower_round(bs, caches, lowp, settings, device), strict=True
+        ):
+            if not ok:
+                lf = low_fail[o, e]
+                low_fail[o, e] = m if lf is None else min(lf, m)
