@@ -42,6 +42,7 @@ from analysis.validation import ParameterError, read_npz
 
 __all__ = ["MatrixArrays", "MatrixRecord", "ProfileRecord", "Store"]
 
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 

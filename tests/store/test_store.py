@@ -552,7 +552,9 @@ def test_profiles_of_another_engine_version_are_kept_apart_not_mixed(filled_stor
 
     s = run_brackets(filled_store, (0.1,), temperatures=(1.0, 2.0), engine=engine, progress=False)
     assert (s.computed, s.stale) == (12, 0)
-    old = {(p.matrix_key, p.temperature): (p.id, p.revision, p.blob) for p in filled_store.profiles()}
+    old = {
+        (p.matrix_key, p.temperature): (p.id, p.revision, p.blob) for p in filled_store.profiles()
+    }
     old_cells = filled_store.cells()
     newer = types.SimpleNamespace(
         name=engine.name,
@@ -582,8 +584,10 @@ def test_profiles_of_another_engine_version_are_kept_apart_not_mixed(filled_stor
         filled_store.cells()
     assert info.value.name == "engine"
     assert all(label in str(info.value) for label in labels)
-    assert filled_store.cells(engine=labels[0]).drop(columns="engine").equals(
-        old_cells.drop(columns="engine")
+    assert (
+        filled_store.cells(engine=labels[0])
+        .drop(columns="engine")
+        .equals(old_cells.drop(columns="engine"))
     )
     assert set(filled_store.cells(engine=labels[1])["engine"]) == {labels[1]}
     assert set(filled_store.cells(engine=1)["engine"]) == {labels[0]}  # by version number
