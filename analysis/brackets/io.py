@@ -29,6 +29,7 @@ from analysis.attention import derive_seed
 from analysis.brackets.profile import Profile
 from analysis.brackets.search import profile_matrices
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from analysis.brackets.versions import check_engine
 from analysis.executor import check_executor, task_pool
 from analysis.validation import (
     ParameterError,
@@ -76,8 +77,8 @@ BATCH = 4
 
 
 def _block(args: tuple) -> list[Profile]:
-    As, eps, effort, device = args
-    return profile_matrices(As, eps=eps, effort=effort, device=device)
+    As, eps, effort, device, engine = args
+    return profile_matrices(As, eps=eps, effort=effort, device=device, engine=engine)
 
 
 def profile_file(
@@ -92,14 +93,15 @@ def profile_file(
     say: Callable[[str], None] | None = None,
     executor: Executor | None = None,
     device: str | None = None,
+    engine: int | None = None,
 ) -> list[Profile]:
-    """Profiles for every matrix of ``data``.
+    """Profiles for every matrix of ``data``, by the search of engine version ``engine``.
 
     Matrices are profiled in fixed blocks of ``batch`` consecutive indices, side by side
     (:func:`analysis.brackets.search.profile_matrices`); ``workers`` processes share the
     blocks, and results do not depend on ``workers``. With a ``checkpoint`` path, each
     finished profile is appended (and flushed to disk) as one JSON line keyed by input
-    hash, index, temperature, eps and effort, and profiles already there are
+    hash, index, temperature, eps, effort and engine, and profiles already there are
     reused, so an interrupted run resumes where it stopped (a block with any matrix
     missing is run again whole, so that its batch, and with it the result, is the same
     as in an uninterrupted run).
@@ -121,6 +123,10 @@ def profile_file(
     on the CPU. A GPU may find other witnesses than the CPU, so a checkpoint's profiles
     are those of the device that computed them (all equally certified).
 
+    ``engine`` (:data:`~analysis.brackets.ENGINE_VERSIONS`; None: the newest) is the
+    search's version; it is part of every checkpoint key, so a checkpoint of one engine
+    is never resumed by another.
+
     Examples
     --------
     The identity has ``r_eps = 4`` and the uniform matrix rank 1; a second run with the
@@ -137,12 +143,14 @@ def profile_file(
     [True, True]
     """
     eps = check_eps_grid(eps)
+    engine = check_engine(engine)
     workers = check_executor(executor, workers)
     batch = check_int("batch", batch, minimum=1)
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)
     keys = [
-        f"{data.sha256}:{i}:{t}:{data.renormalized}:{grid}:{effort}" for i in range(data.A.shape[0])
+        f"{data.sha256}:{i}:{t}:{data.renormalized}:{grid}:{effort}:engine{engine}"
+        for i in range(data.A.shape[0])
     ]
     ck = Path(checkpoint) if checkpoint is not None else None
     # A torn line (a crash mid-write) does not parse or decode: that matrix is redone.
@@ -159,7 +167,7 @@ def profile_file(
     blocks = [list(range(s, min(s + batch, len(keys)))) for s in range(0, len(keys), batch)]
     todo = [blk for blk in blocks if any(keys[i] not in done for i in blk)]
     device = None if device is None else str(check_device(device))
-    jobs = [(data.A[blk], eps, effort, device) for blk in todo]
+    jobs = [(data.A[blk], eps, effort, device, engine) for blk in todo]
     bar = tqdm(
         total=len(keys),
         initial=len(keys) - sum(len(blk) for blk in todo),

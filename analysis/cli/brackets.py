@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from analysis.atomic import atomic_write
-from analysis.brackets import EFFORTS
+from analysis.brackets import EFFORTS, ENGINE_VERSIONS, LATEST_ENGINE, check_engine
 from analysis.brackets.approximants import METHODS as APPROX_METHODS
 from analysis.brackets.approximants import compare_with_brackets, summarize
 from analysis.brackets.io import (
@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--effort", choices=EFFORTS, default="default", help="time spent searching witnesses"
     )
+    add_engine_argument(p)
     # The search is deterministic; --seed did nothing and goes in the next release.
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     add_parallel_arguments(p)
@@ -105,8 +106,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=run_approximants, param_flags={"path": "INPUT", "result": "--brackets"})
 
 
+def add_engine_argument(p: argparse.ArgumentParser) -> None:
+    """``--engine N``: the bracket engine version (default: the newest); checked by
+    :func:`analysis.brackets.check_engine`, whose error names ``--engine``."""
+    versions = ", ".join(map(str, ENGINE_VERSIONS))
+    p.add_argument(
+        "--engine",
+        default=None,
+        metavar="N",
+        help=f"bracket engine version, one of {versions} (default: the newest, {LATEST_ENGINE})",
+    )
+
+
 def run_bracket(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps)
+    engine = check_engine(args.engine)
     if args.seed is not None:
         print(
             "note: --seed is ignored and will be removed: the bracket search is deterministic",
@@ -129,9 +143,12 @@ def run_bracket(args: argparse.Namespace) -> int:
             checkpoint=ck,
             say=lambda note: print(note, file=sys.stderr),
             device=args.device,
+            engine=engine,
             **parallel,
         )
     res = result_json(data, profiles, eps=eps, effort=args.effort, witnesses=args.witnesses)
+    # the engine version at top level, after the effort (every other key as before)
+    res = {**{k: v for k, v in res.items() if k != "matrices"}, "engine": engine, **res}
     for m in res["matrices"]:
         where = (
             f"matrix {m['index']}" if m["layer"] is None else f"layer {m['layer']} head {m['head']}"
