@@ -90,3 +90,28 @@ def test_store_bracket_keeps_each_engines_profiles_apart(synthetic_store, capsys
             store.cells()
     assert main(["store", "bracket", s, *fast, "--engine", "4"]) == 0
     assert "0 computed, 0 extended, 3 already stored" in capsys.readouterr().out
+
+
+def test_prereg_lock_pins_the_newest_and_amend_takes_numbers(tmp_path, capsys, two_engines):
+    from analysis.prereg.examples import write_example_design
+    from analysis.prereg.lock import lock_path
+
+    root = tmp_path / "study"
+    path = write_example_design(root / "preregistration" / "toy.toml")
+    assert main(["prereg", "lock", str(path)]) == 0
+    assert "engine:          5" in capsys.readouterr().out
+    assert json.loads(lock_path(path).read_text())["engine"] == 5
+    path.write_text("engine = 4\n" + path.read_text())
+    assert main(["prereg", "check", str(path)]) == 1
+    assert "engine changed: 5 -> 4" in capsys.readouterr().err
+    amend = ["prereg", "amend", str(path), "--reason", "back to 4"]
+    assert main([*amend, "--numbers", "median=2.0"]) == 2
+    assert "--numbers: expected NAME=BEFORE:AFTER" in capsys.readouterr().err
+    assert main([*amend, "--numbers", "median hi/lo=2.05:2.57"]) == 0
+    assert "engine: 5 -> 4" in capsys.readouterr().out
+    entry = json.loads(lock_path(path).read_text())["amendments"][-1]
+    assert entry["numbers"] == {"median hi/lo": {"before": 2.05, "after": 2.57}}
+    assert main(["prereg", "check", str(path)]) == 0
+    path.write_text(path.read_text().replace("engine = 4", "engine = 7"))
+    assert main(["prereg", "check", str(path)]) == 2
+    assert "engine: expected one of the engine versions 4, 5, got 7" in capsys.readouterr().err
