@@ -11,7 +11,8 @@ computed it too: the profiles of another engine version stay as they are, beside
 engine's, never extended, overwritten or mixed with them.
 
 The engine comes in as an object (:class:`analysis.store.engine.BracketEngine`; ``study``
-and ``cli`` pass :func:`analysis.brackets.engine.default_engine`): the store imports none.
+and ``cli`` pass :func:`analysis.brackets.engine.engine_for` of a version): the store
+imports none.
 The temperatures of one matrix are one task, searched side by side in one batch; where
 some of them are stored already, the whole set is searched again and only the missing ones
 are committed, so they are what a fresh run stores.
