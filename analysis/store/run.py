@@ -212,7 +212,7 @@ def plan_profiles(
     matrix_keys: Sequence[str] | None = None,
     recompute: Collection[tuple[str, float]] = (),
     efforts: Sequence[str] | None = None,
-    engine: str = "analysis.brackets 4",
+    engine: str,
 ) -> tuple[list[_Task], int]:
     """The profiles a run still has to compute or extend, and how many are already done.
 
