@@ -59,3 +59,20 @@ def test_the_study_profiles_and_reads_its_pinned_engine_only(tmp_path, monkeypat
         again = bracket_stage(study, store, [], keys, engine=None, **kw)
         assert again == 0  # its own profiles stored: nothing recomputed, engine 4's untouched
         assert (store.cells(engine=4)[["lo", "hi"]] == 99).all().all()
+
+
+def test_a_design_pinning_an_engine_the_package_lacks_does_not_run(tmp_path, monkeypatch):
+    from analysis.prereg import load_design, lock_design
+    from analysis.prereg.examples import write_example_design
+    from analysis.study import run_study
+    from analysis.study.core import block_facts
+
+    monkeypatch.chdir(tmp_path)
+    path = write_example_design("studies/seven.toml")
+    path.write_text("engine = 7\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    lock_design(path, **block_facts(load_design(path)))  # no engines given: recorded as written
+    with pytest.raises(ParameterError) as info:
+        run_study(path, progress=False, say=lambda _: None)
+    assert info.value.name == "engine" and info.value.got == 7
+    assert "one of the engine versions" in str(info.value)
+    assert not (tmp_path / "data").exists()  # refused before any work
