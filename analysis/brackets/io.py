@@ -29,6 +29,7 @@ from analysis.attention import derive_seed
 from analysis.brackets.profile import Profile
 from analysis.brackets.search import profile_matrices
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from analysis.brackets.versions import check_engine
 from analysis.executor import check_executor, task_pool
 from analysis.validation import (
     ParameterError,
@@ -76,8 +77,8 @@ BATCH = 4
 
 
 def _block(args: tuple) -> list[Profile]:
-    As, eps, effort, device = args
-    return profile_matrices(As, eps=eps, effort=effort, device=device)
+    As, eps, effort, device, engine = args
+    return profile_matrices(As, eps=eps, effort=effort, device=device, engine=engine)
 
 
 def profile_file(
@@ -93,14 +94,15 @@ def profile_file(
     executor: Executor | None = None,
     device: str | None = None,
     on_profile: Callable[[int, Profile], None] | None = None,
+    engine: int | None = None,
 ) -> list[Profile]:
-    """Profiles for every matrix of ``data``.
+    """Profiles for every matrix of ``data``, by the search of engine version ``engine``.
 
     Matrices are profiled in fixed blocks of ``batch`` consecutive indices, side by side
     (:func:`analysis.brackets.search.profile_matrices`); ``workers`` processes share the
     blocks, and results do not depend on ``workers``. With a ``checkpoint`` path, each
     finished profile is appended (and flushed to disk) as one JSON line keyed by input
-    hash, index, temperature, eps and effort, and profiles already there are
+    hash, index, temperature, eps, effort and engine, and profiles already there are
     reused, so an interrupted run resumes where it stopped (a block with any matrix
     missing is run again whole, so that its batch, and with it the result, is the same
     as in an uninterrupted run). A line holds the witnesses as base64 of their float32
@@ -131,6 +133,10 @@ def profile_file(
     encodes each matrix's part of ``OUT.json`` there (:class:`ResultWriter`), while the
     workers search the next blocks.
 
+    ``engine`` (:data:`~analysis.brackets.ENGINE_VERSIONS`; None: the newest) is the
+    search's version; it is part of every checkpoint key, so a checkpoint of one engine
+    is never resumed by another.
+
     Examples
     --------
     The identity has ``r_eps = 4`` and the uniform matrix rank 1; a second run with the
@@ -147,12 +153,14 @@ def profile_file(
     [True, True]
     """
     eps = check_eps_grid(eps)
+    engine = check_engine(engine)
     workers = check_executor(executor, workers)
     batch = check_int("batch", batch, minimum=1)
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)
     keys = [
-        f"{data.sha256}:{i}:{t}:{data.renormalized}:{grid}:{effort}" for i in range(data.A.shape[0])
+        f"{data.sha256}:{i}:{t}:{data.renormalized}:{grid}:{effort}:engine{engine}"
+        for i in range(data.A.shape[0])
     ]
     ck = Path(checkpoint) if checkpoint is not None else None
     # A torn line (a crash mid-write) does not parse or decode: that matrix is redone.
@@ -173,7 +181,7 @@ def profile_file(
             if key in done:
                 on_profile(i, done[key])
     device = None if device is None else str(check_device(device))
-    jobs = [(data.A[blk], eps, effort, device) for blk in todo]
+    jobs = [(data.A[blk], eps, effort, device, engine) for blk in todo]
     bar = tqdm(
         total=len(keys),
         initial=len(keys) - sum(len(blk) for blk in todo),
@@ -265,11 +273,14 @@ def result_json(
     eps: Sequence[float],
     effort: str,
     witnesses: bool,
+    engine: int | None = None,
 ) -> dict[str, Any]:
     """The ``OUT.json`` contents of ``attnrank bracket``: brackets (and witnesses) per matrix.
 
     The layout is a stable contract (docs/guide/conventions.md, "Bracket engine");
     ``witnesses`` adds the arrays of every end, which :func:`verify_result` re-checks.
+    ``engine`` (the search's version, as ``attnrank bracket`` records it) adds a top-level
+    ``engine`` key after ``effort``; every other key is the same with or without it.
 
     Examples
     --------
@@ -286,17 +297,20 @@ def result_json(
     [1]
     """
     mats = [_matrix_json(data, i, prof, eps, witnesses) for i, prof in enumerate(profiles)]
-    return {**_result_head(data, effort), "matrices": mats}
+    return {**_result_head(data, effort, engine), "matrices": mats}
 
 
-def _result_head(data: MatrixInput, effort: str) -> dict[str, Any]:
+def _result_head(data: MatrixInput, effort: str, engine: int | None = None) -> dict[str, Any]:
     """The top-level keys of ``OUT.json`` before ``matrices`` (which comes last)."""
-    return {
+    head: dict[str, Any] = {
         "input_sha256": data.sha256,
         "temperature": data.temperature,
         "renormalized": data.renormalized,
         "effort": effort,
     }
+    if engine is not None:
+        head["engine"] = engine
+    return head
 
 
 def _matrix_json(
@@ -331,6 +345,7 @@ class ResultWriter:
     eps : sequence of float, keyword-only
     effort : str, keyword-only
     witnesses : bool, keyword-only
+    engine : int or None, keyword-only
         As in :func:`result_json`.
 
     Examples
@@ -349,12 +364,19 @@ class ResultWriter:
     """
 
     def __init__(
-        self, data: MatrixInput, *, eps: Sequence[float], effort: str, witnesses: bool
+        self,
+        data: MatrixInput,
+        *,
+        eps: Sequence[float],
+        effort: str,
+        witnesses: bool,
+        engine: int | None = None,
     ) -> None:
         self.data = data
         self.eps = check_eps_grid(eps)
         self.effort = effort
         self.witnesses = bool(witnesses)
+        self.engine = engine
         self._parts: dict[int, str] = {}
 
     def add(self, index: int, profile: Profile) -> None:
@@ -377,7 +399,7 @@ class ResultWriter:
                 "profile", f"one per matrix of the input ({n})", f"none for {missing}"
             )
         # json.dumps's default separators; "matrices" is the last key of the head.
-        head = json.dumps(_result_head(self.data, self.effort))
+        head = json.dumps(_result_head(self.data, self.effort, self.engine))
         with atomic_write(path, mode="w") as f:
             f.write(head[:-1] + ', "matrices": [')
             for i in range(n):

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from analysis.atomic import atomic_write
-from analysis.brackets import EFFORTS
+from analysis.brackets import EFFORTS, ENGINE_VERSIONS, LATEST_ENGINE, check_engine
 from analysis.brackets.approximants import METHODS as APPROX_METHODS
 from analysis.brackets.approximants import compare_with_brackets, summarize
 from analysis.brackets.io import (
@@ -52,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--effort", choices=EFFORTS, default="default", help="time spent searching witnesses"
     )
+    add_engine_argument(p)
     # The search is deterministic; --seed did nothing and goes in the next release.
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     add_parallel_arguments(p)
@@ -104,8 +105,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=run_approximants, param_flags={"path": "INPUT", "result": "--brackets"})
 
 
+def add_engine_argument(p: argparse.ArgumentParser) -> None:
+    """``--engine N``: the bracket engine version (default: the newest); checked by
+    :func:`analysis.brackets.check_engine`, whose error names ``--engine``."""
+    versions = ", ".join(map(str, ENGINE_VERSIONS))
+    p.add_argument(
+        "--engine",
+        default=None,
+        metavar="N",
+        help=f"bracket engine version, one of {versions} (default: the newest, {LATEST_ENGINE})",
+    )
+
+
 def run_bracket(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps)
+    engine = check_engine(args.engine)
     if args.seed is not None:
         print(
             "note: --seed is ignored and will be removed: the bracket search is deterministic",
@@ -120,7 +134,7 @@ def run_bracket(args: argparse.Namespace) -> int:
         ck.parent.mkdir(parents=True, exist_ok=True)
     # OUT.json is encoded matrix by matrix as profiles arrive, while the workers search on.
     writer = (
-        ResultWriter(data, eps=eps, effort=args.effort, witnesses=args.witnesses)
+        ResultWriter(data, eps=eps, effort=args.effort, witnesses=args.witnesses, engine=engine)
         if args.out
         else None
     )
@@ -135,6 +149,7 @@ def run_bracket(args: argparse.Namespace) -> int:
             say=lambda note: print(note, file=sys.stderr),
             device=args.device,
             on_profile=None if writer is None else writer.add,
+            engine=engine,
             **parallel,
         )
     for i, prof in enumerate(profiles):

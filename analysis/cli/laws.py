@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.cli.brackets import add_engine_argument
 from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.laws.fit import QUICK_TOLERANCE
 from analysis.laws.render import run_laws
@@ -57,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-figure", action="store_true", help="skip law.png / law.pdf")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_engine_argument(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_cli)
 
@@ -73,6 +75,7 @@ def run_cli(args: argparse.Namespace) -> int:
         effort=args.effort,
         quick=args.quick,
         design=args.design,
+        engine=args.engine,
     )
     for note in config.notes:
         print(f"note: {note}", file=sys.stderr)

@@ -6,7 +6,10 @@ so that the lock records them and a later change of a block is drift. ``lock`` a
 ``amend`` also read the study store's outcome record (``analysis.study.stored_outcomes``;
 the store is ``<root>/data/<stem>/store``): once outcomes exist, ``lock`` is refused (also
 after deleting the lock) and ``amend`` refuses a change of ``held_out``, ``models``,
-``metrics`` or ``inference``.
+``metrics`` or ``inference``. All three pass the bracket engine versions the package runs
+(``analysis.brackets.ENGINE_VERSIONS``): the lock records the engine the design pins
+(``engine = N``; the newest for a new design without one), and a change of it once
+outcomes exist is amended with ``--numbers NAME=BEFORE:AFTER ...``.
 """
 
 from __future__ import annotations
@@ -19,17 +22,36 @@ from analysis.prereg.lock import amend_design, check_design, lock_design, lock_p
 from analysis.validation import ParameterError
 
 
-def _block_facts(args: argparse.Namespace) -> dict[str, dict]:
-    """Each design block's covariate names and version, from the registry (plugins loaded).
+def _block_facts(args: argparse.Namespace) -> dict:
+    """Each design block's covariate names and version, from the registry (plugins loaded),
+    and the engine versions the package runs (``engines``).
 
     The design's plugins are imported from the study root (``--root``, default the parent
     of the design's folder), as ``attnrank run`` does.
     """
-    from analysis.study.core import block_facts
+    from analysis.study.core import block_facts, engine_versions
     from analysis.study.paths import study_paths
 
     design = load_design(args.file)
-    return block_facts(design, root=study_paths(args.file, root=args.root).root)
+    facts = block_facts(design, root=study_paths(args.file, root=args.root).root)
+    return {**facts, "engines": engine_versions()}
+
+
+def _numbers(items: list[str] | None) -> dict[str, tuple[float, float]] | None:
+    """``NAME=BEFORE:AFTER`` items as ``{NAME: (BEFORE, AFTER)}`` (errors name --numbers)."""
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        name, _, pair = item.rpartition("=")
+        before, _, after = pair.partition(":")
+        try:
+            out[name.strip()] = (float(before), float(after))
+        except ValueError:
+            raise ParameterError("numbers", "NAME=BEFORE:AFTER (two numbers)", item) from None
+        if not name.strip():
+            raise ParameterError("numbers", "NAME=BEFORE:AFTER (a name)", item)
+    return out
 
 
 def _outcomes(args: argparse.Namespace) -> dict | None:
@@ -59,6 +81,7 @@ def _lock(args: argparse.Namespace) -> int:
     print(f"design sha256:   {record['design_sha256']}")
     print(f"held-out sha256: {record['held_out']['sha256']} ({record['held_out']['n']} heads)")
     print(f"lock sha256:     {record['lock_sha256']}")
+    print(f"engine:          {record.get('engine')}")
     print(record["features_note"])
     return 0
 
@@ -75,13 +98,20 @@ def _check(args: argparse.Namespace) -> int:
 
 def _amend(args: argparse.Namespace) -> int:
     record = amend_design(
-        args.file, reason=args.reason, outcomes=_outcomes(args), **_block_facts(args)
+        args.file,
+        reason=args.reason,
+        outcomes=_outcomes(args),
+        numbers=_numbers(args.numbers),
+        **_block_facts(args),
     )
     last = record["amendments"][-1]
     print(f"amendment {len(record['amendments'])} recorded; re-locked {args.file}")
     print(f"sections changed: {', '.join(last['sections']) or 'none'}")
     for c in last["changes"]:
         print(f"- {c}")
+    eng = last.get("engine") or {}
+    if eng.get("before") != eng.get("after"):
+        print(f"engine: {eng.get('before')} -> {eng.get('after')}")
     print(f"lock sha256: {last['previous_lock_sha256']} -> {last['new_lock_sha256']}")
     return 0
 
@@ -107,4 +137,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         )
         if name == "amend":
             s.add_argument("--reason", required=True, help="why the design changed")
+            s.add_argument(
+                "--numbers",
+                nargs="+",
+                metavar="NAME=BEFORE:AFTER",
+                help="numbers under the old and the new engine (required to change the "
+                "design's engine once outcomes exist), e.g. median_hi_lo=2.57:2.05",
+            )
         s.set_defaults(func=func)

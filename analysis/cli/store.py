@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from analysis.brackets import EFFORTS
+from analysis.cli.brackets import add_engine_argument
 from analysis.cli.errors import rename
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.validation import ParameterError, check_eps_grid, check_positive_finite
@@ -26,10 +27,11 @@ _BRACKET_FLAGS = {"path": "STORE", "store": "STORE", "version": "--profile-versi
 
 
 def _run_bracket(args: argparse.Namespace) -> int:
-    from analysis.brackets.engine import default_engine
+    from analysis.brackets.engine import engine_for
     from analysis.store.run import run_brackets
 
     eps = check_eps_grid(args.eps)
+    engine = engine_for(args.engine)  # None: the newest
     if args.seed is not None:
         print(
             "note: --seed is ignored and will be removed: the bracket search is deterministic",
@@ -40,7 +42,7 @@ def _run_bracket(args: argparse.Namespace) -> int:
         summary = run_brackets(
             args.store,
             eps=eps,
-            engine=default_engine(),
+            engine=engine,
             temperatures=temps,
             effort=args.effort,
             version=args.profile_version,
@@ -49,7 +51,8 @@ def _run_bracket(args: argparse.Namespace) -> int:
             **parallel,
         )
     print(
-        f"{args.store}: {summary.total} profiles (version {summary.version!r}): "
+        f"{args.store}: {summary.total} profiles (version {summary.version!r}, engine "
+        f"{engine.version}): "
         f"{summary.computed} computed, {summary.extended} extended, {summary.skipped} already "
         f"stored; {summary.elapsed_s:.1f} s"
     )
@@ -99,7 +102,8 @@ _BRACKET_DESCRIPTION = (
     "Compute a bracket profile for every (matrix, temperature) of STORE that has none "
     "covering the eps grid yet. Each finished profile is committed at once: an "
     "interrupted run resumes where it stopped and never recomputes a finished one. "
-    "A new eps extends a stored profile (old witnesses kept). "
+    "A new eps extends a stored profile (old witnesses kept). Profiles are kept per engine "
+    "version (--engine): another engine's stay as they are, never mixed. "
     "(The matrices of one file: `attnrank bracket FILE`.)"
 )
 _ADD_HELP = "add extract .npz files to a store (created if missing)"
@@ -118,6 +122,7 @@ def _bracket_arguments(p: argparse.ArgumentParser) -> None:
         help="temperatures t > 0; A_t = softmax(S / t) from the stored Q, K (default 1)",
     )
     p.add_argument("--effort", choices=EFFORTS, default="default")
+    add_engine_argument(p)
     # The search is deterministic; --seed did nothing and goes in the next release.
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
     add_parallel_arguments(p, workers_help="worker processes (default 1)")

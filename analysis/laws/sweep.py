@@ -58,7 +58,7 @@ from tqdm.auto import tqdm
 
 from analysis.atomic import JsonlCheckpoint
 from analysis.attention import derive_seed
-from analysis.brackets import EFFORTS, profile_matrix
+from analysis.brackets import EFFORTS, check_engine, profile_matrix
 from analysis.executor import check_executor, task_pool
 from analysis.laws.theory import (
     FAMILIES,
@@ -136,6 +136,9 @@ class SweepConfig:
         How the beta grids were chosen (:data:`DESIGNS`).
     notes : tuple of str
         What the design left out and why (printed by the CLI, kept in ``results.json``).
+    engine : int or None
+        Bracket engine version (:data:`analysis.brackets.ENGINE_VERSIONS`); None: the
+        newest. Every job carries it, in its cache key too.
 
     Examples
     --------
@@ -155,10 +158,12 @@ class SweepConfig:
     effort: str
     design: str = "default"
     notes: tuple[str, ...] = ()
+    engine: int | None = None
 
     def jobs(self) -> list[dict[str, Any]]:
         """Every (d, beta, seed, eps) to bracket, with its cache key."""
         out = []
+        engine = check_engine(self.engine)
         for d in self.dims:
             for beta in self.betas[d]:
                 for seed in self.seeds:
@@ -171,6 +176,7 @@ class SweepConfig:
                             "seed": seed,
                             "eps": e,
                             "effort": self.effort,
+                            "engine": engine,
                         }
                         job["key"] = job_key(job)
                         out.append(job)
@@ -180,8 +186,9 @@ class SweepConfig:
 def job_key(job: dict[str, Any]) -> str:
     """Cache key ``family:d:n:beta:seed:eps:effort:engine`` (floats by ``repr``).
 
-    The engine version is part of the key, so brackets cached by an older engine are
-    recomputed rather than mixed into a fit with a newer one's.
+    The engine version (the job's ``engine``; the newest when it has none) is part of the
+    key, so brackets cached by another engine are recomputed rather than mixed into a fit
+    with this one's.
 
     Examples
     --------
@@ -190,8 +197,7 @@ def job_key(job: dict[str, Any]) -> str:
     ...          "effort": "fast"})  # doctest: +ELLIPSIS
     'ball:2:64:4.0:0:0.1:fast:engine...'
     """
-    from analysis.brackets import __version__ as engine_version
-
+    engine_version = check_engine(job.get("engine"))
     return (
         f"{job['family']}:{int(job['d'])}:{int(job['n'])}:{float(job['beta'])!r}:"
         f"{int(job['seed'])}:{float(job['eps'])!r}:{job['effort']}:engine{engine_version}"
@@ -244,6 +250,7 @@ def make_config(
     effort: str | None = None,
     quick: bool = False,
     design: str = "default",
+    engine: int | None = None,
 ) -> SweepConfig:
     """Validate a sweep; None means the (quick) default of that parameter.
 
@@ -318,7 +325,10 @@ def make_config(
         if not kept:
             raise ParameterError("n", "a size that leaves some d an asymptotic grid", n_)
         dims_ = tuple(kept)
-    return SweepConfig(family, dims_, grid, n_, eps_, seeds_, effort_, design, tuple(notes))
+    engine_ = check_engine(engine)
+    return SweepConfig(
+        family, dims_, grid, n_, eps_, seeds_, effort_, design, tuple(notes), engine_
+    )
 
 
 # -- brackets ------------------------------------------------------------------------
@@ -342,7 +352,7 @@ def bracket_job(job: dict[str, Any]) -> dict[str, Any]:
     rs = derive_seed(job["seed"], f"{job['family']}:{job['d']}:{job['n']}:{float(job['beta'])!r}")
     A = _GENERATORS[job["family"]](job["n"], job["d"], job["beta"], random_state=rs).A
     c0, w0 = time.process_time(), time.perf_counter()
-    prof = profile_matrix(A, eps=(job["eps"],), effort=job["effort"])
+    prof = profile_matrix(A, eps=(job["eps"],), effort=job["effort"], engine=job.get("engine"))
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     lo, hi = prof.bracket(job["eps"])
     return job | {

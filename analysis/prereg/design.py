@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.prereg.engine_pin import check_design_engine
 from analysis.validation import EFFORTS, ParameterError
 
 try:  # Python >= 3.11
@@ -412,6 +413,8 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
         _need(data, section, "")
     if "effort" in data and data["effort"] not in EFFORTS:
         raise ParameterError("effort", "one of " + ", ".join(EFFORTS), data["effort"])
+    if "engine" in data:  # which versions exist is checked where they are known
+        check_design_engine(data["engine"])
     models = _check_models(data)
     folds = _check_descriptors(data, models)
     hyps = _check_hypotheses(data, models)

@@ -8,7 +8,9 @@ and ``versions=``), a hash per top-level section (so that ``check`` can say what
 the lock hash (over the design hash, the held-out hash, the models and the blocks: what a
 confirmatory result is stamped with), the SHA-256 of the design's stored power
 (``power_sha256``, :mod:`analysis.prereg.power_file`; None when there is none; outside the
-lock hash, since the power is no part of a confirmatory result), the package version and git commit (provenance
+lock hash, since the power is no part of a confirmatory result), the bracket engine
+version the design pins (``engine``, inside the lock hash;
+:mod:`analysis.prereg.engine_pin`), the package version and git commit (provenance
 only), the time of the first lock (``locked_at``, kept across amendments) and of the last
 (``relocked_at``). A deliberate change goes through :func:`amend_design`, which appends
 to ``<stem>.deviations.md`` beside the design and re-locks. The hashes the lock records
@@ -25,7 +27,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,12 @@ from analysis.prereg.design import (
     draw_held_out,
     heads_sha256,
     load_design,
+)
+from analysis.prereg.engine_pin import (
+    check_design_engine,
+    engine_entry,
+    engine_lines,
+    pinned_engine,
 )
 from analysis.prereg.lock_diff import (
     Features,
@@ -52,6 +59,7 @@ from analysis.prereg.lock_diff import (
     sections_changed,
 )
 from analysis.prereg.power_file import power_sha256
+from analysis.prereg.provenance import git_commit
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -182,49 +190,6 @@ def deviations_path(design_path: str | Path) -> Path:
     return p.with_name(p.stem + ".deviations.md")
 
 
-def git_commit(where: Path) -> str | None:
-    """The commit checked out at ``where`` (None outside a git checkout or without git).
-
-    Parameters
-    ----------
-    where : Path
-        A folder.
-
-    Returns
-    -------
-    str or None
-        The full commit hash (``git rev-parse HEAD``).
-
-    Examples
-    --------
-    A new repository with one empty commit:
-
-    >>> import subprocess
-    >>> from pathlib import Path
-    >>> from analysis.prereg.lock import git_commit
-    >>> repo = Path("repository")
-    >>> git = ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x"]
-    >>> _ = subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    >>> _ = subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
-    >>> log = subprocess.run([*git, "log", "--format=%H"], capture_output=True, text=True)
-    >>> git_commit(repo) == log.stdout.strip(), len(git_commit(repo))
-    (True, 40)
-    >>> git_commit(Path("no such folder")) is None
-    True
-    """
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
-
-
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -234,6 +199,7 @@ def _build_record(
     features: Features | None,
     versions: Versions | None,
     amendments: list[dict],
+    engine: int | None = None,
 ) -> dict:
     norm = normalized_features(features)
     models = {}
@@ -262,6 +228,7 @@ def _build_record(
         "design_sha256": design.sha256,
         "lock_sha256": "",
         "sections": section_hashes(design.data),
+        **({} if engine is None else {"engine": engine}),
         "held_out": {
             "heads": list(design.held_out),
             "sha256": heads_sha256(design.held_out),
@@ -326,6 +293,7 @@ def lock_design(
     features: Features | None = None,
     versions: Versions | None = None,
     outcomes: Outcomes | None = None,
+    engines: Sequence[int] | None = None,
 ) -> dict:
     """Write ``FILE.lock``; refuse when a lock exists (use :func:`amend_design`) or outcomes do.
 
@@ -344,6 +312,12 @@ def lock_design(
         ``lock_sha256``, ``store``), None when no outcome exists. When given, the lock is
         refused: the design was locked when those outcomes were computed, and a lock
         written now (e.g. after deleting the old one) would hide what changed since.
+    engines : sequence of int, optional, keyword-only
+        The bracket engine versions the package runs, oldest first
+        (``analysis.brackets.ENGINE_VERSIONS``; ``attnrank prereg lock`` passes them).
+        The lock records the design's ``engine`` (which must be one of them), or, for a
+        design without one, the newest. Without ``engines`` only a written ``engine`` is
+        recorded (a lock without one reads as engine 4, as locks made before the field).
 
     Returns
     -------
@@ -393,7 +367,8 @@ def lock_design(
         )
     design = load_design(design_path)
     _check_draw(design)
-    record = _build_record(design, features, versions, [])
+    engine = pinned_engine(design.data, None, engines=engines)
+    record = _build_record(design, features, versions, [], engine)
     _write_json(lp, record)
     return record
 
@@ -417,8 +392,12 @@ def check_design(
     *,
     features: Features | None = None,
     versions: Versions | None = None,
+    engines: Sequence[int] | None = None,
 ) -> list[str]:
     """Compare a design (and, when given, its blocks' covariates and versions) with its lock.
+
+    ``engines`` (the engine versions the package runs) checks that the engine the design
+    pins is one of them (a ParameterError naming ``engine`` otherwise).
 
     Returns
     -------
@@ -446,6 +425,8 @@ def check_design(
     design_path = Path(design_path)
     record = _read_lock(design_path)
     design = load_design(design_path)
+    if engines is not None:
+        check_design_engine(pinned_engine(design.data, record), engines)
     return design_changes(record, design, features, versions)
 
 
@@ -460,6 +441,8 @@ def amend_design(
     features: Features | None = None,
     versions: Versions | None = None,
     outcomes: Outcomes | None = None,
+    engines: Sequence[int] | None = None,
+    numbers: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict:
     """Record a deliberate change: append to the deviations log and re-lock.
 
@@ -475,6 +458,14 @@ def amend_design(
         The study store's outcome record (see :func:`lock_design`); when given, an
         amendment that changes a section of :data:`FROZEN_SECTIONS` is refused (named
         after the first such section). Block covariates and versions stay amendable.
+    engines : sequence of int, optional, keyword-only
+        The engine versions the package runs (see :func:`lock_design`); the new lock
+        records the engine the design now pins (for a design without ``engine``: the one
+        its lock pinned, engine 4 for a lock made before the field).
+    numbers : mapping name -> (before, after), optional, keyword-only
+        Measured numbers under the old and the new engine (e.g. the median hi/lo of the
+        study's cells, each confirmatory p-value): required when the pinned engine
+        changes once outcomes exist; recorded in the lock and the deviations log.
 
     Returns
     -------
@@ -540,6 +531,7 @@ def amend_design(
     touched = sections_changed(record, design)
     if outcomes is not None and any(s in touched for s in FROZEN_SECTIONS):
         raise _refuse_frozen(design_path, touched, outcomes)
+    pinned = engine_entry(design_path, record, design.data, engines, outcomes, numbers)
     locked = locked_blocks(record)
     use_features = (
         features
@@ -563,7 +555,12 @@ def amend_design(
         "new_power_sha256": power_sha256(design.path),
     }
     amendments = list(record.get("amendments", []))
-    new_record = _build_record(design, use_features, use_versions, [*amendments, entry])
+    entry.update(pinned)
+    # a lock made before the field stays without one (its hash too) until the design
+    # names its engine; it reads as engine 4 either way
+    keep = "engine" in record or "engine" in design.data
+    after = pinned["engine"]["after"] if keep else None
+    new_record = _build_record(design, use_features, use_versions, [*amendments, entry], after)
     entry["new_lock_sha256"] = new_record["lock_sha256"]
     # the first lock time is kept; the re-lock time is the amendment's
     new_record["locked_at"] = record["locked_at"]
@@ -582,7 +579,7 @@ def amend_design(
     relocked = [
         f"block {b} locked: covariates {name_list(v['covariates'])}; version {v['version']}"
         for b, v in entry["blocks"].items()
-    ]
+    ] + engine_lines(entry)
     text = (
         f"\n## Amendment {len(amendments) + 1} ({entry['time']})\n\n"
         f"Reason: {entry['reason']}\n\n"
@@ -630,6 +627,7 @@ def require_locked(
     *,
     features: Features | None = None,
     versions: Versions | None = None,
+    engines: Sequence[int] | None = None,
 ) -> Lock:
     """Return the verified lock, or refuse: call first in every analysis command.
 
@@ -639,6 +637,9 @@ def require_locked(
     features, versions : mapping, optional, keyword-only
         The blocks' covariate names and versions now (from the descriptor registry);
         when given, they must match the lock's (:func:`verify_blocks`).
+    engines : sequence of int, optional, keyword-only
+        The engine versions the package runs: when given, the engine the design pins
+        must be one of them (a ParameterError naming ``engine``).
 
     Raises
     ------
@@ -667,6 +668,8 @@ def require_locked(
     changes = design_changes(record, design, features, versions)
     if changes:
         raise _refuse(design_path, changes)
+    if engines is not None:
+        check_design_engine(pinned_engine(design.data, record), engines)
     return _lock_of(record, design)
 
 

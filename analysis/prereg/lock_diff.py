@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.prereg.design import Design, canonical_bytes, heads_sha256
+from analysis.prereg.engine_pin import engine_changes
 from analysis.prereg.power_file import power_path, power_sha256
 
 __all__ = [
@@ -172,7 +173,8 @@ def lock_hash(record: Mapping[str, Any]) -> str:
     """The lock hash: what a confirmatory result is stamped with.
 
     The SHA-256 of the canonical bytes of the record's design hash, held-out hash, models
-    and blocks (see :class:`~analysis.prereg.lock.Lock`); the stored power and the
+    and blocks, and its pinned engine when it records one (see
+    :class:`~analysis.prereg.lock.Lock`); the stored power and the
     provenance are outside it.
 
     Parameters
@@ -206,6 +208,8 @@ def lock_hash(record: Mapping[str, Any]) -> str:
         "models": record["models"],
         "blocks": record.get("blocks", {}),
     }
+    if "engine" in record:  # a lock written before the field keeps its hash
+        content["engine"] = record["engine"]
     return hashlib.sha256(canonical_bytes(content)).hexdigest()
 
 
@@ -428,6 +432,7 @@ def design_changes(
     if model_msgs:
         changes.append("models changed: " + "; ".join(model_msgs))
     changes.extend(block_changes(record, design, features, versions))
+    changes.extend(engine_changes(record, design.data))
     changes.extend(_power_changes(record, design))
     old_sections = record.get("sections", {})
     new_sections = section_hashes(design.data)

@@ -1,8 +1,9 @@
 """What the store needs of a bracket engine: a small :class:`typing.Protocol`.
 
 The store runs an engine over its matrices (:func:`analysis.store.run_brackets`) but never
-imports one, by name or by string: ``study`` and ``cli`` build the engine
-(:func:`analysis.brackets.engine.default_engine`) and pass it in. Any object with these
+imports one, by name or by string: ``study`` and ``cli`` build the engine of the version
+a design pins or a command names (:func:`analysis.brackets.engine.engine_for`) and pass it
+in. Any object with these
 members will do, e.g. a stand-in in the tests. It must pickle (a module does not): with
 ``workers > 1`` or an executor, every task carries it to a worker process.
 """
@@ -57,8 +58,8 @@ class BracketEngine(Protocol):
     name : str
         Recorded with every stored profile, with ``version`` (``"analysis.brackets 4"``).
     version : str
-        A store recomputes the profiles of any other ``name version`` rather than mixing
-        them with this engine's.
+        A store keys profiles by ``name version``: another engine's stay apart, never
+        mixed with this engine's.
     efforts : tuple of str
         The ``effort`` values :meth:`profile_batch` accepts.
 
@@ -104,10 +105,9 @@ def engine_label(engine: BracketEngine) -> str:
 
     Examples
     --------
-    >>> import analysis.brackets
-    >>> from analysis.brackets.engine import default_engine
+    >>> from analysis.brackets.engine import engine_for
     >>> from analysis.store.engine import engine_label
-    >>> engine_label(default_engine()) == f"analysis.brackets {analysis.brackets.__version__}"
-    True
+    >>> engine_label(engine_for(4))
+    'analysis.brackets 4'
     """
     return f"{engine.name} {engine.version}"

@@ -6,11 +6,13 @@ keeps everything it finished, and the next run skips it. A profile is a pure fun
 are searched together), and torch runs single-threaded inside each
 computation: a resumed run, a rerun and any ``workers`` give the same profiles. Nothing
 stored is trusted: a run re-verifies every stored profile it covers before it skips or
-extends it, and recomputes those that fail. Profiles of another engine version are
-recomputed, never mixed with the current engine's.
+extends it, and recomputes those that fail. A profile is keyed by the engine that
+computed it too: the profiles of another engine version stay as they are, beside this
+engine's, never extended, overwritten or mixed with them.
 
 The engine comes in as an object (:class:`analysis.store.engine.BracketEngine`; ``study``
-and ``cli`` pass :func:`analysis.brackets.engine.default_engine`): the store imports none.
+and ``cli`` pass :func:`analysis.brackets.engine.engine_for` of a version): the store
+imports none.
 The temperatures of one matrix are one task, searched side by side in one batch; where
 some of them are stored already, the whole set is searched again and only the missing ones
 are committed, so they are what a fresh run stores.
@@ -52,8 +54,9 @@ class _Task:
     eps_grid: tuple[float, ...]
     effort: str
     version: str
-    extend: bool  # a stored profile of this (matrix, temperature, version) is extended
+    extend: bool  # a stored profile of this (matrix, temperature, version, engine) is extended
     device: str | None = None  # where the engine's optimizers run (None: the CPU)
+    engine: str = ""  # the engine's recorded label ("analysis.brackets 4")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +86,10 @@ class BracketsSummary:
     dropped : int
         Of those, the ones that failed and were recomputed (counted in ``computed``).
     stale : int
-        Stored profiles of another engine version, recomputed (counted in ``computed``).
+        Stored profiles of another engine version that the run covers (same matrix,
+        temperature and version label): left as they are, beside this engine's.
+    engine : str
+        The label of the engine that ran (``"analysis.brackets 4"``).
 
     Examples
     --------
@@ -115,22 +121,27 @@ class BracketsSummary:
     reverified: int = 0
     dropped: int = 0
     stale: int = 0
+    engine: str = ""
 
     def reverify_note(self) -> str | None:
         """:func:`reverify_note` of ``dropped``."""
         return reverify_note(self.dropped)
 
     def stale_note(self) -> str | None:
-        """``"N stored profiles of another engine version were recomputed"``; None if N = 0."""
+        """:func:`stale_note` of ``stale``."""
         return stale_note(self.stale)
 
 
 def stale_note(stale: int) -> str | None:
-    """``"N stored profiles of another engine version were recomputed"``; None if N = 0."""
+    """``"N stored profiles of another engine version were left as they are (...)"``;
+    None if N = 0."""
     if not stale:
         return None
     what = "1 stored profile" if stale == 1 else f"{stale} stored profiles"
-    return f"{what} of another engine version {'was' if stale == 1 else 'were'} recomputed"
+    return (
+        f"{what} of another engine version {'was' if stale == 1 else 'were'} left as "
+        f"{'it is' if stale == 1 else 'they are'} (kept apart from this engine's)"
+    )
 
 
 def reverify_note(dropped: int) -> str | None:
@@ -201,6 +212,7 @@ def plan_profiles(
     matrix_keys: Sequence[str] | None = None,
     recompute: Collection[tuple[str, float]] = (),
     efforts: Sequence[str] | None = None,
+    engine: str,
 ) -> tuple[list[_Task], int]:
     """The profiles a run still has to compute or extend, and how many are already done.
 
@@ -211,6 +223,8 @@ def plan_profiles(
     that failed re-verification) are neither done nor extended: they are computed from
     scratch, on the union of their stored grid and ``eps``. ``effort`` must be one of
     ``efforts`` (the engine's, :attr:`BracketEngine.efforts`; None: any non-empty name).
+    Only the stored profiles of ``engine`` (the recorded label of the engine that runs)
+    count: another engine's are neither done nor extended.
 
     Examples
     --------
@@ -222,15 +236,19 @@ def plan_profiles(
     >>> from analysis.store.run import plan_profiles
     >>> st = Store("plan", create=True)
     >>> _ = st.add_synthetic(identity(4))
-    >>> tasks, done = plan_profiles(st, (0.5,), effort="fast")
+    >>> from analysis.store.engine import engine_label
+    >>> label = engine_label(default_engine())
+    >>> tasks, done = plan_profiles(st, (0.5,), effort="fast", engine=label)
     >>> [(t.eps_grid, t.extend) for t in tasks], done
     ([((0.5,), False)], 0)
     >>> _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", progress=False)
-    >>> plan_profiles(st, (0.5,), effort="fast")
+    >>> plan_profiles(st, (0.5,), effort="fast", engine=label)
     ([], 1)
-    >>> tasks, done = plan_profiles(st, (0.2,), effort="fast")
+    >>> tasks, done = plan_profiles(st, (0.2,), effort="fast", engine=label)
     >>> [(t.eps_grid, t.extend) for t in tasks], done
     ([((0.2, 0.5), True)], 0)
+    >>> plan_profiles(st, (0.5,), effort="fast", engine="another engine 1")[1]  # none of its
+    0
     >>> st.close()
     """
     grid = tuple(sorted(set(check_eps_grid(eps))))
@@ -242,7 +260,7 @@ def plan_profiles(
     elif not isinstance(effort, str) or not effort:
         raise ParameterError("effort", "an effort name", effort)
     version = version or effort
-    stored = store.profile_grids(version)
+    stored = store.profile_grids(version, engine)
     other = sorted({e for _, e in stored.values()} - {effort})
     if other:
         raise ParameterError(
@@ -278,6 +296,7 @@ def plan_profiles(
                     effort,
                     version,
                     old is not None and not fresh,
+                    engine=engine,
                 )
             )
     return tasks, done
@@ -291,8 +310,8 @@ def _stored_failures(
     engine: BracketEngine,
     progress: bool,
 ) -> tuple[int, list[tuple[str, float]]]:
-    """Re-verify the stored profiles of ``version`` that a run covers; return how many were
-    checked and the ``(matrix key, temperature)`` of those that failed.
+    """Re-verify the stored profiles of ``version`` and of ``engine`` that a run covers;
+    return how many were checked and the ``(matrix key, temperature)`` of those that failed.
 
     A profile fails when its blob does not decode, when ``Profile.reverify`` against
     ``A_t`` (rebuilt from the stored Q, K as for the search) reports any witness, or when
@@ -304,9 +323,10 @@ def _stored_failures(
 
     temps = {float(t) for t in temperatures}
     wanted = None if matrix_keys is None else set(matrix_keys)
+    label = engine_label(engine)
     pairs = sorted(
         (k, t)
-        for k, t in store.profile_grids(version)
+        for k, t in store.profile_grids(version, label)
         if t in temps and (wanted is None or k in wanted)
     )
     failed: list[tuple[str, float]] = []
@@ -317,7 +337,7 @@ def _stored_failures(
         for key, t in bar:
             if key != arrays_key:  # pairs are sorted by matrix: one array file per matrix
                 arrays, arrays_key = store.arrays(key), key
-            rec = store.profile(key, t, version)
+            rec = store.profile(key, t, version, label)
             bad = (KeyError, TypeError, ValueError, zlib.error)  # incl. ParameterError
             try:
                 prof = engine.load_profile(rec.profile_dict())
@@ -459,7 +479,7 @@ def _results(
     def previous(task: _Task) -> dict[str, Any] | None:
         if not task.extend:
             return None
-        old = store.profile(task.matrix_key, task.temperature, task.version)
+        old = store.profile(task.matrix_key, task.temperature, task.version, task.engine)
         return None if old is None else old.profile_dict()
 
     jobs = _groups(tasks, temperatures)
@@ -505,12 +525,14 @@ def run_brackets(
     executor: cf.Executor | None = None,
     device: str | None = None,
 ) -> BracketsSummary:
-    """Compute (or extend) the profile of every (matrix, temperature) not yet stored.
+    """Compute (or extend) ``engine``'s profile of every (matrix, temperature) not yet stored.
 
-    Every stored profile the run covers is first re-verified against its matrix (its
-    witnesses, and the stored bracket rows against the profile); one that fails is
-    recomputed from scratch rather than skipped or extended, and counted in
-    ``BracketsSummary.dropped``.
+    Every stored profile of this engine that the run covers is first re-verified against
+    its matrix (its witnesses, and the stored bracket rows against the profile); one that
+    fails is recomputed from scratch rather than skipped or extended, and counted in
+    ``BracketsSummary.dropped``. Profiles are keyed by the engine that computed them
+    (``engine.name engine.version``): another engine's stay as they are, beside these
+    (counted in ``BracketsSummary.stale``).
 
     Parameters
     ----------
@@ -519,8 +541,9 @@ def run_brackets(
         The eps grid every profile must target (finite, > 0).
     engine : BracketEngine, keyword-only
         The bracket engine (:class:`analysis.store.engine.BracketEngine`), e.g.
-        :func:`analysis.brackets.engine.default_engine`; the store imports none. It must
-        pickle when ``workers > 1`` or with an ``executor`` (each task carries it).
+        :func:`analysis.brackets.engine.engine_for` of a design's version; the store
+        imports none. It must pickle when ``workers > 1`` or with an ``executor`` (each
+        task carries it).
     temperatures : sequence of float
         ``A_t = softmax64(Q, K, scale, mask, t)`` from the stored Q, K.
     effort : str
@@ -638,26 +661,32 @@ def _run(
     engine = _check_engine(engine)
     if workers > 1 or executor is not None:
         _check_picklable(engine)
+    current = engine_label(engine)
     plan = {
         "temperatures": temperatures,
         "effort": effort,
         "version": version,
         "matrix_keys": matrix_keys,
         "efforts": tuple(engine.efforts),
+        "engine": current,
     }
     plan_profiles(st, eps, **plan)  # validates every argument before the re-verification
     version = version or effort
     start = time.perf_counter()
     checked, failed = _stored_failures(st, version, temperatures, matrix_keys, engine, progress)
-    # A profile of another engine version is recomputed from scratch, like a failed one:
-    # a new search never extends, or sits beside, an old one's profiles.
-    current = engine_label(engine)
-    old = {kt for kt, name in st.profile_engines(version).items() if name != current}
-    old -= set(failed)
-    tasks, done = plan_profiles(st, eps, recompute=old | set(failed), **plan)
+    tasks, done = plan_profiles(st, eps, recompute=set(failed), **plan)
     if device is not None:
         tasks = [dataclasses.replace(t, device=device) for t in tasks]
-    stale = sum(1 for t in tasks if (t.matrix_key, t.temperature) in old)
+    # another engine's profiles of the same (matrix, temperature, label): kept apart
+    temps = {float(t) for t in temperatures}
+    wanted = None if matrix_keys is None else set(matrix_keys)
+    stale = sum(
+        1
+        for other in st.engines(version=version)
+        if other != current
+        for k, t in st.profile_grids(version, other)
+        if t in temps and (wanted is None or k in wanted)
+    )
     from tqdm.auto import tqdm
 
     computed = extended = 0
@@ -705,4 +734,5 @@ def _run(
         reverified=checked,
         dropped=len(failed),
         stale=stale,
+        engine=current,
     )

@@ -37,57 +37,10 @@ import numpy as np
 from analysis.atomic import atomic_savez
 from analysis.hashing import file_sha256
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
+from analysis.store.schema import SCHEMA, SCHEMA_VERSION, engine_matches, migrate, select_engine
 from analysis.validation import ParameterError, read_npz
 
 __all__ = ["MatrixArrays", "MatrixRecord", "ProfileRecord", "Store"]
-
-# 2: profiles lost their ``seed`` column (the bracket search is deterministic and never
-# used it); a version-1 store is migrated in place on open, nothing else changes.
-SCHEMA_VERSION = "2"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS matrices (
-    key TEXT PRIMARY KEY,
-    source TEXT NOT NULL,
-    checkpoint TEXT NOT NULL,
-    layer INTEGER NOT NULL,
-    head INTEGER NOT NULL,
-    input_id TEXT NOT NULL,
-    length INTEGER NOT NULL,
-    head_id TEXT NOT NULL,
-    n_rows INTEGER NOT NULL,
-    head_dim INTEGER NOT NULL,
-    causal INTEGER NOT NULL,
-    array_file TEXT NOT NULL,
-    array_sha256 TEXT NOT NULL,
-    meta TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    UNIQUE (source, checkpoint, layer, head, input_id, length)
-);
-CREATE TABLE IF NOT EXISTS profiles (
-    id INTEGER PRIMARY KEY,
-    matrix_key TEXT NOT NULL REFERENCES matrices(key),
-    temperature REAL NOT NULL,
-    version TEXT NOT NULL,
-    effort TEXT NOT NULL,
-    eps_grid TEXT NOT NULL,
-    profile BLOB NOT NULL,
-    engine TEXT NOT NULL,
-    elapsed_s REAL NOT NULL,
-    revision INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    UNIQUE (matrix_key, temperature, version)
-);
-CREATE TABLE IF NOT EXISTS brackets (
-    profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
-    eps REAL NOT NULL,
-    lo INTEGER NOT NULL,
-    hi INTEGER NOT NULL,
-    PRIMARY KEY (profile_id, eps)
-);
-"""
 
 
 def _now() -> str:
@@ -168,7 +121,7 @@ class MatrixArrays:
 
 @dataclasses.dataclass(frozen=True)
 class ProfileRecord:
-    """A stored profile of one (matrix, temperature, version).
+    """A stored profile of one (matrix, temperature, version, engine).
 
     Examples
     --------
@@ -246,28 +199,14 @@ class Store:
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = FULL")
         with self._conn:
-            self._conn.executescript(_SCHEMA)
+            self._conn.executescript(SCHEMA)
             self._conn.execute(
                 "INSERT OR IGNORE INTO store_meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
             )
-        found = self._conn.execute(
-            "SELECT value FROM store_meta WHERE name = 'schema_version'"
-        ).fetchone()[0]
-        if found == "1":
-            found = self._migrate_from_1()
+        # an older store (schema 1 or 2) is migrated in place (analysis.store.schema)
+        found = migrate(self._conn)
         if found != SCHEMA_VERSION:
             raise ParameterError("path", f"a store of schema version {SCHEMA_VERSION}", found)
-
-    def _migrate_from_1(self) -> str:
-        """Drop the unused ``profiles.seed`` column of a version-1 store (one transaction)."""
-        with self._conn:
-            cols = {r["name"] for r in self._conn.execute("PRAGMA table_info(profiles)")}
-            if "seed" in cols:
-                self._conn.execute("ALTER TABLE profiles DROP COLUMN seed")
-            self._conn.execute(
-                "UPDATE store_meta SET value = ? WHERE name = 'schema_version'", (SCHEMA_VERSION,)
-            )
-        return SCHEMA_VERSION
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -570,12 +509,13 @@ class Store:
         engine: str,
         elapsed_s: float,
     ) -> int:
-        """Insert or extend the profile of (matrix, temperature, version), atomically.
+        """Insert or extend the profile of (matrix, temperature, version, engine), atomically.
 
         The profile row and its per-eps bracket rows commit in one transaction; an existing
-        row for the same triple is replaced (its revision counter goes up). A duplicate (the
-        same profile, grid, effort, engine and brackets as stored: a result delivered twice)
-        changes nothing.
+        row for the same four is replaced (its revision counter goes up). The profiles of
+        another ``engine`` (the recorded label, ``"analysis.brackets 4"``) are another row:
+        never replaced, never mixed. A duplicate (the same profile, grid, effort and
+        brackets as stored: a result delivered twice) changes nothing.
         """
         blob = zlib.compress(json.dumps(profile, separators=(",", ":")).encode("utf-8"), 6)
         grid = json.dumps(sorted(float(e) for e in eps_grid))
@@ -584,8 +524,8 @@ class Store:
         with self._conn:
             cur = self._conn.execute(
                 "SELECT id, revision, created_at, effort, eps_grid, profile, engine FROM profiles "
-                "WHERE matrix_key = ? AND temperature = ? AND version = ?",
-                (matrix, float(temperature), version),
+                "WHERE matrix_key = ? AND temperature = ? AND version = ? AND engine = ?",
+                (matrix, float(temperature), version, engine),
             ).fetchone()
             if cur is not None and (
                 cur["effort"],
@@ -646,13 +586,23 @@ class Store:
             )
         return int(pid)
 
-    def profile(self, matrix: str, temperature: float, version: str) -> ProfileRecord | None:
-        """The stored profile of (matrix, temperature, version), or None."""
-        row = self._conn.execute(
+    def profile(
+        self, matrix: str, temperature: float, version: str, engine: str | int | None = None
+    ) -> ProfileRecord | None:
+        """The stored profile of (matrix, temperature, version, engine), or None.
+
+        ``engine`` is a recorded label (``"analysis.brackets 4"``) or a version number
+        (``4``); None: the only engine stored for the triple (several: a ParameterError
+        naming ``engine`` and listing them).
+        """
+        rows = self._conn.execute(
             "SELECT * FROM profiles WHERE matrix_key = ? AND temperature = ? AND version = ?",
             (matrix, float(temperature), version),
-        ).fetchone()
-        return None if row is None else self._profile_record(row)
+        ).fetchall()
+        if engine is None and len(rows) > 1:
+            select_engine([r["engine"] for r in rows], None, "profiles")
+        rows = [r for r in rows if engine is None or engine_matches(r["engine"], engine)]
+        return self._profile_record(rows[0]) if rows else None
 
     def _profile_record(self, row: sqlite3.Row) -> ProfileRecord:
         br = {
@@ -675,25 +625,29 @@ class Store:
             blob=bytes(row["profile"]),
         )
 
-    def profile_grids(self, version: str) -> dict[tuple[str, float], tuple[tuple[float, ...], str]]:
+    def profile_grids(
+        self, version: str, engine: str
+    ) -> dict[tuple[str, float], tuple[tuple[float, ...], str]]:
         """``{(matrix key, temperature): (eps grid, effort)}`` of every profile of ``version``
-        (one light query: no blobs, no brackets)."""
+        computed by the engine labelled ``engine`` (one light query: no blobs, no brackets)."""
         rows = self._conn.execute(
-            "SELECT matrix_key, temperature, eps_grid, effort FROM profiles WHERE version = ?",
-            (version,),
+            "SELECT matrix_key, temperature, eps_grid, effort FROM profiles "
+            "WHERE version = ? AND engine = ?",
+            (version, engine),
         )
         return {(r[0], float(r[1])): (tuple(json.loads(r[2])), r[3]) for r in rows}
 
-    def profile_engines(self, version: str) -> dict[tuple[str, float], str]:
-        """``{(matrix key, temperature): engine}`` of every profile of ``version`` (the
-        engine name and version recorded with it, e.g. ``"analysis.brackets 4"``)."""
-        rows = self._conn.execute(
-            "SELECT matrix_key, temperature, engine FROM profiles WHERE version = ?", (version,)
-        )
-        return {(r[0], float(r[1])): r[2] for r in rows}
+    def engines(self, *, version: str | None = None) -> list[str]:
+        """The engine labels recorded with the stored profiles (of one ``version`` label,
+        when given), sorted: e.g. ``["analysis.brackets 4", "analysis.brackets 5"]``."""
+        sql = "SELECT DISTINCT engine FROM profiles" + (" WHERE version = ?" if version else "")
+        return sorted(r[0] for r in self._conn.execute(sql, (version,) if version else ()))
 
-    def profiles(self, *, version: str | None = None) -> Iterator[ProfileRecord]:
-        """Every stored profile (optionally of one version), in id order, as stored.
+    def profiles(
+        self, *, version: str | None = None, engine: str | int | None = None
+    ) -> Iterator[ProfileRecord]:
+        """Every stored profile (optionally of one version label, of one engine: a label or
+        a version number), in id order, as stored.
 
         Nothing here is re-verified (the store knows no engine);
         :func:`analysis.store.run_brackets` re-verifies every profile it covers against its
@@ -701,7 +655,8 @@ class Store:
         """
         sql = "SELECT * FROM profiles" + (" WHERE version = ?" if version else "") + " ORDER BY id"
         for row in self._conn.execute(sql, (version,) if version else ()).fetchall():
-            yield self._profile_record(row)
+            if engine is None or engine_matches(row["engine"], engine):
+                yield self._profile_record(row)
 
     def versions(self) -> list[str]:
         """Profile versions present in the store."""
@@ -711,11 +666,19 @@ class Store:
 
     # -- cells -------------------------------------------------------------------------
 
-    def iter_cells(self, *, version: str | None = None) -> Iterator[dict[str, Any]]:
+    def iter_cells(
+        self, *, version: str | None = None, engine: str | int | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Yield one dict per cell (matrix x temperature x eps) that has a bracket.
 
         Keys: ``cell_key``, ``matrix_key``, the matrix fields, ``head_id``, ``temperature``,
-        ``eps``, ``lo``, ``hi``, ``version``, ``effort``.
+        ``eps``, ``lo``, ``hi``, ``version``, ``effort``, ``engine``.
+
+        The cells are those of one engine, never a mix: ``engine`` is a recorded label
+        (``"analysis.brackets 4"``) or a version number (``4``); None reads the only engine
+        stored (of ``version``, when given). Several engines and no ``engine``, or an
+        ``engine`` the store does not hold beside others, is a ParameterError naming
+        ``engine`` and listing the engines present.
 
         The brackets are the stored rows, as stored. They are certified as far as the last
         :func:`analysis.store.run_brackets` over them re-verified their profiles (it checks
@@ -724,19 +687,24 @@ class Store:
         """
         sql = (
             "SELECT m.key AS matrix_key, m.source, m.checkpoint, m.layer, m.head, m.input_id, "
-            "m.length, m.head_id, p.temperature, b.eps, b.lo, b.hi, p.version, p.effort "
-            "FROM brackets b JOIN profiles p ON b.profile_id = p.id "
-            "JOIN matrices m ON p.matrix_key = m.key"
-            + (" WHERE p.version = ?" if version else "")
+            "m.length, m.head_id, p.temperature, b.eps, b.lo, b.hi, p.version, p.effort, "
+            "p.engine FROM brackets b JOIN profiles p ON b.profile_id = p.id "
+            "JOIN matrices m ON p.matrix_key = m.key WHERE p.engine = ?"
+            + (" AND p.version = ?" if version else "")
             + " ORDER BY m.source, m.checkpoint, m.input_id, m.length, m.layer, m.head, "
             "p.temperature, b.eps, p.version"
         )
-        for row in self._conn.execute(sql, (version,) if version else ()).fetchall():
+        label = select_engine(self.engines(version=version), engine, "cells")
+        if label is None:
+            return
+        args = (label, version) if version else (label,)
+        for row in self._conn.execute(sql, args).fetchall():
             d = dict(row)
             yield {"cell_key": cell_key(d["matrix_key"], d["temperature"], d["eps"]), **d}
 
-    def cells(self, *, version: str | None = None) -> Any:
-        """The cells as a :class:`pandas.DataFrame` (columns as :meth:`iter_cells`)."""
+    def cells(self, *, version: str | None = None, engine: str | int | None = None) -> Any:
+        """The cells of one engine as a :class:`pandas.DataFrame` (columns and ``engine``
+        as :meth:`iter_cells`)."""
         import pandas as pd
 
         columns = [
@@ -750,8 +718,10 @@ class Store:
             "hi",
             "version",
             "effort",
+            "engine",
         ]
-        return pd.DataFrame(list(self.iter_cells(version=version)), columns=columns)
+        rows = list(self.iter_cells(version=version, engine=engine))
+        return pd.DataFrame(rows, columns=columns)
 
 
 #: The arrays of a store's array file (``arrays/<k[:2]>/<k>.npz``).

@@ -16,10 +16,11 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analysis.prereg import lock as prereg_lock
 from analysis.prereg.design import Design
+from analysis.prereg.engine_pin import pinned_engine
 from analysis.study.paths import StudyPaths, study_paths
 from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.records import ExtractionIndex
@@ -33,6 +34,7 @@ __all__ = [
     "block_facts",
     "design_blocks",
     "design_registry",
+    "engine_versions",
     "git_commit",
     "put_root_on_path",
     "stored_outcomes",
@@ -53,6 +55,10 @@ class Study:
         What the design asks to compute.
     paths : StudyPaths
         Where the study keeps its stages and its report.
+    engine : int
+        The bracket engine version the design pins (``engine = N``; else its lock's;
+        4 for a lock made before locks recorded one): every profile of the study is
+        this engine's (:meth:`bracket_engine`).
 
     Examples
     --------
@@ -72,6 +78,8 @@ class Study:
     (('baseline', 'native'), 32)
     >>> study.block_versions == facts["versions"], study.paths.root == Path.cwd().resolve()
     (True, True)
+    >>> study.engine == 4  # locked without engines=: read as engine 4, as old locks are
+    True
     >>> study.real_keys()  # nothing extracted yet
     []
     >>> study.check_checkpoints({})  # doctest: +ELLIPSIS
@@ -131,7 +139,21 @@ class Study:
         )
         # a block edited after the lock stops every analysis command here, before any work
         prereg_lock.verify_blocks(lock, **block_facts(lock.design, registry=study.registry))
+        study.bracket_engine()  # an engine this package does not run: refused here too
         return study
+
+    @property
+    def engine(self) -> int:
+        """The bracket engine version the design pins (see the class's attributes)."""
+        return int(pinned_engine(self.design.data, self.lock.record))
+
+    def bracket_engine(self) -> Any:
+        """The package's engine of :attr:`engine`
+        (:func:`analysis.brackets.engine.engine_for`); a ParameterError naming ``engine``
+        when this package does not run that version."""
+        from analysis.brackets.engine import engine_for
+
+        return engine_for(self.engine)
 
     @functools.cached_property
     def registry(self) -> Registry:
@@ -306,6 +328,22 @@ def block_facts(
         "features": {b: list(block_covariates(registry.get(b))) for b in blocks},
         "versions": {b: block_version(registry.get(b)) for b in blocks},
     }
+
+
+def engine_versions() -> tuple[int, ...]:
+    """The bracket engine versions this package runs, oldest first, as the prereg
+    functions take them (``engines=``): :data:`analysis.brackets.ENGINE_VERSIONS`.
+
+    Examples
+    --------
+    >>> from analysis.brackets import LATEST_ENGINE
+    >>> from analysis.study.core import engine_versions
+    >>> engine_versions()[-1] == LATEST_ENGINE
+    True
+    """
+    from analysis.brackets import versions
+
+    return tuple(versions.ENGINE_VERSIONS)
 
 
 def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:

@@ -16,7 +16,7 @@ import pandas as pd
 from analysis.compare.examples import example_cells
 from analysis.prereg import load_design, lock_design
 from analysis.prereg.examples import write_example_design
-from analysis.study.core import Study, block_facts
+from analysis.study.core import Study, block_facts, engine_versions
 
 __all__ = ["example_study_table", "open_example_study"]
 
@@ -49,7 +49,7 @@ def open_example_study(path: str | Path, *, synthetic: bool = False) -> Study:
     (32, 2, ('org/tiny:1:1', 'org/tiny:1:2'))
     """
     path = write_example_design(path, temperatures=(0.5, 1.0), eps=(0.1, 0.2), synthetic=synthetic)
-    lock_design(path, **block_facts(load_design(path)))
+    lock_design(path, engines=engine_versions(), **block_facts(load_design(path)))
     return Study.open(path)
 
 

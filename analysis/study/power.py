@@ -197,7 +197,7 @@ def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike 
     from analysis.prereg.lock import lock_path
     from analysis.store.store import Store
     from analysis.study.core import block_facts
-    from analysis.study.results import bracket_table, feature_table
+    from analysis.study.results import bracket_table, cells_engine, feature_table
 
     design_path = Path(design_path)
     if not lock_path(design_path).is_file():
@@ -215,7 +215,8 @@ def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike 
         return study_sizes(study)
     with Store(paths.store) as store:
         real_keys = study.real_keys()
-        brackets = bracket_table(store, study.plan, real_keys, [], study.design.held_out)
+        label = cells_engine(study)
+        brackets = bracket_table(store, study.plan, real_keys, [], study.design.held_out, label)
     return study_sizes(study, brackets, feature_table(paths, real_keys))
 
 

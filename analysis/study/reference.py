@@ -191,6 +191,19 @@ def _design_heads(design: Any) -> tuple[str, list[tuple[int, int]], set[tuple[in
     return checkpoints[0], population, held_out
 
 
+def _design_engine(design: Any) -> int | None:
+    """The engine a design pins, its lock read when there is one (else the newest)."""
+    import json
+
+    from analysis.prereg.engine_pin import pinned_engine
+    from analysis.prereg.lock import lock_path
+    from analysis.study.core import engine_versions
+
+    lp = lock_path(design.path)
+    record = json.loads(lp.read_text(encoding="utf-8")) if lp.is_file() else None
+    return pinned_engine(design.data, record, engines=engine_versions())
+
+
 def reference_widths(
     design_path: str | os.PathLike[str],
     *,
@@ -200,6 +213,7 @@ def reference_widths(
     workers: int = 1,
     progress: bool = False,
     executor: Executor | None = None,
+    engine: int | None = None,
 ) -> pd.DataFrame:
     """Certified brackets of a design's training heads, one bundled text per length.
 
@@ -220,6 +234,9 @@ def reference_widths(
         Show the engine's progress bar.
     executor : concurrent.futures.Executor, optional
         Share the heads out there instead (a dask cluster's; ``workers`` must then be 1).
+    engine : int, optional
+        Bracket engine version; default the one the design pins (its ``engine``, else its
+        lock's, else the newest: :mod:`analysis.prereg.engine_pin`).
 
     Returns
     -------
@@ -254,7 +271,7 @@ def reference_widths(
         ...
     analysis.validation.ParameterError: design: expected ... source, got ['org/a', 'org/b']
     """
-    from analysis.brackets import EFFORTS
+    from analysis.brackets import EFFORTS, check_engine
     from analysis.brackets.io import MatrixInput, profile_file
     from analysis.prereg.design import load_design
     from analysis.sources.checkpoints import load_checkpoint
@@ -265,6 +282,9 @@ def reference_widths(
     design = load_design(design_path)
     effort = design.data.get("effort", "default") if effort is None else effort
     check_choice("effort", effort, EFFORTS)
+    if engine is None:
+        engine = _design_engine(design)
+    engine = check_engine(engine)
     checkpoint, population, held_out = _design_heads(design)
     training = [h for h in population if h not in held_out]
     if not training:
@@ -295,6 +315,7 @@ def reference_widths(
             batch=1,
             progress=progress,
             executor=executor,
+            engine=engine,
         )
         for (layer, head), prof in zip(training, profiles, strict=True):
             for e in grid:

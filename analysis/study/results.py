@@ -67,8 +67,13 @@ def bracket_table(
     real_keys: Sequence[str],
     synth_keys: Sequence[str],
     held_out: Sequence[str],
+    engine: str | int | None = None,
 ) -> pd.DataFrame:
     """One row per planned cell that has a bracket (``StudyResults.brackets`` columns).
+
+    The brackets are those of one engine (``engine``: the label recorded with its
+    profiles, see :func:`cells_engine`; None: the only engine the store holds): a store
+    that holds several is never read as a mix (:meth:`analysis.store.Store.cells`).
 
     Examples
     --------
@@ -91,7 +96,7 @@ def bracket_table(
     """
     from analysis.report.results import BRACKET_COLUMNS
 
-    cells = store.cells(version=plan.effort)
+    cells = store.cells(version=plan.effort, engine=engine)
     real, synth = set(real_keys), set(synth_keys)
     temps = set(plan.temperatures)
     eps = set(plan.eps)
@@ -246,6 +251,7 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
             "held_out_draw": int(design.data["held_out"]["seed"]),
         },
         "effort": study.plan.effort,
+        "engine": study.engine,
         "stage_seconds": dict(stages.get("last_run_seconds", {})),
         "stage_seconds_total": dict(stages.get("total_seconds", {})),
         "runs": int(stages.get("runs", 1)),
@@ -354,7 +360,26 @@ def report_design(design: Design) -> Any:
     )
 
 
-def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> Any:
+def cells_engine(study: Study, engine: Any = None) -> str:
+    """The engine label whose brackets a study reads: ``engine``'s (a bracket engine
+    object, as the runner was given), or that of the engine the design pins.
+
+    Examples
+    --------
+    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.study.results import cells_engine
+    >>> study = open_example_study("studies/label.toml")
+    >>> cells_engine(study) == f"analysis.brackets {study.engine}"
+    True
+    """
+    from analysis.store.engine import engine_label
+
+    return engine_label(study.bracket_engine() if engine is None else engine)
+
+
+def study_results(
+    study: Study, *, stages: Mapping[str, Any] | None = None, engine: Any = None
+) -> Any:
     """Assemble :class:`analysis.report.results.StudyResults` from an opened study.
 
     Parameters
@@ -363,6 +388,9 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
     stages : mapping, optional, keyword-only
         The stage record when the caller holds it (the runner); read from
         ``stages.json`` otherwise.
+    engine : BracketEngine, optional, keyword-only
+        The engine whose brackets are read (:func:`cells_engine`; default the one the
+        design pins; the runner passes the one it was given).
 
     Examples
     --------
@@ -389,7 +417,8 @@ def study_results(study: Study, *, stages: Mapping[str, Any] | None = None) -> A
     with Store(paths.store) as store:
         real_keys = study.real_keys()
         synth_keys = _stored_synthetic_keys(study, store)
-        brackets = bracket_table(store, plan, real_keys, synth_keys, design.held_out)
+        label = cells_engine(study, engine)
+        brackets = bracket_table(store, plan, real_keys, synth_keys, design.held_out, label)
         features = feature_table(paths, real_keys)
     record = read_json(paths.results / "compare.json", {})
 
@@ -439,12 +468,15 @@ def load_results(
     *,
     root: str | os.PathLike | None = None,
     checkpoint_paths: Mapping[str, Any] | None = None,
+    engine: Any = None,
 ) -> Any:
     """Assemble :class:`analysis.report.results.StudyResults` from a study's stored stages.
 
     Reads only what is stored (nothing is computed); the comparison frames are None when
     the compare stage has not run. ``checkpoint_paths`` is accepted for symmetry with
-    :func:`~analysis.study.runner.run_study` and not used.
+    :func:`~analysis.study.runner.run_study` and not used. The brackets read are those of
+    the engine the design pins, or of ``engine`` (the one a run was given, e.g. a
+    stand-in): :func:`study_results`.
 
     Examples
     --------
@@ -456,4 +488,4 @@ def load_results(
     >>> results.title, results.comparison is None, "skipped" in results.power
     ('toy', True, True)
     """
-    return study_results(Study.open(design_path, root=root))
+    return study_results(Study.open(design_path, root=root), engine=engine)

@@ -18,7 +18,7 @@ from analysis.study.describe import descriptor_stage
 from analysis.study.paths import StudyPaths
 from analysis.study.power import power_stage
 from analysis.study.records import StageClock
-from analysis.study.results import bracket_table, feature_table, study_results
+from analysis.study.results import bracket_table, cells_engine, feature_table, study_results
 from analysis.study.stages import bracket_stage, extract_stage, synthetic_stage
 from analysis.validation import ParameterError, check_device, check_int
 
@@ -105,8 +105,10 @@ def run_study(
     stop_after : str, optional, keyword-only
         Stop after this stage (one of :data:`STAGES`).
     engine : analysis.store.BracketEngine, optional, keyword-only
-        The bracket engine passed to the store (default: the package's,
-        :func:`analysis.brackets.engine.default_engine`); a stand-in in tests.
+        The bracket engine passed to the store (default: the package's engine of the
+        version the design pins, :meth:`Study.bracket_engine`; the package's engine of
+        another version is refused); a stand-in in tests. The study reads the brackets
+        of this engine only.
     say : callable, optional, keyword-only
         Receives one-line messages (default: print).
     power_simulations : int or None, keyword-only
@@ -183,8 +185,11 @@ def run_study(
     say(
         f"study {paths.design.stem}: lock ok ({study.lock.sha256[:12]}), "
         f"{len(plan.extractions)} inputs, {len(plan.synthetic)} synthetic matrices, "
-        f"{len(plan.temperatures)} temperatures x {len(plan.eps)} eps, effort {plan.effort}"
+        f"{len(plan.temperatures)} temperatures x {len(plan.eps)} eps, effort {plan.effort}, "
+        f"engine {study.engine}"
     )
+    engine = study.bracket_engine() if engine is None else engine
+    label = cells_engine(study, engine)
     with Store(paths.store, create=True) as store:
         with _timed(clock, "extract"):
             before = len(store.matrices())
@@ -211,7 +216,8 @@ def run_study(
                     study, store, real_keys, workers, progress, executor
                 )
         if stop_after in (None, "compare", "power", "report") and real_keys:
-            brackets = bracket_table(store, plan, real_keys, synth_keys, study.design.held_out)
+            held_out = study.design.held_out
+            brackets = bracket_table(store, plan, real_keys, synth_keys, held_out, label)
             features = feature_table(paths, real_keys)
             with _timed(clock, "compare"):
                 compare_stage(study, brackets, features, say)
@@ -236,7 +242,7 @@ def run_study(
         from analysis.report import build_report
 
         with _timed(clock, "report"):
-            results = study_results(study, stages=clock.record)
+            results = study_results(study, stages=clock.record, engine=engine)
             files = build_report(results, paths.report, progress=progress)
         report_files = tuple(str(p) for p in files.paths())
     return StudyRun(

@@ -160,8 +160,10 @@ def bracket_stage(
 
     ``executor`` (a caller's :class:`concurrent.futures.Executor`) runs the profiles
     instead of ``workers`` processes. ``engine`` (an
-    :class:`analysis.store.engine.BracketEngine`; None: the package's,
-    :func:`analysis.brackets.engine.default_engine`) is passed to the store.
+    :class:`analysis.store.engine.BracketEngine`; None: the package's engine of the
+    version the design pins, :meth:`Study.bracket_engine`) is passed to the store; the
+    package's engine of another version is refused (a ParameterError naming ``engine``):
+    a study's profiles are its pinned engine's, never another's.
 
     Returns the number of profiles computed or extended.
 
@@ -188,10 +190,17 @@ def bracket_stage(
     >>> outcomes["lock_sha256"] == study.lock.sha256, outcomes["design"]
     (True, 'brackets.toml')
     """
-    from analysis.brackets.engine import default_engine
+    from analysis.brackets.engine import Engine
     from analysis.store.run import reverify_note, run_brackets, stale_note
 
-    engine = default_engine() if engine is None else engine
+    engine = study.bracket_engine() if engine is None else engine
+    if isinstance(engine, Engine) and engine.number != study.engine:
+        raise ParameterError(
+            "engine",
+            f"the engine the design pins ({study.engine}); changing it is an amendment "
+            f"(`attnrank prereg amend {study.design.path} --reason ... --numbers ...`)",
+            engine.number,
+        )
     plan = study.plan
     if real_keys or synth_keys:
         # before the first bracket: from now on outcomes exist, and the lock they are

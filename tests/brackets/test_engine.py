@@ -30,13 +30,14 @@ def _without_timings(d):
 def test_it_is_the_store_engine_and_labels_as_before():
     engine = default_engine()
     assert isinstance(engine, BracketEngine)
-    # the label stores recorded before the engine was an object: a change would make
-    # every stored profile "of another engine version" and recompute it
-    assert engine_label(engine) == f"analysis.brackets {brackets.__version__}"
+    # the label stores recorded before the engine was a value ("analysis.brackets 4"):
+    # a change would set every stored profile apart as another engine's
+    assert engine_label(Engine(version=4)) == "analysis.brackets 4"
+    assert engine_label(engine) == f"analysis.brackets {brackets.LATEST_ENGINE}"
     assert engine.efforts == brackets.EFFORTS
 
 
-def test_it_pickles_by_reference():
+def test_it_pickles_with_its_version():
     engine = default_engine()
     back = pickle.loads(pickle.dumps(engine))
     assert isinstance(back, Engine) and back == engine

@@ -3,6 +3,7 @@ library's ``result_json`` gives, in ``json.dumps``'s own format, and it re-verif
 
 import json
 
+from analysis.brackets import LATEST_ENGINE
 from analysis.brackets.io import profile_file, result_json
 from analysis.cli import main
 from analysis.cli.inputs import load_matrices
@@ -24,7 +25,17 @@ def test_bracket_out_json_is_result_json_and_verifies(stack, tmp_path, capsys):
     assert text == json.dumps(res)  # json.dumps's default layout, as before
     data = load_matrices(stack)
     profs = profile_file(data, eps=EPS, effort="fast", batch=2, progress=False)
-    expected = result_json(data, profs, eps=EPS, effort="fast", witnesses=True)
+    expected = result_json(
+        data, profs, eps=EPS, effort="fast", witnesses=True, engine=LATEST_ENGINE
+    )
+    assert list(res) == [  # the engine (the default: the newest) right after the effort
+        "input_sha256",
+        "temperature",
+        "renormalized",
+        "effort",
+        "engine",
+        "matrices",
+    ]
     assert _without_seconds(res) == _without_seconds(expected)  # seconds are timings
     assert printed == [  # as the command printed them from result_json before
         f"matrix {m['index']}: "

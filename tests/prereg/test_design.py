@@ -208,6 +208,24 @@ def test_shipped_locks_carry_covariates_and_block_versions(name):
     assert main(["prereg", "check", str(SHIPPED / name)]) == 0
 
 
+@pytest.mark.parametrize("name", SHIPPED_NAMES)
+def test_shipped_designs_pin_engine_4(name, monkeypatch):
+    """Their outcomes were made by engine 4: the design says so, the lock records it, and
+    a package whose newest engine is another still runs them on 4."""
+    import analysis.brackets.versions as versions
+    from analysis.prereg.engine_pin import pinned_engine
+
+    design = load_design(SHIPPED / name)
+    rec = json.loads(lock_path(SHIPPED / name).read_text(encoding="utf-8"))
+    assert design.data["engine"] == 4 and rec["engine"] == 4
+    monkeypatch.setattr(versions, "ENGINE_VERSIONS", (4, 5))
+    monkeypatch.setattr(versions, "LATEST_ENGINE", 5)
+    assert pinned_engine(design.data, rec, engines=versions.ENGINE_VERSIONS) == 4
+    assert check_design(SHIPPED / name, engines=versions.ENGINE_VERSIONS) == []
+    entry = rec["amendments"][-1]
+    assert entry["engine"] == {"before": 4, "after": 4} and entry["sections"] == ["engine"]
+
+
 # --- [descriptors] calibration ----------------------------------------------------------
 
 LEGACY_CALIBRATION = (

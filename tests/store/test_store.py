@@ -118,7 +118,72 @@ def test_schema_1_store_is_migrated_and_keeps_its_profiles(filled_store, engine)
     cols = {r[1] for r in con.execute("PRAGMA table_info(profiles)")}
     version = con.execute("SELECT value FROM store_meta WHERE name = 'schema_version'").fetchone()
     con.close()
-    assert "seed" not in cols and version == ("2",)
+    assert "seed" not in cols and version == ("3",)
+
+
+_SCHEMA_2_PROFILES = """
+CREATE TABLE profiles_old (
+    id INTEGER PRIMARY KEY,
+    matrix_key TEXT NOT NULL REFERENCES matrices(key),
+    temperature REAL NOT NULL,
+    version TEXT NOT NULL,
+    effort TEXT NOT NULL,
+    eps_grid TEXT NOT NULL,
+    profile BLOB NOT NULL,
+    engine TEXT NOT NULL,
+    elapsed_s REAL NOT NULL,
+    revision INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (matrix_key, temperature, version)
+)"""
+
+
+def _as_schema_2(path: Path) -> None:
+    """Turn a store's index back into a schema-2 one (profiles keyed without the engine)."""
+    con = sqlite3.connect(path / Store.INDEX)
+    con.execute("PRAGMA foreign_keys = OFF")
+    with con:
+        con.execute(_SCHEMA_2_PROFILES)
+        con.execute("INSERT INTO profiles_old SELECT * FROM profiles")
+        con.execute("DROP TABLE profiles")
+        con.execute("ALTER TABLE profiles_old RENAME TO profiles")
+        con.execute("UPDATE store_meta SET value = '2' WHERE name = 'schema_version'")
+    sql = con.execute("SELECT sql FROM sqlite_master WHERE name = 'profiles'").fetchone()[0]
+    dangling = con.execute("PRAGMA foreign_key_check").fetchall()
+    con.close()
+    assert "UNIQUE (matrix_key, temperature, version)" in sql and dangling == []
+
+
+def test_schema_2_store_is_migrated_in_place_keeping_its_engines(filled_store, engine):
+    """A store keyed without the engine opens as schema 3: every profile, its id, its
+    brackets and its recorded engine kept; then another engine's profiles sit beside."""
+    import types
+
+    run_brackets(filled_store, (0.1,), engine=engine, progress=False)
+    before = _snapshot(filled_store)
+    ids = {(p.matrix_key, p.temperature): (p.id, p.engine) for p in filled_store.profiles()}
+    path = filled_store.path
+    filled_store.close()
+    _as_schema_2(path)
+    with Store(path) as st:
+        assert _snapshot(st) == before
+        assert {(p.matrix_key, p.temperature): (p.id, p.engine) for p in st.profiles()} == ids
+        other = types.SimpleNamespace(
+            name=engine.name,
+            version="2",
+            efforts=engine.efforts,
+            profile_batch=engine.profile_batch,
+            load_profile=engine.load_profile,
+        )
+        s = run_brackets(st, (0.1,), engine=other, progress=False)
+        assert (s.computed, s.stale) == (len(ids), len(ids))
+        assert st.engines() == [f"{engine.name} 1", f"{engine.name} 2"]
+    con = sqlite3.connect(path / Store.INDEX)
+    version = con.execute("SELECT value FROM store_meta WHERE name = 'schema_version'").fetchone()
+    dangling = con.execute("PRAGMA foreign_key_check").fetchall()
+    con.close()
+    assert version == ("3",) and dangling == []
 
 
 def test_add_extraction_keeps_layer_head_order(tmp_path):
@@ -479,11 +544,18 @@ def test_tampered_stored_profiles_are_reverified_and_recomputed(tmp_path):
     st.close()
 
 
-def test_profiles_of_another_engine_version_are_recomputed_not_mixed(filled_store, engine):
+def test_profiles_of_another_engine_version_are_kept_apart_not_mixed(filled_store, engine):
+    """An engine "next" run over a store of engine "1" computes its own profiles and leaves
+    the old ones as they were (same rows, revisions and blobs); reading cells then needs
+    an engine."""
     import types
 
     s = run_brackets(filled_store, (0.1,), temperatures=(1.0, 2.0), engine=engine, progress=False)
     assert (s.computed, s.stale) == (12, 0)
+    old = {
+        (p.matrix_key, p.temperature): (p.id, p.revision, p.blob) for p in filled_store.profiles()
+    }
+    old_cells = filled_store.cells()
     newer = types.SimpleNamespace(
         name=engine.name,
         version="next",
@@ -496,10 +568,36 @@ def test_profiles_of_another_engine_version_are_recomputed_not_mixed(filled_stor
     s = run_brackets(filled_store, (0.1,), **kw)
     assert (s.computed, s.extended, s.skipped, s.stale) == (12, 0, 0, 12)
     assert not any(c["previous"] for c in engine.CALLS)  # from scratch, not extended
-    assert s.stale_note() == "12 stored profiles of another engine version were recomputed"
-    assert {p.engine for p in filled_store.profiles()} == {f"{engine.name} next"}
+    assert s.stale_note() == (
+        "12 stored profiles of another engine version were left as they are "
+        "(kept apart from this engine's)"
+    )
+    labels = [f"{engine.name} 1", f"{engine.name} next"]
+    assert filled_store.engines() == labels
+    kept = {
+        (p.matrix_key, p.temperature): (p.id, p.revision, p.blob)
+        for p in filled_store.profiles(engine=labels[0])
+    }
+    assert kept == old
+    assert len(list(filled_store.profiles(engine=labels[1]))) == 12
+    with pytest.raises(ParameterError) as info:
+        filled_store.cells()
+    assert info.value.name == "engine"
+    assert all(label in str(info.value) for label in labels)
+    assert (
+        filled_store.cells(engine=labels[0])
+        .drop(columns="engine")
+        .equals(old_cells.drop(columns="engine"))
+    )
+    assert set(filled_store.cells(engine=labels[1])["engine"]) == {labels[1]}
+    assert set(filled_store.cells(engine=1)["engine"]) == {labels[0]}  # by version number
+    key, t = next(iter(old))
+    with pytest.raises(ParameterError, match="^engine: "):
+        filled_store.profile(key, t, "default")
+    assert filled_store.profile(key, t, "default", labels[1]).engine == labels[1]
+    engine.CALLS.clear()
     s = run_brackets(filled_store, (0.1,), **kw)
-    assert (s.computed, s.skipped, s.stale) == (0, 12, 0)
+    assert (s.computed, s.skipped, s.stale) == (0, 12, 12) and not engine.CALLS
 
 
 def test_temperatures_added_later_are_what_a_fresh_run_stores(tmp_path):

@@ -89,7 +89,7 @@ def test_edited_block_source_refuses_the_run_until_amended(tmp_path, plugin, cap
     log = deviations_path(design).read_text(encoding="utf-8")
     assert reason in log and "block drift_src" in log
     run_study(design, engine=fake_engine, stop_after="compare", **QUIET)
-    res = load_results(design)
+    res = load_results(design, engine=fake_engine)
     assert (res.comparison["pair"] == "M0<M4").any()
 
 

@@ -34,7 +34,7 @@ def test_plugin_block_is_described_and_compared(tmp_path):
         plugin_design_text(small_design_text(), "study_plugin_sinks", "study_sinks"),
     )
     run_study(design, engine=fake_engine, stop_after="compare", progress=False, say=print)
-    res = load_results(design)
+    res = load_results(design, engine=fake_engine)
     assert "study_sinks__first_col_mass" in res.features.columns
     assert res.features["study_sinks__first_col_mass"].between(0, 1).all()
     rows = res.comparison[res.comparison["pair"] == "M0<M4"]

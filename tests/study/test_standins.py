@@ -123,6 +123,6 @@ def test_paper_design_runs_on_standins(standins, tmp_path):
         assert lengths["Qwen/Qwen2.5-0.5B"] == 12
         causal = {r.checkpoint: r.causal for r in recs}
         assert causal["openai-community/gpt2"] and not causal["google-bert/bert-base-uncased"]
-    res = load_results(design)
+    res = load_results(design, engine=fake_engine)
     assert set(res.brackets["family"]) == {"bert", "gpt2", "qwen2", "vit", "deit"}
     assert res.comparison is None and "comparison" in res.skipped
