@@ -21,9 +21,11 @@ from analysis.compare.bootstrap import (
     bootstrap_counts,
     cluster_strata,
     percentile_ci_and_p,
+    percentile_equivalence_p,
     replicate_means,
     spearman_replicates,
     studentized_ci_and_p,
+    studentized_equivalence_p,
 )
 from analysis.compare.covariates import (
     Calibration,
@@ -32,6 +34,7 @@ from analysis.compare.covariates import (
     model_feature_columns,
     prepare_covariates,
 )
+from analysis.compare.equivalence import EQUIVALENCE_COLUMNS, NO_EQUIVALENCE, decide_equivalence
 from analysis.compare.estimators import ESTIMATORS, FittedModel, fit_estimator
 from analysis.compare.metrics import (
     HIGHER_IS_BETTER,
@@ -39,6 +42,7 @@ from analysis.compare.metrics import (
     interval_loglik,
     interval_sq_loss,
 )
+from analysis.compare.options import ComparisonOptions
 from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
@@ -79,6 +83,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "calibration",
     "calibration_folds",
     "calibration_seed",
+    # equivalence beside superiority (analysis.compare.equivalence; added last, as above)
+    *EQUIVALENCE_COLUMNS,
 )
 #: ``status`` of a pair whose two fits converged.
 FIT_OK = "ok"
@@ -192,6 +198,13 @@ class ComparisonResult:
                 mark = "FIT FAILED (no result)"
             else:
                 mark = "ADDS INFORMATION" if r.adds_information else "no"
+            if not np.isnan(r.sesoi):
+                mark += (
+                    f"; {r.metric_role} equivalence ({r.equivalence}) at SESOI {r.sesoi:.4g}"
+                    + ("" if np.isnan(r.sesoi_share) else f" ({r.sesoi_share:.1%} of base)")
+                    + ": "
+                    f"p {r.equivalence_p:.4f}, {r.decision}"
+                )
             holm = "outside family" if np.isnan(r.p_holm) else f"{r.p_holm:.4f}"
             lines.append(
                 f"  {r.pair:<16} {r.metric:<17} base {r.base_value:.4f} rich "
@@ -302,6 +315,7 @@ def compare_nested(
     maxiter: int = 200,
     calibration: Calibration | None = None,
     bootstrap: str = "cluster",
+    options: ComparisonOptions | None = None,
 ) -> ComparisonResult:
     """Fit nested models on training cells and compare them on held-out cells.
 
@@ -353,6 +367,10 @@ def compare_nested(
         How the CI and p of the mean metrics are read from the resamples (the design's
         ``inference.bootstrap``): ``"cluster"`` percentile, ``"studentized"`` bootstrap-t
         (:func:`studentized_ci_and_p`). Spearman's CI is percentile in both.
+    options : ComparisonOptions or None, keyword-only
+        The options later designs may turn on (None: ``ComparisonOptions()``, which
+        changes nothing): a SESOI per pair and metric (equivalence test and decision
+        columns) and checkpoint fixed effects.
 
     Returns
     -------
@@ -373,6 +391,15 @@ def compare_nested(
     metric. Adds information: ``p_holm < alpha`` and ``ci_low > 0``. Secondary: the
     in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
     ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
+
+    Equivalence (:mod:`analysis.compare.equivalence`): for a (pair, metric) with a SESOI
+    ``delta > 0`` in ``options``, the one-sided test of ``H0: effect >= delta`` on the
+    same replicates: percentile ``p_eq = (1 + #{b : effect_b >= delta}) / (B + 1)``,
+    studentized ``p_eq = (1 + #{b : t_b <= (effect - delta) / se}) / (B + 1)``; Holm
+    across ``family`` within each metric; decision ``"adds information"`` (the rule
+    above), else ``"equivalent within SESOI"`` (``p_eq`` (Holm) < alpha), else
+    ``"inconclusive"``; ``"no SESOI"`` without one. ``sesoi``, ``equivalence_p`` and
+    ``equivalence_p_holm`` are NaN without a SESOI and every older column is unchanged.
 
     Fit failures: each row carries both fits' ``converged``, ``iterations`` and
     ``grad_norm`` (:class:`~analysis.compare.estimators.FittedModel`). A pair with a fit
@@ -417,6 +444,10 @@ def compare_nested(
         random_state=random_state,
         calibration=calibration,
     )
+    if options is None:
+        options = ComparisonOptions()
+    if not isinstance(options, ComparisonOptions):
+        raise ParameterError("options", "a ComparisonOptions or None", options)
     family, extra_pairs = _check_pairs(
         list(table.columns), models, family, extra_pairs, diagnostic_columns=diagnostic_columns
     )
@@ -460,8 +491,9 @@ def compare_nested(
         n_cells=int(held.sum()),
         lock_sha256=lock_sha256,
         calibration=calibration,
+        options=options,
     )
-    frame = _decide(frame, metrics=metrics, alpha=alpha)
+    frame = _decide(frame, metrics=metrics, primary_metric=primary_metric, alpha=alpha)
     return ComparisonResult(
         frame=frame.loc[:, list(RESULT_COLUMNS)],
         lr_tests=_lr_tests(pairs, fits),
@@ -693,23 +725,30 @@ def _effect_rows(
     n_cells: int,
     lock_sha256: str | None,
     calibration: Calibration,
+    options: ComparisonOptions,
 ) -> pd.DataFrame:
-    """One row per (metric, pair): values, effect, CI and p, fit diagnostics; undecided
-    (``p_holm`` NaN, ``adds_information`` False) and marked ``_in_family``."""
+    """One row per (metric, pair): values, effect, CI and p, equivalence p at the SESOI,
+    fit diagnostics; undecided (``p_holm`` NaN, ``adds_information`` False) and marked
+    ``_in_family``."""
     rows = []
     for met in metrics:
         sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
         for b, r in pairs:
             eff = sign * (point[(r, met)] - point[(b, met)])
+            sesoi = options.sesoi_for(b, r, met)
+            p_eq = np.nan
             if bootstrap == "studentized" and met != "spearman_mid":
                 d = sign * (cell_vals[(r, met)] - cell_vals[(b, met)])
                 d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_heads)
-                _, lo_ci, hi_ci, p = studentized_ci_and_p(
-                    d_h, draws.head_sizes, draws.counts, draws.per_cluster, ci_level
-                )
+                args = (d_h, draws.head_sizes, draws.counts, draws.per_cluster)
+                _, lo_ci, hi_ci, p = studentized_ci_and_p(*args, ci_level)
+                if sesoi is not None:
+                    p_eq = studentized_equivalence_p(*args, sesoi)
             else:
                 eff_b = sign * (boot[(r, met)] - boot[(b, met)])
                 lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
+                if sesoi is not None:
+                    p_eq = percentile_equivalence_p(eff_b, sesoi)
             rows.append(
                 {
                     "pair": f"{b}<{r}",
@@ -731,15 +770,25 @@ def _effect_rows(
                     "calibration": calibration.mode,
                     "calibration_folds": calibration.folds,
                     "calibration_seed": calibration.seed,
+                    "metric_role": "",
+                    "sesoi": np.nan if sesoi is None else sesoi,
+                    "sesoi_share": np.nan,
+                    "equivalence_p": p_eq,
+                    "equivalence_p_holm": np.nan,
+                    "decision": "",
+                    "equivalence": NO_EQUIVALENCE if sesoi is None else options.sesoi_source,
                     "_in_family": (b, r) in family,
                 }
             )
     return pd.DataFrame(rows)
 
 
-def _decide(frame: pd.DataFrame, *, metrics: Sequence[str], alpha: float) -> pd.DataFrame:
-    """Holm within each metric over the family, then the decision rule (see Notes of
-    :func:`compare_nested`); drops the ``_in_family`` marker."""
+def _decide(
+    frame: pd.DataFrame, *, metrics: Sequence[str], primary_metric: str, alpha: float
+) -> pd.DataFrame:
+    """Holm within each metric over the family, then the decision rule and the
+    equivalence decision (see Notes of :func:`compare_nested`); drops the
+    ``_in_family`` marker."""
     ok = (frame["status"] == FIT_OK).to_numpy()
     # a failed pair stays in the family with p = 1 (see Notes)
     p_family = np.where(ok, frame["p_value"], 1.0)
@@ -748,6 +797,14 @@ def _decide(frame: pd.DataFrame, *, metrics: Sequence[str], alpha: float) -> pd.
         frame.loc[sel, "p_holm"] = multipletests(p_family[sel], alpha=alpha, method="holm")[1]
     p_dec = np.where(frame["_in_family"], frame["p_holm"], frame["p_value"])
     frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0) & ok
+    frame = decide_equivalence(
+        frame,
+        in_family=frame["_in_family"].to_numpy(bool),
+        ok=ok,
+        metrics=metrics,
+        primary_metric=primary_metric,
+        alpha=alpha,
+    )
     return frame.drop(columns="_in_family")
 
 
