@@ -63,6 +63,7 @@ COVERED = (
     "analysis.compare.headlevel",
     "analysis.compare.metrics",
     "analysis.compare.nested",
+    "analysis.compare.offsets",
     "analysis.compare.options",
     "analysis.descriptors.builtin",
     "analysis.descriptors.describe",

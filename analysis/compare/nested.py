@@ -17,7 +17,6 @@ from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
 from analysis.compare.bootstrap import (
-    BOOTSTRAPS,
     bootstrap_counts,
     cluster_strata,
     percentile_ci_and_p,
@@ -35,15 +34,26 @@ from analysis.compare.covariates import (
     prepare_covariates,
 )
 from analysis.compare.equivalence import EQUIVALENCE_COLUMNS, NO_EQUIVALENCE, decide_equivalence
-from analysis.compare.estimators import ESTIMATORS, FittedModel, fit_estimator
+from analysis.compare.estimators import FittedModel, fit_estimator
 from analysis.compare.metrics import (
     HIGHER_IS_BETTER,
     METRICS,
     interval_loglik,
     interval_sq_loss,
 )
+from analysis.compare.nested_checks import (
+    REQUIRED_COLUMNS,  # noqa: F401 (re-exported: analysis.compare.bycheckpoint)
+    _check_columns,
+    _check_settings,
+    _check_table,
+)
+from analysis.compare.offsets import (
+    SENSITIVITY_COLUMNS,
+    add_checkpoint_effects,
+    family_sensitivity,
+)
 from analysis.compare.options import ComparisonOptions
-from analysis.validation import ParameterError, check_int, check_random_state
+from analysis.validation import ParameterError
 
 __all__ = [
     "FIT_FAILED",
@@ -90,7 +100,6 @@ RESULT_COLUMNS: tuple[str, ...] = (
 FIT_OK = "ok"
 #: ``status`` of a pair with a fit that did not converge: reported, never decided.
 FIT_FAILED = "fit failed"
-REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
 #: Optional column: the stratum of each cell's cluster (a study passes the checkpoint, the
 #: unit of its per-checkpoint held-out draw); the bootstrap resamples clusters within it.
 STRATUM = "stratum"
@@ -129,6 +138,10 @@ class ComparisonResult:
         (None when in-sample).
     bootstrap : str
         ``"cluster"`` (percentile) or ``"studentized"`` (bootstrap-t).
+    sensitivity : pandas.DataFrame
+        With checkpoint effects (:class:`~analysis.compare.options.ComparisonOptions`):
+        the checkpoint-equal estimand, leave-one-family-out and width-stratified rows
+        (:data:`~analysis.compare.offsets.SENSITIVITY_COLUMNS`); else empty.
 
     Examples
     --------
@@ -167,6 +180,9 @@ class ComparisonResult:
     covariates: PreparedCovariates = field(repr=False)
     calibration: Calibration = field(default_factory=Calibration)
     bootstrap: str = "cluster"
+    sensitivity: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(SENSITIVITY_COLUMNS)), repr=False
+    )
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
@@ -431,6 +447,8 @@ def compare_nested(
     >>> result.adds_information("base", "rich"), result.adds_information("base", "noisy")
     (True, False)
     """
+    settings = dict(locals())  # the arguments, for the sensitivity refits
+    del settings["table"], settings["models"], settings["options"]
     _check_columns(table)
     calibration, n_boot, maxiter, rng = _check_settings(
         estimator=estimator,
@@ -471,6 +489,10 @@ def compare_nested(
         diagnostic_columns=diagnostic_columns,
         calibration_folds=folds,
     )
+    if options.checkpoint_effects:
+        if STRATUM not in table.columns:
+            raise ParameterError("table", f"a {STRATUM} column (checkpoint effects)", "missing")
+        prep = add_checkpoint_effects(prep, table[STRATUM].astype(str).to_numpy(), train)
     fits, cell_vals, preds = _fit_and_score(
         prep, used, estimator, held, clusters, lower, upper, metrics=metrics, maxiter=maxiter
     )
@@ -494,6 +516,23 @@ def compare_nested(
         options=options,
     )
     frame = _decide(frame, metrics=metrics, primary_metric=primary_metric, alpha=alpha)
+    sensitivity = None
+    if options.checkpoint_effects and options.sensitivities:
+        sensitivity = family_sensitivity(
+            table,
+            models,
+            frame,
+            pairs=pairs,
+            metrics=metrics,
+            cell_vals=cell_vals,
+            preds=preds,
+            codes=draws.codes,
+            counts=draws.counts,
+            rng=rng,
+            options=options,
+            refit={k: v for k, v in settings.items() if k != "random_state"},
+            compare=compare_nested,
+        )
     return ComparisonResult(
         frame=frame.loc[:, list(RESULT_COLUMNS)],
         lr_tests=_lr_tests(pairs, fits),
@@ -508,57 +547,8 @@ def compare_nested(
         covariates=prep,
         calibration=calibration,
         bootstrap=bootstrap,
+        **({} if sensitivity is None else {"sensitivity": sensitivity}),
     )
-
-
-def _check_columns(table: pd.DataFrame) -> None:
-    """A DataFrame with the columns :data:`REQUIRED_COLUMNS`."""
-    if not isinstance(table, pd.DataFrame):
-        raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
-    for c in REQUIRED_COLUMNS:
-        if c not in table.columns:
-            raise ParameterError("table", f"a column named {c}", list(table.columns)[:12])
-
-
-def _check_settings(
-    *,
-    estimator: str,
-    metrics: Sequence[str],
-    primary_metric: str,
-    bootstrap: str,
-    n_boot: int,
-    maxiter: int,
-    alpha: float,
-    ci_level: float,
-    random_state: int | np.random.Generator | None,
-    calibration: Calibration | None,
-) -> tuple[Calibration, int, int, np.random.Generator]:
-    """Check the estimator, metric and bootstrap settings of :func:`compare_nested`.
-
-    Returns the calibration (None: the in-sample ``Calibration()``), ``n_boot``,
-    ``maxiter`` and the random generator of the bootstrap.
-    """
-    if estimator not in ESTIMATORS:
-        raise ParameterError("estimator", "one of " + ", ".join(ESTIMATORS), estimator)
-    for m in metrics:
-        if m not in METRICS:
-            raise ParameterError("metrics", "among " + ", ".join(METRICS), m)
-    if primary_metric not in metrics:
-        raise ParameterError("primary_metric", "one of the computed metrics", primary_metric)
-    if bootstrap not in BOOTSTRAPS:
-        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
-    n_boot = check_int("n_boot", n_boot, minimum=99)
-    maxiter = check_int("maxiter", maxiter, minimum=1)
-    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ParameterError("alpha", "a number in (0, 1)", alpha)
-    if not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
-        raise ParameterError("ci_level", "a number in (0, 1)", ci_level)
-    rng = check_random_state(random_state)
-    if calibration is None:
-        calibration = Calibration()
-    if not isinstance(calibration, Calibration):
-        raise ParameterError("calibration", "a Calibration or None", calibration)
-    return calibration, n_boot, maxiter, rng
 
 
 def _check_pairs(
@@ -583,31 +573,6 @@ def _check_pairs(
             columns, models, b, r, name=f"extra_pairs[{i}]", diagnostic_columns=diagnostic_columns
         )
     return family, extra_pairs
-
-
-def _check_table(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``held_out`` (bool, whole clusters, both sides present), the clusters as str and
-    the interval ends ``y_lower <= y_upper`` (no NaN)."""
-    held = table["held_out"].to_numpy()
-    if held.dtype != bool:
-        raise ParameterError("held_out", "a boolean column", str(held.dtype))
-    if held.all() or not held.any():
-        raise ParameterError("held_out", "both training and held-out rows", int(held.sum()))
-    clusters = table["cluster"].astype(str).to_numpy()
-    overlap = set(clusters[held]) & set(clusters[~held])
-    if overlap:
-        raise ParameterError(
-            "held_out",
-            "whole clusters held out",
-            f"{len(overlap)} cluster(s) on both sides, e.g. {min(overlap)}",
-        )
-    lower = table["y_lower"].to_numpy(float)
-    upper = table["y_upper"].to_numpy(float)
-    if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower > upper):
-        raise ParameterError(
-            "y_lower/y_upper", "intervals with y_lower <= y_upper", "NaN or reversed intervals"
-        )
-    return held, clusters, lower, upper
 
 
 def _fit_and_score(

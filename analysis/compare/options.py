@@ -65,6 +65,10 @@ class ComparisonOptions:
         a checkpoint dropped, plus the checkpoint-equal estimand and the
         leave-one-family-out and width-stratified sensitivities
         (:mod:`analysis.compare.offsets`). Needs the table's ``stratum`` column.
+    sensitivities : bool, default True
+        With ``checkpoint_effects``: also compute the sensitivity rows (the
+        leave-one-family-out refits are the costly part); the refits themselves run
+        with False.
 
     Examples
     --------
@@ -81,6 +85,7 @@ class ComparisonOptions:
     sesoi: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     sesoi_source: str = "pre-specified"
     checkpoint_effects: bool = False
+    sensitivities: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sesoi", _check_sesoi(self.sesoi))
@@ -88,6 +93,8 @@ class ComparisonOptions:
             raise ParameterError("sesoi_source", " or ".join(SESOI_SOURCES), self.sesoi_source)
         if not isinstance(self.checkpoint_effects, bool):
             raise ParameterError("checkpoint_effects", "true or false", self.checkpoint_effects)
+        if not isinstance(self.sensitivities, bool):
+            raise ParameterError("sensitivities", "true or false", self.sensitivities)
 
     def sesoi_for(self, base: str, rich: str, metric: str) -> float | None:
         """The SESOI of one (pair, metric), or None when it has none."""

@@ -47,13 +47,13 @@ def design_sesoi(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
         ...
     analysis.validation.ParameterError: hypotheses[0].sesoi: expected a finite number > 0 ...
     """
-    met = data["metrics"]
-    primary = met["primary"]
-    known = [primary, *met.get("secondary", [])]
     out: dict[str, dict[str, float]] = {}
-    for i, h in enumerate(data["hypotheses"]):
+    for i, h in enumerate(data.get("hypotheses", [])):
         if "sesoi" not in h:
             continue
+        met = data["metrics"]
+        primary = met["primary"]
+        known = [primary, *met.get("secondary", [])]
         name, value = f"hypotheses[{i}].sesoi", h["sesoi"]
         is_table = isinstance(value, Mapping)
         table = value if is_table else {primary: value}
@@ -89,7 +89,7 @@ def check_design_options(data: Mapping[str, Any]) -> None:
     analysis.validation.ParameterError: inference.checkpoint_effects: expected true or false...
     """
     design_sesoi(data)
-    value = data["inference"].get("checkpoint_effects", False)
+    value = data.get("inference", {}).get("checkpoint_effects", False)
     if not isinstance(value, bool):
         raise ParameterError("inference.checkpoint_effects", "true or false", value)
 
@@ -110,5 +110,5 @@ def design_options(data: Mapping[str, Any]) -> Any:
 
     return ComparisonOptions(
         sesoi=design_sesoi(data),
-        checkpoint_effects=bool(data["inference"].get("checkpoint_effects", False)),
+        checkpoint_effects=bool(data.get("inference", {}).get("checkpoint_effects", False)),
     )
