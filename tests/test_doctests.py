@@ -65,6 +65,7 @@ COVERED = (
     "analysis.compare.nested",
     "analysis.compare.offsets",
     "analysis.compare.options",
+    "analysis.compare.refit",
     "analysis.descriptors.builtin",
     "analysis.descriptors.describe",
     "analysis.descriptors.kappa",

@@ -11,6 +11,8 @@ stratified cluster-robust SE of :func:`cluster_se`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -480,3 +482,54 @@ def cluster_bootstrap_equivalence(
         return studentized_equivalence_p(d, n_h, counts, per_cluster, float(sesoi))
     eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
     return percentile_equivalence_p(eff_b, float(sesoi))
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """One set of cluster-bootstrap resamples of the held-out units (heads by default),
+    shared by every pair and metric: each held-out cell's unit code, the stratum of each
+    unit (zeros without strata), the number of units, the ``[B, units]`` counts, the
+    unit sizes (cells) and the number of held-out heads."""
+
+    codes: np.ndarray
+    per_cluster: np.ndarray
+    n_units: int
+    counts: np.ndarray
+    head_sizes: np.ndarray
+    n_heads: int
+
+
+def _held_out_draws(
+    table: pd.DataFrame,
+    clusters: np.ndarray,
+    held: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    unit: str = "head",
+    stratum: str = "stratum",
+) -> _Draws:
+    """The cluster bootstrap over held-out units (heads, or the table's ``unit`` column,
+    constant within each head), within strata when the table has them."""
+    n_heads = len(set(clusters[held]))
+    units = clusters
+    if unit != "head":
+        if unit not in table.columns:
+            raise ParameterError("table", f"a column named {unit} (the resampling unit)", "missing")
+        units = table[unit].astype(str).to_numpy()
+        per_head = pd.DataFrame({"h": clusters, "u": units}).drop_duplicates()
+        if per_head["h"].duplicated().any():
+            bad = per_head.loc[per_head["h"].duplicated(), "h"].iloc[0]
+            raise ParameterError(unit, "one unit per head", f"head {bad} in several")
+    if stratum in table.columns:
+        strata = table[stratum].astype(str).to_numpy()
+        cluster_strata(units, strata)  # every unit in one stratum, training ones too
+        codes, per_cluster = cluster_strata(units[held], strata[held])
+        n_units = per_cluster.size
+        counts = bootstrap_counts(n_units, n_boot, rng, per_cluster)
+    else:
+        codes, uniq = pd.factorize(units[held])
+        n_units = len(uniq)
+        per_cluster = np.zeros(n_units, dtype=int)
+        counts = bootstrap_counts(n_units, n_boot, rng)
+    head_sizes = np.bincount(codes, minlength=n_units).astype(float)
+    return _Draws(codes, per_cluster, n_units, counts, head_sizes, n_heads)

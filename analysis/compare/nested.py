@@ -17,8 +17,8 @@ from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
 from analysis.compare.bootstrap import (
-    bootstrap_counts,
-    cluster_strata,
+    _Draws,
+    _held_out_draws,
     percentile_ci_and_p,
     percentile_equivalence_p,
     replicate_means,
@@ -53,6 +53,7 @@ from analysis.compare.offsets import (
     family_sensitivity,
 )
 from analysis.compare.options import ComparisonOptions
+from analysis.compare.refit import refit_bootstrap_rows
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -139,9 +140,11 @@ class ComparisonResult:
     bootstrap : str
         ``"cluster"`` (percentile) or ``"studentized"`` (bootstrap-t).
     sensitivity : pandas.DataFrame
-        With checkpoint effects (:class:`~analysis.compare.options.ComparisonOptions`):
-        the checkpoint-equal estimand, leave-one-family-out and width-stratified rows
-        (:data:`~analysis.compare.offsets.SENSITIVITY_COLUMNS`); else empty.
+        Sensitivity rows (:data:`~analysis.compare.offsets.SENSITIVITY_COLUMNS`): with
+        checkpoint effects (:class:`~analysis.compare.options.ComparisonOptions`) the
+        checkpoint-equal estimand, leave-one-family-out and width-stratified rows; with
+        ``refit_replicates`` the refit bootstrap (:mod:`analysis.compare.refit`); else
+        empty.
 
     Examples
     --------
@@ -386,7 +389,9 @@ def compare_nested(
     options : ComparisonOptions or None, keyword-only
         The options later designs may turn on (None: ``ComparisonOptions()``, which
         changes nothing): a SESOI per pair and metric (equivalence test and decision
-        columns) and checkpoint fixed effects.
+        columns), checkpoint fixed effects, the resampling unit of the bootstrap
+        (``resampling_unit``: ``"head"``, or a ``kv_group`` / ``checkpoint_layer`` column
+        of the table, constant within each head) and the refit-bootstrap sensitivity.
 
     Returns
     -------
@@ -496,7 +501,7 @@ def compare_nested(
     fits, cell_vals, preds = _fit_and_score(
         prep, used, estimator, held, clusters, lower, upper, metrics=metrics, maxiter=maxiter
     )
-    draws = _held_out_draws(table, clusters, held, n_boot, rng)
+    draws = _held_out_draws(table, clusters, held, n_boot, rng, options.resampling_unit, STRATUM)
     mid_h = 0.5 * (lower[held] + upper[held])
     point, boot = _replicates(cell_vals, preds, used, mid_h, draws, metrics=metrics)
     frame = _effect_rows(
@@ -516,23 +521,33 @@ def compare_nested(
         options=options,
     )
     frame = _decide(frame, metrics=metrics, primary_metric=primary_metric, alpha=alpha)
-    sensitivity = None
+    parts = []
+    refit = {k: v for k, v in settings.items() if k != "random_state"}
     if options.checkpoint_effects and options.sensitivities:
-        sensitivity = family_sensitivity(
-            table,
-            models,
-            frame,
-            pairs=pairs,
-            metrics=metrics,
-            cell_vals=cell_vals,
-            preds=preds,
-            codes=draws.codes,
-            counts=draws.counts,
-            rng=rng,
-            options=options,
-            refit={k: v for k, v in settings.items() if k != "random_state"},
-            compare=compare_nested,
+        parts.append(
+            family_sensitivity(
+                table,
+                models,
+                frame,
+                pairs=pairs,
+                metrics=metrics,
+                cell_vals=cell_vals,
+                preds=preds,
+                codes=draws.codes,
+                counts=draws.counts,
+                rng=rng,
+                options=options,
+                refit=refit,
+                compare=compare_nested,
+            )
         )
+    if options.refit_replicates and options.sensitivities:
+        parts.append(
+            refit_bootstrap_rows(
+                table, models, frame, rng=rng, options=options, refit=refit, compare=compare_nested
+            )
+        )
+    sensitivity = pd.concat(parts, ignore_index=True) if parts else None
     return ComparisonResult(
         frame=frame.loc[:, list(RESULT_COLUMNS)],
         lr_tests=_lr_tests(pairs, fits),
@@ -617,42 +632,6 @@ def _fit_and_score(
     return fits, cell_vals, preds
 
 
-@dataclass(frozen=True)
-class _Draws:
-    """One set of cluster-bootstrap resamples of the held-out heads, shared by every
-    pair and metric: each held-out cell's head code, the heads per stratum (zeros
-    without strata), the number of heads, the ``[B, heads]`` counts and the head sizes."""
-
-    codes: np.ndarray
-    per_cluster: np.ndarray
-    n_heads: int
-    counts: np.ndarray
-    head_sizes: np.ndarray
-
-
-def _held_out_draws(
-    table: pd.DataFrame,
-    clusters: np.ndarray,
-    held: np.ndarray,
-    n_boot: int,
-    rng: np.random.Generator,
-) -> _Draws:
-    """The cluster bootstrap over held-out heads, within strata when the table has them."""
-    if STRATUM in table.columns:
-        strata = table[STRATUM].astype(str).to_numpy()
-        cluster_strata(clusters, strata)  # every cluster in one stratum, training ones too
-        codes, per_cluster = cluster_strata(clusters[held], strata[held])
-        n_heads = per_cluster.size
-        counts = bootstrap_counts(n_heads, n_boot, rng, per_cluster)
-    else:
-        codes, uniq = pd.factorize(clusters[held])
-        n_heads = len(uniq)
-        per_cluster = np.zeros(n_heads, dtype=int)
-        counts = bootstrap_counts(n_heads, n_boot, rng)
-    head_sizes = np.bincount(codes, minlength=n_heads).astype(float)
-    return _Draws(codes, per_cluster, n_heads, counts, head_sizes)
-
-
 def _replicates(
     cell_vals: Mapping[tuple[str, str], np.ndarray],
     preds: Mapping[str, np.ndarray],
@@ -704,7 +683,7 @@ def _effect_rows(
             p_eq = np.nan
             if bootstrap == "studentized" and met != "spearman_mid":
                 d = sign * (cell_vals[(r, met)] - cell_vals[(b, met)])
-                d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_heads)
+                d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_units)
                 args = (d_h, draws.head_sizes, draws.counts, draws.per_cluster)
                 _, lo_ci, hi_ci, p = studentized_ci_and_p(*args, ci_level)
                 if sesoi is not None:

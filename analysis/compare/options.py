@@ -17,7 +17,13 @@ from types import MappingProxyType
 
 from analysis.validation import ParameterError
 
-__all__ = ["SESOI_SOURCES", "ComparisonOptions"]
+__all__ = ["RESAMPLING_UNITS", "SESOI_SOURCES", "ComparisonOptions"]
+
+#: What the bootstrap resamples: whole heads (the default), whole KV groups (heads that
+#: share their keys under grouped-query attention) or whole (checkpoint, layer) pairs.
+#: A unit other than ``head`` is read from the table's column of that name, constant
+#: within each head.
+RESAMPLING_UNITS: tuple[str, ...] = ("head", "kv_group", "checkpoint_layer")
 
 #: How a SESOI came about: declared in the design before the lock (``"pre-specified"``)
 #: or supplied after outcomes, e.g. in a re-analysis of a design that predates SESOI
@@ -65,6 +71,13 @@ class ComparisonOptions:
         a checkpoint dropped, plus the checkpoint-equal estimand and the
         leave-one-family-out and width-stratified sensitivities
         (:mod:`analysis.compare.offsets`). Needs the table's ``stratum`` column.
+    resampling_unit : {"head", "kv_group", "checkpoint_layer"}, default "head"
+        The unit of the cluster bootstrap over held-out cells (:data:`RESAMPLING_UNITS`).
+    refit_replicates : int, default 0
+        R > 0 adds the refit-bootstrap sensitivity: R times, the training and the
+        held-out units are resampled (within checkpoints when the table has them), every
+        model is refitted and the effect recomputed, so fit uncertainty enters its CI
+        (:func:`~analysis.compare.refit.refit_bootstrap_rows`).
     sensitivities : bool, default True
         With ``checkpoint_effects``: also compute the sensitivity rows (the
         leave-one-family-out refits are the costly part); the refits themselves run
@@ -85,6 +98,8 @@ class ComparisonOptions:
     sesoi: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     sesoi_source: str = "pre-specified"
     checkpoint_effects: bool = False
+    resampling_unit: str = "head"
+    refit_replicates: int = 0
     sensitivities: bool = True
 
     def __post_init__(self) -> None:
@@ -93,6 +108,13 @@ class ComparisonOptions:
             raise ParameterError("sesoi_source", " or ".join(SESOI_SOURCES), self.sesoi_source)
         if not isinstance(self.checkpoint_effects, bool):
             raise ParameterError("checkpoint_effects", "true or false", self.checkpoint_effects)
+        if self.resampling_unit not in RESAMPLING_UNITS:
+            raise ParameterError(
+                "resampling_unit", " or ".join(RESAMPLING_UNITS), self.resampling_unit
+            )
+        r = self.refit_replicates
+        if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+            raise ParameterError("refit_replicates", "an integer >= 0", r)
         if not isinstance(self.sensitivities, bool):
             raise ParameterError("sensitivities", "true or false", self.sensitivities)
 

@@ -632,8 +632,6 @@ def _check_inference(
     by_ck = inf.get("by_checkpoint", False)
     if not isinstance(by_ck, bool):
         raise ParameterError("inference.by_checkpoint", "true or false", by_ck)
-    if inf.get("cluster", "head") != "head":
-        raise ParameterError("inference.cluster", "head", inf.get("cluster"))
     fam = _need(inf, "family", "inference.")
     if not isinstance(fam, list) or not fam:
         raise ParameterError("inference.family", "a non-empty list of [base, rich] pairs", fam)

@@ -5,7 +5,10 @@ checkpoint fixed effects): ``hypotheses[i].sesoi`` is a number (the smallest eff
 of interest of the primary metric, in its effect's units; for ``interval_sq_loss`` the
 units of the held-out loss, squared log2 rank) or a table metric -> number that names
 the primary metric and may add secondary ones; ``[inference] checkpoint_effects`` is
-true or false (default false). See ``docs/prereg.md``.
+true or false (default false); ``[inference] cluster`` names the resampling unit
+(``head``, the default, ``kv_group`` or ``checkpoint_layer``) and ``[inference]
+refit_replicates`` (default 0) the replicates of the refit-bootstrap sensitivity. See
+``docs/prereg.md``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from analysis.validation import ParameterError
+
+#: ``[inference] cluster``: the unit the bootstrap resamples (as
+#: ``analysis.compare.options.RESAMPLING_UNITS``; repeated here so that validating a
+#: design imports no fitting code).
+RESAMPLING_UNITS: tuple[str, ...] = ("head", "kv_group", "checkpoint_layer")
 
 __all__ = ["check_design_options", "design_options", "design_sesoi"]
 
@@ -89,9 +97,15 @@ def check_design_options(data: Mapping[str, Any]) -> None:
     analysis.validation.ParameterError: inference.checkpoint_effects: expected true or false...
     """
     design_sesoi(data)
-    value = data.get("inference", {}).get("checkpoint_effects", False)
+    inf = data.get("inference", {})
+    value = inf.get("checkpoint_effects", False)
     if not isinstance(value, bool):
         raise ParameterError("inference.checkpoint_effects", "true or false", value)
+    if inf.get("cluster", "head") not in RESAMPLING_UNITS:
+        raise ParameterError("inference.cluster", " or ".join(RESAMPLING_UNITS), inf["cluster"])
+    refits = inf.get("refit_replicates", 0)
+    if isinstance(refits, bool) or not isinstance(refits, int) or refits < 0:
+        raise ParameterError("inference.refit_replicates", "an integer >= 0", refits)
 
 
 def design_options(data: Mapping[str, Any]) -> Any:
@@ -108,7 +122,10 @@ def design_options(data: Mapping[str, Any]) -> Any:
     """
     from analysis.compare.options import ComparisonOptions  # sklearn: only when needed
 
+    inf = data.get("inference", {})
     return ComparisonOptions(
         sesoi=design_sesoi(data),
-        checkpoint_effects=bool(data.get("inference", {}).get("checkpoint_effects", False)),
+        checkpoint_effects=bool(inf.get("checkpoint_effects", False)),
+        resampling_unit=str(inf.get("cluster", "head")),
+        refit_replicates=int(inf.get("refit_replicates", 0)),
     )

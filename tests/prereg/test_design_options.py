@@ -77,3 +77,27 @@ def test_checkpoint_effects_must_be_a_boolean(design_text, value):
     with pytest.raises(ParameterError) as info:
         validate_design(data, require_held_out=False)
     assert info.value.name == "inference.checkpoint_effects"
+
+
+@pytest.mark.parametrize("unit", ["head", "kv_group", "checkpoint_layer"])
+def test_resampling_unit_and_refits_reach_the_options(design_text, unit):
+    data = tomllib.loads(design_text)
+    data["inference"]["cluster"] = unit
+    data["inference"]["refit_replicates"] = 50
+    validate_design(data, require_held_out=False)
+    from analysis.prereg.design import Design
+
+    opts = Design(Path("x.toml"), data, "0" * 64).comparison_options()
+    assert opts.resampling_unit == unit and opts.refit_replicates == 50
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("cluster", "layer"), ("cluster", 1), ("refit_replicates", -1), ("refit_replicates", 2.5)],
+)
+def test_invalid_resampling_fields_name_the_key(design_text, key, value):
+    data = tomllib.loads(design_text)
+    data["inference"][key] = value
+    with pytest.raises(ParameterError) as info:
+        validate_design(data, require_held_out=False)
+    assert info.value.name == f"inference.{key}"
