@@ -145,6 +145,8 @@ class ComparisonResult:
         checkpoint-equal estimand, leave-one-family-out and width-stratified rows; with
         ``refit_replicates`` the refit bootstrap (:mod:`analysis.compare.refit`); else
         empty.
+    options : ComparisonOptions
+        The options the comparison ran with.
 
     Examples
     --------
@@ -186,6 +188,7 @@ class ComparisonResult:
     sensitivity: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(SENSITIVITY_COLUMNS)), repr=False
     )
+    options: ComparisonOptions = field(default_factory=ComparisonOptions, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
@@ -208,7 +211,8 @@ class ComparisonResult:
             f"metrics on held-out cells)",
             f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
             f"{'studentized ' if self.bootstrap == 'studentized' else ''}cluster bootstrap "
-            f"over held-out heads, B = {self.n_boot}; alpha = {self.alpha}; "
+            f"over held-out {self.options.resampling_unit.replace('_', ' ')}s, B = {self.n_boot}; "
+            f"alpha = {self.alpha}; "
             "adds information = Holm p < alpha and CI low > 0",
             f"calibration of calibrated blocks: {self.calibration.describe()}",
         ]
@@ -243,6 +247,12 @@ class ComparisonResult:
                 )
                 + "; a pair with a failed fit is no result and never adds information "
                 "(in the Holm family it counts with p = 1)"
+            )
+        if self.options.checkpoint_effects:
+            lines.append("  checkpoint fixed effects in every model (checkpoint labels dropped)")
+        if not self.sensitivity.empty:
+            lines.append(
+                f"  sensitivity rows (decide nothing): {len(self.sensitivity)}, see .sensitivity"
             )
         if not self.dropped.empty:
             lines.append(
@@ -563,6 +573,7 @@ def compare_nested(
         calibration=calibration,
         bootstrap=bootstrap,
         **({} if sensitivity is None else {"sensitivity": sensitivity}),
+        options=options,
     )
 
 

@@ -85,6 +85,8 @@ def test_a_checkpoint_label_adds_information_only_without_checkpoint_effects(est
     assert dropped[("M1", "native__dim")] == "constant within checkpoint"
     # M0 itself absorbs the offsets: its held-out loss falls far below the plain M0's
     assert f["base_value"] < 0.3 * p["base_value"]
+    assert "checkpoint fixed effects in every model" in fixed.summary()
+    assert "checkpoint fixed effects" not in plain.summary()
 
 
 def test_sensitivity_rows_with_checkpoint_effects():

@@ -146,6 +146,8 @@ def test_refit_bootstrap_is_a_sensitivity_row():
     assert row["subset"] == "30 refits resampling kv_group"
     assert row["effect"] == res.to_frame().iloc[0]["effect"]
     assert row["ci_low"] < row["effect"] < row["ci_high"]
+    assert "over held-out kv groups" in res.summary()
+    assert res.options.refit_replicates == 30
 
 
 def test_boundary_null_size_head_vs_kv_group_resampling():
