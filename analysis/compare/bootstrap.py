@@ -11,6 +11,8 @@ stratified cluster-robust SE of :func:`cluster_se`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -21,12 +23,15 @@ __all__ = [
     "BOOTSTRAPS",
     "bootstrap_counts",
     "cluster_bootstrap_effect",
+    "cluster_bootstrap_equivalence",
     "cluster_se",
     "cluster_strata",
     "percentile_ci_and_p",
+    "percentile_equivalence_p",
     "replicate_means",
     "spearman_replicates",
     "studentized_ci_and_p",
+    "studentized_equivalence_p",
 ]
 
 #: CI and one-sided p from the cluster bootstrap's resamples: ``"cluster"`` (percentile,
@@ -188,6 +193,27 @@ def percentile_ci_and_p(effects: np.ndarray, ci_level: float = 0.95) -> tuple[fl
     return float(lo), float(hi), float(p)
 
 
+def percentile_equivalence_p(effects: np.ndarray, sesoi: float) -> float:
+    """One-sided equivalence p ``(1 + #{effect_b >= sesoi}) / (B + 1)`` (percentile).
+
+    The test of ``H0: effect >= sesoi`` (the rich model improves by at least the SESOI)
+    against ``effect < sesoi``, read from the same replicates as
+    :func:`percentile_ci_and_p`'s test of ``effect <= 0``: it rejects at level alpha
+    when the upper ``1 - alpha`` percentile of the replicate effects lies below
+    ``sesoi``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.compare.bootstrap import percentile_equivalence_p
+    >>> effects = np.arange(-1.0, 19.0)  # 20 replicates, four of them >= 15
+    >>> round(percentile_equivalence_p(effects, 15.0), 4)  # (1 + 4) / 21
+    0.2381
+    """
+    effects = np.asarray(effects, float)
+    return float((1.0 + np.sum(effects >= sesoi)) / (effects.size + 1.0))
+
+
 def cluster_se(
     head_sums: np.ndarray, head_sizes: np.ndarray, counts: np.ndarray, strata: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -282,6 +308,43 @@ def studentized_ci_and_p(
     return float(eff), float(eff - q_hi * se), float(eff - q_lo * se), float(p)
 
 
+def studentized_equivalence_p(
+    head_sums: np.ndarray,
+    head_sizes: np.ndarray,
+    counts: np.ndarray,
+    strata: np.ndarray,
+    sesoi: float,
+) -> float:
+    """One-sided studentized (bootstrap-t) equivalence p at ``sesoi``.
+
+    Notes
+    -----
+    With ``effect``, ``se`` and the replicates' ``t_b = (effect_b - effect) / se_b`` of
+    :func:`studentized_ci_and_p`, the test of ``H0: effect >= sesoi`` has statistic
+    ``t = (effect - sesoi) / se`` and ``p = (1 + #{b : t_b <= t}) / (B + 1)``: small
+    when the effect lies well below the SESOI on the scale of its own SE.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.compare.bootstrap import bootstrap_counts, studentized_equivalence_p
+    >>> sums, sizes = np.array([2.0, 4.0, -1.0]), np.array([2.0, 2.0, 1.0])  # effect 1
+    >>> counts = bootstrap_counts(3, 199, np.random.default_rng(0))
+    >>> far = studentized_equivalence_p(sums, sizes, counts, np.zeros(3), 100.0)
+    >>> near = studentized_equivalence_p(sums, sizes, counts, np.zeros(3), 1.0)
+    >>> far < 0.05 < near
+    True
+    """
+    head_sums = np.asarray(head_sums, float)
+    head_sizes = np.asarray(head_sizes, float)
+    (eff,), (se,) = cluster_se(head_sums, head_sizes, np.ones((1, head_sums.size)), strata)
+    eff_b, se_b = cluster_se(head_sums, head_sizes, counts, strata)
+    t_b = np.divide(eff_b - eff, se_b, out=np.zeros_like(eff_b), where=se_b > 0)
+    d = eff - sesoi
+    t_obs = d / se if se > 0 else np.copysign(np.inf, d) if d else 0.0
+    return float((1.0 + np.sum(t_b <= t_obs)) / (t_b.size + 1.0))
+
+
 def cluster_bootstrap_effect(
     base: np.ndarray,
     rich: np.ndarray,
@@ -336,6 +399,23 @@ def cluster_bootstrap_effect(
     >>> round(out[0], 3), out[3]
     (0.287, 0.005)
     """
+    base, rich, codes, per_cluster, counts = _draws(
+        base, rich, clusters, strata, bootstrap, n_boot, random_state
+    )
+    sign = 1.0 if higher_is_better else -1.0
+    if bootstrap == "studentized":
+        k = per_cluster.size
+        d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
+        n_h = np.bincount(codes, minlength=k).astype(float)
+        return studentized_ci_and_p(d, n_h, counts, per_cluster, ci_level)
+    eff = sign * (rich.mean() - base.mean())
+    eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
+    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
+    return float(eff), lo, hi, p
+
+
+def _draws(base, rich, clusters, strata, bootstrap, n_boot, random_state):
+    """Checked inputs and the cluster draws of :func:`cluster_bootstrap_effect`."""
     if bootstrap not in BOOTSTRAPS:
         raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
     n_boot = check_int("n_boot", n_boot, minimum=99)
@@ -349,13 +429,107 @@ def cluster_bootstrap_effect(
     else:
         codes, per_cluster = cluster_strata(clusters, strata)
         counts = bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)
+    return base, rich, codes, per_cluster, counts
+
+
+def cluster_bootstrap_equivalence(
+    base: np.ndarray,
+    rich: np.ndarray,
+    clusters: np.ndarray,
+    sesoi: float,
+    *,
+    higher_is_better: bool = False,
+    n_boot: int = 2000,
+    random_state: int | np.random.Generator | None = None,
+    strata: np.ndarray | None = None,
+    bootstrap: str = "cluster",
+) -> float:
+    """One-sided equivalence p at ``sesoi`` of per-cell values (cluster bootstrap).
+
+    The arguments are those of :func:`cluster_bootstrap_effect`, plus ``sesoi`` (> 0,
+    in the effect's units); the same ``random_state`` gives the same resamples, so this
+    p and that function's superiority p come from one set of replicates, as in
+    :func:`analysis.compare.compare_nested`. The test is of ``H0: effect >= sesoi``
+    (:func:`percentile_equivalence_p` or :func:`studentized_equivalence_p`).
+
+    Examples
+    --------
+    Eight heads; the rich model's loss is about 0.3 lower, far from a SESOI of 1 and
+    not below one of 0.3:
+
+    >>> import numpy as np
+    >>> from analysis.compare.bootstrap import cluster_bootstrap_equivalence
+    >>> rng = np.random.default_rng(0)
+    >>> heads = np.repeat(np.arange(8), 3)
+    >>> base = rng.normal(1.0, 0.1, 24)
+    >>> rich = base - 0.3 + rng.normal(0.0, 0.05, 24)
+    >>> cluster_bootstrap_equivalence(base, rich, heads, 1.0, n_boot=199, random_state=0)
+    0.005
+    >>> cluster_bootstrap_equivalence(base, rich, heads, 0.3, n_boot=199, random_state=0) > 0.05
+    True
+    """
+    ok = isinstance(sesoi, (int, float)) and not isinstance(sesoi, bool) and np.isfinite(sesoi)
+    if not ok or sesoi <= 0:
+        raise ParameterError("sesoi", "a finite number > 0", sesoi)
+    base, rich, codes, per_cluster, counts = _draws(
+        base, rich, clusters, strata, bootstrap, n_boot, random_state
+    )
     sign = 1.0 if higher_is_better else -1.0
     if bootstrap == "studentized":
         k = per_cluster.size
         d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
         n_h = np.bincount(codes, minlength=k).astype(float)
-        return studentized_ci_and_p(d, n_h, counts, per_cluster, ci_level)
-    eff = sign * (rich.mean() - base.mean())
+        return studentized_equivalence_p(d, n_h, counts, per_cluster, float(sesoi))
     eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
-    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
-    return float(eff), lo, hi, p
+    return percentile_equivalence_p(eff_b, float(sesoi))
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """One set of cluster-bootstrap resamples of the held-out units (heads by default),
+    shared by every pair and metric: each held-out cell's unit code, the stratum of each
+    unit (zeros without strata), the number of units, the ``[B, units]`` counts, the
+    unit sizes (cells) and the number of held-out heads."""
+
+    codes: np.ndarray
+    per_cluster: np.ndarray
+    n_units: int
+    counts: np.ndarray
+    head_sizes: np.ndarray
+    n_heads: int
+
+
+def _held_out_draws(
+    table: pd.DataFrame,
+    clusters: np.ndarray,
+    held: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    unit: str = "head",
+    stratum: str = "stratum",
+) -> _Draws:
+    """The cluster bootstrap over held-out units (heads, or the table's ``unit`` column,
+    constant within each head), within strata when the table has them."""
+    n_heads = len(set(clusters[held]))
+    units = clusters
+    if unit != "head":
+        if unit not in table.columns:
+            raise ParameterError("table", f"a column named {unit} (the resampling unit)", "missing")
+        units = table[unit].astype(str).to_numpy()
+        per_head = pd.DataFrame({"h": clusters, "u": units}).drop_duplicates()
+        if per_head["h"].duplicated().any():
+            bad = per_head.loc[per_head["h"].duplicated(), "h"].iloc[0]
+            raise ParameterError(unit, "one unit per head", f"head {bad} in several")
+    if stratum in table.columns:
+        strata = table[stratum].astype(str).to_numpy()
+        cluster_strata(units, strata)  # every unit in one stratum, training ones too
+        codes, per_cluster = cluster_strata(units[held], strata[held])
+        n_units = per_cluster.size
+        counts = bootstrap_counts(n_units, n_boot, rng, per_cluster)
+    else:
+        codes, uniq = pd.factorize(units[held])
+        n_units = len(uniq)
+        per_cluster = np.zeros(n_units, dtype=int)
+        counts = bootstrap_counts(n_units, n_boot, rng)
+    head_sizes = np.bincount(codes, minlength=n_units).astype(float)
+    return _Draws(codes, per_cluster, n_units, counts, head_sizes, n_heads)

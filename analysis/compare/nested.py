@@ -17,13 +17,14 @@ from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
 from analysis.compare.bootstrap import (
-    BOOTSTRAPS,
-    bootstrap_counts,
-    cluster_strata,
+    _Draws,
+    _held_out_draws,
     percentile_ci_and_p,
+    percentile_equivalence_p,
     replicate_means,
     spearman_replicates,
     studentized_ci_and_p,
+    studentized_equivalence_p,
 )
 from analysis.compare.covariates import (
     Calibration,
@@ -32,14 +33,28 @@ from analysis.compare.covariates import (
     model_feature_columns,
     prepare_covariates,
 )
-from analysis.compare.estimators import ESTIMATORS, FittedModel, fit_estimator
+from analysis.compare.equivalence import EQUIVALENCE_COLUMNS, NO_EQUIVALENCE, decide_equivalence
+from analysis.compare.estimators import FittedModel, fit_estimator
 from analysis.compare.metrics import (
     HIGHER_IS_BETTER,
     METRICS,
     interval_loglik,
     interval_sq_loss,
 )
-from analysis.validation import ParameterError, check_int, check_random_state
+from analysis.compare.nested_checks import (
+    REQUIRED_COLUMNS,  # noqa: F401 (re-exported: analysis.compare.bycheckpoint)
+    _check_columns,
+    _check_settings,
+    _check_table,
+)
+from analysis.compare.offsets import (
+    SENSITIVITY_COLUMNS,
+    add_checkpoint_effects,
+    family_sensitivity,
+)
+from analysis.compare.options import ComparisonOptions
+from analysis.compare.refit import refit_bootstrap_rows
+from analysis.validation import ParameterError
 
 __all__ = [
     "FIT_FAILED",
@@ -79,12 +94,13 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "calibration",
     "calibration_folds",
     "calibration_seed",
+    # equivalence beside superiority (analysis.compare.equivalence; added last, as above)
+    *EQUIVALENCE_COLUMNS,
 )
 #: ``status`` of a pair whose two fits converged.
 FIT_OK = "ok"
 #: ``status`` of a pair with a fit that did not converge: reported, never decided.
 FIT_FAILED = "fit failed"
-REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
 #: Optional column: the stratum of each cell's cluster (a study passes the checkpoint, the
 #: unit of its per-checkpoint held-out draw); the bootstrap resamples clusters within it.
 STRATUM = "stratum"
@@ -123,6 +139,14 @@ class ComparisonResult:
         (None when in-sample).
     bootstrap : str
         ``"cluster"`` (percentile) or ``"studentized"`` (bootstrap-t).
+    sensitivity : pandas.DataFrame
+        Sensitivity rows (:data:`~analysis.compare.offsets.SENSITIVITY_COLUMNS`): with
+        checkpoint effects (:class:`~analysis.compare.options.ComparisonOptions`) the
+        checkpoint-equal estimand, leave-one-family-out and width-stratified rows; with
+        ``refit_replicates`` the refit bootstrap (:mod:`analysis.compare.refit`); else
+        empty.
+    options : ComparisonOptions
+        The options the comparison ran with.
 
     Examples
     --------
@@ -161,6 +185,10 @@ class ComparisonResult:
     covariates: PreparedCovariates = field(repr=False)
     calibration: Calibration = field(default_factory=Calibration)
     bootstrap: str = "cluster"
+    sensitivity: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(SENSITIVITY_COLUMNS)), repr=False
+    )
+    options: ComparisonOptions = field(default_factory=ComparisonOptions, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
@@ -183,7 +211,8 @@ class ComparisonResult:
             f"metrics on held-out cells)",
             f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
             f"{'studentized ' if self.bootstrap == 'studentized' else ''}cluster bootstrap "
-            f"over held-out heads, B = {self.n_boot}; alpha = {self.alpha}; "
+            f"over held-out {self.options.resampling_unit.replace('_', ' ')}s, B = {self.n_boot}; "
+            f"alpha = {self.alpha}; "
             "adds information = Holm p < alpha and CI low > 0",
             f"calibration of calibrated blocks: {self.calibration.describe()}",
         ]
@@ -192,6 +221,13 @@ class ComparisonResult:
                 mark = "FIT FAILED (no result)"
             else:
                 mark = "ADDS INFORMATION" if r.adds_information else "no"
+            if not np.isnan(r.sesoi):
+                mark += (
+                    f"; {r.metric_role} equivalence ({r.equivalence}) at SESOI {r.sesoi:.4g}"
+                    + ("" if np.isnan(r.sesoi_share) else f" ({r.sesoi_share:.1%} of base)")
+                    + ": "
+                    f"p {r.equivalence_p:.4f}, {r.decision}"
+                )
             holm = "outside family" if np.isnan(r.p_holm) else f"{r.p_holm:.4f}"
             lines.append(
                 f"  {r.pair:<16} {r.metric:<17} base {r.base_value:.4f} rich "
@@ -211,6 +247,12 @@ class ComparisonResult:
                 )
                 + "; a pair with a failed fit is no result and never adds information "
                 "(in the Holm family it counts with p = 1)"
+            )
+        if self.options.checkpoint_effects:
+            lines.append("  checkpoint fixed effects in every model (checkpoint labels dropped)")
+        if not self.sensitivity.empty:
+            lines.append(
+                f"  sensitivity rows (decide nothing): {len(self.sensitivity)}, see .sensitivity"
             )
         if not self.dropped.empty:
             lines.append(
@@ -302,6 +344,7 @@ def compare_nested(
     maxiter: int = 200,
     calibration: Calibration | None = None,
     bootstrap: str = "cluster",
+    options: ComparisonOptions | None = None,
 ) -> ComparisonResult:
     """Fit nested models on training cells and compare them on held-out cells.
 
@@ -353,6 +396,12 @@ def compare_nested(
         How the CI and p of the mean metrics are read from the resamples (the design's
         ``inference.bootstrap``): ``"cluster"`` percentile, ``"studentized"`` bootstrap-t
         (:func:`studentized_ci_and_p`). Spearman's CI is percentile in both.
+    options : ComparisonOptions or None, keyword-only
+        The options later designs may turn on (None: ``ComparisonOptions()``, which
+        changes nothing): a SESOI per pair and metric (equivalence test and decision
+        columns), checkpoint fixed effects, the resampling unit of the bootstrap
+        (``resampling_unit``: ``"head"``, or a ``kv_group`` / ``checkpoint_layer`` column
+        of the table, constant within each head) and the refit-bootstrap sensitivity.
 
     Returns
     -------
@@ -373,6 +422,15 @@ def compare_nested(
     metric. Adds information: ``p_holm < alpha`` and ``ci_low > 0``. Secondary: the
     in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
     ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
+
+    Equivalence (:mod:`analysis.compare.equivalence`): for a (pair, metric) with a SESOI
+    ``delta > 0`` in ``options``, the one-sided test of ``H0: effect >= delta`` on the
+    same replicates: percentile ``p_eq = (1 + #{b : effect_b >= delta}) / (B + 1)``,
+    studentized ``p_eq = (1 + #{b : t_b <= (effect - delta) / se}) / (B + 1)``; Holm
+    across ``family`` within each metric; decision ``"adds information"`` (the rule
+    above), else ``"equivalent within SESOI"`` (``p_eq`` (Holm) < alpha), else
+    ``"inconclusive"``; ``"no SESOI"`` without one. ``sesoi``, ``equivalence_p`` and
+    ``equivalence_p_holm`` are NaN without a SESOI and every older column is unchanged.
 
     Fit failures: each row carries both fits' ``converged``, ``iterations`` and
     ``grad_norm`` (:class:`~analysis.compare.estimators.FittedModel`). A pair with a fit
@@ -404,6 +462,8 @@ def compare_nested(
     >>> result.adds_information("base", "rich"), result.adds_information("base", "noisy")
     (True, False)
     """
+    settings = dict(locals())  # the arguments, for the sensitivity refits
+    del settings["table"], settings["models"], settings["options"]
     _check_columns(table)
     calibration, n_boot, maxiter, rng = _check_settings(
         estimator=estimator,
@@ -417,6 +477,10 @@ def compare_nested(
         random_state=random_state,
         calibration=calibration,
     )
+    if options is None:
+        options = ComparisonOptions()
+    if not isinstance(options, ComparisonOptions):
+        raise ParameterError("options", "a ComparisonOptions or None", options)
     family, extra_pairs = _check_pairs(
         list(table.columns), models, family, extra_pairs, diagnostic_columns=diagnostic_columns
     )
@@ -440,10 +504,14 @@ def compare_nested(
         diagnostic_columns=diagnostic_columns,
         calibration_folds=folds,
     )
+    if options.checkpoint_effects:
+        if STRATUM not in table.columns:
+            raise ParameterError("table", f"a {STRATUM} column (checkpoint effects)", "missing")
+        prep = add_checkpoint_effects(prep, table[STRATUM].astype(str).to_numpy(), train)
     fits, cell_vals, preds = _fit_and_score(
         prep, used, estimator, held, clusters, lower, upper, metrics=metrics, maxiter=maxiter
     )
-    draws = _held_out_draws(table, clusters, held, n_boot, rng)
+    draws = _held_out_draws(table, clusters, held, n_boot, rng, options.resampling_unit, STRATUM)
     mid_h = 0.5 * (lower[held] + upper[held])
     point, boot = _replicates(cell_vals, preds, used, mid_h, draws, metrics=metrics)
     frame = _effect_rows(
@@ -460,8 +528,36 @@ def compare_nested(
         n_cells=int(held.sum()),
         lock_sha256=lock_sha256,
         calibration=calibration,
+        options=options,
     )
-    frame = _decide(frame, metrics=metrics, alpha=alpha)
+    frame = _decide(frame, metrics=metrics, primary_metric=primary_metric, alpha=alpha)
+    parts = []
+    refit = {k: v for k, v in settings.items() if k != "random_state"}
+    if options.checkpoint_effects and options.sensitivities:
+        parts.append(
+            family_sensitivity(
+                table,
+                models,
+                frame,
+                pairs=pairs,
+                metrics=metrics,
+                cell_vals=cell_vals,
+                preds=preds,
+                codes=draws.codes,
+                counts=draws.counts,
+                rng=rng,
+                options=options,
+                refit=refit,
+                compare=compare_nested,
+            )
+        )
+    if options.refit_replicates and options.sensitivities:
+        parts.append(
+            refit_bootstrap_rows(
+                table, models, frame, rng=rng, options=options, refit=refit, compare=compare_nested
+            )
+        )
+    sensitivity = pd.concat(parts, ignore_index=True) if parts else None
     return ComparisonResult(
         frame=frame.loc[:, list(RESULT_COLUMNS)],
         lr_tests=_lr_tests(pairs, fits),
@@ -476,57 +572,9 @@ def compare_nested(
         covariates=prep,
         calibration=calibration,
         bootstrap=bootstrap,
+        **({} if sensitivity is None else {"sensitivity": sensitivity}),
+        options=options,
     )
-
-
-def _check_columns(table: pd.DataFrame) -> None:
-    """A DataFrame with the columns :data:`REQUIRED_COLUMNS`."""
-    if not isinstance(table, pd.DataFrame):
-        raise ParameterError("table", "a pandas DataFrame", type(table).__name__)
-    for c in REQUIRED_COLUMNS:
-        if c not in table.columns:
-            raise ParameterError("table", f"a column named {c}", list(table.columns)[:12])
-
-
-def _check_settings(
-    *,
-    estimator: str,
-    metrics: Sequence[str],
-    primary_metric: str,
-    bootstrap: str,
-    n_boot: int,
-    maxiter: int,
-    alpha: float,
-    ci_level: float,
-    random_state: int | np.random.Generator | None,
-    calibration: Calibration | None,
-) -> tuple[Calibration, int, int, np.random.Generator]:
-    """Check the estimator, metric and bootstrap settings of :func:`compare_nested`.
-
-    Returns the calibration (None: the in-sample ``Calibration()``), ``n_boot``,
-    ``maxiter`` and the random generator of the bootstrap.
-    """
-    if estimator not in ESTIMATORS:
-        raise ParameterError("estimator", "one of " + ", ".join(ESTIMATORS), estimator)
-    for m in metrics:
-        if m not in METRICS:
-            raise ParameterError("metrics", "among " + ", ".join(METRICS), m)
-    if primary_metric not in metrics:
-        raise ParameterError("primary_metric", "one of the computed metrics", primary_metric)
-    if bootstrap not in BOOTSTRAPS:
-        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
-    n_boot = check_int("n_boot", n_boot, minimum=99)
-    maxiter = check_int("maxiter", maxiter, minimum=1)
-    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ParameterError("alpha", "a number in (0, 1)", alpha)
-    if not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
-        raise ParameterError("ci_level", "a number in (0, 1)", ci_level)
-    rng = check_random_state(random_state)
-    if calibration is None:
-        calibration = Calibration()
-    if not isinstance(calibration, Calibration):
-        raise ParameterError("calibration", "a Calibration or None", calibration)
-    return calibration, n_boot, maxiter, rng
 
 
 def _check_pairs(
@@ -551,31 +599,6 @@ def _check_pairs(
             columns, models, b, r, name=f"extra_pairs[{i}]", diagnostic_columns=diagnostic_columns
         )
     return family, extra_pairs
-
-
-def _check_table(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``held_out`` (bool, whole clusters, both sides present), the clusters as str and
-    the interval ends ``y_lower <= y_upper`` (no NaN)."""
-    held = table["held_out"].to_numpy()
-    if held.dtype != bool:
-        raise ParameterError("held_out", "a boolean column", str(held.dtype))
-    if held.all() or not held.any():
-        raise ParameterError("held_out", "both training and held-out rows", int(held.sum()))
-    clusters = table["cluster"].astype(str).to_numpy()
-    overlap = set(clusters[held]) & set(clusters[~held])
-    if overlap:
-        raise ParameterError(
-            "held_out",
-            "whole clusters held out",
-            f"{len(overlap)} cluster(s) on both sides, e.g. {min(overlap)}",
-        )
-    lower = table["y_lower"].to_numpy(float)
-    upper = table["y_upper"].to_numpy(float)
-    if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower > upper):
-        raise ParameterError(
-            "y_lower/y_upper", "intervals with y_lower <= y_upper", "NaN or reversed intervals"
-        )
-    return held, clusters, lower, upper
 
 
 def _fit_and_score(
@@ -620,42 +643,6 @@ def _fit_and_score(
     return fits, cell_vals, preds
 
 
-@dataclass(frozen=True)
-class _Draws:
-    """One set of cluster-bootstrap resamples of the held-out heads, shared by every
-    pair and metric: each held-out cell's head code, the heads per stratum (zeros
-    without strata), the number of heads, the ``[B, heads]`` counts and the head sizes."""
-
-    codes: np.ndarray
-    per_cluster: np.ndarray
-    n_heads: int
-    counts: np.ndarray
-    head_sizes: np.ndarray
-
-
-def _held_out_draws(
-    table: pd.DataFrame,
-    clusters: np.ndarray,
-    held: np.ndarray,
-    n_boot: int,
-    rng: np.random.Generator,
-) -> _Draws:
-    """The cluster bootstrap over held-out heads, within strata when the table has them."""
-    if STRATUM in table.columns:
-        strata = table[STRATUM].astype(str).to_numpy()
-        cluster_strata(clusters, strata)  # every cluster in one stratum, training ones too
-        codes, per_cluster = cluster_strata(clusters[held], strata[held])
-        n_heads = per_cluster.size
-        counts = bootstrap_counts(n_heads, n_boot, rng, per_cluster)
-    else:
-        codes, uniq = pd.factorize(clusters[held])
-        n_heads = len(uniq)
-        per_cluster = np.zeros(n_heads, dtype=int)
-        counts = bootstrap_counts(n_heads, n_boot, rng)
-    head_sizes = np.bincount(codes, minlength=n_heads).astype(float)
-    return _Draws(codes, per_cluster, n_heads, counts, head_sizes)
-
-
 def _replicates(
     cell_vals: Mapping[tuple[str, str], np.ndarray],
     preds: Mapping[str, np.ndarray],
@@ -693,23 +680,30 @@ def _effect_rows(
     n_cells: int,
     lock_sha256: str | None,
     calibration: Calibration,
+    options: ComparisonOptions,
 ) -> pd.DataFrame:
-    """One row per (metric, pair): values, effect, CI and p, fit diagnostics; undecided
-    (``p_holm`` NaN, ``adds_information`` False) and marked ``_in_family``."""
+    """One row per (metric, pair): values, effect, CI and p, equivalence p at the SESOI,
+    fit diagnostics; undecided (``p_holm`` NaN, ``adds_information`` False) and marked
+    ``_in_family``."""
     rows = []
     for met in metrics:
         sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
         for b, r in pairs:
             eff = sign * (point[(r, met)] - point[(b, met)])
+            sesoi = options.sesoi_for(b, r, met)
+            p_eq = np.nan
             if bootstrap == "studentized" and met != "spearman_mid":
                 d = sign * (cell_vals[(r, met)] - cell_vals[(b, met)])
-                d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_heads)
-                _, lo_ci, hi_ci, p = studentized_ci_and_p(
-                    d_h, draws.head_sizes, draws.counts, draws.per_cluster, ci_level
-                )
+                d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_units)
+                args = (d_h, draws.head_sizes, draws.counts, draws.per_cluster)
+                _, lo_ci, hi_ci, p = studentized_ci_and_p(*args, ci_level)
+                if sesoi is not None:
+                    p_eq = studentized_equivalence_p(*args, sesoi)
             else:
                 eff_b = sign * (boot[(r, met)] - boot[(b, met)])
                 lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
+                if sesoi is not None:
+                    p_eq = percentile_equivalence_p(eff_b, sesoi)
             rows.append(
                 {
                     "pair": f"{b}<{r}",
@@ -731,15 +725,25 @@ def _effect_rows(
                     "calibration": calibration.mode,
                     "calibration_folds": calibration.folds,
                     "calibration_seed": calibration.seed,
+                    "metric_role": "",
+                    "sesoi": np.nan if sesoi is None else sesoi,
+                    "sesoi_share": np.nan,
+                    "equivalence_p": p_eq,
+                    "equivalence_p_holm": np.nan,
+                    "decision": "",
+                    "equivalence": NO_EQUIVALENCE if sesoi is None else options.sesoi_source,
                     "_in_family": (b, r) in family,
                 }
             )
     return pd.DataFrame(rows)
 
 
-def _decide(frame: pd.DataFrame, *, metrics: Sequence[str], alpha: float) -> pd.DataFrame:
-    """Holm within each metric over the family, then the decision rule (see Notes of
-    :func:`compare_nested`); drops the ``_in_family`` marker."""
+def _decide(
+    frame: pd.DataFrame, *, metrics: Sequence[str], primary_metric: str, alpha: float
+) -> pd.DataFrame:
+    """Holm within each metric over the family, then the decision rule and the
+    equivalence decision (see Notes of :func:`compare_nested`); drops the
+    ``_in_family`` marker."""
     ok = (frame["status"] == FIT_OK).to_numpy()
     # a failed pair stays in the family with p = 1 (see Notes)
     p_family = np.where(ok, frame["p_value"], 1.0)
@@ -748,6 +752,14 @@ def _decide(frame: pd.DataFrame, *, metrics: Sequence[str], alpha: float) -> pd.
         frame.loc[sel, "p_holm"] = multipletests(p_family[sel], alpha=alpha, method="holm")[1]
     p_dec = np.where(frame["_in_family"], frame["p_holm"], frame["p_value"])
     frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0) & ok
+    frame = decide_equivalence(
+        frame,
+        in_family=frame["_in_family"].to_numpy(bool),
+        ok=ok,
+        metrics=metrics,
+        primary_metric=primary_metric,
+        alpha=alpha,
+    )
     return frame.drop(columns="_in_family")
 
 

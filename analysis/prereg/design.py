@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from analysis.prereg.engine_pin import check_design_engine
+from analysis.prereg.options import check_design_options, design_options
 from analysis.validation import EFFORTS, ParameterError
 
 try:  # Python >= 3.11
@@ -239,6 +240,11 @@ class Design:
     def population(self) -> list[str]:
         return population(self.data)
 
+    def comparison_options(self) -> Any:
+        """``analysis.compare.ComparisonOptions`` of the design's SESOIs and
+        ``[inference] checkpoint_effects`` (:func:`~analysis.prereg.options.design_options`)."""
+        return design_options(self.data)
+
     def comparison_kwargs(self) -> dict:
         """Keyword arguments of ``analysis.compare.compare_nested`` that the design fixes.
 
@@ -249,7 +255,8 @@ class Design:
             ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed),
             ``calibration`` (``analysis.compare.Calibration``: cross-fitted by head with
             :attr:`calibration_folds` folds and the inference seed, or in-sample).
-            ``bootstrap`` (``inference.bootstrap``, default ``"cluster"``).
+            ``bootstrap`` (``inference.bootstrap``, default ``"cluster"``), ``options``
+            (:meth:`comparison_options`).
             The caller adds the table, ``self.models``, ``log_columns`` and the lock hash.
         """
         from analysis.compare.covariates import Calibration  # sklearn: only when needed
@@ -272,6 +279,7 @@ class Design:
             if k is None
             else Calibration(folds=k, seed=int(inf["seed"])),
             "bootstrap": str(inf.get("bootstrap", "cluster")),
+            "options": self.comparison_options(),
         }
 
 
@@ -423,6 +431,7 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     _check_outcome(data)
     _check_metrics(data)
     _check_inference(data, models, hyps)
+    check_design_options(data)
     _need_table(data, "exclusions")
     _need_table(data, "exploratory")
 
@@ -626,8 +635,6 @@ def _check_inference(
     by_ck = inf.get("by_checkpoint", False)
     if not isinstance(by_ck, bool):
         raise ParameterError("inference.by_checkpoint", "true or false", by_ck)
-    if inf.get("cluster", "head") != "head":
-        raise ParameterError("inference.cluster", "head", inf.get("cluster"))
     fam = _need(inf, "family", "inference.")
     if not isinstance(fam, list) or not fam:
         raise ParameterError("inference.family", "a non-empty list of [base, rich] pairs", fam)

@@ -260,7 +260,10 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
         ``holm_family`` (the pair is in the design's Holm family), then the comparison's
         own columns ``pair`` ... ``n_heads`` and the fit diagnostics ``base_converged``
         ... ``status`` unchanged (``lock_sha256`` and the ``calibration`` columns go to
-        the provenance block). Rows
+        the provenance block), then, when the comparison has them, the equivalence
+        columns ``metric_role`` ... ``equivalence``
+        (``analysis.compare.equivalence.EQUIVALENCE_COLUMNS``: empty without a SESOI,
+        ``equivalence`` says whether the SESOI was pre-specified or exploratory). Rows
         ordered by metric (primary first) then hypothesis order. None when that
         comparison has not run.
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from analysis.compare import Calibration, compare_nested, head_folds, prepare_covariates
+from analysis.compare.equivalence import EQUIVALENCE_COLUMNS
 from analysis.validation import ParameterError
 from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
 
@@ -213,7 +214,9 @@ def test_the_comparison_states_its_calibration(table):
     cross = run(Calibration(folds=5, seed=SEED))
     assert cross.calibration == Calibration(folds=5, seed=SEED)
     f = cross.to_frame()
-    assert list(f.columns[-3:]) == ["calibration", "calibration_folds", "calibration_seed"]
+    cal_cols = ["calibration", "calibration_folds", "calibration_seed"]
+    n_eq = len(EQUIVALENCE_COLUMNS)  # added after the calibration columns
+    assert list(f.columns[-3 - n_eq : -n_eq]) == cal_cols
     assert (f["calibration"] == "cross-fitted").all()
     assert (f["calibration_folds"] == 5).all() and (f["calibration_seed"] == SEED).all()
     assert f"calibration of calibrated blocks: cross-fitted by head, 5 folds (seed {SEED})" in (

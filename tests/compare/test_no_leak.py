@@ -26,6 +26,15 @@ from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
 
 LOG_COLUMNS = ["baseline__scale"]
 HELD_OUT_METRICS = ["base_value", "rich_value", "effect", "ci_low", "ci_high", "p_value"]
+#: Columns read from the held-out metrics: the decisions and the equivalence test.
+HELD_OUT_DECISIONS = [
+    "p_holm",
+    "adds_information",
+    "sesoi_share",
+    "equivalence_p",
+    "equivalence_p_holm",
+    "decision",
+]
 #: (table, held-out mask, generator) -> a table that differs on held-out rows only
 Perturbation = Callable[[pd.DataFrame, np.ndarray, np.random.Generator], pd.DataFrame]
 
@@ -192,8 +201,8 @@ def _assert_scores_moved(a: ComparisonResult, b: ComparisonResult) -> None:
     """The held-out metrics saw the perturbation (else the test would prove nothing)."""
     fa, fb = a.to_frame(), b.to_frame()
     pd.testing.assert_frame_equal(
-        fa.drop(columns=HELD_OUT_METRICS + ["p_holm", "adds_information"]),
-        fb.drop(columns=HELD_OUT_METRICS + ["p_holm", "adds_information"]),
+        fa.drop(columns=HELD_OUT_METRICS + HELD_OUT_DECISIONS),
+        fb.drop(columns=HELD_OUT_METRICS + HELD_OUT_DECISIONS),
         check_exact=True,
     )
     moved = ~np.isclose(fa["base_value"], fb["base_value"], rtol=0, atol=0, equal_nan=True)

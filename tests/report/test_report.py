@@ -223,6 +223,10 @@ def test_comparison_tables_carry_the_fit_diagnostics(study, built):
         "rich_grad_norm",
         "status",
     ]
+    from analysis.compare.equivalence import EQUIVALENCE_COLUMNS
+
+    # the fit diagnostics, then (added after them) the equivalence columns
+    cols = cols + list(EQUIVALENCE_COLUMNS)
     for name, est in (("comparisons", "interval"), ("comparisons_ols", "ols")):
         t = comparison_table(study, estimator=est)
         assert list(t.columns[-len(cols) :]) == cols, name

@@ -35,6 +35,11 @@ HELD_OUT_METRICS = [
     "p_value",
     "p_holm",
     "adds_information",
+    # the equivalence columns read the held-out metrics too (analysis.compare.equivalence)
+    "sesoi_share",
+    "equivalence_p",
+    "equivalence_p_holm",
+    "decision",
 ]
 
 

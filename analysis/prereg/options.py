@@ -1,0 +1,131 @@
+"""Design fields of the comparison options: a SESOI per hypothesis, checkpoint effects.
+
+Both are optional and a design without them keeps its meaning (no equivalence test, no
+checkpoint fixed effects): ``hypotheses[i].sesoi`` is a number (the smallest effect size
+of interest of the primary metric, in its effect's units; for ``interval_sq_loss`` the
+units of the held-out loss, squared log2 rank) or a table metric -> number that names
+the primary metric and may add secondary ones; ``[inference] checkpoint_effects`` is
+true or false (default false); ``[inference] cluster`` names the resampling unit
+(``head``, the default, ``kv_group`` or ``checkpoint_layer``) and ``[inference]
+refit_replicates`` (default 0) the replicates of the refit-bootstrap sensitivity. See
+``docs/prereg.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from analysis.validation import ParameterError
+
+#: ``[inference] cluster``: the unit the bootstrap resamples (as
+#: ``analysis.compare.options.RESAMPLING_UNITS``; repeated here so that validating a
+#: design imports no fitting code).
+RESAMPLING_UNITS: tuple[str, ...] = ("head", "kv_group", "checkpoint_layer")
+
+__all__ = ["check_design_options", "design_options", "design_sesoi"]
+
+
+def design_sesoi(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Pair (``"M0<M1"``) -> metric -> SESOI, read and checked from the hypotheses.
+
+    Raises
+    ------
+    ParameterError
+        Named ``hypotheses[i].sesoi`` (or ``hypotheses[i].sesoi.METRIC``): not a finite
+        number > 0, a metric the design does not compute, or a table without the primary
+        metric.
+
+    Examples
+    --------
+    >>> from analysis.prereg.options import design_sesoi
+    >>> data = {
+    ...     "metrics": {"primary": "interval_sq_loss", "secondary": ["spearman_mid"]},
+    ...     "hypotheses": [
+    ...         {"pair": ["M0", "M1"], "sesoi": 0.0007},
+    ...         {"pair": ["M0", "M2"], "sesoi": {"interval_sq_loss": 0.001, "spearman_mid": 0.02}},
+    ...     ],
+    ... }
+    >>> design_sesoi(data)
+    {'M0<M1': {'interval_sq_loss': 0.0007}, 'M0<M2': {'interval_sq_loss': 0.001, 'spearman_mid': 0.02}}
+    >>> data["hypotheses"][0]["sesoi"] = -1.0
+    >>> design_sesoi(data)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: hypotheses[0].sesoi: expected a finite number > 0 ...
+    """
+    out: dict[str, dict[str, float]] = {}
+    for i, h in enumerate(data.get("hypotheses", [])):
+        if "sesoi" not in h:
+            continue
+        met = data["metrics"]
+        primary = met["primary"]
+        known = [primary, *met.get("secondary", [])]
+        name, value = f"hypotheses[{i}].sesoi", h["sesoi"]
+        is_table = isinstance(value, Mapping)
+        table = value if is_table else {primary: value}
+        if primary not in table:
+            raise ParameterError(name, f"a value for the primary metric {primary}", value)
+        per_metric = {}
+        for m, v in table.items():
+            if m not in known:
+                raise ParameterError(name, "metrics among " + ", ".join(known), m)
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            if not ok or v <= 0:
+                unit = "" if m != "interval_sq_loss" else " (held-out loss units)"
+                raise ParameterError(
+                    f"{name}.{m}" if is_table else name, f"a finite number > 0{unit}", v
+                )
+            per_metric[str(m)] = float(v)
+        out["<".join(h["pair"])] = per_metric
+    return out
+
+
+def check_design_options(data: Mapping[str, Any]) -> None:
+    """Validate the SESOIs and ``[inference] checkpoint_effects`` of a parsed design
+    (run by :func:`~analysis.prereg.design.validate_design` after the other sections).
+
+    Examples
+    --------
+    >>> from analysis.prereg.options import check_design_options
+    >>> data = {"metrics": {"primary": "interval_sq_loss"}, "hypotheses": [],
+    ...         "inference": {"checkpoint_effects": "yes"}}
+    >>> check_design_options(data)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: inference.checkpoint_effects: expected true or false...
+    """
+    design_sesoi(data)
+    inf = data.get("inference", {})
+    value = inf.get("checkpoint_effects", False)
+    if not isinstance(value, bool):
+        raise ParameterError("inference.checkpoint_effects", "true or false", value)
+    if inf.get("cluster", "head") not in RESAMPLING_UNITS:
+        raise ParameterError("inference.cluster", " or ".join(RESAMPLING_UNITS), inf["cluster"])
+    refits = inf.get("refit_replicates", 0)
+    if isinstance(refits, bool) or not isinstance(refits, int) or refits < 0:
+        raise ParameterError("inference.refit_replicates", "an integer >= 0", refits)
+
+
+def design_options(data: Mapping[str, Any]) -> Any:
+    """The ``analysis.compare.ComparisonOptions`` a validated design fixes.
+
+    Examples
+    --------
+    >>> from analysis.prereg.options import design_options
+    >>> data = {"metrics": {"primary": "interval_sq_loss"}, "inference": {},
+    ...         "hypotheses": [{"pair": ["M0", "M1"], "sesoi": 0.0007}]}
+    >>> opts = design_options(data)
+    >>> opts.sesoi_for("M0", "M1", "interval_sq_loss"), opts.checkpoint_effects
+    (0.0007, False)
+    """
+    from analysis.compare.options import ComparisonOptions  # sklearn: only when needed
+
+    inf = data.get("inference", {})
+    return ComparisonOptions(
+        sesoi=design_sesoi(data),
+        checkpoint_effects=bool(inf.get("checkpoint_effects", False)),
+        resampling_unit=str(inf.get("cluster", "head")),
+        refit_replicates=int(inf.get("refit_replicates", 0)),
+    )
