@@ -397,6 +397,8 @@ def compare_stage(
         ("lr_tests.csv", res.lr_tests),
         ("head_level.csv", hl.to_frame()),
     ]
+    if not res.sensitivity.empty:  # only designs that ask for checkpoint effects or refits
+        outputs.append(("sensitivity.csv", res.sensitivity))
     by_ck = None
     if design.by_checkpoint:
         # the same fits and the same released rows: no refit, no second release
