@@ -254,10 +254,17 @@ class RowSpanSettings:
         The first lower trial is the largest size whose row-span margin times
         ``lower_boost`` exceeds eps (1.5), else ``lo + 1``.
     group_max_size : int
-        Lower trials at sizes up to this (24) also start from the best group witness.
+        Lower trials at sizes up to this (12) also start from the best group witness
+        (24 gave the same brackets on the tuning heads at N = 256 for 5% more CPU; 8
+        lost a size: docs/results/engine.md, "Engine 5, tuning round").
     ascent_max_size : int
         Lower trials run the projected ascent only up to this size (96); above it the
         trial is the row-span family itself (and its inverse transform).
+    ascent_max_factor : float
+        Step budget of a lower trial's ascent: ``base.lower_steps`` times
+        ``sqrt(m / 12)``, within 1 and ``ascent_max_factor`` (1.5; engine 4's cap is 2,
+        which gave the same brackets on the tuning heads at N = 256 for 2% more CPU, and
+        1 lost sizes: docs/results/engine.md, "Engine 5, tuning round").
     anneal_stretch : float
         An upper trial at rank ``>= anneal_min_rank`` anneals delta / beta / the learning
         rate over ``anneal_stretch`` times its step budget (4.0) and stops at the budget.
@@ -272,8 +279,9 @@ class RowSpanSettings:
     scan_grid: int = 9
     lower_rounds: int = 3
     lower_boost: float = 1.5
-    group_max_size: int = 24
+    group_max_size: int = 12
     ascent_max_size: int = 96
+    ascent_max_factor: float = 1.5
     anneal_stretch: float = 4.0
     anneal_min_rank: int = 48
 

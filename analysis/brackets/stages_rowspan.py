@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from analysis.brackets import lower as _lower
@@ -69,7 +70,8 @@ def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -
     up to ``settings.ascent_max_size``, the projected ascent from the best row-span member
     and, up to ``settings.group_max_size``, also from the best group witness. Every
     result is offered as found and after the inverse transform; a near miss at a small
-    size gets engine 4's LP polish. Success: the size certifies above its eps.
+    size gets engine 4's LP polish, once, from the problem's best run. Success: the size
+    certifies above its eps.
     """
     if not problems:
         return []
@@ -93,11 +95,19 @@ def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -
     if runs:
         batch = [problems[p] for p, _ in runs]
         sizes = torch.tensor([m for _, _, m in batch])
-        budgets = (base.lower_steps * (sizes.double() / 12).sqrt().clamp(1.0, 2.0)).round().long()
+        factor = (sizes.double() / 12).sqrt().clamp(1.0, settings.ascent_max_factor)
+        budgets = (base.lower_steps * factor).round().long()
         found = stages._ascend(bs, batch, starts, budgets, device)
-        for (o, e, m), (Rp, Yp) in zip(batch, found, strict=True):
+        best: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
+        for (p, _), (o, _, _), (Rp, Yp) in zip(runs, batch, found, strict=True):
             b = bs[o]
             mu = max(b.offer_lower(Rp, Yp, "ascent"), offer_transformed(b, Rp, Yp, "ascent"))
+            if p not in best or mu > best[p][0]:
+                best[p] = (mu, Rp, Yp)
+        # The LP polish of a near miss runs once per problem, from its best run.
+        for p, (mu, Rp, Yp) in best.items():
+            o, e, m = problems[p]
+            b = bs[o]
             if not mu > e and m <= base.lp_max_size and mu > base.lp_near * e:
                 Rl, Yl, mg = _lower.lp_polish(b.A, Rp, Yp, rounds=base.lp_rounds)
                 if mg > mu:

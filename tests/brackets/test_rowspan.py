@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.brackets import profile_matrices, profile_matrix, stages
+from analysis.brackets import lower, profile_matrices, profile_matrix, stages, stages_rowspan
 from analysis.brackets.examples import example_head
 from analysis.brackets.lower import group_witness, normalized_margins
 from analysis.brackets.rowspan import RowSpan, inverse_transform, right_inverse, row_order
+from analysis.brackets.settings import rowspan_settings
 from analysis.brackets.upper import refine_upper
 from analysis.brackets.verify import certified_lower_margin
 from tests.fixtures.known import aI_bJ, aI_bJ_threshold, blocks, permute
@@ -160,3 +161,26 @@ def test_engine5_witnesses_reverify_after_a_file_round_trip(rng):
             for arrays in ("lists", "float32-base64"):
                 back = Profile.from_dict(json.loads(json.dumps(prof.to_dict(arrays=arrays))))
                 assert back.reverify(a) == []
+
+
+@pytest.mark.parametrize(("seed", "eps", "sizes"), [(2, 0.3, (5, 6, 7)), (4, 0.2, (6, 7, 8))])
+def test_lower_round_polishes_a_near_miss_once(monkeypatch, seed, eps, sizes):
+    """A lower trial with two ascent runs (row-span and group starts) gets at most one LP
+    polish, from its better run: these two cases polished twice before the tuning round."""
+    calls = []
+    polish = lower.lp_polish
+
+    def counting(A, R, Y, rounds):
+        calls.append(R.shape[1])
+        return polish(A, R, Y, rounds=rounds)
+
+    monkeypatch.setattr(lower, "lp_polish", counting)
+    s = rowspan_settings("default")
+    b = stages.Builder(example_head(seed=seed), None)
+    stages.trivial_witnesses(b)
+    cache = stages.cheap_stage(b, [eps])
+    stages_rowspan.rowspan_scan([b], [cache], [eps], s)
+    assert b.lo(eps) + 1 == sizes[0]
+    stages_rowspan._lower_round([b], [cache], [(0, eps, m) for m in sizes], s)
+    assert calls, "no near miss was polished: the case no longer tests the rule"
+    assert len(calls) == len(set(calls)), f"a size was polished more than once: {calls}"

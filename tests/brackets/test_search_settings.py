@@ -93,9 +93,9 @@ ENGINE_SPEC_SHA256 = {
         "thorough": "b165dcddd23b166d15fc15c50104f60894d3db280ea37c5fcd007d489c7ec9a8",
     },
     5: {
-        "fast": "ddd457e8be7feb2f69843089231dfa4aa342d9f9533a155daede41dd5212cbe1",
-        "default": "9ace64f4f589a402dcbab9236360f6c2eabfd6ae71eb798013ff0d3264593a37",
-        "thorough": "8e21590bc2fc830ad370687cf892dc2b21af8f91a6ad8d3003c791088a1084e7",
+        "fast": "d746c356936680c50001d3f7c27d379b1ecae1c7b269bcca2d3115fffeb665ed",
+        "default": "d16dc122dc60a5a165ed4177161c7b8fed3199466bf4fa5701bae5a3a6392f07",
+        "thorough": "91d50e04d09cae0a31e085ba359812ab4593f1320afce14b5447196986ed07a7",
     },
 }
 
