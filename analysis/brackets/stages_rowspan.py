@@ -10,6 +10,7 @@ which keeps it only with its certified value.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,6 +62,23 @@ def _anneal(settings: RowSpanSettings):
         return torch.where(ranks >= k0, b * stretch, b)
 
     return horizons
+
+
+def _lr_scale(settings: RowSpanSettings, n: int):
+    """Learning-rate factor of upper trials on matrices of ``n`` columns:
+    ``lr_rank / k_n`` where the scaled rank ``k_n = k sqrt(n / 256)`` exceeds
+    ``lr_rank``, else 1; None (engine 4's rate, its floats exactly) where every factor is
+    1 or ``lr_rank = 0``."""
+    k0 = settings.lr_rank
+    root = math.sqrt(n / 256)
+
+    def scale(ranks: torch.Tensor) -> torch.Tensor | None:
+        if k0 <= 0:
+            return None
+        f = (k0 / (ranks.double() * root)).clamp(max=1.0)
+        return None if bool((f == 1.0).all()) else f
+
+    return scale
 
 
 def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -> list[bool]:
@@ -142,6 +160,7 @@ def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, devi
     """
     base = settings.base
     anneal = _anneal(settings)
+    lr_scale = _lr_scale(settings, bs[0].N)
     keys = [(o, e) for o in range(len(bs)) for e in targets]
     up_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
     low_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
@@ -175,7 +194,9 @@ def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, devi
                 )
         if not up and not lowp:
             break
-        ups = stages._upper_round(bs, caches, up, base.upper_steps, device=device, anneal=anneal)
+        ups = stages._upper_round(
+            bs, caches, up, base.upper_steps, device=device, anneal=anneal, lr_scale=lr_scale
+        )
         for (o, e, k), ok in zip(up, ups, strict=True):
             if not ok:
                 uf = up_fail[o, e]

@@ -93,9 +93,9 @@ ENGINE_SPEC_SHA256 = {
         "thorough": "b165dcddd23b166d15fc15c50104f60894d3db280ea37c5fcd007d489c7ec9a8",
     },
     5: {
-        "fast": "d746c356936680c50001d3f7c27d379b1ecae1c7b269bcca2d3115fffeb665ed",
-        "default": "d16dc122dc60a5a165ed4177161c7b8fed3199466bf4fa5701bae5a3a6392f07",
-        "thorough": "91d50e04d09cae0a31e085ba359812ab4593f1320afce14b5447196986ed07a7",
+        "fast": "5619ce4808bc496d109a8d8e6b30f546f5ca013fd629ab0fd35762d6ad4c1f3e",
+        "default": "ce729eaec351e871146abc39da7a7ca1bf625295e29715a3d0487d6ff8543631",
+        "thorough": "29e38319c3088be9f449271a1a2ac9fca77a4bd56d73a7f1549012edb2b7b1e7",
     },
 }
 
