@@ -93,9 +93,9 @@ ENGINE_SPEC_SHA256 = {
         "thorough": "b165dcddd23b166d15fc15c50104f60894d3db280ea37c5fcd007d489c7ec9a8",
     },
     5: {
-        "fast": "5619ce4808bc496d109a8d8e6b30f546f5ca013fd629ab0fd35762d6ad4c1f3e",
-        "default": "ce729eaec351e871146abc39da7a7ca1bf625295e29715a3d0487d6ff8543631",
-        "thorough": "29e38319c3088be9f449271a1a2ac9fca77a4bd56d73a7f1549012edb2b7b1e7",
+        "fast": "8e84eba30a1397302ba67ddcac1693cef960bf97f367a95c9050770b35f1e06f",
+        "default": "42c7124d8a419c1f0950bcef71adc4c6c8ea54962c60cbbd71ea87c2a761bef2",
+        "thorough": "bbc1d4b0d836508998926b8bc7a11a891c602263eb27282154115c010c03ff16",
     },
 }
 
