@@ -9,7 +9,7 @@ t = 1 alone; CPU is then per profile (the batch's divided by five).
 
 Usage, from the repository root::
 
-    python -m benchmarks.bench_engines [--length 256] [--every 6] [--heads I ...]
+    python -m benchmarks.bench_engines [--length 256] [--every 6] [--offset 0] [--heads I ...]
                                        [--effort default] [--engines 4 5]
                                        [--temperatures] [--out FILE.csv]
 """
@@ -68,6 +68,7 @@ def profile_head(A: np.ndarray, engine: int, effort: str, temperatures: bool) ->
                     "cpu": cpu,
                     "upper_method": meth["upper"],
                     "lower_method": meth["lower"],
+                    "stages": prof.stats["seconds"],
                 }
             )
     return rows
@@ -98,6 +99,12 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=256)
     ap.add_argument("--every", type=int, default=6, help="heads 0, every, 2*every, ...")
     ap.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        help="heads offset, offset + every, ... (a disjoint sample)",
+    )
+    ap.add_argument(
         "--heads", type=int, nargs="*", help="explicit head indices (overrides --every)"
     )
     ap.add_argument("--effort", default="default")
@@ -108,7 +115,7 @@ def main() -> None:
     cmd = command_line("benchmarks.bench_engines")
     print("command:", cmd, flush=True)
     A = minilm_attention(args.length)
-    heads = args.heads if args.heads else list(range(0, len(A), args.every))
+    heads = args.heads if args.heads else list(range(args.offset, len(A), args.every))
     rows = []
     with fixed_torch_threads(1):
         for i in heads:
@@ -116,12 +123,21 @@ def main() -> None:
                 got = profile_head(A[i], engine, args.effort, args.temperatures)
                 rows += [r | {"head": i} for r in got]
                 one = [(r["lower"], r["upper"]) for r in got if r["temperature"] == 1.0]
-                print(f"head {i} engine {engine}: {one} cpu {got[0]['cpu']:.2f}s", flush=True)
-    df = pd.DataFrame(rows)
+                st = " ".join(f"{k} {v:.2f}" for k, v in got[0]["stages"].items())
+                print(
+                    f"head {i} engine {engine}: {one} cpu {got[0]['cpu']:.2f}s ({st})", flush=True
+                )
+    df = pd.DataFrame(rows).drop(columns="stages")
     if args.out:
         df.to_csv(args.out, index=False)
     summary = {"command": cmd, "length": args.length, "effort": args.effort, "heads": heads}
     summary |= summarize(df)
+    if len(args.engines) > 1:
+        per = df.groupby(["engine", "head", "temperature"])["cpu"].first().groupby("engine").sum()
+        summary["cpu_total_ratio"] = {
+            f"{e} / {args.engines[0]}": round(float(per[e] / per[args.engines[0]]), 3)
+            for e in args.engines[1:]
+        }
     print(json.dumps(summary, indent=1))
 
 

@@ -105,8 +105,8 @@ def profile_matrix(
     the cheap stage, a scan of row-span lower witnesses (rows of a pivoted QR of ``A^T``,
     a reweighted right inverse of their block; :mod:`analysis.brackets.rowspan`), starts
     its lower trials from them, offers every lower candidate also after the inverse
-    transform ``Y <- (Y A R)^-1 Y``, and anneals upper trials at rank 48 and more over 4x
-    their step budget (:class:`~analysis.brackets.settings.RowSpanSettings`; docs/method.md
+    transform ``Y <- (Y A R)^-1 Y``, and runs upper trials at a learning rate that falls
+    with the rank (:class:`~analysis.brackets.settings.RowSpanSettings`; docs/method.md
     section 7).
 
     Examples

@@ -254,15 +254,34 @@ class RowSpanSettings:
         The first lower trial is the largest size whose row-span margin times
         ``lower_boost`` exceeds eps (1.5), else ``lo + 1``.
     group_max_size : int
-        Lower trials at sizes up to this (24) also start from the best group witness.
+        Lower trials at sizes up to this (16) also start from the best group witness
+        (24 gave the same brackets on the tuning heads at N = 256 for about 5% more CPU;
+        12 lost a size at 13 on an N = 64 head, 8 one on an N = 256 head:
+        docs/results/engine.md, "Engine 5, tuning round").
     ascent_max_size : int
         Lower trials run the projected ascent only up to this size (96); above it the
         trial is the row-span family itself (and its inverse transform).
+    ascent_max_factor : float
+        Step budget of a lower trial's ascent: ``base.lower_steps`` times
+        ``sqrt(m / 12)``, within 1 and ``ascent_max_factor`` (1.5; engine 4's cap is 2,
+        which gave the same brackets on the tuning heads at N = 256 for 2% more CPU, and
+        1 lost sizes: docs/results/engine.md, "Engine 5, tuning round").
     anneal_stretch : float
         An upper trial at rank ``>= anneal_min_rank`` anneals delta / beta / the learning
-        rate over ``anneal_stretch`` times its step budget (4.0) and stops at the budget.
+        rate over ``anneal_stretch`` times its step budget and stops at the budget. 1.0
+        (the budget, as in engine 4) since the learning rate falls with the rank
+        (``lr_rank``): with it, 4.0 gave wider brackets on the tuning heads at N = 256
+        for 12% more CPU (docs/results/engine.md, "Engine 5, tuning round").
     anneal_min_rank : int
         ... (48); lower ranks anneal over their budget, as in engine 4.
+    lr_rank : int
+        Upper trials at a scaled rank ``k_N = k sqrt(N / 256)`` above ``lr_rank`` run Adam
+        at ``lr_rank / k_N`` times engine 4's learning rate (48; 0: engine 4's rate at
+        every rank). One Adam step moves every entry of ``(U, W)`` by about the rate, so
+        a row's error by about ``k sqrt(N)`` times it. At N = 256 and ranks 100-200 engine
+        4's rate moved the truncated-SVD start so far that no trial got back below its
+        start error; a fifth of it did (docs/results/engine.md, "Engine 5, tuning
+        round"). At N = 64 (``k_N = k / 2 <= 32``) the rate is engine 4's.
     """
 
     base: SearchSettings
@@ -272,10 +291,12 @@ class RowSpanSettings:
     scan_grid: int = 9
     lower_rounds: int = 3
     lower_boost: float = 1.5
-    group_max_size: int = 24
+    group_max_size: int = 16
     ascent_max_size: int = 96
-    anneal_stretch: float = 4.0
+    ascent_max_factor: float = 1.5
+    anneal_stretch: float = 1.0
     anneal_min_rank: int = 48
+    lr_rank: int = 48
 
 
 ROWSPAN_SETTINGS: Mapping[str, RowSpanSettings] = MappingProxyType(

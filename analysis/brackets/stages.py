@@ -239,7 +239,16 @@ def _stack_A(bs: Sequence[Builder], owners: Sequence[int], device=None) -> torch
 
 
 def _upper_round(
-    bs, caches, problems, steps, *, svd_start=False, method="adam", device=None, anneal=None
+    bs,
+    caches,
+    problems,
+    steps,
+    *,
+    svd_start=False,
+    method="adam",
+    device=None,
+    anneal=None,
+    lr_scale=None,
 ) -> list[bool]:
     """One batched Adam refinement over ``(matrix, eps, rank)`` problems; success per problem.
 
@@ -249,7 +258,8 @@ def _upper_round(
     runs on ``device`` (None: the CPU); its candidates come back to the CPU and are
     certified there, in float64. ``anneal``, a function of the ranks and budgets (int
     tensors), gives each problem's anneal horizon (:func:`upper.refine_upper`); None
-    anneals over the budget (engine 4).
+    anneals over the budget (engine 4). ``lr_scale``, a function of the ranks, gives each
+    problem's factor on the learning rate; None keeps engine 4's rate.
     """
     if not problems:
         return []
@@ -270,8 +280,16 @@ def _upper_round(
     targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
     budgets = _budgets(ranks, steps, 24)
     horizons = None if anneal is None else anneal(ranks, budgets)
+    scale = None if lr_scale is None else lr_scale(ranks)
     U, W, _ = _upper.refine_upper(
-        At, U0.to(At.device), W0.to(At.device), ranks, targets, steps=budgets, horizons=horizons
+        At,
+        U0.to(At.device),
+        W0.to(At.device),
+        ranks,
+        targets,
+        steps=budgets,
+        horizons=horizons,
+        lr_scale=scale,
     )
     U, W = U.cpu(), W.cpu()
     out = []

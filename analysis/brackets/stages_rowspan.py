@@ -10,8 +10,10 @@ which keeps it only with its certified value.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from analysis.brackets import lower as _lower
@@ -62,6 +64,23 @@ def _anneal(settings: RowSpanSettings):
     return horizons
 
 
+def _lr_scale(settings: RowSpanSettings, n: int):
+    """Learning-rate factor of upper trials on matrices of ``n`` columns:
+    ``lr_rank / k_n`` where the scaled rank ``k_n = k sqrt(n / 256)`` exceeds
+    ``lr_rank``, else 1; None (engine 4's rate, its floats exactly) where every factor is
+    1 or ``lr_rank = 0``."""
+    k0 = settings.lr_rank
+    root = math.sqrt(n / 256)
+
+    def scale(ranks: torch.Tensor) -> torch.Tensor | None:
+        if k0 <= 0:
+            return None
+        f = (k0 / (ranks.double() * root)).clamp(max=1.0)
+        return None if bool((f == 1.0).all()) else f
+
+    return scale
+
+
 def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -> list[bool]:
     """One batch of row-span lower trials over ``(matrix, eps, size)`` problems.
 
@@ -69,7 +88,8 @@ def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -
     up to ``settings.ascent_max_size``, the projected ascent from the best row-span member
     and, up to ``settings.group_max_size``, also from the best group witness. Every
     result is offered as found and after the inverse transform; a near miss at a small
-    size gets engine 4's LP polish. Success: the size certifies above its eps.
+    size gets engine 4's LP polish, once, from the problem's best run. Success: the size
+    certifies above its eps.
     """
     if not problems:
         return []
@@ -93,11 +113,19 @@ def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -
     if runs:
         batch = [problems[p] for p, _ in runs]
         sizes = torch.tensor([m for _, _, m in batch])
-        budgets = (base.lower_steps * (sizes.double() / 12).sqrt().clamp(1.0, 2.0)).round().long()
+        factor = (sizes.double() / 12).sqrt().clamp(1.0, settings.ascent_max_factor)
+        budgets = (base.lower_steps * factor).round().long()
         found = stages._ascend(bs, batch, starts, budgets, device)
-        for (o, e, m), (Rp, Yp) in zip(batch, found, strict=True):
+        best: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
+        for (p, _), (o, _, _), (Rp, Yp) in zip(runs, batch, found, strict=True):
             b = bs[o]
             mu = max(b.offer_lower(Rp, Yp, "ascent"), offer_transformed(b, Rp, Yp, "ascent"))
+            if p not in best or mu > best[p][0]:
+                best[p] = (mu, Rp, Yp)
+        # The LP polish of a near miss runs once per problem, from its best run.
+        for p, (mu, Rp, Yp) in best.items():
+            o, e, m = problems[p]
+            b = bs[o]
             if not mu > e and m <= base.lp_max_size and mu > base.lp_near * e:
                 Rl, Yl, mg = _lower.lp_polish(b.A, Rp, Yp, rounds=base.lp_rounds)
                 if mg > mu:
@@ -132,6 +160,7 @@ def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, devi
     """
     base = settings.base
     anneal = _anneal(settings)
+    lr_scale = _lr_scale(settings, bs[0].N)
     keys = [(o, e) for o in range(len(bs)) for e in targets]
     up_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
     low_fail: dict[tuple[int, float], int | None] = dict.fromkeys(keys)
@@ -165,7 +194,9 @@ def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, devi
                 )
         if not up and not lowp:
             break
-        ups = stages._upper_round(bs, caches, up, base.upper_steps, device=device, anneal=anneal)
+        ups = stages._upper_round(
+            bs, caches, up, base.upper_steps, device=device, anneal=anneal, lr_scale=lr_scale
+        )
         for (o, e, k), ok in zip(up, ups, strict=True):
             if not ok:
                 uf = up_fail[o, e]

@@ -217,6 +217,7 @@ def refine_upper(
     check: int = 10,
     give_up: float = 0.6,
     horizons: torch.Tensor | None = None,
+    lr_scale: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Adam on ``(U, W)`` minimizing a smoothed max-row-l1 error, batched over problems.
 
@@ -239,6 +240,9 @@ def refine_upper(
         rate) anneals; a horizon longer than the budget stops the run part-way through
         its anneal. Default: the budgets (engine 4). The early stops still follow
         ``steps``.
+    lr_scale : tensor ``[P]``, optional
+        A factor on ``lr`` per problem (engine 5 lowers the rate at large ranks).
+        Default: ``lr`` for every problem (engine 4).
 
     Returns
     -------
@@ -283,6 +287,9 @@ def refine_upper(
     Aa, Ma, Ta = A, mask, targets.to(device=dev, dtype=A.dtype)
     Sa = torch.as_tensor(steps).expand(P).to(device=dev, dtype=A.dtype)
     Ha = Sa if horizons is None else torch.as_tensor(horizons).expand(P).to(dev, A.dtype)
+    La: float | torch.Tensor = lr
+    if lr_scale is not None:
+        La = lr * torch.as_tensor(lr_scale).expand(P).to(dev, A.dtype)
     total = int(Sa.max())
     for step in range(total + 1):
         U, W = X[:, :M], X[:, M:]
@@ -303,9 +310,11 @@ def refine_upper(
                 X, mom, vel, Aa, Ma, Ta, Sa, Ha, idx = (
                     t[keep] for t in (X, mom, vel, Aa, Ma, Ta, Sa, Ha, idx)
                 )
+                if isinstance(La, torch.Tensor):
+                    La = La[keep]
                 U, W = X[:, :M], X[:, M:]
                 E = Aa - U @ W.transpose(-1, -2)
-        upper_step(X, E, mom, vel, Ma, Ta, Ha, step, lr)
+        upper_step(X, E, mom, vel, Ma, Ta, Ha, step, La)
     return best[:, :M], best[:, M:], best_err
 
 
@@ -318,7 +327,7 @@ def upper_step(
     targets: torch.Tensor,
     budgets: torch.Tensor,
     step: int,
-    lr: float,
+    lr: float | torch.Tensor,
 ) -> None:
     """One Adam step of :func:`refine_upper`, in place on ``X`` ``[p, M + N, K]`` (``U`` on
     top of ``W``) and its moments; ``E = A - U W^T`` ``[p, M, N]`` is consumed (overwritten).

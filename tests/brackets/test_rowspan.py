@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.brackets import profile_matrices, profile_matrix, stages
+from analysis.brackets import lower, profile_matrices, profile_matrix, stages, stages_rowspan
 from analysis.brackets.examples import example_head
 from analysis.brackets.lower import group_witness, normalized_margins
 from analysis.brackets.rowspan import RowSpan, inverse_transform, right_inverse, row_order
+from analysis.brackets.settings import rowspan_settings
 from analysis.brackets.upper import refine_upper
 from analysis.brackets.verify import certified_lower_margin
 from tests.fixtures.known import aI_bJ, aI_bJ_threshold, blocks, permute
@@ -160,3 +161,53 @@ def test_engine5_witnesses_reverify_after_a_file_round_trip(rng):
             for arrays in ("lists", "float32-base64"):
                 back = Profile.from_dict(json.loads(json.dumps(prof.to_dict(arrays=arrays))))
                 assert back.reverify(a) == []
+
+
+@pytest.mark.parametrize(("seed", "eps", "sizes"), [(2, 0.3, (5, 6, 7)), (4, 0.2, (6, 7, 8))])
+def test_lower_round_polishes_a_near_miss_once(monkeypatch, seed, eps, sizes):
+    """A lower trial with two ascent runs (row-span and group starts) gets at most one LP
+    polish, from its better run: these two cases polished twice before the tuning round."""
+    calls = []
+    polish = lower.lp_polish
+
+    def counting(A, R, Y, rounds):
+        calls.append(R.shape[1])
+        return polish(A, R, Y, rounds=rounds)
+
+    monkeypatch.setattr(lower, "lp_polish", counting)
+    s = rowspan_settings("default")
+    b = stages.Builder(example_head(seed=seed), None)
+    stages.trivial_witnesses(b)
+    cache = stages.cheap_stage(b, [eps])
+    stages_rowspan.rowspan_scan([b], [cache], [eps], s)
+    assert b.lo(eps) + 1 == sizes[0]
+    stages_rowspan._lower_round([b], [cache], [(0, eps, m) for m in sizes], s)
+    assert calls, "no near miss was polished: the case no longer tests the rule"
+    assert len(calls) == len(set(calls)), f"a size was polished more than once: {calls}"
+
+
+def test_upper_learning_rate_scale_by_rank():
+    """Engine 5's rate factor is 1 up to scaled rank ``lr_rank`` and ``lr_rank / k_N``
+    above it (None when off); ``refine_upper`` applies it per problem (a zero factor
+    leaves the start)."""
+    import dataclasses
+
+    s = rowspan_settings("default")
+    scale = stages_rowspan._lr_scale(s, 256)(torch.tensor([12, s.lr_rank, 2 * s.lr_rank]))
+    assert scale.tolist() == [1.0, 1.0, 0.5]
+    assert stages_rowspan._lr_scale(s, 1024)(torch.tensor([s.lr_rank])).tolist() == [0.5]
+    assert stages_rowspan._lr_scale(s, 64)(torch.tensor([12, 64])) is None
+    off = dataclasses.replace(s, lr_rank=0)
+    assert stages_rowspan._lr_scale(off, 256)(torch.tensor([99])) is None
+    A = torch.from_numpy(example_head(n=16, seed=2))[None].float().expand(2, -1, -1)
+    rng = np.random.default_rng(0)
+    U0 = torch.from_numpy(0.3 * rng.normal(size=(1, 16, 3))).float().expand(2, -1, -1)
+    W0 = torch.from_numpy(0.3 * rng.normal(size=(1, 16, 3))).float().expand(2, -1, -1)
+    args = (A, U0, W0, torch.tensor([3, 3]), torch.tensor([0.01, 0.01]))
+    steps = torch.tensor([120, 120])
+    U1, _, e1 = refine_upper(*args, steps=steps)
+    U2, _, e2 = refine_upper(*args, steps=steps, lr_scale=torch.tensor([1.0, 0.0]))
+    start = (A[0] - U0[0] @ W0[0].T).abs().sum(-1).max()
+    assert torch.equal(U2[1], U0[1]) and e2[1] == start  # rate 0: the start is the best
+    assert not torch.equal(U1[1], U0[1]) and e1[1] < start
+    assert torch.allclose(U2[0], U1[0], atol=1e-5)  # factor 1: engine 4's rate

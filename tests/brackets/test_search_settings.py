@@ -93,9 +93,9 @@ ENGINE_SPEC_SHA256 = {
         "thorough": "b165dcddd23b166d15fc15c50104f60894d3db280ea37c5fcd007d489c7ec9a8",
     },
     5: {
-        "fast": "ddd457e8be7feb2f69843089231dfa4aa342d9f9533a155daede41dd5212cbe1",
-        "default": "9ace64f4f589a402dcbab9236360f6c2eabfd6ae71eb798013ff0d3264593a37",
-        "thorough": "8e21590bc2fc830ad370687cf892dc2b21af8f91a6ad8d3003c791088a1084e7",
+        "fast": "8e84eba30a1397302ba67ddcac1693cef960bf97f367a95c9050770b35f1e06f",
+        "default": "42c7124d8a419c1f0950bcef71adc4c6c8ea54962c60cbbd71ea87c2a761bef2",
+        "thorough": "bbc1d4b0d836508998926b8bc7a11a891c602263eb27282154115c010c03ff16",
     },
 }
 
