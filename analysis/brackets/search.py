@@ -17,7 +17,7 @@ version (:func:`analysis.brackets.engine_spec`): 4 runs the stages above with
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -385,12 +385,45 @@ def _profile_checked(
 ) -> list[Profile]:
     """:func:`profile_matrices` on validated input: float64 ``[M, N]`` matrices of one
     shape, a sorted eps grid, one previous profile (or None) per matrix, a checked
-    device (None: the CPU) and a checked engine version (4 runs here, 5 in
-    :func:`_profile_rowspan`)."""
+    device (None: the CPU) and a checked engine version.
+
+    Every version starts with the trivial witnesses and the cheap stage, then runs its
+    own stages on the finite targets. Engine 4: refinement, closing pass. Engine 5: the
+    row-span scan, the row-span refinement (:mod:`analysis.brackets.stages_rowspan`), the
+    closing pass with the inverse transform."""
+    Stage = Callable[[list, list, list], None]
+    named: list[tuple[str, Stage]]
     if engine == 5:
-        return _profile_rowspan(mats, targets, effort, prevs, prune, device)
+        rs = ROWSPAN_SETTINGS[effort]
+        named = [
+            (
+                "rowspan",
+                lambda bs, cs, fin: (
+                    stages_rowspan.rowspan_scan(bs, cs, fin, rs) if rs.rowspan else None
+                ),
+            ),
+            (
+                "refine",
+                lambda bs, cs, fin: (
+                    stages_rowspan.refine(bs, cs, fin, rs, device)
+                    if rs.rowspan
+                    else stages.refine(bs, cs, fin, rs.base, device)
+                ),
+            ),
+            (
+                "close",
+                lambda bs, cs, fin: stages.close(
+                    bs, cs, fin, rs.base, device, transform=rs.rowspan
+                ),
+            ),
+        ]
+    else:
+        st = SETTINGS[effort]
+        named = [
+            ("refine", lambda bs, cs, fin: stages.refine(bs, cs, fin, st, device)),
+            ("close", lambda bs, cs, fin: stages.close(bs, cs, fin, st, device)),
+        ]
     H = len(mats)
-    settings = SETTINGS[effort]
     with fixed_torch_threads(1):
         t0 = time.perf_counter()
         bs = [stages.Builder(a, p) for a, p in zip(mats, prevs, strict=True)]
@@ -398,65 +431,13 @@ def _profile_checked(
             stages.trivial_witnesses(b)
         finite = [e for e in targets if e < 1]
         caches = [stages.cheap_stage(b, finite or [0.5]) for b in bs]
-        t1 = time.perf_counter()
-        if finite:
-            stages.refine(bs, caches, finite, settings, device)
-        t2 = time.perf_counter()
-        if finite:
-            stages.close(bs, caches, finite, settings, device)
-        t3 = time.perf_counter()
-    seconds = {
-        "cheap": (t1 - t0) / H,
-        "refine": (t2 - t1) / H,
-        "close": (t3 - t2) / H,
-        "total": (t3 - t0) / H,
-    }
-    return [
-        _finish(b, prev, targets, effort, seconds, H, prune)
-        for b, prev in zip(bs, prevs, strict=True)
-    ]
-
-
-def _profile_rowspan(
-    mats: list[np.ndarray],
-    targets: tuple[float, ...],
-    effort: str,
-    prevs: list[Profile | None],
-    prune: bool,
-    device: Any = None,
-) -> list[Profile]:
-    """Engine 5's search on validated input (as :func:`_profile_checked`): engine 4's
-    trivial witnesses and cheap stage, the row-span scan, the row-span refinement
-    (:mod:`analysis.brackets.stages_rowspan`), the closing pass with the inverse
-    transform, pruning."""
-    H = len(mats)
-    settings = ROWSPAN_SETTINGS[effort]
-    with fixed_torch_threads(1):
-        t0 = time.perf_counter()
-        bs = [stages.Builder(a, p) for a, p in zip(mats, prevs, strict=True)]
-        for b in bs:
-            stages.trivial_witnesses(b)
-        finite = [e for e in targets if e < 1]
-        caches = [stages.cheap_stage(b, finite or [0.5]) for b in bs]
-        t1 = time.perf_counter()
-        if finite and settings.rowspan:
-            stages_rowspan.rowspan_scan(bs, caches, finite, settings)
-        t2 = time.perf_counter()
-        if finite and settings.rowspan:
-            stages_rowspan.refine(bs, caches, finite, settings, device)
-        elif finite:
-            stages.refine(bs, caches, finite, settings.base, device)
-        t3 = time.perf_counter()
-        if finite:
-            stages.close(bs, caches, finite, settings.base, device, transform=settings.rowspan)
-        t4 = time.perf_counter()
-    seconds = {
-        "cheap": (t1 - t0) / H,
-        "rowspan": (t2 - t1) / H,
-        "refine": (t3 - t2) / H,
-        "close": (t4 - t3) / H,
-        "total": (t4 - t0) / H,
-    }
+        seconds = {"cheap": (time.perf_counter() - t0) / H}
+        for name, run in named:
+            t = time.perf_counter()
+            if finite:
+                run(bs, caches, finite)
+            seconds[name] = (time.perf_counter() - t) / H
+        seconds["total"] = (time.perf_counter() - t0) / H
     return [
         _finish(b, prev, targets, effort, seconds, H, prune)
         for b, prev in zip(bs, prevs, strict=True)

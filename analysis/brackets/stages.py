@@ -386,6 +386,28 @@ def _next_trial(best: int, fail: int | None, first: int | None, step: float) -> 
     return (best + fail) // 2 if step < 0 else (best + fail + 1) // 2
 
 
+def upper_trial(lo: int, hi: int, fail: int | None, rnd: int, upper_first: float) -> int | None:
+    """The rank of a refinement round's upper trial below ``hi`` (None: no rank is left).
+
+    Between ``max(lo, 1)`` (and above the lowest failed rank ``fail``) and ``hi - 1``: in
+    round 0 at ``round(upper_first * hi)``, later by :func:`_next_trial`'s gallop and
+    bisection between ``hi`` and ``fail``.
+
+    Examples
+    --------
+    >>> from analysis.brackets.stages import upper_trial
+    >>> upper_trial(3, 10, None, 0, 0.7)  # round 0: at 0.7 hi
+    7
+    >>> upper_trial(3, 10, 9, 1, 0.7) is None  # rank 9 failed: nothing left below hi = 10
+    True
+    """
+    floor_k = max(lo, 1, fail + 1 if fail is not None else 0)
+    if floor_k > hi - 1:
+        return None
+    first = int(round(upper_first * hi)) if rnd == 0 else None
+    return min(max(_next_trial(hi, fail, first, -0.15), floor_k), hi - 1)
+
+
 def refine(bs, caches, targets: Sequence[float], settings: SearchSettings, device=None) -> None:
     """Per-eps search: one upper and one lower trial per matrix, eps and round, all batched.
 
@@ -429,11 +451,9 @@ def refine(bs, caches, targets: Sequence[float], settings: SearchSettings, devic
             lo, hi = b.lo(e), b.hi(e)
             if lo >= hi:
                 continue
-            floor_k = max(lo, 1, uf + 1 if uf is not None else 0)
-            if floor_k <= hi - 1:
-                first = int(round(settings.upper_first * hi)) if rnd == 0 else None
-                k = _next_trial(hi, uf, first, -0.15)
-                up.append((o, e, min(max(k, floor_k), hi - 1)))
+            k = upper_trial(lo, hi, uf, rnd, settings.upper_first)
+            if k is not None:
+                up.append((o, e, k))
             ceil_m = min(hi, min(b.M, b.N), lf - 1 if lf is not None else hi)
             if lo + 1 <= ceil_m and (lf is None or ceil_m - lo >= settings.resolution * lo):
                 first = None

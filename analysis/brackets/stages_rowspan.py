@@ -172,11 +172,9 @@ def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, devi
             lo, hi = b.lo(e), b.hi(e)
             if lo >= hi:
                 continue
-            floor_k = max(lo, 1, uf + 1 if uf is not None else 0)
-            if floor_k <= hi - 1:
-                first = int(round(base.upper_first * hi)) if rnd == 0 else None
-                k = stages._next_trial(hi, uf, first, -0.15)
-                up.append((o, e, min(max(k, floor_k), hi - 1)))
+            k = stages.upper_trial(lo, hi, uf, rnd, base.upper_first)
+            if k is not None:
+                up.append((o, e, k))
             if rnd >= settings.lower_rounds:
                 continue
             ceil_m = min(hi, min(b.M, b.N), lf - 1 if lf is not None else hi)
