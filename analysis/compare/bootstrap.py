@@ -399,19 +399,33 @@ def cluster_bootstrap_effect(
     >>> round(out[0], 3), out[3]
     (0.287, 0.005)
     """
+    eff, eff_b, studentized = _signed_replicates(
+        base, rich, clusters, strata, bootstrap, n_boot, random_state, higher_is_better
+    )
+    if studentized is not None:
+        return studentized_ci_and_p(*studentized, ci_level)
+    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
+    return eff, lo, hi, p
+
+
+def _signed_replicates(
+    base, rich, clusters, strata, bootstrap, n_boot, random_state, higher_is_better
+) -> tuple[float, np.ndarray | None, tuple | None]:
+    """The signed effect and what the chosen bootstrap needs of the draws: the replicate
+    effects (percentile; the third item None) or the arguments ``(d, n_h, counts,
+    per_cluster)`` of the studentized functions (the second item None)."""
     base, rich, codes, per_cluster, counts = _draws(
         base, rich, clusters, strata, bootstrap, n_boot, random_state
     )
     sign = 1.0 if higher_is_better else -1.0
+    eff = float(sign * (rich.mean() - base.mean()))
     if bootstrap == "studentized":
         k = per_cluster.size
         d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
         n_h = np.bincount(codes, minlength=k).astype(float)
-        return studentized_ci_and_p(d, n_h, counts, per_cluster, ci_level)
-    eff = sign * (rich.mean() - base.mean())
+        return eff, None, (d, n_h, counts, per_cluster)
     eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
-    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
-    return float(eff), lo, hi, p
+    return eff, eff_b, None
 
 
 def _draws(base, rich, clusters, strata, bootstrap, n_boot, random_state):
@@ -471,16 +485,11 @@ def cluster_bootstrap_equivalence(
     ok = isinstance(sesoi, (int, float)) and not isinstance(sesoi, bool) and np.isfinite(sesoi)
     if not ok or sesoi <= 0:
         raise ParameterError("sesoi", "a finite number > 0", sesoi)
-    base, rich, codes, per_cluster, counts = _draws(
-        base, rich, clusters, strata, bootstrap, n_boot, random_state
+    _, eff_b, studentized = _signed_replicates(
+        base, rich, clusters, strata, bootstrap, n_boot, random_state, higher_is_better
     )
-    sign = 1.0 if higher_is_better else -1.0
-    if bootstrap == "studentized":
-        k = per_cluster.size
-        d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
-        n_h = np.bincount(codes, minlength=k).astype(float)
-        return studentized_equivalence_p(d, n_h, counts, per_cluster, float(sesoi))
-    eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
+    if studentized is not None:
+        return studentized_equivalence_p(*studentized, float(sesoi))
     return percentile_equivalence_p(eff_b, float(sesoi))
 
 
