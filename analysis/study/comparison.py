@@ -257,8 +257,22 @@ def comparison_table(
     design_vars = ["input_id", "length", "temperature", "eps"]
     keep = ["cell_key", "cluster", "stratum", "y_lower", "y_upper", *design_vars, *model_cols]
     table = table.loc[:, keep].sort_values("cell_key").reset_index(drop=True)
+    # a coarser resampling unit (kv_group / checkpoint_layer) is one more column; designs
+    # that resample heads keep the table, and so the comparison digest, they always had
+    table = _with_unit(study, table)
     log_cols = [c for c in logs if c in model_cols]
     return table, log_cols, excluded
+
+
+def _with_unit(study: Study, table: pd.DataFrame) -> pd.DataFrame:
+    from analysis.store import Store
+    from analysis.study.units import unit_column
+
+    unit = study.design.comparison_options().resampling_unit
+    if unit != "kv_group" or table.empty:
+        return unit_column(table, unit)
+    with Store(study.paths.store) as store:
+        return unit_column(table, unit, store=store)
 
 
 def secondary_by_checkpoint(
