@@ -35,7 +35,7 @@ in a row fail, at most the scan's upper end), once with the pivoted-QR row sets
 
 Usage, from the repository root::
 
-    python -m experiments.rowspan_swaps [--lengths 64 128] [--every 12] [--sweeps 3]
+    python -m experiments.rowspan_swaps [--lengths 64 128] [--every 12] [--heads I ...] [--sweeps 3]
                                         [--out 4] [--in 4] [--csv FILE]
 """
 
@@ -264,6 +264,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lengths", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--every", type=int, default=12)
+    ap.add_argument(
+        "--heads", type=int, nargs="*", help="explicit head indices (overrides --every)"
+    )
     ap.add_argument("--sweeps", type=int, default=3)
     ap.add_argument("--out", dest="n_out", type=int, default=4)
     ap.add_argument("--in", dest="n_in", type=int, default=4)
@@ -274,7 +277,8 @@ def main() -> None:
     with fixed_torch_threads(1):
         for n in args.lengths:
             A_all = minilm_attention(n)
-            for i in range(0, len(A_all), args.every):
+            heads = args.heads if args.heads else range(0, len(A_all), args.every)
+            for i in heads:
                 for r in measure_head(
                     A_all[i], sweeps=args.sweeps, n_out=args.n_out, n_in=args.n_in
                 ):
