@@ -31,7 +31,11 @@ witnesses, cheap stage and row-span scan (its own settings), then per eps an upw
 search from the lower end ``lo`` after the scan (``lo + 1, lo + 2, ...`` until two sizes
 in a row fail, at most the scan's upper end), once with the pivoted-QR row sets
 (``before``) and once with the swapped ones (``after``). Also engine 5's whole profile
-(its final lower end, for comparison). CPU seconds by ``time.process_time``.
+(its final lower end ``lo5``, for comparison) and, at size ``lo5 + 1`` (up to engine 5's
+``ascent_max_size``), engine 5's row-span lower trial (:func:`ascent_from`) from the
+pivoted-QR row set's best member and from the swapped row set's: would swapped starts
+lift the engine's own lower end? CPU seconds by ``time.process_time``; the swaps' CPU of a
+(head, eps) counts the sizes first swapped for that eps (sizes are shared across eps).
 
 Usage, from the repository root::
 
@@ -51,10 +55,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.linalg
+import torch
 
 from analysis.attention import fixed_torch_threads
 from analysis.brackets import profile_matrix, stages
-from analysis.brackets.rowspan import RowSpan, right_inverse, rowspan_witness
+from analysis.brackets.rowspan import RowSpan, offer_transformed, right_inverse, rowspan_witness
 from analysis.brackets.settings import rowspan_settings
 from benchmarks.common import EPS, command_line, minilm_attention
 
@@ -190,6 +195,23 @@ def exchange_swaps(
     return SwapResult(S, mu, start, R, Y, done, swaps, evals)
 
 
+def ascent_from(b: stages.Builder, e: float, R: np.ndarray, Y: np.ndarray) -> float:
+    """Best certified margin of engine 5's lower trial from the start ``(R, Y)``.
+
+    As in engine 5's lower rounds (``stages_rowspan._lower_round``, row-span start): the
+    start's inverse transform, then the projected ascent from ``R`` scaled into the l1
+    ball and ``Y``, with engine 5's budget for the size, offered as found and after the
+    inverse transform. No group start and no LP polish.
+    """
+    m = R.shape[1]
+    best = offer_transformed(b, R, Y, "rowspan-swap")
+    factor = min(max(np.sqrt(m / 12), 1.0), SETTINGS.ascent_max_factor)
+    steps = torch.tensor([round(SETTINGS.base.lower_steps * factor)])
+    start = (R / max(float(np.abs(R).sum(1).max()), 1e-300), Y)
+    ((Rp, Yp),) = stages._ascend([b], [(0, e, m)], [start], steps)
+    return max(best, b.offer_lower(Rp, Yp, "ascent"), offer_transformed(b, Rp, Yp, "ascent"))
+
+
 def _upward(margin_at, e: float, lo: int, ceil_m: int) -> tuple[int, dict[int, float]]:
     """Largest size in ``lo + 1, lo + 2, ...`` (until two fail in a row, at most
     ``ceil_m``) whose margin exceeds ``e`` (``lo`` if none), and the margins seen."""
@@ -239,6 +261,20 @@ def measure_head(A: np.ndarray, *, sweeps: int, n_out: int, n_in: int) -> list[d
         sizes = sorted(set(seen_b) & set(seen_a))
         ratios = [seen_a[m] / seen_b[m] for m in sizes if seen_b[m] > 0 and seen_a[m] > -np.inf]
         first = lo + 1 if lo + 1 in seen_a else None
+        # engine 5's lower trial one size above its final lower end, from either row set
+        m5 = prof.bracket(e)[0] + 1
+        asc_qr = asc_sw = None
+        c0 = time.process_time()
+        if m5 <= min(ceil_m, SETTINGS.ascent_max_size):
+            fam.evaluate(b, m5)
+            st = fam.start(m5)
+            sw = swapped.get(m5) or exchange_swaps(
+                scratch, fam.order[:m5], sweeps=sweeps, n_out=n_out, n_in=n_in
+            )
+            if st is not None and sw.R is not None:
+                asc_qr = ascent_from(scratch, e, *st)
+                asc_sw = ascent_from(scratch, e, sw.R, sw.Y)
+        cpu_ascent = time.process_time() - c0  # both ascents and, if new, the size's swaps
         rows.append(
             {
                 "eps": e,
@@ -250,10 +286,14 @@ def measure_head(A: np.ndarray, *, sweeps: int, n_out: int, n_in: int) -> list[d
                 "margin_before_lo1": None if first is None else round(float(seen_b[first]), 4),
                 "margin_after_lo1": None if first is None else round(float(seen_a[first]), 4),
                 "median_ratio": round(float(np.median(ratios)), 4) if ratios else None,
+                "ascent_size": m5,
+                "ascent_qr": None if asc_qr is None else round(float(asc_qr), 4),
+                "ascent_swapped": None if asc_sw is None else round(float(asc_sw), 4),
                 "sizes": len(sizes),
                 "swaps": int(sum(swapped[m].swaps for m in sizes)),
                 "evaluations": int(sum(swapped[m].evaluations for m in sizes)),
                 "cpu_swaps": round(cpu_swaps["t"] - t0, 2),
+                "cpu_ascent_trials": round(cpu_ascent, 2),
                 "cpu_engine5_profile": round(cpu_engine, 2),
             }
         )
@@ -312,6 +352,12 @@ def main() -> None:
             ),
             "cpu_engine5_profile_total": round(
                 float(d.groupby("head")["cpu_engine5_profile"].first().sum()), 1
+            ),
+            "ascent_pairs": int(d["ascent_qr"].notna().sum()),
+            "ascent_qr_certified_above_eps": int((d["ascent_qr"] > d["eps"]).sum()),
+            "ascent_swapped_certified_above_eps": int((d["ascent_swapped"] > d["eps"]).sum()),
+            "ascent_median_ratio_swapped_over_qr": round(
+                float((d["ascent_swapped"] / d["ascent_qr"].where(d["ascent_qr"] > 0)).median()), 4
             ),
             "cpu_swaps_total": round(float(d["cpu_swaps"].sum()), 1),
             "cpu_swaps_median_per_pair": round(float(d["cpu_swaps"].median()), 2),
