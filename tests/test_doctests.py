@@ -105,6 +105,7 @@ COVERED = (
     "analysis.sources.capture",
     "analysis.sources.extract",
     "analysis.sources.families.dinov2_onnx",
+    "analysis.sources.families.e5_q4",
     "analysis.sources.families.gguf",
     "analysis.sources.families.mpnet",
     "analysis.sources.inputs",

