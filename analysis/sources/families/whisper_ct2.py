@@ -93,6 +93,14 @@ class Ct2Model:
     aliases : dict of str to str
         Names that refer to another variable (``decoder/projection/weight`` ->
         ``decoder/embeddings/weight`` when the two are tied).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.sources.families.whisper_ct2 import Ct2Model
+    >>> m = Ct2Model("WhisperSpec", 3, {"encoder/num_heads": np.array(6, np.int16)}, {})
+    >>> m.spec, int(m.variables["encoder/num_heads"])
+    ('WhisperSpec', 6)
     """
 
     spec: str
@@ -211,6 +219,15 @@ def whisper_encoder_state_dict(ct2: Ct2Model) -> tuple[dict[str, Any], dict[str,
     ParameterError
         Naming ``checkpoint`` when the spec is not a Whisper model, a variable is missing
         or of an unexpected shape, or the fused key bias is not zero.
+
+    Examples
+    --------
+    >>> from analysis.sources.families.whisper_ct2 import read_ctranslate2, whisper_encoder_state_dict
+    >>> from analysis.sources.packaged import locate, packaged_checkpoint
+    >>> spec = packaged_checkpoint("whisper-tiny.en")
+    >>> config, state = whisper_encoder_state_dict(read_ctranslate2(locate(spec, spec.parts[0])))
+    >>> config["encoder_layers"], config["d_model"], state["layers.3.self_attn.k_proj.weight"].shape
+    (4, 384, (384, 384))
     """
     v = ct2.variables
     if ct2.spec != "WhisperSpec":
@@ -287,6 +304,20 @@ class WhisperEncoderAnyLength(WhisperEncoder):
     layer norm), with the first ``L`` position embeddings instead of a fixed input of
     ``2 * max_source_positions`` frames. Its attention modules are transformers' own
     ``WhisperAttention`` (eager), untouched.
+
+    Examples
+    --------
+    A two-head encoder built from a config: 12 mel frames give 6 positions.
+
+    >>> import torch
+    >>> from transformers import WhisperConfig
+    >>> from analysis.sources.families.whisper_ct2 import WhisperEncoderAnyLength
+    >>> _ = torch.manual_seed(0)
+    >>> cfg = WhisperConfig(d_model=8, encoder_layers=1, encoder_attention_heads=2,
+    ...                     encoder_ffn_dim=16, num_mel_bins=4, max_source_positions=10)
+    >>> model = WhisperEncoderAnyLength(cfg).eval()
+    >>> tuple(model(input_features=torch.randn(1, 4, 12)).last_hidden_state.shape)
+    (1, 6, 8)
     """
 
     @merge_with_config_defaults
