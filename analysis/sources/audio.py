@@ -245,5 +245,5 @@ def corpus_audio(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
         clip,
         L,
         input_id=f"audio:generated/seed={seed}",
-        meta={"source": "analysis.sources.audio.generated_clip", "seed": seed},
+        meta={"corpus": "analysis.sources.audio.generated_clip", "corpus_seed": seed},
     )
