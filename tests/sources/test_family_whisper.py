@@ -192,3 +192,18 @@ def test_nonzero_key_bias_is_refused():
     damaged = whisper_ct2.Ct2Model(ct2.spec, ct2.revision, {**ct2.variables, name: bias}, {})
     with pytest.raises(ParameterError, match="zero key bias in layer 2"):
         whisper_ct2.whisper_encoder_state_dict(damaged)
+
+
+def test_study_extract_stage_takes_the_generated_clip(checkpoints, tmp_path, monkeypatch):
+    from analysis.store import Store
+    from analysis.study.examples import open_example_study
+    from analysis.study.stages import extract_stage
+
+    monkeypatch.chdir(tmp_path)
+    study = open_example_study("studies/extract.toml")  # 8 heads of org/tiny at L = 16
+    stand_in = {"org/tiny": "whisper-tiny.en"}
+    with Store(study.paths.store, create=True) as store:
+        keys = extract_stage(study, store, stand_in, progress=False, say=lambda _: None)
+        assert len(keys) == 8 and all(store.has_matrix(k) for k in keys)
+    entry = study.extractions.entry("org/tiny|L=16|corpus-seed=0")
+    assert entry["input_id"] == "audio:generated/seed=0", entry
