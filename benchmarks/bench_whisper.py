@@ -10,7 +10,8 @@ For ``whisper-tiny.en`` and ``whisper-base`` (the CTranslate2 float16 ``model.bi
 * **first load**: ``load_checkpoint(alias)`` in a fresh Python process with an empty
   ``$ATTNRANK_CACHE`` (imports, hash checks, the join of Whisper base's two parts, the
   read and float32 conversion), then again in another fresh process with the cache
-  filled; wall seconds of each, imports included;
+  filled; wall seconds of each, imports included, and of the load alone after the
+  torch / transformers imports;
 * **runtime distance**: the encoder output (after the final layer norm) of the rebuilt
   float32 ``WhisperEncoder`` against CTranslate2's ``Whisper.encode`` on the same log-mel
   features (the generated clip of seed 0, ``2 L`` frames), for each ``--compute-types``
@@ -40,23 +41,26 @@ CT2_FOLDERS = {
 }
 
 _LOAD = (
-    "import time; t = time.perf_counter(); "
-    "from analysis.sources.checkpoints import load_checkpoint; "
+    "import time; import torch, transformers; "
+    "from transformers.models.whisper import modeling_whisper; "
+    "from analysis.sources.checkpoints import load_checkpoint; t = time.perf_counter(); "
     "load_checkpoint({alias!r}); print(time.perf_counter() - t)"
 )
 
 
-def first_load(alias: str, cache: Path) -> float:
-    """Wall seconds of a fresh process's ``load_checkpoint(alias)`` (imports included)."""
+def first_load(alias: str, cache: Path) -> tuple[float, float]:
+    """Wall seconds of a fresh process's ``load_checkpoint(alias)``: with the process's
+    start and imports (torch, transformers), and of the load alone after them."""
     env = {**os.environ, "ATTNRANK_CACHE": str(cache)}
     t0 = time.perf_counter()
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-c", _LOAD.format(alias=alias)],
         env=env,
         check=True,
         capture_output=True,
+        text=True,
     )
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, float(done.stdout.split()[-1])
 
 
 def runtime_distance(alias: str, lengths: list[int], compute_types: list[str]) -> list[str]:
@@ -108,9 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {os.getloadavg()[0]:.1f}")
     for alias in args.aliases:
         with tempfile.TemporaryDirectory() as cache:
-            cold = first_load(alias, Path(cache))
-            warm = first_load(alias, Path(cache))
-        print(f"{alias}: first load {cold:.1f} s with an empty cache, {warm:.1f} s after")
+            (cold, cold_load), (warm, warm_load) = (first_load(alias, Path(cache)) for _ in "ab")
+        print(
+            f"{alias}: first load {cold:.1f} s with an empty cache ({cold_load:.1f} s after the "
+            f"imports), {warm:.1f} s after ({warm_load:.1f} s after the imports)"
+        )
     for alias in args.aliases:
         for line in runtime_distance(alias, args.lengths, args.compute_types):
             print(line)
