@@ -309,6 +309,7 @@ def load_t5_onnx_checkpoint(
         "onnx_sha256": spec.parts[0].sha256,
         "provenance": spec.provenance(graph_path),
         "rebuilt_from": "onnx-int8",
+        "dequantized_from": spec.quantization,
         "weights_note": (
             "the encoder of traceforge's span titler (flan-t5-small fine-tuned by sequence-"
             "level distillation), weights dequantized from ONNX Runtime int8 (per-tensor "
