@@ -104,6 +104,9 @@ def test_matches_the_dequantized_graph_and_measures_the_int8_runtime(albert):
     assert check.passed, check.summary()
     assert check.hidden_max_abs <= 1e-4
     assert check.runtime_per_layer.max() > 100 * check.float_per_layer.max()
+    # ... and in its first product only the activation rounding separates it from the
+    # model (an independent check of the per-column dequantization).
+    assert 0 < check.query_rel_error < 0.05, check.query_rel_error
 
 
 def test_a_wrong_weight_is_caught(albert, encoder):

@@ -128,6 +128,10 @@ def test_matches_the_dequantized_graph_and_measures_the_int8_runtime(t5):
     assert check.bias_max_abs == 0.0  # the same dequantized table, gathered alike
     # The shipped graph quantizes activations too: it is a different computation.
     assert check.runtime_per_layer.max() > 100 * check.float_per_layer.max()
+    # ... and in its first product only the activation rounding separates it from the
+    # model (an independent check of the dequantized weights: a wrong scale or zero point
+    # is off by far more than a few percent).
+    assert 0 < check.query_rel_error < 0.05, check.query_rel_error
 
 
 @slow

@@ -390,6 +390,10 @@ class AlbertOnnxCrossCheck:
         against the shipped int8 graph.
     hidden_max_abs : float
         Largest |difference| of the encoder's output (dequantized graph vs model).
+    query_rel_error : float
+        ``||q_int8 - q|| / ||q||`` of the first application's query projection, shipped
+        graph against the model: only the activation quantization separates them there
+        (about 1%), an independent check of the dequantized weights.
     tolerance : float
         Applies to ``float_per_layer`` only.
 
@@ -406,6 +410,7 @@ class AlbertOnnxCrossCheck:
     float_per_layer: np.ndarray
     runtime_per_layer: np.ndarray
     hidden_max_abs: float
+    query_rel_error: float = float("nan")
     tolerance: float = 1e-4
 
     @property
@@ -416,7 +421,8 @@ class AlbertOnnxCrossCheck:
         return (
             f"L = {self.length}: dequantized graph max |dA| = {self.float_per_layer.max():.2e} "
             f"(tolerance {self.tolerance:.0e}), max |d hidden| = {self.hidden_max_abs:.2e}; "
-            f"shipped int8 runtime max |dA| = {self.runtime_per_layer.max():.2e}"
+            f"shipped int8 runtime max |dA| = {self.runtime_per_layer.max():.2e}, first "
+            f"query relative error {self.query_rel_error:.1e}"
         )
 
 
@@ -477,13 +483,22 @@ def verify_against_onnx(
     dequantized = onnx_int8.run_graph(
         onnx_int8.float_graph(sub, _FAMILY), feeds, [*names, last], threads=threads
     )
-    shipped = onnx_int8.run_graph(sub, feeds, names, threads=threads)
-    with torch.no_grad():
-        out = checkpoint.model(input_ids=torch.from_numpy(ids), output_attentions=True)
+    query = f"{_PREFIX}encoder/albert_layer_groups.0/albert_layers.0/attention/query/Add_output_0"
+    *shipped, q_int8 = onnx_int8.run_graph(sub, feeds, [*names, query], threads=threads)
+    seen: dict[str, Any] = {}
+    first = checkpoint.model.encoder.albert_layer_groups[0].albert_layers[0].attention.query
+    hook = first.register_forward_hook(onnx_int8.keep_first_output(seen))
+    try:
+        with torch.no_grad():
+            out = checkpoint.model(input_ids=torch.from_numpy(ids), output_attentions=True)
+    finally:
+        hook.remove()
+    q = seen["q"].numpy()  # setdefault: the first of the 12 applications
+    query_rel = float(np.linalg.norm(q_int8 - q) / np.linalg.norm(q))
     ours = [a[0].numpy() for a in out.attentions]
     float_diff = np.array(
         [np.abs(a - b[0]).max() for a, b in zip(ours, dequantized[:-1], strict=True)]
     )
     runtime = np.array([np.abs(a - b[0]).max() for a, b in zip(ours, shipped, strict=True)])
     hidden = float(np.abs(out.last_hidden_state.numpy() - dequantized[-1]).max())
-    return AlbertOnnxCrossCheck(ids.shape[1], float_diff, runtime, hidden, tolerance)
+    return AlbertOnnxCrossCheck(ids.shape[1], float_diff, runtime, hidden, query_rel, tolerance)

@@ -34,6 +34,7 @@ __all__ = [
     "QuantizedWeight",
     "float_graph",
     "gather_tables",
+    "keep_first_output",
     "load_graph",
     "matmul_weights",
     "require_onnxruntime",
@@ -319,3 +320,28 @@ def run_graph(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
     return session.run(outputs, feeds)
+
+
+def keep_first_output(seen: dict[str, Any], key: str = "q") -> Any:
+    """A forward hook that keeps a module's first output in ``seen[key]``.
+
+    It returns None, so the module's output is left as it is (a hook that returned a
+    value would replace it, e.g. in every later application of a shared layer).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from analysis.sources.families.onnx_int8 import keep_first_output
+    >>> layer, seen = torch.nn.Linear(2, 2), {}
+    >>> handle = layer.register_forward_hook(keep_first_output(seen))
+    >>> with torch.no_grad():
+    ...     first, second = layer(torch.ones(1, 2)), layer(torch.zeros(1, 2))
+    >>> handle.remove()
+    >>> torch.equal(seen["q"], first), torch.equal(second, layer.bias.detach()[None])
+    (True, True)
+    """
+
+    def hook(_module: Any, _args: Any, output: Any) -> None:
+        seen.setdefault(key, output.detach().clone())
+
+    return hook

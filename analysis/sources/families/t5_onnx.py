@@ -343,6 +343,11 @@ class T5OnnxCrossCheck:
     bias_max_abs : float
         Largest |difference| of layer 0's relative-position bias (the graph's, mask 0,
         against ``compute_bias``).
+    query_rel_error : float
+        ``||q_int8 - q|| / ||q||`` of layer 0's query projection, shipped graph against
+        the model: the one product where only the activation quantization separates them
+        (a few percent), an independent check of the dequantized weights (a wrong scale
+        or zero point moves it by far more).
     tolerance : float
         Applies to ``float_per_layer`` and ``bias_max_abs`` only.
 
@@ -351,14 +356,17 @@ class T5OnnxCrossCheck:
     >>> import numpy as np
     >>> from analysis.sources.families.t5_onnx import T5OnnxCrossCheck
     >>> c = T5OnnxCrossCheck(16, np.array([2e-7, 5e-7]), np.array([0.01, 0.03]), 0.0)
-    >>> c.passed, c.summary()
-    (True, 'L = 16: dequantized graph max |dA| = 5.00e-07 (tolerance 1e-04), position bias max |d| = 0.00e+00; shipped int8 runtime max |dA| = 3.00e-02')
+    >>> c.passed
+    True
+    >>> c.summary()  # doctest: +ELLIPSIS
+    'L = 16: dequantized graph max |dA| = 5.00e-07 (tolerance 1e-04), ... = 3.00e-02, ...'
     """
 
     length: int
     float_per_layer: np.ndarray
     runtime_per_layer: np.ndarray
     bias_max_abs: float
+    query_rel_error: float = float("nan")
     tolerance: float = 1e-4
 
     @property
@@ -369,7 +377,8 @@ class T5OnnxCrossCheck:
         return (
             f"L = {self.length}: dequantized graph max |dA| = {self.float_per_layer.max():.2e} "
             f"(tolerance {self.tolerance:.0e}), position bias max |d| = {self.bias_max_abs:.2e}; "
-            f"shipped int8 runtime max |dA| = {self.runtime_per_layer.max():.2e}"
+            f"shipped int8 runtime max |dA| = {self.runtime_per_layer.max():.2e}, layer-0 "
+            f"query relative error {self.query_rel_error:.1e}"
         )
 
 
@@ -418,22 +427,27 @@ def verify_against_onnx(
     dequantized = onnx_int8.run_graph(
         onnx_int8.float_graph(graph, _FAMILY), feeds, [*names, BIAS_TENSOR], threads=threads
     )
-    shipped = onnx_int8.run_graph(graph, feeds, names, threads=threads)
-    with torch.no_grad():
-        out = checkpoint.model(
-            input_ids=torch.from_numpy(ids),
-            attention_mask=torch.ones_like(torch.from_numpy(ids)),
-            output_attentions=True,
-        )
-        bias = (
-            checkpoint.model.encoder.block[0]
-            .layer[0]
-            .SelfAttention.compute_bias(ids.shape[1], ids.shape[1])
-        )
+    query = "/enc/block.0/layer.0/SelfAttention/q/MatMul_output_0"
+    *shipped, q_int8 = onnx_int8.run_graph(graph, feeds, [*names, query], threads=threads)
+    seen: dict[str, Any] = {}
+    attention = checkpoint.model.encoder.block[0].layer[0].SelfAttention
+    hook = attention.q.register_forward_hook(onnx_int8.keep_first_output(seen))
+    try:
+        with torch.no_grad():
+            out = checkpoint.model(
+                input_ids=torch.from_numpy(ids),
+                attention_mask=torch.ones_like(torch.from_numpy(ids)),
+                output_attentions=True,
+            )
+            bias = attention.compute_bias(ids.shape[1], ids.shape[1])
+    finally:
+        hook.remove()
+    q = seen["q"].numpy()
+    query_rel = float(np.linalg.norm(q_int8 - q) / np.linalg.norm(q))
     ours = [a[0].numpy() for a in out.attentions]
     float_diff = np.array(
         [np.abs(a - b[0]).max() for a, b in zip(ours, dequantized[:-1], strict=True)]
     )
     runtime = np.array([np.abs(a - b[0]).max() for a, b in zip(ours, shipped, strict=True)])
     bias_diff = float(np.abs(bias.numpy() - dequantized[-1]).max())
-    return T5OnnxCrossCheck(ids.shape[1], float_diff, runtime, bias_diff, tolerance)
+    return T5OnnxCrossCheck(ids.shape[1], float_diff, runtime, bias_diff, query_rel, tolerance)
