@@ -162,7 +162,7 @@ def map_albert_encoder(path: str | Path) -> AlbertEncoder:
         m = _PRODUCT.match(name)
         if m is None:
             raise _unexpected("products named after ALBERT modules", name)
-        path_, group, layer, module, app = m.groups()
+        _, group, layer, module, app = m.groups()
         if module is None:
             key = "encoder.embedding_hidden_mapping_in.weight"
         else:
