@@ -15,6 +15,7 @@ each tested hypothesis and reports, with Clopper-Pearson intervals,
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -25,11 +26,13 @@ import pandas as pd
 from analysis.prereg.power import (
     DECISION_COLUMNS,
     PowerAssumptions,
+    StratumWidths,
     StudyRunner,
     StudySizes,
     WidthModel,
     signal_block,
 )
+from analysis.prereg.power_fit import SimulatorMismatchWarning
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
@@ -100,6 +103,12 @@ class Rate:
     p_below_alpha : float
         Share of studies whose unadjusted one-sided p is below alpha (the pair's own
         bootstrap test, without Holm and without the CI condition of the decision).
+    mean_base_value : float
+        Mean held-out loss of the base model (M0) over the studies (loss units; NaN
+        when the rows do not carry it).
+    refit_p_below_alpha : float
+        Share of studies whose refit-bootstrap sensitivity p is below alpha (NaN
+        without refit replicates).
 
     Examples
     --------
@@ -128,6 +137,8 @@ class Rate:
     mean_effect: float
     mean_effect_se: float
     p_below_alpha: float = float("nan")
+    mean_base_value: float = float("nan")
+    refit_p_below_alpha: float = float("nan")
 
     @classmethod
     def of(cls, share: float, rows: pd.DataFrame, alpha: float = 0.05) -> Rate:
@@ -137,7 +148,11 @@ class Rate:
         eff = rows["effect"].to_numpy(float)
         se = float(eff.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
         p_low = float((rows["p_value"] < alpha).mean()) if "p_value" in rows else float("nan")
-        return cls(float(share), k / n, k, n, lo, hi, float(eff.mean()), se, p_low)
+        base = float(rows["base_value"].mean()) if "base_value" in rows else float("nan")
+        refit = float("nan")
+        if "refit_p_value" in rows and rows["refit_p_value"].notna().any():
+            refit = float((rows["refit_p_value"].dropna() < alpha).mean())
+        return cls(float(share), k / n, k, n, lo, hi, float(eff.mean()), se, p_low, base, refit)
 
     @property
     def half_width(self) -> float:
@@ -154,6 +169,8 @@ class Rate:
             "mean_effect": self.mean_effect,
             "mean_effect_se": self.mean_effect_se,
             "p_below_alpha": self.p_below_alpha,
+            "mean_base_value": self.mean_base_value,
+            "refit_p_below_alpha": self.refit_p_below_alpha,
         }
 
     def __str__(self) -> str:
@@ -204,7 +221,7 @@ class HypothesisPower:
     >>> [rate.share for rate in h.curve] == sorted(rate.share for rate in h.curve)
     True
     >>> sorted(h.to_dict())[:4]
-    ['boundary_mean_effect', 'boundary_share', 'curve', 'hypothesis']
+    ['boundary_mean_effect', 'boundary_share', 'curve', 'effect_loss']
     """
 
     hypothesis: str
@@ -223,8 +240,44 @@ class HypothesisPower:
     mde_target: float
     curve: tuple[Rate, ...] = field(repr=False)
 
+    @property
+    def simulated_m0_loss(self) -> float:
+        """Mean held-out loss of the base model in the simulated studies at the null."""
+        return self.size_simple.mean_base_value
+
+    @property
+    def effect_loss(self) -> float:
+        """The alternative in loss units: the mean simulated held-out loss difference
+        (base minus rich) at the assumed effect share."""
+        return self.power.mean_effect
+
+    @property
+    def mde_loss(self) -> float:
+        """The MDE in loss units: the mean simulated effect at the MDE share (linear
+        interpolation on the simulated curve); NaN without an MDE."""
+        if not np.isfinite(self.mde):
+            return float("nan")
+        shares = np.array([r.share for r in self.curve])
+        effects = np.array([r.mean_effect for r in self.curve])
+        return float(np.interp(self.mde, shares, effects))
+
+    def loss_units(self) -> dict:
+        """The effect share and the MDE beside their held-out loss differences and
+        their shares of the simulated M0 loss."""
+        m0 = self.simulated_m0_loss
+        frac = (lambda x: x / m0) if np.isfinite(m0) and m0 > 0 else (lambda x: float("nan"))
+        return {
+            "effect_share": self.power.share,
+            "effect_loss": self.effect_loss,
+            "effect_share_of_m0_loss": frac(self.effect_loss),
+            "mde_loss": self.mde_loss,
+            "mde_share_of_m0_loss": frac(self.mde_loss),
+            "simulated_m0_loss": m0,
+        }
+
     def to_dict(self) -> dict:
         return {
+            **self.loss_units(),
             "hypothesis": self.hypothesis,
             "kind": self.kind,
             "pair": f"{self.pair[0]}<{self.pair[1]}",
@@ -258,10 +311,25 @@ class HypothesisPower:
             if np.isfinite(self.mde)
             else f"MDE > {self.mde_low:.2f} (power {self.mde_target} not reached)"
         )
+        u = self.loss_units()
+        loss = (
+            f" (held-out loss difference {u['effect_loss']:.3g}, "
+            f"{u['effect_share_of_m0_loss']:.1%} of the simulated M0 loss "
+            f"{u['simulated_m0_loss']:.3g})"
+            if np.isfinite(u["simulated_m0_loss"])
+            else ""
+        )
+        refit = ""
+        if self.size_boundary is not None and np.isfinite(self.size_boundary.refit_p_below_alpha):
+            refit = (
+                "; refit-bootstrap p < alpha at the boundary null in "
+                f"{self.size_boundary.refit_p_below_alpha:.3f}"
+            )
         return (
             f"{self.hypothesis} ({pair}, signal in {self.signal}): size at the simple null "
-            f"{self.size_simple}; {boundary}; power {self.power} at share "
-            f"{self.power.share:g} (alpha {alpha:g}); {mde}"
+            f"{self.size_simple}; {boundary}{refit}; power {self.power} at share "
+            f"{self.power.share:g}{loss} (alpha {alpha:g}); {mde}"
+            + (f" = loss {self.mde_loss:.3g}" if np.isfinite(self.mde_loss) else "")
         )
 
 
@@ -289,6 +357,12 @@ class ValidationResult:
     seconds : float
     runs : pandas.DataFrame
         :data:`RUN_COLUMNS`, one row per simulated study.
+    reference_m0_loss : float or None
+        The real M0 held-out loss the simulator is checked against (training or pilot
+        cells, :func:`~analysis.prereg.power_fit.reference_m0_loss`); None when unknown.
+    fit : dict or None
+        :meth:`~analysis.prereg.power_fit.FittedAssumptions.to_dict` when the
+        assumptions were fitted.
 
     Examples
     --------
@@ -319,6 +393,26 @@ class ValidationResult:
     seed: int | None
     seconds: float
     runs: pd.DataFrame = field(repr=False)
+    reference_m0_loss: float | None = None
+    fit: dict | None = None
+
+    @property
+    def simulated_m0_loss(self) -> float | None:
+        """Mean M0 held-out loss of the simulated studies at the null (the confirmatory
+        hypothesis's simple-null studies)."""
+        c = self.confirmatory
+        if c is None or not np.isfinite(c.simulated_m0_loss):
+            return None
+        return float(c.simulated_m0_loss)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Design-check warnings: the simulated M0 loss more than 25% away from the
+        reference (:func:`~analysis.prereg.power_fit.m0_loss_check`)."""
+        from analysis.prereg.power_fit import m0_loss_check
+
+        text = m0_loss_check(self.simulated_m0_loss, self.reference_m0_loss)
+        return [] if text is None else [text]
 
     @property
     def confirmatory(self) -> HypothesisPower | None:
@@ -349,6 +443,13 @@ class ValidationResult:
             "size_boundary": c.size_boundary.rate if c and c.size_boundary else None,
             "power": c.power.rate if c else None,
             "mde": c.mde if c else None,
+            "simulated_m0_loss": self.simulated_m0_loss,
+            "reference_m0_loss": self.reference_m0_loss,
+            "m0_loss_ratio": None
+            if not (self.simulated_m0_loss and self.reference_m0_loss)
+            else self.simulated_m0_loss / self.reference_m0_loss,
+            "warnings": self.warnings,
+            "fit": self.fit,
             "hypotheses": [h.to_dict() for h in self.hypotheses],
             "skipped": dict(self.skipped),
             "seed": self.seed,
@@ -406,8 +507,22 @@ class ValidationResult:
             + ", ".join(f"{b} {n}" for b, n in self.features.items())
             + f" ({self.features_note})",
         ]
+        if self.fit is not None:
+            lines.append(
+                f"  fitted to {self.fit['source']} ({self.fit['n_heads']} heads, "
+                f"{self.fit['n_cells']} cells): layer share {a.layer_share:.3f}, "
+                f"{len(a.strata_effects)} checkpoint offsets / scales, widths per checkpoint"
+            )
+        sim, ref = self.simulated_m0_loss, self.reference_m0_loss
+        lines.append(
+            "  M0 held-out loss: simulated "
+            + ("n/a" if sim is None else f"{sim:.4g}")
+            + ", reference "
+            + ("not known" if ref is None else f"{ref:.4g}")
+        )
         lines += ["  " + h.summary(self.alpha) for h in self.hypotheses]
         lines += [f"  {k}: not simulated: {v}" for k, v in self.skipped.items()]
+        lines += [f"  WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -505,7 +620,7 @@ def _mde(curve: _Curve, *, target: float, steps: int) -> tuple[float, float, flo
 
 
 def validate_comparison(
-    widths: pd.DataFrame | WidthModel,
+    widths: pd.DataFrame | WidthModel | StratumWidths,
     *,
     simulations: int,
     sizes: StudySizes = _DEFAULT_SIZES,
@@ -518,12 +633,14 @@ def validate_comparison(
     workers: int = 1,
     progress: Callable[[int, int | None], None] | None = None,
     executor: Executor | None = None,
+    reference_m0_loss: float | None = None,
+    fit: dict | None = None,
 ) -> ValidationResult:
     """Size at the simple and boundary nulls, power and MDE of the pre-specified decision.
 
     Parameters
     ----------
-    widths : pandas.DataFrame or WidthModel
+    widths : pandas.DataFrame, WidthModel or StratumWidths
         From :func:`~analysis.prereg.power.load_widths`.
     simulations : int, keyword-only
         Simulated studies per scenario and per share (>= 2).
@@ -549,6 +666,12 @@ def validate_comparison(
     executor : concurrent.futures.Executor, optional, keyword-only
         Run the simulated studies there instead (a dask cluster's; ``workers`` must then
         be 1); results do not depend on it either.
+    reference_m0_loss : float or None, keyword-only
+        The real M0 held-out loss (training or pilot cells) the simulated one is checked
+        against: more than 25% away warns (:class:`SimulatorMismatchWarning`, and
+        ``ValidationResult.warnings``).
+    fit : dict or None, keyword-only
+        The fitted assumptions' record, kept in the result.
 
     Returns
     -------
@@ -631,7 +754,7 @@ def validate_comparison(
         random_state = check_int("random_state", random_state, minimum=0)
     wmodel = (
         widths
-        if isinstance(widths, WidthModel)
+        if isinstance(widths, (WidthModel, StratumWidths))
         else WidthModel.from_frame(widths, sizes.eps, n_bins=assumptions.width_bins)
     )
     by_id = {h[0]: h for h in sizes.hypotheses}
@@ -712,7 +835,11 @@ def validate_comparison(
                 )
             )
     frame = pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(columns=RUN_COLUMNS)
-    return ValidationResult(
+    if reference_m0_loss is not None and not (
+        isinstance(reference_m0_loss, (int, float)) and np.isfinite(reference_m0_loss)
+    ):
+        reference_m0_loss = None
+    result = ValidationResult(
         design=sizes.name,
         simulations=simulations,
         alpha=sizes.alpha,
@@ -726,7 +853,12 @@ def validate_comparison(
         seed=random_state,
         seconds=time.perf_counter() - t0,
         runs=frame.loc[:, list(RUN_COLUMNS)],
+        reference_m0_loss=None if reference_m0_loss is None else float(reference_m0_loss),
+        fit=fit,
     )
+    for text in result.warnings:
+        warnings.warn(text, SimulatorMismatchWarning, stacklevel=2)
+    return result
 
 
 def _tag(
