@@ -12,6 +12,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.prereg.error_rates import validate_comparison
@@ -38,11 +39,7 @@ def _fit_or_reference(
     Returns ``(assumptions, widths or None, reference M0 loss or None, fit record or
     None, notes)``.
     """
-    from analysis.prereg.power_fit import (
-        fit_assumptions,
-        reference_m0_loss,
-        study_training_table,
-    )
+    from analysis.prereg.power_fit import fit_assumptions, reference_m0_loss
 
     notes: list[str] = []
     if fit_mode == "none" and args.no_reference:
@@ -113,6 +110,57 @@ def _fit_or_reference(
         fitted.to_dict(),
         notes,
     )
+
+
+def study_training_table(design_path: Path, *, root: Path | None = None) -> tuple[Any, dict]:
+    """A study's training cells (its comparison table less the held-out heads).
+
+    Returns
+    -------
+    (DataFrame, dict)
+        The training table and ``{"models", "pair", "log_columns", "covariate_kwargs",
+        "comparison_kwargs", "seed"}`` from the study's design and registry.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the study has no store with descriptors.
+    """
+    from analysis.prereg.sealing import SealedCells
+    from analysis.store.store import Store
+    from analysis.study.comparison import comparison_table
+    from analysis.study.core import Study
+    from analysis.study.results import bracket_table, cells_engine, feature_table
+
+    study = Study.open(Path(design_path), root=root)
+    paths = study.paths
+    if not (paths.store / Store.INDEX).is_file():
+        raise FileNotFoundError(f"no study store at {paths.store}: nothing to fit to")
+    with Store(paths.store) as store:
+        real_keys = study.real_keys()
+        label = cells_engine(study)
+        brackets = bracket_table(store, study.plan, real_keys, [], study.design.held_out, label)
+    features = feature_table(paths, real_keys)
+    if features.empty or brackets.empty:
+        raise FileNotFoundError(f"the study under {paths.root} has no descriptors yet")
+    table, log_cols, _ = comparison_table(study, brackets, features)
+    train = SealedCells(table, paths.design, lock=study.lock).training()
+    design = study.design
+    conf = [
+        tuple(h["pair"])
+        for h in design.data.get("hypotheses", [])
+        if h.get("kind") == "confirmatory"
+    ]
+    kwargs = design.comparison_kwargs()
+    return train.drop(columns="held_out", errors="ignore"), {
+        "models": dict(design.models),
+        "pair": conf[0] if conf else tuple(design.family[0]),
+        "log_columns": list(log_cols),
+        "covariate_kwargs": study.registry.covariate_kwargs(train.columns),
+        "comparison_kwargs": kwargs,
+        "seed": int(design.data["inference"]["seed"]),
+        "input_seed": int(design.data["sampling"]["inputs"]["seed"]),
+    }
 
 
 def load_design_data(path: Path) -> dict:

@@ -9,8 +9,8 @@ without its held-out heads) or of a pilot (a separate input seed). It also measu
 **reference M0 loss**: the held-out interval loss of the design's base model on those
 cells, by a cross-fit over their heads with the design's own estimator and metric, which
 the simulated studies' M0 loss at the null is checked against
-(:func:`m0_loss_check`). :func:`study_training_table` reads a study's training table from
-its store.
+(:func:`m0_loss_check`). ``attnrank validate-comparison --fit`` reads a study's training
+table from its store (:mod:`analysis.cli.power`; prereg reads no store).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ __all__ = [
     "fit_assumptions",
     "m0_loss_check",
     "reference_m0_loss",
-    "study_training_table",
 ]
 
 #: Largest relative difference between the simulated and the reference M0 loss that
@@ -631,58 +630,3 @@ def fit_assumptions(
         notes=tuple(notes),
         widths=widths,
     )
-
-
-def study_training_table(
-    design_path: Any, *, root: Any = None
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """A study's training cells (its comparison table less the held-out heads).
-
-    Returns
-    -------
-    (DataFrame, dict)
-        The training table and ``{"models", "pair", "log_columns", "covariate_kwargs",
-        "comparison_kwargs", "seed"}`` from the study's design and registry.
-
-    Raises
-    ------
-    FileNotFoundError
-        When the study has no store with descriptors.
-    """
-    from pathlib import Path
-
-    from analysis.prereg.sealing import SealedCells
-    from analysis.store.store import Store
-    from analysis.study.comparison import comparison_table
-    from analysis.study.core import Study
-    from analysis.study.results import bracket_table, cells_engine, feature_table
-
-    study = Study.open(Path(design_path), root=root)
-    paths = study.paths
-    if not (paths.store / Store.INDEX).is_file():
-        raise FileNotFoundError(f"no study store at {paths.store}: nothing to fit to")
-    with Store(paths.store) as store:
-        real_keys = study.real_keys()
-        label = cells_engine(study)
-        brackets = bracket_table(store, study.plan, real_keys, [], study.design.held_out, label)
-    features = feature_table(paths, real_keys)
-    if features.empty or brackets.empty:
-        raise FileNotFoundError(f"the study under {paths.root} has no descriptors yet")
-    table, log_cols, _ = comparison_table(study, brackets, features)
-    train = SealedCells(table, paths.design, lock=study.lock).training()
-    design = study.design
-    conf = [
-        tuple(h["pair"])
-        for h in design.data.get("hypotheses", [])
-        if h.get("kind") == "confirmatory"
-    ]
-    kwargs = design.comparison_kwargs()
-    return train.drop(columns="held_out", errors="ignore"), {
-        "models": dict(design.models),
-        "pair": conf[0] if conf else tuple(design.family[0]),
-        "log_columns": list(log_cols),
-        "covariate_kwargs": study.registry.covariate_kwargs(train.columns),
-        "comparison_kwargs": kwargs,
-        "seed": int(design.data["inference"]["seed"]),
-        "input_seed": int(design.data["sampling"]["inputs"]["seed"]),
-    }
