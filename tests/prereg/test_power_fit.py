@@ -250,6 +250,9 @@ def test_cli_json_has_both_m0_losses(tmp_path, capsys):
     # fitting needs the study's training heads: refused, not invented
     rc = main([*args, "--widths", str(w), "--root", str(tmp_path), "--fit", "training"])
     assert rc != 0
+    capsys.readouterr()
+    rc = main([*args, "--widths", str(w), "--root", str(tmp_path), "--fit", "pilot"])
+    assert rc != 0 and "pilot" in capsys.readouterr().err  # a pilot needs its root
 
 
 def test_design_power_section():
