@@ -12,14 +12,161 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.prereg.error_rates import validate_comparison
-from analysis.prereg.power import DEFAULT_WIDTHS, PowerAssumptions, load_widths
-from analysis.validation import check_int
+from analysis.prereg.options import POWER_FIT_SOURCES, design_power
+from analysis.prereg.power import DEFAULT_WIDTHS, PowerAssumptions, StudySizes, load_widths
+from analysis.validation import ParameterError, check_int
 
 #: The design validated when ``--design`` is not given (relative to the working folder).
 DEFAULT_DESIGN = Path("preregistration/offline-minilm.toml")
+
+
+def _fit_or_reference(
+    args: argparse.Namespace,
+    design_path: Path,
+    root: Path,
+    sizes: StudySizes,
+    assumptions: PowerAssumptions,
+    fit_mode: str,
+    declared: dict,
+) -> tuple[PowerAssumptions, object, float | None, dict | None, list[str]]:
+    """Fit the assumptions (``--fit training`` / ``pilot``), or only measure the
+    reference M0 loss on the training heads when the study has a store (``none``).
+
+    Returns ``(assumptions, widths or None, reference M0 loss or None, fit record or
+    None, notes)``.
+    """
+    from analysis.prereg.power_fit import fit_assumptions, reference_m0_loss
+
+    notes: list[str] = []
+    if fit_mode == "none" and args.no_reference:
+        return assumptions, None, None, None, notes
+    if fit_mode == "pilot":
+        if not args.pilot_root:
+            raise ParameterError("pilot_root", "the pilot study's root (--pilot-root DIR)", None)
+        pilot_root = Path(args.pilot_root)
+        table, facts = study_training_table(
+            pilot_root / "preregistration" / design_path.name, root=pilot_root
+        )
+        want = declared.get("pilot_input_seed")
+        if want is not None and facts["input_seed"] != want:
+            raise ParameterError(
+                "pilot_root",
+                f"a pilot on input seed {want} (the design's [power])",
+                facts["input_seed"],
+            )
+        own = int(load_design_data(design_path)["sampling"]["inputs"]["seed"])
+        if facts["input_seed"] == own:
+            raise ParameterError(
+                "pilot_root",
+                f"a pilot on an input seed other than the design's ({own})",
+                facts["input_seed"],
+            )
+        source = f"the pilot under {pilot_root} (input seed {facts['input_seed']}, training heads)"
+    else:
+        try:
+            table, facts = study_training_table(design_path, root=root)
+        except FileNotFoundError as exc:
+            if fit_mode == "training":
+                raise
+            notes.append(f"no reference M0 loss: {exc}")
+            return assumptions, None, None, None, notes
+        source = f"the training heads of {design_path.name}"
+    common = {
+        "log_columns": facts["log_columns"],
+    }
+    if fit_mode == "none":
+        ref, how = reference_m0_loss(
+            table,
+            facts["models"],
+            facts["pair"],
+            random_state=facts["seed"],
+            comparison_kwargs=facts["comparison_kwargs"],
+            covariate_kwargs={**facts["covariate_kwargs"], **common},
+        )
+        notes.append(f"reference M0 loss {ref:.4g}: {how} ({source})")
+        return assumptions, None, ref, None, notes
+    fitted = fit_assumptions(
+        table,
+        facts["models"],
+        pair=facts["pair"],
+        source=source,
+        covariate_kwargs=facts["covariate_kwargs"],
+        comparison_kwargs=facts["comparison_kwargs"],
+        truth_position=assumptions.truth_position,
+        eps=sizes.eps,
+        width_bins=assumptions.width_bins,
+        random_state=facts["seed"],
+        **common,
+    )
+    notes.append(fitted.summary())
+    return (
+        fitted.assumptions(assumptions),
+        fitted.widths,
+        fitted.reference_m0_loss,
+        fitted.to_dict(),
+        notes,
+    )
+
+
+def study_training_table(design_path: Path, *, root: Path | None = None) -> tuple[Any, dict]:
+    """A study's training cells (its comparison table less the held-out heads).
+
+    Returns
+    -------
+    (DataFrame, dict)
+        The training table and ``{"models", "pair", "log_columns", "covariate_kwargs",
+        "comparison_kwargs", "seed"}`` from the study's design and registry.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the study has no store with descriptors.
+    """
+    from analysis.prereg.sealing import SealedCells
+    from analysis.store.store import Store
+    from analysis.study.comparison import comparison_table
+    from analysis.study.core import Study
+    from analysis.study.results import bracket_table, cells_engine, feature_table
+
+    study = Study.open(Path(design_path), root=root)
+    paths = study.paths
+    if not (paths.store / Store.INDEX).is_file():
+        raise FileNotFoundError(f"no study store at {paths.store}: nothing to fit to")
+    with Store(paths.store) as store:
+        real_keys = study.real_keys()
+        label = cells_engine(study)
+        brackets = bracket_table(store, study.plan, real_keys, [], study.design.held_out, label)
+    features = feature_table(paths, real_keys)
+    if features.empty or brackets.empty:
+        raise FileNotFoundError(f"the study under {paths.root} has no descriptors yet")
+    table, log_cols, _ = comparison_table(study, brackets, features)
+    train = SealedCells(table, paths.design, lock=study.lock).training()
+    design = study.design
+    conf = [
+        tuple(h["pair"])
+        for h in design.data.get("hypotheses", [])
+        if h.get("kind") == "confirmatory"
+    ]
+    kwargs = design.comparison_kwargs()
+    return train.drop(columns="held_out", errors="ignore"), {
+        "models": dict(design.models),
+        "pair": conf[0] if conf else tuple(design.family[0]),
+        "log_columns": list(log_cols),
+        "covariate_kwargs": study.registry.covariate_kwargs(train.columns),
+        "comparison_kwargs": kwargs,
+        "seed": int(design.data["inference"]["seed"]),
+        "input_seed": int(design.data["sampling"]["inputs"]["seed"]),
+    }
+
+
+def load_design_data(path: Path) -> dict:
+    from analysis.prereg.design import load_design
+
+    return load_design(path, require_held_out=False).data
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -43,13 +190,27 @@ def _run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"design: no such file: {design_path}")
     root = Path(args.root) if args.root else design_path.resolve().parent.parent
     widths_path = Path(args.widths) if args.widths else root / DEFAULT_WIDTHS
-    widths = load_widths(widths_path)
     sizes = validation_sizes(design_path, root=root)
+    if args.refit_replicates is not None:
+        sizes = dataclasses.replace(
+            sizes,
+            refit_replicates=check_int("--refit-replicates", args.refit_replicates, minimum=0),
+        )
+    design = load_design(design_path, require_held_out=False)
+    declared = design_power(design.data)
+    fit_mode = args.fit or declared["fit"]
+    assumptions, widths_used, reference, fit_record, notes = _fit_or_reference(
+        args, design_path, root, sizes, assumptions, fit_mode, declared
+    )
+    if widths_used is not None:
+        widths, widths_path = widths_used, f"per checkpoint, {fit_record['source']}"
+    else:
+        widths = load_widths(widths_path)
     if args.bootstrap:
         # another CI/p method than the design's, to compare them on the same studies
         sizes = dataclasses.replace(sizes, bootstrap=args.bootstrap)
     if args.seed is None:
-        seed = int(load_design(design_path, require_held_out=False).data["inference"]["seed"])
+        seed = int(design.data["inference"]["seed"])
     else:
         seed = check_int("--seed", args.seed, minimum=0)
     hyps = [h[0] for h in sizes.hypotheses] if args.all_hypotheses else args.hypotheses
@@ -68,6 +229,8 @@ def _run(args: argparse.Namespace) -> int:
             mde_steps=args.mde_steps,
             random_state=seed,
             progress=progress,
+            reference_m0_loss=reference,
+            fit=fit_record,
             **parallel,
         )
     out = res.to_dict()
@@ -75,6 +238,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
+        for note in notes:
+            print(note)
         print(res.summary())
         print(res.to_frame().round(4).to_string(index=False))
     return 0
@@ -170,6 +335,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=5,
         help="bisection steps of the minimum-detectable-effect search (5)",
+    )
+    p.add_argument(
+        "--fit",
+        choices=POWER_FIT_SOURCES,
+        help="fit the simulator's residual scale, ICC, layer share, checkpoint offsets and "
+        "scales, per-checkpoint widths and head share to the study's training heads "
+        "(training) or to a pilot on another input seed (pilot, with --pilot-root); "
+        "overrides --icc, --residual-sd, --native-head-share and --widths. Default: the "
+        "design's [power] fit, else none (hand-set assumptions)",
+    )
+    p.add_argument(
+        "--pilot-root",
+        metavar="DIR",
+        help="study root of the pilot (its preregistration/ holds the design of the same "
+        "name on the pilot input seed) for --fit pilot",
+    )
+    p.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="with hand-set assumptions, do not measure the reference M0 loss on the "
+        "training heads (by default it is, when the study has a store)",
+    )
+    p.add_argument(
+        "--refit-replicates",
+        type=int,
+        metavar="R",
+        help="refit-bootstrap replicates per simulated study (default: the design's "
+        "[inference] refit_replicates); its p at the boundary null is reported",
     )
     p.add_argument(
         "--bootstrap",

@@ -15,6 +15,7 @@ each tested hypothesis and reports, with Clopper-Pearson intervals,
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -25,11 +26,14 @@ import pandas as pd
 from analysis.prereg.power import (
     DECISION_COLUMNS,
     PowerAssumptions,
+    StratumWidths,
     StudyRunner,
     StudySizes,
     WidthModel,
     signal_block,
 )
+from analysis.prereg.power_fit import SimulatorMismatchWarning
+from analysis.prereg.rates import Rate, clopper_pearson
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
@@ -55,109 +59,6 @@ RUN_COLUMNS: tuple[str, ...] = (
 MAX_SHARE = 0.95
 _DEFAULT_SIZES = StudySizes()
 _DEFAULT_ASSUMPTIONS = PowerAssumptions()
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact (Clopper-Pearson) interval of a binomial proportion ``k / n``.
-
-    ``scipy.stats.binomtest(k, n).proportion_ci(level, method="exact")``: the
-    ``(1 - level) / 2`` quantile of ``Beta(k, n - k + 1)`` (0 when k = 0) and the
-    ``(1 + level) / 2`` quantile of ``Beta(k + 1, n - k)`` (1 when k = n).
-
-    Examples
-    --------
-    >>> from analysis.prereg.error_rates import clopper_pearson
-    >>> low, high = clopper_pearson(0, 10)  # the upper end is 1 - 0.025^(1/10)
-    >>> low, round(high, 6), round(1 - 0.025 ** (1 / 10), 6)
-    (0.0, 0.308497, 0.308497)
-    >>> tuple(round(x, 4) for x in clopper_pearson(5, 10))  # symmetric about 1/2
-    (0.1871, 0.8129)
-    """
-    from scipy.stats import binomtest
-
-    k = check_int("k", k, minimum=0)
-    n = check_int("n", n, minimum=1)
-    if k > n:
-        raise ParameterError("k", f"an integer in [0, {n}]", k)
-    ci = binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
-
-
-@dataclass(frozen=True)
-class Rate:
-    """A simulated rejection rate with its Clopper-Pearson 95% interval.
-
-    Attributes
-    ----------
-    share : float
-        The effect share it was simulated at.
-    rate : float
-        ``k / n``.
-    k, n : int
-    ci_low, ci_high : float
-    mean_effect, mean_effect_se : float
-        Mean of the simulated held-out effects and its standard error.
-    p_below_alpha : float
-        Share of studies whose unadjusted one-sided p is below alpha (the pair's own
-        bootstrap test, without Holm and without the CI condition of the decision).
-
-    Examples
-    --------
-    From four simulated decisions (the rows of
-    :func:`~analysis.prereg.power.simulated_decisions`):
-
-    >>> import pandas as pd
-    >>> from analysis.prereg.error_rates import Rate
-    >>> rows = pd.DataFrame({
-    ...     "adds_information": [True, False, True, True], "effect": [0.3, -0.1, 0.2, 0.4],
-    ...     "p_value": [0.01, 0.6, 0.04, 0.001],
-    ... })
-    >>> rate = Rate.of(0.2, rows)
-    >>> rate.k, rate.n, rate.rate, round(rate.mean_effect, 3), rate.p_below_alpha
-    (3, 4, 0.75, 0.2, 0.75)
-    >>> print(rate)  # the rate and its Clopper-Pearson 95% interval
-    0.750 [0.194, 0.994]
-    """
-
-    share: float
-    rate: float
-    k: int
-    n: int
-    ci_low: float
-    ci_high: float
-    mean_effect: float
-    mean_effect_se: float
-    p_below_alpha: float = float("nan")
-
-    @classmethod
-    def of(cls, share: float, rows: pd.DataFrame, alpha: float = 0.05) -> Rate:
-        k = int(rows["adds_information"].sum())
-        n = len(rows)
-        lo, hi = clopper_pearson(k, n)
-        eff = rows["effect"].to_numpy(float)
-        se = float(eff.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-        p_low = float((rows["p_value"] < alpha).mean()) if "p_value" in rows else float("nan")
-        return cls(float(share), k / n, k, n, lo, hi, float(eff.mean()), se, p_low)
-
-    @property
-    def half_width(self) -> float:
-        return 0.5 * (self.ci_high - self.ci_low)
-
-    def to_dict(self) -> dict:
-        return {
-            "share": self.share,
-            "rate": self.rate,
-            "k": self.k,
-            "n": self.n,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "mean_effect": self.mean_effect,
-            "mean_effect_se": self.mean_effect_se,
-            "p_below_alpha": self.p_below_alpha,
-        }
-
-    def __str__(self) -> str:
-        return f"{self.rate:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}]"
 
 
 @dataclass(frozen=True)
@@ -204,7 +105,7 @@ class HypothesisPower:
     >>> [rate.share for rate in h.curve] == sorted(rate.share for rate in h.curve)
     True
     >>> sorted(h.to_dict())[:4]
-    ['boundary_mean_effect', 'boundary_share', 'curve', 'hypothesis']
+    ['boundary_mean_effect', 'boundary_share', 'curve', 'effect_loss']
     """
 
     hypothesis: str
@@ -223,8 +124,44 @@ class HypothesisPower:
     mde_target: float
     curve: tuple[Rate, ...] = field(repr=False)
 
+    @property
+    def simulated_m0_loss(self) -> float:
+        """Mean held-out loss of the base model in the simulated studies at the null."""
+        return self.size_simple.mean_base_value
+
+    @property
+    def effect_loss(self) -> float:
+        """The alternative in loss units: the mean simulated held-out loss difference
+        (base minus rich) at the assumed effect share."""
+        return self.power.mean_effect
+
+    @property
+    def mde_loss(self) -> float:
+        """The MDE in loss units: the mean simulated effect at the MDE share (linear
+        interpolation on the simulated curve); NaN without an MDE."""
+        if not np.isfinite(self.mde):
+            return float("nan")
+        shares = np.array([r.share for r in self.curve])
+        effects = np.array([r.mean_effect for r in self.curve])
+        return float(np.interp(self.mde, shares, effects))
+
+    def loss_units(self) -> dict:
+        """The effect share and the MDE beside their held-out loss differences and
+        their shares of the simulated M0 loss."""
+        m0 = self.simulated_m0_loss
+        frac = (lambda x: x / m0) if np.isfinite(m0) and m0 > 0 else (lambda x: float("nan"))
+        return {
+            "effect_share": self.power.share,
+            "effect_loss": self.effect_loss,
+            "effect_share_of_m0_loss": frac(self.effect_loss),
+            "mde_loss": self.mde_loss,
+            "mde_share_of_m0_loss": frac(self.mde_loss),
+            "simulated_m0_loss": m0,
+        }
+
     def to_dict(self) -> dict:
         return {
+            **self.loss_units(),
             "hypothesis": self.hypothesis,
             "kind": self.kind,
             "pair": f"{self.pair[0]}<{self.pair[1]}",
@@ -258,10 +195,25 @@ class HypothesisPower:
             if np.isfinite(self.mde)
             else f"MDE > {self.mde_low:.2f} (power {self.mde_target} not reached)"
         )
+        u = self.loss_units()
+        loss = (
+            f" (held-out loss difference {u['effect_loss']:.3g}, "
+            f"{u['effect_share_of_m0_loss']:.1%} of the simulated M0 loss "
+            f"{u['simulated_m0_loss']:.3g})"
+            if np.isfinite(u["simulated_m0_loss"])
+            else ""
+        )
+        refit = ""
+        if self.size_boundary is not None and np.isfinite(self.size_boundary.refit_p_below_alpha):
+            refit = (
+                "; refit-bootstrap p < alpha at the boundary null in "
+                f"{self.size_boundary.refit_p_below_alpha:.3f}"
+            )
         return (
             f"{self.hypothesis} ({pair}, signal in {self.signal}): size at the simple null "
-            f"{self.size_simple}; {boundary}; power {self.power} at share "
-            f"{self.power.share:g} (alpha {alpha:g}); {mde}"
+            f"{self.size_simple}; {boundary}{refit}; power {self.power} at share "
+            f"{self.power.share:g}{loss} (alpha {alpha:g}); {mde}"
+            + (f" = loss {self.mde_loss:.3g}" if np.isfinite(self.mde_loss) else "")
         )
 
 
@@ -289,6 +241,12 @@ class ValidationResult:
     seconds : float
     runs : pandas.DataFrame
         :data:`RUN_COLUMNS`, one row per simulated study.
+    reference_m0_loss : float or None
+        The real M0 held-out loss the simulator is checked against (training or pilot
+        cells, :func:`~analysis.prereg.power_fit.reference_m0_loss`); None when unknown.
+    fit : dict or None
+        :meth:`~analysis.prereg.power_fit.FittedAssumptions.to_dict` when the
+        assumptions were fitted.
 
     Examples
     --------
@@ -319,6 +277,26 @@ class ValidationResult:
     seed: int | None
     seconds: float
     runs: pd.DataFrame = field(repr=False)
+    reference_m0_loss: float | None = None
+    fit: dict | None = None
+
+    @property
+    def simulated_m0_loss(self) -> float | None:
+        """Mean M0 held-out loss of the simulated studies at the null (the confirmatory
+        hypothesis's simple-null studies)."""
+        c = self.confirmatory
+        if c is None or not np.isfinite(c.simulated_m0_loss):
+            return None
+        return float(c.simulated_m0_loss)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Design-check warnings: the simulated M0 loss more than 25% away from the
+        reference (:func:`~analysis.prereg.power_fit.m0_loss_check`)."""
+        from analysis.prereg.power_fit import m0_loss_check
+
+        text = m0_loss_check(self.simulated_m0_loss, self.reference_m0_loss)
+        return [] if text is None else [text]
 
     @property
     def confirmatory(self) -> HypothesisPower | None:
@@ -349,6 +327,13 @@ class ValidationResult:
             "size_boundary": c.size_boundary.rate if c and c.size_boundary else None,
             "power": c.power.rate if c else None,
             "mde": c.mde if c else None,
+            "simulated_m0_loss": self.simulated_m0_loss,
+            "reference_m0_loss": self.reference_m0_loss,
+            "m0_loss_ratio": None
+            if not (self.simulated_m0_loss and self.reference_m0_loss)
+            else self.simulated_m0_loss / self.reference_m0_loss,
+            "warnings": self.warnings,
+            "fit": self.fit,
             "hypotheses": [h.to_dict() for h in self.hypotheses],
             "skipped": dict(self.skipped),
             "seed": self.seed,
@@ -406,8 +391,22 @@ class ValidationResult:
             + ", ".join(f"{b} {n}" for b, n in self.features.items())
             + f" ({self.features_note})",
         ]
+        if self.fit is not None:
+            lines.append(
+                f"  fitted to {self.fit['source']} ({self.fit['n_heads']} heads, "
+                f"{self.fit['n_cells']} cells): layer share {a.layer_share:.3f}, "
+                f"{len(a.strata_effects)} checkpoint offsets / scales, widths per checkpoint"
+            )
+        sim, ref = self.simulated_m0_loss, self.reference_m0_loss
+        lines.append(
+            "  M0 held-out loss: simulated "
+            + ("n/a" if sim is None else f"{sim:.4g}")
+            + ", reference "
+            + ("not known" if ref is None else f"{ref:.4g}")
+        )
         lines += ["  " + h.summary(self.alpha) for h in self.hypotheses]
         lines += [f"  {k}: not simulated: {v}" for k, v in self.skipped.items()]
+        lines += [f"  WARNING: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -505,7 +504,7 @@ def _mde(curve: _Curve, *, target: float, steps: int) -> tuple[float, float, flo
 
 
 def validate_comparison(
-    widths: pd.DataFrame | WidthModel,
+    widths: pd.DataFrame | WidthModel | StratumWidths,
     *,
     simulations: int,
     sizes: StudySizes = _DEFAULT_SIZES,
@@ -518,12 +517,14 @@ def validate_comparison(
     workers: int = 1,
     progress: Callable[[int, int | None], None] | None = None,
     executor: Executor | None = None,
+    reference_m0_loss: float | None = None,
+    fit: dict | None = None,
 ) -> ValidationResult:
     """Size at the simple and boundary nulls, power and MDE of the pre-specified decision.
 
     Parameters
     ----------
-    widths : pandas.DataFrame or WidthModel
+    widths : pandas.DataFrame, WidthModel or StratumWidths
         From :func:`~analysis.prereg.power.load_widths`.
     simulations : int, keyword-only
         Simulated studies per scenario and per share (>= 2).
@@ -549,6 +550,12 @@ def validate_comparison(
     executor : concurrent.futures.Executor, optional, keyword-only
         Run the simulated studies there instead (a dask cluster's; ``workers`` must then
         be 1); results do not depend on it either.
+    reference_m0_loss : float or None, keyword-only
+        The real M0 held-out loss (training or pilot cells) the simulated one is checked
+        against: more than 25% away warns (:class:`SimulatorMismatchWarning`, and
+        ``ValidationResult.warnings``).
+    fit : dict or None, keyword-only
+        The fitted assumptions' record, kept in the result.
 
     Returns
     -------
@@ -631,7 +638,7 @@ def validate_comparison(
         random_state = check_int("random_state", random_state, minimum=0)
     wmodel = (
         widths
-        if isinstance(widths, WidthModel)
+        if isinstance(widths, (WidthModel, StratumWidths))
         else WidthModel.from_frame(widths, sizes.eps, n_bins=assumptions.width_bins)
     )
     by_id = {h[0]: h for h in sizes.hypotheses}
@@ -712,7 +719,11 @@ def validate_comparison(
                 )
             )
     frame = pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(columns=RUN_COLUMNS)
-    return ValidationResult(
+    if reference_m0_loss is not None and not (
+        isinstance(reference_m0_loss, (int, float)) and np.isfinite(reference_m0_loss)
+    ):
+        reference_m0_loss = None
+    result = ValidationResult(
         design=sizes.name,
         simulations=simulations,
         alpha=sizes.alpha,
@@ -726,7 +737,12 @@ def validate_comparison(
         seed=random_state,
         seconds=time.perf_counter() - t0,
         runs=frame.loc[:, list(RUN_COLUMNS)],
+        reference_m0_loss=None if reference_m0_loss is None else float(reference_m0_loss),
+        fit=fit,
     )
+    for text in result.warnings:
+        warnings.warn(text, SimulatorMismatchWarning, stacklevel=2)
+    return result
 
 
 def _tag(

@@ -24,7 +24,19 @@ from analysis.validation import ParameterError
 #: design imports no fitting code).
 RESAMPLING_UNITS: tuple[str, ...] = ("head", "kv_group", "checkpoint_layer")
 
-__all__ = ["check_design_options", "design_options", "design_sesoi"]
+__all__ = [
+    "POWER_FIT_SOURCES",
+    "check_design_options",
+    "design_options",
+    "design_power",
+    "design_sesoi",
+]
+
+#: ``[power] fit``: what the power simulator's assumptions are fitted to, declared before
+#: the lock: ``"none"`` (the default: hand-set assumptions), ``"training"`` (the study's
+#: training heads) or ``"pilot"`` (a pilot store on another input seed,
+#: ``pilot_input_seed``).
+POWER_FIT_SOURCES: tuple[str, ...] = ("none", "training", "pilot")
 
 
 def design_sesoi(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
@@ -106,6 +118,44 @@ def check_design_options(data: Mapping[str, Any]) -> None:
     refits = inf.get("refit_replicates", 0)
     if isinstance(refits, bool) or not isinstance(refits, int) or refits < 0:
         raise ParameterError("inference.refit_replicates", "an integer >= 0", refits)
+    design_power(data)
+
+
+def design_power(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The design's ``[power]`` section, checked: ``fit`` (default ``"none"``) and, for
+    ``fit = "pilot"``, ``pilot_input_seed`` (an integer >= 0 other than the design's own
+    ``[sampling.inputs] seed``).
+
+    Examples
+    --------
+    >>> from analysis.prereg.options import design_power
+    >>> design_power({})
+    {'fit': 'none'}
+    >>> data = {"sampling": {"inputs": {"seed": 0}},
+    ...         "power": {"fit": "pilot", "pilot_input_seed": 0}}
+    >>> design_power(data)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: power.pilot_input_seed: expected an input seed other than the design's (0)...
+    """
+    section = data.get("power", {})
+    if not isinstance(section, Mapping):
+        raise ParameterError("power", "a table", section)
+    fit = section.get("fit", "none")
+    if fit not in POWER_FIT_SOURCES:
+        raise ParameterError("power.fit", " or ".join(POWER_FIT_SOURCES), fit)
+    out: dict[str, Any] = {"fit": fit}
+    if fit == "pilot":
+        seed = section.get("pilot_input_seed")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ParameterError("power.pilot_input_seed", "an integer >= 0", seed)
+        own = data.get("sampling", {}).get("inputs", {}).get("seed")
+        if seed == own:
+            raise ParameterError(
+                "power.pilot_input_seed", f"an input seed other than the design's ({own})", seed
+            )
+        out["pilot_input_seed"] = seed
+    return out
 
 
 def design_options(data: Mapping[str, Any]) -> Any:

@@ -36,6 +36,7 @@ from analysis.prereg.power_inputs import (
     DEFAULT_WIDTHS,
     SIMULATED_BLOCKS,
     PowerAssumptions,
+    StratumWidths,
     StudySizes,
     WidthModel,
     _number,
@@ -53,6 +54,7 @@ __all__ = [
     "SIMULATED_BLOCKS",
     "SIMULATED_COVARIATES",
     "PowerAssumptions",
+    "StratumWidths",
     "StudySizes",
     "WidthModel",
     "load_widths",
@@ -84,12 +86,14 @@ DECISION_COLUMNS: tuple[str, ...] = (
     "p_value",
     "p_holm",
     "adds_information",
+    "base_value",
+    "refit_p_value",
 )
 
 
 def simulate_study(
     sizes: StudySizes,
-    widths: pd.DataFrame | WidthModel,
+    widths: pd.DataFrame | WidthModel | StratumWidths,
     *,
     share: float,
     assumptions: PowerAssumptions = PowerAssumptions(),
@@ -219,13 +223,28 @@ def simulate_study(
 
     V = assumptions.residual_sd**2
     icc = assumptions.icc
-    u = rng.standard_normal(H)[head] * np.sqrt(icc * (1 - share) * V)
+    g_share = assumptions.layer_share
+    u = rng.standard_normal(H)[head] * np.sqrt((icc - g_share) * (1 - share) * V)
     noise = rng.standard_normal(n) * np.sqrt((1 - icc) * (1 - share) * V)
-    y = f + np.sqrt(share * V) * w + u + noise
 
     u_width = rng.uniform(size=n)
     position = rng.beta(*assumptions.truth_position, size=n)
-    width = wmodel.draw(e, y, u_width)
+    # drawn after everything the hand-set simulator draws, so its numbers are unchanged
+    layer, kv = _groups(sizes, labels)
+    if g_share > 0:
+        u = u + rng.standard_normal(layer.max() + 1)[layer][head] * np.sqrt(
+            g_share * (1 - share) * V
+        )
+    cell_label = labels[head].astype(str)
+    offset, scale = np.zeros(n), np.ones(n)
+    for label, _, _ in sizes.strata:
+        sel = cell_label == label
+        offset[sel], scale[sel] = assumptions.stratum_effect(label)
+    y = f + offset + np.sqrt(share * V) * w + scale * u + scale * noise
+    if isinstance(wmodel, StratumWidths):
+        width = wmodel.draw(e, y, u_width, cell_label)
+    else:
+        width = wmodel.draw(e, y, u_width)
     lower = y - position * width
     upper = lower + width
     point = width == 0
@@ -246,10 +265,35 @@ def simulate_study(
         "baseline__entropy": entropy,
         "baseline__stable_rank": stable_rank,
     }
+    if sizes.resampling_unit != "head" or g_share > 0:
+        cols["checkpoint_layer"] = [f"sim:L{g}" for g in layer[head]]
+        cols["kv_group"] = [f"sim:K{g}" for g in kv[head]]
     cols.update({f"baseline__p{j}": proxies[:, j] for j in range(k_base)})
     cols.update({f"native__x{j}": blocks["native"][:, j] for j in range(k["native"])})
     cols.update({f"intrinsic__z{j}": blocks["intrinsic"][:, j] for j in range(k["intrinsic"])})
     return pd.DataFrame(cols)
+
+
+def _groups(sizes: StudySizes, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per simulated head, its layer and its KV group (integer labels unique across the
+    study): within each stratum, consecutive heads fill layers of the stratum's
+    :attr:`StudySizes.layers` size, and KV groups of its :attr:`StudySizes.kv_heads`
+    size within a layer."""
+    layer = np.empty(labels.size, dtype=int)
+    kv = np.empty(labels.size, dtype=int)
+    start = n_layers = n_kv = 0
+    for label, n_s, _ in sizes.strata:
+        per_layer = sizes.group_size("layers", label)
+        per_kv = min(sizes.group_size("kv_heads", label), per_layer)
+        idx = np.arange(n_s)
+        lay = idx // per_layer
+        kvg = lay * (-(-per_layer // per_kv)) + (idx % per_layer) // per_kv
+        layer[start : start + n_s] = n_layers + lay
+        kv[start : start + n_s] = n_kv + kvg
+        n_layers += int(lay.max()) + 1
+        n_kv += int(kvg.max()) + 1
+        start += n_s
+    return layer, kv
 
 
 def simulated_comparison(
@@ -335,7 +379,25 @@ def one_study(
         "p_value": float(r.p_value),
         "p_holm": float(r.p_holm),
         "adds_information": bool(r.adds_information),
+        "base_value": float(r.base_value),
+        "refit_p_value": _refit_p(res, r),
     }
+
+
+def _refit_p(res: ComparisonResult, row: object) -> float:
+    """The refit-bootstrap sensitivity's unadjusted p of the row's pair and metric (NaN
+    without refit replicates)."""
+    sens = getattr(res, "sensitivity", None)
+    if sens is None or len(sens) == 0 or "analysis" not in sens:
+        return float("nan")
+    from analysis.compare.refit import REFIT_BOOTSTRAP
+
+    hit = sens[
+        (sens["analysis"] == REFIT_BOOTSTRAP)
+        & (sens["pair"] == row.pair)
+        & (sens["metric"] == row.metric)
+    ]
+    return float(hit["p_value"].iloc[0]) if len(hit) else float("nan")
 
 
 def seed_children(random_state: int | np.random.Generator | None, n: int) -> list:
@@ -409,7 +471,7 @@ class StudyRunner:
 
 def simulated_decisions(
     sizes: StudySizes,
-    widths: pd.DataFrame | WidthModel,
+    widths: pd.DataFrame | WidthModel | StratumWidths,
     *,
     share: float,
     simulations: int,

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_WIDTHS",
     "SIMULATED_BLOCKS",
     "PowerAssumptions",
+    "StratumWidths",
     "StudySizes",
     "WidthModel",
     "load_widths",
@@ -85,6 +86,18 @@ class PowerAssumptions:
     width_bins : int
         Widths are resampled per eps within this many quantile bins of the bracket
         midpoint (default 4; 1 = per eps only, independent of the outcome).
+    layer_share : float
+        Share of the residual variance that is common to the heads of one layer
+        (a (checkpoint, layer) random effect), in [0, icc] (default 0: heads independent).
+        It is part of ``icc``: the head effect keeps ``icc - layer_share``.
+    strata_effects : tuple of (label, offset, scale)
+        Family heterogeneity per checkpoint stratum: ``offset`` (log2 units) is added to
+        the outcome of the stratum's cells and ``scale`` multiplies its residual (head,
+        layer and cell parts); default () = offset 0, scale 1 everywhere. A stratum of
+        the study that is not listed is refused.
+    fitted : str or None
+        What the assumptions were fitted to (:mod:`analysis.prereg.power_fit`), or None
+        when they were set by hand.
 
     Examples
     --------
@@ -109,6 +122,9 @@ class PowerAssumptions:
     baseline_features: int | None = None
     truth_position: tuple[float, float] = (2.0, 1.0)
     width_bins: int = 4
+    layer_share: float = 0.0
+    strata_effects: tuple[tuple[str, float, float], ...] = ()
+    fitted: str | None = None
 
     def __post_init__(self) -> None:
         if not (_number(self.effect) and 0 < self.effect < 1):
@@ -134,10 +150,53 @@ class PowerAssumptions:
             raise ParameterError("truth_position", "Beta parameters (a, b), both > 0", tp)
         object.__setattr__(self, "truth_position", (float(tp[0]), float(tp[1])))
         check_int("width_bins", self.width_bins, minimum=1)
+        if not (_number(self.layer_share) and 0 <= self.layer_share <= self.icc):
+            raise ParameterError(
+                "layer_share", f"a share in [0, icc = {self.icc}]", self.layer_share
+            )
+        effects = []
+        for row in self.strata_effects:
+            ok = (
+                isinstance(row, (tuple, list))
+                and len(row) == 3
+                and all(_number(x) and np.isfinite(x) for x in row[1:])
+                and row[2] > 0
+            )
+            if not ok:
+                raise ParameterError(
+                    "strata_effects", "(label, offset, scale > 0) per stratum", row
+                )
+            effects.append((str(row[0]), float(row[1]), float(row[2])))
+        object.__setattr__(self, "strata_effects", tuple(effects))
+        if self.fitted is not None and not isinstance(self.fitted, str):
+            raise ParameterError("fitted", "a description or None", self.fitted)
+
+    def stratum_effect(self, label: str) -> tuple[float, float]:
+        """``(offset, scale)`` of one stratum: (0, 1) without strata effects.
+
+        Raises
+        ------
+        ParameterError
+            Named ``strata_effects`` when there are strata effects and ``label`` has none.
+        """
+        if not self.strata_effects:
+            return 0.0, 1.0
+        for name, offset, scale in self.strata_effects:
+            if name == label:
+                return offset, scale
+        known = [r[0] for r in self.strata_effects]
+        raise ParameterError("strata_effects", f"an entry for stratum {label!r}", known)
 
     def to_dict(self) -> dict:
+        """Every field as plain JSON types; the fields added with the fitted simulator
+        (``layer_share``, ``strata_effects``, ``fitted``) only when set, so that the
+        record (and the stored power key) of hand-set assumptions is unchanged."""
         out = asdict(self)
         out["truth_position"] = list(self.truth_position)
+        out["strata_effects"] = [list(r) for r in self.strata_effects]
+        for name in ("layer_share", "strata_effects", "fitted"):
+            if out[name] in (0.0, [], None):
+                del out[name]
         return out
 
 
@@ -177,6 +236,21 @@ class StudySizes:
         Where the counts come from.
     hypotheses : tuple of (id, kind, base, rich)
         The design's hypotheses (default: one per family pair).
+    resampling_unit : {"head", "kv_group", "checkpoint_layer"}
+        The design's ``[inference] cluster``: the unit its bootstrap resamples (the
+        simulated table then carries the column of that name).
+    refit_replicates : int
+        The design's ``[inference] refit_replicates`` (refit-bootstrap sensitivity; its
+        unadjusted p is recorded per simulated study, it decides nothing).
+    checkpoint_effects : bool
+        The design's ``[inference] checkpoint_effects``.
+    layers : tuple of (label, heads per layer)
+        Per stratum, the heads of one layer (from the design's population); simulated
+        heads are grouped into layers of that size, in order (default: one head per
+        layer when not given).
+    kv_heads : tuple of (label, heads per KV group)
+        Per stratum, the heads that share one key under grouped-query attention
+        (default 1: every head its own group).
 
     Examples
     --------
@@ -219,8 +293,27 @@ class StudySizes:
     )
     features_note: str = "the smallest simulated blocks (not a design's covariates)"
     hypotheses: tuple[tuple[str, str, str, str], ...] = ()
+    resampling_unit: str = "head"
+    refit_replicates: int = 0
+    checkpoint_effects: bool = False
+    layers: tuple[tuple[str, int], ...] = ()
+    kv_heads: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
+        from analysis.prereg.options import RESAMPLING_UNITS
+
+        if self.resampling_unit not in RESAMPLING_UNITS:
+            raise ParameterError(
+                "resampling_unit", " or ".join(RESAMPLING_UNITS), self.resampling_unit
+            )
+        check_int("refit_replicates", self.refit_replicates, minimum=0)
+        if not isinstance(self.checkpoint_effects, bool):
+            raise ParameterError("checkpoint_effects", "true or false", self.checkpoint_effects)
+        for name in ("layers", "kv_heads"):
+            rows = tuple(
+                (str(lab), int(check_int(name, k, minimum=1))) for lab, k in getattr(self, name)
+            )
+            object.__setattr__(self, name, rows)
         models = dict(self.models)
         used = {m for pair in self.family for m in pair}
         for m in sorted(used):
@@ -284,7 +377,7 @@ class StudySizes:
         Sensitivity pairs and secondary metrics are left out: they are outside the Holm
         family and the decision uses the primary metric alone, so they cannot change it.
         """
-        return {
+        out = {
             "family": [tuple(p) for p in self.family],
             "estimator": self.estimator,
             "metrics": (self.primary_metric,),
@@ -294,10 +387,37 @@ class StudySizes:
             "ci_level": self.ci_level,
             "bootstrap": self.bootstrap,
         }
+        if self.resampling_unit != "head" or self.refit_replicates or self.checkpoint_effects:
+            from analysis.compare.options import ComparisonOptions
+
+            # sensitivities decide nothing and cost refits: the simulation leaves them out
+            out["options"] = ComparisonOptions(
+                checkpoint_effects=self.checkpoint_effects,
+                resampling_unit=self.resampling_unit,
+                refit_replicates=self.refit_replicates,
+                sensitivities=False,
+            )
+        return out
+
+    def group_size(self, kind: str, label: str) -> int:
+        """Heads per layer (``kind="layers"``) or per KV group (``"kv_heads"``) of a
+        stratum (1 when not given)."""
+        return dict(getattr(self, kind)).get(label, 1)
 
     def to_dict(self) -> dict:
-        """Every field as plain JSON types (tuples become lists)."""
-        return json.loads(json.dumps(asdict(self)))
+        """Every field as plain JSON types (tuples become lists); the resampling fields
+        only when they differ from their defaults, so that the record (and the stored
+        power key) of a design with head resampling is unchanged (its layer sizes follow
+        from the population, which the lock freezes)."""
+        out = json.loads(json.dumps(asdict(self)))
+        if self.resampling_unit == "head":
+            # layer sizes follow from the design's population, which its lock freezes
+            del out["layers"], out["kv_heads"]
+        defaults = {"resampling_unit": "head", "refit_replicates": 0, "checkpoint_effects": False}
+        for k, v in defaults.items():
+            if out[k] == v:
+                del out[k]
+        return out
 
 
 def signal_block(sizes: StudySizes, pair: tuple[str, str], *, name: str = "pair") -> str:
@@ -402,6 +522,7 @@ def sizes_from_design(
             lengths = src.get("lengths", s.get("lengths"))
             break
     kw = design.comparison_kwargs()
+    opts = kw.get("options")
     family = tuple(tuple(p) for p in kw["family"])
     used = list(dict.fromkeys(m for p in family for m in p))
     conf = [tuple(h["pair"]) for h in data.get("hypotheses", []) if h.get("kind") == "confirmatory"]
@@ -453,7 +574,24 @@ def sizes_from_design(
         features=tuple((b, int(counts.get(b, 1))) for b in SIMULATED_BLOCKS),
         features_note=features_note or "given",
         hypotheses=hyps,
+        resampling_unit=str(getattr(opts, "resampling_unit", "head")),
+        refit_replicates=int(getattr(opts, "refit_replicates", 0)),
+        checkpoint_effects=bool(getattr(opts, "checkpoint_effects", False)),
+        layers=_layer_sizes(pop),
     )
+
+
+def _layer_sizes(population: Sequence[str]) -> tuple[tuple[str, int], ...]:
+    """Per checkpoint, the largest number of heads in one of its layers (head ids
+    ``checkpoint:layer:head``)."""
+    per: dict[tuple[str, str], int] = {}
+    for hid in population:
+        ck, layer, _ = hid.rsplit(":", 2)
+        per[(ck, layer)] = per.get((ck, layer), 0) + 1
+    out: dict[str, int] = {}
+    for (ck, _), k in per.items():
+        out[ck] = max(out.get(ck, 0), k)
+    return tuple(sorted(out.items()))
 
 
 def load_widths(path: str | Path) -> pd.DataFrame:
@@ -591,10 +729,69 @@ class WidthModel:
         return out
 
 
+@dataclass(frozen=True)
+class StratumWidths:
+    """One :class:`WidthModel` per checkpoint stratum: each family's own bracket widths.
+
+    Build it with :meth:`from_frame` from measured brackets that carry a ``stratum``
+    column (e.g. the training heads of a study, :mod:`analysis.prereg.power_fit`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.prereg.power_inputs import StratumWidths
+    >>> widths = pd.DataFrame({"stratum": ["a", "a", "b"], "eps": 0.1,
+    ...                        "lower": [4, 2, 8], "upper": [8, 2, 32]})
+    >>> model = StratumWidths.from_frame(widths, [0.1], n_bins=1)
+    >>> [(label, [p.tolist() for p in m.bins[0][1]]) for label, m in model.models]
+    [('a', [[0.0, 1.0]]), ('b', [[2.0]])]
+    """
+
+    models: tuple[tuple[str, WidthModel], ...] = field(repr=False)
+
+    @classmethod
+    def from_frame(
+        cls, widths: pd.DataFrame, eps: Sequence[float], *, n_bins: int = 4
+    ) -> StratumWidths:
+        """A :meth:`WidthModel.from_frame` per value of the ``stratum`` column."""
+        if "stratum" not in widths.columns:
+            raise ParameterError("widths", "brackets with a stratum column", list(widths.columns))
+        if "width" not in widths.columns:
+            widths = widths.assign(
+                width=np.log2(widths["upper"].astype(float))
+                - np.log2(widths["lower"].astype(float))
+            )
+        return cls(
+            tuple(
+                (str(label), WidthModel.from_frame(g, eps, n_bins=n_bins))
+                for label, g in widths.groupby("stratum", sort=True)
+            )
+        )
+
+    def for_stratum(self, label: str) -> WidthModel:
+        """The width model of one stratum (ParameterError ``widths`` when it has none)."""
+        for name, model in self.models:
+            if name == label:
+                return model
+        raise ParameterError(
+            "widths", f"widths measured on stratum {label!r}", [m[0] for m in self.models]
+        )
+
+    def draw(self, eps: np.ndarray, y: np.ndarray, u: np.ndarray, strata: np.ndarray) -> np.ndarray:
+        """:meth:`WidthModel.draw` within each stratum, from that stratum's widths."""
+        out = np.empty(eps.size)
+        for label in np.unique(strata):
+            sel = strata == label
+            out[sel] = self.for_stratum(str(label)).draw(eps[sel], y[sel], u[sel])
+        return out
+
+
 def _width_model(
-    sizes: StudySizes, widths: pd.DataFrame | WidthModel, assumptions: PowerAssumptions
-) -> WidthModel:
-    if isinstance(widths, WidthModel):
+    sizes: StudySizes,
+    widths: pd.DataFrame | WidthModel | StratumWidths,
+    assumptions: PowerAssumptions,
+) -> WidthModel | StratumWidths:
+    if isinstance(widths, (WidthModel, StratumWidths)):
         return widths
     if not isinstance(widths, pd.DataFrame):
         raise ParameterError("widths", "a DataFrame from load_widths or a WidthModel", widths)

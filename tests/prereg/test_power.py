@@ -216,7 +216,11 @@ def test_simulated_decisions_rows_and_progress(tmp_path):
         "p_value",
         "p_holm",
         "adds_information",
+        "base_value",
+        "refit_p_value",
     ]
+    assert (rows["base_value"] > 0).all()  # M0's held-out loss
+    assert rows["refit_p_value"].isna().all()  # no refit replicates in these sizes
     assert len(rows) == 2 and seen == [(1, 2), (2, 2)]
     again = simulated_decisions(sizes, w, share=0.2, simulations=2, random_state=5)
     pd.testing.assert_frame_equal(rows, again)  # seeded

@@ -1,0 +1,632 @@
+"""The power simulator's assumptions fitted to data the confirmatory cells never touch.
+
+:func:`fit_assumptions` estimates what :class:`~analysis.prereg.power_inputs.PowerAssumptions`
+leaves to the analyst -- the residual scale, the share of it between heads (ICC) and
+between the heads of one layer, each checkpoint's offset and residual scale (family
+heterogeneity), each checkpoint's bracket widths and the between-head share of the
+signal block's columns -- from a table of **training** cells (a study's comparison table
+without its held-out heads) or of a pilot (a separate input seed). It also measures the
+**reference M0 loss**: the held-out interval loss of the design's base model on those
+cells, by a cross-fit over their heads with the design's own estimator and metric, which
+the simulated studies' M0 loss at the null is checked against
+(:func:`m0_loss_check`). ``attnrank validate-comparison --fit`` reads a study's training
+table from its store (:mod:`analysis.cli.power`; prereg reads no store).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.prereg.power_inputs import PowerAssumptions, StratumWidths
+from analysis.validation import ParameterError, check_int
+
+__all__ = [
+    "M0_LOSS_TOLERANCE",
+    "FittedAssumptions",
+    "SimulatorMismatchWarning",
+    "fit_assumptions",
+    "m0_loss_check",
+    "reference_m0_loss",
+]
+
+#: Largest relative difference between the simulated and the reference M0 loss that
+#: passes without a warning (``|simulated - reference| / reference``).
+M0_LOSS_TOLERANCE = 0.25
+
+
+class SimulatorMismatchWarning(UserWarning):
+    """The simulated studies' M0 loss differs from the real one by more than 25%."""
+
+
+def m0_loss_check(
+    simulated: float | None, reference: float | None, tolerance: float = M0_LOSS_TOLERANCE
+) -> str | None:
+    """The warning text when the simulated M0 loss is more than ``tolerance`` (relative)
+    away from the reference, else None (also None when either is unknown).
+
+    Examples
+    --------
+    >>> from analysis.prereg.power_fit import m0_loss_check
+    >>> m0_loss_check(0.012, 0.010) is None  # 20% above: passes
+    True
+    >>> print(m0_loss_check(0.32, 0.0137))  # doctest: +ELLIPSIS
+    the simulator's M0 held-out loss (0.32) is 23.4x the reference M0 loss (0.0137)...
+    """
+    if simulated is None or reference is None:
+        return None
+    if not (np.isfinite(simulated) and np.isfinite(reference)) or reference <= 0:
+        return None
+    rel = abs(simulated - reference) / reference
+    if rel <= tolerance:
+        return None
+    return (
+        f"the simulator's M0 held-out loss ({simulated:.3g}) is {simulated / reference:.3g}x "
+        f"the reference M0 loss ({reference:.3g}), more than {tolerance:.0%} away: the "
+        "simulated studies do not resemble the data, so their power and sizes are not the "
+        "design's (fit the assumptions: `attnrank validate-comparison --fit training`)"
+    )
+
+
+@dataclass(frozen=True)
+class FittedAssumptions:
+    """Simulator parameters estimated on training (or pilot) cells, and what they came from.
+
+    Attributes
+    ----------
+    source : str
+        What the parameters were fitted to (e.g. ``training heads of DESIGN``).
+    n_heads, n_cells : int
+    residual_sd : float
+        Square root of ``V``, the variance of the true log2 rank that the base model's
+        covariates leave (layer + head + cell components, the cell part net of where
+        the truth lies in its bracket).
+    icc : float
+        Between-head share of ``V`` (layer and head components).
+    layer_share : float
+        Between-layer share of ``V`` (part of ``icc``); 0 when the cells hold one layer.
+    native_head_share : float
+        Median, over the signal block's columns, of their between-head variance share
+        after the baseline (NaN when the table has no such block).
+    strata : tuple of (label, heads, cells, offset, scale, mean_width)
+        Per checkpoint: its offset (checkpoint coefficient, head-weighted mean 0), its
+        residual scale relative to the pooled one (cell-weighted mean square 1) and its
+        mean bracket width (log2).
+    components : tuple of (name, variance)
+        ``layer``, ``head``, ``cell`` (of the midpoints), ``bracket`` (subtracted from
+        ``cell``: the variance of ``(1/2 - P) w``, P the truth's position, w the width).
+    reference_m0_loss : float
+        The base model's held-out loss by a cross-fit over the heads (NaN when not
+        computed).
+    reference_method : str
+    method : str
+    notes : tuple of str
+    widths : StratumWidths
+        Each checkpoint's bracket widths (not in :meth:`to_dict`).
+
+    Examples
+    --------
+    Made by :func:`fit_assumptions`; :meth:`assumptions` gives the simulator's record:
+
+    >>> from analysis.prereg.power_fit import FittedAssumptions
+    >>> fit = FittedAssumptions(
+    ...     source="example", n_heads=40, n_cells=360, residual_sd=0.25, icc=0.7,
+    ...     layer_share=0.1, native_head_share=0.8,
+    ...     strata=(("org/a", 40, 360, 0.0, 1.0, 0.6),), components=(),
+    ...     reference_m0_loss=0.012, reference_method="5-fold cross-fit", method="MixedLM",
+    ... )
+    >>> a = fit.assumptions()
+    >>> a.residual_sd, a.icc, a.layer_share, a.native_head_share, a.strata_effects
+    (0.25, 0.7, 0.1, 0.8, (('org/a', 0.0, 1.0),))
+    """
+
+    source: str
+    n_heads: int
+    n_cells: int
+    residual_sd: float
+    icc: float
+    layer_share: float
+    native_head_share: float
+    strata: tuple[tuple[str, int, int, float, float, float], ...]
+    components: tuple[tuple[str, float], ...]
+    reference_m0_loss: float
+    reference_method: str
+    method: str
+    notes: tuple[str, ...] = ()
+    widths: StratumWidths | None = field(default=None, repr=False, compare=False)
+
+    def assumptions(self, base: PowerAssumptions | None = None) -> PowerAssumptions:
+        """``base`` (default :class:`PowerAssumptions`) with the fitted values."""
+        base = base if base is not None else PowerAssumptions()
+        head_share = (
+            self.native_head_share
+            if np.isfinite(self.native_head_share)
+            else base.native_head_share
+        )
+        return replace(
+            base,
+            residual_sd=float(self.residual_sd),
+            icc=float(min(self.icc, 0.999)),
+            layer_share=float(min(self.layer_share, self.icc, 0.999)),
+            native_head_share=float(head_share),
+            strata_effects=tuple((s[0], s[3], s[4]) for s in self.strata),
+            fitted=self.source,
+        )
+
+    def to_dict(self) -> dict:
+        """Plain JSON types (the widths are summarized by each stratum's mean width)."""
+        return {
+            "source": self.source,
+            "n_heads": self.n_heads,
+            "n_cells": self.n_cells,
+            "residual_sd": self.residual_sd,
+            "icc": self.icc,
+            "layer_share": self.layer_share,
+            "native_head_share": None
+            if not np.isfinite(self.native_head_share)
+            else self.native_head_share,
+            "strata": [
+                dict(
+                    zip(
+                        ("stratum", "heads", "cells", "offset", "scale", "mean_width"),
+                        s,
+                        strict=True,
+                    )
+                )
+                for s in self.strata
+            ],
+            "components": dict(self.components),
+            "reference_m0_loss": None
+            if not np.isfinite(self.reference_m0_loss)
+            else self.reference_m0_loss,
+            "reference_method": self.reference_method,
+            "method": self.method,
+            "notes": list(self.notes),
+        }
+
+    def summary(self) -> str:
+        """A few lines for people."""
+        lines = [
+            f"simulator fitted to {self.source}: {self.n_heads} heads, {self.n_cells} cells",
+            f"  residual SD {self.residual_sd:.3f} (log2), ICC {self.icc:.3f} "
+            f"(layer share {self.layer_share:.3f}), native head share "
+            + (
+                f"{self.native_head_share:.3f}"
+                if np.isfinite(self.native_head_share)
+                else "not fitted"
+            ),
+            f"  reference M0 held-out loss {self.reference_m0_loss:.4g} ({self.reference_method})",
+        ]
+        for label, h, c, off, sc, w in self.strata:
+            lines.append(
+                f"  {label}: {h} heads, {c} cells, offset {off:+.3f}, residual scale "
+                f"{sc:.2f}, mean bracket width {w:.2f}"
+            )
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _layer_of(clusters: pd.Series) -> pd.Series:
+    """``checkpoint:layer`` of head ids ``checkpoint:layer:head`` (the head id itself when
+    it has no such form)."""
+    parts = clusters.astype(str).str.rsplit(":", n=1)
+    return parts.map(lambda p: p[0] if len(p) == 2 and ":" in p[0] else "|".join(p))
+
+
+def _truth_position_moments(truth_position: tuple[float, float]) -> tuple[float, float]:
+    a, b = truth_position
+    mean = a / (a + b)
+    var = a * b / ((a + b) ** 2 * (a + b + 1))
+    return mean, var
+
+
+def _bracket_variance(width: np.ndarray, truth_position: tuple[float, float]) -> float:
+    """Variance of ``(1/2 - P) w`` over cells, P ~ Beta(a, b) independent of w."""
+    mean_p, var_p = _truth_position_moments(truth_position)
+    d = 0.5 - mean_p
+    return float((var_p + d**2) * np.mean(width**2) - (d * np.mean(width)) ** 2)
+
+
+def _mixed_components(
+    resid: np.ndarray, heads: np.ndarray, layers: np.ndarray
+) -> tuple[float, float, float, str]:
+    """(layer, head, cell) variance components of residuals by REML."""
+    import statsmodels.api as sm
+
+    n_layers = len(np.unique(layers))
+    data = pd.DataFrame({"r": resid, "head": heads, "layer": layers})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence chatter; the estimates are checked
+        if 2 <= n_layers < len(np.unique(heads)):
+            model = sm.MixedLM.from_formula(
+                "r ~ 1",
+                data,
+                groups="layer",
+                re_formula="1",
+                vc_formula={"head": "0 + C(head)"},
+            )
+            res = _fit(model)
+            layer_var = float(np.asarray(res.cov_re)[0, 0])
+            head_var = float(res.vcomp[0])
+            how = "(checkpoint, layer) random intercept + head variance component"
+        else:
+            res = _fit(sm.MixedLM(resid, np.ones((len(resid), 1)), groups=heads))
+            layer_var, head_var = 0.0, float(np.asarray(res.cov_re)[0, 0])
+            how = "head random intercept (the cells hold one layer, or one head per layer)"
+    return max(layer_var, 0.0), max(head_var, 0.0), float(res.scale), how
+
+
+def _fit(model: Any) -> Any:
+    """REML fit, trying optimizers in turn (L-BFGS can step onto a singular point)."""
+    err: Exception | None = None
+    for method in ("bfgs", "lbfgs", "powell"):
+        try:
+            return model.fit(reml=True, method=method)
+        except (np.linalg.LinAlgError, ValueError) as exc:
+            err = exc
+    raise ParameterError("table", "cells whose variance components can be fitted", str(err))
+
+
+def _head_share(x: np.ndarray, heads: np.ndarray, baseline: np.ndarray) -> float:
+    """Between-head share of one column's variance after the baseline (REML)."""
+    import statsmodels.api as sm
+
+    exog = np.column_stack([np.ones(len(x)), baseline])
+    resid = x - exog @ np.linalg.lstsq(exog, x, rcond=None)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = _fit(sm.MixedLM(resid, np.ones((len(x), 1)), groups=heads))
+    between = max(float(np.asarray(res.cov_re)[0, 0]), 0.0)
+    total = between + float(res.scale)
+    return between / total if total > 0 else float("nan")
+
+
+def reference_m0_loss(
+    table: pd.DataFrame,
+    models: Mapping[str, Sequence[str]],
+    pair: tuple[str, str],
+    *,
+    folds: int = 5,
+    random_state: int = 0,
+    comparison_kwargs: Mapping[str, Any] | None = None,
+    covariate_kwargs: Mapping[str, Any] | None = None,
+) -> tuple[float, str]:
+    """The base model's held-out loss on ``table``'s heads, by a cross-fit over them.
+
+    Heads are assigned to ``folds`` folds within each stratum (permuted by
+    ``numpy.random.default_rng(random_state)``, head j of a stratum to fold j mod K); each
+    fold is held out in turn and :func:`~analysis.compare.compare_nested` runs with the
+    design's estimator and calibration on the rest, as the confirmatory run does on its
+    held-out heads. The reference is the cell-weighted mean of the folds' base-model
+    ``interval_sq_loss``.
+
+    Returns
+    -------
+    (float, str)
+        The loss and a sentence saying how it was computed.
+
+    Examples
+    --------
+    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
+    >>> from analysis.prereg.power_fit import reference_m0_loss
+    >>> table = example_table().drop(columns="held_out")
+    >>> loss, how = reference_m0_loss(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
+    ...                               comparison_kwargs={"estimator": "ols"})
+    >>> bool(loss > 0), how[:28]
+    (True, '3-fold cross-fit over the 20')
+    """
+    from analysis.compare import compare_nested
+
+    folds = check_int("folds", folds, minimum=2)
+    kw = dict(comparison_kwargs or {})
+    opts = kw.get("options")
+    if opts is not None:
+        # checkpoint effects change M0; resampling and sensitivities do not change its loss
+        opts = replace(opts, refit_replicates=0, sensitivities=False, sesoi={})
+    for k in ("family", "extra_pairs", "metrics", "primary_metric", "n_boot", "random_state"):
+        kw.pop(k, None)
+    kw["options"] = opts
+    base, rich = pair
+    sub_models = {base: models[base], rich: models[rich]}
+    heads = (
+        table[["cluster"]]
+        .assign(stratum=table["stratum"].astype(str) if "stratum" in table else "")
+        .drop_duplicates("cluster")
+    )
+    rng = np.random.default_rng(random_state)
+    fold_of = {}
+    for _, g in heads.groupby("stratum", sort=True):
+        hs = np.sort(g["cluster"].astype(str).to_numpy())
+        for j, h in enumerate(rng.permutation(hs)):
+            fold_of[h] = j % folds
+    fold = table["cluster"].astype(str).map(fold_of).to_numpy()
+    total, cells = 0.0, 0
+    for k in range(folds):
+        held = fold == k
+        if not held.any():
+            continue
+        res = compare_nested(
+            table.assign(held_out=held),
+            sub_models,
+            family=[(base, rich)],
+            metrics=("interval_sq_loss",),
+            primary_metric="interval_sq_loss",
+            n_boot=99,
+            random_state=random_state,
+            **kw,
+            **dict(covariate_kwargs or {}),
+        )
+        row = res.frame.iloc[0]
+        total += float(row["base_value"]) * int(held.sum())
+        cells += int(held.sum())
+    how = (
+        f"{folds}-fold cross-fit over the {len(heads)} heads (folds within checkpoints), "
+        f"{base}'s held-out interval_sq_loss with the design's estimator"
+    )
+    return total / cells, how
+
+
+def fit_assumptions(
+    table: pd.DataFrame,
+    models: Mapping[str, Sequence[str]],
+    *,
+    pair: tuple[str, str] = ("M0", "M1"),
+    source: str = "a table of training cells",
+    log_columns: Sequence[str] = (),
+    covariate_kwargs: Mapping[str, Any] | None = None,
+    comparison_kwargs: Mapping[str, Any] | None = None,
+    truth_position: tuple[float, float] = (2.0, 1.0),
+    eps: Sequence[float] | None = None,
+    width_bins: int = 4,
+    signal_block: str = "native",
+    reference_folds: int = 5,
+    random_state: int = 0,
+) -> FittedAssumptions:
+    """Fit the simulator's parameters to training (or pilot) cells.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A comparison table of cells the confirmatory comparison never scores: no
+        ``held_out`` column, or one that is False everywhere. ``cluster`` (head id,
+        ``checkpoint:layer:head`` for the layer component, or a ``checkpoint_layer``
+        column), ``stratum`` (checkpoint, optional), ``y_lower``, ``y_upper`` (log2),
+        ``eps`` or ``baseline__eps`` (for the widths) and the models' ``block__feature``
+        columns.
+    models : mapping
+        The design's models; ``pair[0]`` is the base model (its blocks are the
+        covariates the residual is taken after).
+    pair : (base, rich), keyword-only
+        The confirmatory pair: the base model's loss is the reference.
+    source : str, keyword-only
+        Recorded as :attr:`FittedAssumptions.source`.
+    log_columns, covariate_kwargs : keyword-only
+        As for :func:`~analysis.compare.prepare_covariates` (the registry's block order,
+        calibrated blocks and diagnostics).
+    comparison_kwargs : mapping, keyword-only
+        The design's ``comparison_kwargs`` (estimator, calibration, options) for the
+        reference M0 loss; None skips it (NaN).
+    truth_position : (a, b), keyword-only
+        The Beta law of where the truth lies in its bracket (the simulator's), to take
+        the bracket's part out of the midpoints' cell variance.
+    eps : sequence of float, keyword-only
+        The eps values of the widths (default: those of the table).
+    width_bins : int, keyword-only
+    signal_block : str, keyword-only
+        The block whose columns' between-head share is fitted.
+    reference_folds, random_state : int, keyword-only
+        Folds and seed of :func:`reference_m0_loss` (and of the calibration folds).
+
+    Returns
+    -------
+    FittedAssumptions
+
+    Notes
+    -----
+    The outcome is the bracket midpoint ``m = (y_lower + y_upper) / 2``. Its covariates
+    are the base model's, prepared as the comparison prepares them (log, isotonic
+    calibration cross-fitted over 5 head folds, standardization, collinearity screen),
+    plus checkpoint indicators, fitted pooled by least squares as the base model is (a
+    mixed model's GLS coefficients would lean on within-head variation and push the
+    covariates' between-head part into the random effects: on MiniLM's training heads
+    its components sum to 0.064 while the pooled fit leaves 0.039). ``statsmodels``
+    ``MixedLM`` (REML) then splits the pooled residual into a (checkpoint, layer) random
+    intercept, a head variance component within layers and a cell residual; REML rather
+    than moment estimators because the design is unbalanced (held-out heads removed,
+    unequal layers) and the variance components are the quantity of interest. In the simulator, ``m = y* + (1/2 - P) w`` with the truth
+    ``y*``, its position ``P ~ Beta(a, b)`` and the bracket width ``w``, so the cell
+    component less ``var((1/2 - P) w)`` (cell-level, measured on the table's widths) is the
+    truth's cell variance. ``V`` is the sum of the three, ``icc`` the layer and head
+    share, ``layer_share`` the layer share. Each checkpoint's offset is its indicator's
+    coefficient (centred, head-weighted): the part of its mean the base covariates
+    leave, which a base model without checkpoint effects cannot absorb; its scale is the
+    root of its cells' mean squared residual (net of its bracket part) over the pooled
+    one. The signal block's head share is the REML between-head share of each of its
+    columns after an OLS on the base columns, median over columns.
+
+    Examples
+    --------
+    A study simulated with known parameters, fitted back (its training cells only):
+
+    >>> from analysis.prereg.examples import example_widths
+    >>> from analysis.prereg.power import (PowerAssumptions, SIMULATED_COVARIATES,
+    ...                                    StudySizes, simulate_study)
+    >>> from analysis.prereg.power_fit import fit_assumptions
+    >>> sizes = StudySizes(n_heads=60, n_held_out=10, lengths=(64, 128), eps=(0.1,),
+    ...                    temperatures=(0.5, 1.0, 2.0), inputs_per_length=2)
+    >>> truth = PowerAssumptions(residual_sd=0.3, icc=0.6)
+    >>> table = simulate_study(sizes, example_widths(), share=0.0, assumptions=truth,
+    ...                        random_state=1)
+    >>> train = table.loc[~table["held_out"]].drop(columns="held_out")
+    >>> kw = dict(SIMULATED_COVARIATES)
+    >>> fit = fit_assumptions(train, {"M0": ["baseline"], "M1": ["baseline", "native"]},
+    ...                       log_columns=kw.pop("log_columns"), covariate_kwargs=kw)
+    >>> round(fit.residual_sd, 2), round(fit.icc, 2)  # truth 0.3, 0.6; 50 heads, 5 widths
+    (0.33, 0.69)
+    """
+    from analysis.compare.covariates import head_folds, prepare_covariates
+
+    if "held_out" in table.columns and table["held_out"].astype(bool).any():
+        raise ParameterError(
+            "table",
+            "training or pilot cells only (no held-out cell may inform the simulator)",
+            f"{int(table['held_out'].astype(bool).sum())} held-out cells",
+        )
+    for c in ("cluster", "y_lower", "y_upper"):
+        if c not in table.columns:
+            raise ParameterError("table", f"a column {c}", list(table.columns))
+    base, rich = pair
+    if base not in models or rich not in models:
+        raise ParameterError("pair", "two models of models", pair)
+    tab = table.reset_index(drop=True)
+    if "stratum" not in tab:
+        tab = tab.assign(stratum="all")
+    heads = tab["cluster"].astype(str).to_numpy()
+    n_heads = len(np.unique(heads))
+    if n_heads < 6:
+        raise ParameterError("table", "cells of at least 6 heads", n_heads)
+    layers = (
+        tab["checkpoint_layer"].astype(str).to_numpy()
+        if "checkpoint_layer" in tab
+        else _layer_of(tab["cluster"]).to_numpy()
+    )
+    strata = tab["stratum"].astype(str).to_numpy()
+    lower, upper = tab["y_lower"].to_numpy(float), tab["y_upper"].to_numpy(float)
+    mid, width = 0.5 * (lower + upper), upper - lower
+    ck = dict(covariate_kwargs or {})
+    train = np.ones(len(tab), dtype=bool)
+    k_cal = min(5, n_heads)
+    cal_folds = head_folds(heads, train, folds=k_cal, seed=random_state)
+    fit_models = {"base": list(models[base])}
+    has_signal = signal_block in models[rich] and any(
+        c.startswith(signal_block + "__") for c in tab.columns
+    )
+    if has_signal:
+        fit_models["signal"] = list(dict.fromkeys([*models[base], signal_block]))
+    prep = prepare_covariates(
+        tab,
+        fit_models,
+        train,
+        log_columns=log_columns,
+        calibration_folds=cal_folds if ck.get("calibrate_blocks") else None,
+        **ck,
+    )
+    X = prep.matrices["base"]
+    labels = sorted(set(strata))
+    dummies = (
+        np.column_stack([(strata == s).astype(float) for s in labels[1:]])
+        if len(labels) > 1
+        else np.zeros((len(tab), 0))
+    )
+    exog = np.column_stack([np.ones(len(tab)), X, dummies])
+    # the base model is a pooled fit: its coefficients use the covariates' between-head
+    # variation too, so they are fitted pooled (OLS) and only what they leave is split
+    fe = np.linalg.lstsq(exog, mid, rcond=None)[0]
+    layer_var, head_var, cell_var, how = _mixed_components(mid - exog @ fe, heads, layers)
+    notes = []
+    bracket_var = _bracket_variance(width, truth_position)
+    cell_true = cell_var - bracket_var
+    if cell_true <= 0.1 * cell_var:
+        notes.append(
+            f"the brackets' part ({bracket_var:.4g}) leaves less than 10% of the midpoints' "
+            f"cell variance ({cell_var:.4g}); 10% kept"
+        )
+        cell_true = 0.1 * cell_var
+    V = layer_var + head_var + cell_true
+    icc = (layer_var + head_var) / V
+    layer_share = layer_var / V
+
+    # per checkpoint: offset (coefficient), residual scale (net of its bracket part)
+    coef = np.concatenate([[0.0], fe[1 + X.shape[1] :]])  # first stratum is the reference
+    head_strata = pd.Series(strata).groupby(heads).first()
+    n_heads_s = head_strata.value_counts()
+    w_heads = np.array([n_heads_s.get(s, 0) for s in labels], dtype=float)
+    offsets = coef - np.average(coef, weights=w_heads)
+    resid = mid - exog @ fe
+    per = []
+    ms = {}
+    for s in labels:
+        sel = strata == s
+        ms[s] = max(
+            float(np.mean(resid[sel] ** 2)) - _bracket_variance(width[sel], truth_position),
+            1e-12,
+        )
+    pooled = np.average([ms[s] for s in labels], weights=[(strata == s).sum() for s in labels])
+    for s, off in zip(labels, offsets, strict=True):
+        sel = strata == s
+        per.append(
+            (
+                s,
+                int(n_heads_s.get(s, 0)),
+                int(sel.sum()),
+                float(off),
+                float(np.sqrt(ms[s] / pooled)),
+                float(np.mean(width[sel])),
+            )
+        )
+
+    head_share = float("nan")
+    if has_signal:
+        cols = [c for c in prep.columns["signal"] if c.startswith(signal_block + "__")]
+        idx = [prep.columns["signal"].index(c) for c in cols]
+        Xs = prep.matrices["signal"]
+        shares = [_head_share(Xs[:, j], heads, X) for j in idx]
+        shares = [v for v in shares if np.isfinite(v)]
+        if shares:
+            head_share = float(np.median(shares))
+
+    wframe = pd.DataFrame(
+        {
+            "stratum": strata,
+            "eps": tab["eps" if "eps" in tab else "baseline__eps"].to_numpy(float),
+            "lower": np.exp2(lower),
+            "upper": np.exp2(upper),
+            "width": width,
+            "midpoint": mid,
+        }
+    )
+    eps_values = sorted(set(wframe["eps"])) if eps is None else list(eps)
+    widths = StratumWidths.from_frame(wframe, eps_values, n_bins=width_bins)
+
+    if comparison_kwargs is not None:
+        ref, ref_how = reference_m0_loss(
+            table.drop(columns="held_out", errors="ignore"),
+            models,
+            pair,
+            folds=reference_folds,
+            random_state=random_state,
+            comparison_kwargs=comparison_kwargs,
+            covariate_kwargs={**ck, "log_columns": tuple(log_columns)},
+        )
+    else:
+        ref, ref_how = float("nan"), "not computed"
+    return FittedAssumptions(
+        source=source,
+        n_heads=n_heads,
+        n_cells=len(tab),
+        residual_sd=float(np.sqrt(V)),
+        icc=float(icc),
+        layer_share=float(layer_share),
+        native_head_share=head_share,
+        strata=tuple(per),
+        components=(
+            ("layer", layer_var),
+            ("head", head_var),
+            ("cell", cell_var),
+            ("bracket", bracket_var),
+        ),
+        reference_m0_loss=float(ref),
+        reference_method=ref_how,
+        method=(
+            "pooled least squares of bracket midpoints on the base model's prepared "
+            "covariates and checkpoint indicators; statsmodels MixedLM (REML) of its "
+            f"residual: {how}"
+        ),
+        notes=tuple(notes),
+        widths=widths,
+    )
