@@ -21,6 +21,11 @@ from analysis.brackets.io import (
     approximants_for_input,
     bracket_frame,
     profile_file,
+)
+from analysis.brackets.results import (
+    check_result,
+    check_result_head,
+    read_result,
     verify_result,
 )
 from analysis.cli.inputs import load_matrices, load_queries_keys
@@ -72,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     v.add_argument("input", metavar="INPUT")
     v.add_argument("result", metavar="OUT.json", type=Path)
-    v.set_defaults(func=run_verify, param_flags={"path": "INPUT"})
+    v.set_defaults(func=run_verify, param_flags={"path": "INPUT", "result": "OUT.json"})
 
     a = sub.add_parser(
         "approximants",
@@ -167,14 +172,21 @@ def run_bracket(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    if not args.result.is_file():
-        raise FileNotFoundError(f"OUT.json: no such file: {args.result}")
-    result = json.loads(args.result.read_text())
+    # The file is checked for what it says about INPUT before INPUT is read with its
+    # temperature and renormalization; a file that is not a result fails (exit 1).
+    result, problems = read_result(args.result)
+    if result is not None:
+        problems = check_result_head(result)
+    if problems:
+        return _verify_failed(problems)
     data = load_matrices(
         args.input,
         temperature=result.get("temperature"),
         renormalize=bool(result.get("renormalized")),
     )
+    problems = check_result(data, result)
+    if problems:
+        return _verify_failed(problems)
     rep = verify_result(data, result)
     for msg in rep.messages:
         print(msg, file=sys.stderr)
@@ -188,6 +200,13 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         print("FAILED: at least one reported end is not certified by its witness", file=sys.stderr)
     return rep.status
+
+
+def _verify_failed(problems: list[str]) -> int:
+    for msg in problems:
+        print(msg, file=sys.stderr)
+    print("FAILED: OUT.json is not a result of `attnrank bracket` on INPUT", file=sys.stderr)
+    return 1
 
 
 def run_approximants(args: argparse.Namespace) -> int:
