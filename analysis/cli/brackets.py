@@ -29,6 +29,13 @@ from analysis.brackets.results import (
     verify_result,
 )
 from analysis.cli.inputs import load_matrices, load_queries_keys
+from analysis.cli.outputs import (
+    check_output_file,
+    drop_stash,
+    stash_path,
+    take_stash,
+    write_failed,
+)
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.validation import check_eps_grid
 
@@ -125,6 +132,7 @@ def add_engine_argument(p: argparse.ArgumentParser) -> None:
 def run_bracket(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps)
     engine = check_engine(args.engine)
+    out = check_output_file("out", args.out)  # before any work: a folder, a read-only place
     if args.seed is not None:
         print(
             "note: --seed is ignored and will be removed: the bracket search is deterministic",
@@ -134,9 +142,15 @@ def run_bracket(args: argparse.Namespace) -> int:
     # With --out, finished matrices go to a checkpoint beside it, so that an interrupted
     # run resumes (every reused profile re-verified against its matrix first); the
     # checkpoint is removed once OUT.json is written.
-    ck = args.out.with_name(args.out.name + ".partial") if args.out else None
+    # A final write that fails leaves the checkpoint in a stash named by the run, which
+    # the next run of the same input and settings resumes from, whatever its --out.
+    ck = out.with_name(out.name + ".partial") if out else None
+    stash = None
     if ck is not None:
-        ck.parent.mkdir(parents=True, exist_ok=True)
+        run = (data.sha256, data.temperature, data.renormalized, eps, args.effort, engine)
+        stash = stash_path("bracket", *run)
+        if take_stash(stash, ck):
+            print(f"note: resuming from the finished profiles kept in {stash}", file=sys.stderr)
     # OUT.json is encoded matrix by matrix as profiles arrive, while the workers search on.
     writer = (
         ResultWriter(data, eps=eps, effort=args.effort, witnesses=args.witnesses, engine=engine)
@@ -165,9 +179,13 @@ def run_bracket(args: argparse.Namespace) -> int:
         )
         print(f"{where}: {cells}")
     if writer is not None:
-        writer.write(args.out)
+        try:
+            writer.write(out)
+        except OSError as exc:
+            raise write_failed("out", out, exc, ck, stash) from exc
         ck.unlink(missing_ok=True)
-        print(f"wrote {args.out}", file=sys.stderr)
+        drop_stash(stash)
+        print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
@@ -211,6 +229,7 @@ def _verify_failed(problems: list[str]) -> int:
 
 def run_approximants(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps)
+    out = check_output_file("out", args.out)
     data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
     brackets = None
     if args.brackets is not None:
@@ -226,7 +245,7 @@ def run_approximants(args: argparse.Namespace) -> int:
             )
     qk = load_queries_keys(args.input, data)
     # With --out, finished matrices go to a checkpoint beside it (removed once written).
-    ck = args.out.with_name(args.out.name + ".partial") if args.out else None
+    ck = out.with_name(out.name + ".partial") if out else None
     table, left_out = approximants_for_input(
         data,
         qk,
@@ -242,10 +261,9 @@ def run_approximants(args: argparse.Namespace) -> int:
     for note in left_out:
         print(f"note: {note}", file=sys.stderr)
     print(summarize(table).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(args.out, mode="w") as fh:
+    if out:
+        with atomic_write(out, mode="w") as fh:
             table.to_csv(fh, index=False)
         ck.unlink(missing_ok=True)
-        print(f"wrote {args.out}", file=sys.stderr)
+        print(f"wrote {out}", file=sys.stderr)
     return 0
