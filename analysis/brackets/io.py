@@ -156,6 +156,9 @@ def profile_file(
     engine = check_engine(engine)
     workers = check_executor(executor, workers)
     batch = check_int("batch", batch, minimum=1)
+    if data.A.ndim != 3 or data.A.shape[2] < 2:
+        # one key: every row is [1]; the lower search's column clustering needs two
+        raise ParameterError("data", "matrices [H, M, N] of at least 2 columns", data.A.shape)
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)
     keys = [

@@ -28,7 +28,7 @@ from analysis.brackets.results import (
     read_result,
     verify_result,
 )
-from analysis.cli.inputs import load_matrices, load_queries_keys
+from analysis.cli.inputs import MAX_SIZE, check_size, load_matrices, load_queries_keys
 from analysis.cli.outputs import (
     check_output_file,
     drop_stash,
@@ -74,6 +74,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=BATCH,
         help=f"matrices searched side by side per job (default {BATCH}; 1: one at a time)",
+    )
+    p.add_argument(
+        "--max-size",
+        type=int,
+        default=MAX_SIZE,
+        metavar="N",
+        help=f"refuse matrices of more than N rows or keys before reading them (default "
+        f"{MAX_SIZE}); the refusal, and any run over a minute or a gigabyte, prints a rough "
+        "estimate of time and memory first",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_bracket, param_flags={"path": "INPUT"})
@@ -133,6 +142,10 @@ def run_bracket(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps)
     engine = check_engine(args.engine)
     out = check_output_file("out", args.out)  # before any work: a folder, a read-only place
+    workers = args.workers if args.scheduler is None and args.cluster is None else 1
+    note = check_size(args.input, args.max_size, workers)  # from the headers alone
+    if note is not None:
+        print(note, file=sys.stderr)
     if args.seed is not None:
         print(
             "note: --seed is ignored and will be removed: the bracket search is deterministic",
