@@ -20,14 +20,15 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 
-if TYPE_CHECKING:
-    from analysis.brackets.io import MatrixInput
+# The input is an analysis.brackets.io.MatrixInput (A, layers, heads, sha256); not imported,
+# since io re-exports this module's verify_result (no import cycle).
+MatrixInput = Any
 
 __all__ = ["VerifyReport", "check_result", "check_result_head", "read_result", "verify_result"]
 
