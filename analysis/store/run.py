@@ -280,6 +280,13 @@ def plan_profiles(
         if unknown:
             raise ParameterError("matrix_keys", "keys of stored matrices", sorted(unknown)[:3])
         records = [r for r in records if r.key in wanted]
+    narrow = [r for r in records if r.length < 2]
+    if narrow:  # one key: every row is [1], and the search's column clustering needs two
+        raise ParameterError(
+            "path",
+            "a store whose matrices have at least 2 keys",
+            f"matrix {narrow[0].key} ({narrow[0].head_id}): length {narrow[0].length}",
+        )
     redo = {(k, float(t)) for k, t in recompute}
     tasks, done = [], 0
     for rec in records:
