@@ -19,8 +19,11 @@ The contract that keeps results identical whichever executor runs them:
   worker never holds more than a block of matrices and the client's memory stays bounded.
 
 A worker lost on a dask cluster is replaced by the scheduler re-running its task
-elsewhere; a local process pool whose worker dies raises ``BrokenProcessPool`` (the
-committed results are kept; re-run to resume).
+elsewhere; a local process pool whose worker dies is a :class:`ParameterError` naming
+``workers`` (the committed results are kept; re-run to resume). A local pool's workers
+ignore SIGINT and die with their owner (Linux); the owner turns SIGTERM into
+``KeyboardInterrupt`` while the pool runs, and on any interruption terminates its workers
+instead of waiting for their running tasks.
 """
 
 from __future__ import annotations
@@ -392,9 +395,85 @@ def task_pool(
         return
     ctx = None if mp_context is None else multiprocessing.get_context(mp_context)
     pool = cf.ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=initializer, initargs=tuple(initargs)
+        max_workers=workers,
+        mp_context=ctx,
+        initializer=_worker_start,
+        initargs=(initializer, tuple(initargs)),
     )
+    clean = False
     try:
-        yield TaskPool(pool)
+        with _sigterm_interrupts():
+            yield TaskPool(pool)
+        clean = True
+    except cf.process.BrokenProcessPool:
+        raise ParameterError(
+            "workers",
+            "worker processes that live to finish their tasks (finished work is kept; re-run "
+            "to resume, with fewer workers if one ran out of memory)",
+            "a worker process died (killed, or out of memory)",
+        ) from None
     finally:
+        if not clean:  # an error, SIGINT or SIGTERM: stop the running tasks, do not wait
+            _stop_workers(pool)
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_start(initializer: Callable[..., None] | None, initargs: tuple) -> None:
+    """First thing in a worker of :func:`task_pool`'s own pool: leave SIGINT to the owner
+    (which stops the pool: a Ctrl-C does not print a traceback per worker), die with the
+    owner (Linux: ``PR_SET_PDEATHSIG``, so a killed owner leaves no orphans), then the
+    place's initializer."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a forked worker inherits the owner's SIGTERM handler (:func:`_sigterm_interrupts`);
+    # a worker is stopped by SIGTERM, so it takes the default action again
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent dies (elsewhere: nothing)."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the call
+            os._exit(1)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`KeyboardInterrupt` while the pool runs (main thread only), so
+    that the owner stops its workers and keeps its finished work as on Ctrl-C."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """Terminate ``pool``'s worker processes now (their running tasks are abandoned)."""
+    # ProcessPoolExecutor has no public way to stop running tasks; _processes is stable
+    # since 3.2.
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            proc.terminate()

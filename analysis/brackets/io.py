@@ -27,8 +27,8 @@ from tqdm.auto import tqdm
 from analysis.atomic import JsonlCheckpoint, atomic_write
 from analysis.attention import derive_seed
 from analysis.brackets.profile import Profile
+from analysis.brackets.results import VerifyReport, verify_result  # noqa: F401 (re-exported)
 from analysis.brackets.search import profile_matrices
-from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.brackets.versions import check_engine
 from analysis.executor import check_executor, task_pool
 from analysis.validation import (
@@ -156,6 +156,9 @@ def profile_file(
     engine = check_engine(engine)
     workers = check_executor(executor, workers)
     batch = check_int("batch", batch, minimum=1)
+    if data.A.ndim != 3 or data.A.shape[2] < 2:
+        # one key: every row is [1]; the lower search's column clustering needs two
+        raise ParameterError("data", "matrices [H, M, N] of at least 2 columns", data.A.shape)
     t = "none" if data.temperature is None else repr(data.temperature)
     grid = ",".join(f"{e!r}" for e in eps)
     keys = [
@@ -426,111 +429,6 @@ def write_json_atomic(obj: Any, path: str | os.PathLike) -> None:
     text = json.dumps(obj)
     with atomic_write(path, mode="w") as f:
         f.write(text)
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    """Outcome of re-checking a result file: ``status`` 0 ok, 1 failed witness, 2 missing.
-
-    ``checked`` counts the witnesses re-certified, ``messages`` says what failed or is
-    missing (:func:`verify_result`).
-
-    Examples
-    --------
-    >>> from analysis.brackets.io import VerifyReport
-    >>> report = VerifyReport(2, 0, ["matrix 0: witnesses are null"])
-    >>> report.status == 0, report.messages
-    (False, ['matrix 0: witnesses are null'])
-    """
-
-    status: int
-    checked: int
-    messages: list[str]
-
-
-def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
-    """Re-check every reported bracket end of ``result`` against ``data``'s matrices.
-
-    Returns
-    -------
-    VerifyReport
-        ``status`` 1 when a witness fails to certify its end (or the result is for other
-        matrices), else 2 when a witness is missing, else 0.
-
-    Examples
-    --------
-    Two ends per matrix, each re-certified; a damaged witness (the identity's rank-4
-    witness ``U W^T = I`` scaled to ``0.3 I``, off by 0.7 in every row) fails:
-
-    >>> from analysis.brackets.examples import example_result
-    >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
-    >>> from analysis.brackets.io import verify_result
-    >>> verify_result(data, result)
-    VerifyReport(status=0, checked=4, messages=[])
-    >>> U = result["matrices"][0]["witnesses"]["upper"][0]["U"]
-    >>> U[:] = [[0.3 * u for u in row] for row in U]
-    >>> report = verify_result(data, result)
-    >>> report.status, report.messages
-    (1, ['matrix 0 eps=0.5: upper witness rank 4 has certified error 0.7 > eps'])
-    """
-    msgs: list[str] = []
-    if result.get("input_sha256") != data.sha256:
-        return VerifyReport(
-            1, 0, ["input_sha256 does not match INPUT: the result is for another file"]
-        )
-    if len(result["matrices"]) != data.A.shape[0]:
-        return VerifyReport(
-            1, 0, [f"result has {len(result['matrices'])} matrices, INPUT has {data.A.shape[0]}"]
-        )
-    checked = 0
-    missing = failed = False
-    for mat in result["matrices"]:
-        i = mat["index"]
-        A = data.A[i]
-        wit = mat.get("witnesses")
-        if wit is None:
-            missing = True
-            msgs.append(f"matrix {i}: witnesses are null (re-run bracket with --witnesses)")
-            continue
-        ups = {w["rank"]: w for w in wit["upper"]}
-        lows = {w["size"]: w for w in wit["lower"]}
-        M, N = A.shape
-        for b in mat["brackets"]:
-            eps, lo, hi = float(b["eps"]), int(b["lower"]), int(b["upper"])
-            w = ups.get(hi)
-            if w is None:
-                missing = True
-                msgs.append(f"matrix {i} eps={eps}: no upper witness of rank {hi}")
-            else:
-                U = np.asarray(w["U"], dtype=np.float64).reshape(M, hi)
-                W = np.asarray(w["W"], dtype=np.float64).reshape(N, hi)
-                e = certified_upper_error(A, U, W)
-                checked += 1
-                if not e <= eps:
-                    failed = True
-                    msgs.append(
-                        f"matrix {i} eps={eps}: upper witness rank {hi} has certified error {e:.6g} > eps"
-                    )
-            if lo >= 1:
-                w = lows.get(lo)
-                if w is None:
-                    missing = True
-                    msgs.append(f"matrix {i} eps={eps}: no lower witness of size {lo}")
-                else:
-                    R = np.asarray(w["R"], dtype=np.float64).reshape(N, lo)
-                    Y = np.asarray(w["Y"], dtype=np.float64).reshape(lo, M)
-                    mu = certified_lower_margin(A, R, Y)
-                    checked += 1
-                    if not mu > eps:
-                        failed = True
-                        msgs.append(
-                            f"matrix {i} eps={eps}: lower witness size {lo} has certified margin {mu:.6g} <= eps"
-                        )
-            if lo > hi:
-                failed = True
-                msgs.append(f"matrix {i} eps={eps}: lower {lo} > upper {hi}")
-    status = 1 if failed else (2 if missing else 0)
-    return VerifyReport(status, checked, msgs)
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,21 @@ from analysis.brackets.io import (
     approximants_for_input,
     bracket_frame,
     profile_file,
+)
+from analysis.brackets.results import (
+    check_result,
+    check_result_head,
+    read_result,
     verify_result,
 )
-from analysis.cli.inputs import load_matrices, load_queries_keys
+from analysis.cli.inputs import MAX_SIZE, check_size, load_matrices, load_queries_keys
+from analysis.cli.outputs import (
+    check_output_file,
+    drop_stash,
+    stash_path,
+    take_stash,
+    write_failed,
+)
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.validation import check_eps_grid
 
@@ -63,6 +75,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=BATCH,
         help=f"matrices searched side by side per job (default {BATCH}; 1: one at a time)",
     )
+    p.add_argument(
+        "--max-size",
+        type=int,
+        default=MAX_SIZE,
+        metavar="N",
+        help=f"refuse matrices of more than N rows or keys before reading them (default "
+        f"{MAX_SIZE}); the refusal, and any run over a minute or a gigabyte, prints a rough "
+        "estimate of time and memory first",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_bracket, param_flags={"path": "INPUT"})
 
@@ -72,7 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     v.add_argument("input", metavar="INPUT")
     v.add_argument("result", metavar="OUT.json", type=Path)
-    v.set_defaults(func=run_verify, param_flags={"path": "INPUT"})
+    v.set_defaults(func=run_verify, param_flags={"path": "INPUT", "result": "OUT.json"})
 
     a = sub.add_parser(
         "approximants",
@@ -120,6 +141,11 @@ def add_engine_argument(p: argparse.ArgumentParser) -> None:
 def run_bracket(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps)
     engine = check_engine(args.engine)
+    out = check_output_file("out", args.out)  # before any work: a folder, a read-only place
+    workers = args.workers if args.scheduler is None and args.cluster is None else 1
+    note = check_size(args.input, args.max_size, workers)  # from the headers alone
+    if note is not None:
+        print(note, file=sys.stderr)
     if args.seed is not None:
         print(
             "note: --seed is ignored and will be removed: the bracket search is deterministic",
@@ -129,9 +155,15 @@ def run_bracket(args: argparse.Namespace) -> int:
     # With --out, finished matrices go to a checkpoint beside it, so that an interrupted
     # run resumes (every reused profile re-verified against its matrix first); the
     # checkpoint is removed once OUT.json is written.
-    ck = args.out.with_name(args.out.name + ".partial") if args.out else None
+    # A final write that fails leaves the checkpoint in a stash named by the run, which
+    # the next run of the same input and settings resumes from, whatever its --out.
+    ck = out.with_name(out.name + ".partial") if out else None
+    stash = None
     if ck is not None:
-        ck.parent.mkdir(parents=True, exist_ok=True)
+        run = (data.sha256, data.temperature, data.renormalized, eps, args.effort, engine)
+        stash = stash_path("bracket", *run)
+        if take_stash(stash, ck):
+            print(f"note: resuming from the finished profiles kept in {stash}", file=sys.stderr)
     # OUT.json is encoded matrix by matrix as profiles arrive, while the workers search on.
     writer = (
         ResultWriter(data, eps=eps, effort=args.effort, witnesses=args.witnesses, engine=engine)
@@ -160,21 +192,32 @@ def run_bracket(args: argparse.Namespace) -> int:
         )
         print(f"{where}: {cells}")
     if writer is not None:
-        writer.write(args.out)
+        try:
+            writer.write(out)
+        except OSError as exc:
+            raise write_failed("out", out, exc, ck, stash) from exc
         ck.unlink(missing_ok=True)
-        print(f"wrote {args.out}", file=sys.stderr)
+        drop_stash(stash)
+        print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    if not args.result.is_file():
-        raise FileNotFoundError(f"OUT.json: no such file: {args.result}")
-    result = json.loads(args.result.read_text())
+    # The file is checked for what it says about INPUT before INPUT is read with its
+    # temperature and renormalization; a file that is not a result fails (exit 1).
+    result, problems = read_result(args.result)
+    if result is not None:
+        problems = check_result_head(result)
+    if problems:
+        return _verify_failed(problems)
     data = load_matrices(
         args.input,
         temperature=result.get("temperature"),
         renormalize=bool(result.get("renormalized")),
     )
+    problems = check_result(data, result)
+    if problems:
+        return _verify_failed(problems)
     rep = verify_result(data, result)
     for msg in rep.messages:
         print(msg, file=sys.stderr)
@@ -190,8 +233,16 @@ def run_verify(args: argparse.Namespace) -> int:
     return rep.status
 
 
+def _verify_failed(problems: list[str]) -> int:
+    for msg in problems:
+        print(msg, file=sys.stderr)
+    print("FAILED: OUT.json is not a result of `attnrank bracket` on INPUT", file=sys.stderr)
+    return 1
+
+
 def run_approximants(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps)
+    out = check_output_file("out", args.out)
     data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
     brackets = None
     if args.brackets is not None:
@@ -207,7 +258,7 @@ def run_approximants(args: argparse.Namespace) -> int:
             )
     qk = load_queries_keys(args.input, data)
     # With --out, finished matrices go to a checkpoint beside it (removed once written).
-    ck = args.out.with_name(args.out.name + ".partial") if args.out else None
+    ck = out.with_name(out.name + ".partial") if out else None
     table, left_out = approximants_for_input(
         data,
         qk,
@@ -223,10 +274,9 @@ def run_approximants(args: argparse.Namespace) -> int:
     for note in left_out:
         print(f"note: {note}", file=sys.stderr)
     print(summarize(table).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(args.out, mode="w") as fh:
+    if out:
+        with atomic_write(out, mode="w") as fh:
             table.to_csv(fh, index=False)
         ck.unlink(missing_ok=True)
-        print(f"wrote {args.out}", file=sys.stderr)
+        print(f"wrote {out}", file=sys.stderr)
     return 0

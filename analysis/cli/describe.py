@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+
+from analysis.validation import ParameterError
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from analysis.cli.outputs import check_output_file
     from analysis.descriptors.builtin import build_registry
     from analysis.descriptors.describe import KEY_COLUMNS, describe_file, write_csv_atomic
 
+    # both outputs checked before any work (a folder, a folder that cannot be written)
+    check_output_file("out", args.out)
+    check_output_file("features_out", args.features_out)
     df = describe_file(
         args.input,
         eps=args.eps,
@@ -21,10 +28,16 @@ def _run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         threads=args.threads,
     )
-    write_csv_atomic(df, args.out)
-    if args.features_out:
-        registry = build_registry(args.plugin)  # the blocks describe_file ran
-        write_csv_atomic(registry.feature_table(df.columns), args.features_out)
+    try:
+        write_csv_atomic(df, args.out)
+        if args.features_out:
+            registry = build_registry(args.plugin)  # the blocks describe_file ran
+            write_csv_atomic(registry.feature_table(df.columns), args.features_out)
+    except OSError as exc:  # checked writable at the start: a full disk, a folder gone
+        name = "features_out" if args.out and Path(args.out).is_file() else "out"
+        raise ParameterError(
+            name, "a path that can be written", f"{exc.filename}: {exc.strerror}"
+        ) from exc
     n_cells, n_feat = df.shape[0], df.shape[1] - len(KEY_COLUMNS)
     print(f"wrote {args.out}: {n_cells} cells x {n_feat} features")
     return 0

@@ -84,17 +84,29 @@ def annotate(parser: argparse.ArgumentParser) -> None:
 def rename(exc: BaseException, flags: dict[str, str]) -> BaseException:
     """``exc`` with the parameter it names replaced by its flag from ``flags``.
 
-    A :class:`ParameterError` is rebuilt with the flag as its name; a ``FileNotFoundError``
+    A :class:`ParameterError` is rebuilt with the flag as its name (a subclass only when it
+    sets ``renamable = True``; others carry messages of their own); a ``FileNotFoundError``
     whose message is ``"NAME: ..."`` gets the flag in place of NAME. Any other exception,
     or a name without a flag, comes back unchanged.
     """
-    if isinstance(exc, ParameterError) and type(exc) is not ParameterError:
+    if (
+        isinstance(exc, ParameterError)
+        and type(exc) is not ParameterError
+        and not getattr(exc, "renamable", False)
+    ):
         # a subclass with a message of its own (e.g. PreregistrationError: a drifted or
         # unlocked design, which already names the file): rebuilding it would lose that
         return exc
     if isinstance(exc, ParameterError):
         flag = flags.get(exc.name) if isinstance(exc.name, str) else None
-        return exc if flag is None else ParameterError(flag, exc.allowed, exc.got)
+        if flag is None:
+            return exc
+        # a subclass marked ``renamable`` (StoreIntegrityError) keeps its class and its
+        # other attributes (the matrix key and file)
+        new = type(exc)(flag, exc.allowed, exc.got)
+        new.__dict__.update({k: v for k, v in exc.__dict__.items() if k != "name"})
+        new.name = flag
+        return new
     if isinstance(exc, FileNotFoundError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
         name, sep, rest = exc.args[0].partition(": ")
         flag = flags.get(name) if sep and name.isidentifier() else None

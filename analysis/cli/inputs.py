@@ -20,7 +20,29 @@ from analysis.hashing import file_sha256
 from analysis.sources.files import NPY_INPUT, read_queries_keys
 from analysis.validation import ParameterError, check_positive_finite, read_npy
 
-__all__ = ["load_matrices", "load_queries_keys"]
+__all__ = ["check_size", "input_shape", "load_matrices", "load_queries_keys"]
+
+#: The most rows or keys ``attnrank bracket`` takes unless ``--max-size`` says more.
+MAX_SIZE = 4096
+#: Seconds of one CPU thread per matrix at 128 x 128, default effort: 24 MiniLM heads in
+#: 101 s one at a time (``benchmarks/bench_brackets_sample.py --batch``); the search scales
+#: about as ``M N min(M, N)`` (products with the matrix at every rank it tries).
+_SECONDS_128 = 4.2
+#: Bytes the search holds per matrix entry beside the float64 stack (witness candidates,
+#: optimizer state, float32 copies); a rough allowance, not a measurement.
+_WORK_BYTES = 64
+
+
+def _no_single_column(shape: tuple[int, ...], name: str) -> None:
+    """A matrix with one key has every row equal to [1]: nothing to search, and the lower
+    search's clustering of columns has nothing to cluster."""
+    if shape[-1] < 2:
+        raise ParameterError(
+            "path",
+            "matrices of at least 2 columns (keys): with one key every row is [1], so "
+            "r_eps = 1 for eps < 1 and 0 for eps >= 1",
+            f"{name}: shape {tuple(shape)}",
+        )
 
 
 def load_matrices(
@@ -41,11 +63,12 @@ def load_matrices(
         if temperature is not None:
             raise ParameterError("temperature", "no temperature with a .npy input", temperature)
         A = check_attention(read_npy(path, allowed=NPY_INPUT), renormalize=renormalize, name="path")
+        _no_single_column(A.shape, path.name)
         H = A.shape[0]
         return MatrixInput(A, [None] * H, [None] * H, sha, None, renormalize)
     if path.suffix == ".npz":
         t = 1.0 if temperature is None else check_positive_finite("temperature", temperature)
-        Q, K, scale, mask, bias = read_queries_keys(path)
+        Q, K, scale, mask, bias = _read_extract(path)
         A = softmax64(Q, K, scale, mask, t, bias)
         nl, nh = A.shape[:2]
         A = check_attention(A.reshape(nl * nh, *A.shape[2:]), renormalize=renormalize, name="path")
@@ -61,7 +84,7 @@ def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys
     path = Path(path)
     if path.suffix != ".npz":
         return None
-    Q, K, scale, mask, bias = read_queries_keys(path)
+    Q, K, scale, mask, bias = _read_extract(path)
     H = Q.shape[0] * Q.shape[1]
     if mask is not None and bool(np.all(mask)):
         mask = None
@@ -69,3 +92,112 @@ def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys
     if bias is not None:
         bias = bias.reshape(H, *bias.shape[2:])
     return QueriesKeys(Q.reshape(H, *Q.shape[2:]), K.reshape(H, *K.shape[2:]), s, mask, bias)
+
+
+def _read_extract(path: Path) -> tuple:
+    """:func:`read_queries_keys`, with the rules every command applies to an extract: a
+    ``scale`` finite and > 0 (as ``attnrank describe`` requires), at least 2 keys."""
+    Q, K, scale, mask, bias = read_queries_keys(path)
+    s = np.asarray(scale, dtype=np.float64)
+    if s.size and not (np.isfinite(s).all() and (s > 0).all()):
+        bad = s[~(np.isfinite(s) & (s > 0))]
+        raise ParameterError(
+            "path", "an extract whose scale is finite and > 0", f"{path.name}: scale {bad[0]}"
+        )
+    _no_single_column(K.shape[:-1], path.name)
+    return Q, K, scale, mask, bias
+
+
+def input_shape(path: str | os.PathLike) -> tuple[int, int, int] | None:
+    """``(H, M, N)`` of the matrices a bracket file holds, from the array headers alone
+    (nothing is loaded); None when the file cannot say (:func:`load_matrices` then names
+    what is wrong with it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.cli.inputs import input_shape
+    >>> np.save("three.npy", np.full((3, 4, 4), 0.25))
+    >>> input_shape("three.npy")
+    (3, 4, 4)
+    """
+    import zipfile
+
+    path = Path(path)
+
+    def header(f) -> tuple[int, ...]:
+        version = np.lib.format.read_magic(f)
+        read = {(1, 0): np.lib.format.read_array_header_1_0}.get(
+            version, np.lib.format.read_array_header_2_0
+        )
+        return tuple(int(n) for n in read(f)[0])
+
+    try:
+        if path.suffix == ".npy":
+            with open(path, "rb") as f:
+                shape = header(f)
+            return (1, *shape) if len(shape) == 2 else shape if len(shape) == 3 else None
+        if path.suffix == ".npz":
+            with zipfile.ZipFile(path) as z, z.open("Q.npy") as f:
+                shape = header(f)
+            return (shape[0] * shape[1], shape[2], shape[2]) if len(shape) == 4 else None
+    except Exception:  # noqa: BLE001 - a damaged file (zlib, zip, header): load_matrices names it
+        return None
+    return None
+
+
+def estimate(shape: tuple[int, int, int], workers: int = 1) -> tuple[float, float]:
+    """Rough ``(seconds, bytes)`` of bracketing ``H`` matrices ``M x N`` at the default
+    effort on ``workers`` processes: a scale from 128 x 128, for an order of magnitude.
+
+    Examples
+    --------
+    >>> from analysis.cli.inputs import estimate
+    >>> seconds, size = estimate((24, 128, 128))
+    >>> round(seconds), size < 2**30
+    (101, True)
+    """
+    H, M, N = shape
+    seconds = H * _SECONDS_128 * (M * N * min(M, N)) / 128**3 / max(1, workers)
+    size = H * M * N * 8 + max(1, workers) * M * N * _WORK_BYTES
+    return seconds, float(size)
+
+
+def describe_estimate(shape: tuple[int, int, int], workers: int = 1) -> str:
+    """``"3 matrices 20 x 20: about 0.0 GB and 0.0 h ..."``: :func:`estimate` in words."""
+    seconds, size = estimate(shape, workers)
+    H, M, N = shape
+    return (
+        f"{H} matri{'x' if H == 1 else 'ces'} {M} x {N}: about {size / 1e9:.1f} GB and "
+        f"{seconds / 3600:.1f} h of search on {workers} worker{'s' * (workers != 1)} at the "
+        "default effort (a rough scale from 128 x 128)"
+    )
+
+
+def check_size(path: str | os.PathLike, max_size: int, workers: int = 1) -> str | None:
+    """Refuse a bracket file whose matrices have more than ``max_size`` rows or keys (from
+    its headers, before it is read); return an estimate line for a run long or large
+    enough to mention (over a minute or a gigabyte), else None.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``max_size``: not an integer >= 1, or matrices larger than it.
+    """
+    from analysis.validation import check_int
+
+    max_size = check_int("max_size", max_size, minimum=1)
+    shape = input_shape(path)
+    if shape is None:
+        return None
+    if max(shape[1:]) > max_size:
+        raise ParameterError(
+            "max_size",
+            f"matrices of at most {max_size} rows and keys; raise it to bracket "
+            f"{describe_estimate(shape, workers)}",
+            f"{shape[1]} x {shape[2]}",
+        )
+    seconds, size = estimate(shape, workers)
+    if seconds > 60 or size > 1e9:
+        return f"note: estimate for {describe_estimate(shape, workers)}"
+    return None

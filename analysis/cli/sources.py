@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from analysis.validation import ParameterError
+
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from analysis.cli.outputs import check_output_file
     from analysis.sources.checkpoints import save_extraction
     from analysis.sources.extract import extract
 
+    check_output_file("out", args.out)  # before the model is loaded
     ex = extract(
         args.checkpoint,
         text=args.text,
@@ -19,7 +23,12 @@ def _run(args: argparse.Namespace) -> int:
         corpus_seed=args.corpus_seed,
         length=args.length,
     )
-    out = save_extraction(ex, args.out)
+    try:
+        out = save_extraction(ex, args.out)
+    except OSError as exc:  # checked writable at the start: a full disk, a folder gone
+        raise ParameterError(
+            "out", "a path that can be written", f"{args.out}: {exc.strerror}"
+        ) from exc
     n_layers, n_heads, L, _ = ex.A.shape
     print(
         f"wrote {out}: {ex.checkpoint_id}, {n_layers} layers x {n_heads} heads, L={L}, "

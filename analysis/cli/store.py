@@ -9,8 +9,10 @@ note to stderr, then run the same function on the same arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from analysis.brackets import EFFORTS
@@ -66,7 +68,11 @@ def _run_add(args: argparse.Namespace) -> int:
     from analysis.sources.checkpoints import load_extraction
     from analysis.store.store import Store
 
-    with Store(args.store, create=True) as store:
+    root = Path(args.store)
+    existed = root.exists()
+    fresh = not (root / Store.INDEX).is_file()  # the add creates the store
+    store = None
+    try:
         for path in args.files:
             try:
                 extraction = load_extraction(path)
@@ -74,9 +80,48 @@ def _run_add(args: argparse.Namespace) -> int:
                 # load_extraction's ``path`` is one of the FILE.npz positionals (not the
                 # store, whose own errors also say ``path``).
                 raise rename(exc, {"path": "FILE.npz"}) from exc
-            keys = store.add_extraction(extraction)
-            print(f"{path}: {len(keys)} matrices in {args.store}")
+            if store is None:  # created once a file has been read: never for nothing
+                store = Store(root, create=True)
+            repaired, replaced = len(store.repaired), len(store.replaced)
+            keys = store.add_extraction(extraction, replace=args.replace)
+            notes = [
+                f"{n} {what}"
+                for n, what in (
+                    (len(store.repaired) - repaired, "repaired"),
+                    (len(store.replaced) - replaced, "replaced"),
+                )
+                if n
+            ]
+            tail = f" ({', '.join(notes)})" if notes else ""
+            print(f"{path}: {len(keys)} matrices in {args.store}{tail}")
+    except BaseException:
+        if store is not None:
+            empty = fresh and not store.matrices()
+            store.close()
+            store = None
+            if empty:
+                _remove_new_store(root, existed)
+        raise
+    finally:
+        if store is not None:
+            store.close()
     return 0
+
+
+def _remove_new_store(root: Path, existed: bool) -> None:
+    """Remove what a failed first ``store add`` created under ``root`` (no matrix was
+    added): the index (and its journal files), the arrays folder, and ``root`` itself when
+    the add created it."""
+    import shutil
+
+    from analysis.store.store import Store
+
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        (root / (Store.INDEX + suffix)).unlink(missing_ok=True)
+    shutil.rmtree(root / "arrays", ignore_errors=True)
+    if not existed:
+        with contextlib.suppress(OSError):
+            root.rmdir()
 
 
 def _floats(text: str) -> str:
@@ -140,6 +185,14 @@ def _bracket_arguments(p: argparse.ArgumentParser) -> None:
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", metavar="STORE", help="store folder (created if missing)")
     p.add_argument("files", nargs="+", metavar="FILE.npz", help="files of `attnrank extract`")
+    p.add_argument(
+        "--replace",
+        default=None,
+        metavar="REASON",
+        help="replace the arrays of stored keys whose content differs (recorded with REASON; "
+        "their profiles are dropped); without it such an add is refused. A missing or "
+        "damaged array file is repaired without it",
+    )
 
 
 def register(subparsers: Any) -> None:

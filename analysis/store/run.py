@@ -33,6 +33,7 @@ from typing import Any
 from analysis.attention import fixed_torch_threads
 from analysis.executor import check_executor, task_pool
 from analysis.store.engine import BracketEngine, engine_label
+from analysis.store.integrity import resolve_array_file
 from analysis.store.keys import float_token
 from analysis.store.store import MatrixArrays, Store, load_arrays
 from analysis.validation import (
@@ -57,6 +58,7 @@ class _Task:
     extend: bool  # a stored profile of this (matrix, temperature, version, engine) is extended
     device: str | None = None  # where the engine's optimizers run (None: the CPU)
     engine: str = ""  # the engine's recorded label ("analysis.brackets 4")
+    array_sha256: str = ""  # the array file's recorded hash, checked where it is read
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +69,7 @@ class _Group:
     array_file: str
     temperatures: tuple[float, ...]  # every temperature of the run, computed or stored
     tasks: tuple[_Task, ...]  # the ones to compute
+    array_sha256: str = ""  # the array file's recorded hash, checked where it is read
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,6 +280,13 @@ def plan_profiles(
         if unknown:
             raise ParameterError("matrix_keys", "keys of stored matrices", sorted(unknown)[:3])
         records = [r for r in records if r.key in wanted]
+    narrow = [r for r in records if r.length < 2]
+    if narrow:  # one key: every row is [1], and the search's column clustering needs two
+        raise ParameterError(
+            "path",
+            "a store whose matrices have at least 2 keys",
+            f"matrix {narrow[0].key} ({narrow[0].head_id}): length {narrow[0].length}",
+        )
     redo = {(k, float(t)) for k, t in recompute}
     tasks, done = [], 0
     for rec in records:
@@ -290,13 +300,14 @@ def plan_profiles(
             tasks.append(
                 _Task(
                     rec.key,
-                    str(store.path / rec.array_file),
+                    str(resolve_array_file(store.path, rec.array_file, rec.key)),
                     t,
                     union,
                     effort,
                     version,
                     old is not None and not fresh,
                     engine=engine,
+                    array_sha256=rec.array_sha256,
                 )
             )
     return tasks, done
@@ -372,7 +383,7 @@ def _compute(
     """
     _check_engine(engine)
     if arrays is None:
-        arrays = load_arrays(Path(task.array_file))
+        arrays = load_arrays(Path(task.array_file), task.array_sha256, key=task.matrix_key)
     A = arrays.at(task.temperature)
     prev = None if previous is None else _load(engine, previous)
     start = time.perf_counter()
@@ -411,7 +422,7 @@ def _compute_group(
     """
     _check_engine(engine)
     if arrays is None:
-        arrays = load_arrays(Path(group.array_file))
+        arrays = load_arrays(Path(group.array_file), group.array_sha256, key=group.matrix_key)
     temps = list(group.temperatures)
     (grid,) = {task.eps_grid for task in group.tasks}
     (effort,) = {task.effort for task in group.tasks}
@@ -451,7 +462,7 @@ def _groups(tasks: list[_Task], temperatures: Sequence[float]) -> list[_Group | 
     out: list[_Group | _Task] = []
     for key, group in by_key.items():
         if len(temps) > 1 and len({(t.eps_grid, t.effort) for t in group}) == 1:
-            out.append(_Group(key, group[0].array_file, temps, tuple(group)))
+            out.append(_Group(key, group[0].array_file, temps, tuple(group), group[0].array_sha256))
         else:
             out.extend(group)
     return out

@@ -36,11 +36,23 @@ import numpy as np
 
 from analysis.atomic import atomic_savez
 from analysis.hashing import file_sha256
+from analysis.store.arrays import (
+    MatrixArrays,
+    load_arrays,
+    record_arrays,
+)
+from analysis.store.integrity import (
+    StoreIntegrityError,
+    array_state,
+    check_array_file,
+    resolve_array_file,
+    same_arrays,
+)
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
 from analysis.store.schema import SCHEMA, SCHEMA_VERSION, engine_matches, migrate, select_engine
-from analysis.validation import ParameterError, read_npz
+from analysis.validation import ParameterError
 
-__all__ = ["MatrixArrays", "MatrixRecord", "ProfileRecord", "Store"]
+__all__ = ["MatrixArrays", "MatrixRecord", "ProfileRecord", "Store", "StoreIntegrityError"]
 
 
 def _now() -> str:
@@ -75,48 +87,6 @@ class MatrixRecord:
     array_file: str
     array_sha256: str
     meta: dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixArrays:
-    """Arrays of one matrix record.
-
-    Attributes
-    ----------
-    A : ndarray ``[query, key]``
-        Attention at t = 1 as stored (the model's own for checkpoints).
-    Q, K : ndarray ``[L, d]``
-    scale : float
-    mask : ndarray bool ``[query, key]`` (True = allowed)
-    bias : ndarray ``[query, key]`` or None
-        The model's additive logit term beside ``scale Q K^T`` (MPNet's relative-position
-        bias), None for heads without one.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from analysis.sources.synthetic import identity
-    >>> from analysis.store import Store
-    >>> with Store("arrays", create=True) as st:
-    ...     arr = st.arrays(st.add_synthetic(identity(4)), verify=True)
-    >>> arr.A.tolist() == np.eye(4).tolist(), arr.scale
-    (True, 1000.0)
-    >>> bool(np.abs(arr.at(1e6) - 0.25).max() < 1e-3)  # softmax(1000 I / t): hot, uniform
-    True
-    """
-
-    A: np.ndarray
-    Q: np.ndarray
-    K: np.ndarray
-    scale: float
-    mask: np.ndarray
-    bias: np.ndarray | None = None
-
-    def at(self, temperature: float = 1.0) -> np.ndarray:
-        """``softmax64(Q, K, scale, mask, temperature, bias)``: the certified matrix, float64."""
-        from analysis.attention import softmax64
-
-        return softmax64(self.Q, self.K, self.scale, self.mask, temperature, self.bias)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,18 +163,31 @@ class Store:
             if not create:
                 raise FileNotFoundError(f"path: no store at {self.path} (missing {self.INDEX})")
             self.path.mkdir(parents=True, exist_ok=True)
+        #: keys whose missing or damaged array file an add rewrote, and keys whose arrays
+        #: an add replaced (``replace``), in this session
+        self.repaired: list[str] = []
+        self.replaced: list[str] = []
         self._conn = sqlite3.connect(index, timeout=60.0)
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = FULL")
-        with self._conn:
-            self._conn.executescript(SCHEMA)
-            self._conn.execute(
-                "INSERT OR IGNORE INTO store_meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
-            )
-        # an older store (schema 1 or 2) is migrated in place (analysis.store.schema)
-        found = migrate(self._conn)
+        try:
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = FULL")
+            with self._conn:
+                self._conn.executescript(SCHEMA)
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO store_meta VALUES ('schema_version', ?)",
+                    (SCHEMA_VERSION,),
+                )
+            # an older store (schema 1 or 2) is migrated in place (analysis.store.schema)
+            found = migrate(self._conn)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise  # busy past the timeout, not damaged
+            raise ParameterError(
+                "path", f"a store whose {self.INDEX} is a readable SQLite index", f"{index}: {exc}"
+            ) from exc
         if found != SCHEMA_VERSION:
             raise ParameterError("path", f"a store of schema version {SCHEMA_VERSION}", found)
 
@@ -316,52 +299,61 @@ class Store:
             ]
         )[0]
 
-    def add_matrices(self, records: Iterable[dict[str, Any]]) -> list[str]:
+    def add_matrices(
+        self, records: Iterable[dict[str, Any]], *, replace: str | None = None
+    ) -> list[str]:
         """Add many records (dicts with :meth:`add_matrix`'s keywords) in one transaction.
 
         Array files are written (atomically) first; the index rows then commit together.
+        A key already stored is checked against the new arrays first, before anything is
+        written: the same arrays leave it as it is; a missing or damaged array file (or one
+        outside the store) is rewritten from the new arrays and the repair recorded in the
+        row's ``meta["repaired"]`` (key in :attr:`repaired`); other arrays in an intact
+        file are refused, unless ``replace`` gives the reason to replace them (recorded in
+        ``meta["replaced"]`` with the old file's SHA-256; the key's stored profiles,
+        computed from the old arrays, are dropped; key in :attr:`replaced`).
+
+        Raises
+        ------
+        ParameterError
+            Naming ``replace``: a stored key holds other arrays and no reason was given
+            (or the reason is empty).
         """
-        rows, keys = [], []
+        if replace is not None and (not isinstance(replace, str) or not replace.strip()):
+            raise ParameterError("replace", "a reason to replace stored arrays", replace)
+        planned, keys = [], []
         for rec in records:
             fields = {f: rec[f] for f in MATRIX_FIELDS}
             key = matrix_key(**fields)
             keys.append(key)
+            arrays = record_arrays(rec, int(fields["length"]))
+            action, old = "new", None
             if self.has_matrix(key):
-                continue
-            A = np.asarray(rec["A"])
-            Q = np.asarray(rec["Q"])
-            K = np.asarray(rec["K"])
-            L = int(fields["length"])
-            expected_k = (L, Q.shape[-1])
-            if A.ndim != 2 or A.shape[1] != L or Q.shape[0] != A.shape[0] or K.shape != expected_k:
-                raise ParameterError(
-                    "arrays",
-                    f"A [M, {L}], Q [M, d], K [{L}, d]",
-                    (A.shape, Q.shape, K.shape),
-                )
-            mask = rec.get("mask")
-            mask = np.ones(A.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
-            if mask.shape != A.shape:
-                raise ParameterError("mask", f"a bool array of shape {A.shape}", mask.shape)
-            scale = float(rec["scale"])
-            arrays = {
-                "A": A,
-                "Q": Q,
-                "K": K,
-                "scale": np.asarray(scale, dtype=np.float64),
-                "mask": mask,
-            }
-            bias = rec.get("bias")
-            if bias is not None:  # only then: a bias-free record's file is as before
-                bias = np.asarray(bias)
-                if bias.shape != A.shape or not np.isfinite(bias).all():
-                    raise ParameterError(
-                        "bias", f"a finite array of shape {A.shape}", f"{bias.dtype} {bias.shape}"
-                    )
-                arrays["bias"] = bias
+                old = self.matrix(key)
+                action = self._existing(old, arrays, replace)
+                if action == "same":
+                    continue
+            planned.append((key, fields, arrays, rec.get("meta") or {}, action, old))
+        rows, updates = [], []
+        for key, fields, arrays, meta, action, old in planned:
             path = self._array_path(key)
             atomic_savez(path, arrays)
             digest = file_sha256(path)
+            array_file = str(path.relative_to(self.path))
+            if old is not None:
+                kept = {k: old.meta[k] for k in ("repaired", "replaced") if k in old.meta}
+                meta = {**(old.meta if action != "replace" else meta), **kept}
+                entry = {"time": _now(), "old_array_sha256": old.array_sha256}
+                if action == "replace":
+                    entry["reason"] = replace.strip()
+                    meta["replaced"] = [*meta.get("replaced", []), entry]
+                else:
+                    entry["found"] = action.partition(":")[2]
+                    meta["repaired"] = [*meta.get("repaired", []), entry]
+                text = json.dumps(meta, sort_keys=True, default=str)
+                updates.append((key, array_file, digest, text, action == "replace"))
+                continue
+            A, Q, mask = arrays["A"], arrays["Q"], arrays["mask"]
             head_id = f"{fields['checkpoint']}:{fields['layer']}:{fields['head']}"
             rows.append(
                 (
@@ -371,18 +363,57 @@ class Store:
                     int(A.shape[0]),
                     int(Q.shape[1]),
                     int(not mask.all()),
-                    str(path.relative_to(self.path)),
+                    array_file,
                     digest,
-                    json.dumps(rec.get("meta") or {}, sort_keys=True, default=str),
+                    json.dumps(meta, sort_keys=True, default=str),
                     _now(),
                 )
             )
-        if rows:
+        if rows or updates:
             with self._conn:
                 self._conn.executemany(
                     "INSERT OR IGNORE INTO matrices VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
                 )
+                for key, array_file, digest, text, drop in updates:
+                    self._conn.execute(
+                        "UPDATE matrices SET array_file = ?, array_sha256 = ?, meta = ? "
+                        "WHERE key = ?",
+                        (array_file, digest, text, key),
+                    )
+                    if drop:  # profiles of the old arrays (their brackets cascade)
+                        self._conn.execute("DELETE FROM profiles WHERE matrix_key = ?", (key,))
+            for key, *_, drop in updates:
+                (self.replaced if drop else self.repaired).append(key)
         return keys
+
+    def _existing(
+        self, old: MatrixRecord, arrays: dict[str, np.ndarray], replace: str | None
+    ) -> str:
+        """What adding ``arrays`` for the stored record ``old`` does: ``"same"``,
+        ``"repair:missing"`` / ``"repair:damaged"`` / ``"repair:outside"``, or ``"replace"``
+        (refused without a reason)."""
+        try:
+            path = resolve_array_file(self.path, old.array_file, old.key)
+        except StoreIntegrityError:
+            return "repair:outside"
+        state = array_state(path, old.array_sha256)
+        if state != "ok":
+            return f"repair:{state}"
+        stored = load_arrays(path)
+        held = {"A": stored.A, "Q": stored.Q, "K": stored.K, "mask": stored.mask}
+        held["scale"] = np.asarray(stored.scale, dtype=np.float64)
+        if stored.bias is not None:
+            held["bias"] = stored.bias
+        if same_arrays(held, arrays):
+            return "same"
+        if replace is None:
+            raise ParameterError(
+                "replace",
+                f"a reason to replace the arrays of matrix {old.key} ({old.head_id}, input "
+                f"{old.input_id}): the store holds other arrays for this key",
+                None,
+            )
+        return "replace"
 
     def add_extraction(
         self,
@@ -390,11 +421,13 @@ class Store:
         *,
         source: str = "checkpoint",
         heads: Iterable[tuple[int, int]] | None = None,
+        replace: str | None = None,
     ) -> list[str]:
         """Add the (layer, head) matrices of an :class:`~analysis.sources.checkpoints.Extraction`.
 
         ``heads`` selects (layer, head) pairs (None = every head). Returns the matrix keys
-        in ``[layer, head]`` order (row-major).
+        in ``[layer, head]`` order (row-major). Stored keys are repaired, kept or (with a
+        ``replace`` reason) replaced as :meth:`add_matrices` says.
         """
         meta = {**extraction.meta, "tokens": [str(t) for t in extraction.tokens]}
         bias = getattr(extraction, "bias", None)
@@ -416,20 +449,23 @@ class Store:
                     "heads", f"(layer, head) pairs within {n_layers} x {n_heads}", outside[:3]
                 )
         return self.add_matrices(
-            {
-                **common,
-                "layer": layer,
-                "head": head,
-                "A": extraction.A[layer, head],
-                "Q": extraction.Q[layer, head],
-                "K": extraction.K[layer, head],
-                "scale": float(extraction.scale[layer, head]),
-                "bias": None if bias is None else bias[layer, head],
-                "meta": meta,
-            }
-            for layer in range(n_layers)
-            for head in range(n_heads)
-            if chosen is None or (layer, head) in chosen
+            (
+                {
+                    **common,
+                    "layer": layer,
+                    "head": head,
+                    "A": extraction.A[layer, head],
+                    "Q": extraction.Q[layer, head],
+                    "K": extraction.K[layer, head],
+                    "scale": float(extraction.scale[layer, head]),
+                    "bias": None if bias is None else bias[layer, head],
+                    "meta": meta,
+                }
+                for layer in range(n_layers)
+                for head in range(n_heads)
+                if chosen is None or (layer, head) in chosen
+            ),
+            replace=replace,
         )
 
     def add_synthetic(self, matrix: Any, *, head: int = 0, input_id: str | None = None) -> str:
@@ -489,10 +525,24 @@ class Store:
             raise ParameterError("key", "a matrix key in this store", key)
         return self._record(row)
 
-    def arrays(self, key: str, *, verify: bool = False) -> MatrixArrays:
-        """Load the arrays of matrix ``key`` (``verify`` re-checks the file's SHA-256)."""
+    def array_file(self, key: str, *, verify: bool = False) -> Path:
+        """The array file of matrix ``key``, checked: inside the store, present, and of the
+        SHA-256 recorded when it was added (hashed once per process while the file's size
+        and mtime stay; ``verify`` hashes it again).
+
+        Raises
+        ------
+        StoreIntegrityError
+            Naming the key and the file (:mod:`analysis.store.integrity`).
+        """
         rec = self.matrix(key)
-        return load_arrays(self.path / rec.array_file, rec.array_sha256 if verify else None)
+        path = resolve_array_file(self.path, rec.array_file, key)
+        return check_array_file(path, rec.array_sha256, key=key, file=rec.array_file, force=verify)
+
+    def arrays(self, key: str, *, verify: bool = False) -> MatrixArrays:
+        """Load the arrays of matrix ``key``, its file checked first by :meth:`array_file`
+        (``verify``: hashed again even if this process checked it before)."""
+        return load_arrays(self.array_file(key, verify=verify))
 
     # -- profiles ----------------------------------------------------------------------
 
@@ -722,42 +772,6 @@ class Store:
         ]
         rows = list(self.iter_cells(version=version, engine=engine))
         return pd.DataFrame(rows, columns=columns)
-
-
-#: The arrays of a store's array file (``arrays/<k[:2]>/<k>.npz``).
-ARRAY_KEYS = ("A", "Q", "K", "scale", "mask")
-#: Arrays only some records have (a head whose model adds a logit bias).
-OPTIONAL_ARRAY_KEYS = ("bias",)
-
-
-def load_arrays(path: Path, sha256: str | None = None) -> MatrixArrays:
-    """Read one matrix's ``.npz`` (``allow_pickle=False``), optionally checking its hash.
-
-    Raises
-    ------
-    FileNotFoundError
-        ``"path: no such file: ..."``.
-    ParameterError
-        Naming ``path``, with the file's name: another SHA-256 than ``sha256``, or a
-        file that is not a readable ``.npz`` of :data:`ARRAY_KEYS` (damaged on disk).
-    """
-    path = Path(path)
-    allowed = f"a store array file: an .npz with arrays {', '.join(ARRAY_KEYS)}"
-    if sha256 is not None:
-        if not path.is_file():
-            raise FileNotFoundError(f"path: no such file: {path}")
-        found = file_sha256(path)
-        if found != sha256:
-            raise ParameterError("path", f"array file {path.name} with SHA-256 {sha256}", found)
-    z = read_npz(path, required=ARRAY_KEYS, optional=OPTIONAL_ARRAY_KEYS, allowed=allowed)
-    if z["scale"].size != 1 or not np.issubdtype(z["scale"].dtype, np.number):
-        raise ParameterError(
-            "path", allowed, f"{path.name}: scale {z['scale'].dtype} {z['scale'].shape}"
-        )
-    bias = z.get("bias")
-    if bias is not None and bias.shape != z["A"].shape:
-        raise ParameterError("path", allowed, f"{path.name}: bias {bias.shape}, A {z['A'].shape}")
-    return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool), bias)
 
 
 @contextlib.contextmanager

@@ -208,7 +208,7 @@ def descriptor_stage(
     )
     args = [
         (
-            str(store.path / store.matrix(k).array_file),
+            str(store.array_file(k)),  # checked against its recorded SHA-256 first
             str(paths.feature_file(k)),
             plan.eps,
             plan.temperatures,

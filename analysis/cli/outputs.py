@@ -1,0 +1,123 @@
+"""Output paths, checked before a command does any work.
+
+A command that writes a file checks each output path first (:func:`check_output_file`):
+a folder, a path under a file, a folder that cannot be created or written, is a
+:class:`~analysis.validation.ParameterError` naming the flag's parameter, raised before the
+input is read or anything is computed. The check writes and removes a probe file in the
+output's folder, so that it sees what the final write will see (a read-only mount, a
+folder of another user, a full quota on some systems) rather than guess from permissions.
+
+When the final write fails anyway, ``bracket --out`` keeps its finished profiles in a
+stash named by the run (:func:`stash_path`) that the next run of the same input and
+settings, with any ``--out``, resumes from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from analysis.validation import ParameterError
+
+__all__ = ["check_output_file", "drop_stash", "stash_path", "take_stash", "write_failed"]
+
+
+def check_output_file(name: str, path: str | os.PathLike | None) -> Path | None:
+    """``path`` as a :class:`~pathlib.Path` once it is known to be writable as a file (None
+    passes through); its missing parent folders are created.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``name``: ``path`` is a folder, its folder cannot be created, or nothing can
+        be written there.
+
+    Examples
+    --------
+    >>> from analysis.cli.outputs import check_output_file
+    >>> check_output_file("out", "results/out.json").as_posix()
+    'results/out.json'
+    >>> check_output_file("out", "results")
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: out: expected a file path, not a folder, got 'results'
+    """
+    if path is None:
+        return None
+    path = Path(path)
+    if path.is_dir():
+        raise ParameterError(name, "a file path, not a folder", str(path))
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError(
+            name, "a path whose folder exists or can be created", f"{parent}: {_why(exc)}"
+        ) from exc
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".probe")
+    except OSError as exc:
+        raise ParameterError(
+            name, "a path in a folder this process can write", f"{parent}: {_why(exc)}"
+        ) from exc
+    os.close(fd)
+    Path(probe).unlink(missing_ok=True)
+    return path
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def stash_path(kind: str, *identity: object) -> Path:
+    """Where a command of ``kind`` keeps finished work of the run ``identity`` (its input's
+    hash and settings) when its final write fails: a file under the temporary folder, the
+    same for every run of the same input and settings.
+
+    Examples
+    --------
+    >>> from analysis.cli.outputs import stash_path
+    >>> stash_path("bracket", "sha", 0.1) == stash_path("bracket", "sha", 0.1)
+    True
+    >>> stash_path("bracket", "sha", 0.1) == stash_path("bracket", "sha", 0.2)
+    False
+    """
+    digest = hashlib.sha256(repr(identity).encode("utf-8")).hexdigest()[:24]
+    return Path(tempfile.gettempdir()) / "attnrank-stash" / f"{kind}-{digest}.jsonl"
+
+
+def take_stash(stash: Path, checkpoint: Path) -> bool:
+    """Seed ``checkpoint`` (when it does not exist) from ``stash``; whether it did. The
+    stash stays until the run's output is written (:func:`drop_stash`)."""
+    if checkpoint.exists() or not stash.is_file():
+        return False
+    shutil.copyfile(stash, checkpoint)
+    return True
+
+
+def drop_stash(stash: Path) -> None:
+    """Remove ``stash`` once the output it stood in for is written."""
+    stash.unlink(missing_ok=True)
+
+
+def write_failed(
+    name: str, path: Path, exc: OSError, checkpoint: Path, stash: Path
+) -> ParameterError:
+    """The error of a final write of ``path`` that failed with ``exc``, after the finished
+    work in ``checkpoint`` is copied to ``stash`` (where a re-run with any output path finds
+    it)."""
+    kept = str(checkpoint)
+    try:
+        stash.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(checkpoint, stash)
+        kept = str(stash)
+    except OSError:
+        pass
+    return ParameterError(
+        name,
+        f"a path that can be written (finished work kept in {kept}: a re-run picks it up)",
+        f"{path}: {_why(exc)}",
+    )

@@ -1,0 +1,122 @@
+"""A local process pool shuts down cleanly: on SIGTERM / SIGINT of the process that owns it
+(its workers stopped at once, no traceback), when that process is killed (its workers
+follow it), and after a worker dies (a one-line error naming ``workers``, never a
+``BrokenProcessPool`` traceback)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import analysis.brackets.io as bio
+from analysis.cli import main
+from analysis.executor import task_pool
+from analysis.validation import ParameterError
+from tests.fixtures.stacks import write_stack
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals, Linux")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"  # a zombie is gone, not yet reaped
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pids, timeout=15.0) -> list[int]:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def _start(method: str):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fixtures.pool_child", method],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a shell job is
+    )
+    line = proc.stdout.readline()
+    assert line.strip(), proc.stderr.read()
+    return proc, [int(p) for p in line.split()]
+
+
+@pytest.mark.parametrize("method", ["spawn", "default"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_pool_at_once(sig, method):
+    proc, workers = _start(method)
+    try:
+        time.sleep(0.5)  # the 60 s tasks are running
+        start = time.monotonic()
+        if sig == signal.SIGINT:  # Ctrl-C: the whole process group, workers too
+            os.killpg(proc.pid, sig)
+        else:  # `kill PID`: the owner only
+            proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+        assert time.monotonic() - start < 10  # not after the running tasks
+        assert _wait_gone(workers) == []
+        assert "Traceback" not in err, err
+    finally:
+        _kill(proc, workers)
+
+
+def _kill(proc, workers):
+    """Leave nothing running, whatever the test found."""
+    for pid in [proc.pid, *workers]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("method", ["spawn", "default"])
+def test_workers_follow_a_killed_owner(method):
+    proc, workers = _start(method)
+    try:
+        proc.kill()
+        proc.wait(timeout=30)
+        assert _wait_gone(workers) == []
+    finally:
+        _kill(proc, workers)
+
+
+def _die(_):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_dead_worker_is_a_named_error():
+    with pytest.raises(ParameterError) as info:
+        with task_pool(None, 2) as pool:
+            list(pool.imap(_die, [(i, (i,)) for i in range(4)]))
+    assert info.value.name == "workers"
+
+
+def test_bracket_with_a_dead_worker_is_one_line(tmp_path, capsys, monkeypatch):
+    stack = write_stack(tmp_path / "A.npy")
+    monkeypatch.setattr(bio, "_block", _die)  # the bracket pool forks: workers see it
+    out = tmp_path / "o.json"
+    argv = ["bracket", str(stack), "--eps", "0.1", "--batch", "1", "--workers", "2", "--quiet"]
+    rc = main([*argv, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--workers" in lines[0], err
