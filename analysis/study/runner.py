@@ -188,6 +188,11 @@ def run_study(
         f"{len(plan.temperatures)} temperatures x {len(plan.eps)} eps, effort {plan.effort}, "
         f"engine {study.engine}"
     )
+    from analysis.prereg.code_hash import code_drift
+
+    drift = code_drift(study.lock.record)  # a warning, not a refusal (see code_hash)
+    if drift:
+        say(f"warning: {drift}")
     engine = study.bracket_engine() if engine is None else engine
     label = cells_engine(study, engine)
     with Store(paths.store, create=True) as store:
