@@ -212,17 +212,18 @@ def exploratory_hypotheses(
 ) -> dict[str, str]:
     """Hypothesis id -> why it is exploratory now (amended after outcomes).
 
-    Every confirmatory hypothesis is affected by each :data:`DECIDING_SECTIONS` amendment:
-    each section feeds every comparison (and the lock keeps no per-hypothesis record of a
+    Every preregistered hypothesis (confirmatory, secondary, sensitivity: each kind but
+    ``exploratory``) is affected by each :data:`DECIDING_SECTIONS` amendment: each
+    section feeds every comparison (and the lock keeps no per-hypothesis record of a
     ``hypotheses`` change), so one such amendment after outcomes makes them all
-    exploratory. Hypotheses that were not confirmatory are left out.
+    exploratory. Hypotheses already exploratory are left out.
 
     Examples
     --------
     >>> from analysis.prereg.lock_history import exploratory_hypotheses
     >>> record = {"amendments": [{"time": "t", "sections": ["descriptors"],
     ...                           "outcomes_existed": True}]}
-    >>> hyps = [{"id": "H1", "kind": "confirmatory"}, {"id": "H9", "kind": "secondary"}]
+    >>> hyps = [{"id": "H1", "kind": "confirmatory"}, {"id": "H9", "kind": "exploratory"}]
     >>> exploratory_hypotheses(record, hyps)
     {'H1': 'amended after outcomes existed: descriptors (amendment 1, t)'}
     >>> exploratory_hypotheses({"amendments": []}, hyps)
@@ -234,7 +235,7 @@ def exploratory_hypotheses(
     why = "amended after outcomes existed: " + "; ".join(
         f"{', '.join(a['sections'])} (amendment {a['amendment']}, {a['time']})" for a in late
     )
-    return {str(h["id"]): why for h in hypotheses if h.get("kind") == "confirmatory"}
+    return {str(h["id"]): why for h in hypotheses if h.get("kind") != "exploratory"}
 
 
 def append_deviation(
