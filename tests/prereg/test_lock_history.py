@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -127,11 +128,13 @@ def test_first_locked_at_survives_amendments(tmp_path, monkeypatch):
     first = lock_design(path)
     assert first["first_locked_at"] == first["locked_at"]
     assert [e["event"] for e in first["history"]] == ["lock"]
+    time.sleep(1.1)  # times are recorded to the second: the amendments come later
     write_example_design(path, eps=(0.2,))
     second = amend_design(path, reason="finer eps")
     write_example_design(path, eps=(0.3,))
     third = amend_design(path, reason="coarser eps", outcomes=OUTCOMES)
     assert third["first_locked_at"] == second["first_locked_at"] == first["locked_at"]
+    assert third["relocked_at"] != first["locked_at"]  # the amendments are later
     assert [e["event"] for e in third["history"]] == ["lock", "amendment 1", "amendment 2"]
     assert [e["lock_sha256"] for e in third["history"]] == [
         first["lock_sha256"],
