@@ -108,7 +108,8 @@ def _lock(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     changes = check_design(args.file, **_block_facts(args))
-    drift = code_drift(json.loads(lock_path(args.file).read_text(encoding="utf-8")))
+    record = json.loads(lock_path(args.file).read_text(encoding="utf-8"))
+    drift = code_drift(record, design_path=args.file)
     if drift:
         print(f"warning: {drift}", file=sys.stderr)
     if changes:

@@ -143,7 +143,9 @@ def code_sha256(base: str | Path | None = None) -> str:
     return h.hexdigest()
 
 
-def code_drift(record: Mapping[str, Any], current: str | None = None) -> str | None:
+def code_drift(
+    record: Mapping[str, Any], current: str | None = None, *, design_path: Any = None
+) -> str | None:
     """The warning when the code differs from the one a lock recorded (None when equal).
 
     Parameters
@@ -152,6 +154,8 @@ def code_drift(record: Mapping[str, Any], current: str | None = None) -> str | N
         The lock record.
     current : str, optional
         The code hash now (default: :func:`code_sha256`).
+    design_path : path, optional, keyword-only
+        The design, as the command to run should name it (default: the lock's ``design``).
 
     Returns
     -------
@@ -177,7 +181,7 @@ def code_drift(record: Mapping[str, Any], current: str | None = None) -> str | N
     name = record.get("design", "design")
     if locked == current:
         return None
-    how = f'`attnrank prereg amend {name} --code --reason "..."`'
+    how = f'`attnrank prereg amend {design_path or name} --code --reason "..."`'
     if not locked:
         return (
             f"{name}: the lock records no code_sha256 (made before the field): the code "

@@ -190,7 +190,8 @@ def run_study(
     )
     from analysis.prereg.code_hash import code_drift
 
-    drift = code_drift(study.lock.record)  # a warning, not a refusal (see code_hash)
+    # a warning, not a refusal (see analysis.prereg.code_hash)
+    drift = code_drift(study.lock.record, design_path=design_path)
     if drift:
         say(f"warning: {drift}")
     engine = study.bracket_engine() if engine is None else engine
