@@ -170,12 +170,13 @@ def bind_outcomes(design_path: str | os.PathLike, record: Mapping[str, Any]) -> 
         rel = os.path.relpath(store, design.parent)
     except ValueError:  # another drive
         rel = str(store)
-    entry = {k: record.get(k) for k in ("time", "lock_sha256", "design_sha256")}
-    entry["store"] = Path(rel).as_posix()
+    # portable: no absolute path of this machine (the store's path is relative)
+    keys = ("time", "lock_sha256", "design", "design_sha256")
+    entry = {k: record[k] for k in keys if record.get(k)} | {"store": Path(rel).as_posix()}
     first = side.get("first")
     t_new, t_old = parse_time(record.get("time")), parse_time((first or {}).get("time"))
     if first is None or (t_new is not None and t_old is not None and t_new < t_old):
-        side["first"] = {**{k: record.get(k) for k in record if k != "store"}, **entry}
+        side["first"] = dict(entry)
     if all(s.get("store") != entry["store"] for s in side["stores"]):
         side["stores"].append(entry)
     side["note"] = (
