@@ -205,3 +205,41 @@ def test_an_amendment_of_an_inert_section_after_outcomes_keeps_hypotheses(tmp_pa
     rec = amend_design(path, reason="a better title", outcomes=OUTCOMES)
     assert rec["amendments"][0]["sections"] == ["title"]
     assert exploratory_hypotheses(rec, [{"id": "H1", "kind": "confirmatory"}]) == {}
+
+
+SHIPPED = PACKAGE_PARENT / "preregistration"
+
+
+@pytest.mark.parametrize("name", ["offline-minilm", "offline-families", "paper-checkpoints"])
+def test_every_shipped_lock_records_engine_code_and_first_lock_time(name):
+    """Recorded through ``attnrank prereg amend --code`` (never by hand): the lock hash
+    and held-out list are those of the amendment before, the code hash is outside it.
+    The code hash is not compared with the code now: it drifts with every merge, and
+    that drift is a warning (re-recorded with ``amend --code``)."""
+    rec = json.loads((SHIPPED / f"{name}.toml.lock").read_text(encoding="utf-8"))
+    assert rec["engine"] == 4
+    assert len(rec["code_sha256"]) == 64 and rec["code_paths"] == list(CODE_PATHS)
+    assert rec["first_locked_at"] == first_locked_at({**rec, "first_locked_at": None})
+    last = rec["amendments"][-1]
+    assert last["new_code_sha256"] == rec["code_sha256"] and not last["previous_code_sha256"]
+    assert last["previous_lock_sha256"] == last["new_lock_sha256"] == rec["lock_sha256"]
+    assert last["previous_held_out_sha256"] == last["new_held_out_sha256"]
+    assert rec["history"][-1]["event"] == f"amendment {len(rec['amendments'])}"
+
+
+def test_the_minilm_report_calls_its_hypotheses_exploratory():
+    """Amendments 4 (descriptors) and 5 (sampling) of the shipped MiniLM design were made
+    after outcomes existed: every preregistered hypothesis is reported exploratory."""
+    from analysis.prereg.design import load_design
+
+    design = load_design(SHIPPED / "offline-minilm.toml")
+    rec = json.loads((SHIPPED / "offline-minilm.toml.lock").read_text(encoding="utf-8"))
+    late = post_outcome_amendments(rec)
+    assert [(a["amendment"], a["sections"]) for a in late] == [
+        (4, ["descriptors"]),
+        (5, ["sampling"]),
+    ]
+    demoted = exploratory_hypotheses(rec, design.data["hypotheses"])
+    assert sorted(demoted) == ["H1", "H2", "H3", "S1"]
+    families = json.loads((SHIPPED / "offline-families.toml.lock").read_text(encoding="utf-8"))
+    assert post_outcome_amendments(families) == []  # engine 4 -> 4 written out: no change
