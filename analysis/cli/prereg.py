@@ -1,12 +1,16 @@
-"""``attnrank prereg draw|lock|check|amend FILE``.
+"""``attnrank prereg draw|lock|check|amend|outcomes FILE``.
 
 ``lock``, ``check`` and ``amend`` import the design's plugins and compute each block's
 covariate names and version from the descriptor registry (``analysis.study.block_facts``),
 so that the lock records them and a later change of a block is drift. ``lock`` and
-``amend`` also read the study store's outcome record (``analysis.study.stored_outcomes``;
-the store is ``<root>/data/<stem>/store``): once outcomes exist, ``lock`` is refused (also
-after deleting the lock) and ``amend`` refuses a change of ``held_out``, ``models``,
-``metrics`` or ``inference``. All three pass the bracket engine versions the package runs
+``amend`` (and ``draw``) also read the design's first outcome record, wherever its store
+is (:func:`analysis.study.outcomes.study_outcomes`: the store under ``--root``, under the
+default root, and every store ``FILE.outcomes.json`` beside the design names): once
+outcomes exist, ``draw`` and ``lock`` are refused (also after deleting the lock, whatever
+``--root`` says) and ``amend`` refuses a change of ``held_out``, ``models``, ``metrics``
+or ``inference``. ``check`` warns (exit status unchanged) when the analysis code differs
+from the code the lock recorded (``code_sha256``); ``amend --code`` re-records it.
+``outcomes`` prints the first outcome record and writes ``FILE.outcomes.json``. All three pass the bracket engine versions the package runs
 (``analysis.brackets.ENGINE_VERSIONS``): the lock records the engine the design pins
 (``engine = N``; the newest for a new design without one), and a change of it once
 outcomes exist is amended with ``--numbers NAME=BEFORE:AFTER ...``.
@@ -15,10 +19,19 @@ outcomes exist is amended with ``--numbers NAME=BEFORE:AFTER ...``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
+from analysis.prereg.code_hash import code_drift
 from analysis.prereg.design import draw_held_out, load_design, write_held_out
-from analysis.prereg.lock import amend_design, check_design, lock_design, lock_path
+from analysis.prereg.lock import (
+    PreregistrationError,
+    amend_design,
+    check_design,
+    lock_design,
+    lock_path,
+)
 from analysis.validation import ParameterError
 
 
@@ -55,17 +68,24 @@ def _numbers(items: list[str] | None) -> dict[str, tuple[float, float]] | None:
 
 
 def _outcomes(args: argparse.Namespace) -> dict | None:
-    """The study store's outcome record (None before the study's first bracket)."""
-    from analysis.study.core import stored_outcomes
-    from analysis.study.paths import study_paths
+    """The design's first outcome record, wherever its store is (None before any)."""
+    from analysis.study.outcomes import study_outcomes
 
-    return stored_outcomes(study_paths(args.file, root=args.root))
+    return study_outcomes(args.file, root=args.root)
 
 
 def _draw(args: argparse.Namespace) -> int:
     design = load_design(args.file, require_held_out=False)
     if lock_path(args.file).exists():
         raise ParameterError("FILE", "a design without a lock (use `prereg amend`)", args.file)
+    outcomes = _outcomes(args)
+    if outcomes is not None:
+        raise PreregistrationError(
+            f"{args.file}: outcomes exist since {outcomes.get('time')} under lock "
+            f"{outcomes.get('lock_sha256')} (recorded in {outcomes.get('store')}); a new "
+            "held-out draw is refused. Restore the lock those outcomes were computed under.",
+            name="held_out",
+        )
     heads = draw_held_out(design.data)
     write_held_out(args.file, heads)
     load_design(args.file)  # re-validate what was written
@@ -88,6 +108,10 @@ def _lock(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     changes = check_design(args.file, **_block_facts(args))
+    record = json.loads(lock_path(args.file).read_text(encoding="utf-8"))
+    drift = code_drift(record, design_path=args.file)
+    if drift:
+        print(f"warning: {drift}", file=sys.stderr)
     if changes:
         for c in changes:
             print(f"{args.file}: {c}", file=sys.stderr)
@@ -102,6 +126,7 @@ def _amend(args: argparse.Namespace) -> int:
         reason=args.reason,
         outcomes=_outcomes(args),
         numbers=_numbers(args.numbers),
+        code=args.code,
         **_block_facts(args),
     )
     last = record["amendments"][-1]
@@ -113,6 +138,25 @@ def _amend(args: argparse.Namespace) -> int:
     if eng.get("before") != eng.get("after"):
         print(f"engine: {eng.get('before')} -> {eng.get('after')}")
     print(f"lock sha256: {last['previous_lock_sha256']} -> {last['new_lock_sha256']}")
+    if last.get("previous_code_sha256") != last.get("new_code_sha256"):
+        print(f"code sha256: {last['previous_code_sha256']} -> {last['new_code_sha256']}")
+    return 0
+
+
+def _outcomes_cmd(args: argparse.Namespace) -> int:
+    from analysis.study.outcomes import bind_outcomes, outcomes_path
+
+    outcomes = _outcomes(args)
+    if outcomes is None:
+        print(f"{args.file}: no outcome exists (no store holds an outcome record)")
+        return 0
+    print(f"first outcome: {outcomes['time']} under lock {outcomes.get('lock_sha256')}")
+    for where in outcomes["found_in"]:
+        print(f"recorded in:   {where}")
+    if outcomes.get("store") and Path(str(outcomes["store"])).is_absolute():
+        print(f"wrote {bind_outcomes(args.file, outcomes)}")
+    elif not outcomes_path(args.file).exists():
+        print(f"{outcomes_path(args.file)}: not written (no store at hand)")
     return 0
 
 
@@ -122,11 +166,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
     d = sub.add_parser("draw", help="draw the held-out heads into a design (before locking)")
     d.add_argument("file")
+    d.add_argument("--root", help="study root whose store is consulted too (outcomes)")
     d.set_defaults(func=_draw)
     for name, func, text in (
         ("lock", _lock, "write FILE.lock (refuses when one exists)"),
         ("check", _check, "exit 0 when FILE matches its lock, 1 naming what changed"),
         ("amend", _amend, "log a deliberate change beside FILE and re-lock"),
+        ("outcomes", _outcomes_cmd, "print the first outcome record; write FILE.outcomes.json"),
     ):
         s = sub.add_parser(name, help=text)
         s.add_argument("file")
@@ -137,6 +183,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         )
         if name == "amend":
             s.add_argument("--reason", required=True, help="why the design changed")
+            s.add_argument(
+                "--code",
+                action="store_true",
+                help="record the analysis code now as the locked code (code_sha256)",
+            )
             s.add_argument(
                 "--numbers",
                 nargs="+",

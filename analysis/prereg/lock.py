@@ -10,9 +10,11 @@ confirmatory result is stamped with), the SHA-256 of the design's stored power
 (``power_sha256``, :mod:`analysis.prereg.power_file`; None when there is none; outside the
 lock hash, since the power is no part of a confirmatory result), the bracket engine
 version the design pins (``engine``, inside the lock hash;
-:mod:`analysis.prereg.engine_pin`), the package version and git commit (provenance
-only), the time of the first lock (``locked_at``, kept across amendments) and of the last
-(``relocked_at``). A deliberate change goes through :func:`amend_design`, which appends
+:mod:`analysis.prereg.engine_pin`), the SHA-256 of the analysis code (``code_sha256``,
+outside the lock hash: :mod:`analysis.prereg.code_hash`), the package version and git
+commit (provenance only), the time of the first lock (``first_locked_at``, never moved;
+``locked_at``, kept across amendments) and of the last (``relocked_at``), and the lock's
+``history`` (:mod:`analysis.prereg.lock_history`). A deliberate change goes through :func:`amend_design`, which appends
 to ``<stem>.deviations.md`` beside the design and re-locks. The hashes the lock records
 and the messages naming each change come from :mod:`analysis.prereg.lock_diff`.
 
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis import __version__
+from analysis.prereg.code_hash import CODE_PATHS, code_sha256
 from analysis.prereg.design import (
     Design,
     draw_held_out,
@@ -57,6 +60,12 @@ from analysis.prereg.lock_diff import (
     normalized_features,
     section_hashes,
     sections_changed,
+)
+from analysis.prereg.lock_history import (
+    append_deviation,
+    first_locked_at,
+    history_entry,
+    lock_history,
 )
 from analysis.prereg.power_file import power_sha256
 from analysis.prereg.provenance import git_commit
@@ -200,6 +209,7 @@ def _build_record(
     versions: Versions | None,
     amendments: list[dict],
     engine: int | None = None,
+    code: str | None = None,
 ) -> dict:
     norm = normalized_features(features)
     models = {}
@@ -239,6 +249,8 @@ def _build_record(
         "models": models,
         "blocks": blocks_rec,
         "power_sha256": power_sha256(design.path),
+        "code_sha256": code_sha256() if code is None else code,
+        "code_paths": list(CODE_PATHS),
         "features_known": known,
         "features_note": note,
         "provenance": {
@@ -250,6 +262,7 @@ def _build_record(
         "relocked_at": None,
         "amendments": amendments,
     }
+    record["first_locked_at"] = record["locked_at"]
     record["lock_sha256"] = lock_hash(record)
     return record
 
@@ -369,6 +382,7 @@ def lock_design(
     _check_draw(design)
     engine = pinned_engine(design.data, None, engines=engines)
     record = _build_record(design, features, versions, [], engine)
+    record["history"] = [history_entry("lock", record["locked_at"], record)]
     _write_json(lp, record)
     return record
 
@@ -443,6 +457,7 @@ def amend_design(
     outcomes: Outcomes | None = None,
     engines: Sequence[int] | None = None,
     numbers: Mapping[str, tuple[float, float]] | None = None,
+    code: bool = False,
 ) -> dict:
     """Record a deliberate change: append to the deviations log and re-lock.
 
@@ -466,11 +481,18 @@ def amend_design(
         Measured numbers under the old and the new engine (e.g. the median hi/lo of the
         study's cells, each confirmatory p-value): required when the pinned engine
         changes once outcomes exist; recorded in the lock and the deviations log.
+    code : bool, default False, keyword-only
+        Record the analysis code now (:func:`analysis.prereg.code_hash.code_sha256`) as
+        the locked code (alone, an amendment that changes nothing else). Without it the
+        new lock keeps the code hash the old one recorded (an amendment of a section does
+        not silently accept a code change).
 
     Returns
     -------
     dict
-        The new lock record; ``locked_at`` stays the time of the first lock and
+        The new lock record; ``first_locked_at`` and ``locked_at`` stay the time of the
+        first lock (for a lock made before ``first_locked_at``: the earliest time it
+        records), ``history`` gains the amendment, and
         ``amendments`` lists every amendment so far, each with its time, reason, changes,
         the sections it changed, whether outcomes existed, the previous and new design,
         held-out and lock hashes, and the covariates and versions of the blocks it
@@ -524,6 +546,10 @@ def amend_design(
     record = _read_lock(design_path)
     design = load_design(design_path)
     changes = design_changes(record, design, features, versions)
+    old_code = record.get("code_sha256")
+    new_code = code_sha256() if code else old_code
+    if new_code != old_code:
+        changes.append(f"code_sha256 {str(old_code or 'not recorded')[:12]} -> {new_code[:12]}")
     if not changes:
         raise PreregistrationError(
             f"{design_path} matches its lock: nothing to amend", name="design"
@@ -553,6 +579,8 @@ def amend_design(
         "previous_lock_sha256": record.get("lock_sha256", record["design_sha256"]),
         "previous_power_sha256": record.get("power_sha256"),
         "new_power_sha256": power_sha256(design.path),
+        "previous_code_sha256": old_code,
+        "new_code_sha256": new_code,
     }
     amendments = list(record.get("amendments", []))
     entry.update(pinned)
@@ -560,45 +588,34 @@ def amend_design(
     # names its engine; it reads as engine 4 either way
     keep = "engine" in record or "engine" in design.data
     after = pinned["engine"]["after"] if keep else None
-    new_record = _build_record(design, use_features, use_versions, [*amendments, entry], after)
+    new_record = _build_record(
+        design, use_features, use_versions, [*amendments, entry], after, new_code
+    )
+    if new_code is None:  # a lock made before the field stays without one until --code
+        del new_record["code_sha256"], new_record["code_paths"]
     entry["new_lock_sha256"] = new_record["lock_sha256"]
-    # the first lock time is kept; the re-lock time is the amendment's
+    # the first lock time is kept (and its history); the re-lock time is the amendment's
     new_record["locked_at"] = record["locked_at"]
+    new_record["first_locked_at"] = first_locked_at(record)
     new_record["relocked_at"] = entry["time"]
+    new_record["history"] = [
+        *lock_history(record),
+        history_entry(f"amendment {len(amendments) + 1}", entry["time"], new_record),
+    ]
     # the covariates and versions this amendment (re)locked: new or changed blocks
     entry["blocks"] = {b: v for b, v in new_record["blocks"].items() if locked.get(b) != v}
-    log = deviations_path(design_path)
-    header = (
-        ""
-        if log.exists()
-        else (
-            f"# Deviations from the preregistered design `{design_path.name}`\n\n"
-            "Each entry was appended by `attnrank prereg amend` before re-locking.\n"
-        )
-    )
     relocked = [
         f"block {b} locked: covariates {name_list(v['covariates'])}; version {v['version']}"
         for b, v in entry["blocks"].items()
     ] + engine_lines(entry)
-    text = (
-        f"\n## Amendment {len(amendments) + 1} ({entry['time']})\n\n"
-        f"Reason: {entry['reason']}\n\n"
-        f"Sections changed: {name_list(touched)}"
-        f"{' (outcomes existed)' if outcomes is not None else ''}\n\n"
-        + "".join(f"- {c}\n" for c in [*changes, *relocked])
-        + f"\nDesign SHA-256: {entry['previous_design_sha256']} -> "
-        f"{entry['new_design_sha256']}\n"
-        f"Held-out SHA-256: {entry['previous_held_out_sha256']} -> "
-        f"{entry['new_held_out_sha256']}\n"
-        f"Lock SHA-256: {entry['previous_lock_sha256']} -> {entry['new_lock_sha256']}\n"
-        + (
-            f"Power SHA-256: {entry['previous_power_sha256']} -> {entry['new_power_sha256']}\n"
-            if entry["previous_power_sha256"] or entry["new_power_sha256"]
-            else ""
-        )
+    append_deviation(
+        deviations_path(design_path),
+        design_path.name,
+        len(amendments) + 1,
+        entry,
+        [*changes, *relocked],
+        outcomes_existed=outcomes is not None,
     )
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(header + text)
     _write_json(lock_path(design_path), new_record)
     return new_record
 

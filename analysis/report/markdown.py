@@ -21,6 +21,7 @@ import pandas as pd
 from analysis.compare.headlevel import QUESTION_TEXT, QUESTIONS
 from analysis.compare.nested import FIT_FAILED
 from analysis.report.design import ReportDesign
+from analysis.report.lock_status import lock_status_lines
 from analysis.report.provenance import provenance_lines
 from analysis.report.results import StudyResults
 from analysis.report.tables import (
@@ -441,7 +442,7 @@ def calibration_sentence(results: StudyResults) -> str:
 def _amendments(prov: Mapping[str, Any]) -> list[str]:
     """The "Amendments" section: every amendment of the lock since its first lock."""
     L = ["## Amendments", ""]
-    first = prov.get("locked_at")
+    first = prov.get("first_locked_at") or prov.get("locked_at")
     if "amendments" not in prov:
         return L + ["Not recorded (an unlocked or exploratory run).", ""]
     items = list(prov.get("amendments") or [])
@@ -522,6 +523,7 @@ def _title_section(results: StudyResults) -> list[str]:
             else "**This run is not locked: every result below is exploratory.**"
         ),
         "",
+        *lock_status_lines(results.provenance),
     ]
 
 

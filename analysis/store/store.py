@@ -226,17 +226,31 @@ class Store:
             return None
         return {**json.loads(row[0]), "store": str(self.path)}
 
-    def record_outcomes(self, *, lock_sha256: str, design: str) -> dict[str, str]:
+    def record_outcomes(
+        self,
+        *,
+        lock_sha256: str,
+        design: str,
+        design_path: str | None = None,
+        design_sha256: str | None = None,
+    ) -> dict[str, str]:
         """Record, once, that outcomes are computed here under the lock ``lock_sha256``.
 
         Called before the first bracket of a study is computed; a later call keeps the
         first record (the time outcomes first existed is what a preregistration needs),
         so the design's lock can no longer be reset or its core amended
-        (``analysis.prereg.lock_design``, ``amend_design``). Returns the stored record.
+        (``analysis.prereg.lock_design``, ``amend_design``). The record is bound to the
+        design: its file name, and when given its resolved path and hash at that time.
+        Returns the stored record.
         """
         if not isinstance(lock_sha256, str) or not lock_sha256:
             raise ParameterError("lock_sha256", "the lock hash of the study", lock_sha256)
-        value = json.dumps({"time": _now(), "lock_sha256": lock_sha256, "design": str(design)})
+        rec = {"time": _now(), "lock_sha256": lock_sha256, "design": str(design)}
+        if design_path is not None:
+            rec["design_path"] = str(design_path)
+        if design_sha256 is not None:
+            rec["design_sha256"] = str(design_sha256)
+        value = json.dumps(rec)
         with self._conn:
             self._conn.execute(
                 "INSERT OR IGNORE INTO store_meta VALUES (?, ?)", (self._OUTCOMES, value)

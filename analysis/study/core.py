@@ -130,7 +130,11 @@ class Study:
         ParameterError
             Naming ``models.NAME`` when a model's block is not registered.
         """
+        from analysis.study.outcomes import check_lock_age, study_outcomes
+
         lock = prereg_lock.require_locked(design_path)  # reads the design and its lock
+        # a lock first written after the design's first outcome (wherever stored): refused
+        check_lock_age(lock.record, study_outcomes(design_path, root=root))
         study = cls(
             design=lock.design,
             lock=lock,
@@ -347,10 +351,12 @@ def engine_versions() -> tuple[int, ...]:
 
 
 def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
-    """The study store's outcome record (None when no store or no outcome exists yet).
+    """The study's first outcome record (None when no outcome exists yet).
 
-    ``{"time", "lock_sha256", "design", "store"}``: when the first bracket of the study
-    was computed, under which lock, in which store. The keyword argument ``outcomes`` of
+    ``{"time", "lock_sha256", "design", "store", ...}``: when the first bracket of the study
+    was computed, under which lock, in which store; found wherever the store is
+    (:func:`analysis.study.outcomes.study_outcomes`: the store under ``paths.root``, under
+    the default root, and those named beside the design). The keyword argument ``outcomes`` of
     :func:`analysis.prereg.lock_design` and ``amend_design`` (``analysis.prereg`` never
     imports the store: this layer reads it and passes the record on).
 
@@ -365,15 +371,12 @@ def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
     >>> with Store(paths.store, create=True) as store:
     ...     first = store.record_outcomes(lock_sha256="a" * 64, design="outcomes.toml")
     >>> record = stored_outcomes(paths)
-    >>> record == first, record["lock_sha256"] == "a" * 64, record["design"]
-    (True, True, 'outcomes.toml')
+    >>> {k: record[k] for k in first} == first, record["found_in"] == [first["store"]]
+    (True, True)
     """
-    from analysis.store.store import Store
+    from analysis.study.outcomes import study_outcomes
 
-    if not (paths.store / Store.INDEX).is_file():
-        return None
-    with Store(paths.store) as store:
-        return store.outcome_record()
+    return study_outcomes(paths.design, root=paths.root)
 
 
 def put_root_on_path(root: Path | str | None) -> None:

@@ -236,6 +236,7 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
         for a in lock.record.get("amendments", [])
     ]
     return {
+        **_lock_provenance(study),
         "design": str(design.path),
         "design_sha256": design.sha256,
         "lock_sha256": lock.sha256,
@@ -257,6 +258,30 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
         "runs": int(stages.get("runs", 1)),
         "power": _power_provenance(study),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _lock_provenance(study: Study) -> dict[str, Any]:
+    """What the lock froze and when: its first lock time and history, the locked and the
+    current code hash, the first outcome (wherever stored), and the hypotheses that an
+    amendment after outcomes made exploratory (:mod:`analysis.prereg.lock_history`)."""
+    from analysis.prereg.code_hash import code_sha256
+    from analysis.prereg.lock_history import exploratory_hypotheses, first_locked_at, lock_history
+    from analysis.study.outcomes import study_outcomes
+
+    record = study.lock.record
+    outcomes = study_outcomes(study.paths.design, root=study.paths.root)
+    first = None
+    if outcomes is not None:
+        first = {k: outcomes.get(k) for k in ("time", "lock_sha256", "design", "store")}
+    hyps = study.design.data.get("hypotheses", [])
+    return {
+        "first_locked_at": first_locked_at(record),
+        "lock_history": lock_history(record),
+        "code_sha256_locked": record.get("code_sha256"),
+        "code_sha256_now": code_sha256(),
+        "first_outcome": first,
+        "exploratory_hypotheses": exploratory_hypotheses(record, hyps, (first or {}).get("time")),
     }
 
 
@@ -302,13 +327,15 @@ def power_record(study: Study) -> dict[str, Any]:
     return dict(rec["result"])
 
 
-def report_design(design: Design) -> Any:
+def report_design(design: Design, exploratory: Mapping[str, str] | None = None) -> Any:
     """The report's typed view of a parsed design (:class:`analysis.report.ReportDesign`).
 
     Every inference setting is the one the comparison runs with
     (:meth:`~analysis.prereg.Design.comparison_kwargs`), so the report repeats none of its
     defaults; hypotheses, models, outcome, held-out heads, exclusion rules and the
-    calibration text are copied from the validated design.
+    calibration text are copied from the validated design. A hypothesis in
+    ``exploratory`` (id -> why: an amendment after outcomes, provenance
+    ``exploratory_hypotheses``) is shown as ``exploratory (amended after outcomes)``.
 
     Examples
     --------
@@ -330,7 +357,11 @@ def report_design(design: Design) -> Any:
         hypotheses=tuple(
             ReportHypothesis(
                 id=str(h["id"]),
-                kind=str(h["kind"]),
+                kind=(
+                    "exploratory (amended after outcomes)"
+                    if str(h["id"]) in (exploratory or {})
+                    else str(h["kind"])
+                ),
                 base=str(h["pair"][0]),
                 rich=str(h["pair"][1]),
                 statement=str(h.get("statement", "")),
@@ -445,7 +476,7 @@ def study_results(
     return StudyResults(
         study=paths.design.stem,
         title=str(design.data.get("title", paths.design.stem)),
-        design=report_design(design),
+        design=report_design(design, prov.get("exploratory_hypotheses")),
         brackets=brackets,
         features=features,
         comparison=frame("comparison.csv"),

@@ -188,6 +188,12 @@ def run_study(
         f"{len(plan.temperatures)} temperatures x {len(plan.eps)} eps, effort {plan.effort}, "
         f"engine {study.engine}"
     )
+    from analysis.prereg.code_hash import code_drift
+
+    # a warning, not a refusal (see analysis.prereg.code_hash)
+    drift = code_drift(study.lock.record, design_path=design_path)
+    if drift:
+        say(f"warning: {drift}")
     engine = study.bracket_engine() if engine is None else engine
     label = cells_engine(study, engine)
     with Store(paths.store, create=True) as store:

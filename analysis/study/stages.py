@@ -207,7 +207,16 @@ def bracket_stage(
     if real_keys or synth_keys:
         # before the first bracket: from now on outcomes exist, and the lock they are
         # computed under can be neither reset nor amended in its core (prereg lock/amend)
-        store.record_outcomes(lock_sha256=study.lock.sha256, design=study.design.path.name)
+        from analysis.study.outcomes import bind_outcomes
+
+        design = study.design
+        record = store.record_outcomes(
+            lock_sha256=study.lock.sha256,
+            design=design.path.name,
+            design_path=str(design.path.resolve()),
+            design_sha256=design.sha256,
+        )
+        bind_outcomes(design.path, record)  # FILE.outcomes.json: seen whatever --root says
     n = dropped = stale = 0
     for keys, temps in ((real_keys, plan.temperatures), (synth_keys, (1.0,))):
         if keys:
