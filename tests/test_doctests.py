@@ -91,6 +91,7 @@ COVERED = (
     "analysis.prereg.power_inputs",
     "analysis.prereg.sealing",
     "analysis.report.build",
+    "analysis.report.decisions",
     "analysis.report.design",
     "analysis.report.examples",
     "analysis.report.family_figures",

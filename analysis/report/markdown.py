@@ -20,6 +20,7 @@ import pandas as pd
 
 from analysis.compare.headlevel import QUESTION_TEXT, QUESTIONS
 from analysis.compare.nested import FIT_FAILED
+from analysis.report.decisions import decision_words, equivalence_clause
 from analysis.report.design import ReportDesign
 from analysis.report.lock_status import lock_status_lines
 from analysis.report.provenance import provenance_lines
@@ -100,18 +101,6 @@ def _listing(values: Sequence[Any]) -> str:
     return ", ".join(vals) if vals else "none"
 
 
-def _decision(row: Mapping[str, Any], *, alpha: float, in_family: bool) -> str:
-    if bool(row["adds_information"]):
-        return "**adds information**"
-    p = row["p_holm"] if in_family else row["p_value"]
-    reasons = []
-    if not (p < alpha):
-        reasons.append(f"{'Holm' if in_family else 'unadjusted'} p ≥ {alpha:g}")
-    if not (row["ci_low"] > 0):
-        reasons.append("the CI reaches 0 or below")
-    return "no incremental information detected" + (f" ({'; '.join(reasons)})" if reasons else "")
-
-
 def _fit_failure(row: Mapping[str, Any]) -> str:
     """Which of the pair's fits did not converge, with the optimizer's diagnostics."""
     bits = []
@@ -179,7 +168,8 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
             f"{_n(r['base_value'])} vs {r['rich_model']} {_n(r['rich_value'])}, effect "
             f"{_n(r['effect'])} [{_n(r['ci_low'])}, {_n(r['ci_high'])}] ({level:.0%} CI), "
             f"one-sided p = {_p(r['p_value'])}, {holm} → "
-            f"{_decision(r, alpha=alpha, in_family=in_family)}."
+            f"{decision_words(r, alpha=alpha, in_family=in_family)}"
+            f"{equivalence_clause(r, in_family=in_family)}."
         )
     return out
 
