@@ -58,19 +58,11 @@ def study_table(design: Path, root: Path | None) -> tuple[pd.DataFrame, list[str
     """The stored comparison table of a study (every real cell, the unit columns its
     design or this script needs) and its log-scale columns."""
     from analysis.store.store import Store
-    from analysis.study.comparison import comparison_table
-    from analysis.study.core import Study
-    from analysis.study.results import bracket_table, cells_engine, feature_table
+    from analysis.study.comparison import stored_comparison_table
     from analysis.study.units import unit_column
 
-    study = Study.open(design, root=root)
+    table, log_cols, study = stored_comparison_table(design, root=root)
     with Store(study.paths.store) as store:
-        real_keys = study.real_keys()
-        brackets = bracket_table(
-            store, study.plan, real_keys, [], study.design.held_out, cells_engine(study)
-        )
-        features = feature_table(study.paths, real_keys)
-        table, log_cols, _ = comparison_table(study, brackets, features)
         # held-out as the lock lists them (what the sealed release sets; the confirmatory
         # run already released these cells, so no second release is recorded)
         table = table.assign(held_out=table["cluster"].astype(str).isin(set(study.lock.held_out)))

@@ -127,23 +127,10 @@ def study_training_table(design_path: Path, *, root: Path | None = None) -> tupl
         When the study has no store with descriptors.
     """
     from analysis.prereg.sealing import SealedCells
-    from analysis.store.store import Store
-    from analysis.study.comparison import comparison_table
-    from analysis.study.core import Study
-    from analysis.study.results import bracket_table, cells_engine, feature_table
+    from analysis.study.comparison import stored_comparison_table
 
-    study = Study.open(Path(design_path), root=root)
+    table, log_cols, study = stored_comparison_table(design_path, root=root)
     paths = study.paths
-    if not (paths.store / Store.INDEX).is_file():
-        raise FileNotFoundError(f"no study store at {paths.store}: nothing to fit to")
-    with Store(paths.store) as store:
-        real_keys = study.real_keys()
-        label = cells_engine(study)
-        brackets = bracket_table(store, study.plan, real_keys, [], study.design.held_out, label)
-    features = feature_table(paths, real_keys)
-    if features.empty or brackets.empty:
-        raise FileNotFoundError(f"the study under {paths.root} has no descriptors yet")
-    table, log_cols, _ = comparison_table(study, brackets, features)
     train = SealedCells(table, paths.design, lock=study.lock).training()
     design = study.design
     conf = [

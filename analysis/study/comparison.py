@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__ = [
     "covariate_columns",
     "fit_comparisons",
     "secondary_by_checkpoint",
+    "stored_comparison_table",
 ]
 
 
@@ -262,6 +264,63 @@ def comparison_table(
     table = _with_unit(study, table)
     log_cols = [c for c in logs if c in model_cols]
     return table, log_cols, excluded
+
+
+def stored_comparison_table(
+    design_path: str | Path, *, root: str | Path | None = None
+) -> tuple[pd.DataFrame, list[str], Study]:
+    """The comparison table of a study's stored cells, training and held-out.
+
+    What the compare stage fits, read back from the study's store and descriptor files
+    (:func:`comparison_table`; no cell is released or recorded), for tools that work on a
+    finished study: the power simulator's fit to training heads, exploratory
+    re-analyses.
+
+    Parameters
+    ----------
+    design_path : str or Path
+        The locked design.
+    root : str or Path, keyword-only, optional
+        The study root (default: the design folder's parent).
+
+    Returns
+    -------
+    (DataFrame, list of str, Study)
+        The table (``held_out`` not set), its log-scale columns and the opened study.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the study has no store, or no brackets or descriptors yet.
+
+    Examples
+    --------
+    A locked study that has not run yet has nothing to read back:
+
+    >>> from analysis.study.comparison import stored_comparison_table
+    >>> from analysis.study.examples import open_example_study
+    >>> _ = open_example_study("studies/stored.toml")
+    >>> stored_comparison_table("studies/stored.toml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    FileNotFoundError: no study store at .../store: nothing to fit to
+    """
+    from analysis.store import Store
+    from analysis.study.results import bracket_table, cells_engine, feature_table
+
+    study = Study.open(Path(design_path), root=root)
+    paths = study.paths
+    if not (paths.store / Store.INDEX).is_file():
+        raise FileNotFoundError(f"no study store at {paths.store}: nothing to fit to")
+    with Store(paths.store) as store:
+        real_keys = study.real_keys()
+        label = cells_engine(study)
+        brackets = bracket_table(store, study.plan, real_keys, [], study.design.held_out, label)
+    features = feature_table(paths, real_keys)
+    if features.empty or brackets.empty:
+        raise FileNotFoundError(f"the study under {paths.root} has no descriptors yet")
+    table, log_cols, _ = comparison_table(study, brackets, features)
+    return table, list(log_cols), study
 
 
 def _with_unit(study: Study, table: pd.DataFrame) -> pd.DataFrame:
