@@ -295,7 +295,9 @@ class ValidationResult:
         reference (:func:`~analysis.prereg.power_fit.m0_loss_check`)."""
         from analysis.prereg.power_fit import m0_loss_check
 
-        text = m0_loss_check(self.simulated_m0_loss, self.reference_m0_loss)
+        text = m0_loss_check(
+            self.simulated_m0_loss, self.reference_m0_loss, fitted=self.fit is not None
+        )
         return [] if text is None else [text]
 
     @property

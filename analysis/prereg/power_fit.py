@@ -45,10 +45,15 @@ class SimulatorMismatchWarning(UserWarning):
 
 
 def m0_loss_check(
-    simulated: float | None, reference: float | None, tolerance: float = M0_LOSS_TOLERANCE
+    simulated: float | None,
+    reference: float | None,
+    tolerance: float = M0_LOSS_TOLERANCE,
+    *,
+    fitted: bool = False,
 ) -> str | None:
     """The warning text when the simulated M0 loss is more than ``tolerance`` (relative)
-    away from the reference, else None (also None when either is unknown).
+    away from the reference, else None (also None when either is unknown). ``fitted``:
+    the simulator was already fitted to data, so the text does not suggest fitting it.
 
     Examples
     --------
@@ -65,11 +70,17 @@ def m0_loss_check(
     rel = abs(simulated - reference) / reference
     if rel <= tolerance:
         return None
+    advice = (
+        "the fitted simulator does not reproduce the data's loss either (heavy-tailed, "
+        "width-dependent residuals; docs/results/power.md)"
+        if fitted
+        else "fit the assumptions: `attnrank validate-comparison --fit training`"
+    )
     return (
         f"the simulator's M0 held-out loss ({simulated:.3g}) is {simulated / reference:.3g}x "
         f"the reference M0 loss ({reference:.3g}), more than {tolerance:.0%} away: the "
-        "simulated studies do not resemble the data, so their power and sizes are not the "
-        "design's (fit the assumptions: `attnrank validate-comparison --fit training`)"
+        f"simulated studies do not resemble the data, so their power and sizes are not the "
+        f"design's ({advice})"
     )
 
 

@@ -263,3 +263,14 @@ def test_design_power_section():
         design_power({"power": {"fit": "pilot"}})
     data = {"sampling": {"inputs": {"seed": 0}}, "power": {"fit": "pilot", "pilot_input_seed": 1}}
     assert design_power(data) == {"fit": "pilot", "pilot_input_seed": 1}
+
+
+def test_mismatch_text_after_a_fit_does_not_suggest_fitting():
+    from analysis.prereg.power_fit import m0_loss_check
+
+    hand = m0_loss_check(0.32, 0.0137)
+    fitted = m0_loss_check(0.0211, 0.0303, fitted=True)
+    assert "--fit training" in hand
+    assert fitted is not None and "--fit training" not in fitted
+    assert "fitted simulator does not reproduce" in fitted
+    assert m0_loss_check(0.028, 0.0303, fitted=True) is None  # 7.6% away: passes
