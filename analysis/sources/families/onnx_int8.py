@@ -23,22 +23,32 @@ the shipped runtime adds.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from analysis.validation import ParameterError
 
 __all__ = [
+    "Int8CrossCheck",
     "QuantizedWeight",
+    "attention_differences",
+    "first_output",
     "float_graph",
     "gather_tables",
     "keep_first_output",
     "load_graph",
+    "loader_meta",
     "matmul_weights",
+    "place_weights",
     "require_onnxruntime",
+    "require_passed",
     "run_graph",
+    "sequence_ids",
+    "weight_collector",
 ]
 
 
@@ -345,3 +355,150 @@ def keep_first_output(seen: dict[str, Any], key: str = "q") -> Any:
         seen.setdefault(key, output.detach().clone())
 
     return hook
+
+
+@contextmanager
+def first_output(module: Any) -> Iterator[dict[str, Any]]:
+    """Keep ``module``'s first output in the yielded dict (key ``"q"``) while inside.
+
+    The hook (:func:`keep_first_output`) is removed on leaving, also on an error.
+    """
+    seen: dict[str, Any] = {}
+    handle = module.register_forward_hook(keep_first_output(seen))
+    try:
+        yield seen
+    finally:
+        handle.remove()
+
+
+def sequence_ids(checkpoint: Any, input_ids: np.ndarray | None, length: int = 32) -> np.ndarray:
+    """``input_ids`` as int64 ``[1, L]``; by default the corpus text of seed 0 at ``length``."""
+    if input_ids is None:
+        from analysis.sources.inputs import corpus_text
+
+        input_ids = corpus_text(checkpoint, 0, length).tensors["input_ids"][0].numpy()
+    return np.asarray(input_ids, dtype=np.int64).reshape(1, -1)
+
+
+def attention_differences(
+    ours: list[np.ndarray], dequantized: list[np.ndarray], shipped: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per layer, largest |difference| of ``ours`` against each graph's probabilities.
+
+    ``ours`` holds ``[heads, L, L]`` arrays, the graphs' ``[1, heads, L, L]`` ones, one
+    per layer in the same order (a different count raises ``ValueError``).
+    """
+    float_diff = np.array([np.abs(a - b[0]).max() for a, b in zip(ours, dequantized, strict=True)])
+    runtime = np.array([np.abs(a - b[0]).max() for a, b in zip(ours, shipped, strict=True)])
+    return float_diff, runtime
+
+
+def weight_collector(
+    unexpected: Callable[[str, Any], ParameterError], allowed: str
+) -> tuple[dict[str, np.ndarray], dict[str, str], Callable[[str, np.ndarray, str], None]]:
+    """``(state, sources, put)``: ``put(key, value, source)`` fills both dicts once per key.
+
+    ``value`` is stored as contiguous float32; a key put twice raises
+    ``unexpected(allowed, key)``.
+    """
+    state: dict[str, np.ndarray] = {}
+    sources: dict[str, str] = {}
+
+    def put(key: str, value: np.ndarray, source: str) -> None:
+        if key in state:
+            raise unexpected(allowed, key)
+        state[key] = np.ascontiguousarray(value, dtype=np.float32)
+        sources[key] = source
+
+    return state, sources, put
+
+
+def loader_meta(spec: Any, path: str | Path, config: Any, model: Any) -> dict[str, Any]:
+    """The ``meta`` entries every packaged ONNX loader starts with (in this order).
+
+    ``origin``, ``path``, ``revision`` (of the first part), ``model_type``,
+    ``model_class`` and ``weights_sha256``; each loader adds its own after them.
+    """
+    from analysis.sources.checkpoints import state_dict_sha256
+
+    return {
+        "origin": "package:" + ",".join(spec.distributions),
+        "path": str(path),
+        "revision": spec.parts[0].version,
+        "model_type": config.model_type,
+        "model_class": type(model).__name__,
+        "weights_sha256": state_dict_sha256(model),
+    }
+
+
+def require_passed(check: Any, allowed: str) -> None:
+    """Raise ``ParameterError`` naming ``checkpoint`` when ``check`` did not pass.
+
+    The message says ``{allowed} within {check.tolerance}`` and gives ``check.summary()``.
+    """
+    if not check.passed:
+        raise ParameterError("checkpoint", f"{allowed} within {check.tolerance}", check.summary())
+
+
+def place_weights(
+    model: Any,
+    state_dict: Mapping[str, np.ndarray],
+    unexpected: Callable[[str, Any], ParameterError],
+    *,
+    buffers: frozenset[str] = frozenset(),
+) -> None:
+    """Assign ``state_dict`` (as float32 tensors) to ``model``, built on the meta device.
+
+    Every key of the model's state dict must be given, except those in ``buffers``,
+    none other, each in the model's shape; ``unexpected(allowed, got)`` makes the
+    ``ParameterError`` raised otherwise. Loading is strict when ``buffers`` is empty.
+    """
+    import torch
+
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state_dict) - buffers)
+    extra = sorted(set(state_dict) - set(expected))
+    if missing or extra:
+        raise unexpected("no missing or unexpected keys", {"missing": missing, "unexpected": extra})
+    tensors = {}
+    for key, value in state_dict.items():
+        if tuple(value.shape) != tuple(expected[key].shape):
+            raise unexpected(f"{key} of shape {tuple(expected[key].shape)}", value.shape)
+        tensors[key] = torch.from_numpy(np.array(value, dtype=np.float32))
+    model.load_state_dict(tensors, strict=not buffers, assign=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Int8CrossCheck:
+    """What the int8 families' cross-checks share: the per-layer attention differences.
+
+    Subclasses add, in this order, one more largest |difference| (named by
+    ``_other``), ``query_rel_error`` and ``tolerance``; ``_other_checked`` says whether
+    the tolerance applies to it too, ``_other_label`` and ``_query_label`` name it and
+    the query projection in :meth:`summary`.
+    """
+
+    length: int
+    float_per_layer: np.ndarray
+    runtime_per_layer: np.ndarray
+
+    _other: ClassVar[str] = ""
+    _other_label: ClassVar[str] = ""
+    _query_label: ClassVar[str] = ""
+    _other_checked: ClassVar[bool] = False
+
+    @property
+    def passed(self) -> bool:
+        worst = float(self.float_per_layer.max())
+        if self._other_checked:
+            worst = max(worst, getattr(self, self._other))
+        return worst <= self.tolerance
+
+    def summary(self) -> str:
+        return (
+            f"L = {self.length}: dequantized graph max |dA| = {self.float_per_layer.max():.2e} "
+            f"(tolerance {self.tolerance:.0e}), {self._other_label} = "
+            f"{getattr(self, self._other):.2e}; shipped int8 runtime max |dA| = "
+            f"{self.runtime_per_layer.max():.2e}, {self._query_label} query relative error "
+            f"{self.query_rel_error:.1e}"
+        )

@@ -39,7 +39,7 @@ import dataclasses
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -130,14 +130,7 @@ def map_t5_encoder(path: str | Path) -> T5Encoder:
 
     products = onnx_int8.matmul_weights(model, "/enc/", _FAMILY)
     tables = onnx_int8.gather_tables(model, "/enc/", _FAMILY)
-    state: dict[str, np.ndarray] = {}
-    sources: dict[str, str] = {}
-
-    def put(key: str, value: np.ndarray, source: str) -> None:
-        if key in state:
-            raise _unexpected("each model tensor in one place", key)
-        state[key] = np.ascontiguousarray(value, dtype=np.float32)
-        sources[key] = source
+    state, sources, put = onnx_int8.weight_collector(_unexpected, "each model tensor in one place")
 
     for name, w in products.items():
         m = _PRODUCT.match(name)
@@ -234,19 +227,7 @@ def build_t5_encoder(config: Any, state_dict: dict[str, np.ndarray]) -> Any:
 
     with torch.device("meta"):
         model = T5EncoderModel(config)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state_dict))
-    unexpected = sorted(set(state_dict) - set(expected))
-    if missing or unexpected:
-        raise _unexpected(
-            "no missing or unexpected keys", {"missing": missing, "unexpected": unexpected}
-        )
-    tensors = {}
-    for key, value in state_dict.items():
-        if tuple(value.shape) != tuple(expected[key].shape):
-            raise _unexpected(f"{key} of shape {tuple(expected[key].shape)}", value.shape)
-        tensors[key] = torch.from_numpy(np.array(value, dtype=np.float32))
-    model.load_state_dict(tensors, strict=True, assign=True)
+    onnx_int8.place_weights(model, state_dict, _unexpected)
     model.tie_weights()
     model.set_attn_implementation("eager")
     return model.to(dtype=torch.float32).eval()
@@ -292,7 +273,7 @@ def load_t5_onnx_checkpoint(
     >>> type(ckpt.model).__name__, ckpt.meta["rebuilt_from"]
     ('T5EncoderModel', 'onnx-int8')
     """
-    from analysis.sources.checkpoints import Checkpoint, state_dict_sha256
+    from analysis.sources.checkpoints import Checkpoint
     from analysis.sources.packaged import locate
 
     graph_path = locate(spec, spec.parts[0])
@@ -300,12 +281,7 @@ def load_t5_onnx_checkpoint(
     encoder = map_t5_encoder(graph_path)
     model = build_t5_encoder(encoder.config, encoder.state_dict)
     meta = {
-        "origin": "package:" + ",".join(spec.distributions),
-        "path": str(graph_path),
-        "revision": spec.parts[0].version,
-        "model_type": encoder.config.model_type,
-        "model_class": type(model).__name__,
-        "weights_sha256": state_dict_sha256(model),
+        **onnx_int8.loader_meta(spec, graph_path, encoder.config, model),
         "onnx_sha256": spec.parts[0].sha256,
         "provenance": spec.provenance(graph_path),
         "rebuilt_from": "onnx-int8",
@@ -319,18 +295,14 @@ def load_t5_onnx_checkpoint(
     }
     ckpt = Checkpoint(model, spec.checkpoint_id, t5_tokenizer(tokenizer_path), None, meta)
     if verify:
-        check = verify_against_onnx(ckpt)
-        if not check.passed:
-            raise ParameterError(
-                "checkpoint",
-                f"a rebuilt model matching the dequantized graph within {check.tolerance}",
-                check.summary(),
-            )
+        onnx_int8.require_passed(
+            verify_against_onnx(ckpt), "a rebuilt model matching the dequantized graph"
+        )
     return ckpt
 
 
 @dataclasses.dataclass(frozen=True)
-class T5OnnxCrossCheck:
+class T5OnnxCrossCheck(onnx_int8.Int8CrossCheck):
     """The rebuilt model's attention against ONNX Runtime's on the same token ids.
 
     Attributes
@@ -362,24 +334,14 @@ class T5OnnxCrossCheck:
     'L = 16: dequantized graph max |dA| = 5.00e-07 (tolerance 1e-04), ... = 3.00e-02, ...'
     """
 
-    length: int
-    float_per_layer: np.ndarray
-    runtime_per_layer: np.ndarray
     bias_max_abs: float
     query_rel_error: float = float("nan")
     tolerance: float = 1e-4
 
-    @property
-    def passed(self) -> bool:
-        return max(float(self.float_per_layer.max()), self.bias_max_abs) <= self.tolerance
-
-    def summary(self) -> str:
-        return (
-            f"L = {self.length}: dequantized graph max |dA| = {self.float_per_layer.max():.2e} "
-            f"(tolerance {self.tolerance:.0e}), position bias max |d| = {self.bias_max_abs:.2e}; "
-            f"shipped int8 runtime max |dA| = {self.runtime_per_layer.max():.2e}, layer-0 "
-            f"query relative error {self.query_rel_error:.1e}"
-        )
+    _other: ClassVar[str] = "bias_max_abs"
+    _other_label: ClassVar[str] = "position bias max |d|"
+    _query_label: ClassVar[str] = "layer-0"
+    _other_checked: ClassVar[bool] = True
 
 
 def verify_against_onnx(
@@ -413,11 +375,7 @@ def verify_against_onnx(
     import torch
 
     graph = onnx_int8.load_graph(checkpoint.meta["path"], _FAMILY)
-    if input_ids is None:
-        from analysis.sources.inputs import corpus_text
-
-        input_ids = corpus_text(checkpoint, 0, 32).tensors["input_ids"][0].numpy()
-    ids = np.asarray(input_ids, dtype=np.int64).reshape(1, -1)
+    ids = onnx_int8.sequence_ids(checkpoint, input_ids)
     feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
     names = sorted(
         (n.output[0] for n in graph.graph.node if _SOFTMAX.match(n.name)),
@@ -429,25 +387,17 @@ def verify_against_onnx(
     )
     query = "/enc/block.0/layer.0/SelfAttention/q/MatMul_output_0"
     *shipped, q_int8 = onnx_int8.run_graph(graph, feeds, [*names, query], threads=threads)
-    seen: dict[str, Any] = {}
     attention = checkpoint.model.encoder.block[0].layer[0].SelfAttention
-    hook = attention.q.register_forward_hook(onnx_int8.keep_first_output(seen))
-    try:
-        with torch.no_grad():
-            out = checkpoint.model(
-                input_ids=torch.from_numpy(ids),
-                attention_mask=torch.ones_like(torch.from_numpy(ids)),
-                output_attentions=True,
-            )
-            bias = attention.compute_bias(ids.shape[1], ids.shape[1])
-    finally:
-        hook.remove()
+    with onnx_int8.first_output(attention.q) as seen, torch.no_grad():
+        out = checkpoint.model(
+            input_ids=torch.from_numpy(ids),
+            attention_mask=torch.ones_like(torch.from_numpy(ids)),
+            output_attentions=True,
+        )
+        bias = attention.compute_bias(ids.shape[1], ids.shape[1])
     q = seen["q"].numpy()
     query_rel = float(np.linalg.norm(q_int8 - q) / np.linalg.norm(q))
     ours = [a[0].numpy() for a in out.attentions]
-    float_diff = np.array(
-        [np.abs(a - b[0]).max() for a, b in zip(ours, dequantized[:-1], strict=True)]
-    )
-    runtime = np.array([np.abs(a - b[0]).max() for a, b in zip(ours, shipped, strict=True)])
+    float_diff, runtime = onnx_int8.attention_differences(ours, dequantized[:-1], shipped)
     bias_diff = float(np.abs(bias.numpy() - dequantized[-1]).max())
     return T5OnnxCrossCheck(ids.shape[1], float_diff, runtime, bias_diff, query_rel, tolerance)
