@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -66,3 +68,37 @@ def tiny_model():
         return _CACHE[kind]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """A fresh ``ATTNRANK_CACHE`` per test module, removed afterwards.
+
+    Packaged models joined from parts (a few hundred MB) then neither reuse a developer's
+    cache nor stay behind in pytest's kept temporary folders.
+    """
+    path = tmp_path_factory.mktemp("attnrank-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ATTNRANK_CACHE", str(path))
+        yield path
+    shutil.rmtree(path)
+
+
+@pytest.fixture
+def cli_extract(tmp_path, monkeypatch, capsys):
+    """Run ``extract ALIAS --corpus-seed SEED --length LENGTH --out X.npz`` in ``tmp_path``.
+
+    The returned function asserts the exit status 0 and gives the printed text and the
+    saved extraction.
+    """
+    from analysis.cli import main
+    from analysis.sources.checkpoints import load_extraction
+
+    monkeypatch.chdir(tmp_path)
+
+    def run(alias: str, seed: int, length: int):
+        argv = ["extract", alias, "--corpus-seed", str(seed), "--length", str(length)]
+        assert main([*argv, "--out", "X.npz"]) == 0
+        return capsys.readouterr().out, load_extraction(tmp_path / "X.npz")
+
+    return run

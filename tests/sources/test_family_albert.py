@@ -7,19 +7,15 @@ applications of the shared layer, and the CLI offline.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 import torch
 
 from analysis.attention import softmax64
-from analysis.cli import main
 from analysis.sources.checkpoints import (
     Checkpoint,
     extract_from_model,
     load_checkpoint,
-    load_extraction,
 )
 from analysis.sources.inputs import corpus_text
 from analysis.sources.packaged import file_sha256, packaged_checkpoint
@@ -28,15 +24,6 @@ from analysis.validation import ParameterError
 pytestmark = pytest.mark.slow
 
 CID = "hexgrad/Kokoro-82M-albert"
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    path = tmp_path_factory.mktemp("attnrank-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ATTNRANK_CACHE", str(path))
-        yield path
-    shutil.rmtree(path)  # 92 MB joined graph
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +125,9 @@ def test_parity_every_head(albert, length):
     assert per_head.shape == (12, 12) and per_head.max() <= 1e-5, per_head.max()
 
 
-def test_cli_extract_offline(albert, tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    argv = ["extract", "kokoro-albert", "--corpus-seed", "2", "--length", "48"]
-    assert main([*argv, "--out", "X.npz"]) == 0
-    assert "12 layers x 12 heads" in capsys.readouterr().out
-    ex = load_extraction(tmp_path / "X.npz")
+def test_cli_extract_offline(albert, cli_extract):
+    out, ex = cli_extract("kokoro-albert", 2, 48)
+    assert "12 layers x 12 heads" in out
     assert ex.checkpoint_id == CID and ex.A.shape == (12, 12, 48, 48)
     assert ex.meta["parity_max_abs"] <= 1e-5
     rebuilt = softmax64(ex.Q, ex.K, ex.scale, ex.mask)

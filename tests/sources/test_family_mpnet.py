@@ -8,8 +8,6 @@ of every layer only with the captured bias.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 import torch
@@ -24,15 +22,6 @@ from analysis.sources.packaged import file_sha256, packaged_checkpoint
 pytestmark = pytest.mark.slow
 
 CHECKPOINT = "sentence-transformers/all-mpnet-base-v2"
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    path = tmp_path_factory.mktemp("attnrank-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ATTNRANK_CACHE", str(path))
-        yield path
-    shutil.rmtree(path)  # 843 MB: not left behind in pytest's kept temporary folders
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,11 @@ import pytest
 import torch
 
 from analysis.attention import softmax64
-from analysis.cli import main
 from analysis.sources.checkpoints import (
     Checkpoint,
     ModelInput,
     extract_from_model,
     load_checkpoint,
-    load_extraction,
 )
 from analysis.sources.inputs import corpus_text
 from analysis.sources.packaged import packaged_checkpoint
@@ -171,12 +169,9 @@ def test_parity_every_head_needs_the_bias(t5, length):
 
 
 @slow
-def test_cli_extract_offline(t5, tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    argv = ["extract", "flan-t5-small-span", "--corpus-seed", "1", "--length", "48"]
-    assert main([*argv, "--out", "X.npz"]) == 0
-    assert "bias" in capsys.readouterr().out
-    ex = load_extraction(tmp_path / "X.npz")
+def test_cli_extract_offline(t5, cli_extract):
+    out, ex = cli_extract("flan-t5-small-span", 1, 48)
+    assert "bias" in out
     assert ex.checkpoint_id == CID and ex.bias.shape == (8, 6, 48, 48)
     assert ex.meta["parity_max_abs"] <= 1e-5
     assert ex.meta["provenance"]["packages"] == {"traceforge-title-model": "0.2.0"}

