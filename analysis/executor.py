@@ -414,8 +414,11 @@ def task_pool(
         ) from None
     finally:
         if not clean:  # an error, SIGINT or SIGTERM: stop the running tasks, do not wait
-            _stop_workers(pool)
-        pool.shutdown(wait=True, cancel_futures=True)
+            with _quiet_broken_pool_thread():
+                _stop_workers(pool)
+                pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _worker_start(initializer: Callable[..., None] | None, initargs: tuple) -> None:
@@ -468,6 +471,35 @@ def _sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def _quiet_broken_pool_thread() -> Iterator[None]:
+    """Silence one known race while a pool is torn down on purpose.
+
+    When the workers are stopped, the pool's manager thread marks every queued task as
+    failed; on Python 3.11 it calls ``set_exception`` on futures :meth:`TaskPool.imap` has
+    already cancelled, and the :class:`concurrent.futures.InvalidStateError` escapes the
+    thread as a traceback on stderr (the futures are cancelled, so nothing is lost). Only
+    that exception, raised inside ``terminate_broken``, is dropped; any other goes to the
+    previous ``threading.excepthook``.
+    """
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        tb, frames = args.exc_traceback, []
+        while tb is not None:
+            frames.append(tb.tb_frame.f_code.co_name)
+            tb = tb.tb_next
+        if args.exc_type is cf.InvalidStateError and "terminate_broken" in frames:
+            return
+        previous(args)
+
+    threading.excepthook = hook
+    try:
+        yield
+    finally:
+        threading.excepthook = previous
 
 
 def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:

@@ -120,3 +120,33 @@ def test_bracket_with_a_dead_worker_is_one_line(tmp_path, capsys, monkeypatch):
     assert rc == 2 and "Traceback" not in err, err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "--workers" in lines[0], err
+
+
+def test_only_the_teardown_race_is_silenced(capsys):
+    """The manager thread's InvalidStateError from ``terminate_broken`` (Python 3.11 sets an
+    exception on a future the pool's owner already cancelled) prints nothing while a pool is
+    torn down; any other thread exception still reaches the previous hook."""
+    import concurrent.futures as cf
+    import threading
+
+    from analysis.executor import _quiet_broken_pool_thread
+
+    def terminate_broken():
+        raise cf.InvalidStateError("CANCELLED: <Future state=cancelled>")
+
+    def other():
+        raise cf.InvalidStateError("not the teardown")
+
+    seen = []
+    previous = threading.excepthook
+    threading.excepthook = lambda args: seen.append(str(args.exc_value))
+    try:
+        with _quiet_broken_pool_thread():
+            for target in (terminate_broken, other):
+                t = threading.Thread(target=target)
+                t.start()
+                t.join()
+        assert threading.excepthook is not previous  # ours restored to the test's
+    finally:
+        threading.excepthook = previous
+    assert seen == ["not the teardown"]
