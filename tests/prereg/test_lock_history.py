@@ -220,10 +220,16 @@ def test_every_shipped_lock_records_engine_code_and_first_lock_time(name):
     assert rec["engine"] == 4
     assert len(rec["code_sha256"]) == 64 and rec["code_paths"] == list(CODE_PATHS)
     assert rec["first_locked_at"] == first_locked_at({**rec, "first_locked_at": None})
+    # the code hash came in by amendments (the first one recording it, later ones
+    # re-recording it after merges), each leaving the lock hash and held-out list alone
+    coded = [a for a in rec["amendments"] if a.get("new_code_sha256")]
+    assert coded and not coded[0]["previous_code_sha256"]
+    assert all(a["previous_code_sha256"] for a in coded[1:])
     last = rec["amendments"][-1]
-    assert last["new_code_sha256"] == rec["code_sha256"] and not last["previous_code_sha256"]
-    assert last["previous_lock_sha256"] == last["new_lock_sha256"] == rec["lock_sha256"]
-    assert last["previous_held_out_sha256"] == last["new_held_out_sha256"]
+    assert last is coded[-1] and last["new_code_sha256"] == rec["code_sha256"]
+    for a in coded:
+        assert a["previous_lock_sha256"] == a["new_lock_sha256"] == rec["lock_sha256"]
+        assert a["previous_held_out_sha256"] == a["new_held_out_sha256"]
     assert rec["history"][-1]["event"] == f"amendment {len(rec['amendments'])}"
 
 
