@@ -18,7 +18,7 @@ from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.prereg.error_rates import validate_comparison
 from analysis.prereg.options import POWER_FIT_SOURCES, design_power
 from analysis.prereg.power import DEFAULT_WIDTHS, PowerAssumptions, StudySizes, load_widths
-from analysis.validation import ParameterError, check_int
+from analysis.validation import check_int
 
 #: The design validated when ``--design`` is not given (relative to the working folder).
 DEFAULT_DESIGN = Path("preregistration/offline-minilm.toml")
@@ -33,121 +33,35 @@ def _fit_or_reference(
     fit_mode: str,
     declared: dict,
 ) -> tuple[PowerAssumptions, object, float | None, dict | None, list[str]]:
-    """Fit the assumptions (``--fit training`` / ``pilot``), or only measure the
-    reference M0 loss on the training heads when the study has a store (``none``).
+    """Fit and calibrate the assumptions (``--fit training`` / ``pilot``), or only measure
+    the reference M0 loss on the training heads when the study has a store (``none``):
+    :func:`analysis.study.power_fit.fitted_assumptions`.
 
     Returns ``(assumptions, widths or None, reference M0 loss or None, fit record or
     None, notes)``.
     """
-    from analysis.prereg.power_fit import fit_assumptions, reference_m0_loss
+    from analysis.study.power_fit import fitted_assumptions
 
-    notes: list[str] = []
-    if fit_mode == "none" and args.no_reference:
-        return assumptions, None, None, None, notes
-    if fit_mode == "pilot":
-        if not args.pilot_root:
-            raise ParameterError("pilot_root", "the pilot study's root (--pilot-root DIR)", None)
-        pilot_root = Path(args.pilot_root)
-        table, facts = study_training_table(
-            pilot_root / "preregistration" / design_path.name, root=pilot_root
-        )
-        want = declared.get("pilot_input_seed")
-        if want is not None and facts["input_seed"] != want:
-            raise ParameterError(
-                "pilot_root",
-                f"a pilot on input seed {want} (the design's [power])",
-                facts["input_seed"],
-            )
-        own = int(load_design_data(design_path)["sampling"]["inputs"]["seed"])
-        if facts["input_seed"] == own:
-            raise ParameterError(
-                "pilot_root",
-                f"a pilot on an input seed other than the design's ({own})",
-                facts["input_seed"],
-            )
-        source = f"the pilot under {pilot_root} (input seed {facts['input_seed']}, training heads)"
-    else:
-        try:
-            table, facts = study_training_table(design_path, root=root)
-        except FileNotFoundError as exc:
-            if fit_mode == "training":
-                raise
-            notes.append(f"no reference M0 loss: {exc}")
-            return assumptions, None, None, None, notes
-        source = f"the training heads of {design_path.name}"
-    common = {
-        "log_columns": facts["log_columns"],
-    }
-    if fit_mode == "none":
-        ref, how = reference_m0_loss(
-            table,
-            facts["models"],
-            facts["pair"],
-            random_state=facts["seed"],
-            comparison_kwargs=facts["comparison_kwargs"],
-            covariate_kwargs={**facts["covariate_kwargs"], **common},
-        )
-        notes.append(f"reference M0 loss {ref:.4g}: {how} ({source})")
-        return assumptions, None, ref, None, notes
-    fitted = fit_assumptions(
-        table,
-        facts["models"],
-        pair=facts["pair"],
-        source=source,
-        covariate_kwargs=facts["covariate_kwargs"],
-        comparison_kwargs=facts["comparison_kwargs"],
-        truth_position=assumptions.truth_position,
-        eps=sizes.eps,
-        width_bins=assumptions.width_bins,
-        random_state=facts["seed"],
-        **common,
+    out = fitted_assumptions(
+        design_path,
+        sizes,
+        assumptions,
+        root=root,
+        fit=fit_mode,
+        pilot_root=Path(args.pilot_root) if args.pilot_root else None,
+        pilot_input_seed=declared.get("pilot_input_seed"),
+        calibration_studies=args.calibration_studies,
+        reference_only=not args.no_reference,
+        progress=None if args.json else (lambda line: print(line, file=sys.stderr)),
     )
-    notes.append(fitted.summary())
-    return (
-        fitted.assumptions(assumptions),
-        fitted.widths,
-        fitted.reference_m0_loss,
-        fitted.to_dict(),
-        notes,
-    )
+    return out.assumptions, out.widths, out.reference_m0_loss, out.record, out.notes
 
 
 def study_training_table(design_path: Path, *, root: Path | None = None) -> tuple[Any, dict]:
-    """A study's training cells (its comparison table less the held-out heads).
+    """:func:`analysis.study.power_fit.study_training_table` (kept here for callers)."""
+    from analysis.study.power_fit import study_training_table as table
 
-    Returns
-    -------
-    (DataFrame, dict)
-        The training table and ``{"models", "pair", "log_columns", "covariate_kwargs",
-        "comparison_kwargs", "seed"}`` from the study's design and registry.
-
-    Raises
-    ------
-    FileNotFoundError
-        When the study has no store with descriptors.
-    """
-    from analysis.prereg.sealing import SealedCells
-    from analysis.study.comparison import stored_comparison_table
-
-    table, log_cols, study = stored_comparison_table(design_path, root=root)
-    paths = study.paths
-    train = SealedCells(table, paths.design, lock=study.lock).training()
-    design = study.design
-    conf = [
-        tuple(h["pair"])
-        for h in design.data.get("hypotheses", [])
-        if h.get("kind") == "confirmatory"
-    ]
-    kwargs = design.comparison_kwargs()
-    return train.drop(columns="held_out", errors="ignore"), {
-        "models": dict(design.models),
-        "pair": conf[0] if conf else tuple(design.family[0]),
-        "log_columns": list(log_cols),
-        "covariate_kwargs": study.registry.covariate_kwargs(train.columns),
-        "comparison_kwargs": kwargs,
-        "seed": int(design.data["inference"]["seed"]),
-        "input_seed": int(design.data["sampling"]["inputs"]["seed"]),
-    }
+    return table(design_path, root=root)
 
 
 def load_design_data(path: Path) -> dict:
@@ -331,6 +245,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(training) or to a pilot on another input seed (pilot, with --pilot-root); "
         "overrides --icc, --residual-sd, --native-head-share and --widths. Default: the "
         "design's [power] fit, else none (hand-set assumptions)",
+    )
+    p.add_argument(
+        "--calibration-studies",
+        type=int,
+        default=16,
+        metavar="N",
+        help="with --fit: simulated studies per step of the simulated-moments fit of each "
+        "checkpoint's residual scale to its reference M0 loss (default 16; 0 = keep the "
+        "structural fit's scales, which under-state the loss: docs/results/power.md)",
     )
     p.add_argument(
         "--pilot-root",

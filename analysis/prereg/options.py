@@ -124,7 +124,8 @@ def check_design_options(data: Mapping[str, Any]) -> None:
 def design_power(data: Mapping[str, Any]) -> dict[str, Any]:
     """The design's ``[power]`` section, checked: ``fit`` (default ``"none"``) and, for
     ``fit = "pilot"``, ``pilot_input_seed`` (an integer >= 0 other than the design's own
-    ``[sampling.inputs] seed``).
+    ``[sampling.inputs] seed``) and optionally ``pilot_root`` (the pilot study's root,
+    relative to the study's: where the power stage of ``attnrank run`` reads it).
 
     Examples
     --------
@@ -155,6 +156,13 @@ def design_power(data: Mapping[str, Any]) -> dict[str, Any]:
                 "power.pilot_input_seed", f"an input seed other than the design's ({own})", seed
             )
         out["pilot_input_seed"] = seed
+        pilot_root = section.get("pilot_root")
+        if pilot_root is not None:
+            if not isinstance(pilot_root, str) or not pilot_root or pilot_root.startswith("/"):
+                raise ParameterError(
+                    "power.pilot_root", "a folder relative to the study root", pilot_root
+                )
+            out["pilot_root"] = pilot_root
     return out
 
 

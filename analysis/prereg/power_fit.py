@@ -33,6 +33,7 @@ __all__ = [
     "fit_assumptions",
     "m0_loss_check",
     "reference_m0_loss",
+    "reference_m0_losses",
 ]
 
 #: Largest relative difference between the simulated and the reference M0 loss that
@@ -71,8 +72,8 @@ def m0_loss_check(
     if rel <= tolerance:
         return None
     advice = (
-        "the fitted simulator does not reproduce the data's loss either (heavy-tailed, "
-        "width-dependent residuals; docs/results/power.md)"
+        "the fitted and calibrated simulator does not reproduce the data's loss: check its "
+        "calibration record (converged?) and raise --calibration-studies or --simulations"
         if fitted
         else "fit the assumptions: `attnrank validate-comparison --fit training`"
     )
@@ -115,6 +116,9 @@ class FittedAssumptions:
         The base model's held-out loss by a cross-fit over the heads (NaN when not
         computed).
     reference_method : str
+    reference_by_stratum : tuple of (label, loss)
+        The reference per checkpoint stratum (what :mod:`analysis.prereg.power_calibrate`
+        fits each checkpoint's scale to).
     method : str
     notes : tuple of str
     widths : StratumWidths
@@ -150,6 +154,7 @@ class FittedAssumptions:
     method: str
     notes: tuple[str, ...] = ()
     widths: StratumWidths | None = field(default=None, repr=False, compare=False)
+    reference_by_stratum: tuple[tuple[str, float], ...] = ()
 
     def assumptions(self, base: PowerAssumptions | None = None) -> PowerAssumptions:
         """``base`` (default :class:`PowerAssumptions`) with the fitted values."""
@@ -196,6 +201,7 @@ class FittedAssumptions:
             if not np.isfinite(self.reference_m0_loss)
             else self.reference_m0_loss,
             "reference_method": self.reference_method,
+            "reference_by_stratum": dict(self.reference_by_stratum),
             "method": self.method,
             "notes": list(self.notes),
         }
@@ -297,7 +303,7 @@ def _head_share(x: np.ndarray, heads: np.ndarray, baseline: np.ndarray) -> float
     return between / total if total > 0 else float("nan")
 
 
-def reference_m0_loss(
+def reference_m0_losses(
     table: pd.DataFrame,
     models: Mapping[str, Sequence[str]],
     pair: tuple[str, str],
@@ -306,32 +312,35 @@ def reference_m0_loss(
     random_state: int = 0,
     comparison_kwargs: Mapping[str, Any] | None = None,
     covariate_kwargs: Mapping[str, Any] | None = None,
-) -> tuple[float, str]:
-    """The base model's held-out loss on ``table``'s heads, by a cross-fit over them.
+) -> tuple[dict[str, float], str]:
+    """The base model's held-out loss on ``table``'s heads, by a cross-fit over them,
+    overall (``"all"``) and per checkpoint stratum.
 
     Heads are assigned to ``folds`` folds within each stratum (permuted by
     ``numpy.random.default_rng(random_state)``, head j of a stratum to fold j mod K); each
     fold is held out in turn and :func:`~analysis.compare.compare_nested` runs with the
     design's estimator and calibration on the rest, as the confirmatory run does on its
-    held-out heads. The reference is the cell-weighted mean of the folds' base-model
-    ``interval_sq_loss``.
+    held-out heads. The reference is the cell-weighted mean of the base model's
+    ``interval_sq_loss`` over every cell (each predicted by the fold that held it out),
+    and the same mean within each stratum.
 
     Returns
     -------
-    (float, str)
-        The loss and a sentence saying how it was computed.
+    (dict, str)
+        The losses (``"all"`` and one per ``stratum`` value) and a sentence saying how
+        they were computed.
 
     Examples
     --------
     >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> from analysis.prereg.power_fit import reference_m0_loss
+    >>> from analysis.prereg.power_fit import reference_m0_losses
     >>> table = example_table().drop(columns="held_out")
-    >>> loss, how = reference_m0_loss(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
-    ...                               comparison_kwargs={"estimator": "ols"})
-    >>> bool(loss > 0), how[:28]
-    (True, '3-fold cross-fit over the 20')
+    >>> losses, how = reference_m0_losses(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
+    ...                                   comparison_kwargs={"estimator": "ols"})
+    >>> sorted(losses), bool(losses["all"] > 0), how[:28]
+    (['all', 'ck-a', 'ck-b'], True, '3-fold cross-fit over the 20')
     """
-    from analysis.compare import compare_nested
+    from analysis.compare import compare_nested, held_out_predictions, interval_sq_loss
 
     folds = check_int("folds", folds, minimum=2)
     kw = dict(comparison_kwargs or {})
@@ -356,13 +365,15 @@ def reference_m0_loss(
         for j, h in enumerate(rng.permutation(hs)):
             fold_of[h] = j % folds
     fold = table["cluster"].astype(str).map(fold_of).to_numpy()
-    total, cells = 0.0, 0
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for k in range(folds):
         held = fold == k
         if not held.any():
             continue
+        fold_table = table.assign(held_out=held)
         res = compare_nested(
-            table.assign(held_out=held),
+            fold_table,
             sub_models,
             family=[(base, rich)],
             metrics=("interval_sq_loss",),
@@ -372,14 +383,48 @@ def reference_m0_loss(
             **kw,
             **dict(covariate_kwargs or {}),
         )
-        row = res.frame.iloc[0]
-        total += float(row["base_value"]) * int(held.sum())
-        cells += int(held.sum())
+        pred = held_out_predictions(res, fold_table)
+        pred = pred[pred["model"] == base]
+        loss = interval_sq_loss(
+            pred["y_hat"].to_numpy(float),
+            pred["y_lower"].to_numpy(float),
+            pred["y_upper"].to_numpy(float),
+        )
+        groups = [("all", np.ones(len(pred), dtype=bool))]
+        if "stratum" in table:
+            groups += [
+                (str(c), (pred["checkpoint"] == c).to_numpy()) for c in pred["checkpoint"].unique()
+            ]
+        for key, sel in groups:
+            sums[key] = sums.get(key, 0.0) + float(loss[sel].sum())
+            counts[key] = counts.get(key, 0) + int(sel.sum())
     how = (
         f"{folds}-fold cross-fit over the {len(heads)} heads (folds within checkpoints), "
         f"{base}'s held-out interval_sq_loss with the design's estimator"
     )
-    return total / cells, how
+    return {k: sums[k] / counts[k] for k in sums}, how
+
+
+def reference_m0_loss(
+    table: pd.DataFrame,
+    models: Mapping[str, Sequence[str]],
+    pair: tuple[str, str],
+    **kwargs: Any,
+) -> tuple[float, str]:
+    """The overall loss of :func:`reference_m0_losses` (same arguments) and how.
+
+    Examples
+    --------
+    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
+    >>> from analysis.prereg.power_fit import reference_m0_loss
+    >>> table = example_table().drop(columns="held_out")
+    >>> loss, how = reference_m0_loss(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
+    ...                               comparison_kwargs={"estimator": "ols"})
+    >>> bool(loss > 0)
+    True
+    """
+    losses, how = reference_m0_losses(table, models, pair, **kwargs)
+    return losses["all"], how
 
 
 def fit_assumptions(
@@ -456,8 +501,9 @@ def fit_assumptions(
     share, ``layer_share`` the layer share. Each checkpoint's offset is its indicator's
     coefficient (centred, head-weighted): the part of its mean the base covariates
     leave, which a base model without checkpoint effects cannot absorb; its scale is the
-    root of its cells' mean squared residual (net of its bracket part) over the pooled
-    one. The signal block's head share is the REML between-head share of each of its
+    root of its cells' mean squared residual over the pooled one (a starting value:
+    :func:`~analysis.prereg.power_calibrate.calibrate_scales` fits the scales to each
+    checkpoint's reference M0 loss). The signal block's head share is the REML between-head share of each of its
     columns after an OLS on the base columns, median over columns.
 
     Examples
@@ -560,13 +606,10 @@ def fit_assumptions(
     offsets = coef - np.average(coef, weights=w_heads)
     resid = mid - exog @ fe
     per = []
-    ms = {}
-    for s in labels:
-        sel = strata == s
-        ms[s] = max(
-            float(np.mean(resid[sel] ** 2)) - _bracket_variance(width[sel], truth_position),
-            1e-12,
-        )
+    # relative scales from the midpoints' residual mean squares: net of each checkpoint's
+    # bracket part they collapse where that part exceeds the mean square (SmolLM2, MPNet),
+    # so they are a start that power_calibrate fits to each checkpoint's M0 loss
+    ms = {s: max(float(np.mean(resid[strata == s] ** 2)), 1e-12) for s in labels}
     pooled = np.average([ms[s] for s in labels], weights=[(strata == s).sum() for s in labels])
     for s, off in zip(labels, offsets, strict=True):
         sel = strata == s
@@ -605,7 +648,7 @@ def fit_assumptions(
     widths = StratumWidths.from_frame(wframe, eps_values, n_bins=width_bins)
 
     if comparison_kwargs is not None:
-        ref, ref_how = reference_m0_loss(
+        refs, ref_how = reference_m0_losses(
             table.drop(columns="held_out", errors="ignore"),
             models,
             pair,
@@ -614,8 +657,10 @@ def fit_assumptions(
             comparison_kwargs=comparison_kwargs,
             covariate_kwargs={**ck, "log_columns": tuple(log_columns)},
         )
+        ref = refs["all"]
+        by_stratum = tuple((k, float(v)) for k, v in refs.items() if k != "all")
     else:
-        ref, ref_how = float("nan"), "not computed"
+        ref, ref_how, by_stratum = float("nan"), "not computed", ()
     return FittedAssumptions(
         source=source,
         n_heads=n_heads,
@@ -632,6 +677,7 @@ def fit_assumptions(
             ("bracket", bracket_var),
         ),
         reference_m0_loss=float(ref),
+        reference_by_stratum=by_stratum,
         reference_method=ref_how,
         method=(
             "pooled least squares of bracket midpoints on the base model's prepared "

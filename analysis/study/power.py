@@ -39,6 +39,7 @@ import pandas as pd
 from analysis import __version__
 from analysis.hashing import file_sha256
 from analysis.prereg.error_rates import validate_comparison
+from analysis.prereg.options import design_power
 from analysis.prereg.power import (
     DEFAULT_WIDTHS,
     PowerAssumptions,
@@ -232,7 +233,7 @@ def _command(study: Study, simulations: int, assumptions: PowerAssumptions) -> s
         f"attnrank run preregistration/{study.paths.design.name} --power-simulations {simulations}"
     )
     default = PowerAssumptions().native_head_share
-    if assumptions.native_head_share != default:
+    if assumptions.fitted is None and assumptions.native_head_share != default:
         cmd += f" --native-head-share {assumptions.native_head_share:g}"
     return cmd
 
@@ -344,8 +345,9 @@ def power_stage(
     paths = study.paths
     if simulations == 0:
         return {"skipped": "the run was asked for no power simulation (--power-simulations 0)"}
+    declared = design_power(study.design.data)
     widths_file = paths.root / DEFAULT_WIDTHS
-    if not widths_file.is_file():
+    if declared["fit"] == "none" and not widths_file.is_file():
         return {
             "skipped": f"no reference bracket widths at {widths_file} "
             "(`attnrank reference-widths` writes them)"
@@ -360,6 +362,27 @@ def power_stage(
         raise ParameterError(
             "power_assumptions", "a PowerAssumptions or None", type(assumptions).__name__
         )
+    fit = None
+    if declared["fit"] != "none":
+        # the design declares what the simulator is fitted to: its training heads or a
+        # pilot on another input seed (under [power] pilot_root), calibrated to its M0 loss
+        from analysis.study.power_fit import fitted_assumptions, widths_digest
+
+        pilot = declared.get("pilot_root")
+        fit = fitted_assumptions(
+            design_path,
+            sizes,
+            assumptions,
+            root=paths.root,
+            fit=declared["fit"],
+            pilot_root=(paths.root / pilot) if pilot else None,
+            pilot_input_seed=declared.get("pilot_input_seed"),
+            reference_only=False,
+            progress=say,
+        )
+        assumptions = fit.assumptions
+        for note in fit.notes:
+            say(note)
     hyps = list(hypotheses or [h[0] for h in sizes.hypotheses])
     seed = int(study.design.data["inference"]["seed"])
     inputs = {
@@ -370,11 +393,13 @@ def power_stage(
         "assumptions": assumptions.to_dict(),
         "features": dict(sizes.features),
         "strata": [list(s) for s in sizes.strata],
-        "widths_sha256": file_sha256(widths_file),
+        "widths_sha256": widths_digest(fit.widths) if fit else file_sha256(widths_file),
         "hypotheses": hyps,
         "mde_target": 0.8,
         "mde_steps": 5,
     }
+    if fit is not None:
+        inputs["fit"] = fit.record
     key = power_key(inputs)
     stored = read_power_file(design_path)
     if stored is not None and stored.get("key") == key:
@@ -382,7 +407,7 @@ def power_stage(
         return stored
     t0 = time.perf_counter()
     res = validate_comparison(
-        load_widths(widths_file),
+        fit.widths if fit else load_widths(widths_file),
         simulations=simulations,
         sizes=sizes,
         assumptions=assumptions,
@@ -392,6 +417,8 @@ def power_stage(
         random_state=seed,
         workers=workers,
         executor=executor,
+        reference_m0_loss=fit.reference_m0_loss if fit else None,
+        fit=fit.record if fit else None,
     )
     record = {
         "format": POWER_FILE_FORMAT,

@@ -272,5 +272,5 @@ def test_mismatch_text_after_a_fit_does_not_suggest_fitting():
     fitted = m0_loss_check(0.0211, 0.0303, fitted=True)
     assert "--fit training" in hand
     assert fitted is not None and "--fit training" not in fitted
-    assert "fitted simulator does not reproduce" in fitted
+    assert "calibrated simulator does not reproduce" in fitted
     assert m0_loss_check(0.028, 0.0303, fitted=True) is None  # 7.6% away: passes

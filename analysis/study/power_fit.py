@@ -1,0 +1,238 @@
+"""The power simulator fitted to a study's data: read the cells, fit, calibrate.
+
+:mod:`analysis.prereg.power_fit` fits the simulator's structure to a table of cells and
+:mod:`analysis.prereg.power_calibrate` fits each checkpoint's residual scale to its
+reference M0 loss; prereg reads no store, so this module reads the cells they are fitted
+to -- the study's **training** heads (its comparison table less the held-out heads) or a
+**pilot** (the same design run on another input seed, under its own root) -- and runs
+both. ``attnrank validate-comparison --fit`` and the study's power stage (``attnrank run
+--power-simulations N`` on a design whose ``[power] fit`` is not ``"none"``) call
+:func:`fitted_assumptions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.prereg.power_inputs import PowerAssumptions, StudySizes
+from analysis.validation import ParameterError, check_int
+
+__all__ = ["FitOutcome", "fitted_assumptions", "study_training_table", "widths_digest"]
+
+
+def study_training_table(design_path: Path, *, root: Path | None = None) -> tuple[Any, dict]:
+    """A study's training cells (its comparison table less the held-out heads).
+
+    Returns
+    -------
+    (DataFrame, dict)
+        The training table and ``{"models", "pair", "log_columns", "covariate_kwargs",
+        "comparison_kwargs", "seed", "input_seed"}`` from the study's design and registry.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the study has no store with descriptors.
+    """
+    from analysis.prereg.sealing import SealedCells
+    from analysis.study.comparison import stored_comparison_table
+
+    table, log_cols, study = stored_comparison_table(design_path, root=root)
+    train = SealedCells(table, study.paths.design, lock=study.lock).training()
+    design = study.design
+    conf = [
+        tuple(h["pair"])
+        for h in design.data.get("hypotheses", [])
+        if h.get("kind") == "confirmatory"
+    ]
+    return train.drop(columns="held_out", errors="ignore"), {
+        "models": dict(design.models),
+        "pair": conf[0] if conf else tuple(design.family[0]),
+        "log_columns": list(log_cols),
+        "covariate_kwargs": study.registry.covariate_kwargs(train.columns),
+        "comparison_kwargs": design.comparison_kwargs(),
+        "seed": int(design.data["inference"]["seed"]),
+        "input_seed": int(design.data["sampling"]["inputs"]["seed"]),
+    }
+
+
+@dataclass(frozen=True)
+class FitOutcome:
+    """What :func:`fitted_assumptions` gives the simulation.
+
+    Attributes
+    ----------
+    assumptions : PowerAssumptions
+        The fitted (and, unless asked otherwise, calibrated) assumptions; the given ones
+        when nothing was fitted.
+    widths : StratumWidths or None
+        Per-checkpoint widths of the fitted cells (None: the caller's reference widths).
+    reference_m0_loss : float or None
+    record : dict or None
+        The fit (:meth:`FittedAssumptions.to_dict`) with its ``calibration``.
+    notes : list of str
+    """
+
+    assumptions: PowerAssumptions
+    widths: Any = None
+    reference_m0_loss: float | None = None
+    record: dict | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def fitted_assumptions(
+    design_path: Path,
+    sizes: StudySizes,
+    assumptions: PowerAssumptions,
+    *,
+    root: Path,
+    fit: str,
+    pilot_root: Path | None = None,
+    pilot_input_seed: int | None = None,
+    calibration_studies: int = 16,
+    reference_only: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> FitOutcome:
+    """Fit the simulator to the study's training heads or to a pilot, and calibrate it.
+
+    Parameters
+    ----------
+    design_path : Path
+    sizes : StudySizes
+        The design's sizes (the calibration simulates them).
+    assumptions : PowerAssumptions
+        The hand-set assumptions; the fit replaces the residual scale, ICC, layer share,
+        head share and checkpoint effects, and keeps the effect, truth position and bins.
+    root : Path, keyword-only
+        The study root.
+    fit : {"none", "training", "pilot"}, keyword-only
+        ``none``: nothing is fitted; with ``reference_only`` the reference M0 loss is still
+        measured on the training heads when the study has a store.
+    pilot_root : Path, keyword-only
+        For ``pilot``: the pilot study's root (its ``preregistration/`` holds a design of
+        the same name on another input seed).
+    pilot_input_seed : int, keyword-only
+        For ``pilot``: the input seed the design declares for its pilot (checked).
+    calibration_studies : int, keyword-only
+        Studies per step of :func:`~analysis.prereg.power_calibrate.calibrate_scales`
+        (0: keep the structural fit's scales).
+    reference_only : bool, keyword-only
+    progress : callable, keyword-only
+
+    Returns
+    -------
+    FitOutcome
+    """
+    from analysis.prereg.design import load_design
+    from analysis.prereg.power_fit import fit_assumptions, reference_m0_loss
+
+    calibration_studies = check_int("calibration_studies", calibration_studies, minimum=0)
+    notes: list[str] = []
+    if fit == "none" and not reference_only:
+        return FitOutcome(assumptions)
+    if fit == "pilot":
+        if not pilot_root:
+            raise ParameterError("pilot_root", "the pilot study's root (--pilot-root DIR)", None)
+        pilot_root = Path(pilot_root)
+        table, facts = study_training_table(
+            pilot_root / "preregistration" / design_path.name, root=pilot_root
+        )
+        if pilot_input_seed is not None and facts["input_seed"] != pilot_input_seed:
+            raise ParameterError(
+                "pilot_root",
+                f"a pilot on input seed {pilot_input_seed} (the design's [power])",
+                facts["input_seed"],
+            )
+        own = int(
+            load_design(design_path, require_held_out=False).data["sampling"]["inputs"]["seed"]
+        )
+        if facts["input_seed"] == own:
+            raise ParameterError(
+                "pilot_root",
+                f"a pilot on an input seed other than the design's ({own})",
+                facts["input_seed"],
+            )
+        source = f"the pilot under {pilot_root} (input seed {facts['input_seed']}, training heads)"
+    elif fit in ("training", "none"):
+        try:
+            table, facts = study_training_table(design_path, root=root)
+        except FileNotFoundError as exc:
+            if fit == "training":
+                raise
+            notes.append(f"no reference M0 loss: {exc}")
+            return FitOutcome(assumptions, notes=notes)
+        source = f"the training heads of {design_path.name}"
+    else:
+        raise ParameterError("fit", "none, training or pilot", fit)
+    common = {"log_columns": facts["log_columns"]}
+    if fit == "none":
+        ref, how = reference_m0_loss(
+            table,
+            facts["models"],
+            facts["pair"],
+            random_state=facts["seed"],
+            comparison_kwargs=facts["comparison_kwargs"],
+            covariate_kwargs={**facts["covariate_kwargs"], **common},
+        )
+        notes.append(f"reference M0 loss {ref:.4g}: {how} ({source})")
+        return FitOutcome(assumptions, reference_m0_loss=ref, notes=notes)
+    fitted = fit_assumptions(
+        table,
+        facts["models"],
+        pair=facts["pair"],
+        source=source,
+        covariate_kwargs=facts["covariate_kwargs"],
+        comparison_kwargs=facts["comparison_kwargs"],
+        truth_position=assumptions.truth_position,
+        eps=sizes.eps,
+        width_bins=assumptions.width_bins,
+        random_state=facts["seed"],
+        **common,
+    )
+    notes.append(fitted.summary())
+    record = fitted.to_dict()
+    structural = fitted.assumptions(assumptions)
+    if calibration_studies == 0:
+        notes.append("scales not calibrated (calibration_studies 0): the structural fit's")
+        return FitOutcome(structural, fitted.widths, fitted.reference_m0_loss, record, notes)
+    from analysis.prereg.power_calibrate import calibrate_scales
+
+    reference = dict(fitted.reference_by_stratum) or {"all": fitted.reference_m0_loss}
+    cal = calibrate_scales(
+        sizes,
+        fitted.widths,
+        structural,
+        reference,
+        studies=calibration_studies,
+        random_state=facts["seed"],
+        progress=progress,
+    )
+    notes.append(cal.summary())
+    record["calibration"] = cal.to_dict()
+    if not cal.converged:
+        notes.append(
+            "the calibration did not reach every checkpoint's reference M0 loss within "
+            f"{cal.tolerance:.0%}; the 25% check says whether the simulated studies still "
+            "resemble the data"
+        )
+    return FitOutcome(cal.assumptions, fitted.widths, fitted.reference_m0_loss, record, notes)
+
+
+def widths_digest(widths: Any) -> str:
+    """SHA-256 of fitted per-checkpoint widths (every stratum's binned widths), for a power
+    record's key."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for name, model in getattr(widths, "models", ()):
+        h.update(str(name).encode("utf-8"))
+        for eps, arrays in model.bins:
+            h.update(np.float64(eps).tobytes())
+            for a in arrays:
+                h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return h.hexdigest()
