@@ -49,6 +49,9 @@ def _fit_or_reference(
         root=root,
         fit=fit_mode,
         pilot_root=Path(args.pilot_root) if args.pilot_root else None,
+        pilot_design=Path(args.pilot_design)
+        if args.pilot_design
+        else (root / declared["pilot_design"] if declared.get("pilot_design") else None),
         pilot_input_seed=declared.get("pilot_input_seed"),
         calibration_studies=args.calibration_studies,
         reference_only=not args.no_reference,
@@ -254,6 +257,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --fit: simulated studies per step of the simulated-moments fit of each "
         "checkpoint's residual scale to its reference M0 loss (default 16; 0 = keep the "
         "structural fit's scales, which under-state the loss: docs/results/power.md)",
+    )
+    p.add_argument(
+        "--pilot-design",
+        metavar="FILE",
+        help="the pilot's design file for --fit pilot (default: the design's [power] "
+        "pilot_design); its study root is the parent of its folder",
     )
     p.add_argument(
         "--pilot-root",

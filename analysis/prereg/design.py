@@ -527,6 +527,8 @@ def _check_sampling(data: Mapping[str, Any]) -> None:
     inputs = _need_table(sampling, "inputs", "sampling.")
     _int_at_least("sampling.inputs.per_length", _need(inputs, "per_length", "sampling.inputs."), 1)
     _int_at_least("sampling.inputs.seed", _need(inputs, "seed", "sampling.inputs."), 0)
+    if inputs.get("images", "whole") not in ("whole", "crops"):
+        raise ParameterError("sampling.inputs.images", "whole or crops", inputs.get("images"))
 
 
 def _check_source(i: int, src: Any, sampling: Mapping[str, Any]) -> bool:

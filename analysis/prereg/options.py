@@ -124,8 +124,9 @@ def check_design_options(data: Mapping[str, Any]) -> None:
 def design_power(data: Mapping[str, Any]) -> dict[str, Any]:
     """The design's ``[power]`` section, checked: ``fit`` (default ``"none"``) and, for
     ``fit = "pilot"``, ``pilot_input_seed`` (an integer >= 0 other than the design's own
-    ``[sampling.inputs] seed``) and optionally ``pilot_root`` (the pilot study's root,
-    relative to the study's: where the power stage of ``attnrank run`` reads it).
+    ``[sampling.inputs] seed``) and optionally ``pilot_design`` (the pilot's design file,
+    relative to the study root: the same population on the pilot input seed, run to its
+    descriptors; where the power stage of ``attnrank run`` reads the pilot).
 
     Examples
     --------
@@ -156,13 +157,17 @@ def design_power(data: Mapping[str, Any]) -> dict[str, Any]:
                 "power.pilot_input_seed", f"an input seed other than the design's ({own})", seed
             )
         out["pilot_input_seed"] = seed
-        pilot_root = section.get("pilot_root")
-        if pilot_root is not None:
-            if not isinstance(pilot_root, str) or not pilot_root or pilot_root.startswith("/"):
+        pilot = section.get("pilot_design")
+        if pilot is not None:
+            ok = isinstance(pilot, str) and pilot.endswith(".toml") and not pilot.startswith("/")
+            if not ok or ".." in pilot.replace("\\", "/").split("/"):
                 raise ParameterError(
-                    "power.pilot_root", "a folder relative to the study root", pilot_root
+                    "power.pilot_design",
+                    "a design file path relative to the study root (e.g. "
+                    '"preregistration/NAME-pilot.toml")',
+                    pilot,
                 )
-            out["pilot_root"] = pilot_root
+            out["pilot_design"] = pilot
     return out
 
 

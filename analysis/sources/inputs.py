@@ -334,11 +334,19 @@ def image_input(
     return ModelInput(tensors, tokens, input_id or f"image:sha256:{digest}", info)
 
 
-def corpus_image(checkpoint: Checkpoint, seed: int, length: int | None = None) -> ModelInput:
+def corpus_image(
+    checkpoint: Checkpoint, seed: int, length: int | None = None, *, crop: bool = False
+) -> ModelInput:
     """A scikit-learn sample image picked by ``numpy.random.default_rng(seed)``.
 
     The images (``china.jpg``, ``flower.jpg``) are sorted by file name; the input id is
-    ``"corpus:sklearn.sample_images/<name>"``.
+    ``"corpus:sklearn.sample_images/<name>"``. With ``crop`` (keyword-only), a square crop
+    of it drawn by the same generator after the image: side ``floor(f * min(height,
+    width))`` with ``f ~ Uniform(0.5, 0.8)``, then its left and top edges uniform over the
+    positions that keep it inside; the input id ends ``#crop=<left>,<top>,<side>``. Two
+    images alone cannot give a study several distinct inputs per length, and crops of
+    them are new inputs (other content, other patch statistics) whose identity is in their
+    id; without ``crop`` the image is whole, as before.
 
     Examples
     --------
@@ -356,12 +364,17 @@ def corpus_image(checkpoint: Checkpoint, seed: int, length: int | None = None) -
     seed = check_int("seed", seed, minimum=0)
     bunch = load_sample_images()
     pairs = sorted(zip((Path(f).name for f in bunch.filenames), bunch.images, strict=True))
-    i = int(np.random.default_rng(seed).integers(len(pairs)))
+    rng = np.random.default_rng(seed)
+    i = int(rng.integers(len(pairs)))
     name, image = pairs[i]
-    return image_input(
-        checkpoint,
-        image,
-        length,
-        input_id=f"corpus:sklearn.sample_images/{name}",
-        meta={"corpus": "sklearn.sample_images", "image": name, "corpus_seed": seed},
-    )
+    input_id = f"corpus:sklearn.sample_images/{name}"
+    meta = {"corpus": "sklearn.sample_images", "image": name, "corpus_seed": seed}
+    if crop:
+        h, w = image.shape[:2]
+        side = int(np.floor(rng.uniform(0.5, 0.8) * min(h, w)))
+        left = int(rng.integers(0, w - side + 1))
+        top = int(rng.integers(0, h - side + 1))
+        image = np.ascontiguousarray(image[top : top + side, left : left + side])
+        input_id += f"#crop={left},{top},{side}"
+        meta["crop"] = {"left": left, "top": top, "side": side}
+    return image_input(checkpoint, image, length, input_id=input_id, meta=meta)

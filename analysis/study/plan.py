@@ -43,10 +43,12 @@ class ExtractionTask:
     length: int
     corpus_seed: int
     heads: tuple[tuple[int, int], ...]  # (layer, head) pairs the design names
+    image_crop: bool = False  # [sampling.inputs] images = "crops": a seeded crop of an image
 
     @property
     def label(self) -> str:
-        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}"
+        crop = "|crop" if self.image_crop else ""
+        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}{crop}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +123,9 @@ def plan_study(design: Any) -> StudyPlan:
     """What a parsed, validated design (:class:`analysis.prereg.Design`) asks to compute.
 
     Inputs: ``[sampling.inputs] seed = s, per_length = k`` gives corpus seeds s .. s+k-1 for
-    every (checkpoint, length); a source's own ``lengths`` overrides ``sampling.lengths``.
+    every (checkpoint, length); a source's own ``lengths`` overrides ``sampling.lengths``;
+    ``images = "crops"`` makes an image model's input a seeded crop of the sample image
+    (:func:`analysis.sources.corpus_image`), ``"whole"`` (the default) the whole image.
 
     Examples
     --------
@@ -164,6 +168,9 @@ def plan_study(design: Any) -> StudyPlan:
         raise ParameterError("sampling.inputs.source", "corpus", inputs.get("source"))
     seed0 = check_int("sampling.inputs.seed", inputs.get("seed", 0), minimum=0)
     per_length = check_int("sampling.inputs.per_length", inputs.get("per_length", 1), minimum=1)
+    images = inputs.get("images", "whole")
+    if images not in ("whole", "crops"):
+        raise ParameterError("sampling.inputs.images", "whole or crops", images)
     heads_of: dict[str, list[tuple[int, int]]] = {}
     for head_id in population(data):
         ck, layer, head = head_id.rsplit(":", 2)
@@ -184,6 +191,7 @@ def plan_study(design: Any) -> StudyPlan:
                             check_int(f"sampling.sources[{i}].lengths", L, minimum=2),
                             s,
                             tuple(heads_of[src["checkpoint"]]),
+                            image_crop=images == "crops",
                         )
                     )
         else:

@@ -365,17 +365,17 @@ def power_stage(
     fit = None
     if declared["fit"] != "none":
         # the design declares what the simulator is fitted to: its training heads or a
-        # pilot on another input seed (under [power] pilot_root), calibrated to its M0 loss
+        # pilot on another input seed ([power] pilot_design), calibrated to its M0 loss
         from analysis.study.power_fit import fitted_assumptions, widths_digest
 
-        pilot = declared.get("pilot_root")
+        pilot = declared.get("pilot_design")
         fit = fitted_assumptions(
             design_path,
             sizes,
             assumptions,
             root=paths.root,
             fit=declared["fit"],
-            pilot_root=(paths.root / pilot) if pilot else None,
+            pilot_design=(paths.root / pilot) if pilot else None,
             pilot_input_seed=declared.get("pilot_input_seed"),
             reference_only=False,
             progress=say,

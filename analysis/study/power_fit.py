@@ -91,6 +91,7 @@ def fitted_assumptions(
     root: Path,
     fit: str,
     pilot_root: Path | None = None,
+    pilot_design: Path | None = None,
     pilot_input_seed: int | None = None,
     calibration_studies: int = 16,
     reference_only: bool = True,
@@ -114,6 +115,9 @@ def fitted_assumptions(
     pilot_root : Path, keyword-only
         For ``pilot``: the pilot study's root (its ``preregistration/`` holds a design of
         the same name on another input seed).
+    pilot_design : Path, keyword-only
+        For ``pilot``, instead of ``pilot_root``: the pilot's design file (its study root
+        is the parent of its folder).
     pilot_input_seed : int, keyword-only
         For ``pilot``: the input seed the design declares for its pilot (checked).
     calibration_studies : int, keyword-only
@@ -134,12 +138,22 @@ def fitted_assumptions(
     if fit == "none" and not reference_only:
         return FitOutcome(assumptions)
     if fit == "pilot":
-        if not pilot_root:
-            raise ParameterError("pilot_root", "the pilot study's root (--pilot-root DIR)", None)
-        pilot_root = Path(pilot_root)
-        table, facts = study_training_table(
-            pilot_root / "preregistration" / design_path.name, root=pilot_root
-        )
+        if pilot_design:
+            pilot_path = Path(pilot_design)
+            pilot_root = pilot_path.resolve().parent.parent
+        elif pilot_root:
+            pilot_root = Path(pilot_root)
+            pilot_path = pilot_root / "preregistration" / design_path.name
+        else:
+            raise ParameterError(
+                "pilot_root",
+                "the pilot (--pilot-design FILE, or --pilot-root DIR holding a design of "
+                "the same name)",
+                None,
+            )
+        if pilot_path.resolve() == Path(design_path).resolve():
+            raise ParameterError("pilot_design", "a design other than the study's", str(pilot_path))
+        table, facts = study_training_table(pilot_path, root=pilot_root)
         if pilot_input_seed is not None and facts["input_seed"] != pilot_input_seed:
             raise ParameterError(
                 "pilot_root",
@@ -155,7 +169,7 @@ def fitted_assumptions(
                 f"a pilot on an input seed other than the design's ({own})",
                 facts["input_seed"],
             )
-        source = f"the pilot under {pilot_root} (input seed {facts['input_seed']}, training heads)"
+        source = f"the pilot {pilot_path.name} (input seed {facts['input_seed']}, training heads)"
     elif fit in ("training", "none"):
         try:
             table, facts = study_training_table(design_path, root=root)

@@ -74,7 +74,7 @@ def extract_stage(
                 if audio.is_audio(model):  # a speech encoder: the seed's generated clip
                     mi = audio.corpus_audio(model, t.corpus_seed, t.length)
                 elif model.is_vision:
-                    mi = inputs.corpus_image(model, t.corpus_seed, t.length)
+                    mi = inputs.corpus_image(model, t.corpus_seed, t.length, crop=t.image_crop)
                 else:
                     mi = inputs.corpus_text(model, t.corpus_seed, t.length)
                 ex = extract_from_model(model, mi)

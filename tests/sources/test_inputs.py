@@ -61,3 +61,23 @@ def test_corpus_image_is_deterministic_and_resized(tiny_model):
     names = {corpus_image(ck, s).meta["image"] for s in range(8)}
     assert names == {"china.jpg", "flower.jpg"}
     assert np.isfinite(a.tensors["pixel_values"].numpy()).all()
+
+
+def test_image_crops_are_seeded_distinct_inputs(tiny_model):
+    from analysis.sources.checkpoints import Checkpoint
+
+    ck = Checkpoint.from_model(tiny_model("vit"))
+    whole = corpus_image(ck, 3, 1 + 9)
+    a, again = corpus_image(ck, 3, 1 + 9, crop=True), corpus_image(ck, 3, 1 + 9, crop=True)
+    # the seed's image, cropped: same image name as the whole input, its own id
+    assert a.meta["image"] == whole.meta["image"] and "crop" not in whole.meta
+    assert a.input_id.startswith(whole.input_id + "#crop=") and a.input_id == again.input_id
+    assert np.array_equal(a.tensors["pixel_values"].numpy(), again.tensors["pixel_values"].numpy())
+    assert not np.array_equal(
+        a.tensors["pixel_values"].numpy(), whole.tensors["pixel_values"].numpy()
+    )
+    c = a.meta["crop"]
+    assert 0.5 * 427 - 1 <= c["side"] <= 0.8 * 427  # both sample images are 427 x 640
+    assert a.tensors["pixel_values"].shape[-2:] == (24, 24)
+    ids = {corpus_image(ck, s, crop=True).input_id for s in range(12)}
+    assert len(ids) == 12  # twelve seeds, twelve distinct inputs (two images whole)
