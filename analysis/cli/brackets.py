@@ -257,8 +257,17 @@ def run_approximants(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     qk = load_queries_keys(args.input, data)
-    # With --out, finished matrices go to a checkpoint beside it (removed once written).
+    # With --out, finished matrices go to a checkpoint beside it (removed once written);
+    # a final write that fails leaves it in a stash named by the run, which the next run
+    # of the same input and settings resumes from, whatever its --out (as `bracket`).
     ck = out.with_name(out.name + ".partial") if out else None
+    stash = None
+    if ck is not None:
+        methods = None if args.methods is None else tuple(args.methods)
+        run = (data.sha256, data.temperature, data.renormalized, eps, methods, args.seed)
+        stash = stash_path("approximants", *run)
+        if take_stash(stash, ck):
+            print(f"note: resuming from the finished tables kept in {stash}", file=sys.stderr)
     table, left_out = approximants_for_input(
         data,
         qk,
@@ -275,8 +284,12 @@ def run_approximants(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     print(summarize(table).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     if out:
-        with atomic_write(out, mode="w") as fh:
-            table.to_csv(fh, index=False)
+        try:
+            with atomic_write(out, mode="w") as fh:
+                table.to_csv(fh, index=False)
+        except OSError as exc:
+            raise write_failed("out", out, exc, ck, stash) from exc
         ck.unlink(missing_ok=True)
+        drop_stash(stash)
         print(f"wrote {out}", file=sys.stderr)
     return 0
