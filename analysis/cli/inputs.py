@@ -212,7 +212,14 @@ def estimate(
 def describe_estimate(
     shape: tuple[int, int, int], workers: int = 1, *, work: str = "bracket", temperatures: int = 1
 ) -> str:
-    """``"3 matrices 20 x 20: about 0.0 GB and 0.0 h ..."``: :func:`estimate` in words."""
+    """:func:`estimate` in words: memory in MB below 0.1 GB, time in minutes below an hour.
+
+    Examples
+    --------
+    >>> from analysis.cli.inputs import describe_estimate
+    >>> describe_estimate((72, 128, 128), work="describe", temperatures=3)  # doctest: +ELLIPSIS
+    '72 matrices 128 x 128: about 12 MB and 7 min of descriptors at 3 temperatures on 1 worker...'
+    """
     seconds, size = estimate(shape, workers, work=work, temperatures=temperatures)
     H, M, N = shape
     what = (
@@ -220,10 +227,11 @@ def describe_estimate(
         if work == "bracket"
         else f"of descriptors at {temperatures} temperature{'s' * (temperatures != 1)}"
     )
+    memory = f"{size / 1e9:.1f} GB" if size >= 1e8 else f"{size / 1e6:.0f} MB"
+    duration = f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
     return (
-        f"{H} matri{'x' if H == 1 else 'ces'} {M} x {N}: about {size / 1e9:.1f} GB and "
-        f"{seconds / 3600:.1f} h {what} on {workers} worker{'s' * (workers != 1)} (a rough "
-        "scale from 128 x 128)"
+        f"{H} matri{'x' if H == 1 else 'ces'} {M} x {N}: about {memory} and {duration} {what} "
+        f"on {workers} worker{'s' * (workers != 1)} (a rough scale from 128 x 128)"
     )
 
 
