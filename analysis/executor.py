@@ -19,11 +19,12 @@ The contract that keeps results identical whichever executor runs them:
   worker never holds more than a block of matrices and the client's memory stays bounded.
 
 A worker lost on a dask cluster is replaced by the scheduler re-running its task
-elsewhere; a local process pool whose worker dies is a :class:`ParameterError` naming
-``workers`` (the committed results are kept; re-run to resume). A local pool's workers
-ignore SIGINT and die with their owner (Linux); the owner turns SIGTERM into
-``KeyboardInterrupt`` while the pool runs, and on any interruption terminates its workers
-instead of waiting for their running tasks.
+elsewhere; a local process pool (:func:`task_pool`'s own, or ``open_executor(workers=N)``)
+whose worker dies is a :class:`ParameterError` naming ``workers`` (the committed results
+are kept; re-run to resume). A local pool's workers ignore SIGINT and die with their
+owner (Linux); the owner turns SIGTERM into :class:`Terminated` (a ``KeyboardInterrupt``)
+while the pool runs, and on any interruption terminates its workers instead of waiting for
+their running tasks.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ from analysis.validation import ParameterError, check_int, check_positive_finite
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "TaskPool",
+    "Terminated",
     "check_executor",
     "open_executor",
     "parse_cluster",
+    "sigterm_interrupts",
     "task_pool",
 ]
 
@@ -157,8 +160,7 @@ def open_executor(
         if n == 1:
             yield None
             return
-        ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        with _process_pool(n, "spawn") as pool:
             yield pool
         return
     from distributed import Client, LocalCluster
@@ -393,6 +395,26 @@ def task_pool(
     if workers == 1:
         yield None
         return
+    with _process_pool(workers, mp_context, initializer, tuple(initargs)) as pool:
+        yield TaskPool(pool)
+
+
+@contextlib.contextmanager
+def _process_pool(
+    workers: int,
+    mp_context: str | None,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple = (),
+) -> Iterator[cf.ProcessPoolExecutor]:
+    """A local process pool of ``workers`` processes that shuts down cleanly, for
+    :func:`task_pool` and :func:`open_executor` alike.
+
+    Its workers ignore SIGINT and die with their owner (:func:`_worker_start`); while it
+    is open, SIGTERM interrupts the owner as Ctrl-C does (:func:`sigterm_interrupts`); on
+    any interruption or error its workers are terminated at once, without waiting for
+    their running tasks; a worker that dies is a :class:`ParameterError` naming
+    ``workers`` instead of :class:`~concurrent.futures.process.BrokenProcessPool`.
+    """
     ctx = None if mp_context is None else multiprocessing.get_context(mp_context)
     pool = cf.ProcessPoolExecutor(
         max_workers=workers,
@@ -402,8 +424,8 @@ def task_pool(
     )
     clean = False
     try:
-        with _sigterm_interrupts():
-            yield TaskPool(pool)
+        with sigterm_interrupts():
+            yield pool
         clean = True
     except cf.process.BrokenProcessPool:
         raise ParameterError(
@@ -422,14 +444,14 @@ def task_pool(
 
 
 def _worker_start(initializer: Callable[..., None] | None, initargs: tuple) -> None:
-    """First thing in a worker of :func:`task_pool`'s own pool: leave SIGINT to the owner
+    """First thing in a worker of a local pool (:func:`_process_pool`): leave SIGINT to the owner
     (which stops the pool: a Ctrl-C does not print a traceback per worker), die with the
     owner (Linux: ``PR_SET_PDEATHSIG``, so a killed owner leaves no orphans), then the
     place's initializer."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # a forked worker inherits the owner's SIGTERM handler (:func:`_sigterm_interrupts`);
+    # a forked worker inherits the owner's SIGTERM handler (:func:`sigterm_interrupts`);
     # a worker is stopped by SIGTERM, so it takes the default action again
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent()
@@ -453,10 +475,41 @@ def _die_with_parent() -> None:
             os._exit(1)
 
 
+class Terminated(KeyboardInterrupt):
+    """The :class:`KeyboardInterrupt` that SIGTERM raises under :func:`sigterm_interrupts`;
+    ``signum`` is the signal's number (a command exits with ``128 + signum``: 143).
+
+    Examples
+    --------
+    >>> import signal
+    >>> from analysis.executor import Terminated
+    >>> exc = Terminated(signal.SIGTERM)
+    >>> isinstance(exc, KeyboardInterrupt), 128 + exc.signum
+    (True, 143)
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {int(signum)}")
+        self.signum = int(signum)
+
+
 @contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises :class:`KeyboardInterrupt` while the pool runs (main thread only), so
-    that the owner stops its workers and keeps its finished work as on Ctrl-C."""
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` (a :class:`KeyboardInterrupt`) while the block
+    runs (main thread only; elsewhere nothing changes), so that what is interrupted
+    cleans up as on Ctrl-C: a pool stops its workers, finished work is kept, temporary
+    files are removed. The previous handler is restored on exit.
+
+    Examples
+    --------
+    >>> import signal
+    >>> from analysis.executor import sigterm_interrupts
+    >>> before = signal.getsignal(signal.SIGTERM)
+    >>> with sigterm_interrupts():
+    ...     pass
+    >>> signal.getsignal(signal.SIGTERM) is before
+    True
+    """
     import signal
 
     if threading.current_thread() is not threading.main_thread():
@@ -464,7 +517,7 @@ def _sigterm_interrupts() -> Iterator[None]:
         return
 
     def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Terminated(signum)
 
     old = signal.signal(signal.SIGTERM, interrupt)
     try:

@@ -1,7 +1,8 @@
 """A local process pool shuts down cleanly: on SIGTERM / SIGINT of the process that owns it
-(its workers stopped at once, no traceback), when that process is killed (its workers
-follow it), and after a worker dies (a one-line error naming ``workers``, never a
-``BrokenProcessPool`` traceback)."""
+(its workers stopped at once, no traceback, exit ``128 + signal``), when that process is
+killed (its workers follow it, and a spawned pool's resource tracker them), and after a
+worker dies (a one-line error naming ``workers``, never a ``BrokenProcessPool``
+traceback); for :func:`task_pool`'s own pool and for ``open_executor(workers=N)``'s."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 import analysis.brackets.io as bio
 from analysis.cli import main
-from analysis.executor import task_pool
+from analysis.executor import open_executor, task_pool
 from analysis.validation import ParameterError
 from tests.fixtures.stacks import write_stack
 
@@ -43,10 +44,28 @@ def _wait_gone(pids, timeout=15.0) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
-def _start(method: str):
+def _descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (its pool's workers, the resource tracker)."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry.name)] = int(stat.rsplit(") ", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        kids = [p for p, pp in parent.items() if pp in frontier and p not in found]
+        found += kids
+        frontier = kids
+    return found
+
+
+def _start(method: str, kind: str = "task_pool"):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fixtures.pool_child", method],
+        [sys.executable, "-m", "tests.fixtures.pool_child", method, kind],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -59,11 +78,17 @@ def _start(method: str):
     return proc, [int(p) for p in line.split()]
 
 
-@pytest.mark.parametrize("method", ["spawn", "default"])
+#: (start method, pool): task_pool's own pool, and open_executor(workers=N)'s (spawned)
+POOLS = [("spawn", "task_pool"), ("default", "task_pool"), ("spawn", "open_executor")]
+
+
+@pytest.mark.parametrize("method, kind", POOLS)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_stops_the_pool_at_once(sig, method):
-    proc, workers = _start(method)
+def test_a_signal_stops_the_pool_at_once(sig, method, kind):
+    proc, workers = _start(method, kind)
+    below = _descendants(proc.pid)  # the workers, and a spawned pool's resource tracker
     try:
+        assert set(workers) <= set(below)
         time.sleep(0.5)  # the 60 s tasks are running
         start = time.monotonic()
         if sig == signal.SIGINT:  # Ctrl-C: the whole process group, workers too
@@ -72,10 +97,11 @@ def test_a_signal_stops_the_pool_at_once(sig, method):
             proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
         assert time.monotonic() - start < 10  # not after the running tasks
-        assert _wait_gone(workers) == []
+        assert proc.returncode == 128 + sig, err  # 143 for SIGTERM, 130 for SIGINT
+        assert _wait_gone(below) == []
         assert "Traceback" not in err, err
     finally:
-        _kill(proc, workers)
+        _kill(proc, below)
 
 
 def _kill(proc, workers):
@@ -88,15 +114,16 @@ def _kill(proc, workers):
     proc.wait(timeout=30)
 
 
-@pytest.mark.parametrize("method", ["spawn", "default"])
-def test_workers_follow_a_killed_owner(method):
-    proc, workers = _start(method)
+@pytest.mark.parametrize("method, kind", POOLS)
+def test_workers_follow_a_killed_owner(method, kind):
+    proc, workers = _start(method, kind)
+    below = _descendants(proc.pid)
     try:
         proc.kill()
         proc.wait(timeout=30)
-        assert _wait_gone(workers) == []
+        assert _wait_gone(below) == []  # the workers, then the resource tracker
     finally:
-        _kill(proc, workers)
+        _kill(proc, below)
 
 
 def _die(_):
@@ -108,6 +135,14 @@ def test_a_dead_worker_is_a_named_error():
         with task_pool(None, 2) as pool:
             list(pool.imap(_die, [(i, (i,)) for i in range(4)]))
     assert info.value.name == "workers"
+
+
+def test_a_dead_worker_of_open_executor_is_a_named_error():
+    with pytest.raises(ParameterError) as info:
+        with open_executor(workers=2) as ex, task_pool(ex, 1) as pool:
+            list(pool.imap(_die, [(i, (i,)) for i in range(4)]))
+    assert info.value.name == "workers"
+    assert "worker process died" in str(info.value)
 
 
 def test_bracket_with_a_dead_worker_is_one_line(tmp_path, capsys, monkeypatch):

@@ -460,13 +460,42 @@ class QueriesKeys:
     bias: np.ndarray | None = None
 
 
-def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
-    """``index``, ``eps``, ``lower``, ``upper`` of a bracket result file of the same input.
+def bracket_frame(
+    result: dict[str, Any],
+    data: MatrixInput,
+    *,
+    recheck: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """``index``, ``eps``, ``lower``, ``upper`` of a bracket result file of the same input,
+    once the file is checked as ``attnrank verify`` checks it.
+
+    Parameters
+    ----------
+    result : dict
+        A parsed ``OUT.json`` of ``attnrank bracket``
+        (:func:`analysis.brackets.results.read_result`).
+    data : MatrixInput
+        The matrices it must be a result of.
+    recheck : bool, default True, keyword-only
+        Re-certify every end of every matrix that has witnesses (:func:`verify_result`,
+        float64; cheap next to the search) and refuse the file when one fails or has no
+        witness. The brackets of matrices whose witnesses are null (a result written
+        without ``--witnesses``) are taken as the file reports them, and ``say`` is told
+        how many.
+    say : callable, optional, keyword-only
+        Receives that one line (default: a :class:`UserWarning`).
 
     Raises
     ------
     ParameterError
-        Naming ``result``, when it is for another input, temperature or renormalization.
+        Naming ``result``, in one line: when it is for another input, temperature or
+        renormalization; when it is not bound to ``data``'s matrices or is malformed
+        (:func:`analysis.brackets.results.check_result`: every index once, layer, head
+        and shape those of the matrix, integer ends, well-formed witnesses); when a
+        lower end exceeds its upper end; when ``recheck`` and, in a matrix with
+        witnesses, an end has none or its witness fails to certify it. The first
+        problem is named, and how many more there are.
 
     Examples
     --------
@@ -482,8 +511,18 @@ def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
     Traceback (most recent call last):
     ...
     analysis.validation.ParameterError: result: expected a result of `attnrank bracket` ...
+
+    A relabelled entry (matrix 1's entry claiming to be matrix 0's) is refused:
+
+    >>> result["matrices"][1]["index"] = 0
+    >>> bracket_frame(result, data)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: result: expected ..., got 'matrix entry 1: index 0 appears twice (and 1 more problem)'
     """
     import pandas as pd
+
+    from analysis.brackets.results import check_result
 
     same = (
         result.get("input_sha256") == data.sha256
@@ -496,12 +535,72 @@ def bracket_frame(result: dict[str, Any], data: MatrixInput) -> pd.DataFrame:
             "a result of `attnrank bracket` on the same INPUT, temperature and renormalization",
             {k: result.get(k) for k in ("input_sha256", "temperature", "renormalized")},
         )
+    problems = check_result(data, result)
+    problems += [
+        f"matrix {m['index']} eps={b['eps']}: lower {b['lower']} > upper {b['upper']}"
+        for m in ([] if problems else result["matrices"])
+        for b in m["brackets"]
+        if b["lower"] > b["upper"]
+    ]
+    if problems:
+        _refuse_result("a result of `attnrank bracket` bound to INPUT's matrices", problems)
+    if recheck:
+        # `bracket --witnesses` stores the witness of every end it reports: in a matrix
+        # with witnesses, an end without one (a raised lower end, say) is not certified
+        unbacked = [p for m in result["matrices"] for p in _ends_without_witness(m)]
+        if unbacked:
+            _refuse_result("brackets whose every end has its witness", unbacked)
+        report = verify_result(data, result)
+        if report.status != 0 and report.status != 2:
+            _refuse_result("brackets whose witnesses certify them", report.messages)
+        absent = sum(1 for m in result["matrices"] if m.get("witnesses") is None)
+        if absent:
+            _say(
+                f"{absent} of {len(result['matrices'])} matrices have no witnesses: their "
+                "brackets are taken as the file reports them, not re-certified (bracket "
+                "with --witnesses to check them)",
+                say,
+            )
     rows = [
         {"index": m["index"], "eps": b["eps"], "lower": b["lower"], "upper": b["upper"]}
-        for m in result["matrices"]
+        for m in sorted(result["matrices"], key=lambda m: m["index"])
         for b in m["brackets"]
     ]
     return pd.DataFrame(rows, columns=["index", "eps", "lower", "upper"])
+
+
+def _ends_without_witness(mat: dict[str, Any]) -> list[str]:
+    """The ends of a result entry (checked by ``check_result``) whose witness is absent
+    though the entry has witnesses (none for an entry whose witnesses are null)."""
+    wit = mat.get("witnesses")
+    if wit is None:
+        return []
+    ranks = {w["rank"] for w in wit["upper"]}
+    sizes = {w["size"] for w in wit["lower"]}
+    out = []
+    for b in mat["brackets"]:
+        where = f"matrix {mat['index']} eps={b['eps']}"
+        if b["upper"] not in ranks:
+            out.append(f"{where}: no upper witness of rank {b['upper']}")
+        if b["lower"] >= 1 and b["lower"] not in sizes:
+            out.append(f"{where}: no lower witness of size {b['lower']}")
+    return out
+
+
+def _refuse_result(allowed: str, problems: list[str]) -> None:
+    """Raise the one-line :class:`ParameterError` naming ``result`` for ``problems``."""
+    more = len(problems) - 1
+    got = problems[0] + (f" (and {more} more problem{'s' * (more != 1)})" if more else "")
+    raise ParameterError(
+        "result", f"{allowed} (`attnrank verify INPUT RESULT` lists every problem)", got
+    )
+
+
+def _say(note: str, say: Callable[[str], None] | None) -> None:
+    if say is None:
+        warnings.warn(note, UserWarning, stacklevel=3)
+    else:
+        say(note)
 
 
 def approximants_for_input(

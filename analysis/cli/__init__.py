@@ -27,16 +27,24 @@ Errors
 Library functions raise :class:`~analysis.validation.ParameterError` naming their Python
 parameter (``workers``); :func:`main` names the command's flag instead (``--workers``),
 through :mod:`analysis.cli.errors`, and exits with status 2.
+
+Signals
+-------
+Ctrl-C (SIGINT) and ``kill`` (SIGTERM) stop a command the same way: a local pool's workers
+are terminated, finished work stays committed, one line says so, and the exit status is
+``128 + signal``: 130 for SIGINT, 143 for SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from analysis import __version__
 from analysis.cli.errors import annotate, flags_of, rename
+from analysis.executor import Terminated, sigterm_interrupts
 from analysis.validation import ParameterError
 
 __all__ = ["GROUPS", "build_parser", "main"]
@@ -76,14 +84,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one ``attnrank`` command; the exit status (2: a bad parameter or missing file)."""
+    """Run one ``attnrank`` command; the exit status (2: a bad parameter or missing file;
+    ``128 + signal`` when interrupted: 130 for SIGINT, 143 for SIGTERM)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        # SIGTERM interrupts the command as Ctrl-C does (pools stopped, temporary files
+        # removed, finished work kept), then exits 143 rather than dying mid-write
+        with sigterm_interrupts():
+            return int(args.func(args) or 0)
     except (ParameterError, FileNotFoundError) as exc:
         print(f"attnrank {args.command}: error: {rename(exc, flags_of(args))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"attnrank {args.command}: interrupted; finished work is kept", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT)
+        name = signal.Signals(signum).name
+        print(
+            f"attnrank {args.command}: interrupted ({name}); finished work is kept",
+            file=sys.stderr,
+        )
+        return 128 + signum

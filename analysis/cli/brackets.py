@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from analysis.cli.outputs import (
     write_failed,
 )
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
-from analysis.validation import check_eps_grid
+from analysis.validation import ParameterError, check_eps_grid
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -115,7 +114,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="default: every method the input allows (Q/K methods need an unmasked .npz)",
     )
-    a.add_argument("--brackets", type=Path, help="OUT.json of `attnrank bracket` on INPUT")
+    a.add_argument(
+        "--brackets",
+        type=Path,
+        help="OUT.json of `attnrank bracket` on INPUT (checked as `verify` checks it; ends "
+        "with witnesses re-certified)",
+    )
     a.add_argument(
         "--temperature", type=float, default=None, help="logit temperature (.npz only; default 1)"
     )
@@ -246,9 +250,14 @@ def run_approximants(args: argparse.Namespace) -> int:
     data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
     brackets = None
     if args.brackets is not None:
-        if not args.brackets.is_file():
-            raise FileNotFoundError(f"--brackets: no such file: {args.brackets}")
-        brackets = bracket_frame(json.loads(args.brackets.read_text()), data)
+        # checked as `verify` checks it: bound to INPUT's matrices, well formed, and every
+        # end with a witness re-certified; any problem is one line naming --brackets
+        result, problems = read_result(args.brackets)
+        if problems:
+            raise ParameterError("result", "a JSON result of `attnrank bracket`", problems[0])
+        brackets = bracket_frame(
+            result, data, say=lambda note: print(f"note: --brackets: {note}", file=sys.stderr)
+        )
     if brackets is not None:
         missing = sorted(set(eps) - set(brackets["eps"]))
         if missing:
@@ -257,8 +266,17 @@ def run_approximants(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     qk = load_queries_keys(args.input, data)
-    # With --out, finished matrices go to a checkpoint beside it (removed once written).
+    # With --out, finished matrices go to a checkpoint beside it (removed once written);
+    # a final write that fails leaves it in a stash named by the run, which the next run
+    # of the same input and settings resumes from, whatever its --out (as `bracket`).
     ck = out.with_name(out.name + ".partial") if out else None
+    stash = None
+    if ck is not None:
+        methods = None if args.methods is None else tuple(args.methods)
+        run = (data.sha256, data.temperature, data.renormalized, eps, methods, args.seed)
+        stash = stash_path("approximants", *run)
+        if take_stash(stash, ck):
+            print(f"note: resuming from the finished tables kept in {stash}", file=sys.stderr)
     table, left_out = approximants_for_input(
         data,
         qk,
@@ -275,8 +293,12 @@ def run_approximants(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     print(summarize(table).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     if out:
-        with atomic_write(out, mode="w") as fh:
-            table.to_csv(fh, index=False)
+        try:
+            with atomic_write(out, mode="w") as fh:
+                table.to_csv(fh, index=False)
+        except OSError as exc:
+            raise write_failed("out", out, exc, ck, stash) from exc
         ck.unlink(missing_ok=True)
+        drop_stash(stash)
         print(f"wrote {out}", file=sys.stderr)
     return 0

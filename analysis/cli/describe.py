@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
+from analysis.cli.inputs import MAX_SIZE
 from analysis.validation import ParameterError
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from analysis.cli.inputs import check_size
     from analysis.cli.outputs import check_output_file
     from analysis.descriptors.builtin import build_registry
     from analysis.descriptors.describe import KEY_COLUMNS, describe_file, write_csv_atomic
@@ -19,6 +22,12 @@ def _run(args: argparse.Namespace) -> int:
     # both outputs checked before any work (a folder, a folder that cannot be written)
     check_output_file("out", args.out)
     check_output_file("features_out", args.features_out)
+    # the size rule of `bracket`, from the file's headers alone, with describe's estimate
+    note = check_size(
+        args.input, args.max_size, work="describe", temperatures=len(args.temperatures)
+    )
+    if note is not None:
+        print(note, file=sys.stderr)
     df = describe_file(
         args.input,
         eps=args.eps,
@@ -75,6 +84,15 @@ def register(subparsers: Any) -> None:
         help="optional CSV of feature metadata (kind, log_scale, integer)",
     )
     p.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
+    p.add_argument(
+        "--max-size",
+        type=int,
+        default=MAX_SIZE,
+        metavar="N",
+        help=f"refuse matrices of more than N rows or keys before reading them (default "
+        f"{MAX_SIZE}, as `bracket`); the refusal, and any run over a minute or a gigabyte, "
+        "prints a rough estimate of time and memory first",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     # describe_file names its file ``path`` and a plugin its ``module``.
     p.set_defaults(func=_run, param_flags={"path": "INPUT", "module": "--plugin"})

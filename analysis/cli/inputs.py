@@ -1,4 +1,5 @@
-"""The matrices of one bracket file (``attnrank bracket / verify / approximants FILE``).
+"""The matrices of one bracket file (``attnrank bracket / verify / approximants FILE``),
+and the size rule of every command that reads one (``--max-size``, also ``describe``).
 
 The file formats are read where they are owned (an extract ``.npz``:
 :func:`analysis.sources.files.read_queries_keys`; a ``.npy``: the attention matrices as
@@ -31,6 +32,14 @@ _SECONDS_128 = 4.2
 #: Bytes the search holds per matrix entry beside the float64 stack (witness candidates,
 #: optimizer state, float32 copies); a rough allowance, not a measurement.
 _WORK_BYTES = 64
+#: Seconds of one CPU thread per (matrix, temperature) at 128 x 128 for every descriptor
+#: block: 0.2-5 s wall (median) on MiniLM, SmolLM2 and MPNet heads on a shared 2-core
+#: machine (``benchmarks/bench_descriptors.py``, docs/results/descriptors.md); a rough
+#: scale, rounded up.
+_DESCRIBE_SECONDS_128 = 2.0
+#: Bytes the descriptor blocks hold per matrix entry (a few N x N float64 work arrays of
+#: the factor-radius solve and the SVDs); a rough allowance, not a measurement.
+_DESCRIBE_WORK_BYTES = 128
 
 
 def _no_single_column(shape: tuple[int, ...], name: str) -> None:
@@ -146,9 +155,35 @@ def input_shape(path: str | os.PathLike) -> tuple[int, int, int] | None:
     return None
 
 
-def estimate(shape: tuple[int, int, int], workers: int = 1) -> tuple[float, float]:
-    """Rough ``(seconds, bytes)`` of bracketing ``H`` matrices ``M x N`` at the default
-    effort on ``workers`` processes: a scale from 128 x 128, for an order of magnitude.
+def estimate(
+    shape: tuple[int, int, int],
+    workers: int = 1,
+    *,
+    work: str = "bracket",
+    temperatures: int = 1,
+) -> tuple[float, float]:
+    r"""Rough ``(seconds, bytes)`` of ``work`` on ``H`` matrices ``M x N`` on ``workers``
+    processes: a scale from 128 x 128, for an order of magnitude.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(H, M, N)``, as :func:`input_shape` reads it.
+    workers : int, default 1
+        Processes sharing the matrices.
+    work : {"bracket", "describe"}, keyword-only
+        The bracket search at the default effort (``attnrank bracket``), or every
+        descriptor block at each of ``temperatures`` (``attnrank describe``).
+    temperatures : int, keyword-only
+        Temperatures each matrix is described at (``describe`` only).
+
+    Notes
+    -----
+    The bracket search scales about as :math:`M N \min(M, N)` per matrix (products with
+    the matrix at every rank it tries); the descriptor blocks as :math:`N^3` per matrix
+    and temperature (the factor-radius solve takes an eigendecomposition of an
+    :math:`N \times N` matrix per iteration). Memory is the float64 stack plus a work
+    allowance per entry for each matrix in progress.
 
     Examples
     --------
@@ -156,33 +191,82 @@ def estimate(shape: tuple[int, int, int], workers: int = 1) -> tuple[float, floa
     >>> seconds, size = estimate((24, 128, 128))
     >>> round(seconds), size < 2**30
     (101, True)
+    >>> seconds, size = estimate((1, 5000, 5000), work="describe")
+    >>> seconds > 3600, size > 1e9
+    (True, True)
     """
     H, M, N = shape
-    seconds = H * _SECONDS_128 * (M * N * min(M, N)) / 128**3 / max(1, workers)
-    size = H * M * N * 8 + max(1, workers) * M * N * _WORK_BYTES
+    workers = max(1, workers)
+    if work == "bracket":
+        seconds = H * _SECONDS_128 * (M * N * min(M, N)) / 128**3 / workers
+        size = H * M * N * 8 + workers * M * N * _WORK_BYTES
+    elif work == "describe":
+        cells = H * max(1, temperatures)
+        seconds = cells * _DESCRIBE_SECONDS_128 * (M * N * min(M, N)) / 128**3 / workers
+        size = H * M * N * 8 + workers * M * N * _DESCRIBE_WORK_BYTES
+    else:
+        raise ParameterError("work", "'bracket' or 'describe'", work)
     return seconds, float(size)
 
 
-def describe_estimate(shape: tuple[int, int, int], workers: int = 1) -> str:
-    """``"3 matrices 20 x 20: about 0.0 GB and 0.0 h ..."``: :func:`estimate` in words."""
-    seconds, size = estimate(shape, workers)
+def describe_estimate(
+    shape: tuple[int, int, int], workers: int = 1, *, work: str = "bracket", temperatures: int = 1
+) -> str:
+    """:func:`estimate` in words: memory in MB below 0.1 GB, time in minutes below an hour.
+
+    Examples
+    --------
+    >>> from analysis.cli.inputs import describe_estimate
+    >>> describe_estimate((72, 128, 128), work="describe", temperatures=3)  # doctest: +ELLIPSIS
+    '72 matrices 128 x 128: about 12 MB and 7 min of descriptors at 3 temperatures on 1 worker...'
+    """
+    seconds, size = estimate(shape, workers, work=work, temperatures=temperatures)
     H, M, N = shape
+    what = (
+        "of search at the default effort"
+        if work == "bracket"
+        else f"of descriptors at {temperatures} temperature{'s' * (temperatures != 1)}"
+    )
+    memory = f"{size / 1e9:.1f} GB" if size >= 1e8 else f"{size / 1e6:.0f} MB"
+    duration = f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
     return (
-        f"{H} matri{'x' if H == 1 else 'ces'} {M} x {N}: about {size / 1e9:.1f} GB and "
-        f"{seconds / 3600:.1f} h of search on {workers} worker{'s' * (workers != 1)} at the "
-        "default effort (a rough scale from 128 x 128)"
+        f"{H} matri{'x' if H == 1 else 'ces'} {M} x {N}: about {memory} and {duration} {what} "
+        f"on {workers} worker{'s' * (workers != 1)} (a rough scale from 128 x 128)"
     )
 
 
-def check_size(path: str | os.PathLike, max_size: int, workers: int = 1) -> str | None:
-    """Refuse a bracket file whose matrices have more than ``max_size`` rows or keys (from
+def check_size(
+    path: str | os.PathLike,
+    max_size: int,
+    workers: int = 1,
+    *,
+    work: str = "bracket",
+    temperatures: int = 1,
+) -> str | None:
+    """Refuse an input file whose matrices have more than ``max_size`` rows or keys (from
     its headers, before it is read); return an estimate line for a run long or large
     enough to mention (over a minute or a gigabyte), else None.
+
+    The one size rule of the commands that read a matrix file (``bracket``: ``work``
+    ``"bracket"``; ``describe``: ``"describe"`` at ``temperatures`` temperatures); the
+    estimate is :func:`estimate`'s.
 
     Raises
     ------
     ParameterError
         Naming ``max_size``: not an integer >= 1, or matrices larger than it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.cli.inputs import check_size
+    >>> np.save("small.npy", np.full((2, 4, 4), 0.25))
+    >>> check_size("small.npy", 4096) is None  # small and quick: nothing to say
+    True
+    >>> check_size("small.npy", 3, work="describe")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: max_size: expected matrices of at most 3 rows and keys...
     """
     from analysis.validation import check_int
 
@@ -190,14 +274,14 @@ def check_size(path: str | os.PathLike, max_size: int, workers: int = 1) -> str 
     shape = input_shape(path)
     if shape is None:
         return None
+    words = describe_estimate(shape, workers, work=work, temperatures=temperatures)
     if max(shape[1:]) > max_size:
         raise ParameterError(
             "max_size",
-            f"matrices of at most {max_size} rows and keys; raise it to bracket "
-            f"{describe_estimate(shape, workers)}",
+            f"matrices of at most {max_size} rows and keys; raise it to run on {words}",
             f"{shape[1]} x {shape[2]}",
         )
-    seconds, size = estimate(shape, workers)
+    seconds, size = estimate(shape, workers, work=work, temperatures=temperatures)
     if seconds > 60 or size > 1e9:
-        return f"note: estimate for {describe_estimate(shape, workers)}"
+        return f"note: estimate for {words}"
     return None

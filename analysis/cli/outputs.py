@@ -7,9 +7,10 @@ input is read or anything is computed. The check writes and removes a probe file
 output's folder, so that it sees what the final write will see (a read-only mount, a
 folder of another user, a full quota on some systems) rather than guess from permissions.
 
-When the final write fails anyway, ``bracket --out`` keeps its finished profiles in a
-stash named by the run (:func:`stash_path`) that the next run of the same input and
-settings, with any ``--out``, resumes from.
+When the final write fails anyway, ``bracket --out`` keeps its finished profiles, and
+``approximants --out`` its finished tables, in a stash named by the run
+(:func:`stash_path`) that the next run of the same input and settings, with any
+``--out``, resumes from.
 """
 
 from __future__ import annotations

@@ -121,3 +121,74 @@ def test_a_large_run_prints_its_estimate_first(tmp_path, capsys, monkeypatch):
 def test_max_size_is_checked(stack, capsys, value):
     rc = main(["bracket", str(stack), "--eps", "0.1", "--quiet", "--max-size", value])
     _one_line(rc, capsys.readouterr().err, "--max-size")
+
+
+def _large_extract(path, n):
+    """An extract-layout ``.npz`` of one head with ``n`` tokens (queries and keys of width 4:
+    small on disk, an ``n x n`` attention matrix to describe)."""
+    rng = np.random.default_rng(0)
+    Q = rng.standard_normal((1, 1, n, 4)).astype(np.float32)
+    np.savez(path, Q=Q, K=Q, scale=np.full((1, 1), 0.5))
+    return path
+
+
+def _no_describe(monkeypatch):
+    monkeypatch.setattr(
+        "analysis.descriptors.describe.describe_file",
+        lambda *a, **k: pytest.fail("describe started"),
+    )
+
+
+def test_describe_refuses_a_large_input_by_default_with_an_estimate(tmp_path, capsys, monkeypatch):
+    big = _large_extract(tmp_path / "big.npz", 5000)
+    _no_describe(monkeypatch)
+    rc = main(["describe", str(big), "--eps", "0.1", "--quiet", "--out", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    _one_line(rc, err, "--max-size")
+    assert "5000 x 5000" in err and "GB" in err and " h" in err and "descriptors" in err
+
+
+def test_describe_max_size_refuses_before_reading(extracts, tmp_path, capsys, monkeypatch):
+    _no_describe(monkeypatch)
+    argv = ["describe", str(extracts[0]), "--eps", "0.1", "--quiet"]
+    rc = main([*argv, "--out", str(tmp_path / "o.csv"), "--max-size", "8"])
+    err = capsys.readouterr().err
+    _one_line(rc, err, "--max-size")
+    assert "10 x 10" in err
+
+
+def test_a_large_describe_prints_its_estimate_first(tmp_path, capsys, monkeypatch):
+    big = _large_extract(tmp_path / "big.npz", 3000)
+
+    def started(*a, **k):
+        print("describe started", file=__import__("sys").stderr)
+        raise ParameterError("path", "a file this test stops at", "big.npz")
+
+    monkeypatch.setattr("analysis.descriptors.describe.describe_file", started)
+    argv = ["describe", str(big), "--eps", "0.1", "--temperatures", "1", "2", "--quiet"]
+    rc = main([*argv, "--out", str(tmp_path / "o.csv"), "--max-size", "6000"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    notes = [ln for ln in err.splitlines() if ln.startswith("note: estimate")]
+    assert len(notes) == 1 and "GB" in notes[0] and "2 temperatures" in notes[0], err
+    assert err.index("note: estimate") < err.index("describe started")
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_describe_max_size_is_checked(extracts, tmp_path, capsys, value):
+    argv = ["describe", str(extracts[0]), "--eps", "0.1", "--quiet", "--max-size", value]
+    rc = main([*argv, "--out", str(tmp_path / "o.csv")])
+    _one_line(rc, capsys.readouterr().err, "--max-size")
+
+
+def test_one_size_rule_for_bracket_and_describe(tmp_path, capsys, monkeypatch):
+    """The same extract at the same --max-size is refused by both, in the same words."""
+    x = _large_extract(tmp_path / "x.npz", 40)
+    _no_search(monkeypatch)
+    _no_describe(monkeypatch)
+    errors = []
+    for argv in (["bracket", str(x)], ["describe", str(x), "--out", str(tmp_path / "o.csv")]):
+        assert main([*argv, "--eps", "0.1", "--quiet", "--max-size", "32"]) == 2
+        err = capsys.readouterr().err
+        errors.append(err.split("error: ", 1)[1].split(";")[0])
+    assert errors[0] == errors[1] == "--max-size: expected matrices of at most 32 rows and keys"

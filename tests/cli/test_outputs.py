@@ -3,8 +3,8 @@
 ``bracket --out``, ``describe --out / --features-out``, ``extract --out`` and
 ``approximants --out``: a folder, a path under a file, or a folder that cannot be written
 is a one-line error naming the flag, before the input is read or anything computed. When
-the final write of ``bracket --out`` fails anyway (a full disk), the finished profiles are
-kept where a re-run, with any ``--out``, picks them up.
+the final write of ``bracket --out`` or ``approximants --out`` fails anyway (a full disk),
+the finished work is kept where a re-run, with any ``--out``, picks it up.
 """
 
 from __future__ import annotations
@@ -125,8 +125,52 @@ def test_approximants_out_a_folder_fails_at_once(stack, tmp_path, capsys, monkey
         "analysis.cli.brackets.approximants_for_input",
         lambda *a, **k: pytest.fail("work started before the output path was checked"),
     )
+    monkeypatch.setattr(
+        "analysis.cli.brackets.load_matrices",
+        lambda *a, **k: pytest.fail("the input was read before the output path was checked"),
+    )
+    build_parser()  # the command's modules imported: what is timed is the command
+    start = time.perf_counter()
     rc = main(["approximants", str(stack), "--eps", "0.1", "--quiet", "--out", str(tmp_path)])
+    elapsed = time.perf_counter() - start
     _one_line_error(rc, capsys.readouterr().err, "--out")
+    assert elapsed < 1.0
+    assert not (tmp_path.parent / (tmp_path.name + ".partial")).exists()
+
+
+def test_approximants_failed_final_write_strands_nothing(stack, tmp_path, capsys, monkeypatch):
+    import analysis.brackets.approximants as ap
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    argv = ["approximants", str(stack), "--eps", "0.1", "0.3", "--methods", "svd", "rows"]
+    argv += ["--seed", "3", "--quiet"]
+    good = tmp_path / "good.csv"
+    assert main([*argv, "--out", str(good)]) == 0
+    capsys.readouterr()
+
+    def full_disk(path, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    with monkeypatch.context() as m:
+        m.setattr("analysis.cli.brackets.atomic_write", full_disk)
+        first = tmp_path / "first.csv"
+        rc = main([*argv, "--out", str(first)])
+    err = capsys.readouterr().err
+    _one_line_error(rc, err, "--out")
+    assert "re-run" in err and not first.exists()
+    assert len(list((tmp_path / "tmp").rglob("approximants-*.jsonl"))) == 1
+
+    calls = []
+    real = ap.approximant_ranks
+    monkeypatch.setattr(ap, "approximant_ranks", lambda *a, **k: calls.append(1) or real(*a, **k))
+    other = tmp_path / "elsewhere" / "second.csv"
+    assert main([*argv, "--out", str(other)]) == 0
+    assert "resuming from the finished tables" in capsys.readouterr().err
+    assert calls == []  # every table reused (re-certified), none computed again
+    assert other.read_text() == good.read_text()
+    assert not list((tmp_path / "tmp").rglob("*.jsonl"))  # the stash is gone once written
+    assert not (tmp_path / "elsewhere" / "second.csv.partial").exists()
 
 
 def test_a_failed_final_write_strands_nothing(stack, tmp_path, capsys, monkeypatch):
