@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from analysis.study.core import Study
-from analysis.study.plan import ExtractionTask
+from analysis.study.plan import ExtractionTask, SyntheticTask
 from analysis.validation import ParameterError
 
-__all__ = ["bracket_stage", "extract_input", "extract_stage", "synthetic_stage"]
+__all__ = ["bracket_stage", "extract_input", "extract_stage", "synthetic_matrix", "synthetic_stage"]
 
 
 def _extraction_done(entry: Any, store: Any) -> bool:
@@ -117,7 +117,7 @@ def extract_input(model: Any, task: ExtractionTask, *, stand_in: bool = False) -
 
     >>> from types import SimpleNamespace
     >>> from unittest import mock
-    >>> from analysis.study.plan import ExtractionTask
+    >>> from analysis.study.plan import ExtractionTask, SyntheticTask
     >>> from analysis.study.stages import extract_input
     >>> task = ExtractionTask("org/tiny", 16, 0, ((0, 0),))
     >>> other = SimpleNamespace(checkpoint_id="org/other", meta={"checkpoint": "org/other"})
@@ -150,6 +150,31 @@ def extract_input(model: Any, task: ExtractionTask, *, stand_in: bool = False) -
     return ex
 
 
+def synthetic_matrix(task: SyntheticTask) -> Any:
+    """The synthetic matrix of a planned task, generated from its family and parameters.
+
+    The synthetic stage stores it; the atlas re-derives a synthetic cell's matrix with it.
+
+    Examples
+    --------
+    The generator is seeded, so the same task gives the same matrix:
+
+    >>> import numpy as np
+    >>> from analysis.study.plan import SyntheticTask
+    >>> from analysis.study.stages import synthetic_matrix
+    >>> task = SyntheticTask("ball", n=8, d=2, beta=4.0, seed=1)
+    >>> m = synthetic_matrix(task)
+    >>> m.family, m.params, bool(np.array_equal(m.A, synthetic_matrix(task).A))
+    ('ball', {'n': 8, 'd': 2, 'beta': 4.0, 'seed': 1}, True)
+    """
+    from analysis.sources import synthetic
+
+    make = {"spherical": synthetic.spherical, "ball": synthetic.full_ball}
+    if task.family not in make:
+        raise ParameterError("family", f"one of {sorted(make)}", task.family)
+    return make[task.family](task.n, task.d, task.beta, random_state=task.seed)
+
+
 def synthetic_stage(study: Study, store: Any) -> list[str]:
     """Store the design's synthetic matrices not stored yet; return every synthetic key.
 
@@ -173,15 +198,12 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     >>> study.extractions.synthetic_key("ball|n=8|d=2|beta=4.0|seed=0") == keys[1]
     True
     """
-    from analysis.sources import synthetic
-
-    make = {"spherical": synthetic.spherical, "ball": synthetic.full_ball}
     known = study.extractions.synthetic()
     keys, changed = [], False
     for t in study.plan.synthetic:
         key = known.get(t.label)
         if key is None or not store.has_matrix(key):
-            key = store.add_synthetic(make[t.family](t.n, t.d, t.beta, random_state=t.seed))
+            key = store.add_synthetic(synthetic_matrix(t))
             known[t.label] = key
             changed = True
         keys.append(key)
