@@ -243,7 +243,10 @@ def build_atlas(
         [None if pd.isna(s) else int(s) for s in atlas["corpus_seed"]], dtype="Int64"
     )
     atlas["extract_threads"] = pd.array(
-        [None if (syn or pd.isna(n)) else int(n) for n, syn in zip(atlas["extract_threads"], is_syn, strict=True)],
+        [
+            None if (syn or pd.isna(n)) else int(n)
+            for n, syn in zip(atlas["extract_threads"], is_syn, strict=True)
+        ],
         dtype="Int64",
     )
     features = feature_table(paths, real_keys)

@@ -45,9 +45,13 @@ def _select(frame: pd.DataFrame, eps: float, temperature: float) -> pd.DataFrame
     real = frame.loc[frame["source"] == "checkpoint"]
     sel = real.loc[np.isclose(real["eps"], eps) & np.isclose(real["temperature"], temperature)]
     if sel.empty:
-        have = sorted({(float(t), float(e)) for t, e in zip(real["temperature"], real["eps"], strict=True)})
+        have = sorted(
+            {(float(t), float(e)) for t, e in zip(real["temperature"], real["eps"], strict=True)}
+        )
         raise ParameterError(
-            "eps", f"an (temperature, eps) of the atlas's real cells, among {have[:6]}", (temperature, eps)
+            "eps",
+            f"an (temperature, eps) of the atlas's real cells, among {have[:6]}",
+            (temperature, eps),
         )
     return sel
 
@@ -184,7 +188,10 @@ def layer_depth_heatmap(
     names = [f"{edges[i]:.2f}-{edges[i + 1]:.2f}" for i in range(bins)]
     data = sel.assign(
         depth_bin=pd.Categorical([names[i] for i in idx], categories=names, ordered=True),
-        column=[f"{c.rsplit('/', 1)[-1]}\nL={n}" for c, n in zip(sel["checkpoint"], sel["length"], strict=True)],
+        column=[
+            f"{c.rsplit('/', 1)[-1]}\nL={n}"
+            for c, n in zip(sel["checkpoint"], sel["length"], strict=True)
+        ],
         log2_lower=np.log2(sel["lower"].clip(lower=1).astype(float)),
     )
     grid = data.pivot_table(
@@ -193,7 +200,11 @@ def layer_depth_heatmap(
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * grid.shape[1], 1.2 + 0.45 * grid.shape[0]))
     try:
         sns.heatmap(
-            grid, annot=True, fmt=".2f", cmap="viridis", ax=ax,
+            grid,
+            annot=True,
+            fmt=".2f",
+            cmap="viridis",
+            ax=ax,
             cbar_kws={"label": "median log2 lower end"},
         )
         ax.set_xlabel("checkpoint, length")

@@ -28,7 +28,6 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from analysis.atlas.build import matrix_sha256
@@ -113,7 +112,9 @@ def _synthetic(rows: pd.DataFrame) -> dict[str, Any]:
     for r in rows.drop_duplicates("matrix_key").itertuples():
         p = json.loads(r.synthetic_params)
         m = synthetic_matrix(SyntheticTask(p["family"], p["n"], p["d"], p["beta"], p["seed"]))
-        key = matrix_key("synthetic", m.checkpoint_id, int(r.layer), int(r.head), r.input_id, m.length)
+        key = matrix_key(
+            "synthetic", m.checkpoint_id, int(r.layer), int(r.head), r.input_id, m.length
+        )
         out[key] = _arrays({"A": m.A, "Q": m.Q, "K": m.K, "scale": m.scale}, m.length)
     return out
 
@@ -141,7 +142,9 @@ def _profiles(arrays: Any, group: pd.DataFrame) -> tuple[list[float], list[Any]]
 def _check_row(index: Any, row: Any, arrays: Any, temps: list[float], profs: list[Any]) -> dict:
     label = _label(row)
     if arrays is None:
-        return _result(index, row, False, False, False, None, f"{label}: no such matrix in the sources")
+        return _result(
+            index, row, False, False, False, None, f"{label}: no such matrix in the sources"
+        )
     A = arrays.at(float(row.temperature))
     reasons = []
     matrix_ok = matrix_sha256(A) == row.matrix_sha256
@@ -163,9 +166,14 @@ def _check_row(index: Any, row: Any, arrays: Any, temps: list[float], profs: lis
             why += f" (profile revision {row.profile_revision}: extended from an earlier profile)"
         reasons.append(why)
     low = prof.lower_end(float(row.eps))
-    methods = (low.method if (low is not None and lo > 0) else "none", prof.upper_end(float(row.eps)).method)
+    methods = (
+        low.method if (low is not None and lo > 0) else "none",
+        prof.upper_end(float(row.eps)).method,
+    )
     if bracket_ok and methods != (row.lower_method, row.upper_method):
-        reasons.append(f"constructions {methods} re-derived, row has ({row.lower_method}, {row.upper_method})")
+        reasons.append(
+            f"constructions {methods} re-derived, row has ({row.lower_method}, {row.upper_method})"
+        )
         bracket_ok = False
     text = "ok" if not reasons else "; ".join(reasons)
     return _result(index, row, matrix_ok, bracket_ok, witnesses_ok, (lo, hi), f"{label}: {text}")
@@ -256,7 +264,9 @@ def reverify_rows(
     from analysis.atlas.schema import conform
 
     if not isinstance(atlas_rows, pd.DataFrame) or atlas_rows.empty:
-        raise ParameterError("atlas_rows", "a non-empty selection of atlas rows", type(atlas_rows).__name__)
+        raise ParameterError(
+            "atlas_rows", "a non-empty selection of atlas rows", type(atlas_rows).__name__
+        )
     labels = list(atlas_rows.index)
     try:
         rows = conform(atlas_rows)
@@ -274,7 +284,9 @@ def reverify_rows(
     synth = rows.loc[rows["source"] == "synthetic"]
     if len(synth):
         sources.append((synth, lambda: _synthetic(synth)))
-    bar = tqdm(total=rows["matrix_key"].nunique(), desc="re-verify", unit="matrix", disable=not progress)
+    bar = tqdm(
+        total=rows["matrix_key"].nunique(), desc="re-verify", unit="matrix", disable=not progress
+    )
     try:
         for group, derive in sources:
             arrays_by_key = derive()
