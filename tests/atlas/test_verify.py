@@ -70,3 +70,26 @@ def test_no_rows_or_missing_columns_are_refused(rows):
         reverify_rows(rows.iloc[:0])
     with pytest.raises(ParameterError, match="^atlas_rows: .*missing: matrix_sha256"):
         reverify_rows(rows.drop(columns="matrix_sha256"))
+
+
+def test_a_rederived_witness_that_does_not_verify_fails_the_row(rows, monkeypatch):
+    """An engine whose witnesses claim a smaller error than they have (a search bug) is
+    caught by the verifier, whatever bracket it gives."""
+    import dataclasses
+
+    from analysis.brackets.engine import Engine
+
+    real_batch = Engine.profile_batch
+
+    def overclaiming(self, *args, **kwargs):
+        profs = real_batch(self, *args, **kwargs)
+        for prof in profs:
+            k = max(prof.upper)
+            prof.upper[k] = dataclasses.replace(prof.upper[k], error=prof.upper[k].error / 2 - 1e-3)
+        return profs
+
+    monkeypatch.setattr(Engine, "profile_batch", overclaiming)
+    checks = reverify_rows(rows.iloc[[0, -1]])
+    assert not checks["witnesses_verified"].any() and not checks["passed"].any()
+    assert checks["matrix_match"].all()
+    assert all("witnesses fail: upper rank" in line for line in checks["line"])
