@@ -4,6 +4,8 @@ fails, naming the row and the check that failed."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from analysis.atlas import failure_lines, reverify_rows
@@ -93,3 +95,26 @@ def test_a_rederived_witness_that_does_not_verify_fails_the_row(rows, monkeypatc
     assert not checks["witnesses_verified"].any() and not checks["passed"].any()
     assert checks["matrix_match"].all()
     assert all("witnesses fail: upper rank" in line for line in checks["line"])
+
+
+def test_the_engine_reruns_the_stored_profiles_batch(rows, monkeypatch):
+    """A profile depends on the batch of temperatures it was searched in, its eps grid and
+    effort: the re-derivation repeats the row's, from scratch, with the row's engine."""
+    from analysis.brackets.engine import Engine
+
+    calls = []
+    real_batch = Engine.profile_batch
+
+    def spy(self, matrices, temperatures, **kwargs):
+        calls.append((self.number, list(temperatures), kwargs))
+        return real_batch(self, matrices, temperatures, **kwargs)
+
+    monkeypatch.setattr(Engine, "profile_batch", spy)
+    row = rows.iloc[0]
+    assert reverify_rows(rows.iloc[[0]])["passed"].all()
+    [(version, temps, kwargs)] = calls
+    assert version == row["engine_version"]
+    assert temps == json.loads(row["search_temperatures"]) == [1.0, 2.0]
+    assert list(kwargs["eps"]) == json.loads(row["profile_eps"])
+    assert kwargs["effort"] == row["effort"] == "fast"
+    assert kwargs["previous"] == [None, None]
