@@ -197,7 +197,7 @@ def layer_depth_heatmap(
     grid = data.pivot_table(
         index="depth_bin", columns="column", values="log2_lower", aggfunc="median", observed=False
     )
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * grid.shape[1], 1.2 + 0.45 * grid.shape[0]))
+    fig, ax = plt.subplots(figsize=(2.2 + 1.9 * grid.shape[1], 1.2 + 0.45 * grid.shape[0]))
     try:
         sns.heatmap(
             grid,
