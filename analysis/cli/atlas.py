@@ -47,7 +47,7 @@ def _run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def select_rows(n: int, rows: list[int] | None, sample: int | None, seed: int) -> list[int]:
+def _select_rows(n: int, rows: list[int] | None, sample: int | None, seed: int) -> list[int]:
     """The row numbers to check: ``rows`` as given (each in ``0..n-1``), or ``sample``
     distinct rows drawn with ``numpy.random.default_rng(seed)``, sorted."""
     if rows is not None:
@@ -65,7 +65,7 @@ def _run_verify(args: argparse.Namespace) -> int:
     from analysis.atlas import failure_lines, load_atlas, reverify_rows
 
     atlas = load_atlas(args.atlas)
-    chosen = select_rows(len(atlas), args.rows, args.sample, args.seed)
+    chosen = _select_rows(len(atlas), args.rows, args.sample, args.seed)
     checks = reverify_rows(
         atlas.loc[chosen],
         checkpoint_paths=dict(args.checkpoint or []),
