@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
 from analysis.atlas import load_atlas, write_atlas
 from analysis.cli import main
+from tests.cli.test_main import listed_commands
+
+
+def test_atlas_help_lists_build_and_verify(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["atlas", "--help"])
+    assert info.value.code == 0
+    assert listed_commands(capsys.readouterr().out) == ["build", "verify"]
 
 
 def test_build_then_verify_rows_and_a_sample(described_study, tmp_path, capsys):
