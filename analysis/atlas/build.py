@@ -130,7 +130,7 @@ def _profile_rows(
                     "array_sha256": rec.array_sha256,
                     "matrix_sha256": digest,
                     "n_queries": int(A.shape[0]),
-                    "n_layers": int(rec.meta.get("n_layers", 1)),
+                    "n_layers": 1 if rec.source == "synthetic" else rec.meta.get("n_layers"),
                     "extract_threads": rec.meta.get("torch_threads"),
                     "record_checkpoint": rec.checkpoint,
                     "synthetic_params": _synthetic_params(rec),
@@ -249,6 +249,9 @@ def build_atlas(
         ],
         dtype="Int64",
     )
+    # an extraction record without the model's layer count: the deepest layer studied
+    deepest = atlas.groupby("checkpoint")["layer"].transform("max") + 1
+    atlas["n_layers"] = atlas["n_layers"].astype("Float64").fillna(deepest).astype("int64")
     features = feature_table(paths, real_keys)
     covs: list[str] = []
     in_comparison: set[str] = set()

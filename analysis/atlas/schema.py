@@ -52,7 +52,11 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "head_id": ("string", "'checkpoint:layer:head' (synthetic: empty)"),
     "layer": ("int64", "0-based layer"),
     "head": ("int64", "0-based query head (synthetic: the replicate index)"),
-    "n_layers": ("int64", "layers of the checkpoint (its config; synthetic: 1)"),
+    "n_layers": (
+        "int64",
+        "layers of the checkpoint (its extraction record's; without one, 1 + the deepest "
+        "layer in the study; synthetic: 1)",
+    ),
     "input_id": ("string", "the input's id (corpus text, image or clip; synthetic: 'seed:S')"),
     "corpus_seed": (
         "Int64",
