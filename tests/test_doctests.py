@@ -40,6 +40,12 @@ MODULES = _modules()
 #: Also exempt: analysis.cli.*, whose interface is the command line (documented by each
 #: command's ``--help`` and docs/guide), not its ``register`` / ``run_*`` functions.
 COVERED = (
+    "analysis.atlas.build",
+    "analysis.atlas.examples",
+    "analysis.atlas.io",
+    "analysis.atlas.query",
+    "analysis.atlas.schema",
+    "analysis.atlas.verify",
     "analysis.atomic",
     "analysis.attention",
     "analysis.brackets.approximants",

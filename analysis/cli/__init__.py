@@ -61,6 +61,7 @@ GROUPS: tuple[str, ...] = (
     "analysis.cli.reference",  # reference-widths (the widths validate-comparison draws)
     "analysis.cli.study",  # run
     "analysis.cli.laws",  # laws
+    "analysis.cli.atlas",  # atlas build | verify
 )
 
 

@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from analysis.study.core import Study
-from analysis.study.plan import ExtractionTask
+from analysis.study.plan import ExtractionTask, SyntheticTask
 from analysis.validation import ParameterError
 
-__all__ = ["bracket_stage", "extract_stage", "synthetic_stage"]
+__all__ = ["bracket_stage", "extract_input", "extract_stage", "synthetic_matrix", "synthetic_stage"]
 
 
 def _extraction_done(entry: Any, store: Any) -> bool:
@@ -51,8 +51,7 @@ def extract_stage(
     """
     from tqdm.auto import tqdm
 
-    from analysis.sources import audio, inputs
-    from analysis.sources.checkpoints import extract_from_model, load_checkpoint
+    from analysis.sources.checkpoints import load_checkpoint
 
     plan, index = study.plan, study.extractions
     keys: list[str] = []
@@ -71,21 +70,7 @@ def extract_stage(
             bar.set_postfix_str(f"loading {ck}")
             model = load_checkpoint(checkpoint_paths.get(ck, ck))
             for t in tasks:
-                if audio.is_audio(model):  # a speech encoder: the seed's generated clip
-                    mi = audio.corpus_audio(model, t.corpus_seed, t.length)
-                elif model.is_vision:
-                    mi = inputs.corpus_image(model, t.corpus_seed, t.length, crop=t.image_crop)
-                else:
-                    mi = inputs.corpus_text(model, t.corpus_seed, t.length)
-                ex = extract_from_model(model, mi)
-                if ex.checkpoint_id != ck and ck in checkpoint_paths:
-                    # a stand-in folder: its records carry the design's id
-                    meta = {**ex.meta, "checkpoint": ck, "stand_in": ex.meta.get("checkpoint")}
-                    ex = dataclasses.replace(ex, meta=meta)
-                elif ex.checkpoint_id != ck:
-                    raise ParameterError(
-                        "checkpoint", f"a checkpoint resolving to {ck}", ex.checkpoint_id
-                    )
+                ex = extract_input(model, t, stand_in=ck in checkpoint_paths)
                 new = store.add_extraction(ex, heads=t.heads)
                 index.record_input(t.label, ex.input_id, new)
                 keys.extend(new)
@@ -95,6 +80,99 @@ def extract_stage(
         bar.close()
     say(f"extract: {len(todo)} inputs extracted, {len(plan.extractions) - len(todo)} stored")
     return keys
+
+
+def extract_input(model: Any, task: ExtractionTask, *, stand_in: bool = False) -> Any:
+    """The extraction of one planned input: ``model`` (a loaded checkpoint) on the
+    corpus input of ``task``'s seed and length (a speech encoder's generated clip, an
+    image for a vision model, text otherwise).
+
+    The extract stage stores what it returns; the atlas re-derives a cell's matrix from
+    the sources with it (:func:`analysis.atlas.reverify_rows`), so both run one path.
+
+    Parameters
+    ----------
+    model : analysis.sources.checkpoints.Checkpoint
+        The checkpoint of ``task`` (or a stand-in for it), loaded.
+    task : ExtractionTask
+    stand_in : bool, keyword-only
+        ``model`` was loaded from a local folder standing in for ``task.checkpoint``: its
+        records carry the design's id (the folder's own in ``meta["stand_in"]``).
+
+    Returns
+    -------
+    analysis.sources.checkpoints.Extraction
+
+    Raises
+    ------
+    ParameterError
+        Naming ``checkpoint`` when ``model`` is another checkpoint than the task's and
+        not a stand-in.
+
+    Examples
+    --------
+    A forward pass needs a checkpoint's weights (:func:`extract_stage` runs it on every
+    planned input); here only the refusal of another checkpoint, given a stand-in
+    object whose extraction names another id:
+
+    >>> from types import SimpleNamespace
+    >>> from unittest import mock
+    >>> from analysis.study.plan import ExtractionTask, SyntheticTask
+    >>> from analysis.study.stages import extract_input
+    >>> task = ExtractionTask("org/tiny", 16, 0, ((0, 0),))
+    >>> other = SimpleNamespace(checkpoint_id="org/other", meta={"checkpoint": "org/other"})
+    >>> with mock.patch("analysis.sources.inputs.corpus_text"), mock.patch(
+    ...     "analysis.sources.checkpoints.extract_from_model", return_value=other
+    ... ):
+    ...     text_model = SimpleNamespace(forward=lambda input_ids: None)  # not a speech encoder
+    ...     extract_input(SimpleNamespace(is_vision=False, model=text_model), task)
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: checkpoint: expected a checkpoint resolving to org/tiny, got 'org/other'
+    """
+    from analysis.sources import audio, inputs
+    from analysis.sources.checkpoints import extract_from_model
+
+    ck = task.checkpoint
+    if audio.is_audio(model):  # a speech encoder: the seed's generated clip
+        mi = audio.corpus_audio(model, task.corpus_seed, task.length)
+    elif model.is_vision:
+        mi = inputs.corpus_image(model, task.corpus_seed, task.length, crop=task.image_crop)
+    else:
+        mi = inputs.corpus_text(model, task.corpus_seed, task.length)
+    ex = extract_from_model(model, mi)
+    if ex.checkpoint_id != ck and stand_in:
+        # a stand-in folder: its records carry the design's id
+        meta = {**ex.meta, "checkpoint": ck, "stand_in": ex.meta.get("checkpoint")}
+        ex = dataclasses.replace(ex, meta=meta)
+    elif ex.checkpoint_id != ck:
+        raise ParameterError("checkpoint", f"a checkpoint resolving to {ck}", ex.checkpoint_id)
+    return ex
+
+
+def synthetic_matrix(task: SyntheticTask) -> Any:
+    """The synthetic matrix of a planned task, generated from its family and parameters.
+
+    The synthetic stage stores it; the atlas re-derives a synthetic cell's matrix with it.
+
+    Examples
+    --------
+    The generator is seeded, so the same task gives the same matrix:
+
+    >>> import numpy as np
+    >>> from analysis.study.plan import SyntheticTask
+    >>> from analysis.study.stages import synthetic_matrix
+    >>> task = SyntheticTask("ball", n=8, d=2, beta=4.0, seed=1)
+    >>> m = synthetic_matrix(task)
+    >>> m.family, m.params, bool(np.array_equal(m.A, synthetic_matrix(task).A))
+    ('ball', {'n': 8, 'd': 2, 'beta': 4.0, 'seed': 1}, True)
+    """
+    from analysis.sources import synthetic
+
+    make = {"spherical": synthetic.spherical, "ball": synthetic.full_ball}
+    if task.family not in make:
+        raise ParameterError("family", f"one of {sorted(make)}", task.family)
+    return make[task.family](task.n, task.d, task.beta, random_state=task.seed)
 
 
 def synthetic_stage(study: Study, store: Any) -> list[str]:
@@ -120,15 +198,12 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
     >>> study.extractions.synthetic_key("ball|n=8|d=2|beta=4.0|seed=0") == keys[1]
     True
     """
-    from analysis.sources import synthetic
-
-    make = {"spherical": synthetic.spherical, "ball": synthetic.full_ball}
     known = study.extractions.synthetic()
     keys, changed = [], False
     for t in study.plan.synthetic:
         key = known.get(t.label)
         if key is None or not store.has_matrix(key):
-            key = store.add_synthetic(make[t.family](t.n, t.d, t.beta, random_state=t.seed))
+            key = store.add_synthetic(synthetic_matrix(t))
             known[t.label] = key
             changed = True
         keys.append(key)

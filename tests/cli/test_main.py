@@ -25,6 +25,7 @@ COMMANDS = [
     "reference-widths",
     "run",
     "laws",
+    "atlas",
 ]
 
 
