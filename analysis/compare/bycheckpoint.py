@@ -319,9 +319,7 @@ def _effects_by(
         for j, name in enumerate(names):
             sel = groups == name
             codes, uniq = pd.factorize(clusters[sel])
-            rng = np.random.default_rng(
-                np.random.SeedSequence(seed, spawn_key=(int(branch), i, j))
-            )
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(branch), i, j)))
             counts = bootstrap_counts(len(uniq), result.n_boot, rng)
             for met in metrics:
                 sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
