@@ -16,6 +16,12 @@ from analysis.compare.bycheckpoint import (
     effects_by_checkpoint,
     held_out_predictions,
 )
+from analysis.compare.bylength import (
+    BY_LENGTH_COLUMNS,
+    LengthEffects,
+    effects_by_length,
+    length_seed,
+)
 from analysis.compare.covariates import (
     Calibration,
     PreparedCovariates,
@@ -51,11 +57,13 @@ from analysis.compare.nested import (
 __all__ = [
     "BOOTSTRAPS",
     "BY_CHECKPOINT_COLUMNS",
+    "BY_LENGTH_COLUMNS",
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",
     "Calibration",
     "CheckpointEffects",
+    "LengthEffects",
     "ComparisonResult",
     "FittedModel",
     "FoldExtrapolationWarning",
@@ -66,9 +74,11 @@ __all__ = [
     "QuestionSkippedWarning",
     "check_nested",
     "checkpoint_seed",
+    "length_seed",
     "cluster_bootstrap_effect",
     "compare_nested",
     "effects_by_checkpoint",
+    "effects_by_length",
     "fit_estimator",
     "fit_interval",
     "fit_ols",

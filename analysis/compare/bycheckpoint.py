@@ -9,8 +9,9 @@ checkpoint).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -273,6 +274,99 @@ def _metric_values(
     return interval_loglik(yh, sigma, lo, up)
 
 
+def _check_seed_level(seed: Any, ci_level: Any) -> tuple[int, float]:
+    seed = check_int("seed", seed, minimum=0)
+    if isinstance(ci_level, bool) or not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
+        raise ParameterError("ci_level", "a number in (0, 1)", ci_level)
+    return seed, float(ci_level)
+
+
+def _effects_by(
+    result: ComparisonResult,
+    table: pd.DataFrame,
+    groups: np.ndarray,
+    names: Sequence[Any],
+    *,
+    column: str,
+    label: str,
+    branch: int,
+    seed: int,
+    ci_level: float,
+    labels: Mapping[str, str] | None,
+) -> list[dict[str, Any]]:
+    """The rows of each (pair, group, metric): the shared core of the secondary effects.
+
+    ``groups`` holds the group of each held-out row of ``table`` (in table order) and
+    ``names`` the groups in their documented order; group j of pair i is resampled by
+    ``default_rng(SeedSequence(seed, spawn_key=(branch, i, j)))``. The group's value goes
+    in column ``column``; the rows carry ``analysis = label``. Inputs are checked by the
+    callers.
+    """
+    labels = dict(labels or {})
+    frame = result.frame
+    pairs = list(dict.fromkeys(zip(frame["base_model"], frame["rich_model"], strict=True)))
+    metrics = list(dict.fromkeys(frame["metric"]))
+    status = {(r.base_model, r.rich_model): r.status for r in frame.itertuples(index=False)}
+
+    held = table["held_out"].to_numpy(bool)
+    preds = _predictions(result, held)
+    lo, up = table["y_lower"].to_numpy(float)[held], table["y_upper"].to_numpy(float)[held]
+    mid = 0.5 * (lo + up)
+    clusters = table["cluster"].astype(str).to_numpy()[held]
+
+    rows = []
+    for i, (b, r) in enumerate(pairs):
+        for j, name in enumerate(names):
+            sel = groups == name
+            codes, uniq = pd.factorize(clusters[sel])
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(branch), i, j)))
+            counts = bootstrap_counts(len(uniq), result.n_boot, rng)
+            for met in metrics:
+                sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
+                if met == "spearman_mid":
+                    point, boot = {}, {}
+                    for m in (b, r):
+                        point[m], boot[m] = spearman_replicates(
+                            preds[m][sel], mid[sel], codes, counts
+                        )
+                else:
+                    vals = {
+                        m: _metric_values(
+                            met, preds[m][sel], result.fits[m].sigma, lo[sel], up[sel]
+                        )
+                        for m in (b, r)
+                    }
+                    point = {m: float(v.mean()) for m, v in vals.items()}
+                    boot = {m: replicate_means(v, codes, counts) for m, v in vals.items()}
+                lo_ci, hi_ci, p = percentile_ci_and_p(sign * (boot[r] - boot[b]), ci_level)
+                rows.append(
+                    {
+                        "analysis": label,
+                        "hypothesis": labels.get(f"{b}<{r}", f"{b}<{r}"),
+                        "pair": f"{b}<{r}",
+                        "base_model": b,
+                        "rich_model": r,
+                        "metric": met,
+                        column: name,
+                        "held_out_heads": len(uniq),
+                        "held_out_cells": int(sel.sum()),
+                        "base_value": point[b],
+                        "rich_value": point[r],
+                        "effect": sign * (point[r] - point[b]),
+                        "ci_low": lo_ci,
+                        "ci_high": hi_ci,
+                        "p_one_sided": p,
+                        "n_boot": result.n_boot,
+                        "ci_level": float(ci_level),
+                        "seed": seed,
+                        "spawn_key": f"{int(branch)},{i},{j}",
+                        "status": status.get((b, r), FIT_OK),
+                        "lock_sha256": result.lock_sha256,
+                    }
+                )
+    return rows
+
+
 def effects_by_checkpoint(
     result: ComparisonResult,
     table: pd.DataFrame,
@@ -348,73 +442,21 @@ def effects_by_checkpoint(
     _check_aligned(result, table)
     if STRATUM not in table.columns:
         raise ParameterError("table", f"a column named {STRATUM} (the checkpoint)", "missing")
-    seed = check_int("seed", seed, minimum=0)
-    if isinstance(ci_level, bool) or not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
-        raise ParameterError("ci_level", "a number in (0, 1)", ci_level)
-    labels = dict(labels or {})
-    frame = result.frame
-    pairs = list(dict.fromkeys(zip(frame["base_model"], frame["rich_model"], strict=True)))
-    metrics = list(dict.fromkeys(frame["metric"]))
-    status = {(r.base_model, r.rich_model): r.status for r in frame.itertuples(index=False)}
-
+    seed, ci_level = _check_seed_level(seed, ci_level)
     held = table["held_out"].to_numpy(bool)
-    preds = _predictions(result, held)
-    lo, up = table["y_lower"].to_numpy(float)[held], table["y_upper"].to_numpy(float)[held]
-    mid = 0.5 * (lo + up)
-    clusters = table["cluster"].astype(str).to_numpy()[held]
     strata = table[STRATUM].astype(str).to_numpy()[held]
-    checkpoints = sorted(set(strata))
-
-    rows = []
-    for i, (b, r) in enumerate(pairs):
-        for j, ck in enumerate(checkpoints):
-            sel = strata == ck
-            codes, uniq = pd.factorize(clusters[sel])
-            rng = np.random.default_rng(checkpoint_seed(seed, i, j))
-            counts = bootstrap_counts(len(uniq), result.n_boot, rng)
-            for met in metrics:
-                sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
-                if met == "spearman_mid":
-                    point, boot = {}, {}
-                    for m in (b, r):
-                        point[m], boot[m] = spearman_replicates(
-                            preds[m][sel], mid[sel], codes, counts
-                        )
-                else:
-                    vals = {
-                        m: _metric_values(
-                            met, preds[m][sel], result.fits[m].sigma, lo[sel], up[sel]
-                        )
-                        for m in (b, r)
-                    }
-                    point = {m: float(v.mean()) for m, v in vals.items()}
-                    boot = {m: replicate_means(v, codes, counts) for m, v in vals.items()}
-                lo_ci, hi_ci, p = percentile_ci_and_p(sign * (boot[r] - boot[b]), ci_level)
-                rows.append(
-                    {
-                        "analysis": BY_CHECKPOINT_LABEL,
-                        "hypothesis": labels.get(f"{b}<{r}", f"{b}<{r}"),
-                        "pair": f"{b}<{r}",
-                        "base_model": b,
-                        "rich_model": r,
-                        "metric": met,
-                        "checkpoint": ck,
-                        "held_out_heads": len(uniq),
-                        "held_out_cells": int(sel.sum()),
-                        "base_value": point[b],
-                        "rich_value": point[r],
-                        "effect": sign * (point[r] - point[b]),
-                        "ci_low": lo_ci,
-                        "ci_high": hi_ci,
-                        "p_one_sided": p,
-                        "n_boot": result.n_boot,
-                        "ci_level": float(ci_level),
-                        "seed": seed,
-                        "spawn_key": f"{SEED_BRANCH},{i},{j}",
-                        "status": status.get((b, r), FIT_OK),
-                        "lock_sha256": result.lock_sha256,
-                    }
-                )
+    rows = _effects_by(
+        result,
+        table,
+        strata,
+        sorted(set(strata)),
+        column="checkpoint",
+        label=BY_CHECKPOINT_LABEL,
+        branch=SEED_BRANCH,
+        seed=seed,
+        ci_level=ci_level,
+        labels=labels,
+    )
     out = pd.DataFrame(rows, columns=list(BY_CHECKPOINT_COLUMNS))
     return CheckpointEffects(
         frame=out,

@@ -237,6 +237,12 @@ class Design:
         after the confirmatory comparison (default False)."""
         return bool(self.data["inference"].get("by_checkpoint", False))
 
+    @property
+    def by_length(self) -> bool:
+        """``[inference] by_length``: the secondary effects by input length are computed
+        after the confirmatory comparison (default False)."""
+        return bool(self.data["inference"].get("by_length", False))
+
     def population(self) -> list[str]:
         return population(self.data)
 
@@ -637,6 +643,9 @@ def _check_inference(
     by_ck = inf.get("by_checkpoint", False)
     if not isinstance(by_ck, bool):
         raise ParameterError("inference.by_checkpoint", "true or false", by_ck)
+    by_len = inf.get("by_length", False)
+    if not isinstance(by_len, bool):
+        raise ParameterError("inference.by_length", "true or false", by_len)
     fam = _need(inf, "family", "inference.")
     if not isinstance(fam, list) or not fam:
         raise ParameterError("inference.family", "a non-empty list of [base, rich] pairs", fam)

@@ -87,6 +87,8 @@ class ReportDesign:
         The design's ``[descriptors] calibration`` text.
     by_checkpoint : bool
         Whether the design asks for the secondary by-checkpoint effects.
+    by_length : bool
+        Whether the design asks for the secondary effects by input length.
 
     Examples
     --------
@@ -117,6 +119,7 @@ class ReportDesign:
     exclusion_rules: tuple[str, ...] = ()
     calibration: str | None = None
     by_checkpoint: bool = False
+    by_length: bool = False
 
     @property
     def family_pairs(self) -> frozenset[str]:

@@ -22,6 +22,7 @@ from analysis.compare.headlevel import QUESTION_TEXT, QUESTIONS
 from analysis.compare.nested import FIT_FAILED
 from analysis.report.decisions import decision_words, equivalence_clause
 from analysis.report.design import ReportDesign
+from analysis.report.length_section import by_length_section
 from analysis.report.lock_status import lock_status_lines
 from analysis.report.provenance import provenance_lines
 from analysis.report.results import StudyResults
@@ -685,6 +686,12 @@ def _comparisons_section(results: StudyResults, embeds: _Embeds) -> list[str]:
     if results.by_checkpoint_asked:
         L += _by_checkpoint_section(results, embeds.tab, embeds.table_files, embeds.out_dir)
         L += embeds.figure("predicted_vs_bracket")
+    if results.by_length_asked:
+        primary = _stated(results.design.primary_metric)
+        name = METRIC_NAMES.get(primary, primary)
+        L += by_length_section(
+            results, embeds.tab, embeds.table_files, embeds.out_dir, metric_name=name
+        )
     return L + _power_section(results) + embeds.table("power")
 
 

@@ -107,6 +107,12 @@ class StudyResults:
         ``analysis.compare.BY_CHECKPOINT_COLUMNS``: one row per pair, metric and
         checkpoint), computed when the design sets ``[inference] by_checkpoint = true``;
         None otherwise or before the comparison has run.
+    by_length : pandas.DataFrame or None
+        Optional: the secondary effects by input length
+        (``analysis.compare.LengthEffects.to_frame()``, columns
+        ``analysis.compare.BY_LENGTH_COLUMNS``: one row per pair, metric and length),
+        computed when the design sets ``[inference] by_length = true``; None otherwise or
+        before the comparison has run.
     held_out_predictions : pandas.DataFrame or None
         Optional, with ``by_checkpoint``: every held-out cell's prediction by every
         fitted model (``analysis.compare.PREDICTION_COLUMNS``: ``cell_key``,
@@ -138,9 +144,16 @@ class StudyResults:
     power: dict[str, Any] = field(default_factory=dict)
     by_checkpoint: pd.DataFrame | None = None
     held_out_predictions: pd.DataFrame | None = None
+    by_length: pd.DataFrame | None = None
 
     @property
     def by_checkpoint_asked(self) -> bool:
         """Whether the design asks for the by-checkpoint effects
         (``[inference] by_checkpoint = true``)."""
         return self.design.by_checkpoint
+
+    @property
+    def by_length_asked(self) -> bool:
+        """Whether the design asks for the effects by length (``[inference] by_length =
+        true``)."""
+        return self.design.by_length

@@ -31,11 +31,13 @@ from analysis.validation import ParameterError
 
 __all__ = [
     "BY_CHECKPOINT_TABLE_COLUMNS",
+    "BY_LENGTH_TABLE_COLUMNS",
     "HEAD_LEVEL_SIDES",
     "bracket_table",
     "bracket_temperature_table",
     "build_tables",
     "by_checkpoint_table",
+    "by_length_table",
     "comparison_table",
     "data_table",
     "descriptor_table",
@@ -377,6 +379,55 @@ def by_checkpoint_table(results: StudyResults) -> pd.DataFrame | None:
     return out.reset_index(drop=True)
 
 
+#: Columns of :func:`by_length_table`, in order.
+BY_LENGTH_TABLE_COLUMNS: tuple[str, ...] = tuple(
+    "length" if c == "checkpoint" else c for c in BY_CHECKPOINT_TABLE_COLUMNS
+)
+
+
+def by_length_table(results: StudyResults) -> pd.DataFrame | None:
+    """The secondary effects by input length, or None when the design does not ask for them.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        Columns :data:`BY_LENGTH_TABLE_COLUMNS`, copied from ``results.by_length``
+        (``kind`` from the design), ordered by metric (primary first), hypothesis order,
+        then length (increasing). None unless the design sets ``[inference] by_length =
+        true`` and the effects are stored.
+
+    Examples
+    --------
+    >>> from dataclasses import replace
+    >>> from analysis.report.design import ReportDesign, ReportHypothesis as H
+    >>> from analysis.report.examples import example_table_results
+    >>> design = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),), by_length=True)
+    >>> cols = [c for c in BY_LENGTH_TABLE_COLUMNS if c != "kind"]
+    >>> bl = pd.DataFrame([["H1", "M0<M1", "loss", n, 1, 2, 1.0, 0.9, 0.1, 0.0, 0.2, 0.04, "ok"]
+    ...                    for n in (257, 65)], columns=cols)
+    >>> t = by_length_table(replace(example_table_results(), design=design, by_length=bl))
+    >>> t[["hypothesis", "kind", "length", "effect"]]
+      hypothesis          kind  length  effect
+    0         H1  confirmatory      65     0.1
+    1         H1  confirmatory     257     0.1
+    >>> by_length_table(replace(example_table_results(), by_length=bl)) is None  # not asked
+    True
+    """
+    bl = results.by_length
+    if not results.by_length_asked or bl is None:
+        return None
+    hyp = {h["pair"]: h for h in hypotheses(results.design)}
+    out = bl.assign(kind=bl["pair"].map(lambda p: hyp.get(p, {}).get("kind", "")))
+    out = out.loc[:, list(BY_LENGTH_TABLE_COLUMNS)]
+    order = {p: i for i, p in enumerate(hyp)}
+    metrics = _metric_order(results.design, list(dict.fromkeys(out["metric"])))
+    out["_m"] = out["metric"].map({m: i for i, m in enumerate(metrics)})
+    out["_h"] = out["pair"].map(lambda p: order.get(p, len(order)))
+    keys = ["_m", "_h", "pair", "length"]
+    out = out.sort_values(keys, kind="stable").drop(columns=["_m", "_h"])
+    return out.reset_index(drop=True)
+
+
 def lr_table(results: StudyResults) -> pd.DataFrame | None:
     """In-sample likelihood-ratio tests (secondary; training cells), or None.
 
@@ -558,6 +609,16 @@ def build_tables(results: StudyResults) -> list[Table]:
             "models fitted once on all training cells (no refit); 95% percentile "
             "cluster-bootstrap CI over that checkpoint's held-out heads; unadjusted "
             "one-sided p. No decision, no Holm adjustment.",
+        ),
+        (
+            "by_length",
+            "Effects by length (secondary, outside the Holm family)",
+            by_length_table(results),
+            "Each pair's effect restricted to the held-out cells of one input length, with "
+            "the models fitted once on all training cells (no refit); 95% percentile "
+            "cluster-bootstrap CI over the held-out heads with cells of that length; "
+            "unadjusted one-sided p. No decision, no Holm adjustment; a head is in every "
+            "length's group, so the lengths' rows are not independent.",
         ),
         (
             "power",

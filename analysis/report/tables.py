@@ -108,6 +108,7 @@ def check_results(results: Any) -> StudyResults:
         "head_level",
         "lr_tests",
         "by_checkpoint",
+        "by_length",
         "held_out_predictions",
     ):
         value = getattr(results, name)

@@ -13,7 +13,8 @@ stage, skipping whatever is already stored:
    released once, the result stamped with the lock hash), the OLS sensitivity refit and
    the exploratory head-level analysis on training heads (with ``[inference]
    by_checkpoint = true`` also the secondary effects by checkpoint of the same fits and
-   the held-out predictions); stored with a hash of their inputs, so an unchanged study
+   the held-out predictions, with ``by_length = true`` the secondary effects by input
+   length); stored with a hash of their inputs, so an unchanged study
    is not refitted;
 5. **power**: ``attnrank validate-comparison`` on the study's own design (size at the
    simple and boundary nulls, power, minimum detectable effect of each hypothesis's

@@ -6,8 +6,9 @@ stamped with the lock hash; the calibration maps are in-sample or cross-fitted b
 the design's ``[descriptors] calibration`` says (``Design.comparison_kwargs``); the OLS
 sensitivity refit and the exploratory head-level analysis (training heads only) follow;
 with ``[inference] by_checkpoint = true`` so do the secondary by-checkpoint effects of the
-same fits on the same released rows and the held-out predictions. Everything is stored
-with a hash of its inputs, so an unchanged study is not refitted.
+same fits on the same released rows and the held-out predictions, and with
+``[inference] by_length = true`` the secondary effects by input length. Everything is
+stored with a hash of its inputs, so an unchanged study is not refitted.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "covariate_columns",
     "fit_comparisons",
     "secondary_by_checkpoint",
+    "secondary_by_length",
     "stored_comparison_table",
 ]
 
@@ -392,6 +394,60 @@ def secondary_by_checkpoint(
     return effects, held_out_predictions(result, confirmatory)
 
 
+def _hypothesis_labels(study: Study) -> dict[str, str]:
+    return {f"{h['pair'][0]}<{h['pair'][1]}": str(h["id"]) for h in study.design.data["hypotheses"]}
+
+
+def secondary_by_length(study: Study, result: Any, confirmatory: pd.DataFrame) -> Any:
+    """The design's secondary effects by input length.
+
+    Parameters
+    ----------
+    study : Study
+    result : ComparisonResult
+        The confirmatory comparison, fitted on ``confirmatory``.
+    confirmatory : DataFrame
+        The one release of the sealed table (its ``length`` column is the cell's input
+        length).
+
+    Returns
+    -------
+    LengthEffects
+        :func:`analysis.compare.effects_by_length` with the design's inference seed, CI
+        level and hypothesis ids.
+
+    Examples
+    --------
+    A small locked design (its hypothesis H1 is the pair M0 < M1), and a tidy table of
+    inputs at lengths 16 and 32 standing in for the study's released cells:
+
+    >>> from analysis.compare import compare_nested
+    >>> from analysis.study.comparison import secondary_by_length
+    >>> from analysis.study.examples import example_study_table, open_example_study
+    >>> study = open_example_study("studies/by-length.toml")
+    >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
+    >>> kwargs = study.design.comparison_kwargs()
+    >>> result = compare_nested(
+    ...     table, study.design.models, log_columns=["native__kappa"],
+    ...     lock_sha256=study.lock.sha256, **kwargs,
+    ... )
+    >>> effects = secondary_by_length(study, result, table)
+    >>> effects.to_frame()[["hypothesis", "length", "held_out_heads", "spawn_key"]].to_dict("list")
+    {'hypothesis': ['H1', 'H1'], 'length': [16, 32], 'held_out_heads': [6, 6],
+     'spawn_key': ['2,0,0', '2,0,1']}
+    """
+    from analysis.compare import effects_by_length
+
+    kw = study.design.comparison_kwargs()
+    return effects_by_length(
+        result,
+        confirmatory,
+        seed=kw["random_state"],
+        ci_level=kw["ci_level"],
+        labels=_hypothesis_labels(study),
+    )
+
+
 def compare_stage(
     study: Study,
     brackets: pd.DataFrame,
@@ -436,12 +492,13 @@ def compare_stage(
     digest = f"compare/7:{_frame_digest(table)}:{study.lock.sha256}"
     record_file = paths.results / "compare.json"
     record = read_json(record_file, {})
-    # a record without the by-checkpoint effects the design asks for (or with ones it no
-    # longer asks for) is stale like one of other inputs: everything is refitted, so the
+    # a record without the by-checkpoint (by-length) effects the design asks for (or with
+    # ones it no longer asks for) is stale like one of other inputs: everything is refitted, so the
     # secondary rows always come from the fits of the stored comparison
     if (
         record.get("inputs_sha256") == digest
         and bool(record.get("by_checkpoint", False)) == design.by_checkpoint
+        and bool(record.get("by_length", False)) == design.by_length
         and all((paths.results / f).is_file() for f in record.get("files", []))
     ):
         say("compare: inputs unchanged, stored results reused")
@@ -477,6 +534,10 @@ def compare_stage(
         # the same fits and the same released rows: no refit, no second release
         by_ck, preds = secondary_by_checkpoint(study, res, conf.table)
         outputs += [("by_checkpoint.csv", by_ck.to_frame()), ("held_out_predictions.csv", preds)]
+    by_len = None
+    if design.by_length:
+        by_len = secondary_by_length(study, res, conf.table)
+        outputs.append(("by_length.csv", by_len.to_frame()))
     files = []
     for name, frame in outputs:
         write_frame(paths.results / name, frame)
@@ -501,11 +562,16 @@ def compare_stage(
         "files": files,
         "summary": res.summary(),
         "by_checkpoint": by_ck is not None,
+        "by_length": by_len is not None,
     }
     if by_ck is not None:
         record["by_checkpoint_summary"] = by_ck.summary()
+    if by_len is not None:
+        record["by_length_summary"] = by_len.summary()
     write_json(record_file, record)
     say(res.summary())
     if by_ck is not None:
         say(by_ck.summary())
+    if by_len is not None:
+        say(by_len.summary())
     return record

@@ -388,6 +388,7 @@ def report_design(design: Design, exploratory: Mapping[str, str] | None = None) 
         exclusion_rules=tuple(data.get("exclusions", {}).get("rules", [])),
         calibration=data["descriptors"].get("calibration"),
         by_checkpoint=design.by_checkpoint,
+        by_length=design.by_length,
     )
 
 
@@ -467,6 +468,8 @@ def study_results(
         skipped = {k: why for k in ("comparison", "comparison_ols", "head_level")}
         if design.by_checkpoint:
             skipped["by_checkpoint"] = why
+        if design.by_length:
+            skipped["by_length"] = why
 
     if stages is None:
         stages = read_json(paths.stages_file, {})
@@ -491,6 +494,7 @@ def study_results(
         power=power_record(study),
         by_checkpoint=frame("by_checkpoint.csv"),
         held_out_predictions=frame("held_out_predictions.csv"),
+        by_length=frame("by_length.csv"),
     )
 
 

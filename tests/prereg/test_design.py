@@ -85,6 +85,8 @@ def test_heads_written_on_one_line_as_first_key(design_file):
             "inference.by_checkpoint",
         ),
         (lambda d: d["inference"].__setitem__("by_checkpoint", 1), "inference.by_checkpoint"),
+        (lambda d: d["inference"].__setitem__("by_length", "true"), "inference.by_length"),
+        (lambda d: d["inference"].__setitem__("by_length", 0), "inference.by_length"),
         (lambda d: d["held_out"].__setitem__("fraction", 0), "held_out.fraction"),
         (lambda d: d["held_out"].__setitem__("heads", ["org/tiny-a:9:9"]), "held_out.heads"),
         (
@@ -309,3 +311,15 @@ def test_by_checkpoint_is_an_optional_bool_default_false(design_file, line, expe
     assert design.by_checkpoint is expected
     # a secondary analysis: the confirmatory call's arguments do not carry it
     assert "by_checkpoint" not in design.comparison_kwargs()
+
+
+@pytest.mark.parametrize(("line", "expected"), [("", False), ("by_length = false\n", False),
+                                                ("by_length = true\n", True)])  # fmt: skip
+def test_by_length_is_an_optional_bool_default_false(design_file, line, expected):
+    text = design_file.read_text(encoding="utf-8")
+    design_file.write_text(text.replace("[inference]\n", "[inference]\n" + line), encoding="utf-8")
+    design = load_design(design_file)
+    assert design.by_length is expected
+    assert design.by_checkpoint is False  # the two keys are independent
+    # a secondary analysis: the confirmatory call's arguments do not carry it
+    assert "by_length" not in design.comparison_kwargs()

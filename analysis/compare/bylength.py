@@ -1,0 +1,282 @@
+"""Secondary analysis: each pre-specified pair's held-out effect within each input length.
+
+Outside the Holm family and without a decision, like
+:func:`~analysis.compare.bycheckpoint.effects_by_checkpoint`: the models are the ones the
+overall comparison fitted, nothing is refitted per length. A length is a value of the
+table's ``length`` column (the number of tokens or patches of the cell's input; a vision
+model's 65 / 145 / 257 are values like any other). The question it answers: does the
+held-out answer change with the length?
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.compare.bycheckpoint import _check_aligned, _check_seed_level, _effects_by
+from analysis.compare.nested import FIT_FAILED, ComparisonResult
+from analysis.validation import ParameterError, check_int
+
+__all__ = [
+    "BY_LENGTH_COLUMNS",
+    "BY_LENGTH_LABEL",
+    "LENGTH",
+    "LENGTH_SEED_BRANCH",
+    "LengthEffects",
+    "effects_by_length",
+    "length_seed",
+]
+
+#: The table column whose values are the groups.
+LENGTH = "length"
+#: The ``analysis`` column of every row: never a confirmatory result.
+BY_LENGTH_LABEL = "secondary, by length"
+#: Columns of :meth:`LengthEffects.to_frame`, in order (``length`` where the
+#: by-checkpoint table has ``checkpoint``).
+BY_LENGTH_COLUMNS: tuple[str, ...] = (
+    "analysis",
+    "hypothesis",
+    "pair",
+    "base_model",
+    "rich_model",
+    "metric",
+    "length",
+    "held_out_heads",
+    "held_out_cells",
+    "base_value",
+    "rich_value",
+    "effect",
+    "ci_low",
+    "ci_high",
+    "p_one_sided",
+    "n_boot",
+    "ci_level",
+    "seed",
+    "spawn_key",
+    "status",
+    "lock_sha256",
+)
+#: First element of every by-length spawn key. Child 0 of the inference seed assigns the
+#: calibration folds, branch 1 is the by-checkpoint effects'
+#: (:data:`~analysis.compare.bycheckpoint.SEED_BRANCH`), so branch 2 is a stream of its own.
+LENGTH_SEED_BRANCH = 2
+
+
+def length_seed(seed: int, pair_index: int, length_index: int) -> np.random.SeedSequence:
+    """The seed of one (pair, length) bootstrap.
+
+    Parameters
+    ----------
+    seed : int
+        The design's inference seed S.
+    pair_index : int
+        Position of the pair among the comparison's pairs (the family, then the
+        sensitivity pairs).
+    length_index : int
+        Position of the length among the lengths with held-out cells, in increasing order.
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+        ``SeedSequence(S, spawn_key=(2, pair_index, length_index))``, the same as
+        ``SeedSequence(S).spawn(3)[2].spawn(P)[pair_index].spawn(L)[length_index]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.compare.bylength import length_seed
+    >>> seq = length_seed(7, 0, 1)
+    >>> seq.entropy, seq.spawn_key
+    (7, (2, 0, 1))
+    >>> spawned = np.random.SeedSequence(7).spawn(3)[2].spawn(2)[0].spawn(3)[1]
+    >>> bool((np.random.default_rng(seq).random(3) == np.random.default_rng(spawned).random(3)).all())
+    True
+    """
+    return np.random.SeedSequence(
+        check_int("seed", seed, minimum=0),
+        spawn_key=(LENGTH_SEED_BRANCH, int(pair_index), int(length_index)),
+    )
+
+
+@dataclass(frozen=True)
+class LengthEffects:
+    """Result of :func:`effects_by_length` (secondary; no decision, no Holm).
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        One row per (pair, metric, length); use :meth:`to_frame` for a copy.
+    primary_metric : str
+    n_boot : int
+    ci_level : float
+    seed : int
+        The inference seed the per-(pair, length) streams derive from (:func:`length_seed`).
+    lock_sha256 : str or None
+        The overall comparison's stamp.
+
+    Examples
+    --------
+    Made by :func:`effects_by_length` (see its example):
+
+    >>> import pandas as pd
+    >>> from analysis.compare.bylength import BY_LENGTH_COLUMNS, LengthEffects
+    >>> effects = LengthEffects(  # no rows
+    ...     frame=pd.DataFrame(columns=list(BY_LENGTH_COLUMNS)), primary_metric="interval_sq_loss",
+    ...     n_boot=199, ci_level=0.95, seed=0, lock_sha256=None,
+    ... )
+    >>> print(effects.summary())  # doctest: +ELLIPSIS
+    Effects by length (secondary, outside the Holm family; no decision)
+    lock sha256: NONE (not a confirmatory run)
+    same fits as the overall comparison; ... B = 199, 95% CI; ... unadjusted one-sided p
+    """
+
+    frame: pd.DataFrame = field(repr=False)
+    primary_metric: str
+    n_boot: int
+    ci_level: float
+    seed: int
+    lock_sha256: str | None
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy copy with the fixed columns of :data:`BY_LENGTH_COLUMNS`."""
+        return self.frame.loc[:, list(BY_LENGTH_COLUMNS)].copy()
+
+    def summary(self) -> str:
+        """Plain-text listing of the primary metric's rows."""
+        f = self.frame
+        lines = [
+            "Effects by length (secondary, outside the Holm family; no decision)",
+            f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
+            "same fits as the overall comparison; percentile cluster bootstrap over each "
+            f"length's held-out heads, B = {self.n_boot}, {self.ci_level:.0%} CI; seed "
+            f"SeedSequence({self.seed}, spawn_key=({LENGTH_SEED_BRANCH}, pair, length)); "
+            "unadjusted one-sided p",
+        ]
+        for r in f[f["metric"] == self.primary_metric].itertuples(index=False):
+            mark = " FIT FAILED (no result)" if r.status == FIT_FAILED else ""
+            lines.append(
+                f"  {r.hypothesis:<6} {r.pair:<16} length {r.length:>5} heads "
+                f"{r.held_out_heads:>3} cells {r.held_out_cells:>5} effect {r.effect:+.4f} "
+                f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}] p {r.p_one_sided:.4f}{mark}"
+            )
+        return "\n".join(lines)
+
+
+def effects_by_length(
+    result: ComparisonResult,
+    table: pd.DataFrame,
+    *,
+    seed: int,
+    ci_level: float = 0.95,
+    labels: Mapping[str, str] | None = None,
+) -> LengthEffects:
+    """Each compared pair's held-out effect within each input length, with the same fits.
+
+    Parameters
+    ----------
+    result : ComparisonResult
+        The overall comparison (:func:`~analysis.compare.compare_nested`); its fits,
+        pairs, metrics, B and lock hash are used as they are.
+    table : pandas.DataFrame
+        The table ``result`` was fitted on (same rows, same order), with a ``length``
+        column of positive integers on the held-out rows: each value is a group.
+    seed : int, keyword-only
+        The design's inference seed S (see Notes).
+    ci_level : float, keyword-only
+        Level of the percentile CI (the design's).
+    labels : mapping, optional, keyword-only
+        Pair (``"M0<M1"``) -> hypothesis label (a study passes the design's ids); the
+        pair itself when absent.
+
+    Returns
+    -------
+    LengthEffects
+
+    Raises
+    ------
+    ParameterError
+        Named ``table`` without a ``length`` column, with a held-out length that is not a
+        positive integer, or when it is not the fitted table; ``seed`` or ``ci_level``
+        out of range.
+
+    Notes
+    -----
+    The computation of :func:`~analysis.compare.bycheckpoint.effects_by_checkpoint` with
+    the length in place of the checkpoint. For length n and metric m the model's value is
+    the mean of its per-cell metric over the held-out cells of length n (Spearman: the
+    rank correlation of ``y_hat`` with the midpoints there), with the predictions of the
+    models fitted once on all training cells. Effect = base - rich for the loss,
+    rich - base otherwise. CI and p come from a percentile cluster bootstrap over the
+    held-out heads with cells of length n (B = ``result.n_boot`` resamples of those H_n
+    heads with replacement, each head bringing its cells of length n; fits not
+    refitted): CI = the ``(1 -/+ ci_level) / 2`` percentiles, one-sided
+    ``p = (1 + #{b: effect_b <= 0}) / (B + 1)``, unadjusted. The resamples of pair i
+    (its position among the comparison's pairs: family, then sensitivity pairs) at
+    length j (its position among the held-out lengths in increasing order) are drawn by
+    ``numpy.random.default_rng(SeedSequence(S, spawn_key=(2, i, j)))``
+    (:func:`length_seed`; branch 1 is the by-checkpoint effects'), heads in order of
+    first appearance; every metric of the pair reads the same resamples. A pair with a
+    failed fit keeps ``status = "fit failed"``. A head is in several lengths' groups,
+    so the lengths' effects are not independent.
+
+    Examples
+    --------
+    With the table and result of :func:`~analysis.compare.examples.example_comparison`,
+    whose heads' first two cells are given length 64 and last two 128:
+
+    >>> import numpy as np
+    >>> from analysis.compare.examples import example_comparison
+    >>> table, result = example_comparison()
+    >>> table = table.assign(length=np.tile([64, 64, 128, 128], 20))
+    >>> from analysis.compare.bylength import effects_by_length
+    >>> effects = effects_by_length(result, table, seed=0)
+    >>> cols = ["pair", "length", "held_out_heads", "held_out_cells", "spawn_key"]
+    >>> print(effects.to_frame()[cols].to_string(index=False))
+          pair  length  held_out_heads  held_out_cells spawn_key
+     base<rich      64               6              12     2,0,0
+     base<rich     128               6              12     2,0,1
+    base<noisy      64               6              12     2,1,0
+    base<noisy     128               6              12     2,1,1
+    """
+    _check_aligned(result, table)
+    if LENGTH not in table.columns:
+        raise ParameterError("table", f"a column named {LENGTH} (the input length)", "missing")
+    seed, ci_level = _check_seed_level(seed, ci_level)
+    held = table["held_out"].to_numpy(bool)
+    raw = table[LENGTH].to_numpy()[held]
+    try:
+        lengths = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            "table", "held-out lengths that are positive integers", raw[:5]
+        ) from None
+    bad = ~np.isfinite(lengths) | (lengths < 1) | (lengths != np.round(lengths))
+    if bad.any():
+        raise ParameterError(
+            "table", "held-out lengths that are positive integers", raw[bad][:5].tolist()
+        )
+    lengths = lengths.astype(np.int64)
+    rows = _effects_by(
+        result,
+        table,
+        lengths,
+        [int(n) for n in sorted(set(lengths.tolist()))],
+        column=LENGTH,
+        label=BY_LENGTH_LABEL,
+        branch=LENGTH_SEED_BRANCH,
+        seed=seed,
+        ci_level=ci_level,
+        labels=labels,
+    )
+    out = pd.DataFrame(rows, columns=list(BY_LENGTH_COLUMNS))
+    return LengthEffects(
+        frame=out,
+        primary_metric=result.primary_metric,
+        n_boot=result.n_boot,
+        ci_level=ci_level,
+        seed=seed,
+        lock_sha256=result.lock_sha256,
+    )
