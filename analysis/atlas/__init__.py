@@ -17,7 +17,7 @@ Modules: :mod:`~analysis.atlas.schema` (the columns), :mod:`~analysis.atlas.buil
 
 from analysis.atlas.build import build_atlas, matrix_sha256
 from analysis.atlas.io import atlas_provenance, load_atlas, write_atlas
-from analysis.atlas.query import layer_depth_heatmap, lowest_rank_layers
+from analysis.atlas.query import depth_grid, layer_depth_heatmap, lowest_rank_layers
 from analysis.atlas.schema import COLUMNS, SCHEMA_VERSION, schema_table
 from analysis.atlas.verify import failure_lines, reverify_rows
 
@@ -27,6 +27,7 @@ __all__ = [
     "atlas_provenance",
     "build_atlas",
     "failure_lines",
+    "depth_grid",
     "layer_depth_heatmap",
     "load_atlas",
     "lowest_rank_layers",

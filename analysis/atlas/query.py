@@ -21,7 +21,7 @@ import pandas as pd
 
 from analysis.validation import ParameterError, check_eps_grid, check_positive_finite
 
-__all__ = ["layer_depth_heatmap", "lowest_rank_layers", "relative_depth"]
+__all__ = ["depth_grid", "layer_depth_heatmap", "lowest_rank_layers", "relative_depth"]
 
 
 def relative_depth(layer: pd.Series, n_layers: pd.Series) -> pd.Series:
@@ -133,6 +133,68 @@ def lowest_rank_layers(
     return out.sort_values([*by, "rank", "layer"]).reset_index(drop=True)
 
 
+def depth_grid(
+    frame: pd.DataFrame,
+    *,
+    eps: float,
+    temperature: float = 1.0,
+    bins: int | None = None,
+) -> pd.DataFrame:
+    """The median log2 lower end by relative layer depth (rows) x (checkpoint, length).
+
+    The table :func:`layer_depth_heatmap` draws: one row per depth bin of [0, 1], one column
+    per checkpoint and length (``"<model>\\nL=<length>"``), ordered by checkpoint and then
+    by length as a number; NaN where a checkpoint has no layer in a bin.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        An atlas; its real cells at (``temperature``, ``eps``) are used.
+    eps, temperature : float, keyword-only
+        As in :func:`lowest_rank_layers`.
+    bins : int, optional, keyword-only
+        Depth bins of [0, 1] (default: the most layers of any checkpoint, so a single
+        checkpoint gets one row per layer).
+
+    Returns
+    -------
+    DataFrame
+
+    Examples
+    --------
+    >>> from analysis.atlas.examples import example_atlas
+    >>> from analysis.atlas.query import depth_grid
+    >>> depth_grid(example_atlas(), eps=0.1).shape[0] >= 1
+    True
+    """
+    sel = _select(frame, eps, temperature)
+    bins = int(bins or sel["n_layers"].max())
+    if bins < 1:
+        raise ParameterError("bins", "an int >= 1", bins)
+    depth = relative_depth(sel["layer"], sel["n_layers"])
+    idx = np.minimum((depth * bins).astype(int), bins - 1)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    names = [f"{edges[i]:.2f}-{edges[i + 1]:.2f}" for i in range(bins)]
+    data = sel.assign(
+        depth_bin=pd.Categorical([names[i] for i in idx], categories=names, ordered=True),
+        column=[
+            f"{c.rsplit('/', 1)[-1]}\nL={n}"
+            for c, n in zip(sel["checkpoint"], sel["length"], strict=True)
+        ],
+        log2_lower=np.log2(sel["lower"].clip(lower=1).astype(float)),
+    )
+    grid = data.pivot_table(
+        index="depth_bin", columns="column", values="log2_lower", aggfunc="median", observed=False
+    )
+    # columns by checkpoint, then by length as a number (a string sort puts L=128 before L=64)
+    order = (
+        data[["checkpoint", "length", "column"]]
+        .drop_duplicates("column")
+        .sort_values(["checkpoint", "length"], kind="stable")["column"]
+    )
+    return grid[list(order)]
+
+
 def layer_depth_heatmap(
     frame: pd.DataFrame,
     path: str | os.PathLike,
@@ -178,25 +240,7 @@ def layer_depth_heatmap(
 
     from analysis.atomic import atomic_write
 
-    sel = _select(frame, eps, temperature)
-    bins = int(bins or sel["n_layers"].max())
-    if bins < 1:
-        raise ParameterError("bins", "an int >= 1", bins)
-    depth = relative_depth(sel["layer"], sel["n_layers"])
-    idx = np.minimum((depth * bins).astype(int), bins - 1)
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    names = [f"{edges[i]:.2f}-{edges[i + 1]:.2f}" for i in range(bins)]
-    data = sel.assign(
-        depth_bin=pd.Categorical([names[i] for i in idx], categories=names, ordered=True),
-        column=[
-            f"{c.rsplit('/', 1)[-1]}\nL={n}"
-            for c, n in zip(sel["checkpoint"], sel["length"], strict=True)
-        ],
-        log2_lower=np.log2(sel["lower"].clip(lower=1).astype(float)),
-    )
-    grid = data.pivot_table(
-        index="depth_bin", columns="column", values="log2_lower", aggfunc="median", observed=False
-    )
+    grid = depth_grid(frame, eps=eps, temperature=temperature, bins=bins)
     fig, ax = plt.subplots(figsize=(2.2 + 1.9 * grid.shape[1], 1.2 + 0.45 * grid.shape[0]))
     try:
         sns.heatmap(

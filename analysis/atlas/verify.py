@@ -82,7 +82,10 @@ def _extract(
             models.clear()  # one model in memory at a time
             models[ck] = load_checkpoint(checkpoint_paths.get(ck, ck))
         pairs = sorted({(int(r.layer), int(r.head)) for r in group.itertuples()})
-        task = ExtractionTask(str(ck), int(length), int(seed), tuple(pairs))
+        # a design with [sampling.inputs] images = "crops" names the crop box in the input
+        # id; without the flag the seed would re-draw a whole image, not the row's crop
+        crop = bool(group["input_id"].astype(str).str.contains("#crop=", regex=False).any())
+        task = ExtractionTask(str(ck), int(length), int(seed), tuple(pairs), image_crop=crop)
         threads = group["extract_threads"].dropna()
         n = int(threads.iloc[0]) if len(threads) else 1
         with fixed_torch_threads(n):
