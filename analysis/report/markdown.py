@@ -452,7 +452,14 @@ def _amendments(prov: Mapping[str, Any]) -> list[str]:
         return " ".join(str(a.get("reason", "")).split()).rstrip(".") + "."
 
     for i, a in enumerate(items, 1):
-        secs = ", ".join(a.get("sections") or []) or "none (descriptor blocks only)"
+        secs = ", ".join(a.get("sections") or [])
+        if not secs:
+            # no section of the design changed: either only its descriptor blocks were
+            # re-locked, or the design file is untouched (e.g. its power file recorded)
+            same = a.get("previous_design_sha256") == a.get("new_design_sha256")
+            secs = (
+                "none (the design file is unchanged)" if same else "none (descriptor blocks only)"
+            )
         after = " (after outcomes existed)" if a.get("outcomes_existed") else ""
         L.append(
             f"{i}. {a.get('time')}{after}: {reason(a)} "

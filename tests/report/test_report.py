@@ -554,3 +554,25 @@ def test_report_shows_power_and_mde_per_hypothesis(study, tmp_path):
     )
     assert "Not simulated: no reference bracket widths at X" in text
     assert text.count("not simulated: no reference bracket widths at X") == 4
+
+
+# -- amendments ----------------------------------------------------------------------
+
+
+def test_amendments_name_what_changed_when_no_section_did():
+    from analysis.report.markdown import _amendments
+
+    same = {"previous_design_sha256": "a" * 64, "new_design_sha256": "a" * 64}
+    power = {"time": "t1", "reason": "Power stored.", "sections": [], **same}
+    blocks = {
+        "time": "t2",
+        "reason": "Block re-locked",
+        "sections": [],
+        "previous_design_sha256": "a" * 64,
+        "new_design_sha256": "b" * 64,
+    }
+    hyps = {"time": "t3", "reason": "r", "sections": ["hypotheses"], "outcomes_existed": True}
+    text = "\n".join(_amendments({"amendments": [power, blocks, hyps]}))
+    assert "1. t1: Power stored. Sections changed: none (the design file is unchanged)." in text
+    assert "2. t2: Block re-locked. Sections changed: none (descriptor blocks only)." in text
+    assert "3. t3 (after outcomes existed): r. Sections changed: hypotheses." in text
