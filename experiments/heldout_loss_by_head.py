@@ -40,11 +40,16 @@ def main() -> None:
     cells = cells.reset_index()
     cells["effect"] = cells[base] - cells[rich]  # > 0: the rich model helps
     heads = cells.groupby("cluster").agg(
-        cells=("effect", "size"), base=(base, "mean"), rich=(rich, "mean"), effect=("effect", "mean")
+        cells=("effect", "size"),
+        base=(base, "mean"),
+        rich=(rich, "mean"),
+        effect=("effect", "mean"),
     )
     worst = heads.sort_values("effect").head(args.top)
     total = cells["effect"].sum()
-    print(f"{len(heads)} held-out heads, {len(cells)} cells; pooled effect {total / len(cells):+.6f}")
+    print(
+        f"{len(heads)} held-out heads, {len(cells)} cells; pooled effect {total / len(cells):+.6f}"
+    )
     print(f"heads where {rich} loses most to {base} (mean interval squared loss per cell):")
     print(worst.to_string(float_format=lambda v: f"{v:.6f}"))
     share = cells.loc[cells["cluster"].isin(worst.index), "effect"].sum() / total
