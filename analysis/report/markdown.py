@@ -454,11 +454,14 @@ def _amendments(prov: Mapping[str, Any]) -> list[str]:
     for i, a in enumerate(items, 1):
         secs = ", ".join(a.get("sections") or [])
         if not secs:
-            # no section of the design changed: either only its descriptor blocks were
-            # re-locked, or the design file is untouched (e.g. its power file recorded)
-            same = a.get("previous_design_sha256") == a.get("new_design_sha256")
+            # no section of the design changed: the amendment re-locked descriptor blocks
+            # (``blocks`` names them; the design's hash stays the same) or recorded something
+            # beside the design, e.g. its power file or the code hash (``blocks`` empty)
+            blocks = a.get("blocks")
             secs = (
-                "none (the design file is unchanged)" if same else "none (descriptor blocks only)"
+                "none (the design file is unchanged)"
+                if blocks == {}
+                else "none (descriptor blocks only)"
             )
         after = " (after outcomes existed)" if a.get("outcomes_existed") else ""
         L.append(

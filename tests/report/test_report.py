@@ -562,14 +562,16 @@ def test_report_shows_power_and_mde_per_hypothesis(study, tmp_path):
 def test_amendments_name_what_changed_when_no_section_did():
     from analysis.report.markdown import _amendments
 
+    # as amend_design records them: a block re-lock keeps the design's hash too
     same = {"previous_design_sha256": "a" * 64, "new_design_sha256": "a" * 64}
-    power = {"time": "t1", "reason": "Power stored.", "sections": [], **same}
+    power = {"time": "t1", "reason": "Power stored.", "sections": [], "blocks": {}, **same}
+    native = {"covariates": ["native__kappa"], "version": "v2"}
     blocks = {
         "time": "t2",
         "reason": "Block re-locked",
         "sections": [],
-        "previous_design_sha256": "a" * 64,
-        "new_design_sha256": "b" * 64,
+        "blocks": {"native": native},
+        **same,
     }
     hyps = {"time": "t3", "reason": "r", "sections": ["hypotheses"], "outcomes_existed": True}
     text = "\n".join(_amendments({"amendments": [power, blocks, hyps]}))
