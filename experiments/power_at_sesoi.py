@@ -19,10 +19,10 @@ shares and their rates are printed beside it so the reader sees the gap.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from analysis.prereg.design import load_design
+from analysis.prereg.power_file import not_computed, read_power_file
 from benchmarks.common import command_line
 
 
@@ -49,20 +49,22 @@ def main() -> None:
     print(command_line("experiments.power_at_sesoi"), flush=True)
     design = load_design(args.design).data
     sesoi = {h["id"]: h.get("sesoi") for h in design.get("hypotheses", [])}
-    record = json.loads(args.design.with_suffix(".power.json").read_text())
+    record = read_power_file(args.design)
+    if record is None:
+        raise SystemExit(not_computed(args.design))
     res = record["result"]
     print(
         f"{record['design']}: {res['simulations']} simulated studies per share; "
         f"simulated M0 loss {res['simulated_m0_loss']:.5f} (reference {res['reference_m0_loss']:.5f})"
     )
     for h in res["hypotheses"]:
-        hid, s = h["hypothesis"], sesoi.get(h["hypothesis"])
-        curve = h["curve"]
+        hid = h["hypothesis"]
+        s = sesoi.get(hid)
         line = f"  {hid} ({h['pair']}, signal {h['signal']}): "
         if s is None:
             line += "no SESOI in the design; "
         else:
-            rate, lo, hi = power_at(curve, float(s))
+            rate, lo, hi = power_at(h["curve"], float(s))
             if lo is None or hi is None:
                 line += f"SESOI {s} outside the simulated effects; "
             else:
