@@ -74,7 +74,10 @@ def gamma(n: int) -> float:
 
 
 def _as64(name: str, X, shape: tuple[int | None, int | None]) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(X)
+    if X.dtype.kind not in "biuf":  # a complex part would be dropped, text or objects parsed
+        raise ParameterError(name, "a real array (bool, int or float entries)", X.dtype)
+    X = X.astype(np.float64, copy=False)  # float32 products would round at 2^-24, not u
     if X.ndim != 2 or any(s is not None and s != x for s, x in zip(shape, X.shape, strict=True)):
         want = "x".join("?" if s is None else str(s) for s in shape)
         raise ParameterError(name, f"a 2-D array of shape {want}", X.shape)
