@@ -1,17 +1,19 @@
 """Mutation testing of the verifier: can a weakened ``analysis/brackets/verify.py`` pass?
 
-Two sets of mutants of ``verify.py``, each run against the verifier's tests:
+Two sets of mutants, each run against the verifier's tests:
 
-- ``named``: the weakenings that matter for soundness, written by hand (one rounding term
-  of the allowance removed each: the ``|U||W|^T`` mass, ``gamma_N``, ``|A|``, the final
-  ``1 + 4u``, ``_SAFETY``, the ``D`` of ``Y A R``, the numerator's ``gamma_(m+2)``, the
-  norm inflations, the final ``1 - 4u``, the underflow cases). Every one must be killed;
-  the report says which tests killed it and whether a soundness assertion (a certified
-  number on the wrong side of the exact one) was among them.
+- ``named``: the weakenings that matter for soundness, written by hand, of ``verify.py``
+  (the promotion of the inputs to float64, and one rounding term of the allowance removed
+  each: the ``|U||W|^T`` mass, ``gamma_N``, ``|A|``, the final ``1 + 4u``, ``_SAFETY``,
+  the ``D`` of ``Y A R``, the numerator's ``gamma_(m+2)``, the norm inflations, the final
+  ``1 - 4u``, the underflow cases) and of ``profile.py`` (a margin equal to eps accepted
+  by ``largest_lower``). Every one must be killed; the report says which tests killed it
+  and whether a soundness assertion (a certified number on the wrong side of the exact
+  one) was among them. This set needs no cosmic-ray.
 - ``cosmic-ray``: every mutation that cosmic-ray's core operators (its own AST walk and
-  mutation code, ``cosmic_ray.mutating.mutate_code``) make in the module: each arithmetic
-  and comparison operator replaced by each other one, numbers changed, conditions negated,
-  and so on.
+  mutation code, ``cosmic_ray.mutating.mutate_code``) make in ``verify.py``: each
+  arithmetic and comparison operator replaced by each other one, numbers changed,
+  conditions negated, and so on.
 
 Mutants run in this process: a mutant's functions swap their code objects into the
 imported module (the tests hold those same function objects) and its constants replace
@@ -20,7 +22,8 @@ fails or errors, survived when all pass, a timeout after ``--timeout`` seconds. 
 in-process (one import of numpy / torch for the whole run) is what makes a full run take
 minutes: cosmic-ray's own runner starts a test process per mutant.
 
-cosmic-ray is not a test dependency: install it with ``pip install -e ".[mutation]"``.
+cosmic-ray is not a test dependency: install it with ``pip install -e ".[mutation]"`` for
+the ``cosmic-ray`` set (imported only there).
 Run from the repository root::
 
     python -m benchmarks.bench_verify_mutants            # both sets (about 60 min on a loaded core)
@@ -46,97 +49,129 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = ROOT / "analysis" / "brackets" / "verify.py"
+VERIFY = "analysis/brackets/verify.py"
+PROFILE = "analysis/brackets/profile.py"  # the read-off of bracket ends (largest_lower)
+TARGET = ROOT / VERIFY  # what the cosmic-ray set mutates
 OUT = ROOT / "benchmarks" / "out"
 # The verifier's tests, fastest killers first: the exact adversarial suite (its slow cases
-# left out, they repeat the fast ones at engine sizes) and the original verifier tests.
+# left out, they repeat the fast ones at engine sizes), the original verifier tests, the
+# inputs that are not float64, and the read-off of ends at eps itself.
 TESTS = [
     "tests/brackets/test_verify_exact.py",
     "tests/brackets/test_verify.py",
+    "tests/brackets/test_verify_dtypes.py",
+    "tests/brackets/test_read_off.py",
 ]
 
-# (name, what it removes, text in verify.py, replacement)
+# (file, name, what it removes, text in the file, replacement)
 NAMED = [
     (
+        VERIFY,
+        "as64-promote",
+        "the promotion of the inputs to float64 (float32 products rounded at 2^-24)",
+        "X = X.astype(np.float64, copy=False)",
+        "X = X",
+    ),
+    (
+        VERIFY,
         "upper-mass",
         "the |U||W|^T rounding allowance of U W^T",
         "mass = np.abs(U) @ np.abs(W).sum(axis=0) if k else np.zeros(M)",
         "mass = np.zeros(M)",
     ),
     (
+        VERIFY,
         "upper-A-term",
         "the |A| part of the upper allowance",
         "mass = (mass + np.abs(A).sum(axis=1)) * _SAFETY",
         "mass = mass * _SAFETY",
     ),
     (
+        VERIFY,
         "upper-gamma-term",
         "the whole gamma_(k+2) allowance of the upper check",
         "e = s * (1.0 + gamma(N)) + gamma(k + 2) * mass * _SAFETY",
         "e = s * (1.0 + gamma(N))",
     ),
     (
+        VERIFY,
         "upper-gamma-k",
         "gamma_(k+2) -> gamma_2 (drops the inner products' k)",
         "gamma(k + 2) * mass",
         "gamma(2) * mass",
     ),
-    ("upper-gamma-N", "the gamma_N row-sum term", "e = s * (1.0 + gamma(N)) +", "e = s +"),
+    (VERIFY, "upper-gamma-N", "the gamma_N row-sum term", "e = s * (1.0 + gamma(N)) +", "e = s +"),
     (
+        VERIFY,
         "upper-final",
         "the final 1 + 4u of the upper error",
         "e = float(np.max(e) * (1.0 + 4 * UNIT_ROUNDOFF))",
         "e = float(np.max(e))",
     ),
     (
+        VERIFY,
         "upper-underflow",
         "the absolute allowance of the upper error below 2^-500",
         "e = 4.0 * e + (N * (k + 2) + 16) * _TINY",
         "e = e",
     ),
-    ("safety", "_SAFETY = 1.01 -> 1.0 (both checks)", "_SAFETY = 1.01", "_SAFETY = 1.0"),
-    ("lower-D", "the rounding bound D of Y A R", "D = gamma(M + N + m) * (", "D = 0.0 * ("),
+    (VERIFY, "safety", "_SAFETY = 1.01 -> 1.0 (both checks)", "_SAFETY = 1.01", "_SAFETY = 1.0"),
+    (VERIFY, "lower-D", "the rounding bound D of Y A R", "D = gamma(M + N + m) * (", "D = 0.0 * ("),
     (
+        VERIFY,
         "lower-D-gamma",
         "gamma_(M+N+m) -> gamma_m in D",
         "D = gamma(M + N + m) * (",
         "D = gamma(m) * (",
     ),
     (
+        VERIFY,
         "lower-num-gamma",
         "the gamma_(m+2) term of the numerator",
         "num -= gamma(m + 2) * (np.abs(diag) + np.diag(D) + off_sum)",
         "pass",
     ),
     (
+        VERIFY,
         "lower-ynorm",
         "the 1 + gamma_M inflation of ||y_p||_1",
         "ynorm = np.abs(Y).sum(axis=1) * (1.0 + gamma(M))",
         "ynorm = np.abs(Y).sum(axis=1)",
     ),
     (
+        VERIFY,
         "lower-rnorm",
         "the 1 + gamma_m inflation of max_i ||R_i||_1",
         "rnorm = float(np.abs(R).sum(axis=1).max()) * (1.0 + gamma(m))",
         "rnorm = float(np.abs(R).sum(axis=1).max())",
     ),
     (
+        VERIFY,
         "lower-final",
         "the final 1 - 4u of positive margins",
         "ratio > 0, ratio * (1 - 4 * UNIT_ROUNDOFF)",
         "ratio > 0, ratio",
     ),
     (
+        VERIFY,
         "lower-underflow-D",
         "the absolute underflow allowance of D",
         "D = D + (2.0 * (M * N * rmax + N + 8) + 2.0) * _TINY",
         "D = D",
     ),
     (
+        VERIFY,
         "lower-rescale",
         "the scaled re-check of witnesses with tiny norms",
         "if den < 2.0**-100:",
         "if False:",
+    ),
+    (
+        PROFILE,
+        "lower-accept-ge",
+        "margin > eps -> margin >= eps in largest_lower (a margin equal to eps accepted)",
+        "if w.margin > eps]",
+        "if w.margin >= eps]",
     ),
 ]
 
@@ -178,29 +213,42 @@ class _Timeout(Exception):
     pass
 
 
-def _swap(module: types.ModuleType, source: str) -> dict:
-    """Install ``source`` into ``module`` in place; return what to restore."""
+def _swap(module: types.ModuleType, source: str) -> list:
+    """Install ``source`` into ``module`` in place; return what to restore.
+
+    Functions, and the methods of classes, keep their objects and take the mutant's code
+    (callers and tests hold those objects); other module-level values are replaced. A class
+    itself stays the module's (instances and ``isinstance`` keep working)."""
     ns: dict = {"__name__": module.__name__, "__file__": module.__file__}
-    exec(compile(source, str(TARGET), "exec"), ns)
-    saved = {}
+    exec(compile(source, module.__file__, "exec"), ns)
+    pairs = []  # (old function, new function)
+    saved = []
     for name, new in ns.items():
         old = module.__dict__.get(name)
         if isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType):
-            saved[name] = ("code", old.__code__, old.__defaults__)
-            old.__code__, old.__defaults__ = new.__code__, new.__defaults__
+            pairs.append((old, new))
+        elif isinstance(old, type) and isinstance(new, type):
+            pairs += [
+                (f, vars(new)[attr])
+                for attr, f in vars(old).items()
+                if isinstance(f, types.FunctionType)
+                and isinstance(vars(new).get(attr), types.FunctionType)
+            ]
         elif not name.startswith("__"):
-            saved[name] = ("value", old, None)
+            saved.append(("value", name, old, None))
             module.__dict__[name] = new
+    for old, new in pairs:
+        saved.append(("code", old, old.__code__, old.__defaults__))
+        old.__code__, old.__defaults__ = new.__code__, new.__defaults__
     return saved
 
 
-def _restore(module: types.ModuleType, saved: dict) -> None:
-    for name, (kind, a, b) in saved.items():
+def _restore(module: types.ModuleType, saved: list) -> None:
+    for kind, target, a, b in saved:
         if kind == "code":
-            f = module.__dict__[name]
-            f.__code__, f.__defaults__ = a, b
+            target.__code__, target.__defaults__ = a, b
         else:
-            module.__dict__[name] = a
+            module.__dict__[target] = a
 
 
 def run_mutant(module, source, original, *, first_failure, timeout, verbose):
@@ -249,9 +297,19 @@ def _diff(original: str, source: str) -> str:
     )
 
 
-def named_mutants(original: str):
-    for name, what, old, new in NAMED:
-        yield name, what, (original.replace(old, new, 1) if old in original else None)
+def named_mutants():
+    """``(file, name, what, source)`` of each hand-written mutant (source None: its text is
+    no longer in the file)."""
+    for path, name, what, old, new in NAMED:
+        original = (ROOT / path).read_text()
+        yield path, name, what, (original.replace(old, new, 1) if old in original else None)
+
+
+def _module(path: str) -> types.ModuleType:
+    """The imported module of a file of the package (``analysis/brackets/verify.py``)."""
+    import importlib
+
+    return importlib.import_module(path.removesuffix(".py").replace("/", "."))
 
 
 def cosmic_ray_mutants(original: str):
@@ -291,12 +349,15 @@ def main(argv=None):
     sys.path.insert(0, str(ROOT))
     import importlib.metadata
 
-    import analysis.brackets.verify as module
-
-    print(f"target: {TARGET.relative_to(ROOT)}; tests: {' '.join(TESTS)} (-m 'not slow')")
+    module = _module(VERIFY)
+    targets = sorted({path for path, *_ in NAMED} if args.set == "named" else {VERIFY})
+    print(f"targets: {' '.join(targets)}; tests: {' '.join(TESTS)} (-m 'not slow')")
+    # cosmic-ray is needed (and imported) only for the cosmic-ray set
+    cosmic = (
+        "" if args.set == "named" else f"cosmic-ray {importlib.metadata.version('cosmic-ray')}, "
+    )
     print(
-        f"cosmic-ray {importlib.metadata.version('cosmic-ray')}, "
-        f"pytest {importlib.metadata.version('pytest')}, python {platform.python_version()}"
+        f"{cosmic}pytest {importlib.metadata.version('pytest')}, python {platform.python_version()}"
     )
     original = TARGET.read_text()
     results: list[Result] = []
@@ -310,13 +371,13 @@ def main(argv=None):
         raise SystemExit(f"the tests fail on the unmutated verifier: {collect.failed}")
 
     def run_and_record(
-        kind: str, name: str, src: str, *, first_failure: bool
+        kind: str, name: str, src: str, *, first_failure: bool, path: str = VERIFY
     ) -> tuple[str, float, _Collect, str]:
-        """Run the tests on one mutant and add its :class:`Result` to ``results``."""
+        """Run the tests on one mutant of ``path`` and add its :class:`Result` to ``results``."""
         outcome, sec, collect, diff = run_mutant(
-            module,
+            _module(path),
             src,
-            original,
+            (ROOT / path).read_text(),
             first_failure=first_failure,
             timeout=args.timeout,
             verbose=args.verbose,
@@ -325,13 +386,15 @@ def main(argv=None):
         return outcome, sec, collect, diff
 
     if args.set in ("named", "both"):
-        for name, what, src in named_mutants(original):
+        for path, name, what, src in named_mutants():
             if args.only and name not in args.only:
                 continue
             if src is None:
                 results.append(Result("named", name, "not-applied", 0.0, [], False, what))
                 continue
-            outcome, sec, collect, _ = run_and_record("named", name, src, first_failure=False)
+            outcome, sec, collect, _ = run_and_record(
+                "named", name, src, first_failure=False, path=path
+            )
             print(
                 f"  named {name:<18} {outcome:<8} {sec:5.1f} s  {len(collect.failed):3d} tests "
                 f"failed  soundness={'yes' if collect.soundness else 'no'}  ({what})"
@@ -365,7 +428,7 @@ def main(argv=None):
             print(f"| {s} | {len(rs)} | {c['killed']} | {c['survived']} | {c['timeout']} |")
     missing = [r.name for r in results if r.outcome == "not-applied"]
     if missing:
-        print(f"\nnamed weakenings whose text is no longer in verify.py: {missing}")
+        print(f"\nnamed weakenings whose text is no longer in their file: {missing}")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "verify_mutants.json").write_text(json.dumps([asdict(r) for r in results], indent=1))
     survivors = [r for r in results if r.outcome == "survived"]
