@@ -1,8 +1,8 @@
-"""Shared helpers of the benchmarks and experiments: MiniLM heads, the eps grid, outputs.
+"""Shared helpers of the benchmarks: MiniLM heads, the eps grid, outputs.
 
-Run the scripts as modules from the repository root (``python -m benchmarks.bench_brackets``,
-``python -m experiments.closure_limits``); they import this module as ``benchmarks.common``.
-The MiniLM heads come from the package (:mod:`analysis.study.reference`: the packaged
+Run the scripts as modules from the repository root (``python -m benchmarks.bench_brackets``);
+they import this module as ``benchmarks.common`` (the experiments have their own,
+``experiments.common``). The MiniLM heads come from the package (:mod:`analysis.study.reference`: the packaged
 weights on a bundled ``pydoc_data.topics`` text), so a benchmark measures the same matrices
 that ``attnrank reference-widths`` brackets.
 """
@@ -11,21 +11,16 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from analysis.study.reference import TOPIC_INDEX, corpus_heads
+from analysis.study.reference import corpus_heads
 
 #: The repository root (paths are resolved from here, never from the working directory).
 ROOT = Path(__file__).resolve().parents[1]
-#: Where benchmarks and experiments write (gitignored).
+#: Where benchmarks write (gitignored).
 OUT = ROOT / "benchmarks" / "out"
-#: Different pydoc topics per length: "your own texts" (the package's choice).
-TOPIC = TOPIC_INDEX
 #: The eps grid of issue 2's numbers.
 EPS = (0.05, 0.1, 0.2)
 
@@ -35,30 +30,12 @@ def command_line(module: str) -> str:
     return " ".join(["python -m", module, *map(shlex.quote, sys.argv[1:])])
 
 
-def diagnostic_profile(A: np.ndarray):
-    """The engine's profile of one head as the per-head diagnostics read it: ``default``
-    effort over :data:`EPS`, unpruned (failed sizes kept), one torch thread (the
-    diagnostics run one head per worker process)."""
-    import torch
-
-    from analysis.brackets import profile_matrix
-
-    torch.set_num_threads(1)
-    return profile_matrix(A, eps=EPS, effort="default", prune=False)
-
-
-def near_misses(prof) -> list[tuple[float, int, int]]:
-    """``(eps, lo, hi)`` for each eps of :data:`EPS` whose bracket has width 1 or 2."""
-    brackets = [(e, *prof.bracket(e)) for e in EPS]
-    return [(e, lo, hi) for e, lo, hi in brackets if 1 <= hi - lo <= 2]
-
-
 def minilm_attention(length: int, *, topic_index: int | None = None) -> np.ndarray:
     """Return MiniLM attention ``[layer * head, length, length]`` (float64, eager).
 
-    The input is the ``topic_index``-th pydoc topic (sorted by name; default
-    :data:`TOPIC`'s for the length, else 0) that has at least ``length`` tokens, truncated to ``length`` tokens including special tokens
-    (:func:`analysis.study.reference.corpus_heads`). The float32 forward pass runs on 2
+    The input is the ``topic_index``-th pydoc topic (sorted by name; default the package's
+    topic for the length, else 0) that has at least ``length`` tokens, truncated to
+    ``length`` tokens including special tokens (:func:`analysis.study.reference.corpus_heads`). The float32 forward pass runs on 2
     torch threads (the package's ``FORWARD_THREADS``); another count changes the last bits
     of the heads, and can move a bracket end at a near miss (docs/sources.md,
     Reproducibility).
@@ -75,30 +52,3 @@ def minilm_extract_npz(path: Path, length: int, *, corpus_seed: int = 0) -> str:
     ex = extract("minilm", corpus_seed=corpus_seed, length=length)
     save_extraction(ex, path)
     return ex.input_id
-
-
-def map_heads(one_head: Callable[..., list[dict]], jobs: Iterable, workers: int) -> list[dict]:
-    """Run ``one_head`` on every job in ``workers`` processes; its row lists, concatenated
-    in job order (the per-head diagnostics' common driver)."""
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return [r for part in pool.map(one_head, jobs) for r in part]
-
-
-def head_table(
-    one_head: Callable[[tuple], list[dict]],
-    options: Sequence,
-    *,
-    length: int,
-    heads: int,
-    workers: int,
-    csv_name: str,
-) -> pd.DataFrame:
-    """Run ``one_head((index, A, *options))`` on the first ``heads`` MiniLM heads at
-    ``length`` (:data:`TOPIC`'s text) in ``workers`` processes; the rows as one table,
-    also written to ``benchmarks/out/<csv_name>``."""
-    A_all = minilm_attention(length)[:heads]
-    jobs = [(i, A.astype(np.float64), *options) for i, A in enumerate(A_all)]
-    df = pd.DataFrame(map_heads(one_head, jobs, workers))
-    OUT.mkdir(parents=True, exist_ok=True)
-    df.to_csv(OUT / csv_name, index=False)
-    return df

@@ -12,7 +12,7 @@ against ``log beta`` (midpoints, OLS), against the 0.5 the two laws predict toge
 Usage, from the repository root::
 
     python -m experiments.ball_vs_sphere [--dims 2 3 4] [--seeds 0] [--workers 2]
-        [--effort default] [--out benchmarks/out/ball_vs_sphere]
+        [--effort default] [--out experiments/out/ball_vs_sphere]
 
 Brackets are cached under ``OUT/<family>-d<d>/`` (``run_laws``), so a re-run only refits.
 """
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.laws import DEFAULT_BETAS, make_config, run_laws
-from benchmarks.common import OUT, command_line
+from experiments.common import OUT, command_line
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ Usage, from the repository root::
     python -m experiments.boundary_conditional --share 0.0505 --simulations 300 \
         [--population 400] [--seed 0] [--native-features 12 --baseline-features 10]
 
-Writes ``benchmarks/out/boundary_conditional.json``.
+Writes ``experiments/out/boundary_conditional.json``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 from analysis.compare.metrics import interval_sq_loss
 from analysis.prereg import PowerAssumptions, load_widths, simulate_study, sizes_from_design
 from analysis.prereg.power import simulated_comparison
-from benchmarks.common import OUT
+from experiments.common import OUT
 
 DESIGN = "preregistration/offline-minilm.toml"
 WIDTHS = "data/reference/minilm_bracket_widths.csv"

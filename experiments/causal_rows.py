@@ -5,7 +5,7 @@ supported on the first keys only. A rank-k approximant ``B = U W^T`` is not tria
 (a lower-triangular matrix with a positive diagonal has full rank), so part of every
 row's l1 error is spent on the masked entries above the diagonal, where ``A`` is exactly
 0. For a sample of heads this measures, per eps, on the engine's profile (``default``
-effort, unpruned, one thread; :func:`benchmarks.common.diagnostic_profile`):
+effort, unpruned, one thread; :func:`experiments.common.diagnostic_profile`):
 
 - **upper end** (the witness at ``hi``; skipped when it is the identity): the share of the
   error ``A - U W^T`` (summed over all rows) that lies above the diagonal; the binding row
@@ -23,15 +23,15 @@ effort, unpruned, one thread; :func:`benchmarks.common.diagnostic_profile`):
   a float64 diagnostic, not re-certified, and no bracket uses it.
 
 The same numbers on a bidirectional family (MiniLM; nothing is masked there) are the
-reference. The heads are the extractions of ``python -m benchmarks.families`` (read from
-``benchmarks/out/families/`` when there, else extracted the same way).
+reference. The heads are the extractions of ``python -m experiments.families`` (read from
+``experiments/out/families/`` when there, else extracted the same way).
 
 Usage, from the repository root::
 
     python -m experiments.causal_rows [--checkpoint smollm2 minilm] [--length 64]
         [--every 9 3] [--workers 2]
 
-Writes ``benchmarks/out/causal_rows_L<length>.csv`` and prints the medians per family and
+Writes ``experiments/out/causal_rows_L<length>.csv`` and prints the medians per family and
 eps.
 """
 
@@ -43,7 +43,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import EPS, OUT, command_line, diagnostic_profile
+from experiments.common import EPS, OUT, command_line, diagnostic_profile
 
 
 def _quarter(n: int) -> int:
@@ -99,7 +99,7 @@ def _one_head(job: tuple) -> list[dict]:
 
 
 def _extraction(alias: str, length: int):
-    from benchmarks.families import FAMILIES_OUT, extraction
+    from experiments.families import FAMILIES_OUT, extraction
 
     ex, _ = extraction(alias, length, 0, FAMILIES_OUT)
     return ex

@@ -37,7 +37,7 @@ Usage, from the repository root::
         [--lp-rounds 2] [--ascent-steps 2000] [--continue-steps S ...] [--skip-lower]
         [--upper-starts 24 --upper-start-steps 2000]
 
-Writes ``benchmarks/out/closure_limits_L<length>.csv`` / ``.json`` and prints a summary.
+Writes ``experiments/out/closure_limits_L<length>.csv`` / ``.json`` and prints a summary.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from scipy.optimize import linprog
 from analysis.brackets.lower import lp_best_Y, refine_lower
 from analysis.brackets.upper import l1_refit_rows, refine_upper
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
-from benchmarks.common import OUT, command_line, diagnostic_profile, head_table, near_misses
+from experiments.common import OUT, command_line, diagnostic_profile, head_table, near_misses
 
 
 def best_W(A: np.ndarray, U: np.ndarray) -> np.ndarray | None:

@@ -20,7 +20,7 @@ Run from the repository root::
 
     python -m experiments.compiled_step --lengths 64 128 256
 
-Writes ``benchmarks/out/compiled_step.csv``.
+Writes ``experiments/out/compiled_step.csv``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import torch
 
 from analysis.brackets.lower import lower_lr, lower_step, project_rows_l1
 from analysis.brackets.upper import upper_step
-from benchmarks.common import OUT, command_line, minilm_attention
+from experiments.common import OUT, command_line, minilm_attention
 
 
 def upper_iter(X, mom, vel, A, mask, targets, budgets, step: int, lr: float = 5e-4):

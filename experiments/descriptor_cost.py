@@ -25,8 +25,8 @@ Run from the repository root after ``make study`` (or any run of the design)::
     python -m experiments.descriptor_cost --per-group 6 --stall
     python -m experiments.descriptor_cost --per-group 3 --seed 11 --tolerances 5e-7 1e-5 1e-4
 
-Writes ``benchmarks/out/descriptor_cost_matrices.csv`` (one row per sampled matrix) and,
-with ``--stall``, ``benchmarks/out/descriptor_cost_stall.csv`` (one row per hard solve and
+Writes ``experiments/out/descriptor_cost_matrices.csv`` (one row per sampled matrix) and,
+with ``--stall``, ``experiments/out/descriptor_cost_stall.csv`` (one row per hard solve and
 checkpoint).
 """
 
@@ -48,7 +48,7 @@ from analysis.prereg import load_design
 from analysis.store.store import Store
 from analysis.study.describe import describe_frame
 from analysis.study.plan import plan_study
-from benchmarks.common import OUT, ROOT, command_line
+from experiments.common import OUT, ROOT, command_line
 
 DESIGN = ROOT / "preregistration" / "offline-families.toml"
 STORE = ROOT / "data" / "offline-families" / "store"

@@ -14,7 +14,7 @@ Three measurements on the packaged checkpoint (``attnrank extract dinov2-small``
    computes them) and the exact ones. Heads whose parity exceeds 1e-5 are listed with
    ``delta / 2``, the first-order bound on how far float32 logits can move softmax.
 
-Writes ``benchmarks/out/dinov2_onnx_parity.csv`` (one row per image, length, layer, head).
+Writes ``experiments/out/dinov2_onnx_parity.csv`` (one row per image, length, layer, head).
 Run from the repository root::
 
     python -m experiments.dinov2_onnx_check [--lengths 65 145 257]
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     from analysis.sources.families.dinov2_onnx import verify_against_onnx
     from analysis.sources.inputs import image_input
     from analysis.sources.packaged import assemble, packaged_checkpoint
-    from benchmarks.common import OUT, command_line
+    from experiments.common import OUT, command_line
 
     print(command_line("experiments.dinov2_onnx_check"))
     print(f"torch threads: {torch.get_num_threads()}")

@@ -19,7 +19,7 @@ Run from the repository root after ``make study`` (or any run of the design)::
 
     python -m experiments.engine_identity --per-group 2 --seed 99 [--flush-subnormals]
 
-Writes ``benchmarks/out/engine_identity.csv`` (one row per re-profiled profile).
+Writes ``experiments/out/engine_identity.csv`` (one row per re-profiled profile).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from analysis.brackets import profile_temperatures
 from analysis.prereg import load_design
 from analysis.store.store import Store
 from analysis.study.plan import plan_study
-from benchmarks.common import OUT, command_line
+from experiments.common import OUT, command_line
 from experiments.descriptor_cost import add_sample_arguments, sampled_matrices
 
 

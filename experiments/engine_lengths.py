@@ -1,6 +1,6 @@
 """Where the bracket engine spends its time and loses its width at N = 64 / 128 / 256.
 
-For a sample of MiniLM heads (the benchmark's text, ``benchmarks.common.minilm_attention``)
+For a sample of MiniLM heads (the benchmark's text, ``experiments.common.minilm_attention``)
 at one length: every refinement and closing-pass trial of the search, logged as it runs
 (stage, round, eps, upper rank or lower size, whether it certified, the certified error
 or margin over eps, optimizer seconds), and each profile's stage seconds (cheap,
@@ -16,7 +16,7 @@ Run from the repository root::
 :func:`analysis.brackets.lower.refine_lower`), for this run only: what a longer lower
 search would buy.
 
-Writes ``benchmarks/out/engine_lengths_L{N}_trials.csv`` and ``..._profiles.csv`` and
+Writes ``experiments/out/engine_lengths_L{N}_trials.csv`` and ``..._profiles.csv`` and
 prints the median stage seconds, the time per trial kind and how the lower trials ended.
 """
 
@@ -30,7 +30,7 @@ import torch
 
 from analysis.brackets import profile_matrix
 from analysis.brackets import stages as st
-from benchmarks.common import EPS, OUT, command_line, minilm_attention
+from experiments.common import EPS, OUT, command_line, minilm_attention
 
 LOG: list[dict] = []
 CTX: dict = {}

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import command_line
+from experiments.common import command_line
 
 PI, R_STAR, DIM, GAP = (
     "intrinsic__Pi",

@@ -29,7 +29,7 @@ from analysis.brackets.io import MatrixInput, profile_file  # noqa: E402
 from analysis.cli import main as attnrank  # noqa: E402
 from analysis.descriptors.describe import describe_file  # noqa: E402
 from analysis.prereg.design import load_design  # noqa: E402
-from benchmarks.common import OUT, ROOT, command_line  # noqa: E402
+from experiments.common import OUT, ROOT, command_line  # noqa: E402
 
 EPS = (0.05, 0.1, 0.2)
 

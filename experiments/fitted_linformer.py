@@ -10,7 +10,7 @@ found here is what the Linformer *form* can reach at best, to be set against the
 bracket of the optimum ``r_eps``.
 
 Per (head, eps): ranks are searched from the engine's upper end upwards (x1.25 steps, then
-bisection), one fit per rank tried. Writes ``benchmarks/out/fitted_linformer_L{N}.csv`` and
+bisection), one fit per rank tried. Writes ``experiments/out/fitted_linformer_L{N}.csv`` and
 a summary ``.json``.
 
 Usage, from the repository root::
@@ -40,7 +40,7 @@ from analysis.brackets.approximants import approximant_ranks, linformer_witness,
 from analysis.brackets.io import MatrixInput, profile_file
 from analysis.brackets.verify import certified_upper_error
 from analysis.cli.inputs import load_matrices, load_queries_keys
-from benchmarks.common import EPS, OUT, minilm_extract_npz
+from experiments.common import EPS, OUT, minilm_extract_npz
 
 
 def fit_projection(

@@ -12,7 +12,7 @@ Run from the repository root::
     python -m experiments.head_blocks --length 64 --every 3 --block 1 --temperatures 0.5 1 2
     python -m experiments.head_blocks --length 64 --every 3 --block 8 --temperatures 0.5 1 2
 
-Writes ``benchmarks/out/head_blocks_L{N}_B{block}_T{temperatures}.csv`` (one row per
+Writes ``experiments/out/head_blocks_L{N}_B{block}_T{temperatures}.csv`` (one row per
 head, temperature and eps) and prints the median and total CPU per profile and the
 median hi/lo.
 """
@@ -27,8 +27,7 @@ import pandas as pd
 import torch
 
 from analysis.brackets import profile_matrices
-from benchmarks.bench_temperatures import heads_at
-from benchmarks.common import EPS, OUT, command_line
+from experiments.common import EPS, OUT, command_line, heads_at
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.compare.metrics import interval_sq_loss
-from benchmarks.common import command_line
+from experiments.common import command_line
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from analysis.brackets import lower as lw
 from analysis.brackets import profile_matrix
 from analysis.brackets import stages as st
 from analysis.brackets.verify import certified_lower_margin
-from benchmarks.common import EPS, OUT, command_line, minilm_attention
+from experiments.common import EPS, OUT, command_line, minilm_attention
 
 
 def main() -> None:

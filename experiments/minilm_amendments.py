@@ -15,7 +15,7 @@ is bracketed or described) four ways:
 
 Only the design's estimator (``compare_nested`` with the design's inference settings)
 is fitted: no OLS refit, no head-level analysis. Writes
-``benchmarks/out/minilm_amendments.json`` and prints a Markdown table of the primary
+``experiments/out/minilm_amendments.json`` and prints a Markdown table of the primary
 metric per hypothesis. Run from the repository root (the study's data under
 ``data/offline-minilm``)::
 
@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+
+from experiments.common import OUT
 
 DESIGN = Path("preregistration/offline-minilm.toml")
 
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--design", default=str(DESIGN))
-    p.add_argument("--out", default="benchmarks/out/minilm_amendments.json")
+    p.add_argument("--out", default=str(OUT / "minilm_amendments.json"))
     args = p.parse_args(argv)
 
     study = Study.open(args.design)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from analysis.prereg.design import load_design
 from analysis.prereg.power_file import not_computed, read_power_file
-from benchmarks.common import command_line
+from experiments.common import command_line
 
 
 def power_at(curve: list[dict], effect: float) -> tuple[float, dict | None, dict | None]:

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from analysis.attention import fixed_torch_threads
 from analysis.brackets import stages
 from analysis.brackets.rowspan import RowSpan, rowspan_witness
-from benchmarks.common import command_line, minilm_attention
+from experiments.common import command_line, minilm_attention
 
 
 def lp_right_inverse(AS: np.ndarray) -> np.ndarray | None:

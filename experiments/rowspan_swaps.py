@@ -25,7 +25,7 @@ Per dropped row the best exchange is kept if it raises the certified margin; a s
 ends after every dropped-row candidate was tried, the run after ``--sweeps`` sweeps or a
 sweep without an exchange.
 
-Measurement: MiniLM heads of the benchmark text (``benchmarks.common.minilm_attention``,
+Measurement: MiniLM heads of the benchmark text (``experiments.common.minilm_attention``,
 heads 0, every, 2 every, ...), eps 0.05 / 0.1 / 0.2. Per head: engine 5's trivial
 witnesses, cheap stage and row-span scan (its own settings), then per eps an upward
 search from the lower end ``lo`` after the scan (``lo + 1, lo + 2, ...`` until two sizes
@@ -61,7 +61,7 @@ from analysis.attention import fixed_torch_threads
 from analysis.brackets import profile_matrix, stages
 from analysis.brackets.rowspan import RowSpan, offer_transformed, right_inverse, rowspan_witness
 from analysis.brackets.settings import rowspan_settings
-from benchmarks.common import EPS, command_line, minilm_attention
+from experiments.common import EPS, command_line, minilm_attention
 
 #: Engine 5's row-span settings (``default`` effort): reweightings, ridge, scan grid.
 SETTINGS = rowspan_settings("default")

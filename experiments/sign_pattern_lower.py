@@ -58,7 +58,7 @@ Usage, from the repository root::
         [--max-evals 40] [--max-seconds 10] [--multistart] [--ascend-steps 0]
         [--hyperplane 0 --hyperplane-max-size 6] [--heads 72] [--workers 2]
 
-Writes ``benchmarks/out/sign_pattern_lower_L<length>.csv`` / ``.json`` and prints a summary.
+Writes ``experiments/out/sign_pattern_lower_L<length>.csv`` / ``.json`` and prints a summary.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ from analysis.brackets.lower import (
     lp_polish,
 )
 from analysis.brackets.verify import UNIT_ROUNDOFF, certified_lower_margin, gamma
-from benchmarks.common import OUT, command_line, diagnostic_profile, head_table, near_misses
+from experiments.common import OUT, command_line, diagnostic_profile, head_table, near_misses
 
 
 def sign_patterns(m: int) -> np.ndarray:

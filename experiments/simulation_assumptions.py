@@ -19,8 +19,8 @@ locked confirmatory run, descriptors are looked at against outcomes on training 
    regression). Reported: in-sample sigma, and the SD / ICC of midpoint residuals of a
    head-grouped 6-fold CV (new heads, as the held-out comparison sees them).
 
-Writes ``benchmarks/out/simulation_assumptions.json`` and
-``benchmarks/out/native_head_share.csv``. Run from the repository root::
+Writes ``experiments/out/simulation_assumptions.json`` and
+``experiments/out/native_head_share.csv``. Run from the repository root::
 
     python -m experiments.simulation_assumptions [--intrinsic]
     python -m experiments.simulation_assumptions --design preregistration/offline-families.toml
@@ -52,7 +52,7 @@ from analysis.compare.estimators import fit_interval
 from analysis.compare.headlevel import residual_icc
 from analysis.descriptors import builtin_registry
 from analysis.prereg.design import load_design
-from benchmarks.common import OUT, ROOT, command_line
+from experiments.common import OUT, ROOT, command_line
 
 DESIGN = ROOT / "preregistration" / "offline-minilm.toml"
 WIDTHS = ROOT / "data" / "reference" / "minilm_bracket_widths.csv"
@@ -176,7 +176,7 @@ def native_head_share(df: pd.DataFrame, feats: pd.DataFrame) -> tuple[pd.DataFra
 
 def residual_check() -> dict:
     from analysis.descriptors.baseline import baseline_matrix
-    from benchmarks.common import minilm_attention
+    from experiments.common import minilm_attention
 
     w = pd.read_csv(WIDTHS)
     held = held_out_pairs(load_design(DESIGN))

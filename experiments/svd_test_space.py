@@ -21,7 +21,7 @@ Usage, from the repository root::
     python -m experiments.svd_test_space [--n 512] [--d 3] [--beta 16] [--seed 0]
         [--eps 0.1] [--sizes 45 51 55 60] [--polish-sizes 51 --polish-rounds 0]
 
-Prints the rows and writes ``benchmarks/out/svd_test_space.json``
+Prints the rows and writes ``experiments/out/svd_test_space.json``
 (``svd_test_space_polish.json`` with ``--polish-rounds``).
 """
 
@@ -38,8 +38,8 @@ from analysis.brackets.lower import lp_best_R, lp_best_Y
 from analysis.brackets.verify import certified_lower_margin
 from analysis.laws.theory import harmonic_rank
 from analysis.sources.synthetic import spherical
-from benchmarks.common import OUT, command_line
 from experiments.closure_limits import expansion
+from experiments.common import OUT, command_line
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ import analysis.brackets.search as search
 from analysis.attention import fixed_torch_threads
 from analysis.brackets import profile_matrix
 from analysis.brackets.settings import ROWSPAN_SETTINGS
-from benchmarks.common import EPS, command_line, minilm_attention
+from experiments.common import EPS, command_line, minilm_attention
 
 POLICIES = {
     "none": {"anneal_stretch": 1.0},

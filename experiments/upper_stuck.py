@@ -23,7 +23,7 @@ import torch
 from analysis.attention import fixed_torch_threads
 from analysis.brackets import stages
 from analysis.brackets import upper as _upper
-from benchmarks.common import command_line, minilm_attention
+from experiments.common import command_line, minilm_attention
 
 #: (name, budget factor vs engine 5's, horizon factor vs the budget, give_up, lr)
 VARIANTS = [

@@ -21,11 +21,11 @@ exploratory. Every row is exploratory: the options were chosen after the outcome
 
 Writes ``reanalysis.csv`` (one row per scheme, pair and metric, plus the sensitivity rows)
 and ``reanalysis.md`` (the primary metric's rows) under ``--out`` (default
-``benchmarks/out/reanalysis/<design stem>/``).
+``experiments/out/reanalysis/<design stem>/``).
 
 Usage, from the repository root::
 
-    python -m benchmarks.study_reanalysis preregistration/offline-families.toml
+    python -m experiments.study_reanalysis preregistration/offline-families.toml
         [--root DIR] [--sesoi-share 0.05] [--refit-replicates 0] [--n-boot B] [--out DIR]
 """
 
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.common import OUT, command_line
+from experiments.common import OUT, command_line
 
 #: The schemes, in order: (label, resampling unit, checkpoint effects).
 SCHEMES: tuple[tuple[str, str, bool], ...] = (
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     result = pd.concat(rows, ignore_index=True)
     out.mkdir(parents=True, exist_ok=True)
     header = (
-        f"# command: {command_line('benchmarks.study_reanalysis')}\n# date: {pd.Timestamp.now('UTC'):%Y-%m-%d %H:%M} UTC\n"
+        f"# command: {command_line('experiments.study_reanalysis')}\n# date: {pd.Timestamp.now('UTC'):%Y-%m-%d %H:%M} UTC\n"
         f"# exploratory: options chosen after the outcomes existed; SESOI = "
         f"{args.sesoi_share:g} x M0's held-out {primary} in the locked comparison\n"
     )

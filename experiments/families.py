@@ -9,7 +9,7 @@ head's ``A = softmax64(Q, K, scale, mask)`` at t = 1 is bracketed by the engine
 described by every registered descriptor block
 (:func:`analysis.descriptors.describe.describe_matrix`), one torch / BLAS thread per worker.
 
-Writes to ``benchmarks/out/families/`` (``--out``):
+Writes to ``experiments/out/families/`` (``--out``):
 
 * ``<alias>_s<seed>_L<L>.npz``: the extraction (reused by a rerun, so resumed heads see the same
   matrices);
@@ -31,7 +31,7 @@ Writes to ``benchmarks/out/families/`` (``--out``):
 
 Usage, from the repository root::
 
-    python -m benchmarks.families --checkpoint smollm2 minilm [--lengths 64 128]
+    python -m experiments.families --checkpoint smollm2 minilm [--lengths 64 128]
         [--eps 0.05 0.1 0.2] [--heads-limit 9] [--workers 2] [--effort default]
         [--batch 4] [--corpus-seed 0] [--fresh] [--out DIR] [--summarize-only]
 
@@ -55,9 +55,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks.common import EPS, OUT, command_line
+from experiments.common import EPS, OUT, command_line
 
-#: Where this benchmark writes (under the gitignored benchmarks/out/).
+#: Where this experiment writes (under the gitignored experiments/out/).
 FAMILIES_OUT = OUT / "families"
 TEXT_LENGTHS = (64, 128)
 VISION_LENGTHS = (65, 145)
@@ -108,7 +108,7 @@ def family_note(ck: Any, ex: Any) -> str:
 
 
 def extraction(alias: str, length: int, seed: int, out_dir: Path) -> tuple[Any, str]:
-    """The extraction of one corpus input (read back when this benchmark saved it)."""
+    """The extraction of one corpus input (read back when this experiment saved it)."""
     from analysis.sources.checkpoints import load_extraction
 
     path = out_dir / f"{_slug(alias)}_s{seed}_L{length}.npz"
@@ -476,7 +476,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--out", type=Path, default=FAMILIES_OUT, help="output folder")
     args = ap.parse_args(argv)
-    print("command:", command_line("benchmarks.families"))
+    print("command:", command_line("experiments.families"))
     out_dir = args.out
     out_dir.mkdir(parents=True, exist_ok=True)
     eps = tuple(sorted(set(args.eps)))
@@ -521,7 +521,7 @@ def main(argv: list[str] | None = None) -> None:
     allsum = pd.concat(summaries, ignore_index=True)
     _atomic_csv(allsum, out_dir / "families_summary.csv")
     (out_dir / "families.md").write_text(
-        f"Command: `{command_line('benchmarks.families')}`\n\n" + markdown(allsum)
+        f"Command: `{command_line('experiments.families')}`\n\n" + markdown(allsum)
     )
     print(json.dumps({"outputs": str(out_dir)}))
 

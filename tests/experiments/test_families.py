@@ -1,4 +1,4 @@
-"""benchmarks/families.py on a toy extraction: the model's logit bias is part of A."""
+"""experiments/families.py on a toy extraction: the model's logit bias is part of A."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from analysis.attention import softmax64
 from analysis.sources.checkpoints import Extraction, save_extraction
-from benchmarks.families import _job, family_note, main, run_one
+from experiments.families import _job, family_note, main, run_one
 
 
 def _toy(tmp_path, *, with_bias: bool):
