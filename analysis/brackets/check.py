@@ -10,8 +10,10 @@ scikit-learn's ``check_estimator``: each failed check raises :class:`EngineCheck
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -76,6 +78,18 @@ def _softmax() -> np.ndarray:
     return A.astype(np.float32).astype(np.float64)
 
 
+@contextlib.contextmanager
+def _named(check: str, engine: Any) -> Iterator[None]:
+    """Any exception inside (the engine's own, a pickling error, a malformed profile)
+    becomes an :class:`EngineCheckError` naming ``check``."""
+    try:
+        yield
+    except EngineCheckError:
+        raise
+    except Exception as exc:
+        raise EngineCheckError(check, engine, f"{type(exc).__name__}: {exc}") from exc
+
+
 def _run(engine: Any, A: np.ndarray, effort: str) -> Any:
     [prof] = engine.profile_batch([A], [1.0], eps=_EPS, effort=effort, previous=[None])
     return prof
@@ -126,7 +140,8 @@ def check_bracket_engine(engine: Any, *, effort: str = "fast") -> tuple[str, ...
         The first check that fails, named in the message:
 
         - ``interface``: ``name`` and ``version`` strings, ``efforts`` holding ``effort``,
-          callable ``profile_batch`` and ``load_profile``;
+          callable ``profile_batch`` and ``load_profile``; a run returns one profile with
+          ``bracket``, ``reverify`` and ``to_dict``;
         - ``pickle``: the engine survives a pickle round trip (workers receive it so) and
           the copy computes the same profile;
         - ``determinism``: two runs give the same witnesses and brackets;
@@ -138,6 +153,8 @@ def check_bracket_engine(engine: Any, *, effort: str = "fast") -> tuple[str, ...
         - ``float32``: a float32 matrix gives the profile of its float64 values;
         - ``known-answer``: a permuted block matrix with ``r_eps = 3`` for ``eps < 1``
           gets the bracket ``(3, 3)`` at each eps tried.
+
+        An exception the engine raises inside a check fails that check, with its message.
 
     Examples
     --------
@@ -162,34 +179,36 @@ def check_bracket_engine(engine: Any, *, effort: str = "fast") -> tuple[str, ...
         raise ParameterError(
             "effort", f"one of the engine's efforts {tuple(engine.efforts)}", effort
         )
-    S = _softmax()
-    try:
+    S, B = _softmax(), _blocks()
+    with _named("interface", engine):  # one run: a list of one profile with its members
+        first = _run(engine, S, effort)
+        lacks = [a for a in ("bracket", "reverify", "to_dict") if not hasattr(first, a)]
+        if lacks:
+            raise EngineCheckError("interface", engine, "a profile lacks " + ", ".join(lacks))
+    with _named("pickle", engine):  # anything a pickle raises: a lambda, a lock, a file
         copy = pickle.loads(pickle.dumps(engine))
-    except Exception as exc:  # anything a pickle raises: a lambda, a lock, an open file
-        raise EngineCheckError("pickle", engine, f"{type(exc).__name__}: {exc}") from exc
-    first = _run(engine, S, effort)
-    if _record(_run(copy, S, effort)) != _record(first):
-        raise EngineCheckError("pickle", engine, "the unpickled copy computes another profile")
-    if _record(_run(engine, S, effort)) != _record(first):
-        raise EngineCheckError("determinism", engine, "two runs on one matrix differ")
-    B = _blocks()
-    blocks = _run(engine, B, effort)
-    for A, prof in ((S, first), (B, blocks)):
-        try:
-            bad = _reverify(A, prof)
-        except ParameterError as exc:  # to_dict is not Profile.to_dict's form
-            bad = [str(exc)]
+        if _record(_run(copy, S, effort)) != _record(first):
+            raise EngineCheckError("pickle", engine, "the unpickled copy computes another profile")
+    with _named("determinism", engine):
+        if _record(_run(engine, S, effort)) != _record(first):
+            raise EngineCheckError("determinism", engine, "two runs on one matrix differ")
+    with _named("reverify", engine):
+        blocks = _run(engine, B, effort)
+        bad = _reverify(S, first) + _reverify(B, blocks)
         if bad:
             raise EngineCheckError("reverify", engine, "; ".join(bad))
-        back = engine.load_profile(json.loads(json.dumps(prof.to_dict(witnesses=True))))
-        if [tuple(back.bracket(e)) for e in _EPS] != [tuple(prof.bracket(e)) for e in _EPS]:
+    with _named("load_profile", engine):
+        for prof in (first, blocks):
+            back = engine.load_profile(json.loads(json.dumps(prof.to_dict(witnesses=True))))
+            if [tuple(back.bracket(e)) for e in _EPS] != [tuple(prof.bracket(e)) for e in _EPS]:
+                raise EngineCheckError(
+                    "load_profile", engine, "the loaded profile reads off other brackets"
+                )
+    with _named("float32", engine):
+        if _record(_run(engine, S.astype(np.float32), effort)) != _record(first):
             raise EngineCheckError(
-                "load_profile", engine, "the loaded profile reads off other brackets"
+                "float32", engine, "float32 input gives another profile than float64"
             )
-    if _record(_run(engine, S.astype(np.float32), effort)) != _record(first):
-        raise EngineCheckError(
-            "float32", engine, "float32 input gives another profile than float64"
-        )
     got = [tuple(blocks.bracket(e)) for e in _EPS]
     if got != [(3, 3)] * len(_EPS):
         raise EngineCheckError(

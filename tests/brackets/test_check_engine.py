@@ -113,6 +113,16 @@ class Timid(Wrapped):
         return Shifted(self.inner.load_profile(d), lo_only=True)
 
 
+class Crashing(Wrapped):
+    def profile_batch(self, matrices, temperatures, **kw):
+        raise RuntimeError("out of memory")
+
+
+class LoadFails(Wrapped):
+    def load_profile(self, d):
+        raise KeyError("upper")
+
+
 class Nameless:
     version, efforts = "1", ("fast",)
 
@@ -127,6 +137,8 @@ class Nameless:
     "engine, check, detail",
     [
         (Nameless(), "interface", "lacks name"),
+        (Crashing(), "interface", "RuntimeError: out of memory"),
+        (LoadFails(), "load_profile", "KeyError: 'upper'"),
         (NotPicklable(), "pickle", "PicklingError|AttributeError"),
         (Drifting(), "determinism", "two runs"),
         (UpperTooSmall(), "reverify", "no stored upper witness of rank <= "),
