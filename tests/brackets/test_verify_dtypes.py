@@ -91,8 +91,9 @@ def test_lower_certifies_the_float64_values_of_low_precision_input(dtype, role):
 
 
 def test_float32_witness_of_the_review_is_not_certified_below_its_error():
-    """The review's case: a float32 rank-4 witness of a 16 x 16 matrix (exact error about
-    ``1e-6``; a verifier computing in float32 certified ``3.9e-14``)."""
+    """The review's kind of case: a float32 rank-4 witness of a 16 x 16 matrix, ``A`` its
+    float32 product. Exact error ``1.06e-6``; a verifier computing in float32 certifies
+    ``4.3e-14`` (the review's matrix: ``3.9e-14`` for ``8.7e-7``)."""
     A, U, W = _upper_case(np.float32, np.random.default_rng(0))
     exact = max(exact_upper_rows(*(np.asarray(x, dtype=np.float64) for x in (A, U, W))))
     assert exact > 1e-8
