@@ -35,6 +35,7 @@ import pandas as pd
 from analysis.atomic import atomic_write
 from analysis.brackets.approximants import approximant_errors, compare_with_brackets, summarize
 from analysis.brackets.io import (
+    Execution,
     approximants_for_input,
     bracket_frame,
     profile_file,
@@ -130,7 +131,9 @@ def run(length: int, corpus_seed: int, workers: int, temperatures: list[float]) 
 def run_temperature(npz: Path, input_id: str, length: int, t: float, workers: int) -> dict:
     data = load_matrices(npz, temperature=t)
     t0 = time.perf_counter()
-    profiles = profile_file(data, eps=EPS, effort="default", workers=workers, progress=False)
+    profiles = profile_file(
+        data, eps=EPS, effort="default", execution=Execution(workers=workers, progress=False)
+    )
     t_brackets = time.perf_counter() - t0
     res = result_json(data, profiles, eps=EPS, effort="default", witnesses=False)
     t0 = time.perf_counter()

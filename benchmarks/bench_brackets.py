@@ -34,6 +34,7 @@ import pandas as pd
 
 from analysis.brackets.io import (
     BATCH,
+    Execution,
     MatrixInput,
     profile_file,
     result_json,
@@ -55,7 +56,9 @@ def run(
         False,
     )
     t0 = time.perf_counter()
-    profiles = profile_file(data, eps=EPS, effort=effort, workers=workers, batch=batch)
+    profiles = profile_file(
+        data, eps=EPS, effort=effort, execution=Execution(workers=workers, batch=batch)
+    )
     res = result_json(data, profiles, eps=EPS, effort=effort, witnesses=True)
     write_json_atomic(res, out_dir / f"minilm_L{length}_{effort}.json")
     wall = time.perf_counter() - t0

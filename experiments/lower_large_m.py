@@ -24,6 +24,7 @@ import torch
 from analysis.brackets import lower as lw
 from analysis.brackets import profile_matrix
 from analysis.brackets import stages as st
+from analysis.brackets.optim import Problems
 from analysis.brackets.verify import certified_lower_margin
 from benchmarks.common import EPS, OUT, command_line, minilm_attention
 
@@ -62,9 +63,11 @@ def main() -> None:
                             At,
                             torch.from_numpy(R0).float()[None],
                             torch.from_numpy(Y0).float()[None],
-                            torch.tensor([m]),
-                            torch.tensor([10.0]),  # unreachable: no early success stop
-                            steps=torch.tensor([steps]),
+                            Problems(
+                                torch.tensor([m]),
+                                torch.tensor([10.0]),  # unreachable: no early success stop
+                                torch.tensor([steps]),
+                            ),
                             lr=lr,
                             give_up=1e9,  # never hopeless
                             stall=1.0,

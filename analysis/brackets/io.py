@@ -81,26 +81,60 @@ def _block(args: tuple) -> list[Profile]:
     return profile_matrices(As, eps=eps, effort=effort, device=device, engine=engine)
 
 
+@dataclass(frozen=True)
+class Execution:
+    """How :func:`profile_file` runs its blocks: where, side by side, and with a progress bar.
+
+    Attributes
+    ----------
+    workers : int
+        Processes that share the blocks (results do not depend on it).
+    executor : concurrent.futures.Executor, optional
+        Runs the blocks instead of ``workers`` processes (a dask cluster's from
+        :func:`analysis.executor.open_executor`; ``workers`` must then be 1): each task
+        carries its block's matrices, and the caller's process appends each finished block
+        in block order, so the profiles and the checkpoint are the same.
+    batch : int
+        Matrices profiled side by side in one block (fixed runs of consecutive indices).
+    device : str, optional
+        Where the search's optimizers run (``"cuda"``; default the CPU); every witness is
+        still certified on the CPU. A GPU may find other witnesses than the CPU, so a
+        checkpoint's profiles are those of the device that computed them (all equally
+        certified).
+    progress : bool
+        Show a progress bar.
+
+    Examples
+    --------
+    >>> from analysis.brackets.io import Execution
+    >>> Execution(progress=False).workers, Execution().batch
+    (1, 4)
+    """
+
+    workers: int = 1
+    executor: Executor | None = None
+    batch: int = BATCH
+    device: str | None = None
+    progress: bool = True
+
+
 def profile_file(
     data: MatrixInput,
     *,
     eps: Sequence[float],
     effort: str = "default",
-    workers: int = 1,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    batch: int = BATCH,
-    say: Callable[[str], None] | None = None,
-    executor: Executor | None = None,
-    device: str | None = None,
-    on_profile: Callable[[int, Profile], None] | None = None,
     engine: int | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    say: Callable[[str], None] | None = None,
+    on_profile: Callable[[int, Profile], None] | None = None,
+    execution: Execution = Execution(),
 ) -> list[Profile]:
     """Profiles for every matrix of ``data``, by the search of engine version ``engine``.
 
-    Matrices are profiled in fixed blocks of ``batch`` consecutive indices, side by side
-    (:func:`analysis.brackets.search.profile_matrices`); ``workers`` processes share the
-    blocks, and results do not depend on ``workers``. With a ``checkpoint`` path, each
+    Matrices are profiled in fixed blocks of ``execution.batch`` consecutive indices,
+    side by side (:func:`analysis.brackets.search.profile_matrices`), by the workers or
+    the executor of ``execution`` (:class:`Execution`); results do not depend on how many.
+    With a ``checkpoint`` path, each
     finished profile is appended (and flushed to disk) as one JSON line keyed by input
     hash, index, temperature, eps, effort and engine, and profiles already there are
     reused, so an interrupted run resumes where it stopped (a block with any matrix
@@ -115,17 +149,6 @@ def profile_file(
     damaged or edited line) is dropped and its block recomputed, and their number is
     passed to ``say`` (default: a :class:`UserWarning`) as
     ``"N stored profiles failed re-verification and were recomputed"``.
-
-    An ``executor`` (any :class:`concurrent.futures.Executor`, a dask cluster's from
-    :func:`analysis.executor.open_executor`; ``workers`` must then be 1) runs the blocks
-    instead of ``workers`` processes: each task carries its block's matrices, and this
-    process appends each finished block in block order, so the profiles and the
-    checkpoint are the same.
-
-    ``device`` (``"cuda"``; default the CPU) runs the search's optimizers there
-    (:func:`analysis.brackets.search.profile_matrices`); every witness is still certified
-    on the CPU. A GPU may find other witnesses than the CPU, so a checkpoint's profiles
-    are those of the device that computed them (all equally certified).
 
     ``on_profile(index, profile)`` is called in this process once for every matrix, as
     soon as its profile is final: first the reused checkpointed ones (in index order),
@@ -143,19 +166,22 @@ def profile_file(
     same checkpoint reuses the stored (re-verified) profiles:
 
     >>> from analysis.brackets.examples import example_input
-    >>> from analysis.brackets.io import profile_file
+    >>> from analysis.brackets.io import Execution, profile_file
     >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False, checkpoint="ck.jsonl")
+    >>> quiet = Execution(progress=False)
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", checkpoint="ck.jsonl", execution=quiet)
     >>> [p.bracket(0.5) for p in profs]
     [Bracket(lo=4, hi=4), Bracket(lo=1, hi=1)]
-    >>> again = profile_file(data, eps=(0.5,), effort="fast", progress=False, checkpoint="ck.jsonl")
+    >>> again = profile_file(data, eps=(0.5,), effort="fast", checkpoint="ck.jsonl", execution=quiet)
     >>> [p.to_dict() == q.to_dict() for p, q in zip(profs, again)]
     [True, True]
     """
     eps = check_eps_grid(eps)
     engine = check_engine(engine)
-    workers = check_executor(executor, workers)
-    batch = check_int("batch", batch, minimum=1)
+    executor, progress = execution.executor, execution.progress
+    workers = check_executor(executor, execution.workers)
+    batch = check_int("batch", execution.batch, minimum=1)
+    device = execution.device
     if data.A.ndim != 3 or data.A.shape[2] < 2:
         # one key: every row is [1]; the lower search's column clustering needs two
         raise ParameterError("data", "matrices [H, M, N] of at least 2 columns", data.A.shape)
@@ -288,9 +314,9 @@ def result_json(
     Examples
     --------
     >>> from analysis.brackets.examples import example_input
-    >>> from analysis.brackets.io import profile_file, result_json
+    >>> from analysis.brackets.io import Execution, profile_file, result_json
     >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", execution=Execution(progress=False))
     >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
     >>> sorted(result)
     ['effort', 'input_sha256', 'matrices', 'renormalized', 'temperature']
@@ -355,10 +381,11 @@ class ResultWriter:
     --------
     >>> import json
     >>> from analysis.brackets.examples import example_input
-    >>> from analysis.brackets.io import ResultWriter, profile_file, result_json
+    >>> from analysis.brackets.io import Execution, ResultWriter, profile_file, result_json
     >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
     >>> writer = ResultWriter(data, eps=(0.5,), effort="fast", witnesses=True)
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False, on_profile=writer.add)
+    >>> quiet = Execution(progress=False)
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", on_profile=writer.add, execution=quiet)
     >>> writer.write("out.json")
     >>> with open("out.json") as f:
     ...     text = f.read()

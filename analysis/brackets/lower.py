@@ -7,7 +7,9 @@ unit ball and ``G = Y A R``, ``min_p (G_pp - sum_(q != p) |G_pq|) > eps`` implie
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,7 +18,7 @@ from scipy.cluster.hierarchy import linkage
 from scipy.cluster.vq import kmeans2
 from scipy.optimize import linprog
 
-from analysis.brackets.optim import adam_step, cosine_lr, step_fraction
+from analysis.brackets.optim import Batch, Problems, adam_step, cosine_lr, step_fraction
 
 
 def column_partitions(A: np.ndarray, sizes: list[int], *, method: str = "ward") -> np.ndarray:
@@ -275,10 +277,8 @@ def refine_lower(
     A: torch.Tensor,
     R0: torch.Tensor,
     Y0: torch.Tensor,
-    sizes: torch.Tensor,
-    targets: torch.Tensor,
+    problems: Problems,
     *,
-    steps: torch.Tensor,
     lr: torch.Tensor | float | None = None,
     check: int = 10,
     give_up: float = 0.7,
@@ -291,13 +291,10 @@ def refine_lower(
     A : tensor ``[P, M, N]``
     R0 : tensor ``[P, N, K]``, Y0 : tensor ``[P, K, M]``
         Starting witnesses; entries beyond each problem's size are zeroed.
-    sizes : int tensor ``[P]``
-    targets : tensor ``[P]``
-        The margin each problem must exceed. A problem leaves the batch once its margin
-        is above ``1.02 * target``, or, past 30% of its steps, when it is still below
-        ``(1 - give_up * (1 - progress)) * target``.
-    steps : int tensor ``[P]``
-        Step budget of each problem.
+    problems : Problems
+        Each problem's size, target margin and step budget. A problem leaves the batch
+        once its margin is above ``1.02 * target``, or, past 30% of its steps, when it is
+        still below ``(1 - give_up * (1 - progress)) * target``.
     lr : float or tensor ``[P]``, optional
         Peak Adam step per problem (cosine decay to a tenth); default :func:`lower_lr`.
     stall : float
@@ -326,24 +323,27 @@ def refine_lower(
     >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))  # two uniform 4 x 4 blocks: rank 2
     >>> import torch
     >>> from analysis.brackets.lower import normalized_margins, refine_lower
+    >>> from analysis.brackets.optim import Problems
     >>> from analysis.brackets.verify import certified_lower_margin
     >>> rng = np.random.default_rng(0)
     >>> R0 = np.repeat(np.eye(2), 4, axis=0) + 0.3 * rng.normal(size=(8, 2))
     >>> Y0 = np.abs(rng.normal(size=(2, 8)))
     >>> bool(normalized_margins(A, R0, Y0).max() < 0)
     True
+    >>> problems = Problems(torch.tensor([2]), torch.tensor([0.5], dtype=torch.float64),
+    ...                     steps=torch.tensor([500]))
     >>> R, Y, margin = refine_lower(
     ...     torch.from_numpy(A)[None], torch.from_numpy(R0)[None], torch.from_numpy(Y0)[None],
-    ...     torch.tensor([2]), torch.tensor([0.5], dtype=torch.float64),
-    ...     steps=torch.tensor([500]),
+    ...     problems,
     ... )
     >>> bool(margin[0] > 0.5), certified_lower_margin(A, R[0].numpy(), Y[0].numpy()) > 0.5
     (True, True)
     """
+    problems.check_lower()
     P, M, N = A.shape
     K = R0.shape[-1]
     dev = A.device
-    sizes = torch.as_tensor(sizes, device=dev)
+    sizes = torch.as_tensor(problems.sizes, device=dev)
     kp = torch.arange(K, device=dev)[None, :] < sizes[:, None]  # [P, K]
     cm = kp.to(A.dtype)
     R = project_rows_l1(R0 * cm[:, None, :])
@@ -352,28 +352,31 @@ def refine_lower(
     on = 1.0 - off  # the identity, as 1 - off (the exact floats the gradient used before)
     best_R, best_Y = R.clone(), Y.clone()
     best = torch.full((P,), -float("inf"), dtype=A.dtype, device=dev)
-    mR, vR, mY, vY = (torch.zeros_like(t) for t in (R, R, Y, Y))
-    idx = torch.arange(P, device=dev)
-    Aa, Ta = A, targets.to(device=dev, dtype=A.dtype)
-    Sa = torch.as_tensor(steps).expand(P).to(device=dev, dtype=A.dtype)
     La = lower_lr(sizes) if lr is None else torch.as_tensor(lr, dtype=torch.float64, device=dev)
-    La = La.expand(P).to(A.dtype)
+    s = AscentState(
+        R, Y, *(torch.zeros_like(t) for t in (R, R, Y, Y)), A, kp, cm,
+        targets=problems.targets.to(device=dev, dtype=A.dtype),
+        budgets=torch.as_tensor(problems.steps).expand(P).to(device=dev, dtype=A.dtype),
+        lr=La.expand(P).to(A.dtype),
+        idx=torch.arange(P, device=dev),
+    )  # fmt: skip
     # best margin as of the last improvement, and the step it happened
     ref = torch.full((P,), -float("inf"), dtype=A.dtype, device=dev)
     since = torch.zeros(P, dtype=A.dtype, device=dev)
-    total = int(Sa.max())
+    total = int(s.budgets.max())
     for step in range(total + 1):
-        YA = Y @ Aa
-        AR = Aa @ R
-        G = YA @ R
+        YA = s.Y @ s.A
+        AR = s.A @ s.R
+        G = YA @ s.R
         mg = torch.diagonal(G, dim1=-2, dim2=-1) - (G.abs() * off).sum(-1)
-        mg = mg.masked_fill(~kp, float("inf"))
+        mg = mg.masked_fill(~s.kp, float("inf"))
         if step % check == 0 or step >= total:
+            idx, Sa = s.idx, s.budgets
             cur = mg.amin(-1)
             b = cur > best[idx]
             if bool(b.any()):
-                best_R[idx[b]] = R[b]
-                best_Y[idx[b]] = Y[b]
+                best_R[idx[b]] = s.R[b]
+                best_Y[idx[b]] = s.Y[b]
                 best[idx[b]] = cur[b]
             cb = best[idx]
             grew = cb - ref[idx] > 1e-3 * ref[idx].abs().nan_to_num(posinf=0.0)
@@ -381,44 +384,77 @@ def refine_lower(
             since[idx[grew]] = step
             stalled = step - since[idx] > (stall * Sa).clamp_min(50)
             prog = step / Sa
-            hopeless = (prog > 0.3) & (cb < (1 - give_up * (1 - prog)) * Ta)
-            keep = ~((cb > 1.02 * Ta) | hopeless | stalled | (step >= Sa))
+            hopeless = (prog > 0.3) & (cb < (1 - give_up * (1 - prog)) * s.targets)
+            keep = ~((cb > 1.02 * s.targets) | hopeless | stalled | (step >= Sa))
             if not bool(keep.any()):
                 break
             if not bool(keep.all()):
-                R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, Sa, La, idx, YA, AR, G, mg = (
-                    t[keep]
-                    for t in (R, Y, mR, vR, mY, vY, Aa, cm, kp, Ta, Sa, La, idx, YA, AR, G, mg)
-                )
-        R, Y = lower_step(R, Y, mR, vR, mY, vY, YA, AR, G, mg, kp, cm, on, off, La, Sa, step)
+                s = s.take(keep)
+                YA, AR, G, mg = (t[keep] for t in (YA, AR, G, mg))
+        s = lower_step(s, YA, AR, G, mg, on, off, step)
     return best_R, best_Y, best
 
 
+@dataclass(frozen=True)
+class AscentState(Batch):
+    """The problems :func:`refine_lower` still runs, one row ``p`` per problem.
+
+    Attributes
+    ----------
+    R, Y : tensors ``[p, N, K]``, ``[p, K, M]``
+        The current witnesses.
+    mR, vR, mY, vY : tensors
+        Their Adam moments (updated in place).
+    A : tensor ``[p, M, N]``
+    kp, cm : tensors ``[p, K]``
+        Each problem's live size, as bool and as float.
+    targets, budgets, lr : tensors ``[p]``
+        Target margin, step budget and peak step per problem.
+    idx : int tensor ``[p]``
+        Each problem's index in the whole batch.
+
+    Examples
+    --------
+    :meth:`take` keeps the problems still running (here the second of two):
+
+    >>> import torch
+    >>> from analysis.brackets.lower import AscentState
+    >>> s = AscentState(*(torch.tensor([[0.0], [1.0]]) for _ in range(12)), torch.arange(2))
+    >>> s.take(torch.tensor([False, True])).idx.tolist()
+    [1]
+    """
+
+    R: torch.Tensor
+    Y: torch.Tensor
+    mR: torch.Tensor
+    vR: torch.Tensor
+    mY: torch.Tensor
+    vY: torch.Tensor
+    A: torch.Tensor
+    kp: torch.Tensor
+    cm: torch.Tensor
+    targets: torch.Tensor
+    budgets: torch.Tensor
+    lr: torch.Tensor
+    idx: torch.Tensor
+
+
 def lower_step(
-    R: torch.Tensor,
-    Y: torch.Tensor,
-    mR: torch.Tensor,
-    vR: torch.Tensor,
-    mY: torch.Tensor,
-    vY: torch.Tensor,
+    s: AscentState,
     YA: torch.Tensor,
     AR: torch.Tensor,
     G: torch.Tensor,
     mg: torch.Tensor,
-    kp: torch.Tensor,
-    cm: torch.Tensor,
     on: torch.Tensor,
     off: torch.Tensor,
-    lr: torch.Tensor,
-    budgets: torch.Tensor,
     step: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One projected ascent step of :func:`refine_lower`; returns the new ``(R, Y)``.
+) -> AscentState:
+    """One projected ascent step of :func:`refine_lower`; returns the state with the new
+    ``(R, Y)``.
 
     ``YA = Y A``, ``AR = A R``, ``G = YA R`` and the margins ``mg`` ``[p, K]`` are those of
-    the current ``(R, Y)``; ``kp`` / ``cm`` mark each problem's live size (bool / float),
-    ``on`` / ``off`` are the identity and its complement ``[K, K]``, ``lr`` the peak step
-    per problem. The Adam moments are updated in place.
+    the current ``(R, Y)``; ``on`` / ``off`` are the identity and its complement
+    ``[K, K]``. The Adam moments are updated in place.
 
     Examples
     --------
@@ -428,7 +464,7 @@ def lower_step(
     ball are not projected), and the margin grows:
 
     >>> import torch
-    >>> from analysis.brackets.lower import lower_step, normalized_margins
+    >>> from analysis.brackets.lower import AscentState, lower_step, normalized_margins
     >>> f64 = dict(dtype=torch.float64)
     >>> A = torch.eye(3, **f64)[None]
     >>> R = (0.1 + 0.6 * torch.eye(3, **f64))[None]
@@ -438,32 +474,31 @@ def lower_step(
     ...     return round(float(mg.min()), 6)
     >>> margin(R, Y)
     0.259259
-    >>> mR, vR, mY, vY = (torch.zeros_like(R) for _ in range(4))
+    >>> kp = torch.ones(1, 3, dtype=torch.bool)
+    >>> one = dict(targets=torch.tensor([0.5], **f64), budgets=torch.tensor([100.0], **f64))
+    >>> s = AscentState(R, Y, *(torch.zeros_like(R) for _ in range(4)), A, kp, kp.double(),
+    ...                 **one, lr=torch.tensor([0.05], **f64), idx=torch.tensor([0]))
     >>> YA, AR = Y @ A, A @ R
     >>> G = YA @ R
     >>> on = torch.eye(3, **f64)
     >>> off = 1 - on
     >>> mg = torch.diagonal(G, dim1=-2, dim2=-1) - (G.abs() * off).sum(-1)
-    >>> kp = torch.ones(1, 3, dtype=torch.bool)
-    >>> lr, budgets = torch.tensor([0.05], **f64), torch.tensor([100.0], **f64)
-    >>> R, Y = lower_step(
-    ...     R, Y, mR, vR, mY, vY, YA, AR, G, mg, kp, kp.double(), on, off, lr, budgets, 0
-    ... )
-    >>> R[0].round(decimals=6).tolist()
+    >>> s = lower_step(s, YA, AR, G, mg, on, off, 0)
+    >>> s.R[0].round(decimals=6).tolist()
     [[0.75, 0.05, 0.05], [0.05, 0.75, 0.05], [0.05, 0.05, 0.75]]
-    >>> margin(R, Y)  # (0.5675 - 2 * 0.0775) / 0.85^2
+    >>> margin(s.R, s.Y)  # (0.5675 - 2 * 0.0775) / 0.85^2
     0.570934
     """
-    frac = step_fraction(step, budgets)
+    frac = step_fraction(step, s.budgets)
     beta = (30.0 + 970.0 * frac)[:, None]
-    w = torch.softmax(-beta * mg.masked_fill(~kp, 1e3), -1)  # [p, K]
+    w = torch.softmax(-beta * mg.masked_fill(~s.kp, 1e3), -1)  # [p, K]
     dG = w[..., None] * (on - off * torch.sign(G))
-    lr_t = cosine_lr(lr, frac, 0.1)
-    adam_step(Y, (dG @ AR.transpose(-1, -2)).neg_(), mY, vY, step + 1, lr_t)  # ascent
-    adam_step(R, (YA.transpose(-1, -2) @ dG).neg_(), mR, vR, step + 1, lr_t)
-    R = project_rows_l1(R * cm[:, None, :])
-    Y = project_rows_l1(Y).mul_(cm[:, :, None])
-    return R, Y
+    lr_t = cosine_lr(s.lr, frac, 0.1)
+    adam_step(s.Y, (dG @ AR.transpose(-1, -2)).neg_(), s.mY, s.vY, step + 1, lr_t)  # ascent
+    adam_step(s.R, (YA.transpose(-1, -2) @ dG).neg_(), s.mR, s.vR, step + 1, lr_t)
+    R = project_rows_l1(s.R * s.cm[:, None, :])
+    Y = project_rows_l1(s.Y).mul_(s.cm[:, :, None])
+    return dataclasses.replace(s, R=R, Y=Y)
 
 
 def normalized_margins(A: np.ndarray, R: np.ndarray, Y: np.ndarray) -> np.ndarray:

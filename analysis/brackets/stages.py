@@ -19,6 +19,7 @@ import torch
 from analysis.brackets import lower as _lower
 from analysis.brackets import rowspan as _rowspan
 from analysis.brackets import upper as _upper
+from analysis.brackets.optim import Problems
 from analysis.brackets.profile import (
     LowerWitness,
     Profile,
@@ -281,16 +282,8 @@ def _upper_round(
     budgets = _budgets(ranks, steps, 24)
     horizons = None if anneal is None else anneal(ranks, budgets)
     scale = None if lr_scale is None else lr_scale(ranks)
-    U, W, _ = _upper.refine_upper(
-        At,
-        U0.to(At.device),
-        W0.to(At.device),
-        ranks,
-        targets,
-        steps=budgets,
-        horizons=horizons,
-        lr_scale=scale,
-    )
+    batch = Problems(ranks, targets, budgets, horizons, scale)
+    U, W, _ = _upper.refine_upper(At, U0.to(At.device), W0.to(At.device), batch)
     U, W = U.cpu(), W.cpu()
     out = []
     for p, (o, eps, k) in enumerate(problems):
@@ -337,9 +330,8 @@ def _ascend(
     At = _stack_A(bs, [o for o, _, _ in problems], device)
     sizes = torch.tensor([m for _, _, m in problems])
     targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
-    R, Y, _ = _lower.refine_lower(
-        At, R0.to(At.device), Y0.to(At.device), sizes, targets, steps=steps
-    )
+    batch = Problems(sizes, targets, steps)
+    R, Y, _ = _lower.refine_lower(At, R0.to(At.device), Y0.to(At.device), batch)
     R, Y = R.cpu(), Y.cpu()
     return [
         (R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy())

@@ -16,6 +16,7 @@ from analysis.brackets.approximants import METHODS as APPROX_METHODS
 from analysis.brackets.approximants import compare_with_brackets, summarize
 from analysis.brackets.io import (
     BATCH,
+    Execution,
     ResultWriter,
     approximants_for_input,
     bracket_frame,
@@ -179,14 +180,13 @@ def run_bracket(args: argparse.Namespace) -> int:
             data,
             eps=eps,
             effort=args.effort,
-            batch=args.batch,
-            progress=not args.quiet,
             checkpoint=ck,
             say=lambda note: print(note, file=sys.stderr),
-            device=args.device,
             on_profile=None if writer is None else writer.add,
             engine=engine,
-            **parallel,
+            execution=Execution(
+                **parallel, batch=args.batch, progress=not args.quiet, device=args.device
+            ),
         )
     for i, prof in enumerate(profiles):
         layer, head = data.layers[i], data.heads[i]
