@@ -33,14 +33,18 @@ import numpy as np
 import pandas as pd
 
 from analysis.atomic import atomic_write
-from analysis.brackets.approximants import approximant_errors, compare_with_brackets, summarize
+from analysis.brackets.approximant_tables import (
+    approximants_for_input,
+    compare_with_brackets,
+    summarize,
+)
+from analysis.brackets.approximants import approximant_errors
 from analysis.brackets.io import (
     Execution,
-    approximants_for_input,
-    bracket_frame,
     profile_file,
     result_json,
 )
+from analysis.brackets.results import bracket_frame
 from analysis.cli.inputs import load_matrices, load_queries_keys
 from benchmarks.common import EPS, OUT, ROOT, minilm_extract_npz
 
@@ -102,9 +106,7 @@ def performer_at_full_rank(A: np.ndarray, qk) -> dict:
     Q, K, s = qk.Q, qk.K, qk.scale
     N = A.shape[-1]
     errs = [
-        approximant_errors(A[i], Q=Q[i], K=K[i], scale=s[i], methods=("performer",), ranks=[N])[
-            "error"
-        ].item()
+        approximant_errors(A[i], qk.head(i), methods=("performer",), ranks=[N])["error"].item()
         for i in range(A.shape[0])
     ]
     nq = [np.median(np.linalg.norm(np.sqrt(s[i]) * Q[i], axis=1)) for i in range(A.shape[0])]

@@ -52,7 +52,8 @@ import scipy.sparse as sp
 import torch
 from scipy.optimize import linprog
 
-from analysis.brackets.lower import lp_best_Y, refine_lower
+from analysis.brackets.lower import lp_best_Y
+from analysis.brackets.lower_ascent import refine_lower
 from analysis.brackets.optim import Problems
 from analysis.brackets.upper import l1_refit_rows, refine_upper
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error

@@ -7,7 +7,7 @@ times one step of the upper Adam and one of the lower ascent, on real MiniLM hea
 benchmark's text), two ways:
 
 - ``eager``: the engine's own code (:func:`analysis.brackets.upper.upper_step`,
-  :func:`analysis.brackets.lower.lower_step`, with the products before them), float32;
+  :func:`analysis.brackets.lower_ascent.lower_step`, with the products before them), float32;
 - ``compiled``: the same functions under ``torch.compile(..., dynamic=True)``; the first
   call's compile time is reported apart.
 
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from analysis.brackets.lower import AscentState, lower_lr, lower_step, project_rows_l1
+from analysis.brackets.lower_ascent import AscentState, lower_lr, lower_step, project_rows_l1
 from analysis.brackets.upper import AdamState, upper_step
 from benchmarks.common import OUT, command_line, minilm_attention
 

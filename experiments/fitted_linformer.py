@@ -135,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for j, i in enumerate(heads):
         # Segment pooling, exactly as `attnrank approximants` measures it.
-        pooled = approximant_ranks(
-            full.A[i], EPS, Q=qk.Q[i], K=qk.K[i], scale=qk.scale[i], methods=("linformer",)
-        ).set_index("eps")["rank"]
+        pooled = approximant_ranks(full.A[i], EPS, qk.head(i), methods=("linformer",)).set_index(
+            "eps"
+        )["rank"]
         for e in EPS:
             lo, hi = profiles[j].bracket(e)
             t0 = time.perf_counter()

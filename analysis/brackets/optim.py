@@ -19,7 +19,7 @@ class Problems:
     ----------
     sizes : int tensor
         The rank ``k`` of an upper problem (:func:`analysis.brackets.upper.refine_upper`),
-        the size ``m`` of a lower one (:func:`analysis.brackets.lower.refine_lower`).
+        the size ``m`` of a lower one (:func:`analysis.brackets.lower_ascent.refine_lower`).
     targets : tensor
         The error an upper problem must reach, the margin a lower one must exceed.
     steps : int tensor

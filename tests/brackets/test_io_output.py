@@ -9,7 +9,8 @@ import pytest
 
 import analysis.brackets.io as bio
 from analysis.brackets import Profile
-from analysis.brackets.io import Execution, ResultWriter, profile_file, result_json, verify_result
+from analysis.brackets.io import Execution, ResultWriter, profile_file, result_json
+from analysis.brackets.results import verify_result
 from analysis.cli.inputs import load_matrices
 from analysis.validation import ParameterError
 from tests.fixtures.stacks import write_stack
