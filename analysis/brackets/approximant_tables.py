@@ -127,19 +127,17 @@ def approximants_for_input(
     eps = check_eps_grid(eps)
     notes: list[str] = []
     if methods is None:
-        if qk is None:
-            methods = [m for m in METHODS if m not in QK_METHODS]
-            notes.append(f"{', '.join(QK_METHODS)} left out: a .npy input has no queries or keys")
-        elif qk.mask is not None:
-            methods = [m for m in METHODS if m not in QK_METHODS]
-            notes.append(f"{', '.join(QK_METHODS)} left out: the input masks some keys")
-        elif qk.bias is not None:
-            methods = [m for m in METHODS if m not in QK_METHODS]
-            notes.append(
-                f"{', '.join(QK_METHODS)} left out: the input adds a logit bias to scale Q K^T"
-            )
-        else:
-            methods = list(METHODS)
+        why = (
+            "a .npy input has no queries or keys"
+            if qk is None
+            else "the input masks some keys"
+            if qk.mask is not None
+            else "the input adds a logit bias to scale Q K^T"
+            if qk.bias is not None
+            else None
+        )
+        methods = [m for m in METHODS if why is None or m not in QK_METHODS]
+        notes += [] if why is None else [f"{', '.join(QK_METHODS)} left out: {why}"]
     elif qk is None and any(m in QK_METHODS for m in methods):
         raise ParameterError(
             "methods", "svd, rows for a .npy input (it has no queries or keys)", list(methods)

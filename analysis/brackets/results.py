@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -460,12 +461,12 @@ def bracket_frame(
     if problems:
         _refuse_result("a result of `attnrank bracket` bound to INPUT's matrices", problems)
     if recheck:
+        report = verify_result(data, result)
         # `bracket --witnesses` stores the witness of every end it reports: in a matrix
         # with witnesses, an end without one (a raised lower end, say) is not certified
-        unbacked = [p for m in result["matrices"] for p in _ends_without_witness(m)]
+        unbacked = [p for p in report.messages if re.search(r": no \w+ witness of", p)]
         if unbacked:
             _refuse_result("brackets whose every end has its witness", unbacked)
-        report = verify_result(data, result)
         if report.status != 0 and report.status != 2:
             _refuse_result("brackets whose witnesses certify them", report.messages)
         absent = sum(1 for m in result["matrices"] if m.get("witnesses") is None)
@@ -482,24 +483,6 @@ def bracket_frame(
         for b in m["brackets"]
     ]
     return pd.DataFrame(rows, columns=["index", "eps", "lower", "upper"])
-
-
-def _ends_without_witness(mat: dict[str, Any]) -> list[str]:
-    """The ends of a result entry (checked by ``check_result``) whose witness is absent
-    though the entry has witnesses (none for an entry whose witnesses are null)."""
-    wit = mat.get("witnesses")
-    if wit is None:
-        return []
-    ranks = {w["rank"] for w in wit["upper"]}
-    sizes = {w["size"] for w in wit["lower"]}
-    out = []
-    for b in mat["brackets"]:
-        where = f"matrix {mat['index']} eps={b['eps']}"
-        if b["upper"] not in ranks:
-            out.append(f"{where}: no upper witness of rank {b['upper']}")
-        if b["lower"] >= 1 and b["lower"] not in sizes:
-            out.append(f"{where}: no lower witness of size {b['lower']}")
-    return out
 
 
 def _refuse_result(allowed: str, problems: list[str]) -> None:

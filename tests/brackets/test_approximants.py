@@ -9,12 +9,11 @@ import pandas as pd
 import pytest
 
 from analysis.attention import softmax64
-from analysis.brackets.approximant_tables import QueriesKeys
+from analysis.brackets.approximant_tables import QueriesKeys, compare_with_brackets, summarize
 from analysis.brackets.approximants import (
     METHODS,
     approximant_errors,
     approximant_ranks,
-    compare_with_brackets,
     least_ranks,
     linformer_witness,
     nystrom_witness,
@@ -22,7 +21,6 @@ from analysis.brackets.approximants import (
     performer_witness,
     rows_witness,
     segment_matrix,
-    summarize,
 )
 from analysis.brackets.verify import certified_upper_error
 from analysis.cli import main
