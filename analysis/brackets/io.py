@@ -130,12 +130,11 @@ def profile_file(
     Matrices are profiled in fixed blocks of ``execution.batch`` consecutive indices,
     side by side (:func:`analysis.brackets.search.profile_matrices`), by the workers or
     the executor of ``execution`` (:class:`Execution`); results do not depend on how many.
-    With a ``checkpoint`` path, each
-    finished profile is appended (and flushed to disk) as one JSON line keyed by input
-    hash, index, temperature, eps, effort and engine, and profiles already there are
-    reused, so an interrupted run resumes where it stopped (a block with any matrix
-    missing is run again whole, so that its batch, and with it the result, is the same
-    as in an uninterrupted run). A line holds the witnesses as base64 of their float32
+    With a ``checkpoint`` path, each finished profile is appended (and flushed to disk) as
+    one JSON line keyed by input hash, index, temperature, eps, effort and engine, and
+    profiles already there are reused, so an interrupted run resumes where it stopped (a
+    block with any matrix missing is run again whole, so that its batch, and with it the
+    result, is the same as in an uninterrupted run). A line holds the witnesses as base64 of their float32
     bytes (``Profile.to_dict(arrays="float32-base64")``): exact, since the search stores
     only float32 values, and about four times smaller and faster to write than lists of
     floats; a profile with any other value is written as lists.
@@ -287,7 +286,8 @@ def result_json(
     """The ``OUT.json`` contents of ``attnrank bracket``: brackets (and witnesses) per matrix.
 
     The layout is a stable contract (docs/guide/conventions.md, "Bracket engine");
-    ``witnesses`` adds the arrays of every end, which :func:`verify_result` re-checks.
+    ``witnesses`` adds the arrays of every end, which
+    :func:`analysis.brackets.results.verify_result` re-checks.
     ``engine`` (the search's version, as ``attnrank bracket`` records it) adds a top-level
     ``engine`` key after ``effort``; every other key is the same with or without it.
 
