@@ -2,7 +2,8 @@
 
 :func:`approximants_for_input` runs :func:`analysis.brackets.approximants.approximant_ranks`
 over every matrix of one input (``attnrank approximants``; resumable from a checkpoint),
-with the queries and keys of an extract as :class:`QueriesKeys`;
+with the queries and keys of an extract
+(:class:`analysis.brackets.io.QueriesKeys`);
 :func:`compare_with_brackets` joins the ranks with certified brackets and bounds each
 approximant's overhead, :func:`summarize` sums them up per method and eps.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,42 +26,7 @@ from analysis.validation import ParameterError, check_eps_grid
 if TYPE_CHECKING:  # pandas only for the tables, not on the bracket path
     import pandas as pd
 
-    from analysis.brackets.io import MatrixInput
-
-
-@dataclass(frozen=True)
-class QueriesKeys:
-    """Per-matrix queries and keys of an extract: ``Q``, ``K`` ``[H, L, d]``, logit scale
-    ``[H]`` (the model's scale over the temperature), ``mask`` ``[L, L]`` (None when every
-    key is allowed), ``bias`` ``[H, L, L]`` (the additive logit term at t = 1, None when the
-    model adds none).
-
-    Examples
-    --------
-    Queries and keys of two 4-key heads, the first with logits ``20 I`` (nearly the
-    identity), the second uniform:
-
-    >>> import numpy as np
-    >>> from analysis.attention import softmax64
-    >>> from analysis.brackets.approximant_tables import QueriesKeys
-    >>> Q = K = np.stack([np.eye(4), np.zeros((4, 4))])
-    >>> qk = QueriesKeys(Q, K, np.array([20.0, 1.0]), None)
-    >>> A = softmax64(qk.Q[1], qk.K[1], qk.scale[1], qk.mask)
-    >>> A.tolist() == [[0.25] * 4] * 4
-    True
-    """
-
-    Q: np.ndarray
-    K: np.ndarray
-    scale: np.ndarray
-    mask: np.ndarray | None = None
-    bias: np.ndarray | None = None
-
-    def head(self, i: int) -> QueriesKeys:
-        """Matrix ``i``'s: ``Q``, ``K`` ``[L, d]``, ``scale`` a float, ``bias`` ``[L, L]``
-        (as :mod:`analysis.brackets.approximants` takes them)."""
-        bias = None if self.bias is None else self.bias[i]
-        return QueriesKeys(self.Q[i], self.K[i], self.scale[i], self.mask, bias)
+    from analysis.brackets.io import MatrixInput, QueriesKeys
 
 
 def approximants_for_input(

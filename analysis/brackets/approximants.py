@@ -61,7 +61,7 @@ from analysis.validation import (
 )
 
 if TYPE_CHECKING:
-    from analysis.brackets.approximant_tables import QueriesKeys
+    from analysis.brackets.io import QueriesKeys
 
 METHODS: tuple[str, ...] = ("svd", "rows", "nystrom", "linformer", "performer")
 QK_METHODS: tuple[str, ...] = ("nystrom", "linformer", "performer")
@@ -315,7 +315,7 @@ def approximant_errors(
     qk : QueriesKeys, optional
         One head's queries and keys ``[M, d]``, ``[N, d]`` and logit scale ``s`` of
         ``A = softmax(s Q K^T)`` (model scale / temperature;
-        :meth:`analysis.brackets.approximant_tables.QueriesKeys.head`); needed by ``nystrom``,
+        :meth:`analysis.brackets.io.QueriesKeys.head`); needed by ``nystrom``,
         ``linformer``, ``performer``, which also need no mask and no logit bias.
     methods : sequence of str
         From :data:`METHODS`.
@@ -337,7 +337,7 @@ def approximant_errors(
     Examples
     --------
     >>> from analysis.brackets.approximants import approximant_errors
-    >>> from analysis.brackets.approximant_tables import QueriesKeys
+    >>> from analysis.brackets.io import QueriesKeys
     >>> from analysis.sources.synthetic import spherical
     >>> head = spherical(16, 3, 2.0, random_state=0)
     >>> err = approximant_errors(head.A, QueriesKeys(head.Q, head.K, head.scale), ranks=[2, 8])
@@ -425,7 +425,7 @@ def least_ranks(
     Examples
     --------
     >>> from analysis.brackets.approximants import approximant_errors, least_ranks
-    >>> from analysis.brackets.approximant_tables import QueriesKeys
+    >>> from analysis.brackets.io import QueriesKeys
     >>> from analysis.sources.synthetic import spherical
     >>> head = spherical(16, 3, 2.0, random_state=0)
     >>> err = approximant_errors(head.A, QueriesKeys(head.Q, head.K, head.scale), ranks=[2, 8])
@@ -478,7 +478,7 @@ def approximant_ranks(
     Examples
     --------
     >>> from analysis.brackets.approximants import approximant_ranks
-    >>> from analysis.brackets.approximant_tables import QueriesKeys
+    >>> from analysis.brackets.io import QueriesKeys
     >>> from analysis.sources.synthetic import spherical
     >>> head = spherical(16, 3, 2.0, random_state=0)
     >>> qk = QueriesKeys(head.Q, head.K, head.scale)

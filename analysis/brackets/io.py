@@ -1,6 +1,6 @@
 """Bracket files: profile the matrices of one input and write ``OUT.json``.
 
-The matrices come in as arrays (:class:`MatrixInput`); reading
+The matrices come in as arrays (:class:`MatrixInput`, :class:`QueriesKeys`); reading
 them from a ``.npy`` / extract ``.npz`` file is the command line's
 (:mod:`analysis.cli.inputs`), the extract format's reader is in
 :mod:`analysis.sources.files`. The JSON layout is a stable contract
@@ -417,3 +417,38 @@ class ResultWriter:
                     f.write(", ")
                 f.write(self._parts[i])
             f.write("]}")
+
+
+@dataclass(frozen=True)
+class QueriesKeys:
+    """Per-matrix queries and keys of an extract: ``Q``, ``K`` ``[H, L, d]``, logit scale
+    ``[H]`` (the model's scale over the temperature), ``mask`` ``[L, L]`` (None when every
+    key is allowed), ``bias`` ``[H, L, L]`` (the additive logit term at t = 1, None when the
+    model adds none).
+
+    Examples
+    --------
+    Queries and keys of two 4-key heads, the first with logits ``20 I`` (nearly the
+    identity), the second uniform:
+
+    >>> import numpy as np
+    >>> from analysis.attention import softmax64
+    >>> from analysis.brackets.io import QueriesKeys
+    >>> Q = K = np.stack([np.eye(4), np.zeros((4, 4))])
+    >>> qk = QueriesKeys(Q, K, np.array([20.0, 1.0]), None)
+    >>> A = softmax64(qk.Q[1], qk.K[1], qk.scale[1], qk.mask)
+    >>> A.tolist() == [[0.25] * 4] * 4
+    True
+    """
+
+    Q: np.ndarray
+    K: np.ndarray
+    scale: np.ndarray
+    mask: np.ndarray | None = None
+    bias: np.ndarray | None = None
+
+    def head(self, i: int) -> QueriesKeys:
+        """Matrix ``i``'s: ``Q``, ``K`` ``[L, d]``, ``scale`` a float, ``bias`` ``[L, L]``
+        (as :mod:`analysis.brackets.approximants` takes them)."""
+        bias = None if self.bias is None else self.bias[i]
+        return QueriesKeys(self.Q[i], self.K[i], self.scale[i], self.mask, bias)

@@ -33,7 +33,9 @@ from analysis.validation import ParameterError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from analysis.brackets.io import MatrixInput
+# The input is an analysis.brackets.io.MatrixInput (A, layers, heads, sha256); not imported,
+# since io imports this module (no import cycle).
+MatrixInput = Any
 
 __all__ = [
     "VerifyReport",

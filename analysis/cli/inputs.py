@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.attention import check_attention, softmax64
-from analysis.brackets.approximant_tables import QueriesKeys
-from analysis.brackets.io import MatrixInput
+from analysis.brackets.io import MatrixInput, QueriesKeys
 from analysis.hashing import file_sha256
 from analysis.sources.files import NPY_INPUT, read_queries_keys
 from analysis.validation import ParameterError, check_positive_finite, read_npy
@@ -89,7 +88,7 @@ def load_matrices(
 
 
 def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys | None:
-    """The :class:`~analysis.brackets.approximant_tables.QueriesKeys` of an extract ``.npz`` (read and
+    """The :class:`~analysis.brackets.io.QueriesKeys` of an extract ``.npz`` (read and
     checked as :func:`load_matrices` does); None for a ``.npy`` input."""
     path = Path(path)
     if path.suffix != ".npz":

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.attention import softmax64
-from analysis.brackets.approximant_tables import QueriesKeys, compare_with_brackets, summarize
+from analysis.brackets.approximant_tables import compare_with_brackets, summarize
 from analysis.brackets.approximants import (
     METHODS,
     approximant_errors,
@@ -22,6 +22,7 @@ from analysis.brackets.approximants import (
     rows_witness,
     segment_matrix,
 )
+from analysis.brackets.io import QueriesKeys
 from analysis.brackets.verify import certified_upper_error
 from analysis.cli import main
 from analysis.cli.inputs import load_matrices, load_queries_keys
