@@ -195,21 +195,11 @@ def refine_lower(
 
 @dataclass(frozen=True)
 class AscentState(Batch):
-    """The problems :func:`refine_lower` still runs, one row ``p`` per problem.
-
-    Attributes
-    ----------
-    R, Y : tensors ``[p, N, K]``, ``[p, K, M]``
-        The current witnesses.
-    mR, vR, mY, vY : tensors
-        Their Adam moments (updated in place).
-    A : tensor ``[p, M, N]``
-    kp, cm : tensors ``[p, K]``
-        Each problem's live size, as bool and as float.
-    targets, budgets, lr : tensors ``[p]``
-        Target margin, step budget and peak step per problem.
-    idx : int tensor ``[p]``
-        Each problem's index in the whole batch.
+    """The problems :func:`refine_lower` still runs, one row per problem: the witnesses
+    ``R`` ``[p, N, K]`` and ``Y`` ``[p, K, M]``, their Adam moments ``mR, vR, mY, vY``
+    (updated in place), ``A`` ``[p, M, N]``, each problem's live size as bool ``kp`` and as
+    float ``cm`` ``[p, K]``, its target margin, step budget and peak step ``[p]``, and its
+    index ``idx`` in the whole batch.
 
     Examples
     --------

@@ -11,8 +11,27 @@ import torch
 from analysis.validation import ParameterError
 
 
+class Batch:
+    """Mixin of the refinements' frozen batches: each tensor field holds one row per
+    problem, and :meth:`take` keeps the rows of the problems still running.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from analysis.brackets.optim import Problems
+    >>> two = Problems(torch.tensor([2, 5]), torch.tensor([0.1, 0.2]), torch.tensor([300, 400]))
+    >>> two.take(torch.tensor([False, True])).sizes.tolist()
+    [5]
+    """
+
+    def take(self, keep: torch.Tensor):  # noqa: ANN201 (the subclass)
+        """The same batch restricted to ``keep`` (bool ``[p]``); non-tensors are kept."""
+        vals = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return type(self)(**{k: v[keep] if torch.is_tensor(v) else v for k, v in vals.items()})
+
+
 @dataclass(frozen=True)
-class Problems:
+class Problems(Batch):
     """Problems refined side by side, one entry ``[P]`` per problem in every field.
 
     Attributes
@@ -37,8 +56,6 @@ class Problems:
     --------
     >>> import torch
     >>> from analysis.brackets.optim import Problems
-    >>> Problems(torch.tensor([2]), torch.tensor([0.1]), torch.tensor([300])).horizons is None
-    True
     >>> Problems(torch.tensor([2]), torch.tensor([0.1]), torch.tensor([300]), lr_scale=torch.ones(1)).check_lower()
     Traceback (most recent call last):
     ...
@@ -55,29 +72,6 @@ class Problems:
         """Refuse ``horizons`` and ``lr_scale`` (a lower refinement has neither)."""
         if self.horizons is not None or self.lr_scale is not None:
             raise ParameterError("problems", "no horizons or lr_scale (upper only)", "given")
-
-
-class Batch:
-    """Mixin of the refinements' frozen states: each tensor field holds one row per live
-    problem, and :meth:`take` keeps the rows of the problems still running.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from dataclasses import dataclass
-    >>> from analysis.brackets.optim import Batch
-    >>> @dataclass(frozen=True)
-    ... class Pair(Batch):
-    ...     x: torch.Tensor
-    ...     lr: float
-    >>> Pair(torch.tensor([1.0, 2.0]), 0.1).take(torch.tensor([False, True]))
-    Pair(x=tensor([2.]), lr=0.1)
-    """
-
-    def take(self, keep: torch.Tensor):  # noqa: ANN201 (the subclass)
-        """The same state restricted to ``keep`` (bool ``[p]``); non-tensors are kept."""
-        vals = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-        return type(self)(**{k: v[keep] if torch.is_tensor(v) else v for k, v in vals.items()})
 
 
 def adam_step(

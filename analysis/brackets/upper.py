@@ -310,22 +310,11 @@ def refine_upper(
 
 @dataclass(frozen=True)
 class AdamState(Batch):
-    """The problems :func:`refine_upper` still runs, one row ``p`` per problem.
-
-    Attributes
-    ----------
-    X : tensor ``[p, M + N, K]``
-        ``U`` on top of ``W`` (updated in place).
-    mom, vel : tensors
-        Its Adam moments (updated in place).
-    A : tensor ``[p, M, N]``
-    mask : tensor ``[p, 1, K]``
-        1 on each problem's live columns.
-    targets, budgets, horizons : tensors ``[p]``
-        Target error, step budget and anneal horizon per problem.
-    lr : float or tensor ``[p]``
-    idx : int tensor ``[p]``
-        Each problem's index in the whole batch.
+    """The problems :func:`refine_upper` still runs, one row per problem: ``X``
+    ``[p, M + N, K]`` (``U`` on top of ``W``) and its Adam moments ``mom, vel`` (updated in
+    place), ``A`` ``[p, M, N]``, the ``mask`` ``[p, 1, K]`` of each problem's live columns,
+    its target error, step budget and anneal horizon ``[p]``, the learning rate (a float, or
+    one per problem) and each problem's index ``idx`` in the whole batch.
 
     Examples
     --------
