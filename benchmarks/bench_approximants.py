@@ -33,13 +33,18 @@ import numpy as np
 import pandas as pd
 
 from analysis.atomic import atomic_write
-from analysis.brackets.approximants import approximant_errors, compare_with_brackets, summarize
-from analysis.brackets.io import (
+from analysis.brackets.approximant_tables import (
     approximants_for_input,
-    bracket_frame,
+    compare_with_brackets,
+    summarize,
+)
+from analysis.brackets.approximants import approximant_errors
+from analysis.brackets.io import (
+    Execution,
     profile_file,
     result_json,
 )
+from analysis.brackets.results import bracket_frame
 from analysis.cli.inputs import load_matrices, load_queries_keys
 from benchmarks.common import EPS, OUT, ROOT, minilm_extract_npz
 
@@ -101,9 +106,7 @@ def performer_at_full_rank(A: np.ndarray, qk) -> dict:
     Q, K, s = qk.Q, qk.K, qk.scale
     N = A.shape[-1]
     errs = [
-        approximant_errors(A[i], Q=Q[i], K=K[i], scale=s[i], methods=("performer",), ranks=[N])[
-            "error"
-        ].item()
+        approximant_errors(A[i], qk.head(i), methods=("performer",), ranks=[N])["error"].item()
         for i in range(A.shape[0])
     ]
     nq = [np.median(np.linalg.norm(np.sqrt(s[i]) * Q[i], axis=1)) for i in range(A.shape[0])]
@@ -130,7 +133,9 @@ def run(length: int, corpus_seed: int, workers: int, temperatures: list[float]) 
 def run_temperature(npz: Path, input_id: str, length: int, t: float, workers: int) -> dict:
     data = load_matrices(npz, temperature=t)
     t0 = time.perf_counter()
-    profiles = profile_file(data, eps=EPS, effort="default", workers=workers, progress=False)
+    profiles = profile_file(
+        data, eps=EPS, effort="default", execution=Execution(workers=workers, progress=False)
+    )
     t_brackets = time.perf_counter() - t0
     res = result_json(data, profiles, eps=EPS, effort="default", witnesses=False)
     t0 = time.perf_counter()

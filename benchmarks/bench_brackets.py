@@ -34,10 +34,10 @@ import pandas as pd
 
 from analysis.brackets.io import (
     BATCH,
+    Execution,
     MatrixInput,
     profile_file,
     result_json,
-    write_json_atomic,
 )
 from benchmarks.common import EPS, OUT, command_line, minilm_attention
 
@@ -55,9 +55,11 @@ def run(
         False,
     )
     t0 = time.perf_counter()
-    profiles = profile_file(data, eps=EPS, effort=effort, workers=workers, batch=batch)
+    profiles = profile_file(
+        data, eps=EPS, effort=effort, execution=Execution(workers=workers, batch=batch)
+    )
     res = result_json(data, profiles, eps=EPS, effort=effort, witnesses=True)
-    write_json_atomic(res, out_dir / f"minilm_L{length}_{effort}.json")
+    (out_dir / f"minilm_L{length}_{effort}.json").write_text(json.dumps(res))
     wall = time.perf_counter() - t0
     rows = []
     for i, (prof, m) in enumerate(zip(profiles, res["matrices"], strict=True)):

@@ -52,7 +52,9 @@ import scipy.sparse as sp
 import torch
 from scipy.optimize import linprog
 
-from analysis.brackets.lower import lp_best_Y, refine_lower
+from analysis.brackets.lower import lp_best_Y
+from analysis.brackets.lower_ascent import refine_lower
+from analysis.brackets.optim import Problems
 from analysis.brackets.upper import l1_refit_rows, refine_upper
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from experiments.common import OUT, command_line, diagnostic_profile, head_table, near_misses
@@ -161,9 +163,7 @@ def long_ascent(A: np.ndarray, R: np.ndarray, Y: np.ndarray, eps: float, steps: 
         torch.from_numpy(A).float()[None],
         torch.from_numpy(R).float()[None],
         torch.from_numpy(Y).float()[None],
-        torch.tensor([m]),
-        torch.tensor([eps]),
-        steps=torch.tensor([steps]),
+        Problems(torch.tensor([m]), torch.tensor([eps]), torch.tensor([steps])),
         give_up=1e9,
         stall=1e9,
     )
@@ -184,9 +184,7 @@ def refine_and_certify(
         torch.from_numpy(A).float()[None].expand(P, -1, -1),
         torch.stack([torch.from_numpy(U).float() for U, _ in starts]),
         torch.stack([torch.from_numpy(W).float() for _, W in starts]),
-        torch.full((P,), k),
-        torch.full((P,), 0.98 * eps),
-        steps=torch.full((P,), steps),
+        Problems(torch.full((P,), k), torch.full((P,), 0.98 * eps), torch.full((P,), steps)),
         give_up=1e9,
     )
     A64 = torch.from_numpy(A)[None]

@@ -7,7 +7,7 @@ times one step of the upper Adam and one of the lower ascent, on real MiniLM hea
 benchmark's text), two ways:
 
 - ``eager``: the engine's own code (:func:`analysis.brackets.upper.upper_step`,
-  :func:`analysis.brackets.lower.lower_step`, with the products before them), float32;
+  :func:`analysis.brackets.lower_ascent.lower_step`, with the products before them), float32;
 - ``compiled``: the same functions under ``torch.compile(..., dynamic=True)``; the first
   call's compile time is reported apart.
 
@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from analysis.brackets.lower import lower_lr, lower_step, project_rows_l1
-from analysis.brackets.upper import upper_step
+from analysis.brackets.lower_ascent import AscentState, lower_lr, lower_step, project_rows_l1
+from analysis.brackets.upper import AdamState, upper_step
 from experiments.common import OUT, command_line, minilm_attention
 
 
@@ -43,7 +43,7 @@ def upper_iter(X, mom, vel, A, mask, targets, budgets, step: int, lr: float = 5e
     own :func:`upper_step` (in place on ``X`` and the moments)."""
     M = A.shape[-2]
     E = A - X[:, :M] @ X[:, M:].transpose(-1, -2)
-    upper_step(X, E, mom, vel, mask, targets, budgets, step, lr)
+    upper_step(AdamState(X, mom, vel, A, mask, targets, budgets, budgets, lr, None), E, step)
     return X, mom, vel
 
 
@@ -55,8 +55,9 @@ def lower_iter(R, Y, mR, vR, mY, vY, A, kp, cm, off, on, lr, budgets, step: int)
     G = YA @ R
     mg = torch.diagonal(G, dim1=-2, dim2=-1) - (G.abs() * off).sum(-1)
     mg = mg.masked_fill(~kp, float("inf"))
-    R, Y = lower_step(R, Y, mR, vR, mY, vY, YA, AR, G, mg, kp, cm, on, off, lr, budgets, step)
-    return R, Y, mR, vR, mY, vY
+    s = AscentState(R, Y, mR, vR, mY, vY, A, kp, cm, None, budgets, lr, None)
+    s = lower_step(s, YA, AR, G, mg, on, off, step)
+    return s.R, s.Y, mR, vR, mY, vY
 
 
 def _upper_state(A: np.ndarray, P: int, K: int):

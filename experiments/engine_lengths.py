@@ -13,7 +13,7 @@ Run from the repository root::
 
 ``--lower-steps F`` multiplies the refinement's lower step budget (``lower_steps``) by F and
 ``--give-up G`` sets the ascent's hopeless cut (``give_up`` of
-:func:`analysis.brackets.lower.refine_lower`), for this run only: what a longer lower
+:func:`analysis.brackets.lower_ascent.refine_lower`), for this run only: what a longer lower
 search would buy.
 
 Writes ``experiments/out/engine_lengths_L{N}_trials.csv`` and ``..._profiles.csv`` and
@@ -109,7 +109,7 @@ def main() -> None:
             {**search.SETTINGS, args.effort: replace(base, lower_steps=steps)}
         )
     if args.give_up is not None:
-        from analysis.brackets import lower as lw
+        from analysis.brackets import lower_ascent as lw
 
         ascent = lw.refine_lower
 

@@ -25,7 +25,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from analysis.attention import softmax64  # noqa: E402
-from analysis.brackets.io import MatrixInput, profile_file  # noqa: E402
+from analysis.brackets.io import Execution, MatrixInput, profile_file  # noqa: E402
 from analysis.cli import main as attnrank  # noqa: E402
 from analysis.descriptors.describe import describe_file  # noqa: E402
 from analysis.prereg.design import load_design  # noqa: E402
@@ -77,7 +77,9 @@ def main() -> None:
         A, [x[0] for x in train], [x[1] for x in train], f"fig:{npz.name}", 1.0, False
     )
     t0 = time.perf_counter()
-    profiles = profile_file(data, eps=EPS, effort=args.effort, workers=args.workers)
+    profiles = profile_file(
+        data, eps=EPS, effort=args.effort, execution=Execution(workers=args.workers)
+    )
     t1 = time.perf_counter()
     desc = describe_file(npz, eps=EPS, blocks=["intrinsic"], progress=True)
     t2 = time.perf_counter()

@@ -37,7 +37,7 @@ import torch
 
 from analysis.atomic import atomic_write
 from analysis.brackets.approximants import approximant_ranks, linformer_witness, segment_matrix
-from analysis.brackets.io import MatrixInput, profile_file
+from analysis.brackets.io import Execution, MatrixInput, profile_file
 from analysis.brackets.verify import certified_upper_error
 from analysis.cli.inputs import load_matrices, load_queries_keys
 from experiments.common import EPS, OUT, minilm_extract_npz
@@ -129,13 +129,15 @@ def main(argv: list[str] | None = None) -> int:
         full.temperature,
         full.renormalized,
     )
-    profiles = profile_file(data, eps=EPS, effort="default", workers=2, progress=False)
+    profiles = profile_file(
+        data, eps=EPS, effort="default", execution=Execution(workers=2, progress=False)
+    )
     rows = []
     for j, i in enumerate(heads):
         # Segment pooling, exactly as `attnrank approximants` measures it.
-        pooled = approximant_ranks(
-            full.A[i], EPS, Q=qk.Q[i], K=qk.K[i], scale=qk.scale[i], methods=("linformer",)
-        ).set_index("eps")["rank"]
+        pooled = approximant_ranks(full.A[i], EPS, qk.head(i), methods=("linformer",)).set_index(
+            "eps"
+        )["rank"]
         for e in EPS:
             lo, hi = profiles[j].bracket(e)
             t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 
 For a sample of MiniLM heads at one length: the engine's profile (``default``), then for
 each eps a few sizes above its lower end (``lo * f`` for ``--factors``), the ascent of
-:func:`analysis.brackets.lower.refine_lower` from the cheap stage's best group witness
+:func:`analysis.brackets.lower_ascent.refine_lower` from the cheap stage's best group witness
 (as the refinement starts), run with no early stop for ``--steps`` budgets and step sizes
 ``--lr-scale`` times the engine's, each candidate certified. Prints the certified margin
 over eps per (budget, step size) and the CPU seconds per run.
@@ -22,8 +22,10 @@ import pandas as pd
 import torch
 
 from analysis.brackets import lower as lw
+from analysis.brackets import lower_ascent as ascent
 from analysis.brackets import profile_matrix
 from analysis.brackets import stages as st
+from analysis.brackets.optim import Problems
 from analysis.brackets.verify import certified_lower_margin
 from experiments.common import EPS, OUT, command_line, minilm_attention
 
@@ -57,14 +59,16 @@ def main() -> None:
                 for lr_s in args.lr_scale:
                     for steps in args.steps:
                         c0 = time.process_time()
-                        lr = lw.lower_lr(torch.tensor([m])) * lr_s
-                        R, Y, _ = lw.refine_lower(
+                        lr = ascent.lower_lr(torch.tensor([m])) * lr_s
+                        R, Y, _ = ascent.refine_lower(
                             At,
                             torch.from_numpy(R0).float()[None],
                             torch.from_numpy(Y0).float()[None],
-                            torch.tensor([m]),
-                            torch.tensor([10.0]),  # unreachable: no early success stop
-                            steps=torch.tensor([steps]),
+                            Problems(
+                                torch.tensor([m]),
+                                torch.tensor([10.0]),  # unreachable: no early success stop
+                                torch.tensor([steps]),
+                            ),
                             lr=lr,
                             give_up=1e9,  # never hopeless
                             stall=1.0,

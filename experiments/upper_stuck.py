@@ -23,6 +23,7 @@ import torch
 from analysis.attention import fixed_torch_threads
 from analysis.brackets import stages
 from analysis.brackets import upper as _upper
+from analysis.brackets.optim import Problems
 from experiments.common import command_line, minilm_attention
 
 #: (name, budget factor vs engine 5's, horizon factor vs the budget, give_up, lr)
@@ -73,10 +74,12 @@ def main() -> None:
                         torch.from_numpy(b.A).float()[None],
                         torch.from_numpy(U).float()[None],
                         torch.from_numpy(W).float()[None],
-                        torch.tensor([k]),
-                        torch.tensor([e]),
-                        steps=torch.tensor([steps]),
-                        horizons=torch.tensor([steps * hf], dtype=torch.float64),
+                        Problems(
+                            torch.tensor([k]),
+                            torch.tensor([e]),
+                            torch.tensor([steps]),
+                            horizons=torch.tensor([steps * hf], dtype=torch.float64),
+                        ),
                         give_up=gu,
                         lr=lr,
                     )

@@ -3,37 +3,25 @@
 Takes arrays, returns profiles and witnesses; knows nothing of models, stores or studies.
 :mod:`analysis.brackets.profile` holds the profiles, :mod:`analysis.brackets.search` the
 search that computes them, :mod:`analysis.brackets.settings` the search's frozen settings.
+The search has versions (:data:`ENGINE_VERSIONS`, the default the newest,
+:data:`LATEST_ENGINE`; :mod:`analysis.brackets.versions`, log in docs/results/engine.md).
 """
 
-# Version of the witness search (not of the certificates, which the verifier fixes). The
-# store records "analysis.brackets <version>" with every profile, so profiles from
-# different searches are never mistaken for one another. 2: per-size ascent step,
-# stall stop, exact LP polish of small lower witnesses, lower-search resolution.
-# 3: closing pass on nearly closed brackets (multi-start lower witnesses, longer upper run).
-# 4: temperatures of a head searched side by side (profile_temperatures; the store profiles
-# a matrix's temperatures as one batch), optimizers on a torch device; see the log in
-# docs/results/engine.md. Since engine 5 the search runs several versions side by side
-# (analysis.brackets.versions: ENGINE_VERSIONS, engine_spec); this label still names
-# engine 4, the one the store has recorded profiles of.
-__version__ = "4"
-
-__all__ = ["__version__"]
-
-from analysis.brackets.profile import Bracket, LowerWitness, Profile, UpperWitness  # noqa: E402
-from analysis.brackets.search import (  # noqa: E402
+from analysis.brackets.profile import Bracket, LowerWitness, Profile, UpperWitness
+from analysis.brackets.search import (
     close_brackets,
     profile_matrices,
     profile_matrix,
     profile_temperatures,
 )
-from analysis.brackets.settings import (  # noqa: E402
+from analysis.brackets.settings import (
     EFFORTS,
     SearchSettings,
     search_settings,
     settings_sha256,
 )
-from analysis.brackets.verify import certified_lower_margin, certified_upper_error  # noqa: E402
-from analysis.brackets.versions import (  # noqa: E402
+from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from analysis.brackets.versions import (
     ENGINE_VERSIONS,
     LATEST_ENGINE,
     EngineSpec,
@@ -41,7 +29,7 @@ from analysis.brackets.versions import (  # noqa: E402
     engine_spec,
 )
 
-__all__ += [
+__all__ = [
     "EFFORTS",
     "ENGINE_VERSIONS",
     "LATEST_ENGINE",

@@ -44,6 +44,7 @@ code, which return the outputs ``A V``, not the factors that a certificate needs
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -58,6 +59,9 @@ from analysis.validation import (
     check_positive_finite,
     check_random_state,
 )
+
+if TYPE_CHECKING:
+    from analysis.brackets.io import QueriesKeys
 
 METHODS: tuple[str, ...] = ("svd", "rows", "nystrom", "linformer", "performer")
 QK_METHODS: tuple[str, ...] = ("nystrom", "linformer", "performer")
@@ -237,7 +241,7 @@ def performer_witness(
     return pq / D[:, None], pk
 
 
-def _check_inputs(A, Q, K, scale, mask, methods):
+def _check_inputs(A, qk, methods):
     A = np.asarray(A, dtype=np.float64)
     if A.ndim != 2:
         raise ParameterError("A", "an array [M, N]", A.shape)
@@ -252,12 +256,10 @@ def _check_inputs(A, Q, K, scale, mask, methods):
     need_qk = [m for m in methods if m in QK_METHODS]
     if not need_qk:
         return A, None, None, None, methods
-    if Q is None or K is None or scale is None:
-        raise ParameterError(
-            "Q, K, scale", f"queries, keys and the logit scale for {need_qk}", "None"
-        )
-    Q = np.asarray(Q, dtype=np.float64)
-    K = np.asarray(K, dtype=np.float64)
+    if qk is None:
+        raise ParameterError("qk", f"queries, keys and the logit scale for {need_qk}", "None")
+    Q = np.asarray(qk.Q, dtype=np.float64)
+    K = np.asarray(qk.K, dtype=np.float64)
     if (
         Q.ndim != 2
         or K.ndim != 2
@@ -265,13 +267,15 @@ def _check_inputs(A, Q, K, scale, mask, methods):
         or (Q.shape[0], K.shape[0]) != A.shape
     ):
         raise ParameterError(
-            "Q, K", f"arrays [M, d] and [N, d] with (M, N) = {A.shape}", (Q.shape, K.shape)
+            "qk.Q, qk.K", f"arrays [M, d] and [N, d] with (M, N) = {A.shape}", (Q.shape, K.shape)
         )
-    s = check_positive_finite("scale", scale)
-    if mask is not None and not bool(np.all(mask)):
+    s = check_positive_finite("qk.scale", qk.scale)
+    if qk.mask is not None and not bool(np.all(qk.mask)):
         raise ParameterError(
-            "mask", f"no masked key for {need_qk} (they approximate unmasked softmax)", "a mask"
+            "qk.mask", f"no masked key for {need_qk} (they approximate unmasked softmax)", "a mask"
         )
+    if qk.bias is not None:  # they approximate softmax(s Q K^T), not the matrix certified
+        raise ParameterError("qk.bias", f"no logit bias for {need_qk}", "a bias")
     return A, Q, K, s, methods
 
 
@@ -294,11 +298,8 @@ def default_ranks(K: int) -> np.ndarray:
 
 def approximant_errors(
     A: np.ndarray,
+    qk: QueriesKeys | None = None,
     *,
-    Q: np.ndarray | None = None,
-    K: np.ndarray | None = None,
-    scale: float | None = None,
-    mask: np.ndarray | None = None,
     methods: Sequence[str] = METHODS,
     ranks: Sequence[int] | None = None,
     stop_below: float | None = None,
@@ -311,12 +312,11 @@ def approximant_errors(
     A : array ``[M, N]``
         The attention matrix (for Q/K methods: ``softmax(scale Q K^T)``, the matrix the
         errors are certified against).
-    Q, K : arrays ``[M, d]``, ``[N, d]``, optional
-        Queries and keys; needed by ``nystrom``, ``linformer``, ``performer``.
-    scale : float, optional
-        Logit scale ``s`` of ``A = softmax(s Q K^T)`` (model scale / temperature).
-    mask : bool array, optional
-        Must allow every key for the Q/K methods.
+    qk : QueriesKeys, optional
+        One head's queries and keys ``[M, d]``, ``[N, d]`` and logit scale ``s`` of
+        ``A = softmax(s Q K^T)`` (model scale / temperature;
+        :meth:`analysis.brackets.io.QueriesKeys.head`); needed by ``nystrom``,
+        ``linformer``, ``performer``, which also need no mask and no logit bias.
     methods : sequence of str
         From :data:`METHODS`.
     ranks : sequence of int, optional
@@ -337,9 +337,10 @@ def approximant_errors(
     Examples
     --------
     >>> from analysis.brackets.approximants import approximant_errors
+    >>> from analysis.brackets.io import QueriesKeys
     >>> from analysis.sources.synthetic import spherical
     >>> head = spherical(16, 3, 2.0, random_state=0)
-    >>> err = approximant_errors(head.A, Q=head.Q, K=head.K, scale=head.scale, ranks=[2, 8])
+    >>> err = approximant_errors(head.A, QueriesKeys(head.Q, head.K, head.scale), ranks=[2, 8])
     >>> err[["method", "rank", "error"]].round(3)
           method  rank  error
     0        svd     2  0.741
@@ -353,7 +354,7 @@ def approximant_errors(
     8  performer     2  1.388
     9  performer     8  0.653
     """
-    A, Q, K, s, methods = _check_inputs(A, Q, K, scale, mask, methods)
+    A, Q, K, s, methods = _check_inputs(A, qk, methods)
     Kmax = min(A.shape)
     if ranks is None:
         rank_list = default_ranks(Kmax)
@@ -424,9 +425,10 @@ def least_ranks(
     Examples
     --------
     >>> from analysis.brackets.approximants import approximant_errors, least_ranks
+    >>> from analysis.brackets.io import QueriesKeys
     >>> from analysis.sources.synthetic import spherical
     >>> head = spherical(16, 3, 2.0, random_state=0)
-    >>> err = approximant_errors(head.A, Q=head.Q, K=head.K, scale=head.scale, ranks=[2, 8])
+    >>> err = approximant_errors(head.A, QueriesKeys(head.Q, head.K, head.scale), ranks=[2, 8])
     >>> least_ranks(err, [0.5], full_rank=16)[["method", "rank", "reached"]]
           method  rank  reached
     0        svd     8     True
@@ -459,11 +461,8 @@ def least_ranks(
 def approximant_ranks(
     A: np.ndarray,
     eps: Sequence[float],
+    qk: QueriesKeys | None = None,
     *,
-    Q: np.ndarray | None = None,
-    K: np.ndarray | None = None,
-    scale: float | None = None,
-    mask: np.ndarray | None = None,
     methods: Sequence[str] = METHODS,
     random_state: int | np.random.Generator | None = 0,
 ) -> pd.DataFrame:
@@ -479,10 +478,11 @@ def approximant_ranks(
     Examples
     --------
     >>> from analysis.brackets.approximants import approximant_ranks
+    >>> from analysis.brackets.io import QueriesKeys
     >>> from analysis.sources.synthetic import spherical
     >>> head = spherical(16, 3, 2.0, random_state=0)
-    >>> table = approximant_ranks(head.A, [0.1, 0.3], Q=head.Q, K=head.K, scale=head.scale,
-    ...                           methods=("svd", "rows", "nystrom"))
+    >>> qk = QueriesKeys(head.Q, head.K, head.scale)
+    >>> table = approximant_ranks(head.A, [0.1, 0.3], qk, methods=("svd", "rows", "nystrom"))
     >>> table[["method", "eps", "rank"]]
         method  eps  rank
     0      svd  0.1     9
@@ -494,9 +494,9 @@ def approximant_ranks(
     """
     eps = check_eps_grid(eps)
     Kmax = min(np.shape(A))
-    kw = {"Q": Q, "K": K, "scale": scale, "mask": mask, "random_state": _seed(random_state)}
+    kw = {"random_state": _seed(random_state)}
     grid = default_ranks(Kmax)
-    errors = approximant_errors(A, methods=methods, ranks=grid, stop_below=min(eps), **kw)
+    errors = approximant_errors(A, qk, methods=methods, ranks=grid, stop_below=min(eps), **kw)
     parts = [errors]
     if len(grid) < Kmax:
         for method, g in errors.groupby("method", sort=False):
@@ -508,7 +508,7 @@ def approximant_ranks(
                     below = grid[grid < first]
                     gap.update(range(int(below.max()) + 1 if below.size else 1, first))
             if gap:
-                parts.append(approximant_errors(A, methods=(method,), ranks=sorted(gap), **kw))
+                parts.append(approximant_errors(A, qk, methods=(method,), ranks=sorted(gap), **kw))
     errors = pd.concat(parts, ignore_index=True)
     return least_ranks(errors, eps, full_rank=Kmax, methods=methods)
 
@@ -516,11 +516,8 @@ def approximant_ranks(
 def recheck_ranks(
     table: pd.DataFrame,
     A: np.ndarray,
+    qk: QueriesKeys | None = None,
     *,
-    Q: np.ndarray | None = None,
-    K: np.ndarray | None = None,
-    scale: float | None = None,
-    mask: np.ndarray | None = None,
     random_state: int | np.random.Generator | None = 0,
 ) -> list[str]:
     """Re-certify a stored :func:`approximant_ranks` table of ``A``; describe each failure.
@@ -544,16 +541,15 @@ def recheck_ranks(
     >>> from analysis.brackets.approximants import approximant_ranks, recheck_ranks
     >>> from analysis.sources.synthetic import spherical
     >>> head = spherical(16, 3, 2.0, random_state=0)
-    >>> kw = dict(Q=head.Q, K=head.K, scale=head.scale)
-    >>> table = approximant_ranks(head.A, [0.1], methods=("svd",), **kw)
-    >>> recheck_ranks(table, head.A, **kw)
+    >>> table = approximant_ranks(head.A, [0.1], methods=("svd",))
+    >>> recheck_ranks(table, head.A)
     []
     >>> table.loc[0, "error"] /= 2  # a stored error lowered by hand
-    >>> recheck_ranks(table, head.A, **kw)  # doctest: +ELLIPSIS
+    >>> recheck_ranks(table, head.A)  # doctest: +ELLIPSIS
     ['svd eps=0.1: rank 9 certifies 0.0857..., stored 0.0428...']
     """
     Kmax = min(np.shape(A))
-    kw = {"Q": Q, "K": K, "scale": scale, "mask": mask, "random_state": _seed(random_state)}
+    seed = _seed(random_state)
     fails = []
     for r in table.itertuples(index=False):
         has_rank = not pd.isna(r.rank)
@@ -565,7 +561,7 @@ def recheck_ranks(
         if ranks[0] < 1 or ranks[-1] > Kmax:
             fails.append(f"{method}: ranks {ranks} outside 1..{Kmax}")
             continue
-        errs = approximant_errors(A, methods=(method,), ranks=ranks, **kw)
+        errs = approximant_errors(A, qk, methods=(method,), ranks=ranks, random_state=seed)
         now = dict(zip(errs["rank"].astype(int), errs["error"], strict=True))
         for r in g.itertuples(index=False):
             e = now.get(int(r.rank), float("nan"))  # missing: no finite witness now
@@ -583,87 +579,3 @@ def _seed(random_state: int | np.random.Generator | None) -> int:
     if isinstance(random_state, (int, np.integer)):
         return int(random_state)
     return int(rng.integers(2**63 - 1))
-
-
-def compare_with_brackets(table: pd.DataFrame, brackets: pd.DataFrame) -> pd.DataFrame:
-    """Join least ranks with certified brackets and bound each approximant's overhead.
-
-    Parameters
-    ----------
-    table : DataFrame with ``index``, ``eps``, ``method``, ``rank`` (:func:`least_ranks`
-        rows with a matrix ``index``)
-    brackets : DataFrame with ``index``, ``eps``, ``lower``, ``upper``
-
-    Returns
-    -------
-    ``table`` with ``lower``, ``upper`` and ``overhead_min = rank / upper``,
-    ``overhead_max = rank / lower`` (inf where ``lower`` is 0, NaN where no rank reached
-    eps or no bracket is given).
-
-    Notes
-    -----
-    ``lower <= r_eps(A) <= upper`` (certified), so the approximant's rank over the optimum,
-    ``rank / r_eps``, lies in ``[rank / upper, rank / lower]``; a value of
-    ``overhead_min`` above 1 proves the approximant uses more rank than needed.
-
-    Examples
-    --------
-    >>> from analysis.brackets import profile_matrix
-    >>> from analysis.brackets.approximants import approximant_ranks, compare_with_brackets
-    >>> from analysis.sources.synthetic import spherical
-    >>> head = spherical(16, 3, 2.0, random_state=0)
-    >>> ranks = approximant_ranks(head.A, [0.1], methods=("svd", "rows")).assign(index=0)
-    >>> prof = profile_matrix(head.A, eps=(0.1,), effort="fast")
-    >>> brackets = prof.to_frame([0.1]).assign(index=0)
-    >>> out = compare_with_brackets(ranks, brackets)
-    >>> out[["method", "rank", "lower", "upper", "overhead_min", "overhead_max"]].round(3)
-      method  rank  lower  upper  overhead_min  overhead_max
-    0    svd     9      5      9         1.000           1.8
-    1   rows    11      5      9         1.222           2.2
-    """
-    out = table.merge(brackets[["index", "eps", "lower", "upper"]], on=["index", "eps"], how="left")
-    rank = out["rank"].astype("Float64").to_numpy(float, na_value=np.nan)
-    low = out["lower"].astype("Float64").to_numpy(float, na_value=np.nan)
-    up = out["upper"].astype("Float64").to_numpy(float, na_value=np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["overhead_min"] = rank / up
-        out["overhead_max"] = np.where(
-            low > 0, rank / low, np.where(np.isnan(rank + low), np.nan, np.inf)
-        )
-    return out
-
-
-def summarize(table: pd.DataFrame) -> pd.DataFrame:
-    """Per method and eps: how often and at which rank each approximant reaches eps.
-
-    Columns ``method``, ``eps``, ``matrices``, ``reached_share`` (a rank below full rank
-    reaches eps), ``never_share`` (no tried rank does, not even full rank), and over the
-    matrices where some rank does: ``median_rank`` and, when brackets were joined,
-    ``median_overhead_min`` / ``median_overhead_max``.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from analysis.brackets.approximants import summarize
-    >>> table = pd.DataFrame({"method": "svd", "eps": 0.1, "rank": pd.array([4, 6, None]),
-    ...                       "reached": [True, True, False]})
-    >>> summarize(table)[["method", "matrices", "reached_share", "never_share", "median_rank"]].round(3)
-      method  matrices  reached_share  never_share  median_rank
-    0    svd         3          0.667        0.333          5.0
-    """
-    rows = []
-    for (method, e), d in table.groupby(["method", "eps"], sort=False):
-        some = d[d["rank"].notna()]
-        row = {
-            "method": method,
-            "eps": e,
-            "matrices": len(d),
-            "reached_share": float(d["reached"].mean()),
-            "never_share": float(d["rank"].isna().mean()),
-            "median_rank": float(some["rank"].astype(float).median()) if len(some) else np.nan,
-        }
-        if "overhead_min" in d:
-            row["median_overhead_min"] = float(some["overhead_min"].median())
-            row["median_overhead_max"] = float(some["overhead_max"].median())
-        rows.append(row)
-    return pd.DataFrame(rows)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.brackets.io import MatrixInput, profile_file, result_json
+from analysis.brackets.io import Execution, MatrixInput, profile_file, result_json
 from analysis.validation import ParameterError
 
 __all__ = ["example_head", "example_input", "example_result"]
@@ -107,5 +107,5 @@ def example_result() -> tuple[MatrixInput, dict[str, Any]]:
     [4, 1]
     """
     data = example_input()
-    profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
+    profs = profile_file(data, eps=(0.5,), effort="fast", execution=Execution(progress=False))
     return data, result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)

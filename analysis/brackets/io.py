@@ -1,10 +1,11 @@
-"""Bracket files: profile the matrices of one input, write and re-check ``OUT.json``.
+"""Bracket files: profile the matrices of one input and write ``OUT.json``.
 
 The matrices come in as arrays (:class:`MatrixInput`, :class:`QueriesKeys`); reading
 them from a ``.npy`` / extract ``.npz`` file is the command line's
 (:mod:`analysis.cli.inputs`), the extract format's reader is in
 :mod:`analysis.sources.files`. The JSON layout is a stable contract
-(docs/guide/conventions.md, "Bracket engine"); other tools script against it. Errors name
+(docs/guide/conventions.md, "Bracket engine"); other tools script against it, and
+:mod:`analysis.brackets.results` re-checks it. Errors name
 the parameters of these functions (``workers``, ``batch``, ``eps``); the command line
 names its flags instead.
 """
@@ -14,20 +15,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from analysis.atomic import JsonlCheckpoint, atomic_write
-from analysis.attention import derive_seed
 from analysis.brackets.profile import Profile
-from analysis.brackets.results import VerifyReport, verify_result  # noqa: F401 (re-exported)
+from analysis.brackets.results import report_dropped
 from analysis.brackets.search import profile_matrices
 from analysis.brackets.versions import check_engine
 from analysis.executor import check_executor, task_pool
@@ -37,9 +36,6 @@ from analysis.validation import (
     check_eps_grid,
     check_int,
 )
-
-if TYPE_CHECKING:  # pandas only for the approximant tables, not on the bracket path
-    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -81,31 +77,64 @@ def _block(args: tuple) -> list[Profile]:
     return profile_matrices(As, eps=eps, effort=effort, device=device, engine=engine)
 
 
+@dataclass(frozen=True)
+class Execution:
+    """How :func:`profile_file` runs its blocks: where, side by side, and with a progress bar.
+
+    Attributes
+    ----------
+    workers : int
+        Processes that share the blocks (results do not depend on it).
+    executor : concurrent.futures.Executor, optional
+        Runs the blocks instead of ``workers`` processes (a dask cluster's from
+        :func:`analysis.executor.open_executor`; ``workers`` must then be 1): each task
+        carries its block's matrices, and the caller's process appends each finished block
+        in block order, so the profiles and the checkpoint are the same.
+    batch : int
+        Matrices profiled side by side in one block (fixed runs of consecutive indices).
+    device : str, optional
+        Where the search's optimizers run (``"cuda"``; default the CPU); every witness is
+        still certified on the CPU. A GPU may find other witnesses than the CPU, so a
+        checkpoint's profiles are those of the device that computed them (all equally
+        certified).
+    progress : bool
+        Show a progress bar.
+
+    Examples
+    --------
+    >>> from analysis.brackets.io import Execution
+    >>> Execution(progress=False).workers, Execution().batch
+    (1, 4)
+    """
+
+    workers: int = 1
+    executor: Executor | None = None
+    batch: int = BATCH
+    device: str | None = None
+    progress: bool = True
+
+
 def profile_file(
     data: MatrixInput,
     *,
     eps: Sequence[float],
     effort: str = "default",
-    workers: int = 1,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    batch: int = BATCH,
-    say: Callable[[str], None] | None = None,
-    executor: Executor | None = None,
-    device: str | None = None,
-    on_profile: Callable[[int, Profile], None] | None = None,
     engine: int | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    say: Callable[[str], None] | None = None,
+    on_profile: Callable[[int, Profile], None] | None = None,
+    execution: Execution = Execution(),
 ) -> list[Profile]:
     """Profiles for every matrix of ``data``, by the search of engine version ``engine``.
 
-    Matrices are profiled in fixed blocks of ``batch`` consecutive indices, side by side
-    (:func:`analysis.brackets.search.profile_matrices`); ``workers`` processes share the
-    blocks, and results do not depend on ``workers``. With a ``checkpoint`` path, each
-    finished profile is appended (and flushed to disk) as one JSON line keyed by input
-    hash, index, temperature, eps, effort and engine, and profiles already there are
-    reused, so an interrupted run resumes where it stopped (a block with any matrix
-    missing is run again whole, so that its batch, and with it the result, is the same
-    as in an uninterrupted run). A line holds the witnesses as base64 of their float32
+    Matrices are profiled in fixed blocks of ``execution.batch`` consecutive indices,
+    side by side (:func:`analysis.brackets.search.profile_matrices`), by the workers or
+    the executor of ``execution`` (:class:`Execution`); results do not depend on how many.
+    With a ``checkpoint`` path, each finished profile is appended (and flushed to disk) as
+    one JSON line keyed by input hash, index, temperature, eps, effort and engine, and
+    profiles already there are reused, so an interrupted run resumes where it stopped (a
+    block with any matrix missing is run again whole, so that its batch, and with it the
+    result, is the same as in an uninterrupted run). A line holds the witnesses as base64 of their float32
     bytes (``Profile.to_dict(arrays="float32-base64")``): exact, since the search stores
     only float32 values, and about four times smaller and faster to write than lists of
     floats; a profile with any other value is written as lists.
@@ -115,17 +144,6 @@ def profile_file(
     damaged or edited line) is dropped and its block recomputed, and their number is
     passed to ``say`` (default: a :class:`UserWarning`) as
     ``"N stored profiles failed re-verification and were recomputed"``.
-
-    An ``executor`` (any :class:`concurrent.futures.Executor`, a dask cluster's from
-    :func:`analysis.executor.open_executor`; ``workers`` must then be 1) runs the blocks
-    instead of ``workers`` processes: each task carries its block's matrices, and this
-    process appends each finished block in block order, so the profiles and the
-    checkpoint are the same.
-
-    ``device`` (``"cuda"``; default the CPU) runs the search's optimizers there
-    (:func:`analysis.brackets.search.profile_matrices`); every witness is still certified
-    on the CPU. A GPU may find other witnesses than the CPU, so a checkpoint's profiles
-    are those of the device that computed them (all equally certified).
 
     ``on_profile(index, profile)`` is called in this process once for every matrix, as
     soon as its profile is final: first the reused checkpointed ones (in index order),
@@ -143,19 +161,22 @@ def profile_file(
     same checkpoint reuses the stored (re-verified) profiles:
 
     >>> from analysis.brackets.examples import example_input
-    >>> from analysis.brackets.io import profile_file
+    >>> from analysis.brackets.io import Execution, profile_file
     >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False, checkpoint="ck.jsonl")
+    >>> quiet = Execution(progress=False)
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", checkpoint="ck.jsonl", execution=quiet)
     >>> [p.bracket(0.5) for p in profs]
     [Bracket(lo=4, hi=4), Bracket(lo=1, hi=1)]
-    >>> again = profile_file(data, eps=(0.5,), effort="fast", progress=False, checkpoint="ck.jsonl")
+    >>> again = profile_file(data, eps=(0.5,), effort="fast", checkpoint="ck.jsonl", execution=quiet)
     >>> [p.to_dict() == q.to_dict() for p, q in zip(profs, again)]
     [True, True]
     """
     eps = check_eps_grid(eps)
     engine = check_engine(engine)
-    workers = check_executor(executor, workers)
-    batch = check_int("batch", batch, minimum=1)
+    executor, progress = execution.executor, execution.progress
+    workers = check_executor(executor, execution.workers)
+    batch = check_int("batch", execution.batch, minimum=1)
+    device = execution.device
     if data.A.ndim != 3 or data.A.shape[2] < 2:
         # one key: every row is [1]; the lower search's column clustering needs two
         raise ParameterError("data", "matrices [H, M, N] of at least 2 columns", data.A.shape)
@@ -218,7 +239,7 @@ def profile_file(
                 if on_profile is not None:
                     on_profile(i, prof)
             bar.update(len(blk))
-    _report_dropped(dropped, "profile", say)
+    report_dropped(dropped, "profile", say)
     return [done[k] for k in keys]
 
 
@@ -239,22 +260,6 @@ def _is_float32(a: np.ndarray) -> bool:
     a = np.asarray(a)
     with np.errstate(over="ignore", invalid="ignore"):
         return bool(np.array_equal(a.astype(np.float32).astype(a.dtype), a))
-
-
-def _report_dropped(n: int, what: str, say: Callable[[str], None] | None) -> None:
-    """Tell ``say`` (default: a :class:`UserWarning` to the caller's caller) that ``n``
-    stored items of kind ``what`` failed re-verification and were recomputed (nothing if
-    ``n`` is 0)."""
-    if not n:
-        return
-    if n == 1:
-        note = f"1 stored {what} failed re-verification and was recomputed"
-    else:
-        note = f"{n} stored {what}s failed re-verification and were recomputed"
-    if say is None:
-        warnings.warn(note, UserWarning, stacklevel=3)
-    else:
-        say(note)
 
 
 def _witness_json(prof: Profile, A: np.ndarray, brackets: list[dict[str, Any]]) -> dict[str, list]:
@@ -281,16 +286,17 @@ def result_json(
     """The ``OUT.json`` contents of ``attnrank bracket``: brackets (and witnesses) per matrix.
 
     The layout is a stable contract (docs/guide/conventions.md, "Bracket engine");
-    ``witnesses`` adds the arrays of every end, which :func:`verify_result` re-checks.
+    ``witnesses`` adds the arrays of every end, which
+    :func:`analysis.brackets.results.verify_result` re-checks.
     ``engine`` (the search's version, as ``attnrank bracket`` records it) adds a top-level
     ``engine`` key after ``effort``; every other key is the same with or without it.
 
     Examples
     --------
     >>> from analysis.brackets.examples import example_input
-    >>> from analysis.brackets.io import profile_file, result_json
+    >>> from analysis.brackets.io import Execution, profile_file, result_json
     >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False)
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", execution=Execution(progress=False))
     >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
     >>> sorted(result)
     ['effort', 'input_sha256', 'matrices', 'renormalized', 'temperature']
@@ -355,10 +361,11 @@ class ResultWriter:
     --------
     >>> import json
     >>> from analysis.brackets.examples import example_input
-    >>> from analysis.brackets.io import ResultWriter, profile_file, result_json
+    >>> from analysis.brackets.io import Execution, ResultWriter, profile_file, result_json
     >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
     >>> writer = ResultWriter(data, eps=(0.5,), effort="fast", witnesses=True)
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", progress=False, on_profile=writer.add)
+    >>> quiet = Execution(progress=False)
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", on_profile=writer.add, execution=quiet)
     >>> writer.write("out.json")
     >>> with open("out.json") as f:
     ...     text = f.read()
@@ -412,25 +419,6 @@ class ResultWriter:
             f.write("]}")
 
 
-def write_json_atomic(obj: Any, path: str | os.PathLike) -> None:
-    """Write JSON to ``path`` through :func:`analysis.atomic.atomic_write` (never half-written).
-
-    Examples
-    --------
-    >>> import json
-    >>> from analysis.brackets.io import write_json_atomic
-    >>> write_json_atomic({"eps": [0.1, 0.2], "effort": "fast"}, "out.json")
-    >>> with open("out.json") as f:
-    ...     json.load(f)
-    {'eps': [0.1, 0.2], 'effort': 'fast'}
-    """
-    # dumps, not dump: only the one-shot encoder is the C one (same bytes, twice as fast
-    # on the 66 MB files of a 72-head stack with witnesses).
-    text = json.dumps(obj)
-    with atomic_write(path, mode="w") as f:
-        f.write(text)
-
-
 @dataclass(frozen=True)
 class QueriesKeys:
     """Per-matrix queries and keys of an extract: ``Q``, ``K`` ``[H, L, d]``, logit scale
@@ -456,290 +444,11 @@ class QueriesKeys:
     Q: np.ndarray
     K: np.ndarray
     scale: np.ndarray
-    mask: np.ndarray | None
+    mask: np.ndarray | None = None
     bias: np.ndarray | None = None
 
-
-def bracket_frame(
-    result: dict[str, Any],
-    data: MatrixInput,
-    *,
-    recheck: bool = True,
-    say: Callable[[str], None] | None = None,
-) -> pd.DataFrame:
-    """``index``, ``eps``, ``lower``, ``upper`` of a bracket result file of the same input,
-    once the file is checked as ``attnrank verify`` checks it.
-
-    Parameters
-    ----------
-    result : dict
-        A parsed ``OUT.json`` of ``attnrank bracket``
-        (:func:`analysis.brackets.results.read_result`).
-    data : MatrixInput
-        The matrices it must be a result of.
-    recheck : bool, default True, keyword-only
-        Re-certify every end of every matrix that has witnesses (:func:`verify_result`,
-        float64; cheap next to the search) and refuse the file when one fails or has no
-        witness. The brackets of matrices whose witnesses are null (a result written
-        without ``--witnesses``) are taken as the file reports them, and ``say`` is told
-        how many.
-    say : callable, optional, keyword-only
-        Receives that one line (default: a :class:`UserWarning`).
-
-    Raises
-    ------
-    ParameterError
-        Naming ``result``, in one line: when it is for another input, temperature or
-        renormalization; when it is not bound to ``data``'s matrices or is malformed
-        (:func:`analysis.brackets.results.check_result`: every index once, layer, head
-        and shape those of the matrix, integer ends, well-formed witnesses); when a
-        lower end exceeds its upper end; when ``recheck`` and, in a matrix with
-        witnesses, an end has none or its witness fails to certify it. The first
-        problem is named, and how many more there are.
-
-    Examples
-    --------
-    >>> from analysis.brackets.examples import example_result
-    >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
-    >>> from analysis.brackets.io import bracket_frame
-    >>> bracket_frame(result, data)
-       index  eps  lower  upper
-    0      0  0.5      4      4
-    1      1  0.5      1      1
-    >>> import dataclasses
-    >>> bracket_frame(result, dataclasses.replace(data, sha256="another file"))
-    Traceback (most recent call last):
-    ...
-    analysis.validation.ParameterError: result: expected a result of `attnrank bracket` ...
-
-    A relabelled entry (matrix 1's entry claiming to be matrix 0's) is refused:
-
-    >>> result["matrices"][1]["index"] = 0
-    >>> bracket_frame(result, data)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    analysis.validation.ParameterError: result: expected ..., got 'matrix entry 1: index 0 appears twice (and 1 more problem)'
-    """
-    import pandas as pd
-
-    from analysis.brackets.results import check_result
-
-    same = (
-        result.get("input_sha256") == data.sha256
-        and result.get("temperature") == data.temperature
-        and bool(result.get("renormalized")) == data.renormalized
-    )
-    if not same:
-        raise ParameterError(
-            "result",
-            "a result of `attnrank bracket` on the same INPUT, temperature and renormalization",
-            {k: result.get(k) for k in ("input_sha256", "temperature", "renormalized")},
-        )
-    problems = check_result(data, result)
-    problems += [
-        f"matrix {m['index']} eps={b['eps']}: lower {b['lower']} > upper {b['upper']}"
-        for m in ([] if problems else result["matrices"])
-        for b in m["brackets"]
-        if b["lower"] > b["upper"]
-    ]
-    if problems:
-        _refuse_result("a result of `attnrank bracket` bound to INPUT's matrices", problems)
-    if recheck:
-        # `bracket --witnesses` stores the witness of every end it reports: in a matrix
-        # with witnesses, an end without one (a raised lower end, say) is not certified
-        unbacked = [p for m in result["matrices"] for p in _ends_without_witness(m)]
-        if unbacked:
-            _refuse_result("brackets whose every end has its witness", unbacked)
-        report = verify_result(data, result)
-        if report.status != 0 and report.status != 2:
-            _refuse_result("brackets whose witnesses certify them", report.messages)
-        absent = sum(1 for m in result["matrices"] if m.get("witnesses") is None)
-        if absent:
-            _say(
-                f"{absent} of {len(result['matrices'])} matrices have no witnesses: their "
-                "brackets are taken as the file reports them, not re-certified (bracket "
-                "with --witnesses to check them)",
-                say,
-            )
-    rows = [
-        {"index": m["index"], "eps": b["eps"], "lower": b["lower"], "upper": b["upper"]}
-        for m in sorted(result["matrices"], key=lambda m: m["index"])
-        for b in m["brackets"]
-    ]
-    return pd.DataFrame(rows, columns=["index", "eps", "lower", "upper"])
-
-
-def _ends_without_witness(mat: dict[str, Any]) -> list[str]:
-    """The ends of a result entry (checked by ``check_result``) whose witness is absent
-    though the entry has witnesses (none for an entry whose witnesses are null)."""
-    wit = mat.get("witnesses")
-    if wit is None:
-        return []
-    ranks = {w["rank"] for w in wit["upper"]}
-    sizes = {w["size"] for w in wit["lower"]}
-    out = []
-    for b in mat["brackets"]:
-        where = f"matrix {mat['index']} eps={b['eps']}"
-        if b["upper"] not in ranks:
-            out.append(f"{where}: no upper witness of rank {b['upper']}")
-        if b["lower"] >= 1 and b["lower"] not in sizes:
-            out.append(f"{where}: no lower witness of size {b['lower']}")
-    return out
-
-
-def _refuse_result(allowed: str, problems: list[str]) -> None:
-    """Raise the one-line :class:`ParameterError` naming ``result`` for ``problems``."""
-    more = len(problems) - 1
-    got = problems[0] + (f" (and {more} more problem{'s' * (more != 1)})" if more else "")
-    raise ParameterError(
-        "result", f"{allowed} (`attnrank verify INPUT RESULT` lists every problem)", got
-    )
-
-
-def _say(note: str, say: Callable[[str], None] | None) -> None:
-    if say is None:
-        warnings.warn(note, UserWarning, stacklevel=3)
-    else:
-        say(note)
-
-
-def approximants_for_input(
-    data: MatrixInput,
-    qk: QueriesKeys | None,
-    *,
-    eps: Sequence[float],
-    methods: Sequence[str] | None = None,
-    seed: int = 0,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    say: Callable[[str], None] | None = None,
-) -> tuple[pd.DataFrame, list[str]]:
-    """Least certified rank of each efficient-attention approximant, every matrix and eps.
-
-    Parameters
-    ----------
-    data : MatrixInput
-    qk : QueriesKeys or None
-        From :func:`load_queries_keys` (None: ``A`` only).
-    methods : names from :data:`analysis.brackets.approximants.METHODS`; None takes every
-        method the input allows (the Q/K ones need an extract without a mask).
-    checkpoint : path, optional
-        JSON lines of finished matrices (keyed by input hash, index, temperature, eps,
-        methods and seed); matrices already there are reused, so an interrupted run resumes.
-        A stored table is reused only once every ranked row re-certifies
-        (:func:`analysis.brackets.approximants.recheck_ranks`: each witness rebuilt at its
-        stored rank, about 5% of the search's cost) and its rows are the methods x eps
-        asked for; a table that fails is recomputed.
-    say : callable, optional
-        Receives ``"N stored approximant tables failed re-verification and were
-        recomputed"`` when N > 0 (default: a :class:`UserWarning`).
-
-    Returns
-    -------
-    table : DataFrame, one row per (matrix, method, eps): ``index``, ``layer``, ``head``,
-        ``method``, ``eps``, ``rank``, ``error``, ``reached``
-    notes : what was left out of the default methods, and why
-
-    Examples
-    --------
-    Without queries and keys, the SVD and row-copy approximants; the uniform matrix
-    has rank 1, and the identity needs its full rank 4 for eps < 1:
-
-    >>> from analysis.brackets.examples import example_input
-    >>> data = example_input()  # the identity and the uniform matrix
-    >>> from analysis.brackets.io import approximants_for_input
-    >>> table, notes = approximants_for_input(data, None, eps=(0.5,), progress=False)
-    >>> table[["index", "method", "rank"]].values.tolist()
-    [[0, 'svd', 4], [0, 'rows', 4], [1, 'svd', 1], [1, 'rows', 1]]
-    >>> notes
-    ['nystrom, linformer, performer left out: a .npy input has no queries or keys']
-    """
-    import pandas as pd
-
-    from analysis.brackets.approximants import (
-        METHODS,
-        QK_METHODS,
-        approximant_ranks,
-        recheck_ranks,
-    )
-
-    eps = check_eps_grid(eps)
-    notes: list[str] = []
-    if methods is None:
-        if qk is None:
-            methods = [m for m in METHODS if m not in QK_METHODS]
-            notes.append(f"{', '.join(QK_METHODS)} left out: a .npy input has no queries or keys")
-        elif qk.mask is not None:
-            methods = [m for m in METHODS if m not in QK_METHODS]
-            notes.append(f"{', '.join(QK_METHODS)} left out: the input masks some keys")
-        elif qk.bias is not None:
-            methods = [m for m in METHODS if m not in QK_METHODS]
-            notes.append(
-                f"{', '.join(QK_METHODS)} left out: the input adds a logit bias to scale Q K^T"
-            )
-        else:
-            methods = list(METHODS)
-    elif qk is None and any(m in QK_METHODS for m in methods):
-        raise ParameterError(
-            "methods", "svd, rows for a .npy input (it has no queries or keys)", list(methods)
-        )
-    elif qk is not None and qk.bias is not None and any(m in QK_METHODS for m in methods):
-        # They approximate softmax(s Q K^T); with a bias that is not the matrix certified.
-        raise ParameterError(
-            "methods",
-            "svd, rows for an input whose logits add a bias to scale Q K^T",
-            list(methods),
-        )
-    t = "none" if data.temperature is None else repr(data.temperature)
-    grid = ",".join(f"{e!r}" for e in eps)
-    tag = f"{t}:{data.renormalized}:{grid}:{','.join(methods)}:{seed}"
-    keys = [f"{data.sha256}:{i}:{tag}" for i in range(data.A.shape[0])]
-    ck = JsonlCheckpoint(checkpoint) if checkpoint is not None else None
-    done = ck.read(lambda rec: _rank_frame(rec["rows"])) if ck is not None else {}
-
-    def inputs(i: int) -> dict[str, Any]:
-        kw = {} if qk is None else {"Q": qk.Q[i], "K": qk.K[i], "scale": qk.scale[i]}
-        kw["mask"] = None if qk is None else qk.mask
-        return {**kw, "random_state": derive_seed(seed, f"{data.sha256}:{i}:{t}")}
-
-    cells = sorted((m, e) for m in methods for e in eps)
-    dropped = 0
-    for i, key in enumerate(keys):
-        if key in done:
-            df = done[key]
-            rows = sorted(zip(df["method"], df["eps"].astype(float), strict=True))
-            if rows != cells or recheck_ranks(df, data.A[i], **inputs(i)):
-                del done[key]  # recomputed below, and appended after the failed line
-                dropped += 1
-    with contextlib.ExitStack() as stack:
-        append = stack.enter_context(ck.appender()) if ck is not None else None
-        for i in tqdm(
-            range(data.A.shape[0]), desc="approximants", unit="matrix", disable=not progress
-        ):
-            if keys[i] in done:
-                continue
-            df = approximant_ranks(data.A[i], eps, methods=methods, **inputs(i))
-            done[keys[i]] = df
-            if append is not None:
-                recs = df.astype(object).where(df.notna(), None).to_dict(orient="records")
-                append({"key": keys[i], "rows": recs})
-    _report_dropped(dropped, "approximant table", say)
-    parts = []
-    for i, key in enumerate(keys):
-        df = done[key].copy()
-        df.insert(0, "head", data.heads[i])
-        df.insert(0, "layer", data.layers[i])
-        df.insert(0, "index", i)
-        parts.append(df)
-    return pd.concat(parts, ignore_index=True), notes
-
-
-def _rank_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """A checkpointed :func:`~analysis.brackets.approximants.least_ranks` table, typed again."""
-    import pandas as pd
-
-    df = pd.DataFrame(rows, columns=["method", "eps", "rank", "error", "reached"])
-    df["rank"] = df["rank"].astype("Int64")
-    df["error"] = df["error"].astype(float)
-    df["reached"] = df["reached"].astype(bool)
-    return df
+    def head(self, i: int) -> QueriesKeys:
+        """Matrix ``i``'s: ``Q``, ``K`` ``[L, d]``, ``scale`` a float, ``bias`` ``[L, L]``
+        (as :mod:`analysis.brackets.approximants` takes them)."""
+        bias = None if self.bias is None else self.bias[i]
+        return QueriesKeys(self.Q[i], self.K[i], self.scale[i], self.mask, bias)

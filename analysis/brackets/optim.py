@@ -2,9 +2,76 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 import torch
+
+from analysis.validation import ParameterError
+
+
+class Batch:
+    """Mixin of the refinements' frozen batches: each tensor field holds one row per
+    problem, and :meth:`take` keeps the rows of the problems still running.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from analysis.brackets.optim import Problems
+    >>> two = Problems(torch.tensor([2, 5]), torch.tensor([0.1, 0.2]), torch.tensor([300, 400]))
+    >>> two.take(torch.tensor([False, True])).sizes.tolist()
+    [5]
+    """
+
+    def take(self, keep: torch.Tensor):  # noqa: ANN201 (the subclass)
+        """The same batch restricted to ``keep`` (bool ``[p]``); non-tensors are kept."""
+        vals = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return type(self)(**{k: v[keep] if torch.is_tensor(v) else v for k, v in vals.items()})
+
+
+@dataclass(frozen=True)
+class Problems(Batch):
+    """Problems refined side by side, one entry ``[P]`` per problem in every field.
+
+    Attributes
+    ----------
+    sizes : int tensor
+        The rank ``k`` of an upper problem (:func:`analysis.brackets.upper.refine_upper`),
+        the size ``m`` of a lower one (:func:`analysis.brackets.lower_ascent.refine_lower`).
+    targets : tensor
+        The error an upper problem must reach, the margin a lower one must exceed.
+    steps : int tensor
+        Step budget of each problem.
+    horizons : tensor, optional
+        Upper only: the number of steps over which each problem's schedule (delta, beta,
+        learning rate) anneals; a horizon longer than the budget stops the run part-way
+        through its anneal. Default: the budgets (engine 4). The early stops still follow
+        ``steps``.
+    lr_scale : tensor, optional
+        Upper only: a factor on the learning rate per problem (engine 5 lowers the rate at
+        large ranks). Default: the same rate for every problem (engine 4).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from analysis.brackets.optim import Problems
+    >>> Problems(torch.tensor([2]), torch.tensor([0.1]), torch.tensor([300]), lr_scale=torch.ones(1)).check_lower()
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: problems: expected no horizons or lr_scale (upper only), got 'given'
+    """
+
+    sizes: torch.Tensor
+    targets: torch.Tensor
+    steps: torch.Tensor
+    horizons: torch.Tensor | None = None
+    lr_scale: torch.Tensor | None = None
+
+    def check_lower(self) -> None:
+        """Refuse ``horizons`` and ``lr_scale`` (a lower refinement has neither)."""
+        if self.horizons is not None or self.lr_scale is not None:
+            raise ParameterError("problems", "no horizons or lr_scale (upper only)", "given")
 
 
 def adam_step(

@@ -18,19 +18,33 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
+from analysis.validation import ParameterError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The input is an analysis.brackets.io.MatrixInput (A, layers, heads, sha256); not imported,
-# since io re-exports this module's verify_result (no import cycle).
+# since io imports this module (no import cycle).
 MatrixInput = Any
 
-__all__ = ["VerifyReport", "check_result", "check_result_head", "read_result", "verify_result"]
+__all__ = [
+    "VerifyReport",
+    "bracket_frame",
+    "check_result",
+    "check_result_head",
+    "read_result",
+    "verify_result",
+]
 
 #: How many problems are listed before the rest is counted in one line.
 _MAX_LINES = 20
@@ -45,7 +59,7 @@ class VerifyReport:
 
     Examples
     --------
-    >>> from analysis.brackets.io import VerifyReport
+    >>> from analysis.brackets.results import VerifyReport
     >>> report = VerifyReport(2, 0, ["matrix 0: witnesses are null"])
     >>> report.status == 0, report.messages
     (False, ['matrix 0: witnesses are null'])
@@ -300,7 +314,7 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
 
     >>> from analysis.brackets.examples import example_result
     >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
-    >>> from analysis.brackets.io import verify_result
+    >>> from analysis.brackets.results import verify_result
     >>> verify_result(data, result)
     VerifyReport(status=0, checked=4, messages=[])
     >>> U = result["matrices"][0]["witnesses"]["upper"][0]["U"]
@@ -364,3 +378,140 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
                 msgs.append(f"matrix {i} eps={eps}: lower {lo} > upper {hi}")
     status = 1 if failed else (2 if missing else 0)
     return VerifyReport(status, checked, msgs)
+
+
+def bracket_frame(
+    result: dict[str, Any],
+    data: MatrixInput,
+    *,
+    recheck: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """``index``, ``eps``, ``lower``, ``upper`` of a bracket result file of the same input,
+    once the file is checked as ``attnrank verify`` checks it.
+
+    Parameters
+    ----------
+    result : dict
+        A parsed ``OUT.json`` of ``attnrank bracket``
+        (:func:`read_result`).
+    data : MatrixInput
+        The matrices it must be a result of.
+    recheck : bool, default True, keyword-only
+        Re-certify every end of every matrix that has witnesses (:func:`verify_result`,
+        float64; cheap next to the search) and refuse the file when one fails or has no
+        witness. The brackets of matrices whose witnesses are null (a result written
+        without ``--witnesses``) are taken as the file reports them, and ``say`` is told
+        how many.
+    say : callable, optional, keyword-only
+        Receives that one line (default: a :class:`UserWarning`).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``result``, in one line: when it is for another input, temperature or
+        renormalization; when it is not bound to ``data``'s matrices or is malformed
+        (:func:`check_result`: every index once, layer, head
+        and shape those of the matrix, integer ends, well-formed witnesses); when a
+        lower end exceeds its upper end; when ``recheck`` and, in a matrix with
+        witnesses, an end has none or its witness fails to certify it. The first
+        problem is named, and how many more there are.
+
+    Examples
+    --------
+    >>> from analysis.brackets.examples import example_result
+    >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
+    >>> from analysis.brackets.results import bracket_frame
+    >>> bracket_frame(result, data)
+       index  eps  lower  upper
+    0      0  0.5      4      4
+    1      1  0.5      1      1
+    >>> import dataclasses
+    >>> bracket_frame(result, dataclasses.replace(data, sha256="another file"))
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: result: expected a result of `attnrank bracket` ...
+
+    A relabelled entry (matrix 1's entry claiming to be matrix 0's) is refused:
+
+    >>> result["matrices"][1]["index"] = 0
+    >>> bracket_frame(result, data)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: result: expected ..., got 'matrix entry 1: index 0 appears twice (and 1 more problem)'
+    """
+    import pandas as pd
+
+    same = (
+        result.get("input_sha256") == data.sha256
+        and result.get("temperature") == data.temperature
+        and bool(result.get("renormalized")) == data.renormalized
+    )
+    if not same:
+        raise ParameterError(
+            "result",
+            "a result of `attnrank bracket` on the same INPUT, temperature and renormalization",
+            {k: result.get(k) for k in ("input_sha256", "temperature", "renormalized")},
+        )
+    problems = check_result(data, result)
+    problems += [
+        f"matrix {m['index']} eps={b['eps']}: lower {b['lower']} > upper {b['upper']}"
+        for m in ([] if problems else result["matrices"])
+        for b in m["brackets"]
+        if b["lower"] > b["upper"]
+    ]
+    if problems:
+        _refuse_result("a result of `attnrank bracket` bound to INPUT's matrices", problems)
+    if recheck:
+        report = verify_result(data, result)
+        # `bracket --witnesses` stores the witness of every end it reports: in a matrix
+        # with witnesses, an end without one (a raised lower end, say) is not certified
+        unbacked = [p for p in report.messages if re.search(r": no \w+ witness of", p)]
+        if unbacked:
+            _refuse_result("brackets whose every end has its witness", unbacked)
+        if report.status != 0 and report.status != 2:
+            _refuse_result("brackets whose witnesses certify them", report.messages)
+        absent = sum(1 for m in result["matrices"] if m.get("witnesses") is None)
+        if absent:
+            _tell(
+                f"{absent} of {len(result['matrices'])} matrices have no witnesses: their "
+                "brackets are taken as the file reports them, not re-certified (bracket "
+                "with --witnesses to check them)",
+                say,
+            )
+    rows = [
+        {"index": m["index"], "eps": b["eps"], "lower": b["lower"], "upper": b["upper"]}
+        for m in sorted(result["matrices"], key=lambda m: m["index"])
+        for b in m["brackets"]
+    ]
+    return pd.DataFrame(rows, columns=["index", "eps", "lower", "upper"])
+
+
+def _refuse_result(allowed: str, problems: list[str]) -> None:
+    """Raise the one-line :class:`ParameterError` naming ``result`` for ``problems``."""
+    more = len(problems) - 1
+    got = problems[0] + (f" (and {more} more problem{'s' * (more != 1)})" if more else "")
+    raise ParameterError(
+        "result", f"{allowed} (`attnrank verify INPUT RESULT` lists every problem)", got
+    )
+
+
+def _tell(note: str, say: Callable[[str], None] | None, stacklevel: int = 3) -> None:
+    """Pass ``note`` to ``say``, or warn it (a :class:`UserWarning` to the caller's caller)."""
+    if say is None:
+        warnings.warn(note, UserWarning, stacklevel=stacklevel)
+    else:
+        say(note)
+
+
+def report_dropped(n: int, what: str, say: Callable[[str], None] | None) -> None:
+    """Tell ``say`` (default: a :class:`UserWarning` to the caller's caller) that ``n``
+    stored items of kind ``what`` failed re-verification and were recomputed (nothing if
+    ``n`` is 0)."""
+    if not n:
+        return
+    if n == 1:
+        note = f"1 stored {what} failed re-verification and was recomputed"
+    else:
+        note = f"{n} stored {what}s failed re-verification and were recomputed"
+    _tell(note, say, 4)

@@ -208,16 +208,7 @@ def profile_matrices(
 
 
 def profile_temperatures(
-    A: np.ndarray | Sequence[np.ndarray],
-    temperatures: Sequence[float],
-    *,
-    eps: Sequence[float] = (0.05, 0.1, 0.2),
-    effort: str = "default",
-    previous: Sequence[Profile | None] | None = None,
-    renormalize: bool = False,
-    prune: bool = True,
-    device: Any = None,
-    engine: int | None = None,
+    A: np.ndarray | Sequence[np.ndarray], temperatures: Sequence[float], **options: Any
 ) -> list[Profile]:
     """Certified profiles of one head at several temperatures, searched side by side.
 
@@ -232,11 +223,10 @@ def profile_temperatures(
         The head's attention at each temperature (``A[i]`` at ``temperatures[i]``).
     temperatures : sequence of float
         Distinct, finite, > 0; one per matrix.
-    eps, effort, renormalize, prune, device, engine
-        As in :func:`profile_matrix`.
-    previous : sequence of Profile or None, optional
-        One earlier profile (or None) per temperature, extended as in
-        :func:`profile_matrix`.
+    **options
+        The keywords of :func:`profile_matrices` (``eps``, ``effort``, ``previous``: one
+        earlier profile or None per temperature, ``renormalize``, ``prune``, ``device``,
+        ``engine``).
 
     Returns
     -------
@@ -278,16 +268,7 @@ def profile_temperatures(
         raise ParameterError(
             "A", f"one matrix per temperature ({len(temps)})", f"{len(mats)} matrices"
         )
-    profs = profile_matrices(
-        mats,
-        eps=eps,
-        effort=effort,
-        previous=previous,
-        renormalize=renormalize,
-        prune=prune,
-        device=device,
-        engine=engine,
-    )
+    profs = profile_matrices(mats, **options)
     for t, p in zip(temps, profs, strict=True):
         p.stats["temperature"] = t
     return profs

@@ -5,7 +5,7 @@ both read these settings; this module imports neither, so neither imports the ot
 through it. Settings only decide which candidates are tried and for how long: every
 effort is equally sound (each witness is certified before it counts), but a change of any
 value changes the witnesses found, so it comes with a new engine version
-(``analysis.brackets.__version__``). :func:`settings_sha256` fingerprints the settings of an
+(:data:`analysis.brackets.ENGINE_VERSIONS`). :func:`settings_sha256` fingerprints the settings of an
 effort; the tests pin those fingerprints per engine version.
 """
 

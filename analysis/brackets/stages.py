@@ -17,103 +17,12 @@ import numpy as np
 import torch
 
 from analysis.brackets import lower as _lower
+from analysis.brackets import lower_ascent as _ascent
 from analysis.brackets import rowspan as _rowspan
 from analysis.brackets import upper as _upper
-from analysis.brackets.profile import (
-    LowerWitness,
-    Profile,
-    UpperWitness,
-    largest_lower,
-    least_upper,
-)
+from analysis.brackets.builder import Builder
+from analysis.brackets.optim import Problems
 from analysis.brackets.settings import SearchSettings
-from analysis.brackets.verify import certified_lower_margin, certified_upper_error
-from analysis.validation import ParameterError
-
-
-def _f32(X: np.ndarray) -> np.ndarray:
-    """Round to float32 values (held in float64): what gets certified is what is stored,
-    and float32 storage of it is then exact."""
-    return np.asarray(X, dtype=np.float32).astype(np.float64)
-
-
-class Builder:
-    """Collects candidate witnesses, keeping the best *certified* one per rank / size.
-
-    Examples
-    --------
-    Before any witness, the ends are the implicit identity witness and no lower one;
-    ``R = Y = I`` certifies margin 1 on the identity, so ``r_eps >= 4`` for eps < 1, and a
-    candidate with no positive margin is rejected (counted, not kept):
-
-    >>> import numpy as np
-    >>> from analysis.brackets.stages import Builder
-    >>> b = Builder(np.eye(4), None)
-    >>> b.hi(0.5), b.lo(0.5)
-    (4, 0)
-    >>> b.offer_lower(np.eye(4), np.eye(4), "identity") > 0.99
-    True
-    >>> b.offer_lower(np.ones((4, 2)), np.eye(2, 4), "equal columns") <= 0, b.rejected
-    (True, 1)
-    >>> b.lo(0.5), sorted(b.lower)
-    (4, [4])
-    >>> bool(b.offer_upper(np.zeros((4, 0)), np.zeros((4, 0)), "zero") >= 1)  # rows of mass 1
-    True
-    """
-
-    def __init__(self, A: np.ndarray, previous: Profile | None):
-        self.A = A
-        self.M, self.N = A.shape
-        self.upper: dict[int, UpperWitness] = {}
-        self.lower: dict[int, LowerWitness] = {}
-        self.rejected = 0
-        if previous is not None:
-            if tuple(previous.shape) != A.shape:
-                raise ParameterError("previous", f"a profile of shape {A.shape}", previous.shape)
-            # Re-certified, never trusted: the stored errors and margins are not read, so a
-            # damaged witness counts only with what it certifies now.
-            try:
-                for w in previous.upper.values():
-                    self.offer_upper(w.U, w.W, w.method)
-                for w in previous.lower.values():
-                    self.offer_lower(w.R, w.Y, w.method)
-            except ParameterError as exc:  # non-finite or misshapen arrays
-                raise ParameterError(
-                    "previous", "a profile whose witnesses are finite arrays of its shape", exc
-                ) from None
-
-    def offer_upper(self, U: np.ndarray, W: np.ndarray, method: str) -> float:
-        k = U.shape[1]
-        U, W = _f32(U), _f32(W)
-        e = certified_upper_error(self.A, U, W)
-        cur = self.upper.get(k)
-        if cur is None or e < cur.error:
-            self.upper[k] = UpperWitness(
-                k, e, method, np.array(U, np.float64), np.array(W, np.float64)
-            )
-        return e
-
-    def offer_lower(self, R: np.ndarray, Y: np.ndarray, method: str) -> float:
-        m = R.shape[1]
-        R, Y = _f32(R), _f32(Y)
-        mu = certified_lower_margin(self.A, R, Y)
-        if not mu > 0:
-            self.rejected += 1
-            return mu
-        cur = self.lower.get(m)
-        if cur is None or mu > cur.margin:
-            self.lower[m] = LowerWitness(
-                m, mu, method, np.array(R, np.float64), np.array(Y, np.float64)
-            )
-        return mu
-
-    def hi(self, eps: float) -> int:
-        w = least_upper(self.upper, eps)
-        return min(self.M, self.N) if w is None else w.rank  # the implicit identity witness
-
-    def lo(self, eps: float) -> int:
-        w = largest_lower(self.lower, eps)
-        return 0 if w is None else w.size
 
 
 def trivial_witnesses(b: Builder) -> None:
@@ -281,16 +190,8 @@ def _upper_round(
     budgets = _budgets(ranks, steps, 24)
     horizons = None if anneal is None else anneal(ranks, budgets)
     scale = None if lr_scale is None else lr_scale(ranks)
-    U, W, _ = _upper.refine_upper(
-        At,
-        U0.to(At.device),
-        W0.to(At.device),
-        ranks,
-        targets,
-        steps=budgets,
-        horizons=horizons,
-        lr_scale=scale,
-    )
+    batch = Problems(ranks, targets, budgets, horizons, scale)
+    U, W, _ = _upper.refine_upper(At, U0.to(At.device), W0.to(At.device), batch)
     U, W = U.cpu(), W.cpu()
     out = []
     for p, (o, eps, k) in enumerate(problems):
@@ -319,7 +220,7 @@ def _ascend(
     steps: torch.Tensor,
     device=None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Batched projected ascent (:func:`lower.refine_lower`) from one start per problem.
+    """Batched projected ascent (:func:`lower_ascent.refine_lower`) from one start per problem.
 
     ``problems`` are ``(matrix, eps, size)`` with the matrix an index into ``bs``,
     ``starts`` the matching ``(R [N, m], Y [m, M])``, ``steps`` the budget per problem.
@@ -337,9 +238,8 @@ def _ascend(
     At = _stack_A(bs, [o for o, _, _ in problems], device)
     sizes = torch.tensor([m for _, _, m in problems])
     targets = torch.tensor([e for _, e, _ in problems], dtype=torch.float32)
-    R, Y, _ = _lower.refine_lower(
-        At, R0.to(At.device), Y0.to(At.device), sizes, targets, steps=steps
-    )
+    batch = Problems(sizes, targets, steps)
+    R, Y, _ = _ascent.refine_lower(At, R0.to(At.device), Y0.to(At.device), batch)
     R, Y = R.cpu(), Y.cpu()
     return [
         (R[p, :, :m].double().numpy(), Y[p, :m, :].double().numpy())

@@ -6,10 +6,12 @@ Every function here proposes candidates; nothing here certifies. Candidates go t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
-from analysis.brackets.optim import adam_step, cosine_lr, step_fraction
+from analysis.brackets.optim import Batch, Problems, adam_step, cosine_lr, step_fraction
 
 
 def svd_errors(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -209,15 +211,11 @@ def refine_upper(
     A: torch.Tensor,
     U0: torch.Tensor,
     W0: torch.Tensor,
-    ranks: torch.Tensor,
-    targets: torch.Tensor,
+    problems: Problems,
     *,
-    steps: torch.Tensor,
     lr: float = 5e-4,
     check: int = 10,
     give_up: float = 0.6,
-    horizons: torch.Tensor | None = None,
-    lr_scale: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Adam on ``(U, W)`` minimizing a smoothed max-row-l1 error, batched over problems.
 
@@ -225,24 +223,15 @@ def refine_upper(
     ----------
     A : tensor ``[P, M, N]``
     U0, W0 : tensors ``[P, M, K]``, ``[P, N, K]``
-        Starting factors; columns ``>= ranks[p]`` are zeroed and stay zero.
-    ranks : int tensor ``[P]``
-    targets : tensor ``[P]``
-        The error each problem must reach. A problem leaves the batch once its computed
-        error is below ``target * (1 - 1e-4)``, or, past 30% of its steps, when its best
-        error is still above ``(1 + give_up * (1 - progress)) * target`` (a hopeless
-        problem stops early; one within reach runs on).
-    steps : int tensor ``[P]``
-        Step budget of each problem (schedules run over each problem's own budget unless
-        ``horizons`` is given).
-    horizons : tensor ``[P]``, optional
-        The number of steps over which each problem's schedule (delta, beta, learning
-        rate) anneals; a horizon longer than the budget stops the run part-way through
-        its anneal. Default: the budgets (engine 4). The early stops still follow
-        ``steps``.
-    lr_scale : tensor ``[P]``, optional
-        A factor on ``lr`` per problem (engine 5 lowers the rate at large ranks).
-        Default: ``lr`` for every problem (engine 4).
+        Starting factors; columns ``>= problems.sizes[p]`` (the ranks) are zeroed and stay
+        zero.
+    problems : Problems
+        Each problem's rank, target error and step budget (schedules run over each
+        problem's own budget unless ``problems.horizons`` is given; ``problems.lr_scale``
+        scales ``lr`` per problem). A problem leaves the batch once its computed error is
+        below ``target * (1 - 1e-4)``, or, past 30% of its steps, when its best error is
+        still above ``(1 + give_up * (1 - progress)) * target`` (a hopeless problem stops
+        early; one within reach runs on).
 
     Returns
     -------
@@ -261,76 +250,99 @@ def refine_upper(
     From random factors to a rank-2 witness of a rank-2 matrix, certified afterwards:
 
     >>> import numpy as np, torch
+    >>> from analysis.brackets.optim import Problems
     >>> from analysis.brackets.upper import refine_upper
     >>> from analysis.brackets.verify import certified_upper_error
     >>> A = np.kron(np.eye(2), np.full((4, 4), 0.25))
     >>> rng = np.random.default_rng(0)
     >>> U0, W0 = (torch.from_numpy(0.3 * rng.normal(size=(1, 8, 2))) for _ in range(2))
     >>> target = torch.tensor([0.1], dtype=torch.float64)
-    >>> U, W, err = refine_upper(
-    ...     torch.from_numpy(A)[None], U0, W0, torch.tensor([2]), target,
-    ...     steps=torch.tensor([2000]), lr=0.01,
-    ... )
+    >>> problems = Problems(torch.tensor([2]), target, steps=torch.tensor([2000]))
+    >>> U, W, err = refine_upper(torch.from_numpy(A)[None], U0, W0, problems, lr=0.01)
     >>> bool(err[0] < 0.1), certified_upper_error(A, U[0].numpy(), W[0].numpy()) < 0.1
     (True, True)
     """
     P, M, N = A.shape
     K = U0.shape[-1]
     dev = A.device
-    ranks = torch.as_tensor(ranks, device=dev)
+    ranks = torch.as_tensor(problems.sizes, device=dev)
     mask = (torch.arange(K, device=dev)[None, :] < ranks[:, None]).to(A.dtype).unsqueeze(1)
     X = torch.cat([U0 * mask, W0 * mask], 1)  # [P, M + N, K]: U on top of W
     best = X.clone()
     best_err = torch.full((P,), float("inf"), dtype=A.dtype, device=dev)
-    mom, vel = torch.zeros_like(X), torch.zeros_like(X)
-    idx = torch.arange(P, device=dev)
-    Aa, Ma, Ta = A, mask, targets.to(device=dev, dtype=A.dtype)
-    Sa = torch.as_tensor(steps).expand(P).to(device=dev, dtype=A.dtype)
-    Ha = Sa if horizons is None else torch.as_tensor(horizons).expand(P).to(dev, A.dtype)
+    Sa = torch.as_tensor(problems.steps).expand(P).to(device=dev, dtype=A.dtype)
+    h = problems.horizons
     La: float | torch.Tensor = lr
-    if lr_scale is not None:
-        La = lr * torch.as_tensor(lr_scale).expand(P).to(dev, A.dtype)
+    if problems.lr_scale is not None:
+        La = lr * torch.as_tensor(problems.lr_scale).expand(P).to(dev, A.dtype)
+    s = AdamState(
+        X, torch.zeros_like(X), torch.zeros_like(X), A, mask,
+        targets=problems.targets.to(device=dev, dtype=A.dtype),
+        budgets=Sa,
+        horizons=Sa if h is None else torch.as_tensor(h).expand(P).to(dev, A.dtype),
+        lr=La,
+        idx=torch.arange(P, device=dev),
+    )  # fmt: skip
     total = int(Sa.max())
     for step in range(total + 1):
-        U, W = X[:, :M], X[:, M:]
-        E = Aa - U @ W.transpose(-1, -2)
+        U, W = s.X[:, :M], s.X[:, M:]
+        E = s.A - U @ W.transpose(-1, -2)
         if step % check == 0 or step >= total:
+            idx, Ta = s.idx, s.targets
             err = E.abs().sum(-1).amax(-1)
             b = err < best_err[idx]
             if bool(b.any()):
-                best[idx[b]] = X[b]
+                best[idx[b]] = s.X[b]
                 best_err[idx[b]] = err[b]
             cur = best_err[idx]
-            prog = step / Sa
+            prog = step / s.budgets
             hopeless = (prog > 0.3) & (cur > (1 + give_up * (1 - prog)) * Ta)
-            keep = ~((cur <= Ta * (1 - 1e-4)) | hopeless | (step >= Sa))
+            keep = ~((cur <= Ta * (1 - 1e-4)) | hopeless | (step >= s.budgets))
             if not bool(keep.any()):
                 break
             if not bool(keep.all()):
-                X, mom, vel, Aa, Ma, Ta, Sa, Ha, idx = (
-                    t[keep] for t in (X, mom, vel, Aa, Ma, Ta, Sa, Ha, idx)
-                )
-                if isinstance(La, torch.Tensor):
-                    La = La[keep]
-                U, W = X[:, :M], X[:, M:]
-                E = Aa - U @ W.transpose(-1, -2)
-        upper_step(X, E, mom, vel, Ma, Ta, Ha, step, La)
+                s = s.take(keep)
+                U, W = s.X[:, :M], s.X[:, M:]
+                E = s.A - U @ W.transpose(-1, -2)
+        upper_step(s, E, step)
     return best[:, :M], best[:, M:], best_err
 
 
-def upper_step(
-    X: torch.Tensor,
-    E: torch.Tensor,
-    mom: torch.Tensor,
-    vel: torch.Tensor,
-    mask: torch.Tensor,
-    targets: torch.Tensor,
-    budgets: torch.Tensor,
-    step: int,
-    lr: float | torch.Tensor,
-) -> None:
-    """One Adam step of :func:`refine_upper`, in place on ``X`` ``[p, M + N, K]`` (``U`` on
-    top of ``W``) and its moments; ``E = A - U W^T`` ``[p, M, N]`` is consumed (overwritten).
+@dataclass(frozen=True)
+class AdamState(Batch):
+    """The problems :func:`refine_upper` still runs, one row per problem: ``X``
+    ``[p, M + N, K]`` (``U`` on top of ``W``) and its Adam moments ``mom, vel`` (updated in
+    place), ``A`` ``[p, M, N]``, the ``mask`` ``[p, 1, K]`` of each problem's live columns,
+    its target error, step budget and anneal horizon ``[p]``, the learning rate (a float, or
+    one per problem) and each problem's index ``idx`` in the whole batch.
+
+    Examples
+    --------
+    :meth:`take` keeps the problems still running, and a learning rate shared by all:
+
+    >>> import torch
+    >>> from analysis.brackets.upper import AdamState
+    >>> s = AdamState(*(torch.tensor([[0.0], [1.0]]) for _ in range(8)), 5e-4, torch.arange(2))
+    >>> kept = s.take(torch.tensor([False, True]))
+    >>> kept.idx.tolist(), kept.lr
+    ([1], 0.0005)
+    """
+
+    X: torch.Tensor
+    mom: torch.Tensor
+    vel: torch.Tensor
+    A: torch.Tensor
+    mask: torch.Tensor
+    targets: torch.Tensor
+    budgets: torch.Tensor
+    horizons: torch.Tensor
+    lr: float | torch.Tensor
+    idx: torch.Tensor
+
+
+def upper_step(s: AdamState, E: torch.Tensor, step: int) -> None:
+    """One Adam step of :func:`refine_upper`, in place on ``s.X`` and its moments;
+    ``E = A - U W^T`` ``[p, M, N]`` is consumed (overwritten).
 
     Examples
     --------
@@ -339,7 +351,7 @@ def upper_step(
     ``0.41 * 0.51``, and the error to ``4 (0.25 - 0.2091) = 0.1636``:
 
     >>> import torch
-    >>> from analysis.brackets.upper import upper_step
+    >>> from analysis.brackets.upper import AdamState, upper_step
     >>> f64 = dict(dtype=torch.float64)
     >>> A = torch.full((1, 4, 4), 0.25, **f64)
     >>> X = torch.cat([torch.full((1, 4, 1), 0.4, **f64), torch.full((1, 4, 1), 0.5, **f64)], 1)
@@ -347,24 +359,23 @@ def upper_step(
     ...     return round(float((A - X[:, :4] @ X[:, 4:].mT).abs().sum(-1).max()), 6)
     >>> error(X)
     0.2
-    >>> mom, vel = torch.zeros_like(X), torch.zeros_like(X)
-    >>> E = A - X[:, :4] @ X[:, 4:].mT
-    >>> mask = torch.ones(1, 1, 1, **f64)
-    >>> targets, budgets = torch.tensor([0.1], **f64), torch.tensor([100.0], **f64)
-    >>> upper_step(X, E, mom, vel, mask, targets, budgets, 0, 0.01)
+    >>> budgets = torch.tensor([100.0], **f64)
+    >>> s = AdamState(X, torch.zeros_like(X), torch.zeros_like(X), A, torch.ones(1, 1, 1, **f64),
+    ...               torch.tensor([0.1], **f64), budgets, budgets, 0.01, torch.tensor([0]))
+    >>> upper_step(s, A - X[:, :4] @ X[:, 4:].mT, 0)
     >>> error(X)
     0.1636
     """
     M = E.shape[-2]
-    U, W = X[:, :M], X[:, M:]
-    frac = step_fraction(step, budgets)
+    U, W = s.X[:, :M], s.X[:, M:]
+    frac = step_fraction(step, s.horizons)
     delta = (1e-3 * (1e-2) ** frac)[:, None, None]
-    beta = (20.0 + 480.0 * frac) / targets.clamp_min(1e-6)
+    beta = (20.0 + 480.0 * frac) / s.targets.clamp_min(1e-6)
     # In place where a temporary would be [p, M, N]: the same operations in the same
     # order as sqrt(E * E + delta^2), so the same floats, without two allocations.
     S = E * E
     S = S.add_(delta * delta).sqrt_()
     w = torch.softmax(beta[:, None] * S.sum(-1), -1)  # [p, M]
     dE = E.div_(S).mul_(w[..., None])
-    g = torch.cat([(dE @ W).neg_(), (dE.transpose(-1, -2) @ U).neg_()], 1).mul_(mask)
-    adam_step(X, g, mom, vel, step + 1, cosine_lr(lr, frac, 0.02))
+    g = torch.cat([(dE @ W).neg_(), (dE.transpose(-1, -2) @ U).neg_()], 1).mul_(s.mask)
+    adam_step(s.X, g, s.mom, s.vel, step + 1, cosine_lr(s.lr, frac, 0.02))

@@ -12,16 +12,20 @@ from pathlib import Path
 
 from analysis.atomic import atomic_write
 from analysis.brackets import EFFORTS, ENGINE_VERSIONS, LATEST_ENGINE, check_engine
+from analysis.brackets.approximant_tables import (
+    approximants_for_input,
+    compare_with_brackets,
+    summarize,
+)
 from analysis.brackets.approximants import METHODS as APPROX_METHODS
-from analysis.brackets.approximants import compare_with_brackets, summarize
 from analysis.brackets.io import (
     BATCH,
+    Execution,
     ResultWriter,
-    approximants_for_input,
-    bracket_frame,
     profile_file,
 )
 from analysis.brackets.results import (
+    bracket_frame,
     check_result,
     check_result_head,
     read_result,
@@ -179,14 +183,13 @@ def run_bracket(args: argparse.Namespace) -> int:
             data,
             eps=eps,
             effort=args.effort,
-            batch=args.batch,
-            progress=not args.quiet,
             checkpoint=ck,
             say=lambda note: print(note, file=sys.stderr),
-            device=args.device,
             on_profile=None if writer is None else writer.add,
             engine=engine,
-            **parallel,
+            execution=Execution(
+                **parallel, batch=args.batch, progress=not args.quiet, device=args.device
+            ),
         )
     for i, prof in enumerate(profiles):
         layer, head = data.layers[i], data.heads[i]

@@ -272,7 +272,7 @@ def reference_widths(
     analysis.validation.ParameterError: design: expected ... source, got ['org/a', 'org/b']
     """
     from analysis.brackets import EFFORTS, check_engine
-    from analysis.brackets.io import MatrixInput, profile_file
+    from analysis.brackets.io import Execution, MatrixInput, profile_file
     from analysis.prereg.design import load_design
     from analysis.sources.checkpoints import load_checkpoint
 
@@ -311,11 +311,8 @@ def reference_widths(
             data,
             eps=grid,
             effort=effort,
-            workers=workers,
-            batch=1,
-            progress=progress,
-            executor=executor,
             engine=engine,
+            execution=Execution(workers=workers, batch=1, progress=progress, executor=executor),
         )
         for (layer, head), prof in zip(training, profiles, strict=True):
             for e in grid:

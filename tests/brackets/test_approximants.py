@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from analysis.attention import softmax64
+from analysis.brackets.approximant_tables import compare_with_brackets, summarize
 from analysis.brackets.approximants import (
     METHODS,
     approximant_errors,
     approximant_ranks,
-    compare_with_brackets,
     least_ranks,
     linformer_witness,
     nystrom_witness,
@@ -21,8 +21,8 @@ from analysis.brackets.approximants import (
     performer_witness,
     rows_witness,
     segment_matrix,
-    summarize,
 )
+from analysis.brackets.io import QueriesKeys
 from analysis.brackets.verify import certified_upper_error
 from analysis.cli import main
 from analysis.cli.inputs import load_matrices, load_queries_keys
@@ -110,13 +110,13 @@ def test_performer_features_are_orthogonal_in_blocks_and_nested(qk):
     feats = performer_features(4, 24, np.random.default_rng(0))
     want = certified_upper_error(A, *performer_witness(Q, K, s, feats[:5]))
     for ranks in ([5, 10], [5]):
-        errs = approximant_errors(A, Q=Q, K=K, scale=s, methods=("performer",), ranks=ranks)
+        errs = approximant_errors(A, QueriesKeys(Q, K, s), methods=("performer",), ranks=ranks)
         assert errs["error"].iloc[0] == want
 
 
 def test_errors_are_certified_and_least_rank_is_the_first_reaching_eps(qk):
     Q, K, s, A = qk
-    errs = approximant_errors(A, Q=Q, K=K, scale=s, random_state=0)
+    errs = approximant_errors(A, QueriesKeys(Q, K, s), random_state=0)
     assert list(errs.columns) == ["method", "rank", "error", "computed"]
     assert set(errs["method"]) == set(METHODS)
     assert (errs["error"] >= errs["computed"]).all()
@@ -133,7 +133,7 @@ def test_errors_are_certified_and_least_rank_is_the_first_reaching_eps(qk):
         assert (pd.isna(row["rank"]) and ok.empty) or row["rank"] == ok.min()
         assert row["reached"] == (not ok.empty and ok.min() < 24)
     # Stopping early at the smallest eps gives the same least ranks.
-    fast = approximant_ranks(A, eps, Q=Q, K=K, scale=s, random_state=0)
+    fast = approximant_ranks(A, eps, QueriesKeys(Q, K, s), random_state=0)
     pd.testing.assert_frame_equal(fast, table)
 
 
@@ -150,24 +150,22 @@ def test_svd_and_rows_need_only_A(qk):
         ({"methods": ("svd", "fourier")}, "methods"),
         ({"methods": ()}, "methods"),
         ({"methods": ("svd", "svd")}, "methods"),
-        ({"methods": ("nystrom",)}, "Q, K, scale"),
-        (
-            {"methods": ("linformer",), "Q": np.ones((3, 2)), "K": np.ones((24, 2)), "scale": 1.0},
-            "Q, K",
-        ),
-        ({"methods": ("performer",), "scale": -1.0}, "scale"),
-        ({"methods": ("nystrom",), "mask": np.tril(np.ones((24, 24), bool))}, "mask"),
+        ({"methods": ("nystrom",)}, "qk"),
+        ({"methods": ("linformer",), "Q": np.ones((3, 2)), "K": np.ones((24, 2))}, "qk.Q, qk.K"),
+        ({"methods": ("performer",), "scale": -1.0}, "qk.scale"),
+        ({"methods": ("nystrom",), "mask": np.tril(np.ones((24, 24), bool))}, "qk.mask"),
+        ({"methods": ("nystrom",), "bias": np.zeros((24, 24))}, "qk.bias"),
         ({"ranks": [0, 3]}, "ranks"),
         ({"ranks": [25]}, "ranks"),
     ],
 )
 def test_invalid_input_names_the_parameter(qk, kwargs, match):
     Q, K, s, A = qk
-    base = {"Q": Q, "K": K, "scale": s}
-    if kwargs.get("methods") == ("nystrom",) and "mask" not in kwargs:
-        base = {}
+    heads = {"Q": Q, "K": K, "scale": s}
+    fields = {k: kwargs.pop(k) for k in ("Q", "K", "scale", "mask", "bias") if k in kwargs}
+    given = None if kwargs == {"methods": ("nystrom",)} and not fields else heads | fields
     with pytest.raises(ParameterError, match=match):
-        approximant_errors(A, **{**base, **kwargs})
+        approximant_errors(A, None if given is None else QueriesKeys(**given), **kwargs)
 
 
 def test_overhead_is_bounded_by_the_bracket():
@@ -250,8 +248,8 @@ def test_cli_npy_input_defaults_to_A_only_methods(tmp_path, capsys):
 
 
 def test_interrupted_run_resumes_from_checkpoint(extract_npz, tmp_path, monkeypatch):
+    import analysis.brackets.approximant_tables as bio
     import analysis.brackets.approximants as ap
-    import analysis.brackets.io as bio
 
     data = load_matrices(extract_npz)
     qk = load_queries_keys(extract_npz, data)
@@ -353,7 +351,7 @@ def test_geometric_grid_is_refined_between_grid_ranks(monkeypatch):
 def test_tampered_checkpoint_tables_are_recertified_and_recomputed(extract_npz, tmp_path):
     """A resumed run rebuilds each stored row's witness at its rank and certifies it again:
     a lowered rank or error fails, and that matrix's table is recomputed and counted."""
-    import analysis.brackets.io as bio
+    import analysis.brackets.approximant_tables as bio
 
     data = load_matrices(extract_npz)
     qk = load_queries_keys(extract_npz, data)

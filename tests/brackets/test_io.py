@@ -2,6 +2,7 @@
 
 import pytest
 
+from analysis.brackets.io import Execution
 from analysis.cli.inputs import load_matrices
 from tests.fixtures.stacks import write_stack
 
@@ -17,7 +18,7 @@ def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
 
     data = load_matrices(stack)
     ck = tmp_path / "ck.partial"
-    full = bio.profile_file(data, eps=(0.1,), effort="fast", progress=False)
+    full = bio.profile_file(data, eps=(0.1,), effort="fast", execution=Execution(progress=False))
 
     calls = {"n": 0}
     real = bio.profile_matrices  # one call per block; blocks of one matrix here
@@ -30,13 +31,19 @@ def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
 
     monkeypatch.setattr(bio, "profile_matrices", flaky)
     with pytest.raises(KeyboardInterrupt):
-        bio.profile_file(data, eps=(0.1,), effort="fast", progress=False, checkpoint=ck, batch=1)
+        bio.profile_file(
+            data,
+            eps=(0.1,),
+            effort="fast",
+            checkpoint=ck,
+            execution=Execution(progress=False, batch=1),
+        )
     assert len(ck.read_text().splitlines()) == 2  # two finished matrices were kept
     with open(ck, "a") as f:
         f.write('{"key": "torn')  # a line cut short by a crash is ignored
     calls["n"] = -100  # no more interruptions; count the recomputed matrices
     resumed = bio.profile_file(
-        data, eps=(0.1,), effort="fast", progress=False, checkpoint=ck, batch=1
+        data, eps=(0.1,), effort="fast", checkpoint=ck, execution=Execution(progress=False, batch=1)
     )
     assert calls["n"] == -100 + 1  # only the unfinished matrix was computed
     assert [p.brackets((0.1,)) for p in resumed] == [p.brackets((0.1,)) for p in full]
@@ -53,7 +60,7 @@ def test_tampered_checkpoint_lines_are_reverified_and_recomputed(stack, tmp_path
 
     data = load_matrices(stack)
     eps = (0.1, 0.2)
-    kw = {"eps": eps, "effort": "fast", "progress": False, "batch": 1}
+    kw = {"eps": eps, "effort": "fast", "execution": Execution(progress=False, batch=1)}
     ck = tmp_path / "ck.partial"
     full = bio.profile_file(data, checkpoint=ck, **kw)
     lines = [json.loads(line) for line in ck.read_text().splitlines()]

@@ -9,7 +9,8 @@ import pytest
 
 import analysis.brackets.io as bio
 from analysis.brackets import Profile
-from analysis.brackets.io import ResultWriter, profile_file, result_json, verify_result
+from analysis.brackets.io import Execution, ResultWriter, profile_file, result_json
+from analysis.brackets.results import verify_result
 from analysis.cli.inputs import load_matrices
 from analysis.validation import ParameterError
 from tests.fixtures.stacks import write_stack
@@ -29,7 +30,11 @@ def test_writer_writes_the_bytes_of_result_json(data, tmp_path, witnesses):
     ``json.dumps(result_json(...))``, and with witnesses it re-verifies."""
     writer = ResultWriter(data, eps=EPS, effort="fast", witnesses=witnesses)
     profs = profile_file(
-        data, eps=EPS, effort="fast", progress=False, batch=2, on_profile=writer.add
+        data,
+        eps=EPS,
+        effort="fast",
+        on_profile=writer.add,
+        execution=Execution(progress=False, batch=2),
     )
     out = tmp_path / "out.json"
     writer.write(out)
@@ -44,7 +49,7 @@ def test_writer_writes_the_bytes_of_result_json(data, tmp_path, witnesses):
 
 def test_writer_refuses_a_missing_matrix(data, tmp_path):
     writer = ResultWriter(data, eps=EPS, effort="fast", witnesses=True)
-    profs = profile_file(data, eps=EPS, effort="fast", progress=False)
+    profs = profile_file(data, eps=EPS, effort="fast", execution=Execution(progress=False))
     writer.add(0, profs[0])
     writer.add(2, profs[2])
     with pytest.raises(ParameterError, match=r"^profile: .*none for \[1\]"):
@@ -56,7 +61,12 @@ def test_on_profile_sees_every_matrix_once_reused_ones_first(data, tmp_path):
     """A resumed run hands the reused profiles to ``on_profile`` first, then the computed
     ones; each index once, with the profile that is returned."""
     ck = tmp_path / "ck.partial"
-    kw = {"eps": EPS, "effort": "fast", "progress": False, "batch": 1, "checkpoint": ck}
+    kw = {
+        "eps": EPS,
+        "effort": "fast",
+        "execution": Execution(progress=False, batch=1),
+        "checkpoint": ck,
+    }
     full = profile_file(data, **kw)
     lines = ck.read_text().splitlines()
     ck.write_text(lines[2] + "\n")  # only matrix 2 is stored
@@ -72,7 +82,12 @@ def test_checkpoint_lines_hold_float32_witnesses_exactly(data, tmp_path, monkeyp
     float32 values), and a resumed run reuses every line: nothing is recomputed, and each
     witness comes back bit for bit."""
     ck = tmp_path / "ck.partial"
-    kw = {"eps": EPS, "effort": "fast", "progress": False, "batch": 1, "checkpoint": ck}
+    kw = {
+        "eps": EPS,
+        "effort": "fast",
+        "execution": Execution(progress=False, batch=1),
+        "checkpoint": ck,
+    }
     full = profile_file(data, **kw)
     recs = [json.loads(line) for line in ck.read_text().splitlines()]
     assert [r["profile"]["arrays"] for r in recs] == ["float32-base64"] * 3
@@ -96,7 +111,7 @@ def test_checkpoint_lines_hold_float32_witnesses_exactly(data, tmp_path, monkeyp
 
 def test_a_witness_off_float32_is_checkpointed_as_lists(data):
     """A value float32 cannot hold exactly keeps the lossless encoding (lists)."""
-    prof = profile_file(data, eps=EPS, effort="fast", progress=False)[0]
+    prof = profile_file(data, eps=EPS, effort="fast", execution=Execution(progress=False))[0]
     assert bio._arrays_of(prof) == "float32-base64"
     k = max(prof.upper)
     w = prof.upper[k]

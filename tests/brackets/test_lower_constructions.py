@@ -7,6 +7,7 @@ from scipy.optimize import linprog
 
 from analysis.attention import softmax64
 from analysis.brackets import lower as L
+from analysis.brackets import lower_ascent as ascent
 from analysis.brackets.verify import certified_lower_margin
 from tests.fixtures.known import blocks, blocks_threshold, permute
 
@@ -36,14 +37,14 @@ def test_projection_matches_sort_reference(rng, length):
     X[0, 0] = 0.0
     X[1, 1, : (length + 1) // 2] = 2.0
     ref = np.array([[_project_sort(r) for r in m] for m in X])
-    got = L.project_rows_l1(torch.from_numpy(X), iters=60).numpy()
+    got = ascent.project_rows_l1(torch.from_numpy(X), iters=60).numpy()
     assert np.abs(got - ref).max() <= 1e-12
 
 
 def test_projection_default_is_feasible_and_keeps_inside_rows(rng):
     X = torch.from_numpy(rng.normal(size=(5, 11, 64)) * rng.uniform(0.001, 0.05, size=(5, 11, 1)))
     X[:, ::2] *= 100.0  # even rows well outside the ball
-    P = L.project_rows_l1(X)  # default: 3 Michelot iterations, then scaled onto the ball
+    P = ascent.project_rows_l1(X)  # default: 3 Michelot iterations, then scaled onto the ball
     norms = P.abs().sum(-1)
     assert float(norms.max()) <= 1.0 + 1e-12
     inside = X.abs().sum(-1) <= 1.0
@@ -56,11 +57,11 @@ def test_projection_default_is_feasible_and_keeps_inside_rows(rng):
 
 def test_projection_float32_feasible(rng):
     X = torch.from_numpy(rng.normal(size=(4, 30, 128)).astype(np.float32)) * 3
-    assert float(L.project_rows_l1(X).abs().sum(-1).max()) <= 1.0 + 1e-5
+    assert float(ascent.project_rows_l1(X).abs().sum(-1).max()) <= 1.0 + 1e-5
 
 
 def test_lower_lr_schedule():
-    lr = L.lower_lr(torch.tensor([1, 5, 10, 50, 200]))
+    lr = ascent.lower_lr(torch.tensor([1, 5, 10, 50, 200]))
     assert torch.allclose(lr, torch.tensor([0.05, 0.05, 0.025, 0.005, 0.002], dtype=lr.dtype))
 
 

@@ -9,6 +9,7 @@ import torch
 from analysis.brackets import lower, profile_matrices, profile_matrix, stages, stages_rowspan
 from analysis.brackets.examples import example_head
 from analysis.brackets.lower import group_witness, normalized_margins
+from analysis.brackets.optim import Problems
 from analysis.brackets.rowspan import RowSpan, inverse_transform, right_inverse, row_order
 from analysis.brackets.settings import rowspan_settings
 from analysis.brackets.upper import refine_upper
@@ -138,11 +139,11 @@ def test_anneal_horizon_defaults_to_the_budget():
     rng = np.random.default_rng(0)
     U0 = torch.from_numpy(0.3 * rng.normal(size=(1, 16, 3))).float()
     W0 = torch.from_numpy(0.3 * rng.normal(size=(1, 16, 3))).float()
-    args = (A, U0, W0, torch.tensor([3]), torch.tensor([0.01]))
-    steps = torch.tensor([120])
-    U1, W1, e1 = refine_upper(*args, steps=steps)
-    U2, W2, e2 = refine_upper(*args, steps=steps, horizons=steps.double())
-    U3, _, _ = refine_upper(*args, steps=steps, horizons=4 * steps.double())
+    run = (torch.tensor([3]), torch.tensor([0.01]), torch.tensor([120]))
+    steps = run[2]
+    U1, W1, e1 = refine_upper(A, U0, W0, Problems(*run))
+    U2, W2, e2 = refine_upper(A, U0, W0, Problems(*run, horizons=steps.double()))
+    U3, _, _ = refine_upper(A, U0, W0, Problems(*run, horizons=4 * steps.double()))
     assert torch.equal(U1, U2) and torch.equal(W1, W2) and torch.equal(e1, e2)
     assert not torch.equal(U1, U3)
 
@@ -203,10 +204,9 @@ def test_upper_learning_rate_scale_by_rank():
     rng = np.random.default_rng(0)
     U0 = torch.from_numpy(0.3 * rng.normal(size=(1, 16, 3))).float().expand(2, -1, -1)
     W0 = torch.from_numpy(0.3 * rng.normal(size=(1, 16, 3))).float().expand(2, -1, -1)
-    args = (A, U0, W0, torch.tensor([3, 3]), torch.tensor([0.01, 0.01]))
-    steps = torch.tensor([120, 120])
-    U1, _, e1 = refine_upper(*args, steps=steps)
-    U2, _, e2 = refine_upper(*args, steps=steps, lr_scale=torch.tensor([1.0, 0.0]))
+    run = (torch.tensor([3, 3]), torch.tensor([0.01, 0.01]), torch.tensor([120, 120]))
+    U1, _, e1 = refine_upper(A, U0, W0, Problems(*run))
+    U2, _, e2 = refine_upper(A, U0, W0, Problems(*run, lr_scale=torch.tensor([1.0, 0.0])))
     start = (A[0] - U0[0] @ W0[0].T).abs().sum(-1).max()
     assert torch.equal(U2[1], U0[1]) and e2[1] == start  # rate 0: the start is the best
     assert not torch.equal(U1[1], U0[1]) and e1[1] < start

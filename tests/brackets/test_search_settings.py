@@ -7,19 +7,26 @@ import pytest
 
 import analysis.brackets as engine
 import analysis.brackets.settings as settings_module
-from analysis.brackets import EFFORTS, SearchSettings, search_settings, settings_sha256
+from analysis.brackets import (
+    EFFORTS,
+    ENGINE_VERSIONS,
+    SearchSettings,
+    engine_spec,
+    search_settings,
+    settings_sha256,
+)
 from analysis.brackets.settings import SETTINGS
 from analysis.validation import ParameterError
 
 #: ``settings_sha256(effort)`` of every engine version, by version. The settings decide
 #: which witnesses the search finds, so a change to them must come with a new engine
-#: version (``analysis.brackets.__version__``): add that version's row here, and never edit
+#: version (``analysis.brackets.ENGINE_VERSIONS``): add that version's row here, and never edit
 #: the row of a released one. A settings change without a version bump fails
 #: :func:`test_settings_are_pinned_to_the_engine_version`; so does a version bump without
 #: its row. (These are fingerprints, not copies of the values: editing ``settings.py``
 #: alone cannot make this test pass again.)
 SETTINGS_SHA256 = {
-    "4": {
+    4: {
         "fast": "2026a894902ea2887fd95eaea4e7fa3b641913bc64c371d2bac984d3e8239175",
         "default": "ab889028021c07b23dc65b3ab5e70f921bd3d63fa064cce7195da595d14f9e3b",
         "thorough": "a1b94376a59278fe36b10a1468c57c189d619cb7925a4d00d74e6f78da119122",
@@ -60,14 +67,15 @@ def test_more_effort_never_means_less_search():
 
 
 def test_settings_are_pinned_to_the_engine_version():
-    """A settings change needs a new ``analysis.brackets.__version__`` (and its row above)."""
-    assert engine.__version__ in SETTINGS_SHA256, (
-        f"engine version {engine.__version__!r} has no recorded settings hashes: add its row"
+    """A settings change needs a new engine version (and its row above)."""
+    version = next(v for v in ENGINE_VERSIONS if engine_spec(v).settings is SETTINGS)
+    assert version in SETTINGS_SHA256, (
+        f"engine version {version} has no recorded settings hashes: add its row"
     )
     found = {effort: settings_sha256(effort) for effort in EFFORTS}
-    assert found == SETTINGS_SHA256[engine.__version__], (
-        "the search settings changed: bump analysis.brackets.__version__ and record the "
-        "new hashes under it"
+    assert found == SETTINGS_SHA256[version], (
+        "the search settings changed: add an engine version (ENGINE_VERSIONS) and record "
+        "the new hashes under it"
     )
 
 

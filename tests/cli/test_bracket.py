@@ -134,7 +134,7 @@ def test_batch_one_is_profile_matrix_one_at_a_time(stack, tmp_path):
 def test_bracket_resume_recomputes_a_tampered_checkpoint_line(stack, tmp_path, capsys):
     """``OUT.json.partial`` lines are re-verified on resume; a failed one is recomputed and
     the count goes to stderr."""
-    from analysis.brackets.io import profile_file
+    from analysis.brackets.io import Execution, profile_file
     from analysis.cli.inputs import load_matrices
     from tests.fixtures.tamper import set_margin
 
@@ -143,7 +143,11 @@ def test_bracket_resume_recomputes_a_tampered_checkpoint_line(stack, tmp_path, c
     out = tmp_path / "out.json"
     ck = tmp_path / "out.json.partial"
     profs = profile_file(
-        load_matrices(stack), eps=(0.05, 0.1, 0.2), effort="fast", progress=False, checkpoint=ck
+        load_matrices(stack),
+        eps=(0.05, 0.1, 0.2),
+        effort="fast",
+        checkpoint=ck,
+        execution=Execution(progress=False),
     )
     lines = [json.loads(line) for line in ck.read_text().splitlines()]
     lines[1]["profile"] = set_margin(lines[1]["profile"], max(profs[1].lower), 0.95)

@@ -4,7 +4,7 @@ library's ``result_json`` gives, in ``json.dumps``'s own format, and it re-verif
 import json
 
 from analysis.brackets import LATEST_ENGINE
-from analysis.brackets.io import profile_file, result_json
+from analysis.brackets.io import Execution, profile_file, result_json
 from analysis.cli import main
 from analysis.cli.inputs import load_matrices
 
@@ -24,7 +24,7 @@ def test_bracket_out_json_is_result_json_and_verifies(stack, tmp_path, capsys):
     res = json.loads(text)
     assert text == json.dumps(res)  # json.dumps's default layout, as before
     data = load_matrices(stack)
-    profs = profile_file(data, eps=EPS, effort="fast", batch=2, progress=False)
+    profs = profile_file(data, eps=EPS, effort="fast", execution=Execution(batch=2, progress=False))
     expected = result_json(
         data, profs, eps=EPS, effort="fast", witnesses=True, engine=LATEST_ENGINE
     )
@@ -49,7 +49,9 @@ def test_bracket_out_json_is_result_json_and_verifies(stack, tmp_path, capsys):
 def test_bracket_without_out_prints_the_brackets_only(stack, tmp_path, capsys):
     assert main(["bracket", str(stack), "--eps", "0.1", "--effort", "fast", "--quiet"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    profs = profile_file(load_matrices(stack), eps=(0.1,), effort="fast", progress=False)
+    profs = profile_file(
+        load_matrices(stack), eps=(0.1,), effort="fast", execution=Execution(progress=False)
+    )
     assert lines == [
         f"matrix {i}: eps=0.1: [{p.bracket(0.1)[0]}, {p.bracket(0.1)[1]}]"
         for i, p in enumerate(profs)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from analysis.attention import softmax64
-from analysis.brackets.io import approximants_for_input
+from analysis.brackets.approximant_tables import approximants_for_input
 from analysis.cli.inputs import load_matrices, load_queries_keys
 from analysis.sources.checkpoints import (
     Checkpoint,
