@@ -76,6 +76,7 @@ COVERED = (
     "analysis.compare.options",
     "analysis.compare.refit",
     "analysis.descriptors.builtin",
+    "analysis.descriptors.check",
     "analysis.descriptors.describe",
     "analysis.descriptors.kappa",
     "analysis.descriptors.registry",
