@@ -21,18 +21,18 @@ outcomes exist is amended with ``--numbers NAME=BEFORE:AFTER ...``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from analysis.prereg.amend import amend_design
 from analysis.prereg.code_hash import code_drift
 from analysis.prereg.design import draw_held_out, load_design, write_held_out
 from analysis.prereg.lock import (
     PreregistrationError,
-    amend_design,
     check_design,
     lock_design,
     lock_path,
+    read_lock,
 )
 from analysis.validation import ParameterError
 
@@ -120,7 +120,7 @@ def _lock(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     changes = check_design(args.file, **_block_facts(args))
-    record = json.loads(lock_path(args.file).read_text(encoding="utf-8"))
+    record = read_lock(args.file)
     drift = code_drift(record, design_path=args.file)
     if drift:
         print(f"warning: {drift}", file=sys.stderr)

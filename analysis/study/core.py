@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from analysis.prereg import lock as prereg_lock
 from analysis.prereg.design import Design
 from analysis.prereg.engine_pin import pinned_engine
+from analysis.prereg.provenance import git_commit as prereg_git_commit
 from analysis.study.paths import StudyPaths, study_paths
 from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.records import ExtractionIndex
@@ -423,4 +424,4 @@ def git_commit() -> str | None:
     >>> commit is None or re.fullmatch("[0-9a-f]{40}", commit) is not None
     True
     """
-    return prereg_lock.git_commit(Path(__file__).resolve().parent)
+    return prereg_git_commit(Path(__file__).resolve().parent)
