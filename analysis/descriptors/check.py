@@ -41,6 +41,7 @@ CHECKS = {
 TEMPERATURES = (1.0, 2.0)
 EPS_GRID = (0.05, 0.2)
 
+#: ``{(matrix, t, eps): {feature: value}}``: a block's output on the kit's cells.
 Rows = dict[tuple[str, float, float], dict[str, float]]
 
 
@@ -76,80 +77,54 @@ def kit_matrices() -> dict[str, dict[str, Any]]:
     }
 
 
-def _fail(block: Block, check: str, got: str) -> ParameterError:
-    return ParameterError(
-        "blocks", f"block {block.name!r} to pass check {check!r}: {CHECKS[check]}", got
-    )
+def _fail(block: Block, check: str, where: tuple | str, what: str) -> ParameterError:
+    if isinstance(where, tuple):
+        where = "matrix {} (t={}, eps={})".format(*where)
+    allowed = f"block {block.name!r} to pass check {check!r}: {CHECKS[check]}"
+    return ParameterError("blocks", allowed, f"{where}: {what}")
 
 
-def _describe(block: Block, heads: dict[str, dict[str, Any]]) -> Rows:
-    """``{(matrix, t, eps): {feature: value}}``, each matrix in a fresh cache."""
+def _describe(block: Block) -> Rows:
+    """The block's output on every cell of the kit, each matrix in a fresh cache."""
     rows: Rows = {}
-    for name, head in heads.items():
-        data = MatrixData(
-            head["Q"],
-            head["K"],
-            head["scale"],
-            head["mask"],
-            eps_grid=EPS_GRID,
-            temperatures=TEMPERATURES,
-            bias=head["bias"],
-        )
-        for t in TEMPERATURES:
-            for eps in EPS_GRID:
-                where = f"matrix {name} (t={t}, eps={eps})"
-                try:
-                    row = run_block(block, Cell(data, t, eps))
-                except ParameterError as exc:
-                    raise _fail(block, "names", f"{where}: {exc}") from None
-                except Exception as exc:
-                    raise _fail(block, "runs", f"{where}: {type(exc).__name__}: {exc}") from exc
-                rows[name, t, eps] = {c.split("__", 1)[1]: v for c, v in row.items()}
+    for name, head in kit_matrices().items():
+        data = MatrixData(**head, eps_grid=EPS_GRID, temperatures=TEMPERATURES)
+        for key in ((name, t, eps) for t in TEMPERATURES for eps in EPS_GRID):
+            try:
+                row = run_block(block, Cell(data, key[1], key[2]))
+            except ParameterError as exc:
+                raise _fail(block, "names", key, str(exc)) from None
+            except Exception as exc:
+                raise _fail(block, "runs", key, f"{type(exc).__name__}: {exc}") from exc
+            rows[key] = {c.split("__", 1)[1]: v for c, v in row.items()}
     return rows
 
 
-def _check_names(block: Block, rows: Rows) -> None:
+def _check_rows(block: Block, rows: Rows) -> None:
+    """The checks of one run: ``names``, ``same_names``, ``finite``."""
     covariates = set(block_covariates(block))
-    first: dict[str, tuple[set[str], tuple]] = {}
-    for (name, t, eps), row in rows.items():
-        where = f"matrix {name} (t={t}, eps={eps})"
-        bad = [f for f in row if "__" in f]
-        if bad:
-            raise _fail(block, "names", f"{where}: features {bad}")
+    first: dict[str, set[str]] = {}
+    for key, row in rows.items():
+        if any("__" in f for f in row):
+            raise _fail(block, "names", key, f"features {[f for f in row if '__' in f]}")
         cov = {f for f in row if block.info(f).kind == "covariate"}
         if cov != covariates:
-            got = f"{where}: covariates {sorted(cov)}, on the probe cell {sorted(covariates)}"
-            raise _fail(block, "same_names", got)
-        names, seen = first.setdefault(name, (set(row), (t, eps)))
+            got = f"covariates {sorted(cov)} (probe cell: {sorted(covariates)})"
+            raise _fail(block, "same_names", key, got)
+        names = first.setdefault(key[0], set(row))
         if set(row) != names:
-            diff = sorted(set(row) ^ names)
-            raise _fail(block, "same_names", f"{where}: features {diff} differ from t, eps={seen}")
-
-
-def _check_finite(block: Block, rows: Rows) -> None:
-    for (name, t, eps), row in rows.items():
+            raise _fail(block, "same_names", key, f"features {sorted(set(row) ^ names)} vary")
         for f, v in row.items():
             if not np.isfinite(v) and not any(fnmatch.fnmatchcase(f, p) for p in block.nonfinite):
-                raise _fail(block, "finite", f"{f}={v} on matrix {name} (t={t}, eps={eps})")
+                raise _fail(block, "finite", key, f"{f}={v}")
 
 
 def _check_equal(block: Block, check: str, rows: Rows, again: Rows) -> None:
     for key, row in rows.items():
-        other = again[key]
-        for f, v in row.items():
-            w = other.get(f)
-            if w is None or not (v == w or (np.isnan(v) and np.isnan(w))):
-                name, t, eps = key
-                raise _fail(block, check, f"{f} on matrix {name} (t={t}, eps={eps}): {v} then {w}")
-        if set(other) != set(row):
-            raise _fail(block, check, f"features {sorted(set(other) ^ set(row))} on {key}")
-
-
-def _round_trip(block: Block) -> Block:
-    try:
-        return pickle.loads(pickle.dumps(block))
-    except Exception as exc:
-        raise _fail(block, "picklable", f"{type(exc).__name__}: {exc}") from None
+        for f in row.keys() | again[key].keys():
+            v, w = row.get(f), again[key].get(f)
+            if v is None or w is None or not (v == w or (np.isnan(v) and np.isnan(w))):
+                raise _fail(block, check, key, f"{f}: {v} then {w}")
 
 
 def check_block(block: Block | Callable[..., Any]) -> None:
@@ -182,15 +157,17 @@ def check_block(block: Block | Callable[..., Any]) -> None:
     >>> check_block(keys)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: blocks: expected block 'keys' to pass check 'finite': ... got 'cond=inf on matrix rank_deficient (t=1.0, eps=0.05)'
+    analysis.validation.ParameterError: blocks: expected block 'keys' to pass check 'finite': ... got 'matrix rank_deficient (t=1.0, eps=0.05): cond=inf'
 
     Declared ``nonfinite=("cond",)``, the block would pass this check; a block defined
     in a session (not in a module) still fails ``picklable``.
     """
     block = as_block(block)
-    heads = kit_matrices()
-    rows = _describe(block, heads)
-    _check_names(block, rows)
-    _check_finite(block, rows)
-    _check_equal(block, "deterministic", rows, _describe(block, heads))
-    _check_equal(block, "picklable", rows, _describe(_round_trip(block), heads))
+    rows = _describe(block)
+    _check_rows(block, rows)
+    _check_equal(block, "deterministic", rows, _describe(block))
+    try:
+        twin = pickle.loads(pickle.dumps(block))
+    except Exception as exc:
+        raise _fail(block, "picklable", "the block", f"{type(exc).__name__}: {exc}") from None
+    _check_equal(block, "picklable", rows, _describe(twin))

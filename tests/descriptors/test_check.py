@@ -63,7 +63,7 @@ BAD = {
 
         BLOCKS = [per_cell]
         """,
-        "covariates ['x_2'], on the probe cell ['x_1']",
+        "covariates ['x_2'] (probe cell: ['x_1'])",
     ),
     "finite": (
         """
@@ -73,7 +73,7 @@ BAD = {
 
         BLOCKS = [infinite]
         """,
-        "x=inf on matrix causal (t=1.0, eps=0.05)",
+        "matrix causal (t=1.0, eps=0.05): x=inf",
     ),
     "deterministic": (
         """
@@ -85,7 +85,7 @@ BAD = {
 
         BLOCKS = [drifting]
         """,
-        "x on matrix probe (t=1.0, eps=0.05): ",
+        "matrix probe (t=1.0, eps=0.05): x: 0.0 then ",
     ),
     "picklable": (
         """
@@ -156,7 +156,9 @@ def test_declared_nonfinite_features_may_be_nan_or_inf(tmp_path, monkeypatch):
         _plugin_block(tmp_path, monkeypatch, body.format(declared=", nonfinite=('cond', 'sh*')"))
     )
     undeclared = _plugin_block(tmp_path, monkeypatch, body.format(declared=", nonfinite=('cond',)"))
-    with pytest.raises(ParameterError, match=r"check 'finite'.*share=nan on matrix probe"):
+    with pytest.raises(
+        ParameterError, match=r"check 'finite'.*matrix probe \(t=1.0, eps=0.05\): share=nan"
+    ):
         check_block(undeclared)
 
 
@@ -168,7 +170,9 @@ def test_the_recipe_in_the_docs_passes_the_kit(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "my_descriptors", raising=False)
     kit = re.search(
-        r"```python\n(from analysis.descriptors import build_registry, check_block.*?)```", text, re.DOTALL
+        r"```python\n(from analysis.descriptors import build_registry, check_block.*?)```",
+        text,
+        re.DOTALL,
     )
     assert kit is not None and "check_block(" in kit[1], "docs/descriptors.md: the kit block"
     exec(compile(kit[1], "docs/descriptors.md", "exec"), {})
