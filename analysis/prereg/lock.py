@@ -418,26 +418,11 @@ def check_design(
     return design_changes(record, design, features, versions)
 
 
-def _amend_hint(design_path: Path | str) -> str:
-    return f'A deliberate change goes through `attnrank prereg amend {design_path} --reason "..."`.'
-
-
 def _refuse(design_path: Path | str, changes: list[str]) -> PreregistrationError:
     return PreregistrationError(
         f"{design_path} drifted from its lock; confirmatory analysis refused: "
         + "; ".join(changes)
-        + ". "
-        + _amend_hint(design_path)
-    )
-
-
-def _lock_of(record: dict, design: Design) -> Lock:
-    return Lock(
-        design=design,
-        sha256=record.get("lock_sha256") or record["design_sha256"],
-        held_out=tuple(record["held_out"]["heads"]),
-        held_out_sha256=record["held_out"]["sha256"],
-        record=record,
+        + f'. A deliberate change goes through `attnrank prereg amend {design_path} --reason "..."`.'
     )
 
 
@@ -489,7 +474,13 @@ def require_locked(
         raise _refuse(design_path, changes)
     if engines is not None:
         check_design_engine(pinned_engine(design.data, record), engines)
-    return _lock_of(record, design)
+    return Lock(
+        design=design,
+        sha256=record.get("lock_sha256") or record["design_sha256"],
+        held_out=tuple(record["held_out"]["heads"]),
+        held_out_sha256=record["held_out"]["sha256"],
+        record=record,
+    )
 
 
 def verify_blocks(lock: Lock, *, features: Features, versions: Versions) -> None:

@@ -412,12 +412,9 @@ def _check_inference(
     boot = inf.get("bootstrap", "cluster")
     if boot not in BOOTSTRAP_METHODS:
         raise ParameterError("inference.bootstrap", " or ".join(BOOTSTRAP_METHODS), boot)
-    by_ck = inf.get("by_checkpoint", False)
-    if not isinstance(by_ck, bool):
-        raise ParameterError("inference.by_checkpoint", "true or false", by_ck)
-    by_len = inf.get("by_length", False)
-    if not isinstance(by_len, bool):
-        raise ParameterError("inference.by_length", "true or false", by_len)
+    for key in ("by_checkpoint", "by_length"):
+        if not isinstance(inf.get(key, False), bool):
+            raise ParameterError(f"inference.{key}", "true or false", inf[key])
     fam = _need(inf, "family", "inference.")
     if not isinstance(fam, list) or not fam:
         raise ParameterError("inference.family", "a non-empty list of [base, rich] pairs", fam)
