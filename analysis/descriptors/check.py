@@ -8,7 +8,8 @@ names on every cell (those the lock records from the probe cell,
 one matrix; its values are finite unless the block declares the feature ``nonfinite``
 (:func:`~analysis.descriptors.descriptor`); two runs on the same cells give equal values;
 and the block survives a pickle round trip with the same output (worker processes receive
-blocks pickled). ``attnrank prereg lock`` runs the kit on every plugin block of a design.
+blocks pickled). ``attnrank prereg lock`` and ``amend`` run the kit on every plugin block
+of the design's models and refuse one that fails it.
 """
 
 from __future__ import annotations
