@@ -2,7 +2,9 @@
 
 ``lock``, ``check`` and ``amend`` import the design's plugins and compute each block's
 covariate names and version from the descriptor registry (``analysis.study.block_facts``),
-so that the lock records them and a later change of a block is drift. ``lock`` and
+so that the lock records them and a later change of a block is drift; ``lock`` and
+``amend`` first refuse a plugin block that fails the block kit
+(:func:`analysis.descriptors.check_block`), with the kit's message. ``lock`` and
 ``amend`` (and ``draw``) also read the design's first outcome record, wherever its store
 is (:func:`analysis.study.outcomes.study_outcomes`: the store under ``--root``, under the
 default root, and every store ``FILE.outcomes.json`` beside the design names): once
@@ -19,34 +21,44 @@ outcomes exist is amended with ``--numbers NAME=BEFORE:AFTER ...``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from analysis.prereg.amend import amend_design
 from analysis.prereg.code_hash import code_drift
 from analysis.prereg.design import draw_held_out, load_design, write_held_out
 from analysis.prereg.lock import (
     PreregistrationError,
-    amend_design,
     check_design,
     lock_design,
     lock_path,
+    read_lock,
 )
 from analysis.validation import ParameterError
 
 
-def _block_facts(args: argparse.Namespace) -> dict:
+def _block_facts(args: argparse.Namespace, refused: str = "") -> dict:
     """Each design block's covariate names and version, from the registry (plugins loaded),
     and the engine versions the package runs (``engines``).
 
     The design's plugins are imported from the study root (``--root``, default the parent
-    of the design's folder), as ``attnrank run`` does.
+    of the design's folder), as ``attnrank run`` does. With ``refused`` (what a failed
+    check refuses: ``"lock"``, ``"amendment"``), each plugin block of the design's models
+    must first pass the block kit (:func:`analysis.descriptors.check_block`).
     """
     from analysis.study.core import block_facts, engine_versions
     from analysis.study.paths import study_paths
 
     design = load_design(args.file)
-    facts = block_facts(design, root=study_paths(args.file, root=args.root).root)
+    root = study_paths(args.file, root=args.root).root
+    try:
+        facts = block_facts(design, root=root, kit=bool(refused))
+    except ParameterError as exc:
+        if not refused or exc.name != "blocks":
+            raise
+        raise PreregistrationError(
+            f"{args.file}: {refused} refused: {exc}", name="blocks"
+        ) from None
     return {**facts, "engines": engine_versions()}
 
 
@@ -96,7 +108,7 @@ def _draw(args: argparse.Namespace) -> int:
 
 
 def _lock(args: argparse.Namespace) -> int:
-    record = lock_design(args.file, outcomes=_outcomes(args), **_block_facts(args))
+    record = lock_design(args.file, outcomes=_outcomes(args), **_block_facts(args, "lock"))
     print(f"locked {args.file} -> {lock_path(args.file)}")
     print(f"design sha256:   {record['design_sha256']}")
     print(f"held-out sha256: {record['held_out']['sha256']} ({record['held_out']['n']} heads)")
@@ -108,7 +120,7 @@ def _lock(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     changes = check_design(args.file, **_block_facts(args))
-    record = json.loads(lock_path(args.file).read_text(encoding="utf-8"))
+    record = read_lock(args.file)
     drift = code_drift(record, design_path=args.file)
     if drift:
         print(f"warning: {drift}", file=sys.stderr)
@@ -127,7 +139,7 @@ def _amend(args: argparse.Namespace) -> int:
         outcomes=_outcomes(args),
         numbers=_numbers(args.numbers),
         code=args.code,
-        **_block_facts(args),
+        **_block_facts(args, "amendment"),
     )
     last = record["amendments"][-1]
     print(f"amendment {len(record['amendments'])} recorded; re-locked {args.file}")

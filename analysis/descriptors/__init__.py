@@ -7,6 +7,7 @@ A :class:`Registry` holds the blocks a study uses, built explicitly: the built-i
 """
 
 from analysis.descriptors.builtin import BUILTIN_BLOCKS, build_registry, builtin_registry
+from analysis.descriptors.check import check_block
 from analysis.descriptors.describe import describe_arrays, describe_file, describe_matrix
 from analysis.descriptors.registry import (
     Block,
@@ -30,6 +31,7 @@ __all__ = [
     "block_version",
     "build_registry",
     "builtin_registry",
+    "check_block",
     "describe_arrays",
     "describe_file",
     "describe_matrix",

@@ -80,6 +80,10 @@ class Block:
     calibrated : bool
         Whether the comparison replaces the block's covariates by isotonic calibrations
         of the outcome (see :func:`calibrated_blocks`).
+    nonfinite : tuple of str
+        ``fnmatch`` patterns over the features that may be NaN or infinite on some cells
+        (undefined there, or an unbounded ratio); every other feature must be finite
+        (:func:`analysis.descriptors.check.check_block`).
 
     Examples
     --------
@@ -99,6 +103,7 @@ class Block:
     integers: tuple[str, ...] = ()
     description: str = ""
     calibrated: bool = False
+    nonfinite: tuple[str, ...] = ()
 
     def info(self, feature: str) -> FeatureInfo:
         """Metadata of one of this block's features."""
@@ -124,6 +129,7 @@ def descriptor(
     log_scale: Iterable[str] = (),
     integers: Iterable[str] = (),
     calibrated: bool = False,
+    nonfinite: Iterable[str] = (),
 ) -> Callable[[Callable[[Cell], Mapping[str, Any]]], Callable[[Cell], Mapping[str, Any]]]:
     """Declare a function a descriptor block (decorator).
 
@@ -146,6 +152,9 @@ def descriptor(
         Whether the comparison calibrates the block's covariates (isotonic regression on
         training midpoints). Built in: ``baseline`` and ``baseline_plus``; plugin blocks
         are usually not calibrated.
+    nonfinite : iterable of str, keyword-only
+        ``fnmatch`` patterns over the features that may be NaN or infinite (see
+        :class:`Block`).
 
     Returns
     -------
@@ -179,6 +188,7 @@ def descriptor(
             integers=tuple(integers),
             description=(func.__doc__ or "").strip().split("\n")[0],
             calibrated=calibrated,
+            nonfinite=tuple(nonfinite),
         )
         return func
 

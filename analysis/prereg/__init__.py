@@ -6,6 +6,7 @@ The power analysis (:mod:`analysis.prereg.power`, :mod:`analysis.prereg.error_ra
 (:mod:`analysis.prereg.power_file`).
 """
 
+from analysis.prereg.amend import amend_design
 from analysis.prereg.design import (
     Design,
     canonical_bytes,
@@ -13,8 +14,6 @@ from analysis.prereg.design import (
     draw_held_out,
     heads_sha256,
     load_design,
-    population,
-    validate_design,
     write_held_out,
 )
 from analysis.prereg.error_rates import (
@@ -28,7 +27,6 @@ from analysis.prereg.lock import (
     FROZEN_SECTIONS,
     Lock,
     PreregistrationError,
-    amend_design,
     check_descriptor_columns,
     check_design,
     deviations_path,
@@ -62,6 +60,7 @@ from analysis.prereg.power_file import (
     read_power_file,
     write_power_file,
 )
+from analysis.prereg.schema import population, validate_design
 from analysis.prereg.sealing import ConfirmatoryData, SealedCells
 
 __all__ = [

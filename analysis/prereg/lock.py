@@ -1,4 +1,4 @@
-"""Lock, check and amend a design; ``require_locked`` guards every analysis command.
+"""Lock and check a design; ``require_locked`` guards every analysis command.
 
 The lock ``FILE.lock`` (JSON, beside the design) stores the SHA-256 of the canonical
 design, the held-out list and its hash, each model's blocks and sorted covariate columns,
@@ -14,15 +14,16 @@ version the design pins (``engine``, inside the lock hash;
 outside the lock hash: :mod:`analysis.prereg.code_hash`), the package version and git
 commit (provenance only), the time of the first lock (``first_locked_at``, never moved;
 ``locked_at``, kept across amendments) and of the last (``relocked_at``), and the lock's
-``history`` (:mod:`analysis.prereg.lock_history`). A deliberate change goes through :func:`amend_design`, which appends
-to ``<stem>.deviations.md`` beside the design and re-locks. The hashes the lock records
+``history`` (:mod:`analysis.prereg.lock_history`). A deliberate change goes through
+:func:`analysis.prereg.amend.amend_design`, which appends to ``<stem>.deviations.md``
+beside the design and re-locks. The hashes the lock records
 and the messages naming each change come from :mod:`analysis.prereg.lock_diff`.
 
 Once outcomes exist (the study store records, before its first bracket, the lock hash it
 computes under), :func:`lock_design` refuses (a deleted lock is no way to start over) and
-:func:`amend_design` refuses a change of :data:`FROZEN_SECTIONS`. This package never
-imports the store: the caller (the study layer, ``attnrank prereg``) reads the store's
-record and passes it as ``outcomes=``.
+``amend_design`` refuses a change of :data:`FROZEN_SECTIONS`. This package never imports
+the store: the caller (the study layer, ``attnrank prereg``) reads the store's record and
+passes it as ``outcomes=``.
 """
 
 from __future__ import annotations
@@ -35,18 +36,8 @@ from pathlib import Path
 
 from analysis import __version__
 from analysis.prereg.code_hash import CODE_PATHS, code_sha256
-from analysis.prereg.design import (
-    Design,
-    draw_held_out,
-    heads_sha256,
-    load_design,
-)
-from analysis.prereg.engine_pin import (
-    check_design_engine,
-    engine_entry,
-    engine_lines,
-    pinned_engine,
-)
+from analysis.prereg.design import Design, draw_held_out, heads_sha256, load_design
+from analysis.prereg.engine_pin import check_design_engine, pinned_engine
 from analysis.prereg.lock_diff import (
     Features,
     Versions,
@@ -59,14 +50,8 @@ from analysis.prereg.lock_diff import (
     name_list,
     normalized_features,
     section_hashes,
-    sections_changed,
 )
-from analysis.prereg.lock_history import (
-    append_deviation,
-    first_locked_at,
-    history_entry,
-    lock_history,
-)
+from analysis.prereg.lock_history import history_entry
 from analysis.prereg.power_file import power_sha256
 from analysis.prereg.provenance import git_commit
 from analysis.validation import ParameterError
@@ -81,11 +66,9 @@ __all__ = [
     "model_columns",
     "lock_design",
     "check_design",
-    "amend_design",
     "require_locked",
     "verify_blocks",
     "check_descriptor_columns",
-    "git_commit",
 ]
 
 LOCK_FORMAT = "attnrank-prereg-lock/1"
@@ -186,7 +169,7 @@ def lock_path(design_path: str | Path) -> Path:
 def deviations_path(design_path: str | Path) -> Path:
     """Where a design's deviations log is: ``<stem>.deviations.md`` beside it.
 
-    :func:`amend_design` appends an entry there for each amendment (see its example).
+    :func:`~analysis.prereg.amend.amend_design` appends an entry there for each amendment.
 
     Examples
     --------
@@ -199,11 +182,7 @@ def deviations_path(design_path: str | Path) -> Path:
     return p.with_name(p.stem + ".deviations.md")
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _build_record(
+def build_record(
     design: Design,
     features: Features | None,
     versions: Versions | None,
@@ -211,6 +190,12 @@ def _build_record(
     engine: int | None = None,
     code: str | None = None,
 ) -> dict:
+    """A new lock record of ``design`` (see :func:`lock_design`), locked now, and its hash.
+
+    ``features`` and ``versions`` as for :func:`lock_design`; ``amendments``: the record's
+    amendments so far; ``engine``: the pinned engine (None: not recorded); ``code``: the
+    code hash to record (None: :func:`~analysis.prereg.code_hash.code_sha256` now).
+    """
     norm = normalized_features(features)
     models = {}
     for name, blocks in design.models.items():
@@ -258,7 +243,7 @@ def _build_record(
             "git_commit": git_commit(design.path.parent.resolve()),
             "note": "provenance only; not part of drift",
         },
-        "locked_at": _now(),
+        "locked_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "relocked_at": None,
         "amendments": amendments,
     }
@@ -267,13 +252,16 @@ def _build_record(
     return record
 
 
-def _write_json(path: Path, record: dict) -> None:
+def write_lock(path: Path, record: dict) -> None:
+    """Write a lock record to ``path`` (JSON, through a temporary file)."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)
 
 
-def _read_lock(design_path: Path) -> dict:
+def read_lock(design_path: str | Path) -> dict:
+    """The lock record of a design; a :class:`PreregistrationError` when it has none, or
+    when the file is not a lock."""
     lp = lock_path(design_path)
     if not lp.is_file():
         raise PreregistrationError(
@@ -308,7 +296,7 @@ def lock_design(
     outcomes: Outcomes | None = None,
     engines: Sequence[int] | None = None,
 ) -> dict:
-    """Write ``FILE.lock``; refuse when a lock exists (use :func:`amend_design`) or outcomes do.
+    """Write ``FILE.lock``; refuse when a lock exists (use ``prereg amend``) or outcomes do.
 
     Parameters
     ----------
@@ -381,24 +369,10 @@ def lock_design(
     design = load_design(design_path)
     _check_draw(design)
     engine = pinned_engine(design.data, None, engines=engines)
-    record = _build_record(design, features, versions, [], engine)
+    record = build_record(design, features, versions, [], engine)
     record["history"] = [history_entry("lock", record["locked_at"], record)]
-    _write_json(lp, record)
+    write_lock(lp, record)
     return record
-
-
-def _refuse_frozen(
-    design_path: Path, touched: Sequence[str], outcomes: Outcomes
-) -> PreregistrationError:
-    frozen = [s for s in FROZEN_SECTIONS if s in touched]
-    return PreregistrationError(
-        f"{design_path}: the amendment changes [{', '.join(frozen)}], refused: outcomes "
-        f"exist since {outcomes.get('time')} under lock {outcomes.get('lock_sha256')} "
-        f"(recorded in the study store {outcomes.get('store')}), and "
-        f"{', '.join(FROZEN_SECTIONS)} are frozen once outcomes exist. Revert those "
-        "sections; other sections stay amendable.",
-        name=frozen[0],
-    )
 
 
 def check_design(
@@ -437,205 +411,18 @@ def check_design(
     ['sections changed: sampling']
     """
     design_path = Path(design_path)
-    record = _read_lock(design_path)
+    record = read_lock(design_path)
     design = load_design(design_path)
     if engines is not None:
         check_design_engine(pinned_engine(design.data, record), engines)
     return design_changes(record, design, features, versions)
 
 
-def _amend_hint(design_path: Path | str) -> str:
-    return f'A deliberate change goes through `attnrank prereg amend {design_path} --reason "..."`.'
-
-
-def amend_design(
-    design_path: str | Path,
-    *,
-    reason: str,
-    features: Features | None = None,
-    versions: Versions | None = None,
-    outcomes: Outcomes | None = None,
-    engines: Sequence[int] | None = None,
-    numbers: Mapping[str, tuple[float, float]] | None = None,
-    code: bool = False,
-) -> dict:
-    """Record a deliberate change: append to the deviations log and re-lock.
-
-    Parameters
-    ----------
-    design_path : str or Path
-    reason : str, keyword-only
-        Why the design changed (required, non-empty).
-    features, versions : mapping, optional, keyword-only
-        Each block's covariate names and version now (a change of a block is an
-        amendment too; see :func:`lock_design`). When omitted, the locked ones are kept.
-    outcomes : mapping, optional, keyword-only
-        The study store's outcome record (see :func:`lock_design`); when given, an
-        amendment that changes a section of :data:`FROZEN_SECTIONS` is refused (named
-        after the first such section). Block covariates and versions stay amendable.
-    engines : sequence of int, optional, keyword-only
-        The engine versions the package runs (see :func:`lock_design`); the new lock
-        records the engine the design now pins (for a design without ``engine``: the one
-        its lock pinned, engine 4 for a lock made before the field).
-    numbers : mapping name -> (before, after), optional, keyword-only
-        Measured numbers under the old and the new engine (e.g. the median hi/lo of the
-        study's cells, each confirmatory p-value): required when the pinned engine
-        changes once outcomes exist; recorded in the lock and the deviations log.
-    code : bool, default False, keyword-only
-        Record the analysis code now (:func:`analysis.prereg.code_hash.code_sha256`) as
-        the locked code (alone, an amendment that changes nothing else). Without it the
-        new lock keeps the code hash the old one recorded (an amendment of a section does
-        not silently accept a code change).
-
-    Returns
-    -------
-    dict
-        The new lock record; ``first_locked_at`` and ``locked_at`` stay the time of the
-        first lock (for a lock made before ``first_locked_at``: the earliest time it
-        records), ``history`` gains the amendment, and
-        ``amendments`` lists every amendment so far, each with its time, reason, changes,
-        the sections it changed, whether outcomes existed, the previous and new design,
-        held-out and lock hashes, and the covariates and versions of the blocks it
-        (re)locked.
-
-    Raises
-    ------
-    ParameterError
-        When ``reason`` is empty.
-    PreregistrationError
-        When there is no lock, the design matches it, or (with ``outcomes``) a frozen
-        section changed.
-
-    Examples
-    --------
-    >>> from analysis.prereg.examples import write_example_design
-    >>> from analysis.prereg.lock import amend_design, check_design, deviations_path
-    >>> from analysis.prereg.lock import lock_design
-    >>> path = write_example_design("amended.toml")
-    >>> first = lock_design(path)
-    >>> _ = write_example_design(path, eps=(0.2,))
-    >>> record = amend_design(path, reason="a finer eps")
-    >>> [(a["reason"], a["sections"]) for a in record["amendments"]], check_design(path)
-    ([('a finer eps', ['sampling'])], [])
-    >>> record["locked_at"] == first["locked_at"]
-    True
-    >>> record["amendments"][0]["previous_lock_sha256"] == first["lock_sha256"]
-    True
-    >>> _ = write_example_design(path, eps=(0.3,))
-    >>> second = amend_design(path, reason="coarser")
-    >>> log = deviations_path(path).read_text(encoding="utf-8").splitlines()
-    >>> [line.split(" (")[0] for line in log if line.startswith("## ")]
-    ['## Amendment 1', '## Amendment 2']
-    >>> amend_design(path, reason="again")
-    Traceback (most recent call last):
-        ...
-    analysis.prereg.lock.PreregistrationError: amended.toml matches its lock: nothing to amend
-
-    Once outcomes exist, a frozen section (here the held-out list) stays as locked:
-
-    >>> _ = write_example_design(path, eps=(0.3,), held_out=("org/tiny:0:0",))
-    >>> outcomes = {"time": "t", "lock_sha256": second["lock_sha256"], "store": "s"}
-    >>> amend_design(path, reason="r", outcomes=outcomes)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-        ...
-    analysis.prereg.lock.PreregistrationError: amended.toml: the amendment changes [held_out], refused: ...
-    """
-    if not isinstance(reason, str) or not reason.strip():
-        raise ParameterError("reason", "a non-empty explanation of the change", reason)
-    design_path = Path(design_path)
-    record = _read_lock(design_path)
-    design = load_design(design_path)
-    changes = design_changes(record, design, features, versions)
-    old_code = record.get("code_sha256")
-    new_code = code_sha256() if code else old_code
-    if new_code != old_code:
-        changes.append(f"code_sha256 {str(old_code or 'not recorded')[:12]} -> {new_code[:12]}")
-    if not changes:
-        raise PreregistrationError(
-            f"{design_path} matches its lock: nothing to amend", name="design"
-        )
-    touched = sections_changed(record, design)
-    if outcomes is not None and any(s in touched for s in FROZEN_SECTIONS):
-        raise _refuse_frozen(design_path, touched, outcomes)
-    pinned = engine_entry(design_path, record, design.data, engines, outcomes, numbers)
-    locked = locked_blocks(record)
-    use_features = (
-        features
-        if features is not None
-        else ({b: v["covariates"] for b, v in locked.items()} or None)
-    )
-    use_versions = {b: v.get("version") for b, v in locked.items()}
-    use_versions.update(versions or {})
-    entry = {
-        "time": _now(),
-        "reason": reason.strip(),
-        "changes": changes,
-        "sections": touched,
-        "outcomes_existed": outcomes is not None,
-        "previous_design_sha256": record["design_sha256"],
-        "new_design_sha256": design.sha256,
-        "previous_held_out_sha256": record["held_out"]["sha256"],
-        "new_held_out_sha256": heads_sha256(design.held_out),
-        "previous_lock_sha256": record.get("lock_sha256", record["design_sha256"]),
-        "previous_power_sha256": record.get("power_sha256"),
-        "new_power_sha256": power_sha256(design.path),
-        "previous_code_sha256": old_code,
-        "new_code_sha256": new_code,
-    }
-    amendments = list(record.get("amendments", []))
-    entry.update(pinned)
-    # a lock made before the field stays without one (its hash too) until the design
-    # names its engine; it reads as engine 4 either way
-    keep = "engine" in record or "engine" in design.data
-    after = pinned["engine"]["after"] if keep else None
-    new_record = _build_record(
-        design, use_features, use_versions, [*amendments, entry], after, new_code
-    )
-    if new_code is None:  # a lock made before the field stays without one until --code
-        del new_record["code_sha256"], new_record["code_paths"]
-    entry["new_lock_sha256"] = new_record["lock_sha256"]
-    # the first lock time is kept (and its history); the re-lock time is the amendment's
-    new_record["locked_at"] = record["locked_at"]
-    new_record["first_locked_at"] = first_locked_at(record)
-    new_record["relocked_at"] = entry["time"]
-    new_record["history"] = [
-        *lock_history(record),
-        history_entry(f"amendment {len(amendments) + 1}", entry["time"], new_record),
-    ]
-    # the covariates and versions this amendment (re)locked: new or changed blocks
-    entry["blocks"] = {b: v for b, v in new_record["blocks"].items() if locked.get(b) != v}
-    relocked = [
-        f"block {b} locked: covariates {name_list(v['covariates'])}; version {v['version']}"
-        for b, v in entry["blocks"].items()
-    ] + engine_lines(entry)
-    append_deviation(
-        deviations_path(design_path),
-        design_path.name,
-        len(amendments) + 1,
-        entry,
-        [*changes, *relocked],
-        outcomes_existed=outcomes is not None,
-    )
-    _write_json(lock_path(design_path), new_record)
-    return new_record
-
-
 def _refuse(design_path: Path | str, changes: list[str]) -> PreregistrationError:
     return PreregistrationError(
         f"{design_path} drifted from its lock; confirmatory analysis refused: "
         + "; ".join(changes)
-        + ". "
-        + _amend_hint(design_path)
-    )
-
-
-def _lock_of(record: dict, design: Design) -> Lock:
-    return Lock(
-        design=design,
-        sha256=record.get("lock_sha256") or record["design_sha256"],
-        held_out=tuple(record["held_out"]["heads"]),
-        held_out_sha256=record["held_out"]["sha256"],
-        record=record,
+        + f'. A deliberate change goes through `attnrank prereg amend {design_path} --reason "..."`.'
     )
 
 
@@ -680,14 +467,20 @@ def require_locked(
     analysis.prereg.lock.PreregistrationError: required.toml drifted from its lock; confirmatory analysis refused: sections changed: sampling. A deliberate change goes through `attnrank prereg amend required.toml --reason "..."`.
     """
     design_path = Path(design_path)
-    record = _read_lock(design_path)
+    record = read_lock(design_path)
     design = load_design(design_path)
     changes = design_changes(record, design, features, versions)
     if changes:
         raise _refuse(design_path, changes)
     if engines is not None:
         check_design_engine(pinned_engine(design.data, record), engines)
-    return _lock_of(record, design)
+    return Lock(
+        design=design,
+        sha256=record.get("lock_sha256") or record["design_sha256"],
+        held_out=tuple(record["held_out"]["heads"]),
+        held_out_sha256=record["held_out"]["sha256"],
+        record=record,
+    )
 
 
 def verify_blocks(lock: Lock, *, features: Features, versions: Versions) -> None:

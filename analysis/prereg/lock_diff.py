@@ -401,19 +401,15 @@ def design_changes(
     old = list(record["held_out"]["heads"])
     new = list(design.held_out)
     if old != new:
-        added = sorted(set(new) - set(old))
-        removed = sorted(set(old) - set(new))
-        parts = []
-        if added:
-            parts.append(
-                f"{len(added)} head{'s' * (len(added) != 1)} added "
-                f"({', '.join(added[:5])}{', ...' if len(added) > 5 else ''})"
+        parts = [
+            f"{len(heads)} head{'s' * (len(heads) != 1)} {verb} "
+            f"({', '.join(heads[:5])}{', ...' if len(heads) > 5 else ''})"
+            for verb, heads in (
+                ("added", sorted(set(new) - set(old))),
+                ("removed", sorted(set(old) - set(new))),
             )
-        if removed:
-            parts.append(
-                f"{len(removed)} head{'s' * (len(removed) != 1)} removed "
-                f"({', '.join(removed[:5])}{', ...' if len(removed) > 5 else ''})"
-            )
+            if heads
+        ]
         if not parts:
             parts.append("order changed")
         changes.append("held-out list changed: " + "; ".join(parts))

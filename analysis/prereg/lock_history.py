@@ -92,7 +92,7 @@ def first_locked_at(record: Mapping[str, Any]) -> str | None:
     return min(times, key=parse_time) if times else None
 
 
-def history_entry(event: str, time: str, record: Mapping[str, Any]) -> dict[str, Any]:
+def history_entry(event: str, time: str | None, record: Mapping[str, Any]) -> dict[str, Any]:
     """One event of a lock's history: ``event``, ``time``, and the lock hash, code hash and
     engine the record holds after it.
 
@@ -129,25 +129,16 @@ def lock_history(record: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [dict(e) for e in record["history"]]
     amendments = [a for a in record.get("amendments") or [] if isinstance(a, Mapping)]
     first = amendments[0].get("previous_lock_sha256") if amendments else None
-    out = [
-        {
-            "event": "lock (time: the earliest the lock records)",
-            "time": first_locked_at(record),
-            "lock_sha256": first or record.get("lock_sha256"),
-            "code_sha256": None,
-            "engine": None,
-        }
-    ]
+    lock = {"lock_sha256": first or record.get("lock_sha256")}
+    event = "lock (time: the earliest the lock records)"
+    out = [history_entry(event, first_locked_at(record), lock)]
     for i, a in enumerate(amendments, 1):
-        out.append(
-            {
-                "event": f"amendment {i}",
-                "time": a.get("time"),
-                "lock_sha256": a.get("new_lock_sha256"),
-                "code_sha256": a.get("new_code_sha256"),
-                "engine": (a.get("engine") or {}).get("after"),
-            }
-        )
+        after = {
+            "lock_sha256": a.get("new_lock_sha256"),
+            "code_sha256": a.get("new_code_sha256"),
+            "engine": (a.get("engine") or {}).get("after"),
+        }
+        out.append(history_entry(f"amendment {i}", a.get("time"), after))
     return out
 
 

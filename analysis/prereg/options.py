@@ -96,7 +96,7 @@ def design_sesoi(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
 
 def check_design_options(data: Mapping[str, Any]) -> None:
     """Validate the SESOIs and ``[inference] checkpoint_effects`` of a parsed design
-    (run by :func:`~analysis.prereg.design.validate_design` after the other sections).
+    (run by :func:`~analysis.prereg.schema.validate_design` after the other sections).
 
     Examples
     --------

@@ -30,7 +30,7 @@ def git_commit(where: Path) -> str | None:
 
     >>> import subprocess
     >>> from pathlib import Path
-    >>> from analysis.prereg.lock import git_commit
+    >>> from analysis.prereg.provenance import git_commit
     >>> repo = Path("repository")
     >>> git = ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x"]
     >>> _ = subprocess.run(["git", "init", "-q", str(repo)], check=True)

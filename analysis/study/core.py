@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from analysis.prereg import lock as prereg_lock
 from analysis.prereg.design import Design
 from analysis.prereg.engine_pin import pinned_engine
+from analysis.prereg.provenance import git_commit as prereg_git_commit
 from analysis.study.paths import StudyPaths, study_paths
 from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.records import ExtractionIndex
@@ -290,7 +291,11 @@ def design_blocks(
 
 
 def block_facts(
-    design: Design, *, root: Path | str | None = None, registry: Registry | None = None
+    design: Design,
+    *,
+    root: Path | str | None = None,
+    registry: Registry | None = None,
+    kit: bool = False,
 ) -> dict[str, dict]:
     """What the lock records of the design's blocks, computed from the registry now.
 
@@ -299,6 +304,10 @@ def block_facts(
     design : Design
     root, registry : keyword-only
         As for :func:`design_blocks`: the study root, or the study's registry.
+    kit : bool, default False, keyword-only
+        First run the block kit (:func:`analysis.descriptors.check_block`) on each plugin
+        block of the design's models, as ``attnrank prereg lock`` and ``amend`` do before
+        they record the blocks; it raises at the first failed check.
 
     Returns
     -------
@@ -323,11 +332,17 @@ def block_facts(
     >>> all(len(v) == 64 for v in facts["versions"].values())  # SHA-256 of the block's module
     True
     """
+    from analysis.descriptors.builtin import BUILTIN_BLOCKS
+    from analysis.descriptors.check import check_block
     from analysis.descriptors.versions import block_covariates, block_version
 
     if registry is None:
         registry = design_registry(design, root=root)
     blocks = design_blocks(design, registry=registry)
+    builtin = {b.name for b in BUILTIN_BLOCKS}
+    for b in blocks if kit else ():
+        if b not in builtin:
+            check_block(registry.get(b))
     return {
         "features": {b: list(block_covariates(registry.get(b))) for b in blocks},
         "versions": {b: block_version(registry.get(b)) for b in blocks},
@@ -409,4 +424,4 @@ def git_commit() -> str | None:
     >>> commit is None or re.fullmatch("[0-9a-f]{40}", commit) is not None
     True
     """
-    return prereg_lock.git_commit(Path(__file__).resolve().parent)
+    return prereg_git_commit(Path(__file__).resolve().parent)

@@ -159,7 +159,7 @@ def plan_study(design: Any) -> StudyPlan:
     >>> plan.planned_real_cells  # 4 inputs x 4 heads x 1 temperature x 2 eps
     32
     """
-    from analysis.prereg.design import population
+    from analysis.prereg.schema import population
 
     data = design.data
     sampling = data["sampling"]

@@ -240,7 +240,7 @@ def _command(study: Study, simulations: int, assumptions: PowerAssumptions) -> s
 
 def _record_in_lock(study: Study, record: Mapping[str, Any]) -> None:
     """Amend the lock with the new power file (an entry in the deviations log)."""
-    from analysis.prereg.lock import amend_design
+    from analysis.prereg.amend import amend_design
     from analysis.study.core import block_facts, stored_outcomes
 
     inputs = record["inputs"]

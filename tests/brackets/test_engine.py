@@ -87,7 +87,7 @@ def test_an_unknown_effort_names_the_parameter(rng):
 def test_a_design_accepts_exactly_the_engine_efforts():
     """prereg may not import the engine (import-linter): both take the effort names from
     the ground floor (analysis.validation.EFFORTS), one tuple, the same object."""
-    from analysis.prereg.design import EFFORTS as DESIGN_EFFORTS
+    from analysis.prereg.schema import EFFORTS as DESIGN_EFFORTS
     from analysis.validation import EFFORTS
 
     assert DESIGN_EFFORTS is EFFORTS is brackets.EFFORTS

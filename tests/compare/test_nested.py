@@ -515,6 +515,6 @@ def test_studentized_bootstrap_reads_the_same_resamples(table):
 
 def test_design_bootstrap_methods_are_compare_s():
     from analysis.compare import BOOTSTRAPS
-    from analysis.prereg.design import BOOTSTRAP_METHODS
+    from analysis.prereg.schema import BOOTSTRAP_METHODS
 
     assert BOOTSTRAP_METHODS == BOOTSTRAPS == ("cluster", "studentized")

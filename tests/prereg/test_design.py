@@ -19,7 +19,8 @@ from analysis.prereg import (
     population,
     validate_design,
 )
-from analysis.prereg.design import Design, parse_calibration, tomllib
+from analysis.prereg.design import Design, tomllib
+from analysis.prereg.schema import parse_calibration
 from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]

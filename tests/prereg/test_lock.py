@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pandas as pd
 import pytest
@@ -325,3 +326,49 @@ def test_outcomes_refuse_a_new_lock_and_freeze_the_core(design_file):
     assert err.value.name == "inference"
     # without outcomes (before the first bracket) the same amendment is accepted
     assert amend_design(design_file, reason="looser")["amendments"][-1]["sections"] == ["inference"]
+
+
+KIT_PLUGIN = '''
+import numpy as np
+
+from analysis.descriptors import descriptor
+
+
+@descriptor("sinks", needs=("A", "K"), diagnostics=("k_*",){declared})
+def sinks(cell):
+    """Attention paid to the first key, and K's condition number (inf if singular)."""
+    return {{"mass": float(cell.A[:, 0].mean()), "k_cond": float(np.linalg.cond(cell.K))}}
+
+
+BLOCKS = [sinks]
+'''
+
+
+@pytest.mark.parametrize("declared", ["", ", nonfinite=('k_cond',)"])
+def test_lock_and_amend_refuse_a_plugin_that_fails_the_block_kit(
+    design_file, declared, monkeypatch, capsys
+):
+    module = f"kit_sinks_{len(declared)}"
+    (design_file.parent.parent / f"{module}.py").write_text(
+        KIT_PLUGIN.format(declared=declared), encoding="utf-8"
+    )
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    text = design_file.read_text().replace("plugins = []", f'plugins = ["{module}"]')
+    design_file.write_text(
+        text.replace('M2 = ["baseline", "intrinsic"]', 'M2 = ["baseline", "sinks"]')
+    )
+    capsys.readouterr()
+    status = main(["prereg", "lock", str(design_file)])
+    if declared:  # inf declared: the plugin passes the kit and the design locks
+        assert status == 0 and lock_path(design_file).exists()
+        return
+    err = capsys.readouterr().err
+    assert status == 2 and not lock_path(design_file).exists()
+    assert (
+        f"{design_file}: lock refused: blocks: expected block 'sinks' to pass check 'finite'" in err
+    )
+    assert "matrix rank_deficient (t=1.0, eps=0.05): k_cond=inf" in err
+    lock_design(design_file)  # the library locks what the CLI refuses; amend refuses it too
+    design_file.write_text(design_file.read_text().replace("alpha = 0.05", "alpha = 0.1"))
+    assert main(["prereg", "amend", str(design_file), "--reason", "r"]) == 2
+    assert "amendment refused: blocks: expected block 'sinks'" in capsys.readouterr().err

@@ -15,7 +15,8 @@ import re
 import pytest
 
 from analysis.cli import main
-from analysis.prereg.lock import PreregistrationError, amend_design, lock_path
+from analysis.prereg.amend import amend_design
+from analysis.prereg.lock import PreregistrationError, lock_path
 from analysis.study import run_study, study_paths
 from tests.study.conftest import make_study
 

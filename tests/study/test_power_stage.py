@@ -18,7 +18,8 @@ from analysis.prereg import (
     load_design,
     power_path,
 )
-from analysis.prereg.lock import amend_design, lock_path
+from analysis.prereg.amend import amend_design
+from analysis.prereg.lock import lock_path
 from analysis.study import block_facts, run_study, study_paths
 from analysis.study.power import validation_sizes
 
