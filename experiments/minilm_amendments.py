@@ -45,7 +45,7 @@ def _first_inputs(study) -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.compare import Calibration, compare_nested
+    from analysis.compare import Calibration, ComparisonSpec, NestedComparison
     from analysis.prereg.sealing import SealedCells
     from analysis.study import Study
     from analysis.study.comparison import comparison_table
@@ -74,14 +74,15 @@ def main(argv: list[str] | None = None) -> int:
         tab = table if keep is None else table.loc[table["input_id"].isin(keep)]
         conf = SealedCells(tab.reset_index(drop=True), study.paths.design, lock=study.lock)
         data = conf.release_confirmatory()
-        res = compare_nested(
-            data.table,
-            study.design.models,
-            log_columns=log_cols,
-            lock_sha256=data.lock_sha256,
-            **{**kw, "calibration": cal},
-            **study.registry.covariate_kwargs(data.table.columns),
-        )
+        res = NestedComparison(
+            ComparisonSpec(
+                models=study.design.models,
+                log_columns=log_cols,
+                lock_sha256=data.lock_sha256,
+                **{**kw, "calibration": cal},
+                **study.registry.covariate_kwargs(data.table.columns),
+            )
+        ).fit(data.table)
         f = res.to_frame()
         f = f.loc[f["metric"] == kw["primary_metric"]]
         for r in f.itertuples():

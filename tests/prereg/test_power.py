@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main
-from analysis.compare import compare_nested
+from analysis.compare import ComparisonSpec, NestedComparison
 from analysis.prereg import (
     SIMULATED_COVARIATES,
     PowerAssumptions,
@@ -186,13 +186,14 @@ def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path):
     f = res.to_frame()
     assert set(f.loc[f.p_holm.notna(), "pair"]) == {f"{b}<{r}" for b, r in sizes.family}
     # exactly compare_nested with the design's settings and the simulated blocks' facts
-    want = compare_nested(
-        table,
-        dict(sizes.models),
-        random_state=2,
-        **sizes.comparison_kwargs(),
-        **SIMULATED_COVARIATES,
-    )
+    want = NestedComparison(
+        ComparisonSpec(
+            models=dict(sizes.models),
+            random_state=2,
+            **sizes.comparison_kwargs(),
+            **SIMULATED_COVARIATES,
+        )
+    ).fit(table)
     pd.testing.assert_frame_equal(f, want.to_frame(), check_exact=True)
     assert SIMULATED_COVARIATES["calibrate_blocks"] == ("baseline",)
 
