@@ -13,7 +13,7 @@ is bracketed or described) four ways:
   drew with ``per_length = 1``, corpus seed ``seed``);
 - ``as first locked``: both undone.
 
-Only the design's estimator (``compare_nested`` with the design's inference settings)
+Only the design's estimator (``NestedComparison`` with the design's inference settings)
 is fitted: no OLS refit, no head-level analysis. Writes
 ``benchmarks/out/minilm_amendments.json`` and prints a Markdown table of the primary
 metric per hypothesis. Run from the repository root (the study's data under

@@ -2,7 +2,7 @@
 
 Within-head folds hold out one input within each length; across-head folds hold out
 whole training heads. Before any fit, every fold is checked for what its training part
-cannot teach its test part (:func:`_check_fold`).
+cannot teach its test part (:func:`_check_fold`), with the warnings that say so.
 """
 
 from __future__ import annotations
@@ -14,12 +14,93 @@ import pandas as pd
 
 from analysis.validation import ParameterError, check_choice, check_int, check_random_state
 
-__all__ = ["DEFAULT_HEAD_FOLDS", "QUESTIONS", "head_level_folds"]
+__all__ = [
+    "DEFAULT_HEAD_FOLDS",
+    "QUESTIONS",
+    "FoldExtrapolationWarning",
+    "HeadLevelWarning",
+    "QuestionSkippedWarning",
+    "head_level_folds",
+]
 
 #: The two questions, in report order.
 QUESTIONS: tuple[str, ...] = ("within_head", "across_head")
 #: Default number of across-head folds (capped at the number of training heads).
 DEFAULT_HEAD_FOLDS = 5
+
+
+class HeadLevelWarning(UserWarning):
+    """Base class of the head-level analysis' warnings.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from analysis.compare.headlevel import FoldExtrapolationWarning, HeadLevelWarning
+    >>> issubclass(FoldExtrapolationWarning, HeadLevelWarning)
+    True
+    >>> with warnings.catch_warnings():  # silence every head-level warning at once
+    ...     warnings.simplefilter("ignore", HeadLevelWarning)
+    ...     warnings.warn("fold 0 extrapolates", FoldExtrapolationWarning)
+    """
+
+
+class FoldExtrapolationWarning(HeadLevelWarning):
+    """A fold's training part leaves a design variable constant (or lacks a level) that
+    its test part holds: that fold extrapolates in the variable.
+
+    Examples
+    --------
+    Heads 0-2 were all seen at length 16 only, head 3 at length 32 only, so the
+    across-head fold that holds out head 3 extrapolates in length:
+
+    >>> import warnings
+    >>> import pandas as pd
+    >>> from analysis.compare.headlevel import (
+    ...     FoldExtrapolationWarning, HeadLevelAnalysis, HeadLevelSpec,
+    ... )
+    >>> table = pd.DataFrame({
+    ...     "cluster": [0, 0, 1, 1, 2, 2, 3, 3], "input_id": "a",
+    ...     "length": [16] * 6 + [32] * 2,
+    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0, 1.0, 2.0],
+    ...     "y_lower": [0.0, 1, 1, 2, 0, 2, 1, 2],
+    ... })
+    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     spec = HeadLevelSpec(
+    ...         models={"base": ["base"]}, estimator="ols", n_head_folds=4, random_state=0
+    ...     )
+    ...     result = HeadLevelAnalysis(spec).fit(table)
+    >>> any(w.category is FoldExtrapolationWarning for w in caught)
+    True
+    >>> print(result.warnings[0])  # doctest: +ELLIPSIS
+    across-head fold ...: training holds only length = 16 while the test part holds [32]; ...
+    """
+
+
+class QuestionSkippedWarning(HeadLevelWarning):
+    """A question cannot be answered on this table (the message says why and what
+    design change enables it); its rows have status ``skipped``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> from analysis.compare.headlevel import HeadLevelAnalysis, HeadLevelSpec
+    >>> table = pd.DataFrame({  # one input per length: no within-head folds
+    ...     "cluster": [0, 0, 1, 1, 2, 2], "input_id": "a", "length": [16, 32] * 3,
+    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0], "y_lower": [0.0, 1, 1, 2, 0, 2],
+    ... })
+    >>> table["y_upper"] = table["y_lower"] + 1.0
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     spec = HeadLevelSpec(models={"base": ["base"]}, estimator="ols")
+    ...     result = HeadLevelAnalysis(spec).fit(table)
+    >>> [w.category.__name__ for w in caught]
+    ['QuestionSkippedWarning']
+    >>> result.to_frame().set_index("question")["status"].to_dict()
+    {'within_head': 'skipped', 'across_head': 'ok'}
+    """
 
 
 class _Skip(Exception):
@@ -144,12 +225,6 @@ def head_level_folds(
     return folds, how
 
 
-def _fold_values(values: pd.Series, train: np.ndarray, test: np.ndarray) -> tuple:
-    tr = pd.unique(values[train].dropna())
-    te = pd.unique(values[test].dropna())
-    return tr, te
-
-
 def _check_fold(
     table: pd.DataFrame,
     train: np.ndarray,
@@ -171,7 +246,7 @@ def _check_fold(
     for col in dict.fromkeys([*design_columns, *covariates]):
         if col not in table.columns:
             continue
-        tr, te = (v.tolist() for v in _fold_values(table[col], train, test))
+        tr, te = (pd.unique(table[col][rows].dropna()).tolist() for rows in (train, test))
         if len(tr) == 1 and any(v != tr[0] for v in te):
             what = (
                 f"{question.replace('_', '-')} fold {fold}: training holds only {col} = "

@@ -32,6 +32,9 @@ from analysis.compare.estimators import ESTIMATORS, fit_estimator
 from analysis.compare.headfolds import (
     DEFAULT_HEAD_FOLDS,
     QUESTIONS,
+    FoldExtrapolationWarning,
+    HeadLevelWarning,
+    QuestionSkippedWarning,
     _check_fold,
     _dummies,
     _head_folds,
@@ -88,80 +91,6 @@ HEAD_LEVEL_COLUMNS: tuple[str, ...] = (
     "warnings",
     "status",
 )
-
-
-class HeadLevelWarning(UserWarning):
-    """Base class of the head-level analysis' warnings.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> from analysis.compare.headlevel import FoldExtrapolationWarning, HeadLevelWarning
-    >>> issubclass(FoldExtrapolationWarning, HeadLevelWarning)
-    True
-    >>> with warnings.catch_warnings():  # silence every head-level warning at once
-    ...     warnings.simplefilter("ignore", HeadLevelWarning)
-    ...     warnings.warn("fold 0 extrapolates", FoldExtrapolationWarning)
-    """
-
-
-class FoldExtrapolationWarning(HeadLevelWarning):
-    """A fold's training part leaves a design variable constant (or lacks a level) that
-    its test part holds: that fold extrapolates in the variable.
-
-    Examples
-    --------
-    Heads 0-2 were all seen at length 16 only, head 3 at length 32 only, so the
-    across-head fold that holds out head 3 extrapolates in length:
-
-    >>> import warnings
-    >>> import pandas as pd
-    >>> from analysis.compare.headlevel import (
-    ...     FoldExtrapolationWarning, HeadLevelAnalysis, HeadLevelSpec,
-    ... )
-    >>> table = pd.DataFrame({
-    ...     "cluster": [0, 0, 1, 1, 2, 2, 3, 3], "input_id": "a",
-    ...     "length": [16] * 6 + [32] * 2,
-    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0, 1.0, 2.0],
-    ...     "y_lower": [0.0, 1, 1, 2, 0, 2, 1, 2],
-    ... })
-    >>> table["y_upper"] = table["y_lower"] + 1.0
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     spec = HeadLevelSpec(
-    ...         models={"base": ["base"]}, estimator="ols", n_head_folds=4, random_state=0
-    ...     )
-    ...     result = HeadLevelAnalysis(spec).fit(table)
-    >>> any(w.category is FoldExtrapolationWarning for w in caught)
-    True
-    >>> print(result.warnings[0])  # doctest: +ELLIPSIS
-    across-head fold ...: training holds only length = 16 while the test part holds [32]; ...
-    """
-
-
-class QuestionSkippedWarning(HeadLevelWarning):
-    """A question cannot be answered on this table (the message says why and what
-    design change enables it); its rows have status ``skipped``.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> import pandas as pd
-    >>> from analysis.compare.headlevel import HeadLevelAnalysis, HeadLevelSpec
-    >>> table = pd.DataFrame({  # one input per length: no within-head folds
-    ...     "cluster": [0, 0, 1, 1, 2, 2], "input_id": "a", "length": [16, 32] * 3,
-    ...     "base__x": [1.0, 2.0, 1.5, 2.5, 0.5, 3.0], "y_lower": [0.0, 1, 1, 2, 0, 2],
-    ... })
-    >>> table["y_upper"] = table["y_lower"] + 1.0
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     spec = HeadLevelSpec(models={"base": ["base"]}, estimator="ols")
-    ...     result = HeadLevelAnalysis(spec).fit(table)
-    >>> [w.category.__name__ for w in caught]
-    ['QuestionSkippedWarning']
-    >>> result.to_frame().set_index("question")["status"].to_dict()
-    {'within_head': 'skipped', 'across_head': 'ok'}
-    """
 
 
 @dataclass(frozen=True)
@@ -348,13 +277,8 @@ class HeadLevelSpec:
         put("base_model", self.base_model or next(iter(self.models)))
         if self.base_model not in self.models:
             raise ParameterError("base_model", "a model name", self.base_model)
-        for name in (
-            "log_columns",
-            "design_columns",
-            "calibrate_blocks",
-            "block_order",
-            "diagnostic_columns",
-        ):
+        names = ("log_columns", "design_columns", *self.covariate_kwargs())
+        for name in dict.fromkeys(names):
             put(name, check_names(name, getattr(self, name)))
         check_choice("estimator", self.estimator, ESTIMATORS)
         put("n_head_folds", check_int("n_head_folds", self.n_head_folds, minimum=2))
@@ -462,7 +386,7 @@ class HeadLevelAnalysis:
                 skipped[question] = str(why)
                 _warn(f"head-level {question.replace('_', '-')} question skipped: {why}", None)
                 rows += [
-                    _row(question, name, blocks, fe, status="skipped")
+                    _row(question, name, blocks, fe, {**_SKIPPED, "status": "skipped"})
                     for fe in _EFFECTS[question]
                     for name, blocks in spec.models.items()
                 ]
@@ -570,13 +494,15 @@ def _cv_rows(
                     name,
                     blocks,
                     fe,
-                    status="ok",
-                    cv_loss=float(loss[scored].mean()),
-                    n_folds=k,
-                    n_cells=int(scored.sum()),
-                    n_heads=len(np.unique(clusters[scored])),
-                    fits_not_converged=int(not_converged),
-                    fold_warnings=sum(bool(checks[(name, g)]) for g in range(k)),
+                    {
+                        "status": "ok",
+                        "cv_loss": float(loss[scored].mean()),
+                        "n_folds": k,
+                        "n_cells": int(scored.sum()),
+                        "n_heads": len(np.unique(clusters[scored])),
+                        "fits_not_converged": int(not_converged),
+                        "warnings": sum(bool(checks[(name, g)]) for g in range(k)),
+                    },
                 )
             )
     return rows
@@ -659,30 +585,11 @@ def _base_residual_icc(table: pd.DataFrame, spec: HeadLevelSpec) -> float:
     return residual_icc(0.5 * (lower + upper) - fit.predict(X.matrices[base]), clusters)
 
 
-def _row(
-    question: str,
-    name: str,
-    blocks: Sequence[str],
-    fe: bool,
-    *,
-    status: str,
-    cv_loss: float = float("nan"),
-    n_folds: int = 0,
-    n_cells: int = 0,
-    n_heads: int = 0,
-    fits_not_converged: int = 0,
-    fold_warnings: int = 0,
-) -> dict[str, Any]:
-    return {
-        "question": question,
-        "model": name,
-        "blocks": "+".join(blocks),
-        "fixed_effects": fe,
-        "cv_loss": cv_loss,
-        "n_folds": n_folds,
-        "n_cells": n_cells,
-        "n_heads": n_heads,
-        "fits_not_converged": fits_not_converged,
-        "warnings": fold_warnings,
-        "status": status,
-    }
+#: The numbers of a skipped question's rows.
+_SKIPPED = {"cv_loss": float("nan"), "n_folds": 0, "n_cells": 0, "n_heads": 0}
+
+
+def _row(question: str, name: str, blocks: Sequence[str], fe: bool, numbers: dict) -> dict:
+    """One row of the result frame (``gain_vs_base`` is added later)."""
+    base = {"question": question, "model": name, "blocks": "+".join(blocks), "fixed_effects": fe}
+    return {**base, "fits_not_converged": 0, "warnings": 0, **numbers}

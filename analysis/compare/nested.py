@@ -8,7 +8,7 @@ stratum). Models are fitted on training rows; metrics are computed on held-out r
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +29,6 @@ from analysis.compare.bootstrap import (
 from analysis.compare.covariates import (
     PreparedCovariates,
     head_folds,
-    model_feature_columns,
     prepare_covariates,
 )
 from analysis.compare.equivalence import EQUIVALENCE_COLUMNS, NO_EQUIVALENCE, decide_equivalence
@@ -39,6 +38,7 @@ from analysis.compare.nested_checks import (
     REQUIRED_COLUMNS,  # noqa: F401 (re-exported: analysis.compare.bycheckpoint)
     _check_columns,
     _check_table,
+    check_nested,
 )
 from analysis.compare.offsets import (
     SENSITIVITY_COLUMNS,
@@ -246,45 +246,6 @@ class ComparisonResult:
                 + "; ".join(f"{m}: {c} ({r})" for m, c, r in self.dropped.itertuples(index=False))
             )
         return "\n".join(lines)
-
-
-def check_nested(
-    columns: Sequence[str],
-    models: Mapping[str, Sequence[str]],
-    base: str,
-    rich: str,
-    *,
-    name: str = "pairs",
-    diagnostic_columns: Collection[str] = (),
-) -> None:
-    """Raise unless every covariate column of ``base`` is a column of ``rich``.
-
-    ``diagnostic_columns`` are not covariates (see
-    :func:`~analysis.compare.covariates.prepare_covariates`).
-
-    Examples
-    --------
-    >>> from analysis.compare.nested import check_nested
-    >>> columns = ["y_lower", "y_upper", "base__x", "rich__z"]
-    >>> models = {"base": ["base"], "rich": ["base", "rich"]}
-    >>> check_nested(columns, models, "base", "rich")  # nested: returns None
-    >>> check_nested(columns, models, "rich", "base")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-        ...
-    analysis.validation.ParameterError: pairs: expected a nested pair: base lacks column rich__z...
-    """
-    for m in (base, rich):
-        if m not in models:
-            raise ParameterError(name, "model names among " + ", ".join(models), m)
-    bcols = model_feature_columns(columns, models[base], diagnostic_columns=diagnostic_columns)
-    rcols = set(model_feature_columns(columns, models[rich], diagnostic_columns=diagnostic_columns))
-    for c in bcols:
-        if c not in rcols:
-            raise ParameterError(
-                name, f"a nested pair: {rich} lacks column {c} of {base}", (base, rich)
-            )
-    if len(rcols) == len(bcols):
-        raise ParameterError(name, f"{rich} with a column more than {base}", (base, rich))
 
 
 def _fit_columns(base: FittedModel, rich: FittedModel) -> dict:

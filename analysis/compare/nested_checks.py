@@ -1,16 +1,19 @@
-"""Input checks of the table of :class:`analysis.compare.NestedComparison`.
+"""Input checks of :class:`analysis.compare.NestedComparison`: the table, nested pairs.
 
-Kept apart so that :mod:`analysis.compare.nested` stays readable; nothing here is public.
+Kept apart so that :mod:`analysis.compare.nested` stays readable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
+
 import numpy as np
 import pandas as pd
 
+from analysis.compare.covariates import model_feature_columns
 from analysis.validation import ParameterError
 
-__all__: list[str] = []
+__all__ = ["check_nested"]
 
 #: Columns every comparison table has.
 REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
@@ -48,3 +51,42 @@ def _check_table(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
             "y_lower/y_upper", "intervals with y_lower <= y_upper", "NaN or reversed intervals"
         )
     return held, clusters, lower, upper
+
+
+def check_nested(
+    columns: Sequence[str],
+    models: Mapping[str, Sequence[str]],
+    base: str,
+    rich: str,
+    *,
+    name: str = "pairs",
+    diagnostic_columns: Collection[str] = (),
+) -> None:
+    """Raise unless every covariate column of ``base`` is a column of ``rich``.
+
+    ``diagnostic_columns`` are not covariates (see
+    :func:`~analysis.compare.covariates.prepare_covariates`).
+
+    Examples
+    --------
+    >>> from analysis.compare.nested_checks import check_nested
+    >>> columns = ["y_lower", "y_upper", "base__x", "rich__z"]
+    >>> models = {"base": ["base"], "rich": ["base", "rich"]}
+    >>> check_nested(columns, models, "base", "rich")  # nested: returns None
+    >>> check_nested(columns, models, "rich", "base")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: pairs: expected a nested pair: base lacks column rich__z...
+    """
+    for m in (base, rich):
+        if m not in models:
+            raise ParameterError(name, "model names among " + ", ".join(models), m)
+    bcols = model_feature_columns(columns, models[base], diagnostic_columns=diagnostic_columns)
+    rcols = set(model_feature_columns(columns, models[rich], diagnostic_columns=diagnostic_columns))
+    for c in bcols:
+        if c not in rcols:
+            raise ParameterError(
+                name, f"a nested pair: {rich} lacks column {c} of {base}", (base, rich)
+            )
+    if len(rcols) == len(bcols):
+        raise ParameterError(name, f"{rich} with a column more than {base}", (base, rich))

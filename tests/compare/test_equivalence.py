@@ -126,7 +126,7 @@ def _decide(table: pd.DataFrame, sesoi: float, bootstrap: str = "cluster") -> pd
 
 
 @pytest.mark.parametrize("bootstrap", ["cluster", "studentized"])
-def test_compare_nested_decisions_on_known_effects(bootstrap):
+def test_nested_comparison_decisions_on_known_effects(bootstrap):
     # rich__q carries nothing: M0 loss is about 0.65, the SESOI 0.05 (under 8% of it)
     null = _decide(_sim(np.random.default_rng(1), 200, 10, 0.0), 0.05, bootstrap)
     assert null["decision"] == EQUIVALENT and null["equivalence_p_holm"] < 0.05

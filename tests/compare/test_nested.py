@@ -440,7 +440,7 @@ def test_stratified_bootstrap_keeps_each_strata_count():
         bootstrap_counts(6, 10, np.random.default_rng(0), strata[:3])
 
 
-def test_compare_nested_with_one_stratum_is_bit_identical(table):
+def test_nested_comparison_with_one_stratum_is_bit_identical(table):
     kw = {"family": FAMILY, "n_boot": 199, "random_state": 5, **COVARIATES}
     plain = NestedComparison(
         ComparisonSpec(models=MODELS, log_columns=["baseline__scale"], **kw)
@@ -451,7 +451,7 @@ def test_compare_nested_with_one_stratum_is_bit_identical(table):
     pd.testing.assert_frame_equal(plain.to_frame(), one.to_frame(), check_exact=True)
 
 
-def test_compare_nested_resamples_within_strata(table):
+def test_nested_comparison_resamples_within_strata(table):
     heads = table["cluster"].unique()
     stratum = dict(zip(heads, np.where(np.arange(heads.size) % 3 == 0, "a", "b"), strict=True))
     strat = table.assign(stratum=table["cluster"].map(stratum))
@@ -479,7 +479,7 @@ def test_compare_nested_resamples_within_strata(table):
         )
 
 
-def test_cluster_bootstrap_effect_takes_strata():
+def test_cluster_bootstrap_takes_strata():
     rng = np.random.default_rng(1)
     clusters = np.repeat(np.arange(12), 5)
     base, rich = rng.normal(size=60) ** 2, rng.normal(size=60) ** 2

@@ -1,6 +1,6 @@
 """Held-out cells cannot leak into anything a comparison fits.
 
-:func:`compare_nested` learns everything on training cells and reads the held-out cells
+:class:`NestedComparison` learns everything on training cells and reads the held-out cells
 only to score the fitted models. So whatever is done to the held-out cells' brackets
 (permuted among themselves, shifted, replaced by a constant), every fitted object must
 stay bit-identical: the isotonic calibration maps, the standardization (training means

@@ -169,7 +169,7 @@ def test_boundary_null_size_head_vs_kv_group_resampling():
     """A true effect of 0 whose per-head effects share a KV-group component (SD 1, heads
     0.3, cells 0.3; 30 groups of 2 held-out heads of 3 cells): resampling heads treats
     the two heads of a group as independent and rejects far more than alpha; resampling
-    groups (what ``resampling_unit="kv_group"`` does in ``compare_nested``) holds alpha.
+    groups (what ``resampling_unit="kv_group"`` does in ``NestedComparison``) holds alpha.
     1000 studies, B = 199: Monte Carlo SE of a rate at 0.05 is 0.0069; the tolerance is
     4 SE (0.028) around 0.05, and the head rate must exceed 0.05 + 4 SE."""
     from analysis.compare.bootstrap import ClusterBootstrap

@@ -176,7 +176,7 @@ def test_sizes_from_design_take_the_confirmatory_settings():
     assert mine["family"] == [tuple(p) for p in kw["family"]]
 
 
-def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path):
+def test_simulation_fits_the_comparison_like_the_confirmatory_run(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199, alpha=0.1, ci_level=0.9)
     table = simulate_study(sizes, w, share=0.1, random_state=1)
@@ -185,7 +185,7 @@ def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path):
     assert res.primary_metric == "interval_sq_loss"
     f = res.to_frame()
     assert set(f.loc[f.p_holm.notna(), "pair"]) == {f"{b}<{r}" for b, r in sizes.family}
-    # exactly compare_nested with the design's settings and the simulated blocks' facts
+    # exactly NestedComparison with the design's settings and the simulated blocks' facts
     want = NestedComparison(
         ComparisonSpec(
             models=dict(sizes.models),
