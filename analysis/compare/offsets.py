@@ -64,7 +64,7 @@ WIDTH_STRATIFIED = "sensitivity: width-stratified"
 
 
 def add_checkpoint_effects(
-    prep: PreparedCovariates, checkpoints: np.ndarray, train: np.ndarray, *, tol: float = 1e-8
+    prep: PreparedCovariates, checkpoints: np.ndarray, train: np.ndarray
 ) -> PreparedCovariates:
     """Each model's matrix with checkpoint indicators and without checkpoint labels.
 
@@ -75,8 +75,6 @@ def add_checkpoint_effects(
     checkpoints : array (n,)
         Each row's checkpoint.
     train : array of bool (n,)
-    tol : float, keyword-only
-        The collinearity tolerance of the screen.
 
     Returns
     -------
@@ -139,12 +137,12 @@ def add_checkpoint_effects(
     matrices, columns, dropped = {}, {}, [prep.dropped]
     for m, X in prep.matrices.items():
         cols = prep.columns[m]
-        keep = greedy_independent(X[train], tol=tol, fixed=D[train]) if cols else []
+        keep = greedy_independent(X[train], fixed=D[train]) if cols else []
         rows = []
         for j, c in enumerate(cols):
             if j in keep:
                 continue
-            alone = greedy_independent(X[train][:, [j]], tol=tol, fixed=D[train])
+            alone = greedy_independent(X[train][:, [j]], fixed=D[train])
             reason = "constant within checkpoint" if not alone else "collinear within checkpoint"
             rows.append((m, c, reason))
         dropped.append(pd.DataFrame(rows, columns=["model", "column", "reason"]))
