@@ -492,13 +492,7 @@ class ClusterBootstrap:
         rng = check_random_state(self.random_state)
         base = np.asarray(base, float)
         rich = np.asarray(rich, float)
-        if strata is None:
-            codes, uniq = pd.factorize(np.asarray(clusters))
-            per_cluster = np.zeros(len(uniq), dtype=int)
-            counts = bootstrap_counts(len(uniq), self.n_boot, rng)
-        else:
-            codes, per_cluster = cluster_strata(clusters, strata)
-            counts = bootstrap_counts(per_cluster.size, self.n_boot, rng, per_cluster)
+        codes, per_cluster, counts = _draw_units(np.asarray(clusters), strata, self.n_boot, rng)
         sign = 1.0 if higher_is_better else -1.0
         eff = float(sign * (rich.mean() - base.mean()))
         if self.bootstrap == "studentized":
@@ -546,16 +540,25 @@ def _held_out_draws(
         if per_head["h"].duplicated().any():
             bad = per_head.loc[per_head["h"].duplicated(), "h"].iloc[0]
             raise ParameterError(unit, "one unit per head", f"head {bad} in several")
+    strata = None
     if stratum in table.columns:
         strata = table[stratum].astype(str).to_numpy()
         cluster_strata(units, strata)  # every unit in one stratum, training ones too
-        codes, per_cluster = cluster_strata(units[held], strata[held])
-        n_units = per_cluster.size
-        counts = bootstrap_counts(n_units, n_boot, rng, per_cluster)
-    else:
-        codes, uniq = pd.factorize(units[held])
-        n_units = len(uniq)
-        per_cluster = np.zeros(n_units, dtype=int)
-        counts = bootstrap_counts(n_units, n_boot, rng)
+        strata = strata[held]
+    codes, per_cluster, counts = _draw_units(units[held], strata, n_boot, rng)
+    n_units = per_cluster.size
     head_sizes = np.bincount(codes, minlength=n_units).astype(float)
     return _Draws(codes, per_cluster, n_units, counts, head_sizes, n_heads)
+
+
+def _draw_units(
+    units: np.ndarray, strata: np.ndarray | None, n_boot: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each cell's unit code, each unit's stratum (zeros without strata) and the
+    ``[B, units]`` counts of B resamples of the units, within strata when given."""
+    if strata is None:
+        codes, uniq = pd.factorize(units)
+        per_cluster = np.zeros(len(uniq), dtype=int)
+        return codes, per_cluster, bootstrap_counts(len(uniq), n_boot, rng)
+    codes, per_cluster = cluster_strata(units, strata)
+    return codes, per_cluster, bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)
