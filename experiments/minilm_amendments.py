@@ -13,7 +13,7 @@ is bracketed or described) four ways:
   drew with ``per_length = 1``, corpus seed ``seed``);
 - ``as first locked``: both undone.
 
-Only the design's estimator (``compare_nested`` with the design's inference settings)
+Only the design's estimator (``NestedComparison`` with the design's inference settings)
 is fitted: no OLS refit, no head-level analysis. Writes
 ``experiments/out/minilm_amendments.json`` and prints a Markdown table of the primary
 metric per hypothesis. Run from the repository root (the study's data under
@@ -47,7 +47,7 @@ def _first_inputs(study) -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.compare import Calibration, compare_nested
+    from analysis.compare import Calibration, ComparisonSpec, NestedComparison
     from analysis.prereg.sealing import SealedCells
     from analysis.study import Study
     from analysis.study.comparison import comparison_table
@@ -76,14 +76,15 @@ def main(argv: list[str] | None = None) -> int:
         tab = table if keep is None else table.loc[table["input_id"].isin(keep)]
         conf = SealedCells(tab.reset_index(drop=True), study.paths.design, lock=study.lock)
         data = conf.release_confirmatory()
-        res = compare_nested(
-            data.table,
-            study.design.models,
-            log_columns=log_cols,
-            lock_sha256=data.lock_sha256,
-            **{**kw, "calibration": cal},
-            **study.registry.covariate_kwargs(data.table.columns),
-        )
+        res = NestedComparison(
+            ComparisonSpec(
+                models=study.design.models,
+                log_columns=log_cols,
+                lock_sha256=data.lock_sha256,
+                **{**kw, "calibration": cal},
+                **study.registry.covariate_kwargs(data.table.columns),
+            )
+        ).fit(data.table)
         f = res.to_frame()
         f = f.loc[f["metric"] == kw["primary_metric"]]
         for r in f.itertuples():

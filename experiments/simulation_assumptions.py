@@ -15,7 +15,7 @@ locked confirmatory run, descriptors are looked at against outcomes on training 
 2. Residual SD and ICC of M0, and the bracket widths: the reference brackets
    (``data/reference/minilm_bracket_widths.csv``, training heads, t = 1) against the
    baseline block of the same matrices (``attnrank reference-widths`` inputs); M0 is
-   prepared and fitted as in ``compare_nested`` (isotonic calibration, interval
+   prepared and fitted as in ``NestedComparison`` (isotonic calibration, interval
    regression). Reported: in-sample sigma, and the SD / ICC of midpoint residuals of a
    head-grouped 6-fold CV (new heads, as the held-out comparison sees them).
 

@@ -73,8 +73,7 @@ def study_table(design: Path, root: Path | None) -> tuple[pd.DataFrame, list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.compare import compare_nested
-    from analysis.compare.options import ComparisonOptions
+    from analysis.compare import ComparisonSpec, NestedComparison
     from analysis.report.tables import markdown_table
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -92,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     table, log_cols, study = study_table(args.design, args.root)
     design = study.design
     kwargs = design.comparison_kwargs()
-    kwargs.pop("options")
+    for k in ("sesoi", "checkpoint_effects", "resampling_unit", "refit_replicates"):
+        kwargs.pop(k)
     if args.n_boot is not None:
         kwargs["n_boot"] = args.n_boot
     common = {
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         **study.registry.covariate_kwargs(table.columns),
     }
     primary = kwargs["primary_metric"]
-    base = compare_nested(table, design.models, **common)
+    base = NestedComparison(ComparisonSpec(models=design.models, **common)).fit(table)
     m0 = base.to_frame().query("metric == @primary").set_index("pair")["base_value"]
     sesoi = {pair: {primary: float(args.sesoi_share * v)} for pair, v in m0.items()}
     schemes = list(SCHEMES)
@@ -110,15 +110,17 @@ def main(argv: list[str] | None = None) -> int:
         schemes.append(("refit", "head", False))
     rows, sens = [], []
     for label, unit, fe in schemes:
-        opts = ComparisonOptions(
+        spec = ComparisonSpec(
+            models=design.models,
             sesoi=sesoi,
             sesoi_source="exploratory",
             checkpoint_effects=fe,
             resampling_unit=unit,
             refit_replicates=args.refit_replicates if label == "refit" else 0,
+            **common,
         )
         t = time.perf_counter()
-        res = compare_nested(table, design.models, options=opts, **common)
+        res = NestedComparison(spec).fit(table)
         frame = res.to_frame()
         frame.insert(0, "scheme", label)
         rows.append(frame[[c for c in COLUMNS if c in frame]])

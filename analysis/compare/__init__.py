@@ -7,7 +7,7 @@ screen and which columns are diagnostics are arguments (in a study, the descript
 registry supplies them).
 """
 
-from analysis.compare.bootstrap import BOOTSTRAPS, cluster_bootstrap_effect
+from analysis.compare.bootstrap import BOOTSTRAPS, ClusterBootstrap
 from analysis.compare.bycheckpoint import (
     BY_CHECKPOINT_COLUMNS,
     PREDICTION_COLUMNS,
@@ -38,9 +38,10 @@ from analysis.compare.estimators import (
 )
 from analysis.compare.headlevel import (
     FoldExtrapolationWarning,
+    HeadLevelAnalysis,
     HeadLevelResult,
+    HeadLevelSpec,
     QuestionSkippedWarning,
-    head_level_analysis,
     head_level_folds,
     residual_icc,
 )
@@ -50,9 +51,10 @@ from analysis.compare.nested import (
     FIT_OK,
     RESULT_COLUMNS,
     ComparisonResult,
+    NestedComparison,
     check_nested,
-    compare_nested,
 )
+from analysis.compare.spec import ComparisonSpec
 
 __all__ = [
     "BOOTSTRAPS",
@@ -62,21 +64,24 @@ __all__ = [
     "FIT_OK",
     "RESULT_COLUMNS",
     "Calibration",
+    "ClusterBootstrap",
+    "ComparisonSpec",
     "CheckpointEffects",
     "LengthEffects",
     "ComparisonResult",
     "FittedModel",
     "FoldExtrapolationWarning",
+    "HeadLevelAnalysis",
     "HeadLevelResult",
+    "HeadLevelSpec",
     "IntervalRegression",
+    "NestedComparison",
     "PREDICTION_COLUMNS",
     "PreparedCovariates",
     "QuestionSkippedWarning",
     "check_nested",
     "checkpoint_seed",
     "length_seed",
-    "cluster_bootstrap_effect",
-    "compare_nested",
     "effects_by_checkpoint",
     "effects_by_length",
     "fit_estimator",
@@ -84,7 +89,6 @@ __all__ = [
     "fit_ols",
     "fit_ridge",
     "head_folds",
-    "head_level_analysis",
     "head_level_folds",
     "held_out_predictions",
     "interval_loglik",

@@ -2,7 +2,7 @@
 
 Clusters (heads) are resampled with replacement, within strata when given; one set of
 counts ``c_bh`` (replicate b, cluster h) serves every pair and metric of a comparison
-(:func:`analysis.compare.compare_nested`), and fits are never refitted. Mean metrics are
+(:class:`analysis.compare.NestedComparison`), and fits are never refitted. Mean metrics are
 read from per-cluster sums (:func:`replicate_means`), Spearman from count-weighted cells
 (:func:`spearman_replicates`); CIs and one-sided p are percentile
 (:func:`percentile_ci_and_p`) or studentized (:func:`studentized_ci_and_p`, with the
@@ -21,14 +21,14 @@ from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
     "BOOTSTRAPS",
+    "ClusterBootstrap",
     "bootstrap_counts",
-    "cluster_bootstrap_effect",
-    "cluster_bootstrap_equivalence",
     "cluster_se",
     "cluster_strata",
     "percentile_ci_and_p",
     "percentile_equivalence_p",
     "replicate_means",
+    "replicate_summary",
     "spearman_replicates",
     "studentized_ci_and_p",
     "studentized_equivalence_p",
@@ -214,6 +214,32 @@ def percentile_equivalence_p(effects: np.ndarray, sesoi: float) -> float:
     return float((1.0 + np.sum(effects >= sesoi)) / (effects.size + 1.0))
 
 
+def replicate_summary(effects: np.ndarray, sesoi: float | None, ci_level: float) -> dict:
+    """``ci_low``, ``ci_high``, ``p_value``, ``sesoi`` and ``equivalence_p`` of the finite
+    replicate effects (percentile; NaN without replicates or without a SESOI), the
+    columns a sensitivity row reads from its replicates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.compare.bootstrap import replicate_summary
+    >>> out = replicate_summary(np.array([np.nan, *range(-1, 19)]), 15.0, 0.9)
+    >>> round(out["p_value"], 4), round(out["equivalence_p"], 4)
+    (0.1429, 0.2381)
+    """
+    eff = effects[np.isfinite(effects)]
+    lo, hi, p = percentile_ci_and_p(eff, ci_level) if eff.size else (np.nan,) * 3
+    return {
+        "ci_low": lo,
+        "ci_high": hi,
+        "p_value": p,
+        "sesoi": np.nan if sesoi is None else sesoi,
+        "equivalence_p": np.nan
+        if sesoi is None or not eff.size
+        else percentile_equivalence_p(eff, sesoi),
+    }
+
+
 def cluster_se(
     head_sums: np.ndarray, head_sizes: np.ndarray, counts: np.ndarray, strata: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -345,152 +371,137 @@ def studentized_equivalence_p(
     return float((1.0 + np.sum(t_b <= t_obs)) / (t_b.size + 1.0))
 
 
-def cluster_bootstrap_effect(
-    base: np.ndarray,
-    rich: np.ndarray,
-    clusters: np.ndarray,
-    *,
-    higher_is_better: bool = False,
-    n_boot: int = 2000,
-    ci_level: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
-    strata: np.ndarray | None = None,
-    bootstrap: str = "cluster",
-) -> tuple[float, float, float, float]:
-    """Effect of per-cell values with a cluster-bootstrap CI and one-sided p.
+@dataclass(frozen=True)
+class ClusterBootstrap:
+    """The cluster bootstrap of per-cell values of two (already fitted) models.
 
-    Parameters
+    The same computation :class:`analysis.compare.NestedComparison` uses for mean
+    metrics, for values computed elsewhere.
+
+    Attributes
     ----------
-    base, rich : array (n,)
-        Per-cell metric values of the two (already fitted) models.
-    clusters : array (n,)
-        Cluster (head) of each cell.
-    higher_is_better : bool, keyword-only
-        Effect is ``mean(rich) - mean(base)`` when True, else ``mean(base) - mean(rich)``.
-    strata : array (n,) or None, keyword-only
-        Stratum of each cell (constant within a cluster): clusters are resampled within
-        strata (:func:`bootstrap_counts`).
-    bootstrap : {"cluster", "studentized"}, keyword-only
+    n_boot : int, default 2000
+        Replicates B (>= 99).
+    ci_level : float, default 0.95
+    bootstrap : {"cluster", "studentized"}, default "cluster"
         Percentile (:func:`percentile_ci_and_p`) or studentized
         (:func:`studentized_ci_and_p`) CI and p from the same resamples.
-
-    Returns
-    -------
-    effect, ci_low, ci_high, p_value : float
-        The same computation :func:`analysis.compare.compare_nested` uses for mean
-        metrics.
+    random_state : int, Generator or None
+        Seeds the resamples: with an int seed, :meth:`effect` and :meth:`equivalence`
+        read the same replicates.
 
     Examples
     --------
     Eight heads of three cells; the rich model's loss is about 0.3 lower in every cell:
 
     >>> import numpy as np
-    >>> from analysis.compare.bootstrap import cluster_bootstrap_effect
+    >>> from analysis.compare.bootstrap import ClusterBootstrap
     >>> rng = np.random.default_rng(0)
     >>> heads = np.repeat(np.arange(8), 3)
     >>> base = rng.normal(1.0, 0.1, 24)
     >>> rich = base - 0.3 + rng.normal(0.0, 0.05, 24)
-    >>> effect, lo, hi, p = cluster_bootstrap_effect(base, rich, heads, n_boot=199, random_state=0)
+    >>> boot = ClusterBootstrap(n_boot=199, random_state=0)
+    >>> effect, lo, hi, p = boot.effect(base, rich, heads)
     >>> round(effect, 3), lo < effect < hi, p  # every replicate's effect > 0: p = 1 / 200
     (0.287, True, 0.005)
-    >>> out = cluster_bootstrap_effect(
-    ...     base, rich, heads, n_boot=199, random_state=0, bootstrap="studentized"
+    >>> out = ClusterBootstrap(n_boot=199, random_state=0, bootstrap="studentized").effect(
+    ...     base, rich, heads
     ... )
     >>> round(out[0], 3), out[3]
     (0.287, 0.005)
-    """
-    eff, eff_b, studentized = _signed_replicates(
-        base, rich, clusters, strata, bootstrap, n_boot, random_state, higher_is_better
-    )
-    if studentized is not None:
-        return studentized_ci_and_p(*studentized, ci_level)
-    lo, hi, p = percentile_ci_and_p(eff_b, ci_level)
-    return eff, lo, hi, p
 
+    Equivalence: far from a SESOI of 1, not below one of 0.3:
 
-def _signed_replicates(
-    base, rich, clusters, strata, bootstrap, n_boot, random_state, higher_is_better
-) -> tuple[float, np.ndarray | None, tuple | None]:
-    """The signed effect and what the chosen bootstrap needs of the draws: the replicate
-    effects (percentile; the third item None) or the arguments ``(d, n_h, counts,
-    per_cluster)`` of the studentized functions (the second item None)."""
-    base, rich, codes, per_cluster, counts = _draws(
-        base, rich, clusters, strata, bootstrap, n_boot, random_state
-    )
-    sign = 1.0 if higher_is_better else -1.0
-    eff = float(sign * (rich.mean() - base.mean()))
-    if bootstrap == "studentized":
-        k = per_cluster.size
-        d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
-        n_h = np.bincount(codes, minlength=k).astype(float)
-        return eff, None, (d, n_h, counts, per_cluster)
-    eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
-    return eff, eff_b, None
-
-
-def _draws(base, rich, clusters, strata, bootstrap, n_boot, random_state):
-    """Checked inputs and the cluster draws of :func:`cluster_bootstrap_effect`."""
-    if bootstrap not in BOOTSTRAPS:
-        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
-    n_boot = check_int("n_boot", n_boot, minimum=99)
-    rng = check_random_state(random_state)
-    base = np.asarray(base, float)
-    rich = np.asarray(rich, float)
-    if strata is None:
-        codes, uniq = pd.factorize(np.asarray(clusters))
-        per_cluster = np.zeros(len(uniq), dtype=int)
-        counts = bootstrap_counts(len(uniq), n_boot, rng)
-    else:
-        codes, per_cluster = cluster_strata(clusters, strata)
-        counts = bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)
-    return base, rich, codes, per_cluster, counts
-
-
-def cluster_bootstrap_equivalence(
-    base: np.ndarray,
-    rich: np.ndarray,
-    clusters: np.ndarray,
-    sesoi: float,
-    *,
-    higher_is_better: bool = False,
-    n_boot: int = 2000,
-    random_state: int | np.random.Generator | None = None,
-    strata: np.ndarray | None = None,
-    bootstrap: str = "cluster",
-) -> float:
-    """One-sided equivalence p at ``sesoi`` of per-cell values (cluster bootstrap).
-
-    The arguments are those of :func:`cluster_bootstrap_effect`, plus ``sesoi`` (> 0,
-    in the effect's units); the same ``random_state`` gives the same resamples, so this
-    p and that function's superiority p come from one set of replicates, as in
-    :func:`analysis.compare.compare_nested`. The test is of ``H0: effect >= sesoi``
-    (:func:`percentile_equivalence_p` or :func:`studentized_equivalence_p`).
-
-    Examples
-    --------
-    Eight heads; the rich model's loss is about 0.3 lower, far from a SESOI of 1 and
-    not below one of 0.3:
-
-    >>> import numpy as np
-    >>> from analysis.compare.bootstrap import cluster_bootstrap_equivalence
-    >>> rng = np.random.default_rng(0)
-    >>> heads = np.repeat(np.arange(8), 3)
-    >>> base = rng.normal(1.0, 0.1, 24)
-    >>> rich = base - 0.3 + rng.normal(0.0, 0.05, 24)
-    >>> cluster_bootstrap_equivalence(base, rich, heads, 1.0, n_boot=199, random_state=0)
+    >>> boot.equivalence(base, rich, heads, 1.0)
     0.005
-    >>> cluster_bootstrap_equivalence(base, rich, heads, 0.3, n_boot=199, random_state=0) > 0.05
+    >>> boot.equivalence(base, rich, heads, 0.3) > 0.05
     True
     """
-    ok = isinstance(sesoi, (int, float)) and not isinstance(sesoi, bool) and np.isfinite(sesoi)
-    if not ok or sesoi <= 0:
-        raise ParameterError("sesoi", "a finite number > 0", sesoi)
-    _, eff_b, studentized = _signed_replicates(
-        base, rich, clusters, strata, bootstrap, n_boot, random_state, higher_is_better
-    )
-    if studentized is not None:
-        return studentized_equivalence_p(*studentized, float(sesoi))
-    return percentile_equivalence_p(eff_b, float(sesoi))
+
+    n_boot: int = 2000
+    ci_level: float = 0.95
+    bootstrap: str = "cluster"
+    random_state: int | np.random.Generator | None = None
+
+    def __post_init__(self) -> None:
+        if self.bootstrap not in BOOTSTRAPS:
+            raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), self.bootstrap)
+        object.__setattr__(self, "n_boot", check_int("n_boot", self.n_boot, minimum=99))
+
+    def effect(
+        self,
+        base: np.ndarray,
+        rich: np.ndarray,
+        clusters: np.ndarray,
+        *,
+        higher_is_better: bool = False,
+        strata: np.ndarray | None = None,
+    ) -> tuple[float, float, float, float]:
+        """Effect with its CI and one-sided p.
+
+        Parameters
+        ----------
+        base, rich : array (n,)
+            Per-cell metric values of the two models.
+        clusters : array (n,)
+            Cluster (head) of each cell.
+        higher_is_better : bool, keyword-only
+            Effect is ``mean(rich) - mean(base)`` when True, else
+            ``mean(base) - mean(rich)``.
+        strata : array (n,) or None, keyword-only
+            Stratum of each cell (constant within a cluster): clusters are resampled
+            within strata (:func:`bootstrap_counts`).
+
+        Returns
+        -------
+        effect, ci_low, ci_high, p_value : float
+        """
+        eff, eff_b, studentized = self._replicates(base, rich, clusters, strata, higher_is_better)
+        if studentized is not None:
+            return studentized_ci_and_p(*studentized, self.ci_level)
+        lo, hi, p = percentile_ci_and_p(eff_b, self.ci_level)
+        return eff, lo, hi, p
+
+    def equivalence(
+        self,
+        base: np.ndarray,
+        rich: np.ndarray,
+        clusters: np.ndarray,
+        sesoi: float,
+        *,
+        higher_is_better: bool = False,
+        strata: np.ndarray | None = None,
+    ) -> float:
+        """One-sided equivalence p of ``H0: effect >= sesoi`` (``sesoi`` > 0, in the
+        effect's units; :func:`percentile_equivalence_p` or
+        :func:`studentized_equivalence_p`); the other arguments as in :meth:`effect`."""
+        ok = isinstance(sesoi, (int, float)) and not isinstance(sesoi, bool) and np.isfinite(sesoi)
+        if not ok or sesoi <= 0:
+            raise ParameterError("sesoi", "a finite number > 0", sesoi)
+        _, eff_b, studentized = self._replicates(base, rich, clusters, strata, higher_is_better)
+        if studentized is not None:
+            return studentized_equivalence_p(*studentized, float(sesoi))
+        return percentile_equivalence_p(eff_b, float(sesoi))
+
+    def _replicates(
+        self, base, rich, clusters, strata, higher_is_better
+    ) -> tuple[float, np.ndarray | None, tuple | None]:
+        """The signed effect and what the chosen bootstrap needs of the draws: the
+        replicate effects (percentile; the third item None) or the arguments ``(d, n_h,
+        counts, per_cluster)`` of the studentized functions (the second item None)."""
+        rng = check_random_state(self.random_state)
+        base = np.asarray(base, float)
+        rich = np.asarray(rich, float)
+        codes, per_cluster, counts = _draw_units(np.asarray(clusters), strata, self.n_boot, rng)
+        sign = 1.0 if higher_is_better else -1.0
+        eff = float(sign * (rich.mean() - base.mean()))
+        if self.bootstrap == "studentized":
+            k = per_cluster.size
+            d = np.bincount(codes, weights=sign * (rich - base), minlength=k)
+            n_h = np.bincount(codes, minlength=k).astype(float)
+            return eff, None, (d, n_h, counts, per_cluster)
+        eff_b = sign * (replicate_means(rich, codes, counts) - replicate_means(base, codes, counts))
+        return eff, eff_b, None
 
 
 @dataclass(frozen=True)
@@ -529,16 +540,25 @@ def _held_out_draws(
         if per_head["h"].duplicated().any():
             bad = per_head.loc[per_head["h"].duplicated(), "h"].iloc[0]
             raise ParameterError(unit, "one unit per head", f"head {bad} in several")
+    strata = None
     if stratum in table.columns:
         strata = table[stratum].astype(str).to_numpy()
         cluster_strata(units, strata)  # every unit in one stratum, training ones too
-        codes, per_cluster = cluster_strata(units[held], strata[held])
-        n_units = per_cluster.size
-        counts = bootstrap_counts(n_units, n_boot, rng, per_cluster)
-    else:
-        codes, uniq = pd.factorize(units[held])
-        n_units = len(uniq)
-        per_cluster = np.zeros(n_units, dtype=int)
-        counts = bootstrap_counts(n_units, n_boot, rng)
+        strata = strata[held]
+    codes, per_cluster, counts = _draw_units(units[held], strata, n_boot, rng)
+    n_units = per_cluster.size
     head_sizes = np.bincount(codes, minlength=n_units).astype(float)
     return _Draws(codes, per_cluster, n_units, counts, head_sizes, n_heads)
+
+
+def _draw_units(
+    units: np.ndarray, strata: np.ndarray | None, n_boot: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each cell's unit code, each unit's stratum (zeros without strata) and the
+    ``[B, units]`` counts of B resamples of the units, within strata when given."""
+    if strata is None:
+        codes, uniq = pd.factorize(units)
+        per_cluster = np.zeros(len(uniq), dtype=int)
+        return codes, per_cluster, bootstrap_counts(len(uniq), n_boot, rng)
+    codes, per_cluster = cluster_strata(units, strata)
+    return codes, per_cluster, bootstrap_counts(per_cluster.size, n_boot, rng, per_cluster)

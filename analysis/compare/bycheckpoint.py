@@ -232,7 +232,7 @@ def held_out_predictions(result: ComparisonResult, table: pd.DataFrame) -> pd.Da
     Examples
     --------
     With the table and result of :func:`~analysis.compare.examples.example_comparison`
-    (:func:`~analysis.compare.nested.compare_nested`'s example):
+    (:class:`~analysis.compare.nested.NestedComparison`'s example):
 
     >>> from analysis.compare.examples import example_comparison
     >>> table, result = example_comparison()
@@ -380,7 +380,7 @@ def effects_by_checkpoint(
     Parameters
     ----------
     result : ComparisonResult
-        The overall comparison (:func:`~analysis.compare.compare_nested`); its fits,
+        The overall comparison (:class:`~analysis.compare.NestedComparison`); its fits,
         pairs, metrics, B and lock hash are used as they are.
     table : pandas.DataFrame
         The table ``result`` was fitted on (same rows, same order), with a ``stratum``
@@ -417,14 +417,14 @@ def effects_by_checkpoint(
     sorted checkpoints with held-out cells) are drawn by
     ``numpy.random.default_rng(SeedSequence(S, spawn_key=(1, i, j)))``
     (:func:`checkpoint_seed`), heads in order of first appearance, as
-    :func:`~analysis.compare.cluster_bootstrap_effect` orders them; every metric of the
+    :class:`~analysis.compare.ClusterBootstrap` orders them; every metric of the
     pair reads the same resamples. A pair with a failed fit keeps
     ``status = "fit failed"``.
 
     Examples
     --------
     With the table and result of :func:`~analysis.compare.examples.example_comparison`
-    (:func:`~analysis.compare.nested.compare_nested`'s example), three held-out heads in
+    (:class:`~analysis.compare.nested.NestedComparison`'s example), three held-out heads in
     each of the checkpoints ``ck-a`` and ``ck-b``:
 
     >>> from analysis.compare.examples import example_comparison

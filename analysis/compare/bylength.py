@@ -178,7 +178,7 @@ def effects_by_length(
     Parameters
     ----------
     result : ComparisonResult
-        The overall comparison (:func:`~analysis.compare.compare_nested`); its fits,
+        The overall comparison (:class:`~analysis.compare.NestedComparison`); its fits,
         pairs, metrics, B and lock hash are used as they are.
     table : pandas.DataFrame
         The table ``result`` was fitted on (same rows, same order), with a ``length``

@@ -31,13 +31,15 @@ __all__ = [
     "CALIBRATION_MODES",
     "Calibration",
     "PreparedCovariates",
-    "block_columns",
     "greedy_independent",
     "head_folds",
     "model_feature_columns",
     "prepare_covariates",
 ]
 
+
+#: Relative tolerance of :func:`prepare_covariates` for constant and collinear columns.
+TOL = 1e-8
 
 #: How a calibrated block's isotonic maps meet the training rows (:class:`Calibration`).
 CALIBRATION_MODES: tuple[str, ...] = ("in-sample", "cross-fitted")
@@ -181,29 +183,6 @@ def head_folds(clusters: np.ndarray, train: np.ndarray, *, folds: int, seed: int
     return out
 
 
-def block_columns(
-    columns: Sequence[str], block: str, *, diagnostic_columns: Collection[str] = ()
-) -> list[str]:
-    """Covariate columns of one block, in table order (``diagnostic_columns`` excluded).
-
-    Examples
-    --------
-    >>> from analysis.compare.covariates import block_columns
-    >>> columns = ["base__a", "rich__c", "base__b", "base__diag", "y_lower"]
-    >>> block_columns(columns, "base", diagnostic_columns={"base__diag"})
-    ['base__a', 'base__b']
-    """
-    prefix = block + "__"
-    skip = set(diagnostic_columns)
-    return [c for c in columns if c.startswith(prefix) and c not in skip]
-
-
-def _ordered_blocks(blocks: Sequence[str], block_order: Sequence[str] = ()) -> list[str]:
-    """A model's blocks: those in ``block_order`` first, in that order, then the rest as given."""
-    known = [b for b in block_order if b in blocks]
-    return known + [b for b in blocks if b not in block_order]
-
-
 def model_feature_columns(
     columns: Sequence[str],
     blocks: Sequence[str],
@@ -211,15 +190,18 @@ def model_feature_columns(
     block_order: Sequence[str] = (),
     diagnostic_columns: Collection[str] = (),
 ) -> list[str]:
-    """A model's covariate columns in block order; a block with none raises.
+    """A model's covariate columns (table order within a block, ``diagnostic_columns``
+    excluded) in block order; a block with none raises.
 
     ``block_order`` and ``diagnostic_columns`` are as in :func:`prepare_covariates`.
 
     Examples
     --------
     >>> from analysis.compare.covariates import model_feature_columns
-    >>> columns = ["base__a", "rich__c", "base__b"]
-    >>> model_feature_columns(columns, ["rich", "base"], block_order=["base"])
+    >>> columns = ["base__a", "rich__c", "base__b", "base__diag"]
+    >>> model_feature_columns(
+    ...     columns, ["rich", "base"], block_order=["base"], diagnostic_columns={"base__diag"}
+    ... )
     ['base__a', 'base__b', 'rich__c']
     >>> model_feature_columns(columns, ["other"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -227,8 +209,10 @@ def model_feature_columns(
     analysis.validation.ParameterError: models: expected a block with other__* columns...
     """
     out: list[str] = []
-    for b in _ordered_blocks(blocks, block_order):
-        cols = block_columns(columns, b, diagnostic_columns=diagnostic_columns)
+    skip = set(diagnostic_columns)
+    # the blocks in block_order first, in that order, then the model's others as given
+    for b in [b for b in block_order if b in blocks] + [b for b in blocks if b not in block_order]:
+        cols = [c for c in columns if c.startswith(b + "__") and c not in skip]
         if not cols:
             raise ParameterError("models", f"a block with {b}__* columns in the table", b)
         out.extend(cols)
@@ -306,7 +290,7 @@ class PreparedCovariates:
 
 
 def greedy_independent(
-    M: np.ndarray, *, tol: float = 1e-8, fixed: np.ndarray | None = None
+    M: np.ndarray, *, tol: float = TOL, fixed: np.ndarray | None = None
 ) -> list[int]:
     """Indices of columns of ``M`` kept by a pivoted QR in the given column order.
 
@@ -402,7 +386,6 @@ def prepare_covariates(
     block_order: Sequence[str] = (),
     diagnostic_columns: Collection[str] = (),
     calibration_folds: np.ndarray | None = None,
-    tol: float = 1e-8,
 ) -> PreparedCovariates:
     """Build each model's covariate matrix from a tidy table.
 
@@ -432,8 +415,6 @@ def prepare_covariates(
         are ignored; :func:`head_folds` assigns whole heads): cross-fitted
         calibration, each training row calibrated by the map fitted on the training
         rows of the other folds, every other row by the map fitted on all training rows.
-    tol : float, keyword-only
-        Relative tolerance for constant and collinear columns.
 
     Returns
     -------
@@ -449,11 +430,11 @@ def prepare_covariates(
     fitted the same way on the training rows outside fold k, and the other rows
     ``g(x)`` (a column whose training values are all equal is not calibrated either
     way); (3) standardization ``(x - m) / s`` with training mean and SD; a column
-    with ``s <= tol * max(1, |m|)`` is dropped as constant; (4) per model, a pivoted QR
+    with ``s <= TOL * max(1, |m|)`` is dropped as constant; (4) per model, a pivoted QR
     in ``block_order`` (then the model's other blocks), columns of a block in table
     order: column j is
     kept when the norm of its residual on the kept columns (training rows, with an
-    intercept) exceeds ``sqrt(tol)`` times its own norm, else dropped as collinear.
+    intercept) exceeds ``sqrt(TOL)`` times its own norm, else dropped as collinear.
     Greedy order means a nested pair keeps nested columns.
 
     Examples
@@ -569,7 +550,7 @@ def prepare_covariates(
         m = float(x[train].mean())
         s = float(x[train].std())
         centers[c], scales[c] = m, s
-        if s <= tol * max(1.0, abs(m)):
+        if s <= TOL * max(1.0, abs(m)):
             constant.add(c)
             values[c] = np.zeros_like(x)
         else:
@@ -585,7 +566,7 @@ def prepare_covariates(
             if candidates
             else np.zeros((int(train.sum()), 0))
         )
-        keep = greedy_independent(M, tol=tol)
+        keep = greedy_independent(M)
         kept = [candidates[j] for j in keep]
         dropped.extend((name, c, "collinear") for c in candidates if c not in kept)
         kept_cols[name] = tuple(kept)

@@ -1,6 +1,6 @@
 """Equivalence beside superiority: the decision vocabulary of a nested comparison.
 
-A pair with a smallest effect size of interest (SESOI, :class:`ComparisonOptions`) gets
+A pair with a smallest effect size of interest (SESOI, :class:`~analysis.compare.spec.ComparisonSpec`) gets
 a one-sided equivalence test on the same bootstrap replicates as its superiority test
 (:func:`~analysis.compare.bootstrap.percentile_equivalence_p`,
 :func:`~analysis.compare.bootstrap.studentized_equivalence_p`), Holm-adjusted over the
@@ -39,7 +39,7 @@ DECISIONS: tuple[str, ...] = (ADDS_INFORMATION, EQUIVALENT, INCONCLUSIVE)
 #: equivalence test was made, so neither "equivalent" nor "inconclusive" is claimed.
 NO_SESOI = "no SESOI"
 #: ``equivalence`` of a row without a SESOI (else the SESOI's source, "pre-specified" or
-#: "exploratory", :data:`analysis.compare.options.SESOI_SOURCES`).
+#: "exploratory", :data:`analysis.compare.spec.SESOI_SOURCES`).
 NO_EQUIVALENCE = "none"
 #: Columns this module adds to the comparison's frame, after the older ones, in order.
 EQUIVALENCE_COLUMNS: tuple[str, ...] = (

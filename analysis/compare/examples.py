@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.compare.nested import ComparisonResult, compare_nested
+from analysis.compare.nested import ComparisonResult, NestedComparison
+from analysis.compare.spec import ComparisonSpec
 
 __all__ = [
     "EXAMPLE_MODELS",
@@ -125,14 +126,14 @@ def example_comparison() -> tuple[pd.DataFrame, ComparisonResult]:
     {'base<rich': True, 'base<noisy': False}
     """
     table = example_table()
-    result = compare_nested(
-        table,
-        EXAMPLE_MODELS,
+    spec = ComparisonSpec(
+        models=EXAMPLE_MODELS,
         family=[("base", "rich"), ("base", "noisy")],
         metrics=["interval_sq_loss"],
         n_boot=199,
         random_state=0,
     )
+    result = NestedComparison(spec).fit(table)
     return table, result
 
 

@@ -8,7 +8,7 @@ stratum). Models are fitted on training rows; metrics are computed on held-out r
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,43 +27,36 @@ from analysis.compare.bootstrap import (
     studentized_equivalence_p,
 )
 from analysis.compare.covariates import (
-    Calibration,
     PreparedCovariates,
     head_folds,
-    model_feature_columns,
     prepare_covariates,
 )
 from analysis.compare.equivalence import EQUIVALENCE_COLUMNS, NO_EQUIVALENCE, decide_equivalence
 from analysis.compare.estimators import FittedModel, fit_estimator
-from analysis.compare.metrics import (
-    HIGHER_IS_BETTER,
-    METRICS,
-    interval_loglik,
-    interval_sq_loss,
-)
+from analysis.compare.metrics import HIGHER_IS_BETTER, interval_loglik, interval_sq_loss
 from analysis.compare.nested_checks import (
     REQUIRED_COLUMNS,  # noqa: F401 (re-exported: analysis.compare.bycheckpoint)
     _check_columns,
-    _check_settings,
     _check_table,
+    check_nested,
 )
 from analysis.compare.offsets import (
     SENSITIVITY_COLUMNS,
     add_checkpoint_effects,
     family_sensitivity,
 )
-from analysis.compare.options import ComparisonOptions
 from analysis.compare.refit import refit_bootstrap_rows
-from analysis.validation import ParameterError
+from analysis.compare.spec import ComparisonSpec
+from analysis.validation import ParameterError, check_random_state
 
 __all__ = [
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",
     "ComparisonResult",
+    "NestedComparison",
     "STRATUM",
     "check_nested",
-    "compare_nested",
 ]
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -108,7 +101,7 @@ STRATUM = "stratum"
 
 @dataclass(frozen=True)
 class ComparisonResult:
-    """Result of :func:`compare_nested`.
+    """Result of :meth:`NestedComparison.fit`.
 
     Attributes
     ----------
@@ -122,39 +115,30 @@ class ComparisonResult:
         ``reason``).
     columns : dict
         Model -> kept covariate columns.
-    estimator, primary_metric : str
-    alpha : float
-    n_boot : int
-    lock_sha256 : str or None
-        The locked design hash; None for an unlocked (exploratory or simulated) run.
     fits : dict
         Model -> :class:`~analysis.compare.estimators.FittedModel`.
     covariates : PreparedCovariates
         The covariate preparation the fits used: its calibration maps, training means and
         SDs, kept and dropped columns, and every row's design matrix (held-out rows
         included, built with what was learned on training rows).
-    calibration : Calibration
-        In-sample or cross-fitted by head (K folds, seed); also the frame's
-        ``calibration`` (mode), ``calibration_folds`` and ``calibration_seed`` columns
-        (None when in-sample).
-    bootstrap : str
-        ``"cluster"`` (percentile) or ``"studentized"`` (bootstrap-t).
+    spec : ComparisonSpec
+        The settings the comparison ran with; ``estimator``, ``primary_metric``,
+        ``alpha``, ``n_boot``, ``lock_sha256`` (None for an unlocked run), ``calibration``
+        and ``bootstrap`` read from it.
     sensitivity : pandas.DataFrame
         Sensitivity rows (:data:`~analysis.compare.offsets.SENSITIVITY_COLUMNS`): with
-        checkpoint effects (:class:`~analysis.compare.options.ComparisonOptions`) the
-        checkpoint-equal estimand, leave-one-family-out and width-stratified rows; with
-        ``refit_replicates`` the refit bootstrap (:mod:`analysis.compare.refit`); else
-        empty.
-    options : ComparisonOptions
-        The options the comparison ran with.
+        ``checkpoint_effects`` the checkpoint-equal estimand, leave-one-family-out and
+        width-stratified rows; with ``refit_replicates`` the refit bootstrap
+        (:mod:`analysis.compare.refit`); else empty.
 
     Examples
     --------
-    Made by :func:`compare_nested`:
+    Made by :class:`NestedComparison`:
 
     >>> import numpy as np
     >>> import pandas as pd
-    >>> from analysis.compare.nested import ComparisonResult, compare_nested
+    >>> from analysis.compare.nested import ComparisonResult, NestedComparison
+    >>> from analysis.compare.spec import ComparisonSpec
     >>> table = pd.DataFrame({
     ...     "cell_key": range(40), "cluster": np.repeat(range(10), 4),
     ...     "held_out": np.repeat(range(10), 4) >= 6, "base__x": np.arange(40.0) % 7,
@@ -162,10 +146,11 @@ class ComparisonResult:
     ... })
     >>> table["y_lower"] = table["base__x"] + table["rich__z"]
     >>> table["y_upper"] = table["y_lower"] + 1.0
-    >>> result = compare_nested(
-    ...     table, {"base": ["base"], "rich": ["base", "rich"]}, family=[("base", "rich")],
+    >>> spec = ComparisonSpec(
+    ...     models={"base": ["base"], "rich": ["base", "rich"]}, family=[("base", "rich")],
     ...     estimator="ols", n_boot=99, random_state=0,
     ... )
+    >>> result = NestedComparison(spec).fit(table)
     >>> isinstance(result, ComparisonResult), result.columns["rich"]
     (True, ('base__x', 'rich__z'))
     >>> result.adds_information("base", "rich")  # y is base__x + rich__z + 0.5 exactly
@@ -176,19 +161,20 @@ class ComparisonResult:
     lr_tests: pd.DataFrame = field(repr=False)
     dropped: pd.DataFrame = field(repr=False)
     columns: dict = field(repr=False)
-    estimator: str
-    primary_metric: str
-    alpha: float
-    n_boot: int
-    lock_sha256: str | None
     fits: dict = field(repr=False)
     covariates: PreparedCovariates = field(repr=False)
-    calibration: Calibration = field(default_factory=Calibration)
-    bootstrap: str = "cluster"
+    spec: ComparisonSpec
     sensitivity: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(SENSITIVITY_COLUMNS)), repr=False
     )
-    options: ComparisonOptions = field(default_factory=ComparisonOptions, repr=False)
+
+    estimator = property(lambda self: self.spec.estimator)
+    primary_metric = property(lambda self: self.spec.primary_metric)
+    alpha = property(lambda self: float(self.spec.alpha))
+    n_boot = property(lambda self: self.spec.n_boot)
+    lock_sha256 = property(lambda self: self.spec.lock_sha256)
+    calibration = property(lambda self: self.spec.calibration)
+    bootstrap = property(lambda self: self.spec.bootstrap)
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
@@ -211,7 +197,7 @@ class ComparisonResult:
             f"metrics on held-out cells)",
             f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
             f"{'studentized ' if self.bootstrap == 'studentized' else ''}cluster bootstrap "
-            f"over held-out {self.options.resampling_unit.replace('_', ' ')}s, B = {self.n_boot}; "
+            f"over held-out {self.spec.resampling_unit.replace('_', ' ')}s, B = {self.n_boot}; "
             f"alpha = {self.alpha}; "
             "adds information = Holm p < alpha and CI low > 0",
             f"calibration of calibrated blocks: {self.calibration.describe()}",
@@ -248,7 +234,7 @@ class ComparisonResult:
                 + "; a pair with a failed fit is no result and never adds information "
                 "(in the Holm family it counts with p = 1)"
             )
-        if self.options.checkpoint_effects:
+        if self.spec.checkpoint_effects:
             lines.append("  checkpoint fixed effects in every model (checkpoint labels dropped)")
         if not self.sensitivity.empty:
             lines.append(
@@ -260,45 +246,6 @@ class ComparisonResult:
                 + "; ".join(f"{m}: {c} ({r})" for m, c, r in self.dropped.itertuples(index=False))
             )
         return "\n".join(lines)
-
-
-def check_nested(
-    columns: Sequence[str],
-    models: Mapping[str, Sequence[str]],
-    base: str,
-    rich: str,
-    *,
-    name: str = "pairs",
-    diagnostic_columns: Collection[str] = (),
-) -> None:
-    """Raise unless every covariate column of ``base`` is a column of ``rich``.
-
-    ``diagnostic_columns`` are not covariates (see
-    :func:`~analysis.compare.covariates.prepare_covariates`).
-
-    Examples
-    --------
-    >>> from analysis.compare.nested import check_nested
-    >>> columns = ["y_lower", "y_upper", "base__x", "rich__z"]
-    >>> models = {"base": ["base"], "rich": ["base", "rich"]}
-    >>> check_nested(columns, models, "base", "rich")  # nested: returns None
-    >>> check_nested(columns, models, "rich", "base")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-        ...
-    analysis.validation.ParameterError: pairs: expected a nested pair: base lacks column rich__z...
-    """
-    for m in (base, rich):
-        if m not in models:
-            raise ParameterError(name, "model names among " + ", ".join(models), m)
-    bcols = model_feature_columns(columns, models[base], diagnostic_columns=diagnostic_columns)
-    rcols = set(model_feature_columns(columns, models[rich], diagnostic_columns=diagnostic_columns))
-    for c in bcols:
-        if c not in rcols:
-            raise ParameterError(
-                name, f"a nested pair: {rich} lacks column {c} of {base}", (base, rich)
-            )
-    if len(rcols) == len(bcols):
-        raise ParameterError(name, f"{rich} with a column more than {base}", (base, rich))
 
 
 def _fit_columns(base: FittedModel, rich: FittedModel) -> dict:
@@ -314,98 +261,13 @@ def _fit_columns(base: FittedModel, rich: FittedModel) -> dict:
     }
 
 
-def _pair_list(name: str, pairs) -> list[tuple[str, str]]:
-    out = []
-    for p in pairs:
-        if not isinstance(p, (tuple, list)) or len(p) != 2:
-            raise ParameterError(name, "(base_model, rich_model) pairs", p)
-        out.append((str(p[0]), str(p[1])))
-    return out
-
-
-def compare_nested(
-    table: pd.DataFrame,
-    models: Mapping[str, Sequence[str]],
-    *,
-    family: Sequence[tuple[str, str]],
-    extra_pairs: Sequence[tuple[str, str]] = (),
-    log_columns: Sequence[str] = (),
-    estimator: str = "interval",
-    metrics: Sequence[str] = METRICS,
-    primary_metric: str = "interval_sq_loss",
-    n_boot: int = 2000,
-    alpha: float = 0.05,
-    ci_level: float = 0.95,
-    random_state: int | np.random.Generator | None = None,
-    lock_sha256: str | None = None,
-    calibrate_blocks: Sequence[str] = (),
-    block_order: Sequence[str] = (),
-    diagnostic_columns: Collection[str] = (),
-    maxiter: int = 200,
-    calibration: Calibration | None = None,
-    bootstrap: str = "cluster",
-    options: ComparisonOptions | None = None,
-) -> ComparisonResult:
+class NestedComparison:
     """Fit nested models on training cells and compare them on held-out cells.
 
     Parameters
     ----------
-    table : pandas.DataFrame
-        Columns ``cell_key``, ``cluster``, ``held_out``, ``y_lower``, ``y_upper`` and
-        ``BLOCK__feature`` covariates; optionally ``stratum`` (constant within a cluster,
-        e.g. the checkpoint of a per-checkpoint held-out draw). Held-out rows must be
-        whole clusters.
-    models : mapping
-        Model name -> block names.
-    family : sequence of (base, rich), keyword-only
-        The Holm family (pre-specified pairs).
-    extra_pairs : sequence of (base, rich), keyword-only
-        Sensitivity pairs outside the family: ``p_holm`` is NaN and the decision uses
-        the unadjusted p.
-    log_columns : sequence of str, keyword-only
-        Positive scale features to enter as natural logs.
-    estimator : {"interval", "ols", "ridge"}, keyword-only
-    metrics : sequence of str, keyword-only
-        Among ``interval_sq_loss``, ``interval_loglik``, ``spearman_mid``.
-    primary_metric : str, keyword-only
-    n_boot : int, keyword-only
-        Bootstrap replicates B (>= 99).
-    alpha : float, keyword-only
-    ci_level : float, keyword-only
-    random_state : int, Generator or None, keyword-only
-        Seeds the bootstrap (the same resamples serve every pair and metric).
-    lock_sha256 : str or None, keyword-only
-        Stamped on every row (a confirmatory run passes the lock's hash).
-    calibrate_blocks, block_order, diagnostic_columns : keyword-only
-        Which blocks are calibrated, the order of blocks in the collinearity screen and
-        which columns are never covariates; see
-        :func:`~analysis.compare.covariates.prepare_covariates`. The defaults are neutral
-        (no calibration, each model's own block order, no diagnostics); a study passes
-        what its descriptor registry declares.
-    maxiter : int, keyword-only
-        Iteration cap of each interval fit (see
-        :func:`~analysis.compare.estimators.fit_interval`); ignored by the closed-form
-        ``ols`` and ``ridge``.
-    calibration : Calibration or None, keyword-only
-        How the maps of ``calibrate_blocks`` meet the training cells: None (default) or
-        ``Calibration()`` in-sample; ``Calibration(folds=K, seed=S)`` cross-fitted by
-        head (:func:`~analysis.compare.covariates.head_folds` over the training heads;
-        held-out cells always use the maps fitted on all training cells). K larger than
-        the number of training heads raises a ParameterError named ``calibration``.
-    bootstrap : {"cluster", "studentized"}, keyword-only
-        How the CI and p of the mean metrics are read from the resamples (the design's
-        ``inference.bootstrap``): ``"cluster"`` percentile, ``"studentized"`` bootstrap-t
-        (:func:`studentized_ci_and_p`). Spearman's CI is percentile in both.
-    options : ComparisonOptions or None, keyword-only
-        The options later designs may turn on (None: ``ComparisonOptions()``, which
-        changes nothing): a SESOI per pair and metric (equivalence test and decision
-        columns), checkpoint fixed effects, the resampling unit of the bootstrap
-        (``resampling_unit``: ``"head"``, or a ``kv_group`` / ``checkpoint_layer`` column
-        of the table, constant within each head) and the refit-bootstrap sensitivity.
-
-    Returns
-    -------
-    ComparisonResult
+    spec : ComparisonSpec
+        What to compare and how (:class:`~analysis.compare.spec.ComparisonSpec`).
 
     Notes
     -----
@@ -424,7 +286,7 @@ def compare_nested(
     ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
 
     Equivalence (:mod:`analysis.compare.equivalence`): for a (pair, metric) with a SESOI
-    ``delta > 0`` in ``options``, the one-sided test of ``H0: effect >= delta`` on the
+    ``delta > 0`` in the spec, the one-sided test of ``H0: effect >= delta`` on the
     same replicates: percentile ``p_eq = (1 + #{b : effect_b >= delta}) / (B + 1)``,
     studentized ``p_eq = (1 + #{b : t_b <= (effect - delta) / se}) / (B + 1)``; Holm
     across ``family`` within each metric; decision ``"adds information"`` (the rule
@@ -446,14 +308,14 @@ def compare_nested(
     A latent log2 rank that depends on ``base__x`` and ``rich__z`` but not on
     ``noise__w``, seen only as brackets of width 1:
 
-    >>> from analysis.compare.examples import example_table
+    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
     >>> table = example_table()  # 80 cells of 20 heads, 6 heads held out
-    >>> models = {"base": ["base"], "rich": ["base", "rich"], "noisy": ["base", "noise"]}
-    >>> from analysis.compare.nested import compare_nested
-    >>> result = compare_nested(
-    ...     table, models, family=[("base", "rich"), ("base", "noisy")],
+    >>> from analysis.compare import ComparisonSpec, NestedComparison
+    >>> spec = ComparisonSpec(
+    ...     models=EXAMPLE_MODELS, family=[("base", "rich"), ("base", "noisy")],
     ...     metrics=["interval_sq_loss"], n_boot=199, random_state=0,
     ... )
+    >>> result = NestedComparison(spec).fit(table)
     >>> cols = ["pair", "effect", "ci_low", "p_holm", "adds_information", "n_heads"]
     >>> print(result.to_frame()[cols].round(2).to_string(index=False))
           pair  effect  ci_low  p_holm  adds_information  n_heads
@@ -462,156 +324,113 @@ def compare_nested(
     >>> result.adds_information("base", "rich"), result.adds_information("base", "noisy")
     (True, False)
     """
-    settings = dict(locals())  # the arguments, for the sensitivity refits
-    del settings["table"], settings["models"], settings["options"]
-    _check_columns(table)
-    calibration, n_boot, maxiter, rng = _check_settings(
-        estimator=estimator,
-        metrics=metrics,
-        primary_metric=primary_metric,
-        bootstrap=bootstrap,
-        n_boot=n_boot,
-        maxiter=maxiter,
-        alpha=alpha,
-        ci_level=ci_level,
-        random_state=random_state,
-        calibration=calibration,
-    )
-    if options is None:
-        options = ComparisonOptions()
-    if not isinstance(options, ComparisonOptions):
-        raise ParameterError("options", "a ComparisonOptions or None", options)
-    family, extra_pairs = _check_pairs(
-        list(table.columns), models, family, extra_pairs, diagnostic_columns=diagnostic_columns
-    )
-    held, clusters, lower, upper = _check_table(table)
 
-    pairs = family + extra_pairs
-    used = list(dict.fromkeys(m for p in pairs for m in p))
-    train = ~held
+    def __init__(self, spec: ComparisonSpec) -> None:
+        if not isinstance(spec, ComparisonSpec):
+            raise ParameterError("spec", "a ComparisonSpec", spec)
+        self.spec = spec
+
+    def fit(self, table: pd.DataFrame) -> ComparisonResult:
+        """Run the comparison on ``table``.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            Columns ``cell_key``, ``cluster``, ``held_out``, ``y_lower``, ``y_upper`` and
+            ``BLOCK__feature`` covariates; optionally ``stratum`` (constant within a
+            cluster, e.g. the checkpoint of a per-checkpoint held-out draw). Held-out rows
+            must be whole clusters.
+
+        Returns
+        -------
+        ComparisonResult
+        """
+        spec = self.spec
+        _check_columns(table)
+        rng = check_random_state(spec.random_state)
+        for name, pairs in (("family", spec.family), ("extra_pairs", spec.extra_pairs)):
+            for i, (b, r) in enumerate(pairs):
+                check_nested(
+                    list(table.columns),
+                    spec.models,
+                    b,
+                    r,
+                    name=f"{name}[{i}]",
+                    diagnostic_columns=spec.diagnostic_columns,
+                )
+        held, clusters, lower, upper = _check_table(table)
+        used = list(dict.fromkeys(m for p in spec.pairs for m in p))
+        prep = _prepare(table, spec, used, ~held, clusters)
+        fits, cell_vals, preds = _fit_and_score(prep, used, spec, held, clusters, lower, upper)
+        draws = _held_out_draws(table, clusters, held, spec.n_boot, rng, spec.resampling_unit)
+        mid_h = 0.5 * (lower[held] + upper[held])
+        point, boot = _replicates(cell_vals, preds, used, mid_h, draws, metrics=spec.metrics)
+        frame = _effect_rows(spec, fits, cell_vals, point, boot, draws, n_cells=int(held.sum()))
+        frame = _decide(frame, spec)
+        parts = []
+        if spec.checkpoint_effects and spec.sensitivities:
+            parts.append(
+                family_sensitivity(
+                    table, frame, spec, scores=(cell_vals, preds, draws), rng=rng, refit=_refit
+                )
+            )
+        if spec.refit_replicates and spec.sensitivities:
+            parts.append(refit_bootstrap_rows(table, frame, spec, rng=rng, refit=_refit))
+        return ComparisonResult(
+            frame=frame.loc[:, list(RESULT_COLUMNS)],
+            lr_tests=_lr_tests(spec.pairs, fits),
+            dropped=prep.dropped,
+            columns=dict(prep.columns),
+            fits=fits,
+            covariates=prep,
+            **({"sensitivity": pd.concat(parts, ignore_index=True)} if parts else {}),
+            spec=spec,
+        )
+
+
+def _refit(table: pd.DataFrame, spec: ComparisonSpec) -> ComparisonResult:
+    """A sensitivity refit (:mod:`analysis.compare.offsets`, :mod:`analysis.compare.refit`)."""
+    return NestedComparison(spec).fit(table)
+
+
+def _prepare(
+    table: pd.DataFrame,
+    spec: ComparisonSpec,
+    used: Sequence[str],
+    train: np.ndarray,
+    clusters: np.ndarray,
+) -> PreparedCovariates:
+    """The covariates of the models in ``used``, learned on ``train`` (with checkpoint
+    effects when the spec asks for them)."""
+    cal = spec.calibration
     folds = (
-        None
-        if calibration.folds is None
-        else head_folds(clusters, train, folds=calibration.folds, seed=calibration.seed)
+        None if cal.folds is None else head_folds(clusters, train, folds=cal.folds, seed=cal.seed)
     )
     prep = prepare_covariates(
         table,
-        {m: models[m] for m in used},
+        {m: spec.models[m] for m in used},
         train,
-        log_columns=log_columns,
-        calibrate_blocks=calibrate_blocks,
-        block_order=block_order,
-        diagnostic_columns=diagnostic_columns,
+        log_columns=spec.log_columns,
+        calibrate_blocks=spec.calibrate_blocks,
+        block_order=spec.block_order,
+        diagnostic_columns=spec.diagnostic_columns,
         calibration_folds=folds,
     )
-    if options.checkpoint_effects:
+    if spec.checkpoint_effects:
         if STRATUM not in table.columns:
             raise ParameterError("table", f"a {STRATUM} column (checkpoint effects)", "missing")
         prep = add_checkpoint_effects(prep, table[STRATUM].astype(str).to_numpy(), train)
-    fits, cell_vals, preds = _fit_and_score(
-        prep, used, estimator, held, clusters, lower, upper, metrics=metrics, maxiter=maxiter
-    )
-    draws = _held_out_draws(table, clusters, held, n_boot, rng, options.resampling_unit, STRATUM)
-    mid_h = 0.5 * (lower[held] + upper[held])
-    point, boot = _replicates(cell_vals, preds, used, mid_h, draws, metrics=metrics)
-    frame = _effect_rows(
-        pairs,
-        family,
-        fits,
-        cell_vals,
-        point,
-        boot,
-        draws,
-        metrics=metrics,
-        bootstrap=bootstrap,
-        ci_level=ci_level,
-        n_cells=int(held.sum()),
-        lock_sha256=lock_sha256,
-        calibration=calibration,
-        options=options,
-    )
-    frame = _decide(frame, metrics=metrics, primary_metric=primary_metric, alpha=alpha)
-    parts = []
-    refit = {k: v for k, v in settings.items() if k != "random_state"}
-    if options.checkpoint_effects and options.sensitivities:
-        parts.append(
-            family_sensitivity(
-                table,
-                models,
-                frame,
-                pairs=pairs,
-                metrics=metrics,
-                cell_vals=cell_vals,
-                preds=preds,
-                codes=draws.codes,
-                counts=draws.counts,
-                rng=rng,
-                options=options,
-                refit=refit,
-                compare=compare_nested,
-            )
-        )
-    if options.refit_replicates and options.sensitivities:
-        parts.append(
-            refit_bootstrap_rows(
-                table, models, frame, rng=rng, options=options, refit=refit, compare=compare_nested
-            )
-        )
-    sensitivity = pd.concat(parts, ignore_index=True) if parts else None
-    return ComparisonResult(
-        frame=frame.loc[:, list(RESULT_COLUMNS)],
-        lr_tests=_lr_tests(pairs, fits),
-        dropped=prep.dropped,
-        columns=dict(prep.columns),
-        estimator=estimator,
-        primary_metric=primary_metric,
-        alpha=float(alpha),
-        n_boot=n_boot,
-        lock_sha256=lock_sha256,
-        fits=fits,
-        covariates=prep,
-        calibration=calibration,
-        bootstrap=bootstrap,
-        **({} if sensitivity is None else {"sensitivity": sensitivity}),
-        options=options,
-    )
-
-
-def _check_pairs(
-    columns: Sequence[str],
-    models: Mapping[str, Sequence[str]],
-    family: Sequence[tuple[str, str]],
-    extra_pairs: Sequence[tuple[str, str]],
-    *,
-    diagnostic_columns: Collection[str],
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The family (at least one pair) and the extra pairs, each nested in ``columns``."""
-    family = _pair_list("family", family)
-    extra_pairs = _pair_list("extra_pairs", extra_pairs)
-    if not family:
-        raise ParameterError("family", "at least one pair", family)
-    for i, (b, r) in enumerate(family):
-        check_nested(
-            columns, models, b, r, name=f"family[{i}]", diagnostic_columns=diagnostic_columns
-        )
-    for i, (b, r) in enumerate(extra_pairs):
-        check_nested(
-            columns, models, b, r, name=f"extra_pairs[{i}]", diagnostic_columns=diagnostic_columns
-        )
-    return family, extra_pairs
+    return prep
 
 
 def _fit_and_score(
     prep: PreparedCovariates,
     used: Sequence[str],
-    estimator: str,
+    spec: ComparisonSpec,
     held: np.ndarray,
     clusters: np.ndarray,
     lower: np.ndarray,
     upper: np.ndarray,
-    *,
-    metrics: Sequence[str],
-    maxiter: int,
 ) -> tuple[dict[str, FittedModel], dict[tuple[str, str], np.ndarray], dict[str, np.ndarray]]:
     """Fit each model on the training cells; its held-out predictions and per-cell metrics.
 
@@ -626,19 +445,19 @@ def _fit_and_score(
     for m in used:
         X = prep.matrices[m]
         fit = fit_estimator(
-            estimator,
+            spec.estimator,
             X[train],
             lower[train],
             upper[train],
             groups=clusters[train],
-            maxiter=maxiter,
+            maxiter=spec.maxiter,
         )
         fits[m] = fit
         yh = fit.predict(X[held])
         preds[m] = yh
-        if "interval_sq_loss" in metrics:
+        if "interval_sq_loss" in spec.metrics:
             cell_vals[(m, "interval_sq_loss")] = interval_sq_loss(yh, lo_h, up_h)
-        if "interval_loglik" in metrics:
+        if "interval_loglik" in spec.metrics:
             cell_vals[(m, "interval_loglik")] = interval_loglik(yh, fit.sigma, lo_h, up_h)
     return fits, cell_vals, preds
 
@@ -666,33 +485,27 @@ def _replicates(
 
 
 def _effect_rows(
-    pairs: Sequence[tuple[str, str]],
-    family: Sequence[tuple[str, str]],
+    spec: ComparisonSpec,
     fits: Mapping[str, FittedModel],
     cell_vals: Mapping[tuple[str, str], np.ndarray],
     point: Mapping[tuple[str, str], float],
     boot: Mapping[tuple[str, str], np.ndarray],
     draws: _Draws,
     *,
-    metrics: Sequence[str],
-    bootstrap: str,
-    ci_level: float,
     n_cells: int,
-    lock_sha256: str | None,
-    calibration: Calibration,
-    options: ComparisonOptions,
 ) -> pd.DataFrame:
     """One row per (metric, pair): values, effect, CI and p, equivalence p at the SESOI,
     fit diagnostics; undecided (``p_holm`` NaN, ``adds_information`` False) and marked
     ``_in_family``."""
     rows = []
-    for met in metrics:
+    ci_level, cal = spec.ci_level, spec.calibration
+    for met in spec.metrics:
         sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
-        for b, r in pairs:
+        for b, r in spec.pairs:
             eff = sign * (point[(r, met)] - point[(b, met)])
-            sesoi = options.sesoi_for(b, r, met)
+            sesoi = spec.sesoi_for(b, r, met)
             p_eq = np.nan
-            if bootstrap == "studentized" and met != "spearman_mid":
+            if spec.bootstrap == "studentized" and met != "spearman_mid":
                 d = sign * (cell_vals[(r, met)] - cell_vals[(b, met)])
                 d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_units)
                 args = (d_h, draws.head_sizes, draws.counts, draws.per_cluster)
@@ -720,30 +533,29 @@ def _effect_rows(
                     "adds_information": False,
                     "n_cells": n_cells,
                     "n_heads": draws.n_heads,
-                    "lock_sha256": lock_sha256,
+                    "lock_sha256": spec.lock_sha256,
                     **_fit_columns(fits[b], fits[r]),
-                    "calibration": calibration.mode,
-                    "calibration_folds": calibration.folds,
-                    "calibration_seed": calibration.seed,
+                    "calibration": cal.mode,
+                    "calibration_folds": cal.folds,
+                    "calibration_seed": cal.seed,
                     "metric_role": "",
                     "sesoi": np.nan if sesoi is None else sesoi,
                     "sesoi_share": np.nan,
                     "equivalence_p": p_eq,
                     "equivalence_p_holm": np.nan,
                     "decision": "",
-                    "equivalence": NO_EQUIVALENCE if sesoi is None else options.sesoi_source,
-                    "_in_family": (b, r) in family,
+                    "equivalence": NO_EQUIVALENCE if sesoi is None else spec.sesoi_source,
+                    "_in_family": (b, r) in spec.family,
                 }
             )
     return pd.DataFrame(rows)
 
 
-def _decide(
-    frame: pd.DataFrame, *, metrics: Sequence[str], primary_metric: str, alpha: float
-) -> pd.DataFrame:
+def _decide(frame: pd.DataFrame, spec: ComparisonSpec) -> pd.DataFrame:
     """Holm within each metric over the family, then the decision rule and the
-    equivalence decision (see Notes of :func:`compare_nested`); drops the
+    equivalence decision (see Notes of :class:`NestedComparison`); drops the
     ``_in_family`` marker."""
+    metrics, alpha = spec.metrics, spec.alpha
     ok = (frame["status"] == FIT_OK).to_numpy()
     # a failed pair stays in the family with p = 1 (see Notes)
     p_family = np.where(ok, frame["p_value"], 1.0)
@@ -757,7 +569,7 @@ def _decide(
         in_family=frame["_in_family"].to_numpy(bool),
         ok=ok,
         metrics=metrics,
-        primary_metric=primary_metric,
+        primary_metric=spec.primary_metric,
         alpha=alpha,
     )
     return frame.drop(columns="_in_family")

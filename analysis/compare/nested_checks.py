@@ -1,22 +1,19 @@
-"""Input checks of :func:`analysis.compare.compare_nested` (the table, the settings).
+"""Input checks of :class:`analysis.compare.NestedComparison`: the table, nested pairs.
 
-Kept apart so that :mod:`analysis.compare.nested` stays readable; nothing here is public.
+Kept apart so that :mod:`analysis.compare.nested` stays readable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from analysis.compare.bootstrap import BOOTSTRAPS
-from analysis.compare.covariates import Calibration
-from analysis.compare.estimators import ESTIMATORS
-from analysis.compare.metrics import METRICS
-from analysis.validation import ParameterError, check_int, check_random_state
+from analysis.compare.covariates import model_feature_columns
+from analysis.validation import ParameterError
 
-__all__: list[str] = []
+__all__ = ["check_nested"]
 
 #: Columns every comparison table has.
 REQUIRED_COLUMNS: tuple[str, ...] = ("cell_key", "cluster", "held_out", "y_lower", "y_upper")
@@ -29,47 +26,6 @@ def _check_columns(table: pd.DataFrame) -> None:
     for c in REQUIRED_COLUMNS:
         if c not in table.columns:
             raise ParameterError("table", f"a column named {c}", list(table.columns)[:12])
-
-
-def _check_settings(
-    *,
-    estimator: str,
-    metrics: Sequence[str],
-    primary_metric: str,
-    bootstrap: str,
-    n_boot: int,
-    maxiter: int,
-    alpha: float,
-    ci_level: float,
-    random_state: int | np.random.Generator | None,
-    calibration: Calibration | None,
-) -> tuple[Calibration, int, int, np.random.Generator]:
-    """Check the estimator, metric and bootstrap settings of :func:`compare_nested`.
-
-    Returns the calibration (None: the in-sample ``Calibration()``), ``n_boot``,
-    ``maxiter`` and the random generator of the bootstrap.
-    """
-    if estimator not in ESTIMATORS:
-        raise ParameterError("estimator", "one of " + ", ".join(ESTIMATORS), estimator)
-    for m in metrics:
-        if m not in METRICS:
-            raise ParameterError("metrics", "among " + ", ".join(METRICS), m)
-    if primary_metric not in metrics:
-        raise ParameterError("primary_metric", "one of the computed metrics", primary_metric)
-    if bootstrap not in BOOTSTRAPS:
-        raise ParameterError("bootstrap", "one of " + ", ".join(BOOTSTRAPS), bootstrap)
-    n_boot = check_int("n_boot", n_boot, minimum=99)
-    maxiter = check_int("maxiter", maxiter, minimum=1)
-    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise ParameterError("alpha", "a number in (0, 1)", alpha)
-    if not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
-        raise ParameterError("ci_level", "a number in (0, 1)", ci_level)
-    rng = check_random_state(random_state)
-    if calibration is None:
-        calibration = Calibration()
-    if not isinstance(calibration, Calibration):
-        raise ParameterError("calibration", "a Calibration or None", calibration)
-    return calibration, n_boot, maxiter, rng
 
 
 def _check_table(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -95,3 +51,42 @@ def _check_table(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
             "y_lower/y_upper", "intervals with y_lower <= y_upper", "NaN or reversed intervals"
         )
     return held, clusters, lower, upper
+
+
+def check_nested(
+    columns: Sequence[str],
+    models: Mapping[str, Sequence[str]],
+    base: str,
+    rich: str,
+    *,
+    name: str = "pairs",
+    diagnostic_columns: Collection[str] = (),
+) -> None:
+    """Raise unless every covariate column of ``base`` is a column of ``rich``.
+
+    ``diagnostic_columns`` are not covariates (see
+    :func:`~analysis.compare.covariates.prepare_covariates`).
+
+    Examples
+    --------
+    >>> from analysis.compare.nested_checks import check_nested
+    >>> columns = ["y_lower", "y_upper", "base__x", "rich__z"]
+    >>> models = {"base": ["base"], "rich": ["base", "rich"]}
+    >>> check_nested(columns, models, "base", "rich")  # nested: returns None
+    >>> check_nested(columns, models, "rich", "base")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: pairs: expected a nested pair: base lacks column rich__z...
+    """
+    for m in (base, rich):
+        if m not in models:
+            raise ParameterError(name, "model names among " + ", ".join(models), m)
+    bcols = model_feature_columns(columns, models[base], diagnostic_columns=diagnostic_columns)
+    rcols = set(model_feature_columns(columns, models[rich], diagnostic_columns=diagnostic_columns))
+    for c in bcols:
+        if c not in rcols:
+            raise ParameterError(
+                name, f"a nested pair: {rich} lacks column {c} of {base}", (base, rich)
+            )
+    if len(rcols) == len(bcols):
+        raise ParameterError(name, f"{rich} with a column more than {base}", (base, rich))

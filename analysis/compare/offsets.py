@@ -1,6 +1,6 @@
 """Geometry net of family: checkpoint fixed effects and the estimands beside them.
 
-With ``ComparisonOptions(checkpoint_effects=True)`` every model of a comparison (the
+With ``ComparisonSpec(checkpoint_effects=True)`` every model of a comparison (the
 base model included) gets one fixed effect per checkpoint (the table's ``stratum``),
 and a feature that is constant within every checkpoint is dropped: it is a function of
 the checkpoint label, so next to the fixed effects it can only repeat them
@@ -13,22 +13,21 @@ brackets (:func:`estimand_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.compare.bootstrap import (
-    percentile_ci_and_p,
-    percentile_equivalence_p,
-    replicate_means,
-    spearman_replicates,
-)
+from analysis.compare.bootstrap import replicate_means, replicate_summary, spearman_replicates
 from analysis.compare.covariates import PreparedCovariates, greedy_independent
 from analysis.compare.metrics import HIGHER_IS_BETTER
+from analysis.compare.spec import ComparisonSpec
 from analysis.validation import ParameterError
+
+#: ``refit(table, spec) -> ComparisonResult``: a comparison run again (a sensitivity).
+Refit = Callable[[pd.DataFrame, ComparisonSpec], Any]
 
 __all__ = [
     "CHECKPOINT_BLOCK",
@@ -65,7 +64,7 @@ WIDTH_STRATIFIED = "sensitivity: width-stratified"
 
 
 def add_checkpoint_effects(
-    prep: PreparedCovariates, checkpoints: np.ndarray, train: np.ndarray, *, tol: float = 1e-8
+    prep: PreparedCovariates, checkpoints: np.ndarray, train: np.ndarray
 ) -> PreparedCovariates:
     """Each model's matrix with checkpoint indicators and without checkpoint labels.
 
@@ -76,8 +75,6 @@ def add_checkpoint_effects(
     checkpoints : array (n,)
         Each row's checkpoint.
     train : array of bool (n,)
-    tol : float, keyword-only
-        The collinearity tolerance of the screen.
 
     Returns
     -------
@@ -140,12 +137,12 @@ def add_checkpoint_effects(
     matrices, columns, dropped = {}, {}, [prep.dropped]
     for m, X in prep.matrices.items():
         cols = prep.columns[m]
-        keep = greedy_independent(X[train], tol=tol, fixed=D[train]) if cols else []
+        keep = greedy_independent(X[train], fixed=D[train]) if cols else []
         rows = []
         for j, c in enumerate(cols):
             if j in keep:
                 continue
-            alone = greedy_independent(X[train][:, [j]], tol=tol, fixed=D[train])
+            alone = greedy_independent(X[train][:, [j]], fixed=D[train])
             reason = "constant within checkpoint" if not alone else "collinear within checkpoint"
             rows.append((m, c, reason))
         dropped.append(pd.DataFrame(rows, columns=["model", "column", "reason"]))
@@ -178,34 +175,8 @@ def width_split(lower: np.ndarray, upper: np.ndarray, train: np.ndarray) -> floa
     return float(np.median(w[np.asarray(train, bool)]))
 
 
-def _row(analysis, subset, b, r, met, pb, pr, eff_b, sesoi, n_cells, n_heads, status, ci_level):
-    sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
-    eff_b = eff_b[np.isfinite(eff_b)]
-    lo, hi, p = percentile_ci_and_p(eff_b, ci_level) if eff_b.size else (np.nan,) * 3
-    return {
-        "analysis": analysis,
-        "subset": subset,
-        "pair": f"{b}<{r}",
-        "metric": met,
-        "base_value": pb,
-        "rich_value": pr,
-        "effect": sign * (pr - pb),
-        "ci_low": lo,
-        "ci_high": hi,
-        "p_value": p,
-        "sesoi": np.nan if sesoi is None else sesoi,
-        "equivalence_p": np.nan
-        if sesoi is None or not eff_b.size
-        else percentile_equivalence_p(eff_b, sesoi),
-        "n_cells": n_cells,
-        "n_heads": n_heads,
-        "status": status,
-    }
-
-
 def estimand_rows(
-    pairs: Sequence[tuple[str, str]],
-    metrics: Sequence[str],
+    spec: ComparisonSpec,
     cell_vals: Mapping[tuple[str, str], np.ndarray],
     preds: Mapping[str, np.ndarray],
     mid: np.ndarray,
@@ -214,15 +185,13 @@ def estimand_rows(
     subsets: Mapping[str, tuple[str, np.ndarray]],
     *,
     status: Mapping[tuple[str, str], str],
-    sesoi: Callable[[str, str, str], float | None],
-    ci_level: float,
 ) -> list[dict]:
     """Sensitivity rows read from the main comparison's fits and bootstrap draws.
 
     Parameters
     ----------
-    pairs, metrics
-        The comparison's pairs and metrics.
+    spec : ComparisonSpec
+        The comparison's pairs, metrics, SESOIs and CI level.
     cell_vals, preds, mid, codes, counts
         Per-cell metric values by (model, metric), held-out predictions by model, the
         held-out midpoints, each held-out cell's head code and the ``[B, heads]``
@@ -234,9 +203,6 @@ def estimand_rows(
         the mean over checkpoints of the per-checkpoint effects.
     status : mapping
         (base, rich) -> the pair's fit status.
-    sesoi : callable
-        ``(base, rich, metric) -> SESOI or None``.
-    ci_level : float
 
     Returns
     -------
@@ -261,21 +227,23 @@ def estimand_rows(
 
     >>> import numpy as np
     >>> from analysis.compare.offsets import estimand_rows
+    >>> from analysis.compare.spec import ComparisonSpec
+    >>> spec = ComparisonSpec(models={"M0": ["b"], "M1": ["b", "r"]}, family=[("M0", "M1")],
+    ...                       metrics=["interval_sq_loss"])
     >>> ck = np.array(["a", "b", "b", "b"])
     >>> vals = {("M0", "interval_sq_loss"): np.full(4, 1.0),
     ...         ("M1", "interval_sq_loss"): np.array([0.8, 0.6, 0.6, 0.6])}
     >>> rows = estimand_rows(
-    ...     [("M0", "M1")], ["interval_sq_loss"], vals, {}, np.zeros(4), np.array([0, 1, 1, 1]),
-    ...     np.ones((99, 2), int), {"checkpoint-equal": ("checkpoint-equal estimand", ck)},
-    ...     status={("M0", "M1"): "ok"}, sesoi=lambda b, r, m: None, ci_level=0.95,
+    ...     spec, vals, {}, np.zeros(4), np.array([0, 1, 1, 1]), np.ones((99, 2), int),
+    ...     {"checkpoint-equal": ("checkpoint-equal estimand", ck)}, status={("M0", "M1"): "ok"},
     ... )
     >>> round(rows[0]["effect"], 6)  # (0.2 + 0.4) / 2, not the cell-weighted 0.35
     0.3
     """
     rows = []
-    for met in metrics:
+    for met in spec.metrics:
         sign = 1.0 if HIGHER_IS_BETTER[met] else -1.0
-        for b, r in pairs:
+        for b, r in spec.pairs:
             for label, (analysis, mask) in subsets.items():
                 groups = (
                     [(g, mask == g) for g in sorted(set(mask))]
@@ -303,23 +271,22 @@ def estimand_rows(
                                 reps[m].append(replicate_means(v, codes[sel], counts))
                 pb, pr = float(np.mean(pts[b])), float(np.mean(pts[r]))
                 eff_b = sign * (np.mean(reps[r], axis=0) - np.mean(reps[b], axis=0))
-                subset = "all checkpoints, equal weight" if label == "checkpoint-equal" else label
                 rows.append(
-                    _row(
-                        analysis,
-                        subset,
-                        b,
-                        r,
-                        met,
-                        pb,
-                        pr,
-                        eff_b,
-                        sesoi(b, r, met),
-                        cells,
-                        len(heads),
-                        status[(b, r)],
-                        ci_level,
-                    )
+                    {
+                        "analysis": analysis,
+                        "subset": "all checkpoints, equal weight"
+                        if label == "checkpoint-equal"
+                        else label,
+                        "pair": f"{b}<{r}",
+                        "metric": met,
+                        "base_value": pb,
+                        "rich_value": pr,
+                        "effect": sign * (pr - pb),
+                        **replicate_summary(eff_b, spec.sesoi_for(b, r, met), spec.ci_level),
+                        "n_cells": cells,
+                        "n_heads": len(heads),
+                        "status": status[(b, r)],
+                    }
                 )
     return rows
 
@@ -330,12 +297,7 @@ FAMILY = "family"
 
 
 def _leave_one_family_out(
-    table: pd.DataFrame,
-    models: Mapping[str, Sequence[str]],
-    rng: np.random.Generator,
-    options: Any,
-    refit: dict,
-    compare: Callable[..., Any],
+    table: pd.DataFrame, spec: ComparisonSpec, rng: np.random.Generator, refit: Refit
 ) -> list[dict]:
     """The comparison refitted without each family in turn (sensitivity rows)."""
     fam = table[FAMILY if FAMILY in table.columns else "stratum"].astype(str).to_numpy()
@@ -346,13 +308,7 @@ def _leave_one_family_out(
         held = sub["held_out"].to_numpy(bool)
         if held.all() or not held.any():
             continue  # nothing left to fit or to score
-        res = compare(
-            sub,
-            models,
-            random_state=int(rng.integers(2**32)),
-            options=replace(options, sensitivities=False),
-            **refit,
-        )
+        res = refit(sub, replace(spec, random_state=int(rng.integers(2**32)), sensitivities=False))
         for r in res.frame.itertuples(index=False):
             rows.append(
                 {
@@ -370,26 +326,19 @@ def _leave_one_family_out(
 
 def family_sensitivity(
     table: pd.DataFrame,
-    models: Mapping[str, Sequence[str]],
     frame: pd.DataFrame,
+    spec: ComparisonSpec,
     *,
-    pairs: Sequence[tuple[str, str]],
-    metrics: Sequence[str],
-    cell_vals: Mapping[tuple[str, str], np.ndarray],
-    preds: Mapping[str, np.ndarray],
-    codes: np.ndarray,
-    counts: np.ndarray,
+    scores: tuple[Mapping[tuple[str, str], np.ndarray], Mapping[str, np.ndarray], Any],
     rng: np.random.Generator,
-    options: Any,
-    refit: dict,
-    compare: Callable[..., Any],
+    refit: Refit,
 ) -> pd.DataFrame:
     """The sensitivity rows of a comparison with checkpoint effects.
 
-    Called by :func:`~analysis.compare.compare_nested` with its decided ``frame``, its
-    per-cell values, held-out predictions and bootstrap draws (``codes``, ``counts``),
-    its generator (after the draws), its settings (``refit``, the keyword arguments
-    of a refit) and itself (``compare``, which refits). Rows (:data:`SENSITIVITY_COLUMNS`): the checkpoint-equal estimand; the
+    Called by :meth:`~analysis.compare.NestedComparison.fit` with its decided ``frame``,
+    its spec, its ``scores`` (per-cell values by (model, metric), held-out predictions by
+    model and the bootstrap draws), its generator (after the draws) and ``refit``
+    (``(table, spec) -> ComparisonResult``). Rows (:data:`SENSITIVITY_COLUMNS`): the checkpoint-equal estimand; the
     width-stratified effects on held-out cells with a log2 bracket width at most, and
     above, the median of the training cells' widths (:func:`width_split`), both from
     the same fits and draws (:func:`estimand_rows`); then, for each family (the
@@ -399,17 +348,16 @@ def family_sensitivity(
 
     Examples
     --------
-    Run through :func:`~analysis.compare.compare_nested` with
-    ``ComparisonOptions(checkpoint_effects=True)``:
+    Run through :class:`~analysis.compare.NestedComparison` with
+    ``checkpoint_effects=True``:
 
-    >>> from analysis.compare import compare_nested
+    >>> from analysis.compare import ComparisonSpec, NestedComparison
     >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> from analysis.compare.options import ComparisonOptions
-    >>> result = compare_nested(
-    ...     example_table(), EXAMPLE_MODELS, family=[("base", "rich")], estimator="ols",
-    ...     metrics=["interval_sq_loss"], n_boot=99, random_state=0,
-    ...     options=ComparisonOptions(checkpoint_effects=True),
+    >>> spec = ComparisonSpec(
+    ...     models=EXAMPLE_MODELS, family=[("base", "rich")], estimator="ols",
+    ...     metrics=["interval_sq_loss"], n_boot=99, random_state=0, checkpoint_effects=True,
     ... )
+    >>> result = NestedComparison(spec).fit(example_table())
     >>> result.columns["base"]  # M0 gets the checkpoint effect too
     ('base__x', 'checkpoint__ck-b')
     >>> result.sensitivity["subset"].tolist()  # every bracket of the table has width 1
@@ -422,22 +370,20 @@ def family_sensitivity(
     w = width_split(lower, upper, ~held)
     width = upper[held] - lower[held]
     status = {(r.base_model, r.rich_model): r.status for r in frame.itertuples()}
+    cell_vals, preds, draws = scores
     rows = estimand_rows(
-        pairs,
-        metrics,
+        spec,
         cell_vals,
         preds,
         0.5 * (lower[held] + upper[held]),
-        codes,
-        counts,
+        draws.codes,
+        draws.counts,
         {
             "checkpoint-equal": (CHECKPOINT_EQUAL, table["stratum"].astype(str).to_numpy()[held]),
             f"narrow (log2 width <= {w:.4g})": (WIDTH_STRATIFIED, width <= w),
             f"wide (log2 width > {w:.4g})": (WIDTH_STRATIFIED, width > w),
         },
         status=status,
-        sesoi=options.sesoi_for,
-        ci_level=refit["ci_level"],
     )
-    rows += _leave_one_family_out(table, models, rng, options, refit, compare)
+    rows += _leave_one_family_out(table, spec, rng, refit)
     return pd.DataFrame(rows, columns=list(SENSITIVITY_COLUMNS))

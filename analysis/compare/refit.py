@@ -9,14 +9,14 @@ the resampled held-out cells, R times.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.compare.bootstrap import percentile_ci_and_p, percentile_equivalence_p
+from analysis.compare.bootstrap import replicate_summary
+from analysis.compare.offsets import Refit
+from analysis.compare.spec import ComparisonSpec
 
 __all__ = ["REFIT_BOOTSTRAP", "refit_bootstrap_rows", "resample_units"]
 
@@ -70,30 +70,27 @@ def resample_units(
 
 def refit_bootstrap_rows(
     table: pd.DataFrame,
-    models: Mapping[str, Sequence[str]],
     frame: pd.DataFrame,
+    spec: ComparisonSpec,
     *,
     rng: np.random.Generator,
-    options: Any,
-    refit: dict,
-    compare: Callable[..., Any],
+    refit: Refit,
 ) -> pd.DataFrame:
     """Each (pair, metric)'s effect with a CI from R resample-and-refit replicates.
 
     Parameters
     ----------
-    table, models
-        The comparison's table and models.
+    table : pandas.DataFrame
+        The comparison's table.
     frame : pandas.DataFrame
         The comparison's decided frame (its point effects, values and status).
-    rng : numpy.random.Generator
+    spec : ComparisonSpec
+        The comparison's settings: ``refit_replicates`` R, the resampling unit, the
+        SESOIs and the CI level.
+    rng : numpy.random.Generator, keyword-only
         The comparison's generator after its draws.
-    options : ComparisonOptions
-        ``refit_replicates`` R, the resampling unit and the SESOIs.
-    refit : dict
-        The keyword arguments of a refit (the comparison's settings).
-    compare : callable
-        :func:`~analysis.compare.compare_nested`.
+    refit : callable, keyword-only
+        ``(table, spec) -> ComparisonResult``, the comparison run again.
 
     Returns
     -------
@@ -107,58 +104,47 @@ def refit_bootstrap_rows(
 
     Examples
     --------
-    Run through :func:`~analysis.compare.compare_nested` with
-    ``ComparisonOptions(refit_replicates=R)``:
+    Run through :class:`~analysis.compare.NestedComparison` with
+    ``refit_replicates=R``:
 
-    >>> from analysis.compare import compare_nested
+    >>> from analysis.compare import ComparisonSpec, NestedComparison
     >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> from analysis.compare.options import ComparisonOptions
-    >>> result = compare_nested(
-    ...     example_table(), EXAMPLE_MODELS, family=[("base", "rich")], estimator="ols",
-    ...     metrics=["interval_sq_loss"], n_boot=99, random_state=0,
-    ...     options=ComparisonOptions(refit_replicates=20),
+    >>> spec = ComparisonSpec(
+    ...     models=EXAMPLE_MODELS, family=[("base", "rich")], estimator="ols",
+    ...     metrics=["interval_sq_loss"], n_boot=99, random_state=0, refit_replicates=20,
     ... )
+    >>> result = NestedComparison(spec).fit(example_table())
     >>> row = result.sensitivity.iloc[0]
     >>> row["analysis"], row["subset"], bool(row["ci_low"] < row["effect"] < row["ci_high"])
     ('sensitivity: refit bootstrap', '20 refits resampling head', True)
     """
-    unit = options.resampling_unit
+    unit = spec.resampling_unit
     unit_column = "cluster" if unit == "head" else unit
-    inner = replace(options, sensitivities=False, refit_replicates=0)
     effects: dict[tuple[str, str, str], list[float]] = {}
     failed: dict[tuple[str, str, str], int] = {}
-    for _ in range(options.refit_replicates):
+    for _ in range(spec.refit_replicates):
         sub = resample_units(table, unit_column, rng)
-        res = compare(sub, models, random_state=int(rng.integers(2**32)), options=inner, **refit)
+        seed = int(rng.integers(2**32))
+        res = refit(sub, replace(spec, random_state=seed, sensitivities=False, refit_replicates=0))
         for r in res.frame.itertuples(index=False):
             key = (r.base_model, r.rich_model, r.metric)
             effects.setdefault(key, []).append(float(r.effect))
             failed[key] = failed.get(key, 0) + (r.status != "ok")
-    ci_level = refit["ci_level"]
     rows = []
     for r in frame.itertuples(index=False):
         key = (r.base_model, r.rich_model, r.metric)
         eff = np.asarray(effects.get(key, []), float)
-        eff = eff[np.isfinite(eff)]
-        lo, hi, p = percentile_ci_and_p(eff, ci_level) if eff.size else (np.nan,) * 3
-        sesoi = options.sesoi_for(*key)
         n_failed = failed.get(key, 0)
         rows.append(
             {
                 "analysis": REFIT_BOOTSTRAP,
-                "subset": f"{options.refit_replicates} refits resampling {unit}",
+                "subset": f"{spec.refit_replicates} refits resampling {unit}",
                 "pair": r.pair,
                 "metric": r.metric,
                 "base_value": r.base_value,
                 "rich_value": r.rich_value,
                 "effect": r.effect,
-                "ci_low": lo,
-                "ci_high": hi,
-                "p_value": p,
-                "sesoi": np.nan if sesoi is None else sesoi,
-                "equivalence_p": np.nan
-                if sesoi is None or not eff.size
-                else percentile_equivalence_p(eff, sesoi),
+                **replicate_summary(eff, spec.sesoi_for(*key), spec.ci_level),
                 "n_cells": r.n_cells,
                 "n_heads": r.n_heads,
                 "status": r.status if not n_failed else f"{r.status}; {n_failed} refit(s) failed",

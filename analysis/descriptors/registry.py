@@ -345,8 +345,8 @@ class Registry:
             ``block_order`` (:meth:`block_order`), ``calibrate_blocks``
             (:meth:`calibrated_blocks`) and ``diagnostic_columns``
             (:meth:`diagnostic_columns` of ``columns``): the keyword arguments of
-            ``analysis.compare.compare_nested``, ``head_level_analysis`` and
-            ``prepare_covariates`` that carry descriptor facts.
+            fields of ``analysis.compare.ComparisonSpec`` and ``HeadLevelSpec`` and the
+            keyword arguments of ``prepare_covariates`` that carry descriptor facts.
         """
         return {
             "block_order": self.block_order(),

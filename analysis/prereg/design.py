@@ -159,13 +159,14 @@ class Design:
     def population(self) -> list[str]:
         return population(self.data)
 
-    def comparison_options(self) -> Any:
-        """``analysis.compare.ComparisonOptions`` of the design's SESOIs and
-        ``[inference] checkpoint_effects`` (:func:`~analysis.prereg.options.design_options`)."""
+    def comparison_options(self) -> dict[str, Any]:
+        """The ``analysis.compare.ComparisonSpec`` fields of the design's SESOIs,
+        checkpoint effects, resampling unit and refit replicates
+        (:func:`~analysis.prereg.options.design_options`)."""
         return design_options(self.data)
 
     def comparison_kwargs(self) -> dict:
-        """Keyword arguments of ``analysis.compare.compare_nested`` that the design fixes.
+        """Fields of ``analysis.compare.ComparisonSpec`` that the design fixes.
 
         Returns
         -------
@@ -174,9 +175,9 @@ class Design:
             ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed),
             ``calibration`` (``analysis.compare.Calibration``: cross-fitted by head with
             :attr:`calibration_folds` folds and the inference seed, or in-sample).
-            ``bootstrap`` (``inference.bootstrap``, default ``"cluster"``), ``options``
-            (:meth:`comparison_options`).
-            The caller adds the table, ``self.models``, ``log_columns`` and the lock hash.
+            ``bootstrap`` (``inference.bootstrap``, default ``"cluster"``) and the fields of
+            :meth:`comparison_options`. The caller adds ``models`` (``self.models``),
+            ``log_columns``, the lock hash and the registry's covariate facts.
         """
         from analysis.compare.covariates import Calibration  # sklearn: only when needed
 
@@ -198,7 +199,7 @@ class Design:
             if k is None
             else Calibration(folds=k, seed=int(inf["seed"])),
             "bootstrap": str(inf.get("bootstrap", "cluster")),
-            "options": self.comparison_options(),
+            **self.comparison_options(),
         }
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from analysis.validation import ParameterError
 
 #: ``[inference] cluster``: the unit the bootstrap resamples (as
-#: ``analysis.compare.options.RESAMPLING_UNITS``; repeated here so that validating a
+#: ``analysis.compare.spec.RESAMPLING_UNITS``; repeated here so that validating a
 #: design imports no fitting code).
 RESAMPLING_UNITS: tuple[str, ...] = ("head", "kv_group", "checkpoint_layer")
 
@@ -171,8 +171,8 @@ def design_power(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def design_options(data: Mapping[str, Any]) -> Any:
-    """The ``analysis.compare.ComparisonOptions`` a validated design fixes.
+def design_options(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The optional ``analysis.compare.ComparisonSpec`` fields a validated design fixes.
 
     Examples
     --------
@@ -180,15 +180,13 @@ def design_options(data: Mapping[str, Any]) -> Any:
     >>> data = {"metrics": {"primary": "interval_sq_loss"}, "inference": {},
     ...         "hypotheses": [{"pair": ["M0", "M1"], "sesoi": 0.0007}]}
     >>> opts = design_options(data)
-    >>> opts.sesoi_for("M0", "M1", "interval_sq_loss"), opts.checkpoint_effects
-    (0.0007, False)
+    >>> opts["sesoi"], opts["checkpoint_effects"]
+    ({'M0<M1': {'interval_sq_loss': 0.0007}}, False)
     """
-    from analysis.compare.options import ComparisonOptions  # sklearn: only when needed
-
     inf = data.get("inference", {})
-    return ComparisonOptions(
-        sesoi=design_sesoi(data),
-        checkpoint_effects=bool(inf.get("checkpoint_effects", False)),
-        resampling_unit=str(inf.get("cluster", "head")),
-        refit_replicates=int(inf.get("refit_replicates", 0)),
-    )
+    return {
+        "sesoi": design_sesoi(data),
+        "checkpoint_effects": bool(inf.get("checkpoint_effects", False)),
+        "resampling_unit": str(inf.get("cluster", "head")),
+        "refit_replicates": int(inf.get("refit_replicates", 0)),
+    }

@@ -10,7 +10,7 @@ random effect, and interval outcomes whose widths are resampled from real bracke
 lies. The full pipeline (calibration, standardization, collinearity screen, interval
 fits, cluster bootstrap within checkpoints, Holm, decision rule) runs on each through
 :func:`simulated_comparison`, called exactly as the confirmatory run calls it
-(``compare_nested(table, models, **design.comparison_kwargs())``) with the design's
+(``NestedComparison(ComparisonSpec(models=..., **design.comparison_kwargs())).fit(table)``) with the design's
 models, Holm family, estimator, primary metric, B, alpha and CI level, and with the
 simulated blocks' covariate facts (:data:`SIMULATED_COVARIATES`) where the real run has
 the descriptor registry's. What the design does not fix is one frozen
@@ -29,7 +29,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from analysis.compare import ComparisonResult, compare_nested
+from analysis.compare import ComparisonResult, ComparisonSpec, NestedComparison
 from analysis.executor import TaskPool, check_executor, task_pool
 from analysis.prereg.power_inputs import (
     BASELINE_STRUCTURAL,
@@ -317,8 +317,8 @@ def simulated_comparison(
     Returns
     -------
     ComparisonResult
-        ``compare_nested(table, dict(sizes.models), random_state=random_state,
-        **sizes.comparison_kwargs(), **SIMULATED_COVARIATES)``.
+        ``NestedComparison(ComparisonSpec(models=sizes.models, random_state=random_state,
+        **sizes.comparison_kwargs(), **SIMULATED_COVARIATES)).fit(table)``.
 
     Examples
     --------
@@ -332,13 +332,13 @@ def simulated_comparison(
         pair  effect  p_holm  adds_information
     0  M0<M1    0.13    0.01              True
     """
-    return compare_nested(
-        table,
-        dict(sizes.models),
+    spec = ComparisonSpec(
+        models=dict(sizes.models),
         random_state=random_state,
         **sizes.comparison_kwargs(),
         **SIMULATED_COVARIATES,
     )
+    return NestedComparison(spec).fit(table)
 
 
 def one_study(

@@ -318,7 +318,7 @@ def reference_m0_losses(
 
     Heads are assigned to ``folds`` folds within each stratum (permuted by
     ``numpy.random.default_rng(random_state)``, head j of a stratum to fold j mod K); each
-    fold is held out in turn and :func:`~analysis.compare.compare_nested` runs with the
+    fold is held out in turn and :class:`~analysis.compare.NestedComparison` runs with the
     design's estimator and calibration on the rest, as the confirmatory run does on its
     held-out heads. The reference is the cell-weighted mean of the base model's
     ``interval_sq_loss`` over every cell (each predicted by the fold that held it out),
@@ -340,17 +340,19 @@ def reference_m0_losses(
     >>> sorted(losses), bool(losses["all"] > 0), how[:28]
     (['all', 'ck-a', 'ck-b'], True, '3-fold cross-fit over the 20')
     """
-    from analysis.compare import compare_nested, held_out_predictions, interval_sq_loss
+    from analysis.compare import (
+        ComparisonSpec,
+        NestedComparison,
+        held_out_predictions,
+        interval_sq_loss,
+    )
 
     folds = check_int("folds", folds, minimum=2)
     kw = dict(comparison_kwargs or {})
-    opts = kw.get("options")
-    if opts is not None:
-        # checkpoint effects change M0; resampling and sensitivities do not change its loss
-        opts = replace(opts, refit_replicates=0, sensitivities=False, sesoi={})
+    # checkpoint effects change M0; resampling and sensitivities do not change its loss
+    kw.update(refit_replicates=0, sensitivities=False, sesoi={})
     for k in ("family", "extra_pairs", "metrics", "primary_metric", "n_boot", "random_state"):
         kw.pop(k, None)
-    kw["options"] = opts
     base, rich = pair
     sub_models = {base: models[base], rich: models[rich]}
     heads = (
@@ -372,9 +374,8 @@ def reference_m0_losses(
         if not held.any():
             continue
         fold_table = table.assign(held_out=held)
-        res = compare_nested(
-            fold_table,
-            sub_models,
+        spec = ComparisonSpec(
+            models=sub_models,
             family=[(base, rich)],
             metrics=("interval_sq_loss",),
             primary_metric="interval_sq_loss",
@@ -383,6 +384,7 @@ def reference_m0_losses(
             **kw,
             **dict(covariate_kwargs or {}),
         )
+        res = NestedComparison(spec).fit(fold_table)
         pred = held_out_predictions(res, fold_table)
         pred = pred[pred["model"] == base]
         loss = interval_sq_loss(

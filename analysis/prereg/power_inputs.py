@@ -372,7 +372,7 @@ class StudySizes:
         return max(n, BASELINE_STRUCTURAL) if block == "baseline" else n
 
     def comparison_kwargs(self) -> dict:
-        """What the design fixes for ``compare_nested`` (as ``Design.comparison_kwargs``).
+        """The ``ComparisonSpec`` fields the design fixes (as ``Design.comparison_kwargs``).
 
         Sensitivity pairs and secondary metrics are left out: they are outside the Holm
         family and the decision uses the primary metric alone, so they cannot change it.
@@ -388,10 +388,8 @@ class StudySizes:
             "bootstrap": self.bootstrap,
         }
         if self.resampling_unit != "head" or self.refit_replicates or self.checkpoint_effects:
-            from analysis.compare.options import ComparisonOptions
-
             # sensitivities decide nothing and cost refits: the simulation leaves them out
-            out["options"] = ComparisonOptions(
+            out.update(
                 checkpoint_effects=self.checkpoint_effects,
                 resampling_unit=self.resampling_unit,
                 refit_replicates=self.refit_replicates,
@@ -522,7 +520,6 @@ def sizes_from_design(
             lengths = src.get("lengths", s.get("lengths"))
             break
     kw = design.comparison_kwargs()
-    opts = kw.get("options")
     family = tuple(tuple(p) for p in kw["family"])
     used = list(dict.fromkeys(m for p in family for m in p))
     conf = [tuple(h["pair"]) for h in data.get("hypotheses", []) if h.get("kind") == "confirmatory"]
@@ -574,9 +571,9 @@ def sizes_from_design(
         features=tuple((b, int(counts.get(b, 1))) for b in SIMULATED_BLOCKS),
         features_note=features_note or "given",
         hypotheses=hyps,
-        resampling_unit=str(getattr(opts, "resampling_unit", "head")),
-        refit_replicates=int(getattr(opts, "refit_replicates", 0)),
-        checkpoint_effects=bool(getattr(opts, "checkpoint_effects", False)),
+        resampling_unit=str(kw["resampling_unit"]),
+        refit_replicates=int(kw["refit_replicates"]),
+        checkpoint_effects=bool(kw["checkpoint_effects"]),
         layers=_layer_sizes(pop),
     )
 

@@ -100,7 +100,7 @@ def fit_comparisons(
 
     Returns
     -------
-    (NestedComparison, NestedComparison, HeadLevelResult)
+    (ComparisonResult, ComparisonResult, HeadLevelResult)
         The design's estimator, the OLS refit, the head-level analysis (its across-head
         folds seeded by the design's inference seed).
 
@@ -134,36 +134,34 @@ def fit_comparisons(
     >>> bool((gains > 0).all())  # M1 predicts new cells and new heads better
     True
     """
-    from analysis.compare import compare_nested, head_level_analysis
+    from dataclasses import replace
+
+    from analysis.compare import (
+        ComparisonSpec,
+        HeadLevelAnalysis,
+        HeadLevelSpec,
+        NestedComparison,
+    )
 
     # Block order, calibrated blocks and diagnostic columns come from the descriptor
     # registry: compare itself names no block.
-    blocks = registry.covariate_kwargs(confirmatory.columns)
-    res = compare_nested(
-        confirmatory,
-        models,
+    spec = ComparisonSpec(
+        models=models,
         log_columns=log_columns,
         lock_sha256=lock_sha256,
         **kwargs,
-        **blocks,
+        **registry.covariate_kwargs(confirmatory.columns),
     )
-    ols = compare_nested(
-        confirmatory,
-        models,
-        log_columns=log_columns,
-        lock_sha256=lock_sha256,
-        **{**kwargs, "estimator": "ols"},
-        **blocks,
-    )
-    hl = head_level_analysis(
-        training,
-        models,
+    res = NestedComparison(spec).fit(confirmatory)
+    ols = NestedComparison(replace(spec, estimator="ols")).fit(confirmatory)
+    hl_spec = HeadLevelSpec(
+        models=models,
         log_columns=log_columns,
         estimator=kwargs["estimator"],
         random_state=kwargs["random_state"],
         **registry.covariate_kwargs(training.columns),
     )
-    return res, ols, hl
+    return res, ols, HeadLevelAnalysis(hl_spec).fit(training)
 
 
 def comparison_table(
@@ -329,7 +327,7 @@ def _with_unit(study: Study, table: pd.DataFrame) -> pd.DataFrame:
     from analysis.store import Store
     from analysis.study.units import unit_column
 
-    unit = study.design.comparison_options().resampling_unit
+    unit = study.design.comparison_options()["resampling_unit"]
     if unit != "kv_group" or table.empty:
         return unit_column(table, unit)
     with Store(study.paths.store) as store:
@@ -360,17 +358,17 @@ def secondary_by_checkpoint(
     A small locked design (its hypothesis H1 is the pair M0 < M1), and a tidy table of
     two checkpoints standing in for the study's released cells:
 
-    >>> from analysis.compare import compare_nested
+    >>> from analysis.compare import ComparisonSpec, NestedComparison
     >>> from analysis.study.comparison import secondary_by_checkpoint
     >>> from analysis.study.examples import open_example_study
     >>> study = open_example_study("studies/secondary.toml")
     >>> from analysis.study.examples import example_study_table
     >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
-    >>> kwargs = study.design.comparison_kwargs()
-    >>> result = compare_nested(
-    ...     table, study.design.models, log_columns=["native__kappa"],
-    ...     lock_sha256=study.lock.sha256, **kwargs,
+    >>> spec = ComparisonSpec(
+    ...     models=study.design.models, log_columns=["native__kappa"],
+    ...     lock_sha256=study.lock.sha256, **study.design.comparison_kwargs(),
     ... )
+    >>> result = NestedComparison(spec).fit(table)
     >>> effects, predictions = secondary_by_checkpoint(study, result, table)
     >>> effects.to_frame()[["hypothesis", "checkpoint", "held_out_heads", "seed"]].to_dict("list")
     {'hypothesis': ['H1', 'H1'], 'checkpoint': ['ck-a', 'ck-b'], 'held_out_heads': [3, 3],
@@ -421,16 +419,16 @@ def secondary_by_length(study: Study, result: Any, confirmatory: pd.DataFrame) -
     A small locked design (its hypothesis H1 is the pair M0 < M1), and a tidy table of
     inputs at lengths 16 and 32 standing in for the study's released cells:
 
-    >>> from analysis.compare import compare_nested
+    >>> from analysis.compare import ComparisonSpec, NestedComparison
     >>> from analysis.study.comparison import secondary_by_length
     >>> from analysis.study.examples import example_study_table, open_example_study
     >>> study = open_example_study("studies/by-length.toml")
     >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
-    >>> kwargs = study.design.comparison_kwargs()
-    >>> result = compare_nested(
-    ...     table, study.design.models, log_columns=["native__kappa"],
-    ...     lock_sha256=study.lock.sha256, **kwargs,
+    >>> spec = ComparisonSpec(
+    ...     models=study.design.models, log_columns=["native__kappa"],
+    ...     lock_sha256=study.lock.sha256, **study.design.comparison_kwargs(),
     ... )
+    >>> result = NestedComparison(spec).fit(table)
     >>> effects = secondary_by_length(study, result, table)
     >>> effects.to_frame()[["hypothesis", "length", "held_out_heads", "spawn_key"]].to_dict("list")
     {'hypothesis': ['H1', 'H1'], 'length': [16, 32], 'held_out_heads': [6, 6],

@@ -2,7 +2,7 @@
 
 A design's ``[inference] cluster`` names the unit its bootstrap resamples (``head``, the
 default, ``kv_group`` or ``checkpoint_layer``; :mod:`analysis.prereg.options`).
-:func:`~analysis.compare.compare_nested` reads the unit from a column of the comparison
+:class:`~analysis.compare.NestedComparison` reads the unit from a column of the comparison
 table; this module builds that column for a study's cells, only when the design asks for
 it (a design that resamples heads gets the table it always had, so its comparison
 digest, and every stored result, is unchanged).

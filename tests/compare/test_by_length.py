@@ -10,8 +10,9 @@ import pytest
 
 from analysis.compare import (
     BY_LENGTH_COLUMNS,
+    ComparisonSpec,
+    NestedComparison,
     checkpoint_seed,
-    compare_nested,
     effects_by_checkpoint,
     effects_by_length,
     interval_loglik,
@@ -41,16 +42,17 @@ def three(table) -> pd.DataFrame:
 
 @pytest.fixture
 def fitted(three):
-    return compare_nested(
-        three,
-        MODELS,
-        family=FAMILY,
-        extra_pairs=EXTRA,
-        log_columns=["baseline__scale"],
-        n_boot=N_BOOT,
-        random_state=SEED,
-        **COVARIATES,
-    )
+    return NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=FAMILY,
+            extra_pairs=EXTRA,
+            log_columns=["baseline__scale"],
+            n_boot=N_BOOT,
+            random_state=SEED,
+            **COVARIATES,
+        )
+    ).fit(three)
 
 
 def _hand_bootstrap(values_b, values_r, clusters, seed_seq, higher_is_better):

@@ -11,7 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import Calibration, compare_nested, head_folds, prepare_covariates
+from analysis.compare import (
+    Calibration,
+    ComparisonSpec,
+    NestedComparison,
+    head_folds,
+    prepare_covariates,
+)
 from analysis.compare.equivalence import EQUIVALENCE_COLUMNS
 from analysis.validation import ParameterError
 from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
@@ -175,14 +181,15 @@ def test_more_folds_than_training_heads_is_refused(table):
         _folds(table, k=n_train + 1)
     assert err.value.name == "calibration"
     with pytest.raises(ParameterError) as err:
-        compare_nested(
-            table,
-            MODELS,
-            family=FAMILY,
-            n_boot=99,
-            calibration=Calibration(folds=n_train + 1, seed=0),
-            **COVARIATES,
-        )
+        NestedComparison(
+            ComparisonSpec(
+                models=MODELS,
+                family=FAMILY,
+                n_boot=99,
+                calibration=Calibration(folds=n_train + 1, seed=0),
+                **COVARIATES,
+            )
+        ).fit(table)
     assert err.value.name == "calibration"
     assert _folds(table, k=n_train).max() == n_train - 1  # one head per fold is allowed
 
@@ -200,16 +207,17 @@ def test_fold_labels_are_validated(table):
 
 def test_the_comparison_states_its_calibration(table):
     def run(cal):
-        return compare_nested(
-            table,
-            MODELS,
-            family=FAMILY,
-            log_columns=LOG_COLUMNS,
-            n_boot=199,
-            random_state=0,
-            calibration=cal,
-            **COVARIATES,
-        )
+        return NestedComparison(
+            ComparisonSpec(
+                models=MODELS,
+                family=FAMILY,
+                log_columns=LOG_COLUMNS,
+                n_boot=199,
+                random_state=0,
+                calibration=cal,
+                **COVARIATES,
+            )
+        ).fit(table)
 
     cross = run(Calibration(folds=5, seed=SEED))
     assert cross.calibration == Calibration(folds=5, seed=SEED)

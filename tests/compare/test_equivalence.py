@@ -8,10 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import RESULT_COLUMNS, compare_nested
+from analysis.compare import RESULT_COLUMNS, ComparisonSpec, NestedComparison
 from analysis.compare.bootstrap import (
-    cluster_bootstrap_effect,
-    cluster_bootstrap_equivalence,
+    ClusterBootstrap,
     percentile_equivalence_p,
 )
 from analysis.compare.equivalence import (
@@ -21,7 +20,6 @@ from analysis.compare.equivalence import (
     INCONCLUSIVE,
     NO_SESOI,
 )
-from analysis.compare.options import ComparisonOptions
 from analysis.validation import ParameterError
 from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
 
@@ -34,21 +32,22 @@ SESOI_ALL = {
 }
 
 
-def _golden_run(boot: str, options: ComparisonOptions | None) -> pd.DataFrame:
+def _golden_run(boot: str, options: dict) -> pd.DataFrame:
     t = make_table(np.random.default_rng(2026), n_heads=16, cells=6, native_effect=0.5)
     t["stratum"] = np.where(t["cluster"].str[1:].astype(int) % 2 == 0, "ck-a", "ck-b")
-    r = compare_nested(
-        t,
-        MODELS,
-        family=FAMILY,
-        estimator="ols",
-        n_boot=199,
-        random_state=7,
-        log_columns=["baseline__scale"],
-        bootstrap=boot,
-        options=options,
-        **COVARIATES,
-    )
+    r = NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=FAMILY,
+            estimator="ols",
+            n_boot=199,
+            random_state=7,
+            log_columns=["baseline__scale"],
+            bootstrap=boot,
+            **options,
+            **COVARIATES,
+        )
+    ).fit(t)
     return r.to_frame()
 
 
@@ -59,7 +58,7 @@ def test_without_sesoi_the_older_columns_are_those_of_c1cca85(boot):
     old = list(golden.columns)
     assert list(RESULT_COLUMNS[: len(old)]) == old  # older columns keep their positions
     assert list(RESULT_COLUMNS[len(old) :]) == list(EQUIVALENCE_COLUMNS)
-    new = _golden_run(boot, None)
+    new = _golden_run(boot, {})
     for c in old:
         a, b = new[c].to_numpy(), golden[c].to_numpy()
         if new[c].dtype.kind == "f":
@@ -73,7 +72,7 @@ def test_without_sesoi_the_older_columns_are_those_of_c1cca85(boot):
     assert set(new["decision"]) <= {ADDS_INFORMATION, NO_SESOI}
     assert (new["decision"] == ADDS_INFORMATION).tolist() == new["adds_information"].tolist()
     # a SESOI adds the equivalence test and changes no older value
-    with_sesoi = _golden_run(boot, ComparisonOptions(sesoi=SESOI_ALL))
+    with_sesoi = _golden_run(boot, {"sesoi": SESOI_ALL})
     pd.testing.assert_frame_equal(with_sesoi[old], new[old])
     assert with_sesoi["equivalence_p"].notna().all()
     assert set(with_sesoi["equivalence"]) == {"pre-specified"}
@@ -112,21 +111,22 @@ def _sim(rng: np.random.Generator, n_heads: int, cells: int, effect: float) -> p
 
 
 def _decide(table: pd.DataFrame, sesoi: float, bootstrap: str = "cluster") -> pd.Series:
-    res = compare_nested(
-        table,
-        {"M0": ["base"], "M1": ["base", "rich"]},
-        family=[("M0", "M1")],
-        estimator="ols",
-        n_boot=499,
-        random_state=0,
-        bootstrap=bootstrap,
-        options=ComparisonOptions(sesoi={"M0<M1": {"interval_sq_loss": sesoi}}),
-    )
+    res = NestedComparison(
+        ComparisonSpec(
+            models={"M0": ["base"], "M1": ["base", "rich"]},
+            family=[("M0", "M1")],
+            estimator="ols",
+            n_boot=499,
+            random_state=0,
+            bootstrap=bootstrap,
+            sesoi={"M0<M1": {"interval_sq_loss": sesoi}},
+        )
+    ).fit(table)
     return res.to_frame().iloc[0]
 
 
 @pytest.mark.parametrize("bootstrap", ["cluster", "studentized"])
-def test_compare_nested_decisions_on_known_effects(bootstrap):
+def test_nested_comparison_decisions_on_known_effects(bootstrap):
     # rich__q carries nothing: M0 loss is about 0.65, the SESOI 0.05 (under 8% of it)
     null = _decide(_sim(np.random.default_rng(1), 200, 10, 0.0), 0.05, bootstrap)
     assert null["decision"] == EQUIVALENT and null["equivalence_p_holm"] < 0.05
@@ -153,11 +153,11 @@ def test_bootstrap_decisions_on_known_effects(bootstrap):
     equivalent; 1.0 adds information."""
     kw = {"n_boot": 999, "random_state": 3, "bootstrap": bootstrap}
     base, rich, heads = _cells(np.random.default_rng(0), 200, 5, 0.0)
-    assert cluster_bootstrap_equivalence(base, rich, heads, 0.3, **kw) < 0.05
-    assert cluster_bootstrap_effect(base, rich, heads, **kw)[3] > 0.05
+    assert ClusterBootstrap(**kw).equivalence(base, rich, heads, 0.3) < 0.05
+    assert ClusterBootstrap(**kw).effect(base, rich, heads)[3] > 0.05
     base, rich, heads = _cells(np.random.default_rng(0), 200, 5, 1.0)
-    assert cluster_bootstrap_effect(base, rich, heads, **kw)[3] < 0.05
-    assert cluster_bootstrap_equivalence(base, rich, heads, 0.3, **kw) > 0.5
+    assert ClusterBootstrap(**kw).effect(base, rich, heads)[3] < 0.05
+    assert ClusterBootstrap(**kw).equivalence(base, rich, heads, 0.3) > 0.5
 
 
 @pytest.mark.parametrize("bootstrap", ["cluster", "studentized"])
@@ -171,8 +171,8 @@ def test_a_tiny_sample_is_mostly_inconclusive(bootstrap):
         eq = inc = 0
         for _ in range(n_sim):
             base, rich, heads = _cells(rng, n_heads, 2, 0.0, head_sd=0.7)
-            p_eq = cluster_bootstrap_equivalence(base, rich, heads, 0.3, **kw)
-            p_sup = cluster_bootstrap_effect(base, rich, heads, **kw)[3]
+            p_eq = ClusterBootstrap(**kw).equivalence(base, rich, heads, 0.3)
+            p_sup = ClusterBootstrap(**kw).effect(base, rich, heads)[3]
             eq += p_eq < 0.05
             inc += p_eq >= 0.05 and p_sup >= 0.05
         return eq / n_sim, inc / n_sim
@@ -199,8 +199,8 @@ def test_equivalence_p_is_calibrated_at_the_sesoi(bootstrap):
     rejected = 0
     for _ in range(n_sim):
         base, rich, heads = _cells(rng, 40, 5, sesoi)
-        p = cluster_bootstrap_equivalence(
-            base, rich, heads, sesoi, n_boot=199, random_state=rng, bootstrap=bootstrap
+        p = ClusterBootstrap(n_boot=199, random_state=rng, bootstrap=bootstrap).equivalence(
+            base, rich, heads, sesoi
         )
         rejected += p < alpha
     rate = rejected / n_sim
@@ -216,36 +216,36 @@ def test_percentile_equivalence_p_counts_replicates_at_or_above():
 
 def test_holm_applies_to_the_equivalence_p_within_the_family():
     t = make_table(np.random.default_rng(5), n_heads=40, native_effect=0.0)
-    res = compare_nested(
-        t,
-        MODELS,
-        family=FAMILY,
-        estimator="ols",
-        metrics=["interval_sq_loss"],
-        n_boot=199,
-        random_state=0,
-        log_columns=["baseline__scale"],
-        options=ComparisonOptions(sesoi={"M0<M1": {"interval_sq_loss": 0.02}}),
-        **COVARIATES,
-    )
+    res = NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=FAMILY,
+            estimator="ols",
+            metrics=["interval_sq_loss"],
+            n_boot=199,
+            random_state=0,
+            log_columns=["baseline__scale"],
+            sesoi={"M0<M1": {"interval_sq_loss": 0.02}},
+            **COVARIATES,
+        )
+    ).fit(t)
     f = res.to_frame().set_index("pair")
     # one pair with a SESOI: its Holm family of equivalence tests has one member
     assert f.loc["M0<M1", "equivalence_p_holm"] == f.loc["M0<M1", "equivalence_p"]
     assert f.loc[["M0<M2", "M0<M3"], "decision"].isin([ADDS_INFORMATION, NO_SESOI]).all()
-    res2 = compare_nested(
-        t,
-        MODELS,
-        family=FAMILY,
-        estimator="ols",
-        metrics=["interval_sq_loss"],
-        n_boot=199,
-        random_state=0,
-        log_columns=["baseline__scale"],
-        options=ComparisonOptions(
-            sesoi={p: {"interval_sq_loss": 0.02} for p in ("M0<M1", "M0<M2", "M0<M3")}
-        ),
-        **COVARIATES,
-    )
+    res2 = NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=FAMILY,
+            estimator="ols",
+            metrics=["interval_sq_loss"],
+            n_boot=199,
+            random_state=0,
+            log_columns=["baseline__scale"],
+            sesoi={p: {"interval_sq_loss": 0.02} for p in ("M0<M1", "M0<M2", "M0<M3")},
+            **COVARIATES,
+        )
+    ).fit(t)
     g = res2.to_frame()
     from statsmodels.stats.multitest import multipletests
 
@@ -261,20 +261,19 @@ def test_a_failed_fit_is_never_equivalent(rng):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = compare_nested(
-            t,
-            MODELS,
-            family=FAMILY,
-            metrics=["interval_sq_loss"],
-            n_boot=99,
-            random_state=0,
-            log_columns=["baseline__scale"],
-            maxiter=1,
-            options=ComparisonOptions(
-                sesoi={p: {"interval_sq_loss": 1e3} for p in ("M0<M1", "M0<M2", "M0<M3")}
-            ),
-            **COVARIATES,
-        )
+        res = NestedComparison(
+            ComparisonSpec(
+                models=MODELS,
+                family=FAMILY,
+                metrics=["interval_sq_loss"],
+                n_boot=99,
+                random_state=0,
+                log_columns=["baseline__scale"],
+                maxiter=1,
+                sesoi={p: {"interval_sq_loss": 1e3} for p in ("M0<M1", "M0<M2", "M0<M3")},
+                **COVARIATES,
+            )
+        ).fit(t)
     f = res.to_frame()
     failed = f[f["status"] == "fit failed"]
     assert set(failed["pair"]) == {"M0<M1", "M0<M3"}
@@ -295,11 +294,11 @@ def test_a_failed_fit_is_never_equivalent(rng):
 )
 def test_invalid_sesoi_is_named(sesoi, name):
     with pytest.raises(ParameterError) as err:
-        ComparisonOptions(sesoi=sesoi)
+        ComparisonSpec(models=MODELS, family=FAMILY, sesoi=sesoi)
     assert err.value.name == name
 
 
-def test_options_must_be_comparison_options(table):
+def test_spec_must_be_a_comparison_spec(table):
     with pytest.raises(ParameterError) as err:
-        compare_nested(table, MODELS, family=FAMILY, n_boot=99, options={"sesoi": {}})
-    assert err.value.name == "options"
+        NestedComparison({"models": MODELS, "family": FAMILY})
+    assert err.value.name == "spec"

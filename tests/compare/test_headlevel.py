@@ -10,8 +10,9 @@ import pytest
 
 from analysis.compare import (
     FoldExtrapolationWarning,
+    HeadLevelAnalysis,
+    HeadLevelSpec,
     QuestionSkippedWarning,
-    head_level_analysis,
     head_level_folds,
     residual_icc,
 )
@@ -33,7 +34,9 @@ def one_input_per_length(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def analyse(t, **kw):
-    return head_level_analysis(t, MODELS, log_columns=LOGS, random_state=3, **COVARIATES, **kw)
+    return HeadLevelAnalysis(
+        HeadLevelSpec(models=MODELS, log_columns=LOGS, random_state=3, **COVARIATES, **kw)
+    ).fit(t)
 
 
 def test_one_input_per_length_skips_the_within_head_question(rng):
@@ -132,7 +135,7 @@ def test_both_questions_side_by_side(rng):
     assert "within-head correlation" in text
     assert res.meta()["folds"] == dict(res.folds)
     with pytest.raises(ParameterError, match="training rows only"):
-        head_level_analysis(t.assign(held_out=True), MODELS)
+        HeadLevelAnalysis(HeadLevelSpec(models=MODELS)).fit(t.assign(held_out=True))
 
 
 def test_a_fold_with_a_constant_design_variable_warns(rng):
@@ -188,7 +191,9 @@ def test_head_level_counts_fits_that_did_not_converge(rng):
     t = t[~t["held_out"]].drop(columns="held_out")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning
-        res = head_level_analysis(t, MODELS, log_columns=LOGS, maxiter=1, **COVARIATES)
+        res = HeadLevelAnalysis(
+            HeadLevelSpec(models=MODELS, log_columns=LOGS, maxiter=1, **COVARIATES)
+        ).fit(t)
     f = res.to_frame().set_index(["question", "model", "fixed_effects"])["fits_not_converged"]
     # M1 and M3 hold the separating column: every fold fit stops at the cap
     assert f[("within_head", "M1", False)] == f[("within_head", "M3", False)] == 2

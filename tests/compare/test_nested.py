@@ -12,8 +12,9 @@ from statsmodels.stats.multitest import multipletests
 
 from analysis.compare import (
     RESULT_COLUMNS,
-    cluster_bootstrap_effect,
-    compare_nested,
+    ClusterBootstrap,
+    ComparisonSpec,
+    NestedComparison,
     prepare_covariates,
     spearman,
 )
@@ -118,17 +119,18 @@ def test_prepare_errors(table):
 
 
 def test_result_frame_and_decision(table):
-    res = compare_nested(
-        table,
-        MODELS,
-        family=FAMILY,
-        log_columns=["baseline__scale"],
-        n_boot=499,
-        random_state=0,
-        lock_sha256="abc",
-        extra_pairs=[("M2", "M3")],
-        **COVARIATES,
-    )
+    res = NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=FAMILY,
+            log_columns=["baseline__scale"],
+            n_boot=499,
+            random_state=0,
+            lock_sha256="abc",
+            extra_pairs=[("M2", "M3")],
+            **COVARIATES,
+        )
+    ).fit(table)
     f = res.to_frame()
     assert tuple(f.columns) == RESULT_COLUMNS
     assert len(f) == 4 * 3
@@ -171,17 +173,18 @@ def test_a_fit_that_does_not_converge_is_reported_failed(rng):
     table = with_separating_column(make_table(rng, native_effect=0.5), rng)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning
-        res = compare_nested(
-            table,
-            MODELS,
-            family=FAMILY,
-            extra_pairs=[("M2", "M3")],
-            log_columns=["baseline__scale"],
-            n_boot=499,
-            random_state=0,
-            maxiter=1,
-            **COVARIATES,
-        )
+        res = NestedComparison(
+            ComparisonSpec(
+                models=MODELS,
+                family=FAMILY,
+                extra_pairs=[("M2", "M3")],
+                log_columns=["baseline__scale"],
+                n_boot=499,
+                random_state=0,
+                maxiter=1,
+                **COVARIATES,
+            )
+        ).fit(table)
     assert [res.fits[m].converged for m in ("M0", "M1", "M2", "M3")] == [
         True,
         False,
@@ -219,17 +222,18 @@ def test_a_fit_that_does_not_converge_is_reported_failed(rng):
 
 def test_sensitivity_estimators(table):
     for est in ("ols", "ridge"):
-        res = compare_nested(
-            table,
-            MODELS,
-            family=FAMILY,
-            estimator=est,
-            n_boot=199,
-            metrics=("interval_sq_loss",),
-            random_state=1,
-            log_columns=["baseline__scale"],
-            **COVARIATES,
-        )
+        res = NestedComparison(
+            ComparisonSpec(
+                models=MODELS,
+                family=FAMILY,
+                estimator=est,
+                n_boot=199,
+                metrics=("interval_sq_loss",),
+                random_state=1,
+                log_columns=["baseline__scale"],
+                **COVARIATES,
+            )
+        ).fit(table)
         assert res.estimator == est
         assert res.to_frame().loc[0, "effect"] > 0
 
@@ -237,7 +241,9 @@ def test_sensitivity_estimators(table):
 def test_nonnested_pair_names_the_column(table):
     models = {"A": ["baseline", "intrinsic"], "B": ["baseline", "native"]}
     with pytest.raises(ParameterError, match="B lacks column intrinsic__k of A") as info:
-        compare_nested(table, models, family=[("A", "B")], n_boot=99, **COVARIATES)
+        NestedComparison(
+            ComparisonSpec(models=models, family=[("A", "B")], n_boot=99, **COVARIATES)
+        ).fit(table)
     assert info.value.name == "family[0]"
 
 
@@ -260,37 +266,42 @@ def test_invalid_parameters_named(table, kwargs, name):
     args = {"family": FAMILY, "n_boot": 99}
     args.update(kwargs)
     with pytest.raises(ParameterError) as info:
-        compare_nested(table, MODELS, **args)
+        NestedComparison(ComparisonSpec(models=MODELS, **args)).fit(table)
     assert info.value.name == name
 
 
 def test_table_errors(table):
     with pytest.raises(ParameterError, match="y_upper"):
-        compare_nested(table.drop(columns="y_upper"), MODELS, family=FAMILY)
+        NestedComparison(ComparisonSpec(models=MODELS, family=FAMILY)).fit(
+            table.drop(columns="y_upper")
+        )
     partial = table.copy()
     partial.loc[partial.index[0], "held_out"] = not partial.loc[partial.index[0], "held_out"]
     with pytest.raises(ParameterError, match="whole clusters"):
-        compare_nested(partial, MODELS, family=FAMILY)
+        NestedComparison(ComparisonSpec(models=MODELS, family=FAMILY)).fit(partial)
     with pytest.raises(ParameterError) as info:
-        compare_nested(table.assign(held_out=False), MODELS, family=FAMILY)
+        NestedComparison(ComparisonSpec(models=MODELS, family=FAMILY)).fit(
+            table.assign(held_out=False)
+        )
     assert info.value.name == "held_out"
     rev = table.assign(y_lower=table["y_upper"] + 1)
     with pytest.raises(ParameterError, match="y_lower <= y_upper"):
-        compare_nested(rev, MODELS, family=FAMILY)
+        NestedComparison(ComparisonSpec(models=MODELS, family=FAMILY)).fit(rev)
 
 
 def test_null_native_is_not_declared(rng):
     t = make_table(rng, native_effect=0.0)
-    res = compare_nested(
-        t,
-        MODELS,
-        family=FAMILY,
-        n_boot=499,
-        random_state=2,
-        metrics=("interval_sq_loss",),
-        log_columns=["baseline__scale"],
-        **COVARIATES,
-    )
+    res = NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=FAMILY,
+            n_boot=499,
+            random_state=2,
+            metrics=("interval_sq_loss",),
+            log_columns=["baseline__scale"],
+            **COVARIATES,
+        )
+    ).fit(t)
     assert not res.adds_information("M0", "M1")
 
 
@@ -329,12 +340,12 @@ def test_cluster_bootstrap_ci_coverage():
         x = rng.normal(size=H * K)
         rich = (u + e) ** 2
         base = (u + e + b * x) ** 2
-        _, lo, hi, _ = cluster_bootstrap_effect(base, rich, clusters, n_boot=499, random_state=r)
+        _, lo, hi, _ = ClusterBootstrap(n_boot=499, random_state=r).effect(base, rich, clusters)
         cover += lo <= b**2 <= hi
         null_base = (u + e) ** 2
         null_rich = (u + rng.normal(size=H * K)) ** 2
-        _, _, _, p = cluster_bootstrap_effect(
-            null_base, null_rich, clusters, n_boot=499, random_state=10_000 + r
+        _, _, _, p = ClusterBootstrap(n_boot=499, random_state=10_000 + r).effect(
+            null_base, null_rich, clusters
         )
         reject_null += p < 0.05
     # fail below ppf (P[count < ppf] < tail) or above isf (P[count > isf] <= tail)
@@ -392,14 +403,15 @@ def test_locked_design_drives_a_confirmatory_run(tmp_path, rng):
     t["baseline_plus__svd_rank"] = rng.normal(size=len(t))
     sealed = SealedCells(t.drop(columns="held_out"), path)
     data = sealed.release_confirmatory()
-    res = compare_nested(
-        data.table,
-        design.models,
-        **design.comparison_kwargs(),
-        log_columns=["baseline__scale"],
-        lock_sha256=data.lock_sha256,
-        **COVARIATES,
-    )
+    res = NestedComparison(
+        ComparisonSpec(
+            models=design.models,
+            **design.comparison_kwargs(),
+            log_columns=["baseline__scale"],
+            lock_sha256=data.lock_sha256,
+            **COVARIATES,
+        )
+    ).fit(data.table)
     f = res.to_frame()
     assert (f["lock_sha256"] == lock["lock_sha256"]).all()
     assert set(f["pair"]) == {"M0<M1", "M0<M2", "M0<M3", "M0plus<M1plus"}
@@ -428,22 +440,32 @@ def test_stratified_bootstrap_keeps_each_strata_count():
         bootstrap_counts(6, 10, np.random.default_rng(0), strata[:3])
 
 
-def test_compare_nested_with_one_stratum_is_bit_identical(table):
+def test_nested_comparison_with_one_stratum_is_bit_identical(table):
     kw = {"family": FAMILY, "n_boot": 199, "random_state": 5, **COVARIATES}
-    plain = compare_nested(table, MODELS, log_columns=["baseline__scale"], **kw)
-    one = compare_nested(
-        table.assign(stratum="ckpt"), MODELS, log_columns=["baseline__scale"], **kw
-    )
+    plain = NestedComparison(
+        ComparisonSpec(models=MODELS, log_columns=["baseline__scale"], **kw)
+    ).fit(table)
+    one = NestedComparison(
+        ComparisonSpec(models=MODELS, log_columns=["baseline__scale"], **kw)
+    ).fit(table.assign(stratum="ckpt"))
     pd.testing.assert_frame_equal(plain.to_frame(), one.to_frame(), check_exact=True)
 
 
-def test_compare_nested_resamples_within_strata(table):
+def test_nested_comparison_resamples_within_strata(table):
     heads = table["cluster"].unique()
     stratum = dict(zip(heads, np.where(np.arange(heads.size) % 3 == 0, "a", "b"), strict=True))
     strat = table.assign(stratum=table["cluster"].map(stratum))
     kw = {"family": FAMILY, "n_boot": 199, "random_state": 5, **COVARIATES}
-    plain = compare_nested(table, MODELS, log_columns=["baseline__scale"], **kw).to_frame()
-    two = compare_nested(strat, MODELS, log_columns=["baseline__scale"], **kw).to_frame()
+    plain = (
+        NestedComparison(ComparisonSpec(models=MODELS, log_columns=["baseline__scale"], **kw))
+        .fit(table)
+        .to_frame()
+    )
+    two = (
+        NestedComparison(ComparisonSpec(models=MODELS, log_columns=["baseline__scale"], **kw))
+        .fit(strat)
+        .to_frame()
+    )
     # same fits and point effects; other resamples, so other intervals
     np.testing.assert_array_equal(plain["effect"], two["effect"])
     assert not np.array_equal(plain["ci_low"], two["ci_low"])
@@ -452,20 +474,22 @@ def test_compare_nested_resamples_within_strata(table):
     first = bad.index[bad["cluster"] == heads[0]]
     bad.loc[first[:1], "stratum"] = "other"
     with pytest.raises(ParameterError, match="stratum"):
-        compare_nested(bad, MODELS, log_columns=["baseline__scale"], **kw)
+        NestedComparison(ComparisonSpec(models=MODELS, log_columns=["baseline__scale"], **kw)).fit(
+            bad
+        )
 
 
-def test_cluster_bootstrap_effect_takes_strata():
+def test_cluster_bootstrap_takes_strata():
     rng = np.random.default_rng(1)
     clusters = np.repeat(np.arange(12), 5)
     base, rich = rng.normal(size=60) ** 2, rng.normal(size=60) ** 2
     strata = np.where(clusters < 4, "a", "b")
-    same = cluster_bootstrap_effect(base, rich, clusters, n_boot=199, random_state=2)
-    one = cluster_bootstrap_effect(
-        base, rich, clusters, n_boot=199, random_state=2, strata=np.full(60, "z")
+    same = ClusterBootstrap(n_boot=199, random_state=2).effect(base, rich, clusters)
+    one = ClusterBootstrap(n_boot=199, random_state=2).effect(
+        base, rich, clusters, strata=np.full(60, "z")
     )
     assert same == one
-    two = cluster_bootstrap_effect(base, rich, clusters, n_boot=199, random_state=2, strata=strata)
+    two = ClusterBootstrap(n_boot=199, random_state=2).effect(base, rich, clusters, strata=strata)
     assert two[0] == same[0] and two[1:3] != same[1:3]
 
 
@@ -497,10 +521,14 @@ def test_cluster_se_is_the_stratified_cluster_robust_se():
 
 def test_studentized_bootstrap_reads_the_same_resamples(table):
     kw = {"family": FAMILY, "n_boot": 199, "random_state": 5, **COVARIATES}
-    pct = compare_nested(table, MODELS, log_columns=["baseline__scale"], **kw)
-    stu = compare_nested(
-        table, MODELS, log_columns=["baseline__scale"], bootstrap="studentized", **kw
-    )
+    pct = NestedComparison(
+        ComparisonSpec(models=MODELS, log_columns=["baseline__scale"], **kw)
+    ).fit(table)
+    stu = NestedComparison(
+        ComparisonSpec(
+            models=MODELS, log_columns=["baseline__scale"], bootstrap="studentized", **kw
+        )
+    ).fit(table)
     a, b = pct.to_frame(), stu.to_frame()
     np.testing.assert_array_equal(a["effect"], b["effect"])  # same fits
     mean = a["metric"] != "spearman_mid"
@@ -510,7 +538,7 @@ def test_studentized_bootstrap_reads_the_same_resamples(table):
     assert ((b["ci_low"] > 0) <= (b["p_value"] < 0.05)).all()
     assert stu.bootstrap == "studentized" and "studentized cluster bootstrap" in stu.summary()
     with pytest.raises(ParameterError, match="bootstrap"):
-        compare_nested(table, MODELS, bootstrap="percentile", **kw)
+        NestedComparison(ComparisonSpec(models=MODELS, bootstrap="percentile", **kw)).fit(table)
 
 
 def test_design_bootstrap_methods_are_compare_s():

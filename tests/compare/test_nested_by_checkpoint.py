@@ -12,9 +12,10 @@ import analysis.compare.bycheckpoint as bycheckpoint
 from analysis.compare import (
     BY_CHECKPOINT_COLUMNS,
     PREDICTION_COLUMNS,
+    ClusterBootstrap,
+    ComparisonSpec,
+    NestedComparison,
     checkpoint_seed,
-    cluster_bootstrap_effect,
-    compare_nested,
     effects_by_checkpoint,
     held_out_predictions,
     interval_loglik,
@@ -44,16 +45,17 @@ def two(table) -> pd.DataFrame:
 
 @pytest.fixture
 def fitted(two):
-    return compare_nested(
-        two,
-        MODELS,
-        family=FAMILY,
-        extra_pairs=EXTRA,
-        log_columns=["baseline__scale"],
-        n_boot=N_BOOT,
-        random_state=SEED,
-        **COVARIATES,
-    )
+    return NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=FAMILY,
+            extra_pairs=EXTRA,
+            log_columns=["baseline__scale"],
+            n_boot=N_BOOT,
+            random_state=SEED,
+            **COVARIATES,
+        )
+    ).fit(two)
 
 
 def _direct(result, table, base, rich, ck):
@@ -90,10 +92,7 @@ def test_effects_equal_a_direct_computation_on_each_checkpoint(two, fitted):
                 ("interval_loglik", ll, True),
             ):
                 rng = np.random.default_rng(checkpoint_seed(SEED, i, j))
-                eff, lo, hi, p = cluster_bootstrap_effect(
-                    vals[b], vals[r], clusters, higher_is_better=hib, n_boot=N_BOOT,
-                    random_state=rng,
-                )  # fmt: skip
+                eff, lo, hi, p = ClusterBootstrap(n_boot=N_BOOT, random_state=rng).effect(vals[b], vals[r], clusters, higher_is_better=hib)  # fmt: skip
                 row = sel.loc[met]
                 assert row["base_value"] == vals[b].mean() and row["rich_value"] == vals[r].mean()
                 assert (row["effect"], row["ci_low"], row["ci_high"], row["p_one_sided"]) == (

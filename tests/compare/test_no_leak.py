@@ -1,6 +1,6 @@
 """Held-out cells cannot leak into anything a comparison fits.
 
-:func:`compare_nested` learns everything on training cells and reads the held-out cells
+:class:`NestedComparison` learns everything on training cells and reads the held-out cells
 only to score the fitted models. So whatever is done to the held-out cells' brackets
 (permuted among themselves, shifted, replaced by a constant), every fitted object must
 stay bit-identical: the isotonic calibration maps, the standardization (training means
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import Calibration, ComparisonResult, compare_nested
+from analysis.compare import Calibration, ComparisonResult, ComparisonSpec, NestedComparison
 from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
 
 LOG_COLUMNS = ["baseline__scale"]
@@ -53,18 +53,19 @@ CALIBRATIONS = {"in_sample": Calibration(), "cross_fitted": Calibration(folds=4,
 
 
 def _run(table: pd.DataFrame, estimator: str, calibration: str) -> ComparisonResult:
-    return compare_nested(
-        table,
-        MODELS,
-        family=FAMILY,
-        extra_pairs=[("M2", "M3")],
-        log_columns=LOG_COLUMNS,
-        estimator=estimator,
-        n_boot=199,
-        random_state=0,
-        calibration=CALIBRATIONS[calibration],
-        **COVARIATES,
-    )
+    return NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=FAMILY,
+            extra_pairs=[("M2", "M3")],
+            log_columns=LOG_COLUMNS,
+            estimator=estimator,
+            n_boot=199,
+            random_state=0,
+            calibration=CALIBRATIONS[calibration],
+            **COVARIATES,
+        )
+    ).fit(table)
 
 
 def _permute_brackets(t: pd.DataFrame, held: np.ndarray, rng) -> pd.DataFrame:

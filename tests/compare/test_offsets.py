@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import compare_nested
+from analysis.compare import ComparisonSpec, NestedComparison
 from analysis.compare.offsets import (
     CHECKPOINT_EQUAL,
     LEAVE_ONE_OUT,
@@ -15,7 +15,6 @@ from analysis.compare.offsets import (
     add_checkpoint_effects,
     width_split,
 )
-from analysis.compare.options import ComparisonOptions
 from analysis.validation import ParameterError
 
 MODELS = {"M0": ["baseline"], "M1": ["baseline", "native"]}
@@ -51,20 +50,19 @@ def label_table(seed: int = 0, n_ck: int = 6, heads: int = 10, cells: int = 4) -
 
 
 def _run(table, checkpoint_effects: bool, **kw):
-    return compare_nested(
-        table,
-        MODELS,
-        family=[("M0", "M1")],
-        estimator=kw.pop("estimator", "ols"),
-        metrics=["interval_sq_loss"],
-        n_boot=199,
-        random_state=0,
-        options=ComparisonOptions(
+    return NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=[("M0", "M1")],
+            estimator=kw.pop("estimator", "ols"),
+            metrics=["interval_sq_loss"],
+            n_boot=199,
+            random_state=0,
             checkpoint_effects=checkpoint_effects,
             sesoi={"M0<M1": {"interval_sq_loss": 0.02}},
-        ),
-        **kw,
-    )
+            **kw,
+        )
+    ).fit(table)
 
 
 @pytest.mark.parametrize("estimator", ["ols", "interval"])

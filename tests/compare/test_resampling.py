@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import compare_nested
-from analysis.compare.options import ComparisonOptions
+from analysis.compare import ComparisonSpec, NestedComparison
 from analysis.compare.refit import REFIT_BOOTSTRAP, resample_units
 from analysis.validation import ParameterError
 
@@ -43,16 +42,19 @@ def shared_keys_table(seed: int = 0, groups: int = 30, per_group: int = 4, cells
 
 def _run(table, unit="head", **kw):
     return (
-        compare_nested(
-            table,
-            MODELS,
-            family=[("M0", "M1")],
-            estimator="ols",
-            metrics=["interval_sq_loss"],
-            n_boot=999,
-            random_state=0,
-            options=ComparisonOptions(resampling_unit=unit, **kw),
+        NestedComparison(
+            ComparisonSpec(
+                models=MODELS,
+                family=[("M0", "M1")],
+                estimator="ols",
+                metrics=["interval_sq_loss"],
+                n_boot=999,
+                random_state=0,
+                resampling_unit=unit,
+                **kw,
+            )
         )
+        .fit(table)
         .to_frame()
         .iloc[0]
     )
@@ -81,18 +83,29 @@ def test_kv_group_resampling_with_independent_groups_changes_little():
 
 def test_head_unit_is_the_default_bit_for_bit():
     table = shared_keys_table(0)
-    default = compare_nested(
-        table, MODELS, family=[("M0", "M1")], estimator="ols", n_boot=199, random_state=0
-    ).to_frame()
-    head = compare_nested(
-        table,
-        MODELS,
-        family=[("M0", "M1")],
-        estimator="ols",
-        n_boot=199,
-        random_state=0,
-        options=ComparisonOptions(resampling_unit="head"),
-    ).to_frame()
+    default = (
+        NestedComparison(
+            ComparisonSpec(
+                models=MODELS, family=[("M0", "M1")], estimator="ols", n_boot=199, random_state=0
+            )
+        )
+        .fit(table)
+        .to_frame()
+    )
+    head = (
+        NestedComparison(
+            ComparisonSpec(
+                models=MODELS,
+                family=[("M0", "M1")],
+                estimator="ols",
+                n_boot=199,
+                random_state=0,
+                resampling_unit="head",
+            )
+        )
+        .fit(table)
+        .to_frame()
+    )
     pd.testing.assert_frame_equal(default, head, check_exact=True)
 
 
@@ -107,7 +120,7 @@ def test_the_unit_column_is_required_and_constant_within_a_head():
         _run(bad, "kv_group")
     assert err.value.name == "kv_group"
     with pytest.raises(ParameterError) as err:
-        ComparisonOptions(resampling_unit="layer")
+        ComparisonSpec(models=MODELS, family=[("M0", "M1")], resampling_unit="layer")
     assert err.value.name == "resampling_unit"
 
 
@@ -131,33 +144,35 @@ def test_resample_units_keeps_each_side_and_checkpoint_size():
 
 def test_refit_bootstrap_is_a_sensitivity_row():
     table = shared_keys_table(0, groups=20)
-    res = compare_nested(
-        table,
-        MODELS,
-        family=[("M0", "M1")],
-        estimator="ols",
-        metrics=["interval_sq_loss"],
-        n_boot=199,
-        random_state=0,
-        options=ComparisonOptions(resampling_unit="kv_group", refit_replicates=30),
-    )
+    res = NestedComparison(
+        ComparisonSpec(
+            models=MODELS,
+            family=[("M0", "M1")],
+            estimator="ols",
+            metrics=["interval_sq_loss"],
+            n_boot=199,
+            random_state=0,
+            resampling_unit="kv_group",
+            refit_replicates=30,
+        )
+    ).fit(table)
     row = res.sensitivity.iloc[0]
     assert row["analysis"] == REFIT_BOOTSTRAP
     assert row["subset"] == "30 refits resampling kv_group"
     assert row["effect"] == res.to_frame().iloc[0]["effect"]
     assert row["ci_low"] < row["effect"] < row["ci_high"]
     assert "over held-out kv groups" in res.summary()
-    assert res.options.refit_replicates == 30
+    assert res.spec.refit_replicates == 30
 
 
 def test_boundary_null_size_head_vs_kv_group_resampling():
     """A true effect of 0 whose per-head effects share a KV-group component (SD 1, heads
     0.3, cells 0.3; 30 groups of 2 held-out heads of 3 cells): resampling heads treats
     the two heads of a group as independent and rejects far more than alpha; resampling
-    groups (what ``resampling_unit="kv_group"`` does in ``compare_nested``) holds alpha.
+    groups (what ``resampling_unit="kv_group"`` does in ``NestedComparison``) holds alpha.
     1000 studies, B = 199: Monte Carlo SE of a rate at 0.05 is 0.0069; the tolerance is
     4 SE (0.028) around 0.05, and the head rate must exceed 0.05 + 4 SE."""
-    from analysis.compare.bootstrap import cluster_bootstrap_effect
+    from analysis.compare.bootstrap import ClusterBootstrap
 
     rng = np.random.default_rng(7)
     n_sim, n_groups, per, cells = 1000, 30, 2, 3
@@ -173,10 +188,10 @@ def test_boundary_null_size_head_vs_kv_group_resampling():
         )
         base, rich = np.zeros_like(d), -d  # effect = base - rich loss = d, mean 0
         by_head += (
-            cluster_bootstrap_effect(base, rich, heads, n_boot=199, random_state=rng)[3] < 0.05
+            ClusterBootstrap(n_boot=199, random_state=rng).effect(base, rich, heads)[3] < 0.05
         )
         by_group += (
-            cluster_bootstrap_effect(base, rich, groups, n_boot=199, random_state=rng)[3] < 0.05
+            ClusterBootstrap(n_boot=199, random_state=rng).effect(base, rich, groups)[3] < 0.05
         )
     assert by_head / n_sim > 0.05 + 4 * se, by_head / n_sim
     assert abs(by_group / n_sim - 0.05) <= 4 * se, by_group / n_sim

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare.options import ComparisonOptions
+from analysis.compare import ComparisonSpec
 from analysis.prereg import load_design, validate_design
 from analysis.prereg.design import tomllib
 from analysis.validation import ParameterError
@@ -19,15 +19,18 @@ def test_a_design_without_the_fields_keeps_its_meaning(design_text):
     validate_design(data, require_held_out=False)
     from analysis.prereg.design import Design
 
-    opts = Design(Path("x.toml"), data, "0" * 64).comparison_kwargs()["options"]
-    assert opts == ComparisonOptions()
-    assert dict(opts.sesoi) == {} and opts.checkpoint_effects is False
+    kw = Design(Path("x.toml"), data, "0" * 64).comparison_kwargs()
+    spec = ComparisonSpec(models={"M0": ["b"], "M1": ["b", "n"]}, **kw)
+    defaults = ComparisonSpec(models=spec.models, family=spec.family)
+    for name in ("sesoi", "checkpoint_effects", "resampling_unit", "refit_replicates"):
+        assert getattr(spec, name) == getattr(defaults, name), name
+    assert dict(spec.sesoi) == {} and spec.checkpoint_effects is False
 
 
 @pytest.mark.parametrize("name", ["offline-minilm.toml", "offline-families.toml"])
 def test_shipped_designs_predate_sesoi(name):
-    opts = load_design(SHIPPED / name).comparison_kwargs()["options"]
-    assert dict(opts.sesoi) == {} and opts.checkpoint_effects is False
+    kw = load_design(SHIPPED / name).comparison_kwargs()
+    assert dict(kw["sesoi"]) == {} and kw["checkpoint_effects"] is False
 
 
 @pytest.mark.parametrize(
@@ -43,9 +46,9 @@ def test_sesoi_number_and_table_reach_the_options(design_text, sesoi, primary, s
 
     opts = Design(Path("x.toml"), data, "0" * 64).comparison_options()
     base, rich = data["hypotheses"][0]["pair"]
-    assert opts.sesoi_for(base, rich, "interval_sq_loss") == primary
-    assert opts.sesoi_for(base, rich, "interval_loglik") == secondary
-    assert opts.checkpoint_effects is True
+    assert opts["sesoi"][f"{base}<{rich}"].get("interval_sq_loss") == primary
+    assert opts["sesoi"][f"{base}<{rich}"].get("interval_loglik") == secondary
+    assert opts["checkpoint_effects"] is True
 
 
 @pytest.mark.parametrize(
@@ -88,7 +91,7 @@ def test_resampling_unit_and_refits_reach_the_options(design_text, unit):
     from analysis.prereg.design import Design
 
     opts = Design(Path("x.toml"), data, "0" * 64).comparison_options()
-    assert opts.resampling_unit == unit and opts.refit_replicates == 50
+    assert opts["resampling_unit"] == unit and opts["refit_replicates"] == 50
 
 
 @pytest.mark.parametrize(

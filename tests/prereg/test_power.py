@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main
-from analysis.compare import compare_nested
+from analysis.compare import ComparisonSpec, NestedComparison
 from analysis.prereg import (
     SIMULATED_COVARIATES,
     PowerAssumptions,
@@ -176,7 +176,7 @@ def test_sizes_from_design_take_the_confirmatory_settings():
     assert mine["family"] == [tuple(p) for p in kw["family"]]
 
 
-def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path):
+def test_simulation_fits_the_comparison_like_the_confirmatory_run(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199, alpha=0.1, ci_level=0.9)
     table = simulate_study(sizes, w, share=0.1, random_state=1)
@@ -185,14 +185,15 @@ def test_simulation_calls_compare_nested_like_the_confirmatory_run(tmp_path):
     assert res.primary_metric == "interval_sq_loss"
     f = res.to_frame()
     assert set(f.loc[f.p_holm.notna(), "pair"]) == {f"{b}<{r}" for b, r in sizes.family}
-    # exactly compare_nested with the design's settings and the simulated blocks' facts
-    want = compare_nested(
-        table,
-        dict(sizes.models),
-        random_state=2,
-        **sizes.comparison_kwargs(),
-        **SIMULATED_COVARIATES,
-    )
+    # exactly NestedComparison with the design's settings and the simulated blocks' facts
+    want = NestedComparison(
+        ComparisonSpec(
+            models=dict(sizes.models),
+            random_state=2,
+            **sizes.comparison_kwargs(),
+            **SIMULATED_COVARIATES,
+        )
+    ).fit(table)
     pd.testing.assert_frame_equal(f, want.to_frame(), check_exact=True)
     assert SIMULATED_COVARIATES["calibrate_blocks"] == ("baseline",)
 

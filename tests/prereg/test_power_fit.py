@@ -129,7 +129,7 @@ def test_simulator_groups_follow_the_design():
     assert set(kv[kv_stratum == "org/a"]) == {2} and set(kv[kv_stratum == "org/b"]) == {1}
     # the comparison resamples the design's unit (layers), not heads
     res = simulated_comparison(sizes, table, random_state=0)
-    assert res.options.resampling_unit == "checkpoint_layer"
+    assert res.spec.resampling_unit == "checkpoint_layer"
     by_head = simulated_comparison(
         dataclasses.replace(sizes, resampling_unit="head"), table, random_state=0
     )

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from analysis.compare import compare_nested
+from analysis.compare import ComparisonSpec, NestedComparison
 from analysis.report import BRACKET_COLUMNS, ReportDesign, ReportFiles, build_report
 from analysis.report.figures import FIGURES
 from analysis.report.markdown import calibration_sentence, hypothesis_sentences, render_report
@@ -246,17 +246,18 @@ def test_a_failed_fit_is_reported_as_fit_failed(study, tmp_path):
     table = with_separating_column(make_table(rng, native_effect=0.5), rng)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # statsmodels' ConvergenceWarning
-        res = compare_nested(
-            table,
-            MODELS,
-            family=FAMILY,
-            log_columns=["baseline__scale"],
-            n_boot=199,
-            random_state=0,
-            maxiter=1,
-            lock_sha256=study.provenance["lock_sha256"],
-            **COVARIATES,
-        )
+        res = NestedComparison(
+            ComparisonSpec(
+                models=MODELS,
+                family=FAMILY,
+                log_columns=["baseline__scale"],
+                n_boot=199,
+                random_state=0,
+                maxiter=1,
+                lock_sha256=study.provenance["lock_sha256"],
+                **COVARIATES,
+            )
+        ).fit(table)
     frame = res.to_frame()
     assert not res.fits["M1"].converged and res.fits["M2"].converged
     failed = dataclasses.replace(
@@ -307,14 +308,14 @@ def test_head_level_shows_both_questions_and_why_one_was_skipped(study, built):
 
 
 def test_head_level_both_questions_answered_side_by_side(study, tmp_path):
-    from analysis.compare import head_level_analysis
+    from analysis.compare import HeadLevelAnalysis, HeadLevelSpec
 
     rng = np.random.default_rng(8)
     table = make_table(rng, n_heads=16)
     train = table[~table["held_out"]].drop(columns="held_out")
-    hl = head_level_analysis(
-        train, MODELS, log_columns=["baseline__scale"], random_state=0, **COVARIATES
-    )
+    hl = HeadLevelAnalysis(
+        HeadLevelSpec(models=MODELS, log_columns=["baseline__scale"], random_state=0, **COVARIATES)
+    ).fit(train)
     both = dataclasses.replace(study, head_level=hl.to_frame(), head_level_meta=hl.meta())
     files = build_report(both, tmp_path, figure_formats=("png",))
     text = files.report.read_text()
