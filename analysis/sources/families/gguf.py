@@ -19,7 +19,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from analysis.sources.checkpoints import Checkpoint, _prepare_model
+from analysis.sources.models import Checkpoint, prepare_model
 from analysis.sources.packaged import PackagedCheckpoint, assemble
 from analysis.validation import ParameterError
 
@@ -158,7 +158,7 @@ def load_gguf_checkpoint(spec: PackagedCheckpoint) -> Checkpoint:
         dtype=torch.float32,
         local_files_only=True,
     )
-    _prepare_model(model)
+    prepare_model(model)
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
     meta = {
         "origin": "package:" + ",".join(spec.distributions),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.sources.checkpoints import Checkpoint
+from analysis.sources.models import Checkpoint
 from analysis.sources.packaged import PackagedCheckpoint, assemble, cache_dir, unzip_verified
 from analysis.validation import ParameterError
 

@@ -419,7 +419,7 @@ def loader_meta(spec: Any, path: str | Path, config: Any, model: Any) -> dict[st
     ``origin``, ``path``, ``revision`` (of the first part), ``model_type``,
     ``model_class`` and ``weights_sha256``; each loader adds its own after them.
     """
-    from analysis.sources.checkpoints import state_dict_sha256
+    from analysis.sources.models import state_dict_sha256
 
     return {
         "origin": "package:" + ",".join(spec.distributions),

@@ -47,7 +47,7 @@ from analysis.sources.families import onnx_int8
 from analysis.validation import ParameterError
 
 if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import PackagedCheckpoint
 
 __all__ = [
@@ -273,7 +273,7 @@ def load_t5_onnx_checkpoint(
     >>> type(ckpt.model).__name__, ckpt.meta["rebuilt_from"]
     ('T5EncoderModel', 'onnx-int8')
     """
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import locate
 
     graph_path = locate(spec, spec.parts[0])

@@ -57,7 +57,7 @@ from transformers.utils.output_capturing import capture_outputs
 from analysis.validation import ParameterError
 
 if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
+    from analysis.sources.models import Checkpoint
     from analysis.sources.packaged import PackagedCheckpoint
 
 __all__ = [
@@ -412,7 +412,7 @@ def load_whisper_ct2_checkpoint(spec: PackagedCheckpoint) -> Checkpoint:
     >>> ckpt.checkpoint_id, ckpt.model.config.encoder_layers, ckpt.model.config.encoder_attention_heads
     ('openai/whisper-tiny.en', 4, 6)
     """
-    from analysis.sources.checkpoints import Checkpoint, state_dict_sha256
+    from analysis.sources.models import Checkpoint, state_dict_sha256
     from analysis.sources.packaged import assemble
 
     path = assemble(spec)
