@@ -22,11 +22,9 @@ from typing import Any
 import numpy as np
 
 from analysis.sources.capture import (
-    INLINE_ATTENTION,
-    InlineAttention,
-    _allowed_mask,
-    _head_bias,
+    allowed_mask,
     capture_attention,
+    head_bias,
     mixed_sliding_window,
 )
 from analysis.sources.files import Extraction
@@ -40,8 +38,6 @@ __all__ = [
     "ALIASES",
     "Checkpoint",
     "Extraction",
-    "INLINE_ATTENTION",
-    "InlineAttention",
     "ModelInput",
     "canonical_checkpoint_id",
     "capture_attention",
@@ -382,8 +378,8 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         Q.append(q[0].float().cpu().numpy())
         K.append(k[0].float().cpu().numpy())
         scales.append(np.full(n_heads, call.scaling, dtype=np.float64))
-        masks.append(_allowed_mask(call.mask, L))
-        biases.append(_head_bias(call.bias, n_heads, L))
+        masks.append(allowed_mask(call.mask, L))
+        biases.append(head_bias(call.bias, n_heads, L))
     mask = masks[0]
     if any(not np.array_equal(m, mask) for m in masks[1:]):
         window = mixed_sliding_window(model.config)

@@ -1,13 +1,9 @@
 """The extract ``.npz`` that ``attnrank extract`` writes: the format's owner and its one reader.
 
-:class:`Extraction` is what an extraction holds; :func:`save_extraction` writes it and
-:func:`read_extract` is the one reader of the file: every array it reads is checked
-(shapes, dtypes, finite values, a ``scale`` > 0, a ``mask`` that leaves every query a
-key), without pickle, each failure a :class:`~analysis.validation.ParameterError` naming
-``path`` with the file and the array. :func:`load_extraction` (a whole extract), the
-bracket commands (:mod:`analysis.cli.inputs`: ``Q``, ``K``, ``scale``, ``mask``,
-``bias``) and ``attnrank describe`` (:func:`analysis.descriptors.describe.load_npz`) read
-through it.
+:func:`save_extraction` writes an :class:`Extraction`; :func:`read_extract` reads the file
+and checks every array it reads, each failure a ``ParameterError`` naming ``path``, the
+file and the array. :func:`load_extraction`, the bracket commands
+(:mod:`analysis.cli.inputs`) and ``attnrank describe`` read through it.
 """
 
 from __future__ import annotations
@@ -272,7 +268,6 @@ def read_extract(
         "mask": ("bool [L, L]", (L, L), np.bool_),
         "causal": ("a bool", (), np.bool_),
         "tokens": ("L strings", (L,), np.str_),
-        "meta": ("a JSON string", (), np.str_),
     }
     for name, (rule, shape, kind) in rules.items():
         if name in z:
@@ -303,14 +298,5 @@ def load_extraction(path: str | os.PathLike[str]) -> Extraction:
     analysis.validation.ParameterError: path: expected an `attnrank extract` .npz ..., got 'other.npz: no array Q, K, ...'
     """
     z = read_extract(path)
-    return Extraction(
-        z["A"],
-        z["Q"],
-        z["K"],
-        z["scale"],
-        z["mask"],
-        bool(z["causal"]),
-        z["tokens"],
-        z["meta"],
-        z.get("bias"),
-    )
+    z["causal"] = bool(z["causal"])
+    return Extraction(**{k: z[k] for k in NPZ_KEYS}, bias=z.get("bias"))

@@ -49,31 +49,18 @@ class FamilyLoader:
 
 
 class FamilyRegistry(Mapping[str, FamilyLoader]):
-    """Checkpoint id -> :class:`FamilyLoader`; a lookup also takes any alias of the id.
-
-    Parameters
-    ----------
-    loaders : mapping of str to callable
-        Checkpoint id -> loader, one for each of ``specs`` and no other.
-    specs : sequence of PackagedCheckpoint, default :data:`~analysis.sources.packaged.PACKAGED`
-
-    Raises
-    ------
-    ValueError
-        When a packaged checkpoint has no loader or a loader no packaged checkpoint.
-    """
+    """Checkpoint id -> :class:`FamilyLoader`, one for each of ``specs`` (a lookup also
+    takes any alias of the id); a packaged checkpoint without a loader, or a loader
+    without one, is a ``ValueError``."""
 
     def __init__(
         self,
         loaders: Mapping[str, Callable[[PackagedCheckpoint], Checkpoint]],
         specs: tuple[PackagedCheckpoint, ...] = PACKAGED,
     ) -> None:
-        ids = [spec.checkpoint_id for spec in specs]
-        if sorted(ids) != sorted(loaders):
-            raise ValueError(
-                f"one loader per packaged checkpoint: {sorted(ids)} != {sorted(loaders)}"
-            )
         self._specs = {spec.checkpoint_id: spec for spec in specs}
+        if sorted(self._specs) != sorted(loaders):
+            raise ValueError(f"one loader per packaged checkpoint: {sorted(loaders)}")
         self._loaders = dict(loaders)
 
     def __getitem__(self, name: str) -> FamilyLoader:

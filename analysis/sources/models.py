@@ -10,12 +10,24 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["Checkpoint", "ModelInput", "prepare_model", "state_dict_sha256", "weights_sha256"]
+if TYPE_CHECKING:
+    from analysis.sources.packaged import PackagedCheckpoint
+
+__all__ = [
+    "Checkpoint",
+    "ModelInput",
+    "package_meta",
+    "place_weights",
+    "prepare_model",
+    "state_dict_sha256",
+    "weights_sha256",
+]
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
@@ -160,3 +172,44 @@ class ModelInput:
             [str(int(i)) for i in ids[0]],
             input_id or f"ids:sha256:{digest}",
         )
+
+
+def place_weights(
+    model: Any,
+    state_dict: Mapping[str, np.ndarray],
+    unexpected: Callable[[str, Any], Exception],
+    *,
+    buffers: frozenset[str] = frozenset(),
+) -> None:
+    """Assign ``state_dict`` (as float32 tensors) to ``model``, built on the meta device.
+
+    Every key of the model's state dict must be given, except those in ``buffers``,
+    none other, each in the model's shape; ``unexpected(allowed, got)`` makes the
+    ``ParameterError`` raised otherwise. Loading is strict when ``buffers`` is empty.
+    """
+    import torch
+
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state_dict) - buffers)
+    extra = sorted(set(state_dict) - set(expected))
+    if missing or extra:
+        raise unexpected("no missing or unexpected keys", {"missing": missing, "unexpected": extra})
+    tensors = {}
+    for key, value in state_dict.items():
+        if tuple(value.shape) != tuple(expected[key].shape):
+            raise unexpected(f"{key} of shape {tuple(expected[key].shape)}", value.shape)
+        tensors[key] = torch.from_numpy(np.array(value, dtype=np.float32))
+    model.load_state_dict(tensors, strict=not buffers, assign=True)
+
+
+def package_meta(spec: PackagedCheckpoint, model: Any, weights_sha256: str) -> dict[str, Any]:
+    """The ``meta`` entries every family loader records: ``origin`` (the packages),
+    ``revision`` (the first part's version), ``model_type``, ``model_class`` and
+    ``weights_sha256``."""
+    return {
+        "origin": "package:" + ",".join(spec.distributions),
+        "revision": spec.parts[0].version,
+        "model_type": model.config.model_type,
+        "model_class": type(model).__name__,
+        "weights_sha256": weights_sha256,
+    }
