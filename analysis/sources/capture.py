@@ -34,9 +34,7 @@ from analysis.validation import ParameterError
 __all__ = [
     "INLINE_ATTENTION",
     "InlineAttention",
-    "allowed_mask",
     "capture_attention",
-    "head_bias",
     "mixed_sliding_window",
 ]
 
