@@ -23,6 +23,7 @@ structure (:mod:`analysis.sources.families.dinov2_onnx` builds and loads the mod
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from pathlib import Path
@@ -31,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from analysis.sources.families import onnx_int8
-from analysis.validation import ParameterError
 
 __all__ = ["FAMILY", "OnnxBackbone", "map_onnx_backbone", "softmax_by_layer"]
 
@@ -47,15 +47,7 @@ _ATTENTION_NAMES = {
     "attention.attention.value.": "attention.v_proj.",
     "attention.output.dense.": "attention.o_proj.",
 }
-
-
-# --------------------------------------------------------------------------------------
-# Reading the graph
-# --------------------------------------------------------------------------------------
-
-
-def _unexpected(allowed: str, got: Any) -> ParameterError:
-    return onnx_int8.unexpected(FAMILY, allowed, got)
+_unexpected = functools.partial(onnx_int8.unexpected, FAMILY)
 
 
 def _hf_name(onnx_name: str, target_keys: set[str]) -> str:
