@@ -109,7 +109,7 @@ def family_note(ck: Any, ex: Any) -> str:
 
 def extraction(alias: str, length: int, seed: int, out_dir: Path) -> tuple[Any, str]:
     """The extraction of one corpus input (read back when this experiment saved it)."""
-    from analysis.sources.checkpoints import load_extraction
+    from analysis.sources.files import load_extraction
 
     path = out_dir / f"{_slug(alias)}_s{seed}_L{length}.npz"
     if path.is_file():
@@ -119,7 +119,8 @@ def extraction(alias: str, length: int, seed: int, out_dir: Path) -> tuple[Any, 
         return ex, ex.meta["bench_note"]
     from analysis.sources import inputs
     from analysis.sources.audio import corpus_audio, is_audio
-    from analysis.sources.checkpoints import extract_from_model, save_extraction
+    from analysis.sources.checkpoints import extract_from_model
+    from analysis.sources.files import save_extraction
 
     ck = _checkpoint(alias)
     if is_audio(ck):

@@ -89,11 +89,17 @@ def test_import_directions_hold():
         ("store/run.py", "analysis.store.run -> analysis.brackets"),
         ("atlas/query.py", "analysis.atlas.query -> analysis.compare"),
         ("store/keys.py", "analysis.store.keys -> analysis.atlas"),
+        # the hidden cycle of old: a family loader importing the checkpoints module back
+        (
+            "sources/families/gguf.py",
+            "analysis.sources.families.gguf -> analysis.sources.checkpoints",
+        ),
     ],
 )
 def test_a_forbidden_import_is_caught(tmp_path, module, edge):
     """The check is not vacuous: a descriptor block, or the store, importing the engine
-    breaks it; so do the atlas importing the comparison and the store importing the atlas."""
+    breaks it; so do the atlas importing the comparison, the store importing the atlas and
+    a family loader importing the checkpoints module that reaches it."""
     shutil.copytree(PACKAGE, tmp_path / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / "analysis" / module

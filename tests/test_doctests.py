@@ -122,6 +122,7 @@ COVERED = (
     "analysis.sources.audio",
     "analysis.sources.capture",
     "analysis.sources.extract",
+    "analysis.sources.files",
     "analysis.sources.families.dinov2_onnx",
     "analysis.sources.families.e5_q4",
     "analysis.sources.families.gguf",

@@ -2,7 +2,7 @@
 and the size rule of every command that reads one (``--max-size``, also ``describe``).
 
 The file formats are read where they are owned (an extract ``.npz``:
-:func:`analysis.sources.files.read_queries_keys`; a ``.npy``: the attention matrices as
+:func:`analysis.sources.files.read_extract`; a ``.npy``: the attention matrices as
 given), and the matrices handed to the bracket engine as arrays
 (:class:`analysis.brackets.io.MatrixInput`), which reads no file. Errors name the
 parameters of these functions (``path``, ``temperature``); the commands name their flags.
@@ -18,7 +18,7 @@ import numpy as np
 from analysis.attention import check_attention, softmax64
 from analysis.brackets.io import MatrixInput, QueriesKeys
 from analysis.hashing import file_sha256
-from analysis.sources.files import NPY_INPUT, read_queries_keys
+from analysis.sources.files import NPY_INPUT, QUERIES_KEYS, read_extract
 from analysis.validation import ParameterError, check_positive_finite, read_npy
 
 __all__ = ["check_size", "input_shape", "load_matrices", "load_queries_keys"]
@@ -104,17 +104,11 @@ def load_queries_keys(path: str | os.PathLike, data: MatrixInput) -> QueriesKeys
 
 
 def _read_extract(path: Path) -> tuple:
-    """:func:`read_queries_keys`, with the rules every command applies to an extract: a
-    ``scale`` finite and > 0 (as ``attnrank describe`` requires), at least 2 keys."""
-    Q, K, scale, mask, bias = read_queries_keys(path)
-    s = np.asarray(scale, dtype=np.float64)
-    if s.size and not (np.isfinite(s).all() and (s > 0).all()):
-        bad = s[~(np.isfinite(s) & (s > 0))]
-        raise ParameterError(
-            "path", "an extract whose scale is finite and > 0", f"{path.name}: scale {bad[0]}"
-        )
-    _no_single_column(K.shape[:-1], path.name)
-    return Q, K, scale, mask, bias
+    """``Q``, ``K``, ``scale``, ``mask``, ``bias`` of an extract (:func:`read_extract`, every
+    check), with at least 2 keys."""
+    z = read_extract(path, required=QUERIES_KEYS, optional=("mask", "bias"))
+    _no_single_column(z["K"].shape[:-1], path.name)
+    return z["Q"], z["K"], z["scale"], z.get("mask"), z.get("bias")
 
 
 def input_shape(path: str | os.PathLike) -> tuple[int, int, int] | None:

@@ -12,8 +12,8 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from analysis.cli.outputs import check_output_file
-    from analysis.sources.checkpoints import save_extraction
     from analysis.sources.extract import extract
+    from analysis.sources.files import save_extraction
 
     check_output_file("out", args.out)  # before the model is loaded
     ex = extract(

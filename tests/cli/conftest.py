@@ -17,7 +17,7 @@ def stack(tmp_path):
 
 def write_extract(path, *, seed: int = 0, layers: int = 1, heads: int = 2, length: int = 10):
     """An ``attnrank extract`` file of random queries and keys (causal mask)."""
-    from analysis.sources.checkpoints import Extraction, save_extraction
+    from analysis.sources.files import Extraction, save_extraction
 
     rng = np.random.default_rng(seed)
     Q = rng.standard_normal((layers, heads, length, 4)).astype(np.float32)

@@ -16,7 +16,7 @@ import pytest
 from analysis.cli import main
 from analysis.cli.inputs import load_matrices, load_queries_keys
 from analysis.descriptors.describe import describe_file
-from analysis.sources.checkpoints import load_extraction
+from analysis.sources.files import load_extraction
 from analysis.store import Store
 from analysis.validation import ParameterError
 from tests.fixtures.bad_files import NPY_KINDS, NPZ_KINDS, write_bad_npy, write_bad_npz

@@ -12,7 +12,7 @@ import pytest
 
 from analysis.brackets.io import Execution, MatrixInput, profile_file
 from analysis.cli import main
-from analysis.sources.checkpoints import load_extraction, save_extraction
+from analysis.sources.files import load_extraction, save_extraction
 from analysis.validation import ParameterError
 from tests.cli.conftest import write_extract
 

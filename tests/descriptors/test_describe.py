@@ -144,9 +144,9 @@ def test_plugin_block_appears_in_out_csv(npz, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "change, name",
+    "change, array",
     [
-        (lambda a: a.pop("Q"), "path"),
+        (lambda a: a.pop("Q"), "Q"),
         (lambda a: a.update(scale=np.ones(3)), "scale"),
         (lambda a: a.update(scale=-a["scale"]), "scale"),
         (lambda a: a.update(K=a["K"][..., :2]), "K"),
@@ -155,7 +155,7 @@ def test_plugin_block_appears_in_out_csv(npz, tmp_path, monkeypatch):
         (lambda a: a.update(mask=np.ones((12, 12))), "mask"),
     ],
 )
-def test_bad_arrays_name_the_parameter(tmp_path, rng, make_arrays, change, name):
+def test_bad_arrays_name_the_file_and_the_array(tmp_path, rng, make_arrays, change, array):
     arrays = make_arrays(rng, n_layer=1, n_head=1, L=12, d=3)
     arrays.pop("A")
     change(arrays)
@@ -163,7 +163,8 @@ def test_bad_arrays_name_the_parameter(tmp_path, rng, make_arrays, change, name)
     np.savez(path, **arrays)
     with pytest.raises(ParameterError) as err:
         describe_file(path, eps=[0.1])
-    assert err.value.name == name
+    assert err.value.name == "path"
+    assert str(err.value.got).startswith("bad.npz: ") and array in str(err.value.got)
 
 
 def test_stored_A_must_match_softmax64(tmp_path, rng, make_arrays):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from analysis.attention import softmax64
-from analysis.sources.checkpoints import Extraction, save_extraction
+from analysis.sources.files import Extraction, save_extraction
 from experiments.families import _job, family_note, main, run_one
 
 

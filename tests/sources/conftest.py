@@ -92,7 +92,7 @@ def cli_extract(tmp_path, monkeypatch, capsys):
     saved extraction.
     """
     from analysis.cli import main
-    from analysis.sources.checkpoints import load_extraction
+    from analysis.sources.files import load_extraction
 
     monkeypatch.chdir(tmp_path)
 

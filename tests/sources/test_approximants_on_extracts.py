@@ -8,7 +8,8 @@ import pytest
 
 from analysis.brackets.approximants import METHODS
 from analysis.cli import main
-from analysis.sources.checkpoints import Checkpoint, ModelInput, extract_from_model, save_extraction
+from analysis.sources.checkpoints import Checkpoint, ModelInput, extract_from_model
+from analysis.sources.files import save_extraction
 from analysis.sources.inputs import image_input
 
 

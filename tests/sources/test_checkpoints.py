@@ -19,10 +19,9 @@ from analysis.sources.checkpoints import (
     capture_attention,
     extract_from_model,
     load_checkpoint,
-    load_extraction,
     resolve_checkpoint,
-    save_extraction,
 )
+from analysis.sources.files import load_extraction, save_extraction
 from analysis.sources.inputs import corpus_text, image_input
 from analysis.validation import ParameterError
 

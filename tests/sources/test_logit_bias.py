@@ -22,9 +22,8 @@ from analysis.sources.checkpoints import (
     ModelInput,
     capture_attention,
     extract_from_model,
-    load_extraction,
-    save_extraction,
 )
+from analysis.sources.files import load_extraction, save_extraction
 from analysis.store import Store
 from analysis.validation import ParameterError
 

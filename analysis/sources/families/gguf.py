@@ -19,7 +19,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from analysis.sources.checkpoints import Checkpoint, _prepare_model
+from analysis.sources.models import Checkpoint, package_meta, prepare_model
 from analysis.sources.packaged import PackagedCheckpoint, assemble
 from analysis.validation import ParameterError
 
@@ -158,15 +158,11 @@ def load_gguf_checkpoint(spec: PackagedCheckpoint) -> Checkpoint:
         dtype=torch.float32,
         local_files_only=True,
     )
-    _prepare_model(model)
+    prepare_model(model)
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name, local_files_only=True)
     meta = {
-        "origin": "package:" + ",".join(spec.distributions),
-        "revision": spec.parts[0].version,
-        "model_type": config.model_type,
-        "model_class": type(model).__name__,
         # The hash of the file the weights were read from (pinned and checked by assemble).
-        "weights_sha256": spec.assembled_sha256 or spec.parts[0].sha256,
+        **package_meta(spec, model, spec.assembled_sha256 or spec.parts[0].sha256),
         **spec.provenance(path),
         **_attention_meta(config),
     }

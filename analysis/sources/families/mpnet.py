@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.sources.checkpoints import Checkpoint
+from analysis.sources.models import Checkpoint, package_meta
 from analysis.sources.packaged import PackagedCheckpoint, assemble, cache_dir, unzip_verified
 from analysis.validation import ParameterError
 
@@ -144,10 +144,6 @@ def load_mpnet_checkpoint(spec: PackagedCheckpoint) -> Checkpoint:
     model.eval()
     meta: dict[str, Any] = {
         **spec.provenance(folder),
-        "origin": "package:" + ",".join(spec.distributions),
-        "revision": spec.parts[0].version,
-        "model_type": model.config.model_type,
-        "model_class": type(model).__name__,
-        "weights_sha256": UNZIPPED_SHA256[f"{MODEL_FOLDER}/model.safetensors"],
+        **package_meta(spec, model, UNZIPPED_SHA256[f"{MODEL_FOLDER}/model.safetensors"]),
     }
     return Checkpoint(model, spec.checkpoint_id, tokenizer, None, meta)

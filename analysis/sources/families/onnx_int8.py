@@ -23,7 +23,7 @@ the shipped runtime adds.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,6 +33,7 @@ import numpy as np
 from analysis.validation import ParameterError
 
 __all__ = [
+    "Graph",
     "Int8CrossCheck",
     "QuantizedWeight",
     "attention_differences",
@@ -43,11 +44,11 @@ __all__ = [
     "load_graph",
     "loader_meta",
     "matmul_weights",
-    "place_weights",
     "require_onnxruntime",
     "require_passed",
     "run_graph",
     "sequence_ids",
+    "unexpected",
     "weight_collector",
 ]
 
@@ -110,10 +111,82 @@ class QuantizedWeight:
 _LAYOUT = ("Transpose", "Reshape", "Unsqueeze", "Squeeze")
 
 
-def _initializers(model: Any) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
+class Graph:
+    """Initializers, constants, producers and consumers of one ONNX graph (errors name
+    ``family``)."""
 
-    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    def __init__(self, model: Any, family: str) -> None:
+        from onnx import numpy_helper
+
+        graph = model.graph
+        self.model, self.family = model, family
+        self.nodes = list(graph.node)
+        self.init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        self.const: dict[str, np.ndarray] = {}
+        self.producer: dict[str, Any] = {}
+        self.consumers: dict[str, list[Any]] = {}
+        for node in self.nodes:
+            for out in node.output:
+                self.producer[out] = node
+            for name in node.input:
+                self.consumers.setdefault(name, []).append(node)
+            if node.op_type == "Constant":
+                attr = node.attribute[0]
+                if attr.name == "value":
+                    self.const[node.output[0]] = numpy_helper.to_array(attr.t)
+        self.input = graph.input[0]
+
+    def value(self, name: str) -> np.ndarray | None:
+        """An initializer's or a Constant node's value (None for a computed tensor)."""
+        return self.init.get(name, self.const.get(name))
+
+    def only_consumer(self, name: str, op_type: str) -> Any:
+        nodes = [n for n in self.consumers.get(name, []) if n.op_type == op_type]
+        if len(nodes) != 1:
+            raise unexpected(self.family, f"{name} feeding exactly one {op_type} node", len(nodes))
+        return nodes[0]
+
+    def attribute(self, node: Any, name: str) -> Any:
+        from onnx import helper
+
+        for attr in node.attribute:
+            if attr.name == name:
+                return helper.get_attribute_value(attr)
+        return None
+
+    def upstream(self, tensor: str, stop: Any, *, depth: int = 12) -> list[Any]:
+        """Nodes satisfying ``stop`` reached walking producers back from ``tensor``."""
+        found, frontier, seen = [], [tensor], set()
+        for _ in range(depth):
+            nxt = []
+            for t in frontier:
+                node = self.producer.get(t)
+                if node is None or id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if stop(node):
+                    found.append(node)
+                else:
+                    nxt.extend(node.input)
+            frontier = nxt
+        return found
+
+    def downstream(self, tensor: str, op_type: str, *, depth: int = 4) -> list[Any]:
+        """The ``op_type`` nodes reached within ``depth`` steps of consumers of ``tensor``."""
+        found, frontier, seen = [], [tensor], set()
+        for _ in range(depth):
+            nxt = []
+            for t in frontier:
+                for node in self.consumers.get(t, []):
+                    if id(node) in seen:
+                        continue
+                    seen.add(id(node))
+                    if node.op_type == op_type:
+                        found.append(node)
+                    else:
+                        nxt.extend(node.output)
+            frontier = nxt
+        return found
 
 
 def _dequantize(q: np.ndarray, zero: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -122,40 +195,30 @@ def _dequantize(q: np.ndarray, zero: np.ndarray, scale: np.ndarray) -> np.ndarra
     )
 
 
-def _unexpected(family: str, allowed: str, got: Any) -> ParameterError:
+def unexpected(family: str, allowed: str, got: Any) -> ParameterError:
+    """The error of a graph that is not what ``family``'s mapping reads."""
     return ParameterError("checkpoint", f"a {family} graph with {allowed}", got)
 
 
-def _product_chain(model: Any, node: Any, family: str) -> tuple[str, str, str]:
+def _product_chain(g: Graph, node: Any) -> tuple[str, str, str]:
     """(float input, weight scale initializer, float output) of one ``MatMulInteger``.
 
     Follows ``MatMulInteger -> Cast -> Mul(., scales)`` with ``scales = Mul(x_scale,
     W_scale)`` and ``x_q, x_scale, x_zp = DynamicQuantizeLinear(x)``.
     """
-    producer = {o: n for n in model.graph.node for o in n.output}
-    consumers: dict[str, list[Any]] = {}
-    for n in model.graph.node:
-        for i in n.input:
-            consumers.setdefault(i, []).append(n)
-
-    def only(name: str, op: str) -> Any:
-        found = [n for n in consumers.get(name, []) if n.op_type == op]
-        if len(found) != 1:
-            raise _unexpected(family, f"{name} feeding one {op}", len(found))
-        return found[0]
-
+    family, producer = g.family, g.producer
     quant = producer.get(node.input[0])
     if quant is None or quant.op_type != "DynamicQuantizeLinear":
-        raise _unexpected(family, "MatMulInteger fed by DynamicQuantizeLinear", node.name)
-    cast = only(node.output[0], "Cast")
-    mul = only(cast.output[0], "Mul")
+        raise unexpected(family, "MatMulInteger fed by DynamicQuantizeLinear", node.name)
+    cast = g.only_consumer(node.output[0], "Cast")
+    mul = g.only_consumer(cast.output[0], "Mul")
     other = [i for i in mul.input if i != cast.output[0]]
     scales = producer.get(other[0]) if len(other) == 1 else None
     if scales is None or scales.op_type != "Mul" or quant.output[1] not in scales.input:
-        raise _unexpected(family, "the product rescaled by x_scale * W_scale", node.name)
+        raise unexpected(family, "the product rescaled by x_scale * W_scale", node.name)
     w_scale = [i for i in scales.input if i != quant.output[1]]
     if len(w_scale) != 1:
-        raise _unexpected(family, "one weight scale per product", node.name)
+        raise unexpected(family, "one weight scale per product", node.name)
     return quant.input[0], w_scale[0], mul.output[0]
 
 
@@ -170,19 +233,20 @@ def matmul_weights(model: Any, prefix: str, family: str) -> dict[str, QuantizedW
         Naming ``checkpoint`` when a product is not of the dynamic-quantization form, its
         weight is not an initializer, or a scale / zero point has an unexpected shape.
     """
-    init = _initializers(model)
+    g = Graph(model, family)
+    init = g.init
     out: dict[str, QuantizedWeight] = {}
-    for node in model.graph.node:
+    for node in g.nodes:
         if node.op_type != "MatMulInteger" or not node.name.startswith(prefix):
             continue
         w_name, zp_name = node.input[1], node.input[3] if len(node.input) > 3 else ""
         if w_name not in init or zp_name not in init:
-            raise _unexpected(family, "constant int8 weights with a zero point", node.name)
-        _, scale_name, _ = _product_chain(model, node, family)
+            raise unexpected(family, "constant int8 weights with a zero point", node.name)
+        _, scale_name, _ = _product_chain(g, node)
         q, zero, scale = init[w_name], init[zp_name], init.get(scale_name)
         cols = q.shape[1]
         if scale is None or scale.size not in (1, cols) or zero.size not in (1, cols):
-            raise _unexpected(family, f"per-tensor or per-column quantization of {w_name}", node)
+            raise unexpected(family, f"per-tensor or per-column quantization of {w_name}", node)
         out[node.name] = QuantizedWeight(
             node.name, w_name, _dequantize(q, zero, scale.reshape(-1)), scale.size == cols
         )
@@ -194,13 +258,10 @@ def gather_tables(model: Any, prefix: str, family: str) -> dict[str, QuantizedWe
 
     Returns a dict from the ``Gather`` node's name to :class:`QuantizedWeight`.
     """
-    init = _initializers(model)
-    consumers: dict[str, list[Any]] = {}
-    for n in model.graph.node:
-        for i in n.input:
-            consumers.setdefault(i, []).append(n)
+    g = Graph(model, family)
+    init, consumers = g.init, g.consumers
     out: dict[str, QuantizedWeight] = {}
-    for node in model.graph.node:
+    for node in g.nodes:
         if node.op_type != "Gather" or not node.name.startswith(prefix):
             continue
         if node.input[0] not in init or init[node.input[0]].dtype not in (np.int8, np.uint8):
@@ -216,10 +277,10 @@ def gather_tables(model: Any, prefix: str, family: str) -> dict[str, QuantizedWe
             break
         deq = [n for n in consumers.get(tensor, []) if n.op_type == "DequantizeLinear"]
         if len(deq) != 1 or deq[0].input[1] not in init or deq[0].input[2] not in init:
-            raise _unexpected(family, "each quantized table dequantized once", node.name)
+            raise unexpected(family, "each quantized table dequantized once", node.name)
         scale, zero = init[deq[0].input[1]], init[deq[0].input[2]]
         if scale.size != 1 or zero.size != 1:
-            raise _unexpected(family, "per-tensor quantized embedding tables", node.name)
+            raise unexpected(family, "per-tensor quantized embedding tables", node.name)
         q = init[node.input[0]]
         out[node.name] = QuantizedWeight(
             node.name, node.input[0], _dequantize(q, zero, scale), False
@@ -242,15 +303,10 @@ def float_graph(model: Any, family: str) -> Any:
 
     model = copy.deepcopy(model)
     weights = matmul_weights(model, "", family)
-    chains = {
-        n.name: _product_chain(model, n, family) for n in model.graph.node if n.name in weights
-    }
+    g = Graph(model, family)
+    producer, consumers = g.producer, g.consumers
+    chains = {n.name: _product_chain(g, n) for n in g.nodes if n.name in weights}
     drop: set[int] = set()
-    producer = {o: n for n in model.graph.node for o in n.output}
-    consumers: dict[str, list[Any]] = {}
-    for n in model.graph.node:
-        for i in n.input:
-            consumers.setdefault(i, []).append(n)
     added: dict[str, str] = {}
     new_nodes = []
     for node in model.graph.node:
@@ -414,21 +470,12 @@ def weight_collector(
 
 
 def loader_meta(spec: Any, path: str | Path, config: Any, model: Any) -> dict[str, Any]:
-    """The ``meta`` entries every packaged ONNX loader starts with (in this order).
+    """The ``meta`` entries every packaged ONNX loader starts with: those of
+    :func:`~analysis.sources.models.package_meta` (the parameters' hash as weights hash),
+    then ``path``; each loader adds its own after them."""
+    from analysis.sources.models import package_meta, state_dict_sha256
 
-    ``origin``, ``path``, ``revision`` (of the first part), ``model_type``,
-    ``model_class`` and ``weights_sha256``; each loader adds its own after them.
-    """
-    from analysis.sources.checkpoints import state_dict_sha256
-
-    return {
-        "origin": "package:" + ",".join(spec.distributions),
-        "path": str(path),
-        "revision": spec.parts[0].version,
-        "model_type": config.model_type,
-        "model_class": type(model).__name__,
-        "weights_sha256": state_dict_sha256(model),
-    }
+    return {**package_meta(spec, model, state_dict_sha256(model)), "path": str(path)}
 
 
 def require_passed(check: Any, allowed: str) -> None:
@@ -438,34 +485,6 @@ def require_passed(check: Any, allowed: str) -> None:
     """
     if not check.passed:
         raise ParameterError("checkpoint", f"{allowed} within {check.tolerance}", check.summary())
-
-
-def place_weights(
-    model: Any,
-    state_dict: Mapping[str, np.ndarray],
-    unexpected: Callable[[str, Any], ParameterError],
-    *,
-    buffers: frozenset[str] = frozenset(),
-) -> None:
-    """Assign ``state_dict`` (as float32 tensors) to ``model``, built on the meta device.
-
-    Every key of the model's state dict must be given, except those in ``buffers``,
-    none other, each in the model's shape; ``unexpected(allowed, got)`` makes the
-    ``ParameterError`` raised otherwise. Loading is strict when ``buffers`` is empty.
-    """
-    import torch
-
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state_dict) - buffers)
-    extra = sorted(set(state_dict) - set(expected))
-    if missing or extra:
-        raise unexpected("no missing or unexpected keys", {"missing": missing, "unexpected": extra})
-    tensors = {}
-    for key, value in state_dict.items():
-        if tuple(value.shape) != tuple(expected[key].shape):
-            raise unexpected(f"{key} of shape {tuple(expected[key].shape)}", value.shape)
-        tensors[key] = torch.from_numpy(np.array(value, dtype=np.float32))
-    model.load_state_dict(tensors, strict=not buffers, assign=True)
 
 
 @dataclasses.dataclass(frozen=True)

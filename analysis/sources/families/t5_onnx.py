@@ -36,19 +36,17 @@ T5 adds the relative-position bias to every head's logits and does not scale ``Q
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from analysis.sources.families import onnx_int8
-from analysis.validation import ParameterError
-
-if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
-    from analysis.sources.packaged import PackagedCheckpoint
+from analysis.sources.models import Checkpoint, place_weights
+from analysis.sources.packaged import PackagedCheckpoint, locate
 
 __all__ = [
     "T5OnnxCrossCheck",
@@ -60,6 +58,7 @@ __all__ = [
 ]
 
 _FAMILY = "traceforge flan-t5-small encoder"
+_unexpected = functools.partial(onnx_int8.unexpected, _FAMILY)
 _PRODUCT = re.compile(
     r"^/enc/block\.(\d+)/layer\.([01])/(SelfAttention/[qkvo]|DenseReluDense/(?:wi_0|wi_1|wo))"
     r"/MatMul_quant$"
@@ -68,20 +67,6 @@ _NORM = re.compile(r"^enc\.(block\.\d+\.layer\.[01]\.layer_norm|final_layer_norm
 _SOFTMAX = re.compile(r"^/enc/block\.(\d+)/layer\.0/SelfAttention/Softmax$")
 #: The tensor layer 0 adds to Q K^T: the relative-position bias plus the padding mask.
 BIAS_TENSOR = "/enc/block.0/layer.0/SelfAttention/Add_3_output_0"
-
-
-def _unexpected(allowed: str, got: Any) -> ParameterError:
-    return ParameterError("checkpoint", f"a {_FAMILY} graph with {allowed}", got)
-
-
-def _constants(model: Any) -> dict[str, np.ndarray]:
-    from onnx import numpy_helper
-
-    out = {}
-    for node in model.graph.node:
-        if node.op_type == "Constant" and node.attribute[0].name == "value":
-            out[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-    return out
 
 
 def _scalar_input(node: Any, values: dict[str, np.ndarray]) -> float:
@@ -121,11 +106,8 @@ def map_t5_encoder(path: str | Path) -> T5Encoder:
     from transformers import T5Config
 
     model = onnx_int8.load_graph(path, _FAMILY)
-    init = {t.name for t in model.graph.initializer}
-    values = {**_constants(model)}
-    from onnx import numpy_helper
-
-    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    g = onnx_int8.Graph(model, _FAMILY)
+    arrays, values = g.init, dict(g.const)
     values.update({k: v for k, v in arrays.items() if v.size == 1})
 
     products = onnx_int8.matmul_weights(model, "/enc/", _FAMILY)
@@ -153,7 +135,7 @@ def map_t5_encoder(path: str | Path) -> T5Encoder:
             )
         else:
             raise _unexpected("only the token and relative-bias tables", name)
-    for name in sorted(init):
+    for name in sorted(arrays):
         if _NORM.match(name):
             put("encoder." + name[len("enc.") :], arrays[name], name)
     if "shared.weight" not in state:
@@ -227,7 +209,7 @@ def build_t5_encoder(config: Any, state_dict: dict[str, np.ndarray]) -> Any:
 
     with torch.device("meta"):
         model = T5EncoderModel(config)
-    onnx_int8.place_weights(model, state_dict, _unexpected)
+    place_weights(model, state_dict, _unexpected)
     model.tie_weights()
     model.set_attn_implementation("eager")
     return model.to(dtype=torch.float32).eval()
@@ -273,9 +255,6 @@ def load_t5_onnx_checkpoint(
     >>> type(ckpt.model).__name__, ckpt.meta["rebuilt_from"]
     ('T5EncoderModel', 'onnx-int8')
     """
-    from analysis.sources.checkpoints import Checkpoint
-    from analysis.sources.packaged import locate
-
     graph_path = locate(spec, spec.parts[0])
     tokenizer_path = locate(spec, spec.parts[1])
     encoder = map_t5_encoder(graph_path)

@@ -40,11 +40,12 @@ queries are the unscaled ones times 1/8 exactly.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import struct
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,11 +55,15 @@ from transformers.models.whisper.modeling_whisper import WhisperEncoder
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import capture_outputs
 
+from analysis.sources.models import (
+    Checkpoint,
+    package_meta,
+    place_weights,
+    prepare_model,
+    state_dict_sha256,
+)
+from analysis.sources.packaged import PackagedCheckpoint, assemble
 from analysis.validation import ParameterError
-
-if TYPE_CHECKING:
-    from analysis.sources.checkpoints import Checkpoint
-    from analysis.sources.packaged import PackagedCheckpoint
 
 __all__ = [
     "CT2_BINARY_VERSION",
@@ -343,7 +348,7 @@ class WhisperEncoderAnyLength(WhisperEncoder):
 def build_whisper_encoder(config: Mapping[str, Any], state: Mapping[str, np.ndarray]) -> Any:
     """A ``WhisperEncoderAnyLength`` in float32, eager attention, eval mode, from a state dict.
 
-    Every parameter must be given (``load_state_dict(strict=True)``).
+    Every parameter must be given, in its shape (a ``ParameterError`` naming ``checkpoint``).
 
     Examples
     --------
@@ -372,13 +377,8 @@ def build_whisper_encoder(config: Mapping[str, Any], state: Mapping[str, np.ndar
     cfg._attn_implementation = "eager"
     with torch.device("meta"):
         model = WhisperEncoderAnyLength(cfg)
-    tensors = {
-        k: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)) for k, a in state.items()
-    }
-    model.load_state_dict(tensors, strict=True, assign=True)
-    model.set_attn_implementation("eager")
-    model.to(dtype=torch.float32)
-    model.eval()
+    place_weights(model, state, functools.partial(ParameterError, "checkpoint"))
+    prepare_model(model)
     return model
 
 
@@ -412,9 +412,6 @@ def load_whisper_ct2_checkpoint(spec: PackagedCheckpoint) -> Checkpoint:
     >>> ckpt.checkpoint_id, ckpt.model.config.encoder_layers, ckpt.model.config.encoder_attention_heads
     ('openai/whisper-tiny.en', 4, 6)
     """
-    from analysis.sources.checkpoints import Checkpoint, state_dict_sha256
-    from analysis.sources.packaged import assemble
-
     path = assemble(spec)
     ct2 = read_ctranslate2(path)
     config, state = whisper_encoder_state_dict(ct2)
@@ -424,13 +421,9 @@ def load_whisper_ct2_checkpoint(spec: PackagedCheckpoint) -> Checkpoint:
     model = build_whisper_encoder(config, state)
     meta: dict[str, Any] = {
         **spec.provenance(path),
-        "origin": "package:" + ",".join(spec.distributions),
-        "revision": spec.parts[0].version,
-        "model_type": "whisper",
-        "model_class": type(model).__name__,
+        **package_meta(spec, model, state_dict_sha256(model)),
         "rebuilt_from": f"ctranslate2 {ct2.spec} (binary layout {CT2_BINARY_VERSION})",
         "stored_dtype": ",".join(stored),
-        "weights_sha256": state_dict_sha256(model),
         "weights_note": (
             "the encoder only (the decoder's weights are in the file, not loaded); "
             f"float32 converted exactly from the stored {','.join(stored)}; run on 2 L "
