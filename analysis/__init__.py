@@ -38,7 +38,7 @@ _NAMES: dict[str, str] = {
     "LATEST_ENGINE": "analysis.brackets.versions",
     # sources and the store
     "extract": "analysis.sources.extract",
-    "load_extraction": "analysis.sources.checkpoints",
+    "load_extraction": "analysis.sources.files",
     "Store": "analysis.store.store",
     # descriptors
     "describe_matrix": "analysis.descriptors.describe",
