@@ -89,14 +89,14 @@ DESIGN = Path("preregistration/offline-minilm.toml")
 
 
 def _design_sizes():
-    from analysis.prereg import sizes_from_design
+    from analysis.power import sizes_from_design
 
     return sizes_from_design(DESIGN)
 
 
 def run_power_curve(widths: Path, n: int, seed: int, out: Path) -> pd.DataFrame:
     """Power against effect share and native head share (MiniLM sizes)."""
-    from analysis.prereg import load_widths, minimum_detectable_effect, power_curve
+    from analysis.power import load_widths, minimum_detectable_effect, power_curve
 
     w = load_widths(widths)
     bar, step = _progress("power curve", len(HEAD_SHARES) * (1 + len(EFFECTS)) * n)
@@ -131,7 +131,7 @@ def run_heads_curve(
     """Power against the number of held-out heads (fraction 0.25, effect 0.1)."""
     import dataclasses
 
-    from analysis.prereg import load_widths, power_curve
+    from analysis.power import load_widths, power_curve
 
     w = load_widths(widths)
     base = _design_sizes()

@@ -286,7 +286,7 @@ def test_law_sweeps_are_identical_on_a_cluster(tmp_path, local2):
 
 
 def test_power_simulations_are_identical_on_a_cluster(tmp_path, local2):
-    from analysis.prereg import StudySizes, load_widths, simulated_decisions
+    from analysis.power import StudySizes, load_widths, simulated_decisions
 
     rows = [(e, lo, lo * r) for e in (0.05, 0.1, 0.2) for lo in (2, 3, 5) for r in (1, 2, 3)]
     pd.DataFrame(rows, columns=["eps", "lower", "upper"]).to_csv(tmp_path / "w.csv", index=False)

@@ -1,7 +1,7 @@
 """``attnrank validate-comparison``: size at two nulls, power and MDE of the decision rule.
 
-The library part is :mod:`analysis.prereg.power` (the simulation) and
-:mod:`analysis.prereg.error_rates` (the error rates); the design's sizes and covariate
+The library part is :mod:`analysis.power.simulate` (the simulation) and
+:mod:`analysis.power.error_rates` (the error rates); the design's sizes and covariate
 counts come from :func:`analysis.study.power.validation_sizes`.
 """
 
@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
-from analysis.prereg.error_rates import validate_comparison
+from analysis.power.error_rates import validate_comparison
+from analysis.power.inputs import PowerAssumptions, StudySizes
+from analysis.power.widths import DEFAULT_WIDTHS, load_widths
 from analysis.prereg.options import POWER_FIT_SOURCES, design_power
-from analysis.prereg.power import DEFAULT_WIDTHS, PowerAssumptions, StudySizes, load_widths
 from analysis.validation import check_int
 
 #: The design validated when ``--design`` is not given (relative to the working folder).
@@ -35,12 +36,12 @@ def _fit_or_reference(
 ) -> tuple[PowerAssumptions, object, float | None, dict | None, list[str]]:
     """Fit and calibrate the assumptions (``--fit training`` / ``pilot``), or only measure
     the reference M0 loss on the training heads when the study has a store (``none``):
-    :func:`analysis.study.power_fit.fitted_assumptions`.
+    :func:`analysis.study.pilot.fitted_assumptions`.
 
     Returns ``(assumptions, widths or None, reference M0 loss or None, fit record or
     None, notes)``.
     """
-    from analysis.study.power_fit import fitted_assumptions
+    from analysis.study.pilot import fitted_assumptions
 
     out = fitted_assumptions(
         design_path,
@@ -61,8 +62,8 @@ def _fit_or_reference(
 
 
 def study_training_table(design_path: Path, *, root: Path | None = None) -> tuple[Any, dict]:
-    """:func:`analysis.study.power_fit.study_training_table` (kept here for callers)."""
-    from analysis.study.power_fit import study_training_table as table
+    """:func:`analysis.study.pilot.study_training_table` (kept here for callers)."""
+    from analysis.study.pilot import study_training_table as table
 
     return table(design_path, root=root)
 

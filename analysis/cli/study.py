@@ -23,7 +23,7 @@ def _assumptions(args: argparse.Namespace) -> Any:
     """The power stage's assumptions: the defaults, or the head share the user measured."""
     if args.native_head_share is None:
         return None
-    from analysis.prereg import PowerAssumptions
+    from analysis.power import PowerAssumptions
 
     return PowerAssumptions(native_head_share=args.native_head_share)
 

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.prereg.error_rates import ValidationResult, validate_comparison
-from analysis.prereg.power import PowerAssumptions
-from analysis.prereg.power_inputs import StudySizes
+from analysis.power.error_rates import ValidationResult, validate_comparison
+from analysis.power.inputs import PowerAssumptions, StudySizes
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -153,7 +152,7 @@ def example_sizes() -> StudySizes:
     Returns
     -------
     StudySizes
-        What :func:`analysis.prereg.power_inputs.sizes_from_design` would read from a
+        What :func:`analysis.power.inputs.sizes_from_design` would read from a
         design of that size.
 
     Examples
@@ -178,7 +177,7 @@ def example_sizes() -> StudySizes:
 def example_widths() -> pd.DataFrame:
     """Five made-up integer brackets at eps = 0.1, with their log2 widths.
 
-    The columns are those :func:`analysis.prereg.power_inputs.load_widths` reads
+    The columns are those :func:`analysis.power.inputs.load_widths` reads
     (``eps``, ``lower``, ``upper``) plus ``width = log2(upper / lower)``, as it adds.
 
     Returns
@@ -204,7 +203,7 @@ def example_widths() -> pd.DataFrame:
 def example_validation() -> ValidationResult:
     """A power validation of the example study: two simulated studies per share.
 
-    :func:`analysis.prereg.error_rates.validate_comparison` of :func:`example_widths`
+    :func:`analysis.power.error_rates.validate_comparison` of :func:`example_widths`
     with :func:`example_sizes`, an assumed effect of 0.9, no MDE bisection and no
     calibration (far too few studies for real use; it shows the result's form).
 

@@ -6,11 +6,11 @@ after the collinearity screen on the study's training cells, every hypothesis th
 simulation can test, the design's inference seed.
 
 The power of a locked design is a fact about the design, so its record is stored beside
-the design (``<stem>.power.json``, :mod:`analysis.prereg.power_file`) and locked with it
+the design (``<stem>.power.json``, :mod:`analysis.power.file`) and locked with it
 (the lock's ``power_sha256``). It is computed only when asked: ``attnrank run DESIGN
 --power-simulations N`` (``simulations=N``) computes the record's key from everything the
 simulation reads (the design's sizes as the simulation sees them,
-:class:`~analysis.prereg.power.StudySizes`; the number of simulations, the assumptions,
+:class:`~analysis.power.simulate.StudySizes`; the number of simulations, the assumptions,
 the seed, the widths file's hash) and reuses the stored file when its key is the same;
 otherwise it simulates, writes the file with its provenance (package version, commit,
 time, the lock it was computed under, the command) and records the new file through
@@ -38,23 +38,18 @@ import pandas as pd
 
 from analysis import __version__
 from analysis.hashing import file_sha256
-from analysis.prereg.error_rates import validate_comparison
-from analysis.prereg.options import design_power
-from analysis.prereg.power import (
-    DEFAULT_WIDTHS,
-    PowerAssumptions,
-    StudySizes,
-    load_widths,
-    sizes_from_design,
-)
-from analysis.prereg.power_file import (
+from analysis.power.error_rates import validate_comparison
+from analysis.power.file import (
     DEFAULT_POWER_SIMULATIONS,
     POWER_FILE_FORMAT,
     not_computed,
-    power_path,
     read_power_file,
     write_power_file,
 )
+from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
+from analysis.power.widths import DEFAULT_WIDTHS, load_widths
+from analysis.prereg.options import design_power
+from analysis.prereg.provenance import power_path
 from analysis.study.core import Study, git_commit
 from analysis.validation import ParameterError, check_int
 
@@ -300,15 +295,15 @@ def power_stage(
     executor : concurrent.futures.Executor, optional, keyword-only
         Run the simulations there instead of ``workers`` processes (not part of the key).
     assumptions : PowerAssumptions, optional, keyword-only
-        What the design does not fix (default :class:`~analysis.prereg.PowerAssumptions`,
+        What the design does not fix (default :class:`~analysis.power.PowerAssumptions`,
         e.g. the native head share 0.5); part of the key, so a changed assumption
         recomputes the stored result.
 
     Returns
     -------
     dict
-        The stored record (:mod:`analysis.prereg.power_file`: ``key``, ``inputs``,
-        ``result`` -- :meth:`~analysis.prereg.ValidationResult.to_dict` --, ``summary``,
+        The stored record (:mod:`analysis.power.file`: ``key``, ``inputs``,
+        ``result`` -- :meth:`~analysis.power.ValidationResult.to_dict` --, ``summary``,
         ``provenance``); or ``{"skipped": reason}`` when there is none, nothing was asked,
         or there is nothing to simulate with.
 
@@ -317,7 +312,7 @@ def power_stage(
     Simulating needs the reference bracket widths of a real study; what a run without
     ``simulations`` does is cheaper: it reads the stored record, or says there is none.
 
-    >>> from analysis.prereg.power_file import write_power_file
+    >>> from analysis.power.file import write_power_file
     >>> from analysis.study.examples import open_example_study
     >>> import pandas as pd
     >>> study, empty = open_example_study("studies/stage.toml"), pd.DataFrame()
@@ -366,7 +361,7 @@ def power_stage(
     if declared["fit"] != "none":
         # the design declares what the simulator is fitted to: its training heads or a
         # pilot on another input seed ([power] pilot_design), calibrated to its M0 loss
-        from analysis.study.power_fit import fitted_assumptions, widths_digest
+        from analysis.study.pilot import fitted_assumptions, widths_digest
 
         pilot = declared.get("pilot_design")
         fit = fitted_assumptions(

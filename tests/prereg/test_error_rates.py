@@ -12,7 +12,7 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import beta, spearmanr
 
-from analysis.prereg import (
+from analysis.power import (
     PowerAssumptions,
     StudySizes,
     clopper_pearson,
@@ -21,8 +21,9 @@ from analysis.prereg import (
     sizes_from_design,
     validate_comparison,
 )
-from analysis.prereg.error_rates import Rate, _boundary_share, _mde
-from analysis.prereg.power import WidthModel, one_study
+from analysis.power.error_rates import Rate, _boundary_share, _mde
+from analysis.power.simulate import one_study
+from analysis.power.widths import WidthModel
 from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]

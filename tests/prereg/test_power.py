@@ -11,7 +11,7 @@ import pytest
 
 from analysis.cli import main
 from analysis.compare import compare_nested
-from analysis.prereg import (
+from analysis.power import (
     SIMULATED_COVARIATES,
     PowerAssumptions,
     StudySizes,
@@ -312,7 +312,7 @@ def test_simulated_head_share_and_feature_counts(tmp_path):
 
 
 def test_approximate_power_matches_its_model_by_monte_carlo():
-    from analysis.prereg import approximate_power
+    from analysis.power import approximate_power
 
     rng = np.random.default_rng(0)
     eps, rho, s, K, H = 0.1, 0.5, 0.5, 18, 200_000
@@ -367,7 +367,7 @@ def _exact_z(effect: float, icc: float, share: float, K: int, H: int) -> float:
 def test_approximate_power_matches_the_exact_quadratic_form(effect, icc, share, lengths, held_out):
     from scipy.stats import norm
 
-    from analysis.prereg import approximate_power
+    from analysis.power import approximate_power
 
     sizes = StudySizes(lengths=lengths, n_held_out=held_out)
     K = len(lengths) * len(sizes.temperatures) * len(sizes.eps) * sizes.inputs_per_length
@@ -386,7 +386,7 @@ def test_approximate_power_matches_the_exact_quadratic_form(effect, icc, share, 
 
 
 def test_power_curve_rows(tmp_path):
-    from analysis.prereg import POWER_CURVE_COLUMNS, power_curve
+    from analysis.power import POWER_CURVE_COLUMNS, power_curve
 
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
@@ -419,7 +419,7 @@ def test_power_curve_rows(tmp_path):
 
 
 def test_minimum_detectable_effect():
-    from analysis.prereg import minimum_detectable_effect
+    from analysis.power import minimum_detectable_effect
 
     curve = pd.DataFrame(
         {

@@ -12,17 +12,17 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main
-from analysis.prereg import SIMULATED_COVARIATES, PowerAssumptions, StudySizes, simulate_study
-from analysis.prereg.error_rates import validate_comparison
-from analysis.prereg.examples import example_sizes, example_widths
-from analysis.prereg.options import design_power
-from analysis.prereg.power import simulated_comparison
-from analysis.prereg.power_fit import (
+from analysis.power import SIMULATED_COVARIATES, PowerAssumptions, StudySizes, simulate_study
+from analysis.power.error_rates import validate_comparison
+from analysis.power.fit import (
     M0_LOSS_TOLERANCE,
     SimulatorMismatchWarning,
     fit_assumptions,
     m0_loss_check,
 )
+from analysis.power.simulate import simulated_comparison
+from analysis.prereg.examples import example_sizes, example_widths
+from analysis.prereg.options import design_power
 from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,7 +266,7 @@ def test_design_power_section():
 
 
 def test_mismatch_text_after_a_fit_does_not_suggest_fitting():
-    from analysis.prereg.power_fit import m0_loss_check
+    from analysis.power.fit import m0_loss_check
 
     hand = m0_loss_check(0.32, 0.0137)
     fitted = m0_loss_check(0.0211, 0.0303, fitted=True)

@@ -506,7 +506,7 @@ def test_calibration_sentence_before_the_comparison_quotes_the_design(edge_study
 
 
 def test_report_shows_power_and_mde_per_hypothesis(study, tmp_path):
-    from analysis.prereg import StudySizes, load_widths, validate_comparison
+    from analysis.power import StudySizes, load_widths, validate_comparison
 
     widths = tmp_path / "w.csv"
     rows = [(e, lo, lo * r) for e in (0.05, 0.1, 0.2) for lo in (2, 3, 5) for r in (1, 2, 3)]

@@ -11,13 +11,8 @@ import pandas as pd
 import pytest
 
 import analysis.study.power as study_power
-from analysis.prereg import (
-    PowerAssumptions,
-    PreregistrationError,
-    check_design,
-    load_design,
-    power_path,
-)
+from analysis.power import PowerAssumptions
+from analysis.prereg import PreregistrationError, check_design, load_design, power_path
 from analysis.prereg.lock import amend_design, lock_path
 from analysis.study import block_facts, run_study, study_paths
 from analysis.study.power import validation_sizes

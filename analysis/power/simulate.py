@@ -1,9 +1,8 @@
 """Simulated studies of a design, decided by the pre-specified comparison.
 
 Simulated studies have a design's sizes (heads and held-out heads per checkpoint, cells per
-head, B, alpha, Holm family; :func:`~analysis.prereg.power_inputs.sizes_from_design`, in
-:mod:`analysis.prereg.power_inputs` with the assumptions and the width model, and
-re-exported here), its blocks' covariate counts (from
+head, B, alpha, Holm family; :func:`~analysis.power.inputs.sizes_from_design`, in
+:mod:`analysis.power.inputs` with the assumptions), its blocks' covariate counts (from
 the lock or, in a study, after the collinearity screen on training cells), heads with a
 random effect, and interval outcomes whose widths are resampled from real bracket widths
 (never from a study's held-out heads) conditionally on eps and on where the cell's rank
@@ -15,8 +14,8 @@ models, Holm family, estimator, primary metric, B, alpha and CI level, and with 
 simulated blocks' covariate facts (:data:`SIMULATED_COVARIATES`) where the real run has
 the descriptor registry's. What the design does not fix is one frozen
 :class:`PowerAssumptions`. Error rates at both nulls, power and the minimum detectable
-effect are in :mod:`analysis.prereg.validate`; power curves and the closed-form
-approximation in :mod:`analysis.prereg.power_curve`.
+effect are in :mod:`analysis.power.error_rates`; power curves and the closed-form
+approximation in :mod:`analysis.power.curve`.
 """
 
 from __future__ import annotations
@@ -31,38 +30,23 @@ import pandas as pd
 
 from analysis.compare import ComparisonResult, compare_nested
 from analysis.executor import TaskPool, check_executor, task_pool
-from analysis.prereg.power_inputs import (
+from analysis.power.inputs import (
     BASELINE_STRUCTURAL,
-    DEFAULT_WIDTHS,
     SIMULATED_BLOCKS,
     PowerAssumptions,
-    StratumWidths,
     StudySizes,
-    WidthModel,
     _number,
-    _width_model,
-    load_widths,
     signal_block,
-    sizes_from_design,
 )
+from analysis.power.widths import StratumWidths, WidthModel, _width_model
 from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
-    "BASELINE_STRUCTURAL",
     "DECISION_COLUMNS",
-    "DEFAULT_WIDTHS",
-    "SIMULATED_BLOCKS",
     "SIMULATED_COVARIATES",
-    "PowerAssumptions",
-    "StratumWidths",
-    "StudySizes",
-    "WidthModel",
-    "load_widths",
-    "signal_block",
     "simulate_study",
     "simulated_comparison",
     "simulated_decisions",
-    "sizes_from_design",
 ]
 
 LOG_COLUMNS = ("baseline__n", "baseline__temperature", "baseline__eps", "baseline__stable_rank")
@@ -151,7 +135,7 @@ def simulate_study(
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.power import simulate_study
+    >>> from analysis.power.simulate import simulate_study
     >>> table = simulate_study(sizes, widths, share=0.5, random_state=0)
     >>> table.shape, table["cluster"].nunique(), table.loc[table["held_out"], "cluster"].nunique()
     ((32, 15), 16, 6)
@@ -325,7 +309,7 @@ def simulated_comparison(
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.power import simulate_study, simulated_comparison
+    >>> from analysis.power.simulate import simulate_study, simulated_comparison
     >>> table = simulate_study(sizes, widths, share=0.5, random_state=0)
     >>> result = simulated_comparison(sizes, table, random_state=0)
     >>> print(result.to_frame()[["pair", "effect", "p_holm", "adds_information"]].round(2))
@@ -519,7 +503,7 @@ def simulated_decisions(
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.power import simulated_decisions
+    >>> from analysis.power.simulate import simulated_decisions
     >>> alternative = simulated_decisions(sizes, widths, share=0.5, simulations=5, random_state=0)
     >>> alternative["adds_information"].tolist()
     [True, True, True, True, False]

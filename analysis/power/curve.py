@@ -1,6 +1,6 @@
 """Power curves of the pre-specified comparison and their closed-form approximation.
 
-:func:`power_curve` runs :func:`~analysis.prereg.power.simulated_decisions` over a grid
+:func:`power_curve` runs :func:`~analysis.power.simulate.simulated_decisions` over a grid
 of effect shares and native head shares; :func:`approximate_power` is the normal
 approximation that explains the simulated power (see its Notes and ``docs/prereg.md``);
 :func:`minimum_detectable_effect` reads a curve.
@@ -15,11 +15,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.prereg.power import (
-    PowerAssumptions,
-    StudySizes,
-    simulated_decisions,
-)
+from analysis.power.inputs import PowerAssumptions, StudySizes
+from analysis.power.simulate import simulated_decisions
 from analysis.validation import ParameterError, check_int, check_random_state
 
 __all__ = [
@@ -69,7 +66,7 @@ def approximate_power(
     sizes : StudySizes
         ``n_held_out`` (H), ``cells_per_head`` (K), ``alpha`` and the family size m.
     effect, icc, native_head_share : float, keyword-only
-        As in :func:`~analysis.prereg.power.simulate_study` (``residual_sd`` cancels).
+        As in :func:`~analysis.power.simulate.simulate_study` (``residual_sd`` cancels).
     target_power : float, keyword-only
 
     Returns
@@ -103,8 +100,8 @@ def approximate_power(
 
     Examples
     --------
-    >>> from analysis.prereg.power import StudySizes
-    >>> from analysis.prereg.power_curve import approximate_power
+    >>> from analysis.power.inputs import StudySizes
+    >>> from analysis.power.curve import approximate_power
     >>> approx = approximate_power()  # the default sizes: H = 18, K = 18, 3 pairs
     >>> round(approx["z"], 2), round(approx["power_holm"], 3), round(approx["held_out_for_target"])
     (1.27, 0.197, 98)
@@ -162,7 +159,7 @@ def power_curve(
     Parameters
     ----------
     widths : pandas.DataFrame
-        From :func:`~analysis.prereg.power.load_widths`.
+        From :func:`~analysis.power.simulate.load_widths`.
     simulations : int, keyword-only
         Simulated studies per null and per (effect, head share) alternative.
     effects, head_shares : tuple of float, keyword-only
@@ -191,7 +188,7 @@ def power_curve(
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.power_curve import power_curve
+    >>> from analysis.power.curve import power_curve
     >>> curve = power_curve(
     ...     widths, simulations=4, effects=(0.5,), head_shares=(0.5,), sizes=sizes, random_state=0
     ... )
@@ -292,7 +289,7 @@ def minimum_detectable_effect(curve: pd.DataFrame, *, target: float = 0.8) -> pd
     Examples
     --------
     >>> import pandas as pd
-    >>> from analysis.prereg.power_curve import minimum_detectable_effect
+    >>> from analysis.power.curve import minimum_detectable_effect
     >>> curve = pd.DataFrame({
     ...     "native_head_share": [0.5, 0.5, 0.5, 0.0, 0.0, 0.0],
     ...     "effect": [0.1, 0.2, 0.3, 0.1, 0.2, 0.3],

@@ -1,6 +1,6 @@
 """The power simulator's assumptions fitted to data the confirmatory cells never touch.
 
-:func:`fit_assumptions` estimates what :class:`~analysis.prereg.power_inputs.PowerAssumptions`
+:func:`fit_assumptions` estimates what :class:`~analysis.power.inputs.PowerAssumptions`
 leaves to the analyst -- the residual scale, the share of it between heads (ICC) and
 between the heads of one layer, each checkpoint's offset and residual scale (family
 heterogeneity), each checkpoint's bracket widths and the between-head share of the
@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.prereg.power_inputs import PowerAssumptions, StratumWidths
+from analysis.power.inputs import PowerAssumptions
+from analysis.power.widths import StratumWidths
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
@@ -58,7 +59,7 @@ def m0_loss_check(
 
     Examples
     --------
-    >>> from analysis.prereg.power_fit import m0_loss_check
+    >>> from analysis.power.fit import m0_loss_check
     >>> m0_loss_check(0.012, 0.010) is None  # 20% above: passes
     True
     >>> print(m0_loss_check(0.32, 0.0137))  # doctest: +ELLIPSIS
@@ -117,7 +118,7 @@ class FittedAssumptions:
         computed).
     reference_method : str
     reference_by_stratum : tuple of (label, loss)
-        The reference per checkpoint stratum (what :mod:`analysis.prereg.power_calibrate`
+        The reference per checkpoint stratum (what :mod:`analysis.power.calibrate`
         fits each checkpoint's scale to).
     method : str
     notes : tuple of str
@@ -128,7 +129,7 @@ class FittedAssumptions:
     --------
     Made by :func:`fit_assumptions`; :meth:`assumptions` gives the simulator's record:
 
-    >>> from analysis.prereg.power_fit import FittedAssumptions
+    >>> from analysis.power.fit import FittedAssumptions
     >>> fit = FittedAssumptions(
     ...     source="example", n_heads=40, n_cells=360, residual_sd=0.25, icc=0.7,
     ...     layer_share=0.1, native_head_share=0.8,
@@ -333,7 +334,7 @@ def reference_m0_losses(
     Examples
     --------
     >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> from analysis.prereg.power_fit import reference_m0_losses
+    >>> from analysis.power.fit import reference_m0_losses
     >>> table = example_table().drop(columns="held_out")
     >>> losses, how = reference_m0_losses(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
     ...                                   comparison_kwargs={"estimator": "ols"})
@@ -416,7 +417,7 @@ def reference_m0_loss(
     Examples
     --------
     >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> from analysis.prereg.power_fit import reference_m0_loss
+    >>> from analysis.power.fit import reference_m0_loss
     >>> table = example_table().drop(columns="held_out")
     >>> loss, how = reference_m0_loss(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
     ...                               comparison_kwargs={"estimator": "ols"})
@@ -502,7 +503,7 @@ def fit_assumptions(
     coefficient (centred, head-weighted): the part of its mean the base covariates
     leave, which a base model without checkpoint effects cannot absorb; its scale is the
     root of its cells' mean squared residual over the pooled one (a starting value:
-    :func:`~analysis.prereg.power_calibrate.calibrate_scales` fits the scales to each
+    :func:`~analysis.power.calibrate.calibrate_scales` fits the scales to each
     checkpoint's reference M0 loss). The signal block's head share is the REML between-head share of each of its
     columns after an OLS on the base columns, median over columns.
 
@@ -511,9 +512,9 @@ def fit_assumptions(
     A study simulated with known parameters, fitted back (its training cells only):
 
     >>> from analysis.prereg.examples import example_widths
-    >>> from analysis.prereg.power import (PowerAssumptions, SIMULATED_COVARIATES,
-    ...                                    StudySizes, simulate_study)
-    >>> from analysis.prereg.power_fit import fit_assumptions
+    >>> from analysis.power import (PowerAssumptions, SIMULATED_COVARIATES, StudySizes,
+    ...                             simulate_study)
+    >>> from analysis.power.fit import fit_assumptions
     >>> sizes = StudySizes(n_heads=60, n_held_out=10, lengths=(64, 128), eps=(0.1,),
     ...                    temperatures=(0.5, 1.0, 2.0), inputs_per_length=2)
     >>> truth = PowerAssumptions(residual_sd=0.3, icc=0.6)

@@ -1,7 +1,7 @@
 """The power simulator fitted to a study's data: read the cells, fit, calibrate.
 
-:mod:`analysis.prereg.power_fit` fits the simulator's structure to a table of cells and
-:mod:`analysis.prereg.power_calibrate` fits each checkpoint's residual scale to its
+:mod:`analysis.power.fit` fits the simulator's structure to a table of cells and
+:mod:`analysis.power.calibrate` fits each checkpoint's residual scale to its
 reference M0 loss; prereg reads no store, so this module reads the cells they are fitted
 to -- the study's **training** heads (its comparison table less the held-out heads) or a
 **pilot** (the same design run on another input seed, under its own root) -- and runs
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.prereg.power_inputs import PowerAssumptions, StudySizes
+from analysis.power.inputs import PowerAssumptions, StudySizes
 from analysis.validation import ParameterError, check_int
 
 __all__ = ["FitOutcome", "fitted_assumptions", "study_training_table", "widths_digest"]
@@ -121,7 +121,7 @@ def fitted_assumptions(
     pilot_input_seed : int, keyword-only
         For ``pilot``: the input seed the design declares for its pilot (checked).
     calibration_studies : int, keyword-only
-        Studies per step of :func:`~analysis.prereg.power_calibrate.calibrate_scales`
+        Studies per step of :func:`~analysis.power.calibrate.calibrate_scales`
         (0: keep the structural fit's scales).
     reference_only : bool, keyword-only
     progress : callable, keyword-only
@@ -130,8 +130,8 @@ def fitted_assumptions(
     -------
     FitOutcome
     """
+    from analysis.power.fit import fit_assumptions, reference_m0_loss
     from analysis.prereg.design import load_design
-    from analysis.prereg.power_fit import fit_assumptions, reference_m0_loss
 
     calibration_studies = check_int("calibration_studies", calibration_studies, minimum=0)
     notes: list[str] = []
@@ -212,7 +212,7 @@ def fitted_assumptions(
     if calibration_studies == 0:
         notes.append("scales not calibrated (calibration_studies 0): the structural fit's")
         return FitOutcome(structural, fitted.widths, fitted.reference_m0_loss, record, notes)
-    from analysis.prereg.power_calibrate import calibrate_scales
+    from analysis.power.calibrate import calibrate_scales
 
     reference = dict(fitted.reference_by_stratum) or {"all": fitted.reference_m0_loss}
     cal = calibrate_scales(

@@ -1,6 +1,6 @@
 """Error rates of the pre-specified decision: size at two nulls, power, minimum detectable effect.
 
-:func:`validate_comparison` simulates a design's study (:mod:`analysis.prereg.power`) for
+:func:`validate_comparison` simulates a design's study (:mod:`analysis.power.simulate`) for
 each tested hypothesis and reports, with Clopper-Pearson intervals,
 
 - the size at the **simple null** (no block carries information: the richer model's
@@ -23,17 +23,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.prereg.power import (
-    DECISION_COLUMNS,
-    PowerAssumptions,
-    StratumWidths,
-    StudyRunner,
-    StudySizes,
-    WidthModel,
-    signal_block,
-)
-from analysis.prereg.power_fit import SimulatorMismatchWarning
-from analysis.prereg.rates import Rate, clopper_pearson
+from analysis.power.fit import SimulatorMismatchWarning
+from analysis.power.inputs import PowerAssumptions, StudySizes, signal_block
+from analysis.power.rates import Rate, clopper_pearson
+from analysis.power.simulate import DECISION_COLUMNS, StudyRunner
+from analysis.power.widths import StratumWidths, WidthModel
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
@@ -243,9 +237,9 @@ class ValidationResult:
         :data:`RUN_COLUMNS`, one row per simulated study.
     reference_m0_loss : float or None
         The real M0 held-out loss the simulator is checked against (training or pilot
-        cells, :func:`~analysis.prereg.power_fit.reference_m0_loss`); None when unknown.
+        cells, :func:`~analysis.power.fit.reference_m0_loss`); None when unknown.
     fit : dict or None
-        :meth:`~analysis.prereg.power_fit.FittedAssumptions.to_dict` when the
+        :meth:`~analysis.power.fit.FittedAssumptions.to_dict` when the
         assumptions were fitted.
 
     Examples
@@ -257,7 +251,7 @@ class ValidationResult:
     >>> result = example_validation()  # 2 studies per share: far too few for real use
     >>> result.confirmatory.hypothesis, result.simulations, result.alpha
     ('M0<M1', 2, 0.05)
-    >>> from analysis.prereg.error_rates import RUN_COLUMNS
+    >>> from analysis.power.error_rates import RUN_COLUMNS
     >>> list(result.runs.columns) == list(RUN_COLUMNS)
     True
     >>> print(result.summary())  # doctest: +ELLIPSIS
@@ -292,8 +286,8 @@ class ValidationResult:
     @property
     def warnings(self) -> list[str]:
         """Design-check warnings: the simulated M0 loss more than 25% away from the
-        reference (:func:`~analysis.prereg.power_fit.m0_loss_check`)."""
-        from analysis.prereg.power_fit import m0_loss_check
+        reference (:func:`~analysis.power.fit.m0_loss_check`)."""
+        from analysis.power.fit import m0_loss_check
 
         text = m0_loss_check(
             self.simulated_m0_loss, self.reference_m0_loss, fitted=self.fit is not None
@@ -527,11 +521,11 @@ def validate_comparison(
     Parameters
     ----------
     widths : pandas.DataFrame, WidthModel or StratumWidths
-        From :func:`~analysis.prereg.power.load_widths`.
+        From :func:`~analysis.power.simulate.load_widths`.
     simulations : int, keyword-only
         Simulated studies per scenario and per share (>= 2).
     sizes : StudySizes, keyword-only
-        From :func:`~analysis.prereg.power.sizes_from_design`.
+        From :func:`~analysis.power.simulate.sizes_from_design`.
     assumptions : PowerAssumptions, keyword-only
     hypotheses : sequence of str, keyword-only
         Hypothesis ids (``sizes.hypotheses``) to simulate; default the confirmatory one.
@@ -568,7 +562,7 @@ def validate_comparison(
     Per hypothesis (pair base < rich, signal in the block the rich model adds) two sets of
     ``simulations`` seeds are spawned: A (calibration) and B (boundary size). Every share
     on A uses the same seeds, and a seed's heads, noise, widths and positions do not
-    depend on the share (common random numbers, :func:`~analysis.prereg.power.simulate_study`),
+    depend on the share (common random numbers, :func:`~analysis.power.simulate.simulate_study`),
     so rates and mean effects on A are deterministic functions of the share.
 
     *Simple null*: share 0 on A; the mean effect ``m(0)`` is negative (the rich model's
@@ -608,11 +602,11 @@ def validate_comparison(
     --------
     A small study (made-up reference widths), two studies per share, no MDE bisection:
 
-    >>> from analysis.prereg.power import PowerAssumptions
+    >>> from analysis.power.inputs import PowerAssumptions
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.error_rates import validate_comparison
+    >>> from analysis.power.error_rates import validate_comparison
     >>> result = validate_comparison(  # 2 studies per share: far too few for real use
     ...     widths, simulations=2, sizes=sizes, assumptions=PowerAssumptions(effect=0.9),
     ...     mde_steps=0, calibration_iterations=0, random_state=0,
@@ -622,7 +616,7 @@ def validate_comparison(
     ('M0<M1', 0.9, 2)
     >>> float(row["power"]), float(row["size_simple"])  # both studies reject at share 0.9
     (1.0, 0.0)
-    >>> from analysis.prereg.error_rates import clopper_pearson
+    >>> from analysis.power.error_rates import clopper_pearson
     >>> k = round(row["size_simple"] * 2)  # rejections at the simple null, out of 2
     >>> (row["size_simple_ci_low"], row["size_simple_ci_high"]) == clopper_pearson(k, 2)
     True

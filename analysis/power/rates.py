@@ -1,6 +1,6 @@
 """Simulated rejection rates with exact binomial intervals (:class:`Rate`).
 
-Split from :mod:`analysis.prereg.error_rates`, which re-exports both names.
+Split from :mod:`analysis.power.error_rates`, which re-exports both names.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
     Examples
     --------
-    >>> from analysis.prereg.rates import clopper_pearson
+    >>> from analysis.power.rates import clopper_pearson
     >>> low, high = clopper_pearson(0, 10)  # the upper end is 1 - 0.025^(1/10)
     >>> low, round(high, 6), round(1 - 0.025 ** (1 / 10), 6)
     (0.0, 0.308497, 0.308497)
@@ -68,10 +68,10 @@ class Rate:
     Examples
     --------
     From four simulated decisions (the rows of
-    :func:`~analysis.prereg.power.simulated_decisions`):
+    :func:`~analysis.power.simulate.simulated_decisions`):
 
     >>> import pandas as pd
-    >>> from analysis.prereg.rates import Rate
+    >>> from analysis.power.rates import Rate
     >>> rows = pd.DataFrame({
     ...     "adds_information": [True, False, True, True], "effect": [0.3, -0.1, 0.2, 0.4],
     ...     "p_value": [0.01, 0.6, 0.04, 0.001],

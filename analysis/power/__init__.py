@@ -1,0 +1,56 @@
+"""Power analysis: simulated studies of a design, decided by its pre-specified comparison.
+
+:mod:`~analysis.power.inputs` (the design's sizes, the assumptions it does not fix),
+:mod:`~analysis.power.widths` (the reference bracket widths the simulation resamples),
+:mod:`~analysis.power.simulate` (one simulated study and its decision),
+:mod:`~analysis.power.fit` (the simulator fitted to training or pilot cells),
+:mod:`~analysis.power.calibrate` (its residual scales calibrated to their M0 loss),
+:mod:`~analysis.power.error_rates` (size at both nulls, power, minimum detectable effect),
+:mod:`~analysis.power.rates` (rates with exact intervals), :mod:`~analysis.power.curve`
+(power curves, the closed-form approximation) and :mod:`~analysis.power.file` (the
+design's stored power, ``<stem>.power.json``, whose hash the lock records). The study's
+power stage (:mod:`analysis.study.power`) calls this package; prereg never imports it.
+"""
+
+from analysis.power.curve import (
+    POWER_CURVE_COLUMNS,
+    approximate_power,
+    minimum_detectable_effect,
+    power_curve,
+)
+from analysis.power.error_rates import HypothesisPower, ValidationResult, validate_comparison
+from analysis.power.file import POWER_FILE_FORMAT, read_power_file, write_power_file
+from analysis.power.inputs import SIMULATED_BLOCKS, PowerAssumptions, StudySizes, sizes_from_design
+from analysis.power.rates import Rate, clopper_pearson
+from analysis.power.simulate import (
+    SIMULATED_COVARIATES,
+    simulate_study,
+    simulated_comparison,
+    simulated_decisions,
+)
+from analysis.power.widths import WidthModel, load_widths
+
+__all__ = [
+    "HypothesisPower",
+    "POWER_CURVE_COLUMNS",
+    "POWER_FILE_FORMAT",
+    "PowerAssumptions",
+    "Rate",
+    "SIMULATED_BLOCKS",
+    "SIMULATED_COVARIATES",
+    "StudySizes",
+    "ValidationResult",
+    "WidthModel",
+    "approximate_power",
+    "clopper_pearson",
+    "load_widths",
+    "minimum_detectable_effect",
+    "power_curve",
+    "read_power_file",
+    "simulate_study",
+    "simulated_comparison",
+    "simulated_decisions",
+    "sizes_from_design",
+    "validate_comparison",
+    "write_power_file",
+]
