@@ -12,11 +12,11 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.power.error_rates import validate_comparison
 from analysis.power.inputs import PowerAssumptions, StudySizes
+from analysis.power.spec import PowerSpec
 from analysis.power.widths import DEFAULT_WIDTHS, load_widths
 from analysis.prereg.options import POWER_FIT_SOURCES, design_power
 from analysis.validation import check_int
@@ -41,13 +41,9 @@ def _fit_or_reference(
     Returns ``(assumptions, widths or None, reference M0 loss or None, fit record or
     None, notes)``.
     """
-    from analysis.study.pilot import fitted_assumptions
+    from analysis.study.pilot import FitSource, fitted_assumptions
 
-    out = fitted_assumptions(
-        design_path,
-        sizes,
-        assumptions,
-        root=root,
+    source = FitSource(
         fit=fit_mode,
         pilot_root=Path(args.pilot_root) if args.pilot_root else None,
         pilot_design=Path(args.pilot_design)
@@ -56,22 +52,12 @@ def _fit_or_reference(
         pilot_input_seed=declared.get("pilot_input_seed"),
         calibration_studies=args.calibration_studies,
         reference_only=not args.no_reference,
-        progress=None if args.json else (lambda line: print(line, file=sys.stderr)),
+    )
+    progress = None if args.json else (lambda line: print(line, file=sys.stderr))
+    out = fitted_assumptions(
+        design_path, sizes, assumptions, root=root, source=source, progress=progress
     )
     return out.assumptions, out.widths, out.reference_m0_loss, out.record, out.notes
-
-
-def study_training_table(design_path: Path, *, root: Path | None = None) -> tuple[Any, dict]:
-    """:func:`analysis.study.pilot.study_training_table` (kept here for callers)."""
-    from analysis.study.pilot import study_training_table as table
-
-    return table(design_path, root=root)
-
-
-def load_design_data(path: Path) -> dict:
-    from analysis.prereg.design import load_design
-
-    return load_design(path, require_held_out=False).data
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -125,14 +111,17 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {done} simulated studies", file=sys.stderr)
 
     with parallel_kwargs(args) as parallel:
-        res = validate_comparison(
-            widths,
+        spec = PowerSpec(
             simulations=sims,
             sizes=sizes,
             assumptions=assumptions,
+            random_state=seed,
             hypotheses=hyps,
             mde_steps=args.mde_steps,
-            random_state=seed,
+        )
+        res = validate_comparison(
+            widths,
+            spec,
             progress=progress,
             reference_m0_loss=reference,
             fit=fit_record,

@@ -18,16 +18,18 @@ from analysis.power.curve import (
     minimum_detectable_effect,
     power_curve,
 )
-from analysis.power.error_rates import HypothesisPower, ValidationResult, validate_comparison
+from analysis.power.error_rates import validate_comparison
 from analysis.power.file import POWER_FILE_FORMAT, read_power_file, write_power_file
 from analysis.power.inputs import SIMULATED_BLOCKS, PowerAssumptions, StudySizes, sizes_from_design
 from analysis.power.rates import Rate, clopper_pearson
+from analysis.power.result import HypothesisPower, ValidationResult
 from analysis.power.simulate import (
     SIMULATED_COVARIATES,
     simulate_study,
     simulated_comparison,
     simulated_decisions,
 )
+from analysis.power.spec import PowerSpec
 from analysis.power.widths import WidthModel, load_widths
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "POWER_CURVE_COLUMNS",
     "POWER_FILE_FORMAT",
     "PowerAssumptions",
+    "PowerSpec",
     "Rate",
     "SIMULATED_BLOCKS",
     "SIMULATED_COVARIATES",

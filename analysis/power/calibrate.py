@@ -19,7 +19,7 @@ few lines of the fixed-point iteration are written here.
 The structural fit keeps its variance shares (ICC, layer share), offsets and widths; only
 the scale of each checkpoint's residual (head, layer and cell parts together) moves.
 ``attnrank validate-comparison --fit`` then simulates its studies on seeds the calibration
-never used, so the 25% check of :func:`~analysis.power.fit.m0_loss_check` on them is
+never used, so the 25% check of :func:`~analysis.power.rates.m0_loss_check` on them is
 an out-of-sample check of the calibration (Monte Carlo error, non-convergence, a loss the
 simulator cannot reach), not a tautology.
 """
@@ -35,6 +35,7 @@ import pandas as pd
 from analysis.compare import held_out_predictions, interval_sq_loss
 from analysis.power.inputs import PowerAssumptions, StudySizes
 from analysis.power.simulate import simulate_study, simulated_comparison
+from analysis.power.spec import PowerSpec
 from analysis.power.widths import StratumWidths, WidthModel
 from analysis.validation import ParameterError, check_int
 
@@ -167,15 +168,12 @@ def simulated_m0_losses(
 
 
 def calibrate_scales(
-    sizes: StudySizes,
     widths: pd.DataFrame | WidthModel | StratumWidths,
-    assumptions: PowerAssumptions,
+    spec: PowerSpec,
     reference: Mapping[str, float],
     *,
-    studies: int = 6,
     max_iterations: int = 8,
     tolerance: float = 0.05,
-    random_state: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """Fit each checkpoint's residual scale so the simulated held-out M0 loss matches the
@@ -183,20 +181,19 @@ def calibrate_scales(
 
     Parameters
     ----------
-    sizes : StudySizes
-        The design's sizes (the studies are simulated as validate-comparison simulates them).
     widths : DataFrame, WidthModel or StratumWidths
-    assumptions : PowerAssumptions
-        The structural fit (:meth:`FittedAssumptions.assumptions`).
+    spec : PowerSpec
+        The design's ``sizes`` (the studies are simulated as validate-comparison simulates
+        them), the structural fit's ``assumptions``
+        (:meth:`~analysis.power.result.FittedAssumptions.assumptions`), ``simulations``
+        studies per iteration (the same seeds each iteration) and ``random_state`` (an
+        int; None is 0).
     reference : mapping of str to float
         The reference M0 held-out loss per checkpoint stratum of ``sizes`` (a single
         stratum may be given as ``"all"``).
-    studies : int, keyword-only
-        Simulated studies per iteration (same seeds each iteration).
     max_iterations : int, keyword-only
     tolerance : float, keyword-only
         Relative distance to every reference at which the iteration stops.
-    random_state : int, keyword-only
     progress : callable, keyword-only
         Called with one line per iteration.
 
@@ -228,12 +225,17 @@ def calibrate_scales(
     >>> sizes, widths = example_sizes(), example_widths()
     >>> target = simulated_m0_losses(sizes, widths, PowerAssumptions(residual_sd=0.5),
     ...                              np.random.SeedSequence(9).spawn(4))
-    >>> cal = calibrate_scales(sizes, widths, PowerAssumptions(residual_sd=0.1),
-    ...                        {"all": target["all"]}, studies=4, random_state=1)
+    >>> from analysis.power.spec import PowerSpec
+    >>> spec = PowerSpec(simulations=4, sizes=sizes,
+    ...                  assumptions=PowerAssumptions(residual_sd=0.1), random_state=1)
+    >>> cal = calibrate_scales(widths, spec, {"all": target["all"]})
     >>> cal.converged, bool(0.3 < cal.assumptions.residual_sd < 0.8)
     (True, True)
     """
-    studies = check_int("studies", studies, minimum=1)
+    if not isinstance(spec, PowerSpec):
+        raise ParameterError("spec", "a PowerSpec", type(spec).__name__)
+    sizes, assumptions, studies = spec.sizes, spec.assumptions, spec.simulations
+    random_state = check_int("random_state", 0 if spec.random_state is None else spec.random_state)
     max_iterations = check_int("max_iterations", max_iterations, minimum=1)
     if not (0 < tolerance < 1):
         raise ParameterError("tolerance", "a relative tolerance in (0, 1)", tolerance)

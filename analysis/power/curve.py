@@ -17,7 +17,8 @@ import pandas as pd
 
 from analysis.power.inputs import PowerAssumptions, StudySizes
 from analysis.power.simulate import simulated_decisions
-from analysis.validation import ParameterError, check_int, check_random_state
+from analysis.power.spec import PowerSpec
+from analysis.validation import ParameterError, check_random_state
 
 __all__ = [
     "POWER_CURVE_COLUMNS",
@@ -26,9 +27,8 @@ __all__ = [
     "power_curve",
 ]
 
-#: The default sizes and assumptions (frozen), the defaults of both functions.
+#: The default sizes (frozen), the default of :func:`approximate_power`.
 _BUILT_IN_SIZES = StudySizes()
-_DEFAULT_ASSUMPTIONS = PowerAssumptions()
 #: Columns of :func:`power_curve`'s table.
 POWER_CURVE_COLUMNS: tuple[str, ...] = (
     "effect",
@@ -144,13 +144,10 @@ def _offset(
 
 def power_curve(
     widths: pd.DataFrame,
+    spec: PowerSpec,
     *,
-    simulations: int,
     effects: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3),
     head_shares: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75),
-    sizes: StudySizes = _BUILT_IN_SIZES,
-    assumptions: PowerAssumptions = _DEFAULT_ASSUMPTIONS,
-    random_state: int | np.random.Generator | None = None,
     workers: int = 1,
     progress=None,
 ) -> pd.DataFrame:
@@ -160,13 +157,11 @@ def power_curve(
     ----------
     widths : pandas.DataFrame
         From :func:`~analysis.power.simulate.load_widths`.
-    simulations : int, keyword-only
-        Simulated studies per null and per (effect, head share) alternative.
+    spec : PowerSpec
+        ``simulations`` studies per null and per (effect, head share) alternative of
+        ``sizes``; ``assumptions`` give everything but the effect and the head share,
+        which the grid sets; ``random_state``.
     effects, head_shares : tuple of float, keyword-only
-    sizes : StudySizes, keyword-only
-    assumptions : PowerAssumptions, keyword-only
-        Everything but the effect and the head share, which the grid sets.
-    random_state : int, Generator or None, keyword-only
     workers : int, keyword-only
         Processes (results do not depend on it).
     progress : callable or None, keyword-only
@@ -189,15 +184,17 @@ def power_curve(
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.power.curve import power_curve
-    >>> curve = power_curve(
-    ...     widths, simulations=4, effects=(0.5,), head_shares=(0.5,), sizes=sizes, random_state=0
-    ... )
+    >>> from analysis.power.spec import PowerSpec
+    >>> spec = PowerSpec(simulations=4, sizes=sizes, random_state=0)
+    >>> curve = power_curve(widths, spec, effects=(0.5,), head_shares=(0.5,))
     >>> cols = ["effect", "native_head_share", "false_positive_rate", "power", "power_approx"]
     >>> print(curve[cols].round(3).to_string(index=False))
      effect  native_head_share  false_positive_rate  power  power_approx
         0.5                0.5                  0.0    0.5         0.352
     """
-    simulations = check_int("simulations", simulations, minimum=1)
+    if not isinstance(spec, PowerSpec):
+        raise ParameterError("spec", "a PowerSpec", type(spec).__name__)
+    sizes, assumptions, simulations = spec.sizes, spec.assumptions, spec.simulations
     effects = tuple(effects)
     head_shares = tuple(head_shares)
     if not effects or not head_shares:
@@ -211,19 +208,17 @@ def power_curve(
             per_share[s] = dataclasses.replace(assumptions, native_head_share=s)
         except ParameterError as exc:
             raise ParameterError("head_shares", exc.allowed, s) from None
-    rng = check_random_state(random_state)
+    rng = check_random_state(spec.random_state)
     total = len(head_shares) * (1 + len(effects)) * simulations
     done = 0
     rows = []
     for s in head_shares:
         a = per_share[s]
+        at = dataclasses.replace(spec, assumptions=a, random_state=rng)
         null = simulated_decisions(
-            sizes,
             widths,
+            at,
             share=0.0,
-            simulations=simulations,
-            assumptions=a,
-            random_state=rng,
             workers=workers,
             progress=_offset(progress, done, total),
         )
@@ -231,12 +226,9 @@ def power_curve(
         for e in effects:
             t0 = time.perf_counter()
             alt = simulated_decisions(
-                sizes,
                 widths,
+                at,
                 share=e,
-                simulations=simulations,
-                assumptions=a,
-                random_state=rng,
                 workers=workers,
                 progress=_offset(progress, done, total),
             )

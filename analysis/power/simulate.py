@@ -38,8 +38,9 @@ from analysis.power.inputs import (
     _number,
     signal_block,
 )
+from analysis.power.spec import PowerSpec
 from analysis.power.widths import StratumWidths, WidthModel, _width_model
-from analysis.validation import ParameterError, check_int, check_random_state
+from analysis.validation import ParameterError, check_random_state
 
 __all__ = [
     "DECISION_COLUMNS",
@@ -454,34 +455,29 @@ class StudyRunner:
 
 
 def simulated_decisions(
-    sizes: StudySizes,
     widths: pd.DataFrame | WidthModel | StratumWidths,
+    spec: PowerSpec,
     *,
     share: float,
-    simulations: int,
-    assumptions: PowerAssumptions = PowerAssumptions(),
     pair: tuple[str, str] | None = None,
-    random_state: int | np.random.Generator | None = None,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
     executor: cf.Executor | None = None,
 ) -> pd.DataFrame:
-    """Simulate ``simulations`` studies at one share and decide each.
+    """Simulate ``spec.simulations`` studies at one share and decide each.
 
     Parameters
     ----------
-    sizes : StudySizes
     widths : DataFrame from :func:`load_widths`, or a :class:`WidthModel`
+    spec : PowerSpec
+        The ``sizes``, ``assumptions``, number of ``simulations`` and ``random_state``:
+        study k draws from the k-th of ``simulations`` child seeds of it, so studies are
+        independent of each other and of ``workers``.
     share : float, keyword-only
         Share of the variance M0 leaves that the pair's signal block explains (0 = null).
-    simulations : int, keyword-only
-    assumptions : PowerAssumptions, keyword-only
     pair : (base, rich), keyword-only
         The pair whose decision is recorded (default: the confirmatory pair); the signal
         sits in the block its rich model adds (:func:`signal_block`).
-    random_state : int, Generator or None, keyword-only
-        Study k draws from the k-th of ``simulations`` child seeds of it, so studies are
-        independent of each other and of ``workers``.
     workers : int, keyword-only
         Processes.
     progress : callable or None, keyword-only
@@ -504,20 +500,24 @@ def simulated_decisions(
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.power.simulate import simulated_decisions
-    >>> alternative = simulated_decisions(sizes, widths, share=0.5, simulations=5, random_state=0)
+    >>> from analysis.power.spec import PowerSpec
+    >>> spec = PowerSpec(simulations=5, sizes=sizes, random_state=0)
+    >>> alternative = simulated_decisions(widths, spec, share=0.5)
     >>> alternative["adds_information"].tolist()
     [True, True, True, True, False]
-    >>> null = simulated_decisions(sizes, widths, share=0.0, simulations=5, random_state=0)
+    >>> null = simulated_decisions(widths, spec, share=0.0)
     >>> null["adds_information"].tolist()
     [False, False, False, False, False]
     """
-    simulations = check_int("simulations", simulations, minimum=1)
+    if not isinstance(spec, PowerSpec):
+        raise ParameterError("spec", "a PowerSpec", type(spec).__name__)
+    sizes, assumptions, simulations = spec.sizes, spec.assumptions, spec.simulations
     if not (_number(share) and 0 <= share < 1):
         raise ParameterError("share", "a share in [0, 1)", share)
     pair = tuple(pair or sizes.confirmatory)
     signal_block(sizes, pair)
     wmodel = _width_model(sizes, widths, assumptions)
-    seeds = seed_children(random_state, simulations)
+    seeds = seed_children(spec.random_state, simulations)
     done = [0]
 
     def step(k: int) -> None:

@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.power.error_rates import ValidationResult, validate_comparison
+from analysis.power.error_rates import validate_comparison
 from analysis.power.inputs import PowerAssumptions, StudySizes
+from analysis.power.result import ValidationResult
+from analysis.power.spec import PowerSpec
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -219,8 +221,7 @@ def example_validation() -> ValidationResult:
     >>> result.simulations, [h.hypothesis for h in result.hypotheses]
     (2, ['M0<M1'])
     """
-    return validate_comparison(
-        example_widths(),
+    spec = PowerSpec(
         simulations=2,
         sizes=example_sizes(),
         assumptions=PowerAssumptions(effect=0.9),
@@ -228,3 +229,4 @@ def example_validation() -> ValidationResult:
         calibration_iterations=0,
         random_state=0,
     )
+    return validate_comparison(example_widths(), spec)

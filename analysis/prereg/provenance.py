@@ -19,34 +19,32 @@ __all__ = ["git_commit", "power_path", "power_sha256"]
 def git_commit(where: Path) -> str | None:
     """The commit checked out at ``where`` (None outside a git checkout or without git).
 
-        Parameters
-        ----------
-        where : Path
-            A folder.
+    Parameters
+    ----------
+    where : Path
+        A folder.
 
-        Returns
-        -------
-        str or None
-            The full commit hash (``git rev-parse HEAD``).
+    Returns
+    -------
+    str or None
+        The full commit hash (``git rev-parse HEAD``).
 
-        Examples
-        --------
-        A new repository with one empty commit:
+    Examples
+    --------
+    A new repository with one empty commit:
 
-        >>> import hashlib
-    import os
-    import subprocess
-        >>> from pathlib import Path
-        >>> from analysis.prereg.lock import git_commit
-        >>> repo = Path("repository")
-        >>> git = ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x"]
-        >>> _ = subprocess.run(["git", "init", "-q", str(repo)], check=True)
-        >>> _ = subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
-        >>> log = subprocess.run([*git, "log", "--format=%H"], capture_output=True, text=True)
-        >>> git_commit(repo) == log.stdout.strip(), len(git_commit(repo))
-        (True, 40)
-        >>> git_commit(Path("no such folder")) is None
-        True
+    >>> import subprocess
+    >>> from pathlib import Path
+    >>> from analysis.prereg.lock import git_commit
+    >>> repo = Path("repository")
+    >>> git = ["git", "-C", str(repo), "-c", "user.name=x", "-c", "user.email=x@x"]
+    >>> _ = subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    >>> _ = subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
+    >>> log = subprocess.run([*git, "log", "--format=%H"], capture_output=True, text=True)
+    >>> git_commit(repo) == log.stdout.strip(), len(git_commit(repo))
+    (True, 40)
+    >>> git_commit(Path("no such folder")) is None
+    True
     """
     try:
         out = subprocess.run(

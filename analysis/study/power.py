@@ -28,7 +28,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from analysis.power.file import (
     write_power_file,
 )
 from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
+from analysis.power.spec import PowerSpec
 from analysis.power.widths import DEFAULT_WIDTHS, load_widths
 from analysis.prereg.options import design_power
 from analysis.prereg.provenance import power_path
@@ -268,7 +269,6 @@ def power_stage(
     simulations: int | None = None,
     workers: int = 1,
     say: Callable[[str], None] = print,
-    hypotheses: Sequence[str] | None = None,
     executor: Executor | None = None,
     assumptions: PowerAssumptions | None = None,
 ) -> dict[str, Any]:
@@ -289,9 +289,6 @@ def power_stage(
     workers : int, keyword-only
         Processes (the result does not depend on it, and it is not part of the key).
     say : callable, keyword-only
-    hypotheses : sequence of str, keyword-only
-        Hypothesis ids (default every hypothesis of the design; those the simulation
-        cannot test are listed as skipped).
     executor : concurrent.futures.Executor, optional, keyword-only
         Run the simulations there instead of ``workers`` processes (not part of the key).
     assumptions : PowerAssumptions, optional, keyword-only
@@ -361,24 +358,22 @@ def power_stage(
     if declared["fit"] != "none":
         # the design declares what the simulator is fitted to: its training heads or a
         # pilot on another input seed ([power] pilot_design), calibrated to its M0 loss
-        from analysis.study.pilot import fitted_assumptions, widths_digest
+        from analysis.study.pilot import FitSource, fitted_assumptions, widths_digest
 
         pilot = declared.get("pilot_design")
-        fit = fitted_assumptions(
-            design_path,
-            sizes,
-            assumptions,
-            root=paths.root,
+        source = FitSource(
             fit=declared["fit"],
             pilot_design=(paths.root / pilot) if pilot else None,
             pilot_input_seed=declared.get("pilot_input_seed"),
             reference_only=False,
-            progress=say,
+        )
+        fit = fitted_assumptions(
+            design_path, sizes, assumptions, root=paths.root, source=source, progress=say
         )
         assumptions = fit.assumptions
         for note in fit.notes:
             say(note)
-    hyps = list(hypotheses or [h[0] for h in sizes.hypotheses])
+    hyps = [h[0] for h in sizes.hypotheses]
     seed = int(study.design.data["inference"]["seed"])
     inputs = {
         "format": POWER_FORMAT,
@@ -401,15 +396,18 @@ def power_stage(
         say(f"power: inputs unchanged, {power_path(design_path).name} reused")
         return stored
     t0 = time.perf_counter()
-    res = validate_comparison(
-        fit.widths if fit else load_widths(widths_file),
+    spec = PowerSpec(
         simulations=simulations,
         sizes=sizes,
         assumptions=assumptions,
+        random_state=seed,
         hypotheses=hyps,
         mde_target=inputs["mde_target"],
         mde_steps=inputs["mde_steps"],
-        random_state=seed,
+    )
+    res = validate_comparison(
+        fit.widths if fit else load_widths(widths_file),
+        spec,
         workers=workers,
         executor=executor,
         reference_m0_loss=fit.reference_m0_loss if fit else None,
