@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
-from analysis.study.power import DEFAULT_POWER_SIMULATIONS
+from analysis.power.file import DEFAULT_POWER_SIMULATIONS
 from analysis.study.runner import STAGES, run_study
 
 __all__ = ["register"]

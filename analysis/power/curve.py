@@ -156,7 +156,7 @@ def power_curve(
     Parameters
     ----------
     widths : pandas.DataFrame
-        From :func:`~analysis.power.simulate.load_widths`.
+        From :func:`~analysis.power.widths.load_widths`.
     spec : PowerSpec
         ``simulations`` studies per null and per (effect, head share) alternative of
         ``sizes``; ``assumptions`` give everything but the effect and the head share,

@@ -181,23 +181,13 @@ def validate_comparison(
     *Simple null*: share 0 on A; the mean effect ``m(0)`` is negative (the rich model's
     extra columns add estimation noise to its held-out predictions).
 
-    *Boundary null*: the share ``s_b`` with ``m(s_b) = 0``: the signal the rich block
-    carries is exactly offset by its estimation cost, so the expected held-out effect
-    (base loss minus rich loss) is 0, the least favourable point of ``effect <= 0``.
-    Derivation: write ``y(s) = f + sqrt(s) S + sqrt(1 - s) R`` with ``S = sqrt(V) w``
-    and ``R`` the residual at share 0 (fixed per seed). For point outcomes and least
-    squares fits, fitted values are linear in y, so each model's held-out loss is a
-    quadratic form in ``(sqrt(s) S, sqrt(1 - s) R)``; R is symmetric and independent of
-    S and the covariates, so its cross terms vanish in expectation and
-    ``m(s) = s m_S + (1 - s) m(0) + sqrt(s) c`` with a small ``c`` (from the part of f
-    the baseline misses): nearly linear, one root ``s_b ~ m(0) / (m(0) - m_S)``. With
-    intervals, interval fits and calibration the curve is bent a little, so the root is
-    found numerically on A: regula falsi (Illinois) from ``[0, effect]`` (doubled until
-    ``m > 0``), stopped when ``|m(s)| <= SE(m) / 4`` or after
-    ``calibration_iterations`` steps; the share with the smallest ``|m|`` is kept. The
-    size at the boundary is the rejection rate at ``s_b`` on the fresh seeds B, so the
-    calibration does not condition the size estimate; B's mean effect checks the
-    calibration (it should be within about 2 SE of 0).
+    *Boundary null*: the share ``s_b`` with ``m(s_b) = 0``, the least favourable point of
+    ``effect <= 0`` (its derivation: docs/prereg.md, "The boundary null"). It is found on
+    A by regula falsi (Illinois) from ``[0, effect]`` (doubled until ``m > 0``), stopped
+    when ``|m(s)| <= SE(m) / 4`` or after ``calibration_iterations`` steps; the share with
+    the smallest ``|m|`` is kept. The size at the boundary is the rejection rate at ``s_b``
+    on the fresh seeds B, so the calibration does not condition it; B's mean effect
+    checks the calibration (it should be within about 2 SE of 0).
 
     *Power*: the rejection rate at ``assumptions.effect`` on A. *MDE*: starting from the
     shares simulated on A, the bracket between the largest share with power below
@@ -208,7 +198,7 @@ def validate_comparison(
 
     Rates are shares of studies in which the pair is declared to add information (Holm
     within the design's family, ``ci_low > 0``). Intervals are Clopper-Pearson 95%
-    (:func:`clopper_pearson`). The size passes when the boundary rate is at most
+    (:func:`~analysis.power.rates.clopper_pearson`). The size passes when the boundary rate is at most
     ``alpha`` plus its interval's half-width.
 
     Examples

@@ -27,7 +27,7 @@ from analysis.power.result import FittedAssumptions
 from analysis.power.widths import StratumWidths
 from analysis.validation import ParameterError, check_int
 
-__all__ = ["TrainingCells", "fit_assumptions", "reference_m0_loss", "reference_m0_losses"]
+__all__ = ["TrainingCells", "fit_assumptions", "reference_m0_losses"]
 
 
 def _layer_of(clusters: pd.Series) -> pd.Series:
@@ -205,28 +205,6 @@ def reference_m0_losses(
         f"{base}'s held-out interval_sq_loss with the design's estimator"
     )
     return {k: sums[k] / counts[k] for k in sums}, how
-
-
-def reference_m0_loss(
-    table: pd.DataFrame,
-    models: Mapping[str, Sequence[str]],
-    pair: tuple[str, str],
-    **kwargs: Any,
-) -> tuple[float, str]:
-    """The overall loss of :func:`reference_m0_losses` (same arguments) and how.
-
-    Examples
-    --------
-    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> from analysis.power.fit import reference_m0_loss
-    >>> table = example_table().drop(columns="held_out")
-    >>> loss, how = reference_m0_loss(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
-    ...                               comparison_kwargs={"estimator": "ols"})
-    >>> bool(loss > 0)
-    True
-    """
-    losses, how = reference_m0_losses(table, models, pair, **kwargs)
-    return losses["all"], how
 
 
 @dataclass(frozen=True, eq=False)

@@ -47,7 +47,7 @@ class HypothesisPower:
         ``boundary_share``, fresh seeds) and at the assumed effect share.
     boundary_share : float
         The share at which the mean held-out effect is 0 (see
-        :func:`validate_comparison`, Notes); 0 when the simple null's mean effect is
+        :func:`~analysis.power.error_rates.validate_comparison`, Notes); 0 when the simple null's mean effect is
         already >= 0, NaN when no share up to 0.95 reaches it.
     boundary_mean_effect : float
         Mean effect at ``boundary_share`` on the calibration seeds (0 up to the
@@ -65,7 +65,7 @@ class HypothesisPower:
 
     Examples
     --------
-    Made by :func:`validate_comparison`, one per simulated hypothesis (here by
+    Made by :func:`~analysis.power.error_rates.validate_comparison`, one per simulated hypothesis (here by
     :func:`analysis.prereg.examples.example_validation`):
 
     >>> from analysis.prereg.examples import example_validation
@@ -190,7 +190,7 @@ class HypothesisPower:
 
 @dataclass(frozen=True)
 class ValidationResult:
-    """Outcome of :func:`validate_comparison`.
+    """Outcome of :func:`~analysis.power.error_rates.validate_comparison`.
 
     Attributes
     ----------
@@ -214,14 +214,14 @@ class ValidationResult:
         :data:`RUN_COLUMNS`, one row per simulated study.
     reference_m0_loss : float or None
         The real M0 held-out loss the simulator is checked against (training or pilot
-        cells, :func:`~analysis.power.fit.reference_m0_loss`); None when unknown.
+        cells, :func:`~analysis.power.fit.reference_m0_losses`); None when unknown.
     fit : dict or None
         :meth:`~analysis.power.result.FittedAssumptions.to_dict` when the
         assumptions were fitted.
 
     Examples
     --------
-    Made by :func:`validate_comparison` (here by
+    Made by :func:`~analysis.power.error_rates.validate_comparison` (here by
     :func:`analysis.prereg.examples.example_validation`):
 
     >>> from analysis.prereg.examples import example_validation

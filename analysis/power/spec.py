@@ -1,13 +1,6 @@
-"""What a power simulation simulates: one frozen :class:`PowerSpec`.
-
-:func:`~analysis.power.simulate.simulated_decisions`,
-:func:`~analysis.power.error_rates.validate_comparison`,
-:func:`~analysis.power.curve.power_curve` and
-:func:`~analysis.power.calibrate.calibrate_scales` take one; where to run the studies
-(``workers``, ``executor``) and how to report progress stay keyword arguments, since the
-results depend on neither.
+"""What a power simulation simulates: one frozen :class:`PowerSpec` (where the studies run,
+``workers`` / ``executor``, and progress stay keyword arguments: results depend on neither).
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -179,7 +179,7 @@ def example_sizes() -> StudySizes:
 def example_widths() -> pd.DataFrame:
     """Five made-up integer brackets at eps = 0.1, with their log2 widths.
 
-    The columns are those :func:`analysis.power.inputs.load_widths` reads
+    The columns are those :func:`analysis.power.widths.load_widths` reads
     (``eps``, ``lower``, ``upper``) plus ``width = log2(upper / lower)``, as it adds.
 
     Returns

@@ -147,7 +147,7 @@ def fitted_assumptions(
     -------
     FitOutcome
     """
-    from analysis.power.fit import fit_assumptions, reference_m0_loss
+    from analysis.power.fit import fit_assumptions, reference_m0_losses
     from analysis.prereg.design import load_design
 
     fit, pilot_root, pilot_design = source.fit, source.pilot_root, source.pilot_design
@@ -201,7 +201,7 @@ def fitted_assumptions(
     else:
         raise ParameterError("fit", "none, training or pilot", fit)
     if fit == "none":
-        ref, how = reference_m0_loss(
+        refs, how = reference_m0_losses(
             cells.table,
             cells.models,
             cells.pair,
@@ -209,6 +209,7 @@ def fitted_assumptions(
             comparison_kwargs=cells.comparison_kwargs,
             covariate_kwargs={**cells.covariate_kwargs, "log_columns": cells.log_columns},
         )
+        ref = refs["all"]
         notes.append(f"reference M0 loss {ref:.4g}: {how} ({what})")
         return FitOutcome(assumptions, reference_m0_loss=ref, notes=notes)
     fitted = fit_assumptions(

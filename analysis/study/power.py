@@ -1,23 +1,14 @@
 """Stage 5: the simulated size, power and minimum detectable effect of the study's decision.
 
-``attnrank validate-comparison`` run on the study's own design: its sizes (heads and
-held-out heads per checkpoint, grid, B, alpha, Holm family), its blocks' covariate counts
-after the collinearity screen on the study's training cells, every hypothesis the
-simulation can test, the design's inference seed.
-
-The power of a locked design is a fact about the design, so its record is stored beside
-the design (``<stem>.power.json``, :mod:`analysis.power.file`) and locked with it
-(the lock's ``power_sha256``). It is computed only when asked: ``attnrank run DESIGN
---power-simulations N`` (``simulations=N``) computes the record's key from everything the
-simulation reads (the design's sizes as the simulation sees them,
-:class:`~analysis.power.simulate.StudySizes`; the number of simulations, the assumptions,
-the seed, the widths file's hash) and reuses the stored file when its key is the same;
-otherwise it simulates, writes the file with its provenance (package version, commit,
-time, the lock it was computed under, the command) and records the new file through
-:func:`analysis.prereg.amend_design` (an entry in the deviations log; the lock hash, which
-stamps confirmatory results, does not change). Without ``simulations`` the stage only reads
-the stored file: a run never simulates unless asked. ``report.md`` prints the record beside
-each hypothesis, or says that the power was not computed and how to compute it.
+``attnrank validate-comparison`` (:mod:`analysis.power`) run on the study's own design: its
+sizes (heads and held-out heads per checkpoint, grid, B, alpha, Holm family), its blocks'
+covariate counts after the collinearity screen on the study's training cells, every
+hypothesis the simulation can test, the design's inference seed. Computed only when asked
+(``attnrank run DESIGN --power-simulations N``), keyed by everything the simulation reads,
+stored beside the design (:mod:`analysis.power.file`, reused while its key is the same) and
+recorded in the lock through :func:`analysis.prereg.amend_design` (the lock hash, which
+stamps confirmatory results, does not change). ``report.md`` prints the record beside each
+hypothesis, or says that the power was not computed and how to compute it.
 """
 
 from __future__ import annotations
@@ -40,7 +31,6 @@ from analysis import __version__
 from analysis.hashing import file_sha256
 from analysis.power.error_rates import validate_comparison
 from analysis.power.file import (
-    DEFAULT_POWER_SIMULATIONS,
     POWER_FILE_FORMAT,
     not_computed,
     read_power_file,
@@ -54,15 +44,7 @@ from analysis.prereg.provenance import power_path
 from analysis.study.core import Study, git_commit
 from analysis.validation import ParameterError, check_int
 
-__all__ = [
-    "DEFAULT_POWER_SIMULATIONS",
-    "POWER_FORMAT",
-    "not_computed",
-    "power_stage",
-    "screened_features",
-    "study_sizes",
-    "validation_sizes",
-]
+__all__ = ["POWER_FORMAT", "power_stage", "screened_features", "study_sizes", "validation_sizes"]
 
 #: Version of the stored record: a new version recomputes every stored result.
 POWER_FORMAT = "power/2"

@@ -314,7 +314,7 @@ def power_record(study: Study) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from analysis.study.power import not_computed
+    >>> from analysis.power.file import not_computed
     >>> from analysis.study.examples import open_example_study
     >>> study = open_example_study("studies/record.toml")
     >>> power_record(study) == {"skipped": not_computed("studies/record.toml")}
