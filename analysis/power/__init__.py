@@ -1,17 +1,9 @@
-"""Power analysis: simulated studies of a design, decided by its pre-specified comparison.
-
-:mod:`~analysis.power.inputs` (the design's sizes, the assumptions it does not fix),
-:mod:`~analysis.power.widths` (the reference bracket widths the simulation resamples),
-:mod:`~analysis.power.simulate` (one simulated study and its decision),
-:mod:`~analysis.power.fit` (the simulator fitted to training or pilot cells),
-:mod:`~analysis.power.calibrate` (its residual scales calibrated to their M0 loss),
-:mod:`~analysis.power.error_rates` (size at both nulls, power, minimum detectable effect),
-:mod:`~analysis.power.rates` (rates with exact intervals), :mod:`~analysis.power.curve`
-(power curves, the closed-form approximation) and :mod:`~analysis.power.file` (the
-design's stored power, ``<stem>.power.json``, whose hash the lock records). The study's
-power stage (:mod:`analysis.study.power`) calls this package; prereg never imports it.
+"""Power analysis: simulated studies of a design (one frozen :class:`PowerSpec`), decided
+by its pre-specified comparison; inputs, widths, simulate, fit, calibrate, error_rates,
+rates, result, curve and file (the design's stored ``<stem>.power.json``, whose hash the
+lock records). The study's power stage (:mod:`analysis.study.power`) calls it; prereg never
+imports it.
 """
-
 from analysis.power.curve import (
     POWER_CURVE_COLUMNS,
     approximate_power,
