@@ -346,11 +346,7 @@ def validate_comparison(
 def _tag(
     rows: pd.DataFrame, hid: str, pair: tuple, scenario: str, share: float, seeds: str
 ) -> pd.DataFrame:
-    out = rows.copy()
-    out.insert(0, "simulation", np.arange(len(rows)))
-    out.insert(0, "seeds", seeds)
-    out.insert(0, "share", share)
-    out.insert(0, "scenario", scenario)
-    out.insert(0, "pair", f"{pair[0]}<{pair[1]}")
-    out.insert(0, "hypothesis", hid)
-    return out
+    """``rows`` with the :data:`RUN_COLUMNS` that say where they were simulated."""
+    pair_name = f"{pair[0]}<{pair[1]}"
+    ids = {"hypothesis": hid, "pair": pair_name, "scenario": scenario, "share": share}
+    return rows.assign(**ids, seeds=seeds, simulation=np.arange(len(rows)))
