@@ -437,16 +437,13 @@ class StudyRunner:
         progress: Callable[[int], None] | None = None,
     ) -> list[dict]:
         """``one_study(*task)`` for each task, in order; ``progress(1)`` after each."""
-        if self._pool is None:
-            out = []
-            for t in tasks:
-                out.append(_task(t))
-                if progress is not None:
-                    progress(1)
-            return out
         results: list[dict | None] = [None] * len(tasks)
         calls = ((i, (t,)) for i, t in enumerate(tasks))
-        with contextlib.closing(self._pool.imap(_task, calls)) as done:
+        if self._pool is None:  # in this process, one after the other
+            pending = ((i, _task(*a)) for i, a in calls)
+        else:
+            pending = self._pool.imap(_task, calls)
+        with contextlib.closing(pending) as done:
             for i, res in done:
                 results[i] = res
                 if progress is not None:
