@@ -27,7 +27,7 @@ from analysis.power.rates import Rate, SimulatorMismatchWarning
 from analysis.power.result import RUN_COLUMNS, HypothesisPower, ValidationResult
 from analysis.power.simulate import StudyRunner
 from analysis.power.spec import PowerSpec
-from analysis.power.widths import StratumWidths, WidthModel
+from analysis.power.widths import StratumWidths, WidthModel, _width_model
 from analysis.validation import ParameterError, check_int
 
 __all__ = ["validate_comparison"]
@@ -234,11 +234,7 @@ def validate_comparison(
     calibration_iterations, random_state = spec.calibration_iterations, spec.random_state
     if random_state is not None:
         random_state = check_int("random_state", random_state, minimum=0)
-    wmodel = (
-        widths
-        if isinstance(widths, (WidthModel, StratumWidths))
-        else WidthModel.from_frame(widths, sizes.eps, n_bins=assumptions.width_bins)
-    )
+    wmodel = _width_model(sizes, widths, assumptions)
     by_id = {h[0]: h for h in sizes.hypotheses}
     if hypotheses is None:
         conf = [h for h in sizes.hypotheses if tuple(h[2:]) == tuple(sizes.confirmatory)]
