@@ -4,6 +4,7 @@ rates, result, curve and file (the design's stored ``<stem>.power.json``, whose 
 lock records). The study's power stage (:mod:`analysis.study.power`) calls it; prereg never
 imports it.
 """
+
 from analysis.power.curve import (
     POWER_CURVE_COLUMNS,
     approximate_power,

@@ -1,6 +1,7 @@
 """What a power simulation simulates: one frozen :class:`PowerSpec` (where the studies run,
 ``workers`` / ``executor``, and progress stay keyword arguments: results depend on neither).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
