@@ -89,27 +89,20 @@ DESIGN = Path("preregistration/offline-minilm.toml")
 
 
 def _design_sizes():
-    from analysis.prereg import sizes_from_design
+    from analysis.power import sizes_from_design
 
     return sizes_from_design(DESIGN)
 
 
 def run_power_curve(widths: Path, n: int, seed: int, out: Path) -> pd.DataFrame:
     """Power against effect share and native head share (MiniLM sizes)."""
-    from analysis.prereg import load_widths, minimum_detectable_effect, power_curve
+    from analysis.power import PowerSpec, load_widths, minimum_detectable_effect, power_curve
 
     w = load_widths(widths)
     bar, step = _progress("power curve", len(HEAD_SHARES) * (1 + len(EFFECTS)) * n)
     t0 = time.perf_counter()
-    curve = power_curve(
-        w,
-        simulations=n,
-        effects=EFFECTS,
-        head_shares=HEAD_SHARES,
-        sizes=_design_sizes(),
-        random_state=seed,
-        progress=step,
-    )
+    spec = PowerSpec(simulations=n, sizes=_design_sizes(), random_state=seed)
+    curve = power_curve(w, spec, effects=EFFECTS, head_shares=HEAD_SHARES, progress=step)
     bar.close()
     curve.to_csv(out / "power_curve.csv", index=False)
     mde = minimum_detectable_effect(curve)
@@ -131,7 +124,7 @@ def run_heads_curve(
     """Power against the number of held-out heads (fraction 0.25, effect 0.1)."""
     import dataclasses
 
-    from analysis.prereg import load_widths, power_curve
+    from analysis.power import PowerSpec, load_widths, power_curve
 
     w = load_widths(widths)
     base = _design_sizes()
@@ -144,11 +137,9 @@ def run_heads_curve(
         frames.append(
             power_curve(
                 w,
-                simulations=n,
+                PowerSpec(simulations=n, sizes=sizes, random_state=seed),
                 effects=(0.1,),
                 head_shares=head_shares,
-                sizes=sizes,
-                random_state=seed,
                 progress=step,
             )
         )

@@ -29,8 +29,8 @@ import time
 import numpy as np
 
 from analysis.compare.metrics import interval_sq_loss
-from analysis.prereg import PowerAssumptions, load_widths, simulate_study, sizes_from_design
-from analysis.prereg.power import simulated_comparison
+from analysis.power import PowerAssumptions, load_widths, simulate_study, sizes_from_design
+from analysis.power.simulate import simulated_comparison
 from experiments.common import OUT
 
 DESIGN = "preregistration/offline-minilm.toml"

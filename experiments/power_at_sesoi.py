@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from analysis.power.file import not_computed, read_power_file
 from analysis.prereg.design import load_design
-from analysis.prereg.power_file import not_computed, read_power_file
 from experiments.common import command_line
 
 

@@ -3,7 +3,7 @@
 A locked study's confirmatory answer stays as locked. This script re-reads the same stored
 cells (training and held-out, as the confirmatory run released them) and refits the design's
 models under the options later designs may pre-specify
-(:class:`analysis.compare.ComparisonOptions`):
+(the fields of :class:`analysis.compare.ComparisonSpec`):
 
 * ``as locked``: the design's own options (head resampling, no checkpoint effects), with an
   exploratory SESOI so every row also gets an equivalence test and a decision;

@@ -1,7 +1,9 @@
 """Which way the imports point: the import-linter contracts in pyproject.toml hold.
 
 The contracts (``[tool.importlinter]``) say, for example, that descriptors never import
-the bracket engine or the comparison, that compare knows nothing of attention, that
+the bracket engine or the comparison, that prereg only hashes the power file and never
+imports the power simulation (which may import compare and prereg's design, and which the
+study calls), that compare knows nothing of attention, that
 brackets knows nothing of models, stores or studies, that the store imports no engine.
 import-linter builds the import graph (grimp, function-level imports included) and checks
 each forbidden edge, direct or not.
@@ -35,6 +37,7 @@ STAGES = (
     "descriptors",
     "prereg",
     "compare",
+    "power",
     "report",
     "study",
     "laws",
@@ -94,12 +97,17 @@ def test_import_directions_hold():
             "sources/families/gguf.py",
             "analysis.sources.families.gguf -> analysis.sources.checkpoints",
         ),
+        ("prereg/lock.py", "analysis.prereg.lock -> analysis.power"),
+        ("compare/nested.py", "analysis.compare.nested -> analysis.power"),
+        ("power/simulate.py", "analysis.power.simulate -> analysis.study"),
     ],
 )
 def test_a_forbidden_import_is_caught(tmp_path, module, edge):
     """The check is not vacuous: a descriptor block, or the store, importing the engine
-    breaks it; so do the atlas importing the comparison, the store importing the atlas and
-    a family loader importing the checkpoints module that reaches it."""
+    breaks it; so do the atlas importing the comparison, the store importing the atlas, a
+    family loader importing the checkpoints module that reaches it, the lock importing the
+    power simulation, the comparison importing it, and the power simulation importing a
+    study."""
     shutil.copytree(PACKAGE, tmp_path / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / "analysis" / module

@@ -288,15 +288,15 @@ def test_law_sweeps_are_identical_on_a_cluster(tmp_path, local2):
 
 
 def test_power_simulations_are_identical_on_a_cluster(tmp_path, local2):
-    from analysis.prereg import StudySizes, load_widths, simulated_decisions
+    from analysis.power import PowerSpec, StudySizes, load_widths, simulated_decisions
 
     rows = [(e, lo, lo * r) for e in (0.05, 0.1, 0.2) for lo in (2, 3, 5) for r in (1, 2, 3)]
     pd.DataFrame(rows, columns=["eps", "lower", "upper"]).to_csv(tmp_path / "w.csv", index=False)
     w = load_widths(tmp_path / "w.csv")
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
-    kwargs = {"share": 0.2, "simulations": 3, "random_state": 5}
-    one = simulated_decisions(sizes, w, **kwargs)
-    dask = simulated_decisions(sizes, w, executor=local2, **kwargs)
+    spec = PowerSpec(simulations=3, sizes=sizes, random_state=5)
+    one = simulated_decisions(w, spec, share=0.2)
+    dask = simulated_decisions(w, spec, share=0.2, executor=local2)
     pd.testing.assert_frame_equal(dask, one, check_exact=True)
 
 

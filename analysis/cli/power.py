@@ -1,7 +1,7 @@
 """``attnrank validate-comparison``: size at two nulls, power and MDE of the decision rule.
 
-The library part is :mod:`analysis.prereg.power` (the simulation) and
-:mod:`analysis.prereg.error_rates` (the error rates); the design's sizes and covariate
+The library part is :mod:`analysis.power.simulate` (the simulation) and
+:mod:`analysis.power.error_rates` (the error rates); the design's sizes and covariate
 counts come from :func:`analysis.study.power.validation_sizes`.
 """
 
@@ -12,69 +12,40 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
-from analysis.prereg.error_rates import validate_comparison
+from analysis.power.error_rates import validate_comparison
+from analysis.power.inputs import PowerAssumptions
+from analysis.power.spec import PowerSpec
+from analysis.power.widths import DEFAULT_WIDTHS, load_widths
 from analysis.prereg.options import POWER_FIT_SOURCES, design_power
-from analysis.prereg.power import DEFAULT_WIDTHS, PowerAssumptions, StudySizes, load_widths
 from analysis.validation import check_int
 
 #: The design validated when ``--design`` is not given (relative to the working folder).
 DEFAULT_DESIGN = Path("preregistration/offline-minilm.toml")
 
 
-def _fit_or_reference(
-    args: argparse.Namespace,
-    design_path: Path,
-    root: Path,
-    sizes: StudySizes,
-    assumptions: PowerAssumptions,
-    fit_mode: str,
-    declared: dict,
-) -> tuple[PowerAssumptions, object, float | None, dict | None, list[str]]:
-    """Fit and calibrate the assumptions (``--fit training`` / ``pilot``), or only measure
-    the reference M0 loss on the training heads when the study has a store (``none``):
-    :func:`analysis.study.power_fit.fitted_assumptions`.
+def _fit_source(args: argparse.Namespace, root: Path, fit_mode: str, declared: dict):
+    """What ``--fit`` / ``--pilot-*`` / ``--calibration-studies`` / ``--no-reference`` (and
+    the design's ``[power]``) ask :func:`analysis.study.pilot.fitted_assumptions` for."""
+    from analysis.study.pilot import FitSource
 
-    Returns ``(assumptions, widths or None, reference M0 loss or None, fit record or
-    None, notes)``.
-    """
-    from analysis.study.power_fit import fitted_assumptions
-
-    out = fitted_assumptions(
-        design_path,
-        sizes,
-        assumptions,
-        root=root,
+    pilot = declared.get("pilot_design")
+    return FitSource(
         fit=fit_mode,
         pilot_root=Path(args.pilot_root) if args.pilot_root else None,
         pilot_design=Path(args.pilot_design)
         if args.pilot_design
-        else (root / declared["pilot_design"] if declared.get("pilot_design") else None),
+        else (root / pilot if pilot else None),
         pilot_input_seed=declared.get("pilot_input_seed"),
         calibration_studies=args.calibration_studies,
         reference_only=not args.no_reference,
-        progress=None if args.json else (lambda line: print(line, file=sys.stderr)),
     )
-    return out.assumptions, out.widths, out.reference_m0_loss, out.record, out.notes
-
-
-def study_training_table(design_path: Path, *, root: Path | None = None) -> tuple[Any, dict]:
-    """:func:`analysis.study.power_fit.study_training_table` (kept here for callers)."""
-    from analysis.study.power_fit import study_training_table as table
-
-    return table(design_path, root=root)
-
-
-def load_design_data(path: Path) -> dict:
-    from analysis.prereg.design import load_design
-
-    return load_design(path, require_held_out=False).data
 
 
 def _run(args: argparse.Namespace) -> int:
     from analysis.prereg.design import load_design
+    from analysis.study.pilot import fitted_assumptions
     from analysis.study.power import validation_sizes
 
     sims = check_int("--simulations", args.simulations, minimum=2)
@@ -103,11 +74,16 @@ def _run(args: argparse.Namespace) -> int:
     design = load_design(design_path, require_held_out=False)
     declared = design_power(design.data)
     fit_mode = args.fit or declared["fit"]
-    assumptions, widths_used, reference, fit_record, notes = _fit_or_reference(
-        args, design_path, root, sizes, assumptions, fit_mode, declared
+    fit = fitted_assumptions(
+        design_path,
+        sizes,
+        assumptions,
+        root=root,
+        source=_fit_source(args, root, fit_mode, declared),
+        progress=None if args.json else (lambda line: print(line, file=sys.stderr)),
     )
-    if widths_used is not None:
-        widths, widths_path = widths_used, f"per checkpoint, {fit_record['source']}"
+    if fit.widths is not None:
+        widths, widths_path = fit.widths, f"per checkpoint, {fit.record['source']}"
     else:
         widths = load_widths(widths_path)
     if args.bootstrap:
@@ -124,17 +100,20 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {done} simulated studies", file=sys.stderr)
 
     with parallel_kwargs(args) as parallel:
-        res = validate_comparison(
-            widths,
+        spec = PowerSpec(
             simulations=sims,
             sizes=sizes,
-            assumptions=assumptions,
+            assumptions=fit.assumptions,
+            random_state=seed,
             hypotheses=hyps,
             mde_steps=args.mde_steps,
-            random_state=seed,
+        )
+        res = validate_comparison(
+            widths,
+            spec,
             progress=progress,
-            reference_m0_loss=reference,
-            fit=fit_record,
+            reference_m0_loss=fit.reference_m0_loss,
+            fit=fit.record,
             **parallel,
         )
     out = res.to_dict()
@@ -142,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
-        for note in notes:
+        for note in fit.notes:
             print(note)
         print(res.summary())
         print(res.to_frame().round(4).to_string(index=False))

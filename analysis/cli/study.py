@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
-from analysis.study.power import DEFAULT_POWER_SIMULATIONS
+from analysis.power.file import DEFAULT_POWER_SIMULATIONS
 from analysis.study.runner import STAGES, run_study
 
 __all__ = ["register"]
@@ -23,7 +23,7 @@ def _assumptions(args: argparse.Namespace) -> Any:
     """The power stage's assumptions: the defaults, or the head share the user measured."""
     if args.native_head_share is None:
         return None
-    from analysis.prereg import PowerAssumptions
+    from analysis.power import PowerAssumptions
 
     return PowerAssumptions(native_head_share=args.native_head_share)
 

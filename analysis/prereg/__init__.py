@@ -1,9 +1,7 @@
-"""Preregistration: design schema, held-out draw, lock / check / amend, sealing, power.
+"""Preregistration: design schema, held-out draw, lock / check / amend, sealing.
 
-The power analysis (:mod:`analysis.prereg.power`, :mod:`analysis.prereg.error_rates`,
-:mod:`analysis.prereg.power_curve`) simulates a design's study and runs
-``analysis.compare`` on it; a design's result is stored beside it and locked with it
-(:mod:`analysis.prereg.power_file`).
+A design's stored power file is hashed into its lock (:func:`power_sha256`); the power
+analysis that writes it is :mod:`analysis.power`, which prereg never imports.
 """
 
 from analysis.prereg.amend import amend_design
@@ -15,13 +13,6 @@ from analysis.prereg.design import (
     heads_sha256,
     load_design,
     write_held_out,
-)
-from analysis.prereg.error_rates import (
-    HypothesisPower,
-    Rate,
-    ValidationResult,
-    clopper_pearson,
-    validate_comparison,
 )
 from analysis.prereg.lock import (
     FROZEN_SECTIONS,
@@ -35,31 +26,7 @@ from analysis.prereg.lock import (
     require_locked,
     verify_blocks,
 )
-from analysis.prereg.power import (
-    SIMULATED_BLOCKS,
-    SIMULATED_COVARIATES,
-    PowerAssumptions,
-    StudySizes,
-    WidthModel,
-    load_widths,
-    simulate_study,
-    simulated_comparison,
-    simulated_decisions,
-    sizes_from_design,
-)
-from analysis.prereg.power_curve import (
-    POWER_CURVE_COLUMNS,
-    approximate_power,
-    minimum_detectable_effect,
-    power_curve,
-)
-from analysis.prereg.power_file import (
-    POWER_FILE_FORMAT,
-    power_path,
-    power_sha256,
-    read_power_file,
-    write_power_file,
-)
+from analysis.prereg.provenance import power_path, power_sha256
 from analysis.prereg.schema import population, validate_design
 from analysis.prereg.sealing import ConfirmatoryData, SealedCells
 
@@ -67,23 +34,11 @@ __all__ = [
     "ConfirmatoryData",
     "Design",
     "FROZEN_SECTIONS",
-    "HypothesisPower",
     "Lock",
-    "POWER_CURVE_COLUMNS",
-    "POWER_FILE_FORMAT",
-    "PowerAssumptions",
     "PreregistrationError",
-    "Rate",
-    "SIMULATED_BLOCKS",
-    "SIMULATED_COVARIATES",
     "SealedCells",
-    "StudySizes",
-    "ValidationResult",
-    "WidthModel",
     "amend_design",
-    "approximate_power",
     "canonical_bytes",
-    "clopper_pearson",
     "check_descriptor_columns",
     "check_design",
     "design_sha256",
@@ -91,23 +46,13 @@ __all__ = [
     "draw_held_out",
     "heads_sha256",
     "load_design",
-    "load_widths",
     "lock_design",
     "lock_path",
-    "minimum_detectable_effect",
     "population",
-    "power_curve",
     "power_path",
     "power_sha256",
-    "read_power_file",
     "require_locked",
-    "simulate_study",
-    "simulated_comparison",
-    "simulated_decisions",
-    "sizes_from_design",
-    "validate_comparison",
     "validate_design",
     "verify_blocks",
     "write_held_out",
-    "write_power_file",
 ]

@@ -39,7 +39,7 @@ from analysis.prereg.lock_history import (
     history_entry,
     lock_history,
 )
-from analysis.prereg.power_file import power_sha256
+from analysis.prereg.provenance import power_sha256
 from analysis.validation import ParameterError
 
 __all__ = ["amend_design"]

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.prereg.error_rates import ValidationResult, validate_comparison
-from analysis.prereg.power import PowerAssumptions
-from analysis.prereg.power_inputs import StudySizes
+from analysis.power.error_rates import validate_comparison
+from analysis.power.inputs import PowerAssumptions, StudySizes
+from analysis.power.result import ValidationResult
+from analysis.power.spec import PowerSpec
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -153,7 +154,7 @@ def example_sizes() -> StudySizes:
     Returns
     -------
     StudySizes
-        What :func:`analysis.prereg.power_inputs.sizes_from_design` would read from a
+        What :func:`analysis.power.inputs.sizes_from_design` would read from a
         design of that size.
 
     Examples
@@ -178,7 +179,7 @@ def example_sizes() -> StudySizes:
 def example_widths() -> pd.DataFrame:
     """Five made-up integer brackets at eps = 0.1, with their log2 widths.
 
-    The columns are those :func:`analysis.prereg.power_inputs.load_widths` reads
+    The columns are those :func:`analysis.power.widths.load_widths` reads
     (``eps``, ``lower``, ``upper``) plus ``width = log2(upper / lower)``, as it adds.
 
     Returns
@@ -204,7 +205,7 @@ def example_widths() -> pd.DataFrame:
 def example_validation() -> ValidationResult:
     """A power validation of the example study: two simulated studies per share.
 
-    :func:`analysis.prereg.error_rates.validate_comparison` of :func:`example_widths`
+    :func:`analysis.power.error_rates.validate_comparison` of :func:`example_widths`
     with :func:`example_sizes`, an assumed effect of 0.9, no MDE bisection and no
     calibration (far too few studies for real use; it shows the result's form).
 
@@ -220,8 +221,7 @@ def example_validation() -> ValidationResult:
     >>> result.simulations, [h.hypothesis for h in result.hypotheses]
     (2, ['M0<M1'])
     """
-    return validate_comparison(
-        example_widths(),
+    spec = PowerSpec(
         simulations=2,
         sizes=example_sizes(),
         assumptions=PowerAssumptions(effect=0.9),
@@ -229,3 +229,4 @@ def example_validation() -> ValidationResult:
         calibration_iterations=0,
         random_state=0,
     )
+    return validate_comparison(example_widths(), spec)

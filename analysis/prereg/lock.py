@@ -7,7 +7,7 @@ descriptor registry, so the study layer or the CLI computes them and passes ``fe
 and ``versions=``), a hash per top-level section (so that ``check`` can say what changed),
 the lock hash (over the design hash, the held-out hash, the models and the blocks: what a
 confirmatory result is stamped with), the SHA-256 of the design's stored power
-(``power_sha256``, :mod:`analysis.prereg.power_file`; None when there is none; outside the
+(``power_sha256``, :mod:`analysis.power.file`; None when there is none; outside the
 lock hash, since the power is no part of a confirmatory result), the bracket engine
 version the design pins (``engine``, inside the lock hash;
 :mod:`analysis.prereg.engine_pin`), the SHA-256 of the analysis code (``code_sha256``,
@@ -52,8 +52,7 @@ from analysis.prereg.lock_diff import (
     section_hashes,
 )
 from analysis.prereg.lock_history import history_entry
-from analysis.prereg.power_file import power_sha256
-from analysis.prereg.provenance import git_commit
+from analysis.prereg.provenance import git_commit, power_sha256
 from analysis.validation import ParameterError
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 
 from analysis.prereg.design import Design, canonical_bytes, heads_sha256
 from analysis.prereg.engine_pin import engine_changes
-from analysis.prereg.power_file import power_path, power_sha256
+from analysis.prereg.provenance import power_path, power_sha256
 
 __all__ = [
     "Features",

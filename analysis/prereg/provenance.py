@@ -1,14 +1,19 @@
-"""Provenance of a lock: the git commit checked out where the design lives.
+"""Provenance of a lock: the git commit checked out where the design lives, and the hash of
+the design's stored power file.
 
-Recorded in every lock (``provenance.git_commit``) and outside its hash: provenance only.
+Recorded in every lock (``provenance.git_commit``, ``power_sha256``) and outside its hash.
+The lock only hashes the power file beside the design; :mod:`analysis.power.file` reads and
+writes it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 from pathlib import Path
 
-__all__ = ["git_commit"]
+__all__ = ["git_commit", "power_path", "power_sha256"]
 
 
 def git_commit(where: Path) -> str | None:
@@ -52,3 +57,33 @@ def git_commit(where: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def power_path(design_path: str | os.PathLike) -> Path:
+    """``<stem>.power.json`` beside the design.
+
+    Examples
+    --------
+    >>> power_path("preregistration/offline-minilm.toml").as_posix()
+    'preregistration/offline-minilm.power.json'
+    """
+    p = Path(design_path)
+    return p.with_name(p.stem + ".power.json")
+
+
+def power_sha256(design_path: str | os.PathLike) -> str | None:
+    """SHA-256 of the design's stored power file (its bytes); None when there is none.
+
+    Examples
+    --------
+    >>> import hashlib
+    >>> power_sha256("pf-none.toml") is None
+    True
+    >>> _ = power_path("pf-sha.toml").write_bytes(b"{}")
+    >>> power_sha256("pf-sha.toml") == hashlib.sha256(b"{}").hexdigest()
+    True
+    """
+    p = power_path(design_path)
+    if not p.is_file():
+        return None
+    return hashlib.sha256(p.read_bytes()).hexdigest()

@@ -95,7 +95,7 @@ class StudyResults:
         -> why it did not run, shown in the report where that result would be.
     power : dict
         Optional: the simulated error rates of the design's decision
-        (``analysis.prereg.ValidationResult.to_dict()``: ``alpha``, ``simulations``,
+        (``analysis.power.ValidationResult.to_dict()``: ``alpha``, ``simulations``,
         ``assumptions``, ``features``, ``hypotheses`` -- one dict per simulated
         hypothesis with ``hypothesis``, ``pair``, ``power``, ``size_simple``,
         ``size_boundary`` (each ``{"rate", "ci_low", "ci_high", "share", ...}``),

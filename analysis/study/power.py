@@ -1,23 +1,14 @@
 """Stage 5: the simulated size, power and minimum detectable effect of the study's decision.
 
-``attnrank validate-comparison`` run on the study's own design: its sizes (heads and
-held-out heads per checkpoint, grid, B, alpha, Holm family), its blocks' covariate counts
-after the collinearity screen on the study's training cells, every hypothesis the
-simulation can test, the design's inference seed.
-
-The power of a locked design is a fact about the design, so its record is stored beside
-the design (``<stem>.power.json``, :mod:`analysis.prereg.power_file`) and locked with it
-(the lock's ``power_sha256``). It is computed only when asked: ``attnrank run DESIGN
---power-simulations N`` (``simulations=N``) computes the record's key from everything the
-simulation reads (the design's sizes as the simulation sees them,
-:class:`~analysis.prereg.power.StudySizes`; the number of simulations, the assumptions,
-the seed, the widths file's hash) and reuses the stored file when its key is the same;
-otherwise it simulates, writes the file with its provenance (package version, commit,
-time, the lock it was computed under, the command) and records the new file through
-:func:`analysis.prereg.amend_design` (an entry in the deviations log; the lock hash, which
-stamps confirmatory results, does not change). Without ``simulations`` the stage only reads
-the stored file: a run never simulates unless asked. ``report.md`` prints the record beside
-each hypothesis, or says that the power was not computed and how to compute it.
+``attnrank validate-comparison`` (:mod:`analysis.power`) run on the study's own design: its
+sizes (heads and held-out heads per checkpoint, grid, B, alpha, Holm family), its blocks'
+covariate counts after the collinearity screen on the study's training cells, every
+hypothesis the simulation can test, the design's inference seed. Computed only when asked
+(``attnrank run DESIGN --power-simulations N``), keyed by everything the simulation reads,
+stored beside the design (:mod:`analysis.power.file`, reused while its key is the same) and
+recorded in the lock through :func:`analysis.prereg.amend_design` (the lock hash, which
+stamps confirmatory results, does not change). ``report.md`` prints the record beside each
+hypothesis, or says that the power was not computed and how to compute it.
 """
 
 from __future__ import annotations
@@ -28,7 +19,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -38,35 +29,22 @@ import pandas as pd
 
 from analysis import __version__
 from analysis.hashing import file_sha256
-from analysis.prereg.error_rates import validate_comparison
-from analysis.prereg.options import design_power
-from analysis.prereg.power import (
-    DEFAULT_WIDTHS,
-    PowerAssumptions,
-    StudySizes,
-    load_widths,
-    sizes_from_design,
-)
-from analysis.prereg.power_file import (
-    DEFAULT_POWER_SIMULATIONS,
+from analysis.power.error_rates import validate_comparison
+from analysis.power.file import (
     POWER_FILE_FORMAT,
     not_computed,
-    power_path,
     read_power_file,
     write_power_file,
 )
+from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
+from analysis.power.spec import PowerSpec
+from analysis.power.widths import DEFAULT_WIDTHS, load_widths
+from analysis.prereg.options import design_power
+from analysis.prereg.provenance import power_path
 from analysis.study.core import Study, git_commit
 from analysis.validation import ParameterError, check_int
 
-__all__ = [
-    "DEFAULT_POWER_SIMULATIONS",
-    "POWER_FORMAT",
-    "not_computed",
-    "power_stage",
-    "screened_features",
-    "study_sizes",
-    "validation_sizes",
-]
+__all__ = ["POWER_FORMAT", "power_stage", "screened_features", "study_sizes", "validation_sizes"]
 
 #: Version of the stored record: a new version recomputes every stored result.
 POWER_FORMAT = "power/2"
@@ -273,7 +251,6 @@ def power_stage(
     simulations: int | None = None,
     workers: int = 1,
     say: Callable[[str], None] = print,
-    hypotheses: Sequence[str] | None = None,
     executor: Executor | None = None,
     assumptions: PowerAssumptions | None = None,
 ) -> dict[str, Any]:
@@ -294,21 +271,18 @@ def power_stage(
     workers : int, keyword-only
         Processes (the result does not depend on it, and it is not part of the key).
     say : callable, keyword-only
-    hypotheses : sequence of str, keyword-only
-        Hypothesis ids (default every hypothesis of the design; those the simulation
-        cannot test are listed as skipped).
     executor : concurrent.futures.Executor, optional, keyword-only
         Run the simulations there instead of ``workers`` processes (not part of the key).
     assumptions : PowerAssumptions, optional, keyword-only
-        What the design does not fix (default :class:`~analysis.prereg.PowerAssumptions`,
+        What the design does not fix (default :class:`~analysis.power.PowerAssumptions`,
         e.g. the native head share 0.5); part of the key, so a changed assumption
         recomputes the stored result.
 
     Returns
     -------
     dict
-        The stored record (:mod:`analysis.prereg.power_file`: ``key``, ``inputs``,
-        ``result`` -- :meth:`~analysis.prereg.ValidationResult.to_dict` --, ``summary``,
+        The stored record (:mod:`analysis.power.file`: ``key``, ``inputs``,
+        ``result`` -- :meth:`~analysis.power.ValidationResult.to_dict` --, ``summary``,
         ``provenance``); or ``{"skipped": reason}`` when there is none, nothing was asked,
         or there is nothing to simulate with.
 
@@ -317,7 +291,7 @@ def power_stage(
     Simulating needs the reference bracket widths of a real study; what a run without
     ``simulations`` does is cheaper: it reads the stored record, or says there is none.
 
-    >>> from analysis.prereg.power_file import write_power_file
+    >>> from analysis.power.file import write_power_file
     >>> from analysis.study.examples import open_example_study
     >>> import pandas as pd
     >>> study, empty = open_example_study("studies/stage.toml"), pd.DataFrame()
@@ -366,24 +340,22 @@ def power_stage(
     if declared["fit"] != "none":
         # the design declares what the simulator is fitted to: its training heads or a
         # pilot on another input seed ([power] pilot_design), calibrated to its M0 loss
-        from analysis.study.power_fit import fitted_assumptions, widths_digest
+        from analysis.study.pilot import FitSource, fitted_assumptions, widths_digest
 
         pilot = declared.get("pilot_design")
-        fit = fitted_assumptions(
-            design_path,
-            sizes,
-            assumptions,
-            root=paths.root,
+        source = FitSource(
             fit=declared["fit"],
             pilot_design=(paths.root / pilot) if pilot else None,
             pilot_input_seed=declared.get("pilot_input_seed"),
             reference_only=False,
-            progress=say,
+        )
+        fit = fitted_assumptions(
+            design_path, sizes, assumptions, root=paths.root, source=source, progress=say
         )
         assumptions = fit.assumptions
         for note in fit.notes:
             say(note)
-    hyps = list(hypotheses or [h[0] for h in sizes.hypotheses])
+    hyps = [h[0] for h in sizes.hypotheses]
     seed = int(study.design.data["inference"]["seed"])
     inputs = {
         "format": POWER_FORMAT,
@@ -406,15 +378,18 @@ def power_stage(
         say(f"power: inputs unchanged, {power_path(design_path).name} reused")
         return stored
     t0 = time.perf_counter()
-    res = validate_comparison(
-        fit.widths if fit else load_widths(widths_file),
+    spec = PowerSpec(
         simulations=simulations,
         sizes=sizes,
         assumptions=assumptions,
+        random_state=seed,
         hypotheses=hyps,
         mde_target=inputs["mde_target"],
         mde_steps=inputs["mde_steps"],
-        random_state=seed,
+    )
+    res = validate_comparison(
+        fit.widths if fit else load_widths(widths_file),
+        spec,
         workers=workers,
         executor=executor,
         reference_m0_loss=fit.reference_m0_loss if fit else None,

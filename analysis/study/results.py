@@ -287,7 +287,8 @@ def _lock_provenance(study: Study) -> dict[str, Any]:
 
 def _power_provenance(study: Study) -> dict[str, Any] | None:
     """Where the report's power comes from: the locked file beside the design (or None)."""
-    from analysis.prereg.power_file import power_path, read_power_file
+    from analysis.power.file import read_power_file
+    from analysis.prereg.provenance import power_path
 
     rec = read_power_file(study.paths.design)
     if rec is None:
@@ -313,13 +314,13 @@ def power_record(study: Study) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from analysis.study.power import not_computed
+    >>> from analysis.power.file import not_computed
     >>> from analysis.study.examples import open_example_study
     >>> study = open_example_study("studies/record.toml")
     >>> power_record(study) == {"skipped": not_computed("studies/record.toml")}
     True
     """
-    from analysis.prereg.power_file import not_computed, read_power_file
+    from analysis.power.file import not_computed, read_power_file
 
     rec = read_power_file(study.paths.design)
     if rec is None:

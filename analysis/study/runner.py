@@ -11,7 +11,7 @@ from concurrent.futures import Executor
 from typing import Any
 
 from analysis.executor import check_executor
-from analysis.prereg.power_file import power_sha256
+from analysis.prereg.provenance import power_sha256
 from analysis.study.comparison import compare_stage
 from analysis.study.core import Study
 from analysis.study.describe import descriptor_stage
@@ -117,7 +117,7 @@ def run_study(
         studies per scenario and share; the stored file is reused when every input of the
         simulation is the same, else recomputed, rewritten and recorded in the lock (0
         skips the stage). See :func:`~analysis.study.power.power_stage`.
-    power_assumptions : analysis.prereg.PowerAssumptions, optional, keyword-only
+    power_assumptions : analysis.power.PowerAssumptions, optional, keyword-only
         What the simulation assumes beyond the design (default: its defaults, e.g. a
         native head share of 0.5); part of the stored result's key.
     executor : concurrent.futures.Executor, optional, keyword-only

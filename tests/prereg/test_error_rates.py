@@ -12,8 +12,9 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import beta, spearmanr
 
-from analysis.prereg import (
+from analysis.power import (
     PowerAssumptions,
+    PowerSpec,
     StudySizes,
     clopper_pearson,
     load_widths,
@@ -21,8 +22,10 @@ from analysis.prereg import (
     sizes_from_design,
     validate_comparison,
 )
-from analysis.prereg.error_rates import Rate, _boundary_share, _mde
-from analysis.prereg.power import WidthModel, one_study
+from analysis.power.error_rates import _boundary_share, _mde
+from analysis.power.rates import Rate
+from analysis.power.simulate import one_study
+from analysis.power.widths import WidthModel
 from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +126,9 @@ def test_simulated_boundary_null_has_mean_effect_zero(tmp_path):
     null's is negative; the same seed's data barely move between nearby shares."""
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=32, n_held_out=8, n_boot=199)
-    res = validate_comparison(w, simulations=12, sizes=sizes, mde_steps=0, random_state=4)
+    res = validate_comparison(
+        w, PowerSpec(simulations=12, sizes=sizes, mde_steps=0, random_state=4)
+    )
     (h,) = res.hypotheses
     assert h.size_simple.mean_effect < 0 < h.boundary_share < 0.95
     tol = 0.25 * h.size_simple.mean_effect_se
@@ -155,15 +160,16 @@ def test_validate_comparison_hypotheses_and_skips(tmp_path):
             "temperatures": (1.0,),
         }
     )
-    res = validate_comparison(
-        w, simulations=2, sizes=sizes, hypotheses=["H2", "S1"], mde_steps=0, random_state=1
+    spec = PowerSpec(
+        simulations=2, sizes=sizes, hypotheses=["H2", "S1"], mde_steps=0, random_state=1
     )
+    res = validate_comparison(w, spec)
     assert [h.hypothesis for h in res.hypotheses] == ["H2"]
     assert res.hypotheses[0].signal == "intrinsic"
     assert "S1" in res.skipped and "sensitivity" in res.skipped["S1"]
     assert json.loads(json.dumps(res.to_dict()))["hypotheses"][0]["pair"] == "M0<M2"
     with pytest.raises(ParameterError, match="hypotheses"):
-        validate_comparison(w, simulations=2, sizes=sizes, hypotheses=["H9"])
+        validate_comparison(w, PowerSpec(simulations=2, sizes=sizes, hypotheses=["H9"]))
 
 
 # --- widths depend on where the rank lies; truth not uniform in its bracket -------------

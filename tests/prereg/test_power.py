@@ -11,9 +11,10 @@ import pytest
 
 from analysis.cli import main
 from analysis.compare import ComparisonSpec, NestedComparison
-from analysis.prereg import (
+from analysis.power import (
     SIMULATED_COVARIATES,
     PowerAssumptions,
+    PowerSpec,
     StudySizes,
     load_widths,
     simulate_study,
@@ -63,7 +64,8 @@ def test_simulated_study_shape(tmp_path):
 def test_validate_comparison_small(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
-    res = validate_comparison(w, simulations=3, sizes=sizes, mde_steps=1, random_state=0)
+    spec = PowerSpec(simulations=3, sizes=sizes, mde_steps=1, random_state=0)
+    res = validate_comparison(w, spec)
     d = res.to_dict()
     for k in ("false_positive_rate", "size_boundary", "power", "mde", "alpha", "effect"):
         assert k in d
@@ -74,10 +76,10 @@ def test_validate_comparison_small(tmp_path):
     runs = res.to_frame()
     assert list(runs["hypothesis"]) == ["M0<M1"] and runs["simulations"].iloc[0] == 3
     assert set(res.runs["scenario"]) >= {"simple_null", "alternative", "boundary_null"}
-    again = validate_comparison(w, simulations=3, sizes=sizes, mde_steps=1, random_state=0)
+    again = validate_comparison(w, spec)
     pd.testing.assert_frame_equal(res.runs, again.runs)  # seeded
     with pytest.raises(ParameterError, match="simulations"):
-        validate_comparison(w, simulations=1)
+        validate_comparison(w, PowerSpec(simulations=1))
 
 
 def test_cli_json_with_design(tmp_path, capsys):
@@ -202,14 +204,8 @@ def test_simulated_decisions_rows_and_progress(tmp_path):
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
     seen = []
-    rows = simulated_decisions(
-        sizes,
-        w,
-        share=0.2,
-        simulations=2,
-        random_state=5,
-        progress=lambda k, n: seen.append((k, n)),
-    )
+    spec = PowerSpec(simulations=2, sizes=sizes, random_state=5)
+    rows = simulated_decisions(w, spec, share=0.2, progress=lambda k, n: seen.append((k, n)))
     assert list(rows.columns) == [
         "effect",
         "ci_low",
@@ -223,10 +219,10 @@ def test_simulated_decisions_rows_and_progress(tmp_path):
     assert (rows["base_value"] > 0).all()  # M0's held-out loss
     assert rows["refit_p_value"].isna().all()  # no refit replicates in these sizes
     assert len(rows) == 2 and seen == [(1, 2), (2, 2)]
-    again = simulated_decisions(sizes, w, share=0.2, simulations=2, random_state=5)
+    again = simulated_decisions(w, spec, share=0.2)
     pd.testing.assert_frame_equal(rows, again)  # seeded
     with pytest.raises(ParameterError, match="share"):
-        simulated_decisions(sizes, w, share=1.0, simulations=1)
+        simulated_decisions(w, PowerSpec(simulations=1, sizes=sizes), share=1.0)
 
 
 def test_sizes_refuse_blocks_the_simulation_does_not_write():
@@ -313,7 +309,7 @@ def test_simulated_head_share_and_feature_counts(tmp_path):
 
 
 def test_approximate_power_matches_its_model_by_monte_carlo():
-    from analysis.prereg import approximate_power
+    from analysis.power import approximate_power
 
     rng = np.random.default_rng(0)
     eps, rho, s, K, H = 0.1, 0.5, 0.5, 18, 200_000
@@ -368,7 +364,7 @@ def _exact_z(effect: float, icc: float, share: float, K: int, H: int) -> float:
 def test_approximate_power_matches_the_exact_quadratic_form(effect, icc, share, lengths, held_out):
     from scipy.stats import norm
 
-    from analysis.prereg import approximate_power
+    from analysis.power import approximate_power
 
     sizes = StudySizes(lengths=lengths, n_held_out=held_out)
     K = len(lengths) * len(sizes.temperatures) * len(sizes.eps) * sizes.inputs_per_length
@@ -387,19 +383,13 @@ def test_approximate_power_matches_the_exact_quadratic_form(effect, icc, share, 
 
 
 def test_power_curve_rows(tmp_path):
-    from analysis.prereg import POWER_CURVE_COLUMNS, power_curve
+    from analysis.power import POWER_CURVE_COLUMNS, power_curve
 
     w = load_widths(_widths(tmp_path / "w.csv"))
     sizes = StudySizes(n_heads=24, n_held_out=8, n_boot=199)
-    curve = power_curve(
-        w,
-        simulations=2,
-        effects=(0.1, 0.3),
-        head_shares=(0.0, 0.5),
-        sizes=sizes,
-        assumptions=PowerAssumptions(native_features=3, intrinsic_features=2),
-        random_state=0,
-    )
+    assumptions = PowerAssumptions(native_features=3, intrinsic_features=2)
+    spec = PowerSpec(simulations=2, sizes=sizes, assumptions=assumptions, random_state=0)
+    curve = power_curve(w, spec, effects=(0.1, 0.3), head_shares=(0.0, 0.5))
     assert tuple(curve.columns) == POWER_CURVE_COLUMNS
     assert len(curve) == 4
     assert set(zip(curve.effect, curve.native_head_share, strict=True)) == {
@@ -414,13 +404,13 @@ def test_power_curve_rows(tmp_path):
     assert curve["power"].between(0, 1).all() and (curve["simulations"] == 2).all()
     assert (curve["n_held_out"] == 8).all() and (curve["native_features"] == 3).all()
     with pytest.raises(ParameterError, match="head_shares"):
-        power_curve(w, simulations=1, head_shares=(1.2,), sizes=sizes)
+        power_curve(w, PowerSpec(simulations=1, sizes=sizes), head_shares=(1.2,))
     with pytest.raises(ParameterError, match="effects"):
-        power_curve(w, simulations=1, effects=(0.0,), sizes=sizes)
+        power_curve(w, PowerSpec(simulations=1, sizes=sizes), effects=(0.0,))
 
 
 def test_minimum_detectable_effect():
-    from analysis.prereg import minimum_detectable_effect
+    from analysis.power import minimum_detectable_effect
 
     curve = pd.DataFrame(
         {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.prereg import PowerAssumptions, StudySizes
+from analysis.power import PowerAssumptions, PowerSpec, StudySizes
+from analysis.power.calibrate import calibrate_scales, simulated_m0_losses
 from analysis.prereg.examples import example_widths
-from analysis.prereg.power_calibrate import calibrate_scales, simulated_m0_losses
 from analysis.validation import ParameterError
 
 SIZES = StudySizes(
@@ -34,14 +34,8 @@ def target():
 
 def test_calibration_recovers_each_checkpoints_scale(target):
     start = PowerAssumptions(residual_sd=0.1, icc=0.5)  # one scale for both, far too small
-    cal = calibrate_scales(
-        SIZES,
-        example_widths(),
-        start,
-        {k: v for k, v in target.items() if k != "all"},
-        studies=6,
-        random_state=3,
-    )
+    spec = PowerSpec(simulations=6, sizes=SIZES, assumptions=start, random_state=3)
+    cal = calibrate_scales(example_widths(), spec, {k: v for k, v in target.items() if k != "all"})
     assert cal.converged
     scales = dict((s, sc) for s, _, sc in cal.assumptions.strata_effects)
     # the truth's ratio 1.3 / 0.6 = 2.17; Monte Carlo error of 6 + 6 studies of 10 heads
@@ -55,14 +49,9 @@ def test_calibration_recovers_each_checkpoints_scale(target):
 
 
 def test_the_calibrated_simulator_reproduces_the_loss_on_other_seeds(target):
-    cal = calibrate_scales(
-        SIZES,
-        example_widths(),
-        PowerAssumptions(residual_sd=1.0, icc=0.5),
-        {k: v for k, v in target.items() if k != "all"},
-        studies=6,
-        random_state=5,
-    )
+    start = PowerAssumptions(residual_sd=1.0, icc=0.5)
+    spec = PowerSpec(simulations=6, sizes=SIZES, assumptions=start, random_state=5)
+    cal = calibrate_scales(example_widths(), spec, {k: v for k, v in target.items() if k != "all"})
     fresh = simulated_m0_losses(
         SIZES, example_widths(), cal.assumptions, np.random.SeedSequence(123).spawn(6)
     )
@@ -71,12 +60,8 @@ def test_the_calibrated_simulator_reproduces_the_loss_on_other_seeds(target):
 
 def test_calibration_names_a_missing_reference():
     with pytest.raises(ParameterError, match="reference"):
-        calibrate_scales(SIZES, example_widths(), PowerAssumptions(), {"org/a": 0.01})
+        calibrate_scales(example_widths(), PowerSpec(6, SIZES), {"org/a": 0.01})
     with pytest.raises(ParameterError, match="tolerance"):
         calibrate_scales(
-            SIZES,
-            example_widths(),
-            PowerAssumptions(),
-            {"org/a": 0.01, "org/b": 0.01},
-            tolerance=0,
+            example_widths(), PowerSpec(6, SIZES), {"org/a": 0.01, "org/b": 0.01}, tolerance=0
         )

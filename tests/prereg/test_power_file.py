@@ -9,8 +9,8 @@ import json
 import pytest
 
 from analysis.cli import main
+from analysis.power import POWER_FILE_FORMAT, read_power_file, write_power_file
 from analysis.prereg import (
-    POWER_FILE_FORMAT,
     PreregistrationError,
     amend_design,
     check_design,
@@ -18,9 +18,7 @@ from analysis.prereg import (
     lock_design,
     lock_path,
     power_path,
-    read_power_file,
     require_locked,
-    write_power_file,
 )
 from analysis.validation import ParameterError
 

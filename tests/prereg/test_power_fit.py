@@ -12,17 +12,19 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main
-from analysis.prereg import SIMULATED_COVARIATES, PowerAssumptions, StudySizes, simulate_study
-from analysis.prereg.error_rates import validate_comparison
+from analysis.power import (
+    SIMULATED_COVARIATES,
+    PowerAssumptions,
+    PowerSpec,
+    StudySizes,
+    simulate_study,
+    validate_comparison,
+)
+from analysis.power.fit import TrainingCells, fit_assumptions
+from analysis.power.rates import M0_LOSS_TOLERANCE, SimulatorMismatchWarning, m0_loss_check
+from analysis.power.simulate import simulated_comparison
 from analysis.prereg.examples import example_sizes, example_widths
 from analysis.prereg.options import design_power
-from analysis.prereg.power import simulated_comparison
-from analysis.prereg.power_fit import (
-    M0_LOSS_TOLERANCE,
-    SimulatorMismatchWarning,
-    fit_assumptions,
-    m0_loss_check,
-)
 from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +59,9 @@ def _point_widths() -> pd.DataFrame:
 def _fit(table: pd.DataFrame, **kw):
     ck = dict(SIMULATED_COVARIATES)
     logs = ck.pop("log_columns")
-    return fit_assumptions(table, MODELS, log_columns=logs, covariate_kwargs=ck, **kw)
+    return fit_assumptions(
+        TrainingCells(table, MODELS, log_columns=logs, covariate_kwargs=ck), **kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +189,7 @@ def test_m0_loss_check_is_silent_without_a_reference():
 def small_validation():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return validate_comparison(
-            example_widths(),
+        spec = PowerSpec(
             simulations=3,
             sizes=example_sizes(),
             assumptions=PowerAssumptions(effect=0.5),
@@ -194,6 +197,7 @@ def small_validation():
             calibration_iterations=0,
             random_state=0,
         )
+        return validate_comparison(example_widths(), spec)
 
 
 def test_validation_reports_its_m0_loss_and_warns_against_a_far_reference(small_validation):
@@ -201,7 +205,7 @@ def test_validation_reports_its_m0_loss_and_warns_against_a_far_reference(small_
     simple = small_validation.runs.query("scenario == 'simple_null'")
     assert sim == pytest.approx(simple["base_value"].mean())
     assert sim > 0
-    kwargs = dict(
+    spec = PowerSpec(
         simulations=3,
         sizes=example_sizes(),
         assumptions=PowerAssumptions(effect=0.5),
@@ -210,11 +214,11 @@ def test_validation_reports_its_m0_loss_and_warns_against_a_far_reference(small_
         random_state=0,
     )
     with pytest.warns(SimulatorMismatchWarning, match="reference M0 loss"):
-        far = validate_comparison(example_widths(), reference_m0_loss=sim / 1.3, **kwargs)
+        far = validate_comparison(example_widths(), spec, reference_m0_loss=sim / 1.3)
     assert far.warnings and "WARNING" in far.summary()
     with warnings.catch_warnings():
         warnings.simplefilter("error", SimulatorMismatchWarning)
-        near = validate_comparison(example_widths(), reference_m0_loss=sim / 1.2, **kwargs)
+        near = validate_comparison(example_widths(), spec, reference_m0_loss=sim / 1.2)
     assert near.warnings == [] and "WARNING" not in near.summary()
     out = near.to_dict()
     assert out["simulated_m0_loss"] == pytest.approx(sim)
@@ -266,7 +270,7 @@ def test_design_power_section():
 
 
 def test_mismatch_text_after_a_fit_does_not_suggest_fitting():
-    from analysis.prereg.power_fit import m0_loss_check
+    from analysis.power.rates import m0_loss_check
 
     hand = m0_loss_check(0.32, 0.0137)
     fitted = m0_loss_check(0.0211, 0.0303, fitted=True)

@@ -507,7 +507,7 @@ def test_calibration_sentence_before_the_comparison_quotes_the_design(edge_study
 
 
 def test_report_shows_power_and_mde_per_hypothesis(study, tmp_path):
-    from analysis.prereg import StudySizes, load_widths, validate_comparison
+    from analysis.power import PowerSpec, StudySizes, load_widths, validate_comparison
 
     widths = tmp_path / "w.csv"
     rows = [(e, lo, lo * r) for e in (0.05, 0.1, 0.2) for lo in (2, 3, 5) for r in (1, 2, 3)]
@@ -520,9 +520,8 @@ def test_report_shows_power_and_mde_per_hypothesis(study, tmp_path):
         temperatures=(1.0,),
         hypotheses=(("H1", "confirmatory", "M0", "M1"), ("H2", "secondary", "M0", "M2")),
     )
-    res = validate_comparison(
-        load_widths(widths), simulations=2, sizes=sizes, hypotheses=["H1", "H2"], mde_steps=1
-    )
+    spec = PowerSpec(simulations=2, sizes=sizes, hypotheses=["H1", "H2"], mde_steps=1)
+    res = validate_comparison(load_widths(widths), spec)
     power = json.loads(json.dumps(res.to_dict()))  # as stored in the study's power.json
     with_power = dataclasses.replace(study, power=power)
     files = build_report(with_power, tmp_path / "r", figure_formats=("png",))

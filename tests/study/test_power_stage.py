@@ -4,6 +4,8 @@ shown in report.md."""
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import hashlib
 import json
 
@@ -11,13 +13,8 @@ import pandas as pd
 import pytest
 
 import analysis.study.power as study_power
-from analysis.prereg import (
-    PowerAssumptions,
-    PreregistrationError,
-    check_design,
-    load_design,
-    power_path,
-)
+from analysis.power import PowerAssumptions
+from analysis.prereg import PreregistrationError, check_design, load_design, power_path
 from analysis.prereg.amend import amend_design
 from analysis.prereg.lock import lock_path
 from analysis.study import block_facts, run_study, study_paths
@@ -26,6 +23,9 @@ from analysis.study.power import validation_sizes
 pytestmark = pytest.mark.slow
 
 QUIET = {"progress": False, "say": lambda _: None}
+#: Runs whose report is not read stop after the power stage (the report is rendered by the
+#: runs that check it).
+NO_REPORT = {**QUIET, "stop_after": "power"}
 
 
 def _write_widths(root, eps=(0.1, 0.2)) -> None:
@@ -58,11 +58,24 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     calls = []
     real = study_power.validate_comparison
 
-    def counting(*args, **kwargs):
-        calls.append(kwargs["simulations"])
-        return real(*args, **kwargs)
+    def counting(widths, spec, **kwargs):
+        calls.append(spec.simulations)
+        assert (spec.mde_target, spec.mde_steps, spec.hypotheses) == (
+            0.8,
+            5,
+            ("H1", "H2", "H3", "S1"),
+        )
+        # what is tested here is the stage (computed when asked, stored, locked, reused,
+        # reported), not the searches (tests/prereg/test_error_rates.py): the simulation
+        # runs without MDE bisection or boundary calibration steps
+        return real(
+            widths, dataclasses.replace(spec, mde_steps=0, calibration_iterations=0), **kwargs
+        )
 
     monkeypatch.setattr(study_power, "validate_comparison", counting)
+    # statsmodels' Holm runs gc.collect() on every call (one per simulated study): seconds
+    # in a process holding the study's model; collecting changes no number
+    monkeypatch.setattr(gc, "collect", lambda generation=2: 0)
     said: list[str] = []
     # not asked: nothing is simulated, and the report says how to compute it
     run_study(study_copy, progress=False, say=said.append)
@@ -73,7 +86,7 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     assert "--power-simulations 400` computes it once" in text
     # asked, without reference widths: the stage says why
     said.clear()
-    run_study(study_copy, progress=False, say=said.append, power_simulations=2)
+    run_study(study_copy, progress=False, say=said.append, power_simulations=2, stop_after="power")
     assert any("power: not simulated: no reference bracket widths" in s for s in said)
     assert calls == [] and not stored.exists()
 
@@ -110,13 +123,15 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     assert f"file={stored.name}" in text  # the provenance names the file
     assert "before later amendments of the design" not in text
 
-    # a run without the flag reads the stored file: no simulation, file untouched
+    # a run without the flag reads the stored file: no simulation, file untouched (the
+    # report of a run that reads it: below, after a reuse and after --power-simulations 0)
     before = stored.stat().st_mtime_ns
-    run_study(study_copy, **QUIET)
+    said.clear()
+    run_study(study_copy, progress=False, say=said.append, stop_after="power")
     assert calls == [2] and stored.stat().st_mtime_ns == before
-    assert "simulated power" in (paths.report / "report.md").read_text()
+    assert f"power: stored result read from {stored.name} (not simulated)" in said
     # asked again with the same inputs: reused, no new amendment
-    run_study(study_copy, **QUIET, power_simulations=2)
+    run_study(study_copy, **NO_REPORT, power_simulations=2)
     assert calls == [2] and stored.stat().st_mtime_ns == before
     assert len(_lock(study_copy)["amendments"]) == len(lock["amendments"])
     # an amendment the simulation does not see (a hypothesis's wording) keeps the result
@@ -137,15 +152,15 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     with pytest.raises(PreregistrationError, match=f"power file {stored.name} changed"):
         run_study(study_copy, **QUIET)
     stored.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    run_study(study_copy, **QUIET)
+    run_study(study_copy, **NO_REPORT)
     # a changed setting is a changed key: recomputed, rewritten and amended
-    run_study(study_copy, **QUIET, power_simulations=3)
+    run_study(study_copy, **NO_REPORT, power_simulations=3)
     assert calls == [2, 3]
     assert json.loads(stored.read_text())["inputs"]["simulations"] == 3
     assert len(_lock(study_copy)["amendments"]) == len(lock["amendments"]) + 2
     # so is a changed widths file
     _write_widths(root, eps=(0.1, 0.2, 0.05))
-    run_study(study_copy, **QUIET, power_simulations=3)
+    run_study(study_copy, **NO_REPORT, power_simulations=3)
     assert calls == [2, 3, 3]
     # 0 simulations skips the stage and keeps the stored result for the report
     run_study(study_copy, **QUIET, power_simulations=0)
@@ -154,12 +169,12 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     # a changed assumption (a head share measured on the design's training heads) is a
     # changed key too, and the record says what was assumed
     measured = PowerAssumptions(native_head_share=0.77)
-    run_study(study_copy, **QUIET, power_simulations=2, power_assumptions=measured)
+    run_study(study_copy, **NO_REPORT, power_simulations=2, power_assumptions=measured)
     assert calls == [2, 3, 3, 2]
     kept = json.loads(stored.read_text())
     assert kept["inputs"]["assumptions"]["native_head_share"] == 0.77
     assert kept["provenance"]["command"].endswith("--native-head-share 0.77")
-    run_study(study_copy, **QUIET, power_simulations=2, power_assumptions=measured)
+    run_study(study_copy, **NO_REPORT, power_simulations=2, power_assumptions=measured)
     assert calls == [2, 3, 3, 2]
 
 

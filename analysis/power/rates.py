@@ -1,6 +1,5 @@
-"""Simulated rejection rates with exact binomial intervals (:class:`Rate`).
-
-Split from :mod:`analysis.prereg.error_rates`, which re-exports both names.
+"""Simulated rejection rates with exact binomial intervals (:class:`Rate`), and the check
+of the simulated M0 loss against the real one (:func:`m0_loss_check`).
 """
 
 from __future__ import annotations
@@ -12,7 +11,13 @@ import pandas as pd
 
 from analysis.validation import ParameterError, check_int
 
-__all__ = ["Rate", "clopper_pearson"]
+__all__ = [
+    "M0_LOSS_TOLERANCE",
+    "Rate",
+    "SimulatorMismatchWarning",
+    "clopper_pearson",
+    "m0_loss_check",
+]
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -24,7 +29,7 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
     Examples
     --------
-    >>> from analysis.prereg.rates import clopper_pearson
+    >>> from analysis.power.rates import clopper_pearson
     >>> low, high = clopper_pearson(0, 10)  # the upper end is 1 - 0.025^(1/10)
     >>> low, round(high, 6), round(1 - 0.025 ** (1 / 10), 6)
     (0.0, 0.308497, 0.308497)
@@ -68,10 +73,10 @@ class Rate:
     Examples
     --------
     From four simulated decisions (the rows of
-    :func:`~analysis.prereg.power.simulated_decisions`):
+    :func:`~analysis.power.simulate.simulated_decisions`):
 
     >>> import pandas as pd
-    >>> from analysis.prereg.rates import Rate
+    >>> from analysis.power.rates import Rate
     >>> rows = pd.DataFrame({
     ...     "adds_information": [True, False, True, True], "effect": [0.3, -0.1, 0.2, 0.4],
     ...     "p_value": [0.01, 0.6, 0.04, 0.001],
@@ -130,3 +135,63 @@ class Rate:
 
     def __str__(self) -> str:
         return f"{self.rate:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+
+
+#: Largest relative difference between the simulated and the reference M0 loss that
+#: passes without a warning (``|simulated - reference| / reference``).
+M0_LOSS_TOLERANCE = 0.25
+
+
+class SimulatorMismatchWarning(UserWarning):
+    """The simulated studies' M0 loss differs from the real one by more than 25%.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from analysis.power.rates import SimulatorMismatchWarning, m0_loss_check
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn(m0_loss_check(0.32, 0.0137), SimulatorMismatchWarning)
+    >>> caught[0].category.__name__
+    'SimulatorMismatchWarning'
+    """
+
+
+def m0_loss_check(
+    simulated: float | None,
+    reference: float | None,
+    tolerance: float = M0_LOSS_TOLERANCE,
+    *,
+    fitted: bool = False,
+) -> str | None:
+    """The warning text when the simulated M0 loss is more than ``tolerance`` (relative)
+    away from the reference, else None (also None when either is unknown). ``fitted``:
+    the simulator was already fitted to data, so the text does not suggest fitting it.
+
+    Examples
+    --------
+    >>> from analysis.power.rates import m0_loss_check
+    >>> m0_loss_check(0.012, 0.010) is None  # 20% above: passes
+    True
+    >>> print(m0_loss_check(0.32, 0.0137))  # doctest: +ELLIPSIS
+    the simulator's M0 held-out loss (0.32) is 23.4x the reference M0 loss (0.0137)...
+    """
+    if simulated is None or reference is None:
+        return None
+    if not (np.isfinite(simulated) and np.isfinite(reference)) or reference <= 0:
+        return None
+    rel = abs(simulated - reference) / reference
+    if rel <= tolerance:
+        return None
+    advice = (
+        "the fitted and calibrated simulator does not reproduce the data's loss: check its "
+        "calibration record (converged?) and raise --calibration-studies or --simulations"
+        if fitted
+        else "fit the assumptions: `attnrank validate-comparison --fit training`"
+    )
+    return (
+        f"the simulator's M0 held-out loss ({simulated:.3g}) is {simulated / reference:.3g}x "
+        f"the reference M0 loss ({reference:.3g}), more than {tolerance:.0%} away: the "
+        f"simulated studies do not resemble the data, so their power and sizes are not the "
+        f"design's ({advice})"
+    )

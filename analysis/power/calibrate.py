@@ -1,6 +1,6 @@
 """The simulator's residual scales fitted by simulated moments to the real M0 loss.
 
-:func:`~analysis.prereg.power_fit.fit_assumptions` estimates the simulator's structure
+:func:`~analysis.power.fit.fit_assumptions` estimates the simulator's structure
 (variance components, checkpoint offsets, widths, the signal block's head share) from
 training or pilot cells. Its residual scale is a REML estimate on bracket midpoints, and
 the simulated studies it gives have an M0 held-out loss 0.3-0.7x the real one (measured
@@ -11,7 +11,7 @@ the simulator's, and a checkpoint's bracket part can exceed its residual mean sq
 base model's held-out loss, so :func:`calibrate_scales` fits the scales to it: each
 checkpoint's residual scale is moved until the simulated studies' held-out M0 loss of that
 checkpoint matches the reference measured on the same cells (a cross-fit over their heads,
-:func:`~analysis.prereg.power_fit.reference_m0_losses`). This is the method of simulated
+:func:`~analysis.power.fit.reference_m0_losses`). This is the method of simulated
 moments (McFadden 1989; Gourieroux, Monfort and Renault 1993's indirect inference with
 the loss as the auxiliary statistic); no library runs it on a custom simulator, so the
 few lines of the fixed-point iteration are written here.
@@ -19,7 +19,7 @@ few lines of the fixed-point iteration are written here.
 The structural fit keeps its variance shares (ICC, layer share), offsets and widths; only
 the scale of each checkpoint's residual (head, layer and cell parts together) moves.
 ``attnrank validate-comparison --fit`` then simulates its studies on seeds the calibration
-never used, so the 25% check of :func:`~analysis.prereg.power_fit.m0_loss_check` on them is
+never used, so the 25% check of :func:`~analysis.power.rates.m0_loss_check` on them is
 an out-of-sample check of the calibration (Monte Carlo error, non-convergence, a loss the
 simulator cannot reach), not a tautology.
 """
@@ -33,8 +33,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.compare import held_out_predictions, interval_sq_loss
-from analysis.prereg.power import simulate_study, simulated_comparison
-from analysis.prereg.power_inputs import PowerAssumptions, StratumWidths, StudySizes, WidthModel
+from analysis.power.inputs import PowerAssumptions, StudySizes
+from analysis.power.simulate import simulate_study, simulated_comparison
+from analysis.power.spec import PowerSpec
+from analysis.power.widths import StratumWidths, WidthModel
 from analysis.validation import ParameterError, check_int
 
 __all__ = ["Calibration", "calibrate_scales", "simulated_m0_losses"]
@@ -124,8 +126,8 @@ def simulated_m0_losses(
     --------
     >>> import numpy as np
     >>> from analysis.prereg.examples import example_sizes, example_widths
-    >>> from analysis.prereg.power_calibrate import simulated_m0_losses
-    >>> from analysis.prereg.power_inputs import PowerAssumptions
+    >>> from analysis.power.calibrate import simulated_m0_losses
+    >>> from analysis.power.inputs import PowerAssumptions
     >>> seeds = np.random.SeedSequence(0).spawn(2)
     >>> small = simulated_m0_losses(example_sizes(), example_widths(),
     ...                             PowerAssumptions(residual_sd=0.2), seeds)
@@ -166,15 +168,12 @@ def simulated_m0_losses(
 
 
 def calibrate_scales(
-    sizes: StudySizes,
     widths: pd.DataFrame | WidthModel | StratumWidths,
-    assumptions: PowerAssumptions,
+    spec: PowerSpec,
     reference: Mapping[str, float],
     *,
-    studies: int = 6,
     max_iterations: int = 8,
     tolerance: float = 0.05,
-    random_state: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> Calibration:
     """Fit each checkpoint's residual scale so the simulated held-out M0 loss matches the
@@ -182,20 +181,19 @@ def calibrate_scales(
 
     Parameters
     ----------
-    sizes : StudySizes
-        The design's sizes (the studies are simulated as validate-comparison simulates them).
     widths : DataFrame, WidthModel or StratumWidths
-    assumptions : PowerAssumptions
-        The structural fit (:meth:`FittedAssumptions.assumptions`).
+    spec : PowerSpec
+        The design's ``sizes`` (the studies are simulated as validate-comparison simulates
+        them), the structural fit's ``assumptions``
+        (:meth:`~analysis.power.result.FittedAssumptions.assumptions`), ``simulations``
+        studies per iteration (the same seeds each iteration) and ``random_state`` (an
+        int; None is 0).
     reference : mapping of str to float
         The reference M0 held-out loss per checkpoint stratum of ``sizes`` (a single
         stratum may be given as ``"all"``).
-    studies : int, keyword-only
-        Simulated studies per iteration (same seeds each iteration).
     max_iterations : int, keyword-only
     tolerance : float, keyword-only
         Relative distance to every reference at which the iteration stops.
-    random_state : int, keyword-only
     progress : callable, keyword-only
         Called with one line per iteration.
 
@@ -222,17 +220,22 @@ def calibrate_scales(
 
     >>> import numpy as np
     >>> from analysis.prereg.examples import example_sizes, example_widths
-    >>> from analysis.prereg.power_calibrate import calibrate_scales, simulated_m0_losses
-    >>> from analysis.prereg.power_inputs import PowerAssumptions
+    >>> from analysis.power.calibrate import calibrate_scales, simulated_m0_losses
+    >>> from analysis.power.inputs import PowerAssumptions
     >>> sizes, widths = example_sizes(), example_widths()
     >>> target = simulated_m0_losses(sizes, widths, PowerAssumptions(residual_sd=0.5),
     ...                              np.random.SeedSequence(9).spawn(4))
-    >>> cal = calibrate_scales(sizes, widths, PowerAssumptions(residual_sd=0.1),
-    ...                        {"all": target["all"]}, studies=4, random_state=1)
+    >>> from analysis.power.spec import PowerSpec
+    >>> spec = PowerSpec(simulations=4, sizes=sizes,
+    ...                  assumptions=PowerAssumptions(residual_sd=0.1), random_state=1)
+    >>> cal = calibrate_scales(widths, spec, {"all": target["all"]})
     >>> cal.converged, bool(0.3 < cal.assumptions.residual_sd < 0.8)
     (True, True)
     """
-    studies = check_int("studies", studies, minimum=1)
+    if not isinstance(spec, PowerSpec):
+        raise ParameterError("spec", "a PowerSpec", type(spec).__name__)
+    sizes, assumptions, studies = spec.sizes, spec.assumptions, spec.simulations
+    random_state = check_int("random_state", 0 if spec.random_state is None else spec.random_state)
     max_iterations = check_int("max_iterations", max_iterations, minimum=1)
     if not (0 < tolerance < 1):
         raise ParameterError("tolerance", "a relative tolerance in (0, 1)", tolerance)

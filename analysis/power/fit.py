@@ -1,6 +1,6 @@
 """The power simulator's assumptions fitted to data the confirmatory cells never touch.
 
-:func:`fit_assumptions` estimates what :class:`~analysis.prereg.power_inputs.PowerAssumptions`
+:func:`fit_assumptions` estimates what :class:`~analysis.power.inputs.PowerAssumptions`
 leaves to the analyst -- the residual scale, the share of it between heads (ICC) and
 between the heads of one layer, each checkpoint's offset and residual scale (family
 heterogeneity), each checkpoint's bracket widths and the between-head share of the
@@ -17,215 +17,17 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.prereg.power_inputs import PowerAssumptions, StratumWidths
+from analysis.power.result import FittedAssumptions
+from analysis.power.widths import StratumWidths
 from analysis.validation import ParameterError, check_int
 
-__all__ = [
-    "M0_LOSS_TOLERANCE",
-    "FittedAssumptions",
-    "SimulatorMismatchWarning",
-    "fit_assumptions",
-    "m0_loss_check",
-    "reference_m0_loss",
-    "reference_m0_losses",
-]
-
-#: Largest relative difference between the simulated and the reference M0 loss that
-#: passes without a warning (``|simulated - reference| / reference``).
-M0_LOSS_TOLERANCE = 0.25
-
-
-class SimulatorMismatchWarning(UserWarning):
-    """The simulated studies' M0 loss differs from the real one by more than 25%."""
-
-
-def m0_loss_check(
-    simulated: float | None,
-    reference: float | None,
-    tolerance: float = M0_LOSS_TOLERANCE,
-    *,
-    fitted: bool = False,
-) -> str | None:
-    """The warning text when the simulated M0 loss is more than ``tolerance`` (relative)
-    away from the reference, else None (also None when either is unknown). ``fitted``:
-    the simulator was already fitted to data, so the text does not suggest fitting it.
-
-    Examples
-    --------
-    >>> from analysis.prereg.power_fit import m0_loss_check
-    >>> m0_loss_check(0.012, 0.010) is None  # 20% above: passes
-    True
-    >>> print(m0_loss_check(0.32, 0.0137))  # doctest: +ELLIPSIS
-    the simulator's M0 held-out loss (0.32) is 23.4x the reference M0 loss (0.0137)...
-    """
-    if simulated is None or reference is None:
-        return None
-    if not (np.isfinite(simulated) and np.isfinite(reference)) or reference <= 0:
-        return None
-    rel = abs(simulated - reference) / reference
-    if rel <= tolerance:
-        return None
-    advice = (
-        "the fitted and calibrated simulator does not reproduce the data's loss: check its "
-        "calibration record (converged?) and raise --calibration-studies or --simulations"
-        if fitted
-        else "fit the assumptions: `attnrank validate-comparison --fit training`"
-    )
-    return (
-        f"the simulator's M0 held-out loss ({simulated:.3g}) is {simulated / reference:.3g}x "
-        f"the reference M0 loss ({reference:.3g}), more than {tolerance:.0%} away: the "
-        f"simulated studies do not resemble the data, so their power and sizes are not the "
-        f"design's ({advice})"
-    )
-
-
-@dataclass(frozen=True)
-class FittedAssumptions:
-    """Simulator parameters estimated on training (or pilot) cells, and what they came from.
-
-    Attributes
-    ----------
-    source : str
-        What the parameters were fitted to (e.g. ``training heads of DESIGN``).
-    n_heads, n_cells : int
-    residual_sd : float
-        Square root of ``V``, the variance of the true log2 rank that the base model's
-        covariates leave (layer + head + cell components, the cell part net of where
-        the truth lies in its bracket).
-    icc : float
-        Between-head share of ``V`` (layer and head components).
-    layer_share : float
-        Between-layer share of ``V`` (part of ``icc``); 0 when the cells hold one layer.
-    native_head_share : float
-        Median, over the signal block's columns, of their between-head variance share
-        after the baseline (NaN when the table has no such block).
-    strata : tuple of (label, heads, cells, offset, scale, mean_width)
-        Per checkpoint: its offset (checkpoint coefficient, head-weighted mean 0), its
-        residual scale relative to the pooled one (cell-weighted mean square 1) and its
-        mean bracket width (log2).
-    components : tuple of (name, variance)
-        ``layer``, ``head``, ``cell`` (of the midpoints), ``bracket`` (subtracted from
-        ``cell``: the variance of ``(1/2 - P) w``, P the truth's position, w the width).
-    reference_m0_loss : float
-        The base model's held-out loss by a cross-fit over the heads (NaN when not
-        computed).
-    reference_method : str
-    reference_by_stratum : tuple of (label, loss)
-        The reference per checkpoint stratum (what :mod:`analysis.prereg.power_calibrate`
-        fits each checkpoint's scale to).
-    method : str
-    notes : tuple of str
-    widths : StratumWidths
-        Each checkpoint's bracket widths (not in :meth:`to_dict`).
-
-    Examples
-    --------
-    Made by :func:`fit_assumptions`; :meth:`assumptions` gives the simulator's record:
-
-    >>> from analysis.prereg.power_fit import FittedAssumptions
-    >>> fit = FittedAssumptions(
-    ...     source="example", n_heads=40, n_cells=360, residual_sd=0.25, icc=0.7,
-    ...     layer_share=0.1, native_head_share=0.8,
-    ...     strata=(("org/a", 40, 360, 0.0, 1.0, 0.6),), components=(),
-    ...     reference_m0_loss=0.012, reference_method="5-fold cross-fit", method="MixedLM",
-    ... )
-    >>> a = fit.assumptions()
-    >>> a.residual_sd, a.icc, a.layer_share, a.native_head_share, a.strata_effects
-    (0.25, 0.7, 0.1, 0.8, (('org/a', 0.0, 1.0),))
-    """
-
-    source: str
-    n_heads: int
-    n_cells: int
-    residual_sd: float
-    icc: float
-    layer_share: float
-    native_head_share: float
-    strata: tuple[tuple[str, int, int, float, float, float], ...]
-    components: tuple[tuple[str, float], ...]
-    reference_m0_loss: float
-    reference_method: str
-    method: str
-    notes: tuple[str, ...] = ()
-    widths: StratumWidths | None = field(default=None, repr=False, compare=False)
-    reference_by_stratum: tuple[tuple[str, float], ...] = ()
-
-    def assumptions(self, base: PowerAssumptions | None = None) -> PowerAssumptions:
-        """``base`` (default :class:`PowerAssumptions`) with the fitted values."""
-        base = base if base is not None else PowerAssumptions()
-        head_share = (
-            self.native_head_share
-            if np.isfinite(self.native_head_share)
-            else base.native_head_share
-        )
-        return replace(
-            base,
-            residual_sd=float(self.residual_sd),
-            icc=float(min(self.icc, 0.999)),
-            layer_share=float(min(self.layer_share, self.icc, 0.999)),
-            native_head_share=float(head_share),
-            strata_effects=tuple((s[0], s[3], s[4]) for s in self.strata),
-            fitted=self.source,
-        )
-
-    def to_dict(self) -> dict:
-        """Plain JSON types (the widths are summarized by each stratum's mean width)."""
-        return {
-            "source": self.source,
-            "n_heads": self.n_heads,
-            "n_cells": self.n_cells,
-            "residual_sd": self.residual_sd,
-            "icc": self.icc,
-            "layer_share": self.layer_share,
-            "native_head_share": None
-            if not np.isfinite(self.native_head_share)
-            else self.native_head_share,
-            "strata": [
-                dict(
-                    zip(
-                        ("stratum", "heads", "cells", "offset", "scale", "mean_width"),
-                        s,
-                        strict=True,
-                    )
-                )
-                for s in self.strata
-            ],
-            "components": dict(self.components),
-            "reference_m0_loss": None
-            if not np.isfinite(self.reference_m0_loss)
-            else self.reference_m0_loss,
-            "reference_method": self.reference_method,
-            "reference_by_stratum": dict(self.reference_by_stratum),
-            "method": self.method,
-            "notes": list(self.notes),
-        }
-
-    def summary(self) -> str:
-        """A few lines for people."""
-        lines = [
-            f"simulator fitted to {self.source}: {self.n_heads} heads, {self.n_cells} cells",
-            f"  residual SD {self.residual_sd:.3f} (log2), ICC {self.icc:.3f} "
-            f"(layer share {self.layer_share:.3f}), native head share "
-            + (
-                f"{self.native_head_share:.3f}"
-                if np.isfinite(self.native_head_share)
-                else "not fitted"
-            ),
-            f"  reference M0 held-out loss {self.reference_m0_loss:.4g} ({self.reference_method})",
-        ]
-        for label, h, c, off, sc, w in self.strata:
-            lines.append(
-                f"  {label}: {h} heads, {c} cells, offset {off:+.3f}, residual scale "
-                f"{sc:.2f}, mean bracket width {w:.2f}"
-            )
-        lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
+__all__ = ["TrainingCells", "fit_assumptions", "reference_m0_losses"]
 
 
 def _layer_of(clusters: pd.Series) -> pd.Series:
@@ -333,7 +135,7 @@ def reference_m0_losses(
     Examples
     --------
     >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> from analysis.prereg.power_fit import reference_m0_losses
+    >>> from analysis.power.fit import reference_m0_losses
     >>> table = example_table().drop(columns="held_out")
     >>> losses, how = reference_m0_losses(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
     ...                                   comparison_kwargs={"estimator": "ols"})
@@ -407,47 +209,11 @@ def reference_m0_losses(
     return {k: sums[k] / counts[k] for k in sums}, how
 
 
-def reference_m0_loss(
-    table: pd.DataFrame,
-    models: Mapping[str, Sequence[str]],
-    pair: tuple[str, str],
-    **kwargs: Any,
-) -> tuple[float, str]:
-    """The overall loss of :func:`reference_m0_losses` (same arguments) and how.
+@dataclass(frozen=True, eq=False)
+class TrainingCells:
+    """Cells the simulator is fitted to, and how the design compares them.
 
-    Examples
-    --------
-    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> from analysis.prereg.power_fit import reference_m0_loss
-    >>> table = example_table().drop(columns="held_out")
-    >>> loss, how = reference_m0_loss(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
-    ...                               comparison_kwargs={"estimator": "ols"})
-    >>> bool(loss > 0)
-    True
-    """
-    losses, how = reference_m0_losses(table, models, pair, **kwargs)
-    return losses["all"], how
-
-
-def fit_assumptions(
-    table: pd.DataFrame,
-    models: Mapping[str, Sequence[str]],
-    *,
-    pair: tuple[str, str] = ("M0", "M1"),
-    source: str = "a table of training cells",
-    log_columns: Sequence[str] = (),
-    covariate_kwargs: Mapping[str, Any] | None = None,
-    comparison_kwargs: Mapping[str, Any] | None = None,
-    truth_position: tuple[float, float] = (2.0, 1.0),
-    eps: Sequence[float] | None = None,
-    width_bins: int = 4,
-    signal_block: str = "native",
-    reference_folds: int = 5,
-    random_state: int = 0,
-) -> FittedAssumptions:
-    """Fit the simulator's parameters to training (or pilot) cells.
-
-    Parameters
+    Attributes
     ----------
     table : pandas.DataFrame
         A comparison table of cells the confirmatory comparison never scores: no
@@ -459,16 +225,49 @@ def fit_assumptions(
     models : mapping
         The design's models; ``pair[0]`` is the base model (its blocks are the
         covariates the residual is taken after).
-    pair : (base, rich), keyword-only
+    pair : (base, rich)
         The confirmatory pair: the base model's loss is the reference.
-    source : str, keyword-only
+    source : str
         Recorded as :attr:`FittedAssumptions.source`.
-    log_columns, covariate_kwargs : keyword-only
+    log_columns, covariate_kwargs
         As for :func:`~analysis.compare.prepare_covariates` (the registry's block order,
         calibrated blocks and diagnostics).
-    comparison_kwargs : mapping, keyword-only
+    comparison_kwargs : mapping or None
         The design's ``comparison_kwargs`` (estimator, calibration, options) for the
         reference M0 loss; None skips it (NaN).
+    random_state : int
+        Seed of the reference M0 loss's folds, of the calibration folds (and, in a
+        study, of the scale calibration): the design's inference seed.
+    input_seed : int or None
+        The input seed of the study the cells come from (a pilot's is checked).
+    """
+
+    table: pd.DataFrame
+    models: Mapping[str, Sequence[str]]
+    pair: tuple[str, str] = ("M0", "M1")
+    source: str = "a table of training cells"
+    log_columns: Sequence[str] = ()
+    covariate_kwargs: Mapping[str, Any] | None = None
+    comparison_kwargs: Mapping[str, Any] | None = None
+    random_state: int = 0
+    input_seed: int | None = None
+
+
+def fit_assumptions(
+    cells: TrainingCells,
+    *,
+    truth_position: tuple[float, float] = (2.0, 1.0),
+    eps: Sequence[float] | None = None,
+    width_bins: int = 4,
+    signal_block: str = "native",
+    reference_folds: int = 5,
+) -> FittedAssumptions:
+    """Fit the simulator's parameters to training (or pilot) cells.
+
+    Parameters
+    ----------
+    cells : TrainingCells
+        The table, the design's models, pair and comparison settings, the seed.
     truth_position : (a, b), keyword-only
         The Beta law of where the truth lies in its bracket (the simulator's), to take
         the bracket's part out of the midpoints' cell variance.
@@ -477,8 +276,8 @@ def fit_assumptions(
     width_bins : int, keyword-only
     signal_block : str, keyword-only
         The block whose columns' between-head share is fitted.
-    reference_folds, random_state : int, keyword-only
-        Folds and seed of :func:`reference_m0_loss` (and of the calibration folds).
+    reference_folds : int, keyword-only
+        Folds of :func:`reference_m0_losses`.
 
     Returns
     -------
@@ -504,7 +303,7 @@ def fit_assumptions(
     coefficient (centred, head-weighted): the part of its mean the base covariates
     leave, which a base model without checkpoint effects cannot absorb; its scale is the
     root of its cells' mean squared residual over the pooled one (a starting value:
-    :func:`~analysis.prereg.power_calibrate.calibrate_scales` fits the scales to each
+    :func:`~analysis.power.calibrate.calibrate_scales` fits the scales to each
     checkpoint's reference M0 loss). The signal block's head share is the REML between-head share of each of its
     columns after an OLS on the base columns, median over columns.
 
@@ -513,9 +312,9 @@ def fit_assumptions(
     A study simulated with known parameters, fitted back (its training cells only):
 
     >>> from analysis.prereg.examples import example_widths
-    >>> from analysis.prereg.power import (PowerAssumptions, SIMULATED_COVARIATES,
-    ...                                    StudySizes, simulate_study)
-    >>> from analysis.prereg.power_fit import fit_assumptions
+    >>> from analysis.power import (PowerAssumptions, SIMULATED_COVARIATES, StudySizes,
+    ...                             simulate_study)
+    >>> from analysis.power.fit import TrainingCells, fit_assumptions
     >>> sizes = StudySizes(n_heads=60, n_held_out=10, lengths=(64, 128), eps=(0.1,),
     ...                    temperatures=(0.5, 1.0, 2.0), inputs_per_length=2)
     >>> truth = PowerAssumptions(residual_sd=0.3, icc=0.6)
@@ -523,13 +322,16 @@ def fit_assumptions(
     ...                        random_state=1)
     >>> train = table.loc[~table["held_out"]].drop(columns="held_out")
     >>> kw = dict(SIMULATED_COVARIATES)
-    >>> fit = fit_assumptions(train, {"M0": ["baseline"], "M1": ["baseline", "native"]},
-    ...                       log_columns=kw.pop("log_columns"), covariate_kwargs=kw)
+    >>> models = {"M0": ["baseline"], "M1": ["baseline", "native"]}
+    >>> fit = fit_assumptions(TrainingCells(train, models, log_columns=kw.pop("log_columns"),
+    ...                                     covariate_kwargs=kw))
     >>> round(fit.residual_sd, 2), round(fit.icc, 2)  # truth 0.3, 0.6; 50 heads, 5 widths
     (0.33, 0.69)
     """
     from analysis.compare.covariates import head_folds, prepare_covariates
 
+    table, models, pair, random_state = cells.table, cells.models, cells.pair, cells.random_state
+    log_columns, covariate_kwargs = cells.log_columns, cells.covariate_kwargs
     if "held_out" in table.columns and table["held_out"].astype(bool).any():
         raise ParameterError(
             "table",
@@ -649,14 +451,14 @@ def fit_assumptions(
     eps_values = sorted(set(wframe["eps"])) if eps is None else list(eps)
     widths = StratumWidths.from_frame(wframe, eps_values, n_bins=width_bins)
 
-    if comparison_kwargs is not None:
+    if cells.comparison_kwargs is not None:
         refs, ref_how = reference_m0_losses(
             table.drop(columns="held_out", errors="ignore"),
             models,
             pair,
             folds=reference_folds,
             random_state=random_state,
-            comparison_kwargs=comparison_kwargs,
+            comparison_kwargs=cells.comparison_kwargs,
             covariate_kwargs={**ck, "log_columns": tuple(log_columns)},
         )
         ref = refs["all"]
@@ -664,7 +466,7 @@ def fit_assumptions(
     else:
         ref, ref_how, by_stratum = float("nan"), "not computed", ()
     return FittedAssumptions(
-        source=source,
+        source=cells.source,
         n_heads=n_heads,
         n_cells=len(tab),
         residual_sd=float(np.sqrt(V)),

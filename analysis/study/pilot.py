@@ -1,9 +1,9 @@
 """The power simulator fitted to a study's data: read the cells, fit, calibrate.
 
-:mod:`analysis.prereg.power_fit` fits the simulator's structure to a table of cells and
-:mod:`analysis.prereg.power_calibrate` fits each checkpoint's residual scale to its
-reference M0 loss; prereg reads no store, so this module reads the cells they are fitted
-to -- the study's **training** heads (its comparison table less the held-out heads) or a
+:mod:`analysis.power.fit` fits the simulator's structure to a table of cells and
+:mod:`analysis.power.calibrate` fits each checkpoint's residual scale to its
+reference M0 loss; the power package reads no store, so this module reads the cells they
+are fitted to -- the study's **training** heads (its comparison table less the held-out heads) or a
 **pilot** (the same design run on another input seed, under its own root) -- and runs
 both. ``attnrank validate-comparison --fit`` and the study's power stage (``attnrank run
 --power-simulations N`` on a design whose ``[power] fit`` is not ``"none"``) call
@@ -13,24 +13,26 @@ both. ``attnrank validate-comparison --fit`` and the study's power stage (``attn
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from analysis.prereg.power_inputs import PowerAssumptions, StudySizes
+from analysis.power.fit import TrainingCells
+from analysis.power.inputs import PowerAssumptions, StudySizes
 from analysis.validation import ParameterError, check_int
 
-__all__ = ["FitOutcome", "fitted_assumptions", "study_training_table", "widths_digest"]
+__all__ = ["FitOutcome", "FitSource", "fitted_assumptions", "study_training_table", "widths_digest"]
 
 
-def study_training_table(design_path: Path, *, root: Path | None = None) -> tuple[Any, dict]:
+def study_training_table(design_path: Path, *, root: Path | None = None) -> TrainingCells:
     """A study's training cells (its comparison table less the held-out heads).
 
     Returns
     -------
-    (DataFrame, dict)
-        The training table and ``{"models", "pair", "log_columns", "covariate_kwargs",
-        "comparison_kwargs", "seed", "input_seed"}`` from the study's design and registry.
+    TrainingCells
+        The training table with the study's models, confirmatory pair, log columns,
+        covariate and comparison settings, inference seed and input seed (from its design
+        and registry).
 
     Raises
     ------
@@ -48,15 +50,48 @@ def study_training_table(design_path: Path, *, root: Path | None = None) -> tupl
         for h in design.data.get("hypotheses", [])
         if h.get("kind") == "confirmatory"
     ]
-    return train.drop(columns="held_out", errors="ignore"), {
-        "models": dict(design.models),
-        "pair": conf[0] if conf else tuple(design.family[0]),
-        "log_columns": list(log_cols),
-        "covariate_kwargs": study.registry.covariate_kwargs(train.columns),
-        "comparison_kwargs": design.comparison_kwargs(),
-        "seed": int(design.data["inference"]["seed"]),
-        "input_seed": int(design.data["sampling"]["inputs"]["seed"]),
-    }
+    return TrainingCells(
+        train.drop(columns="held_out", errors="ignore"),
+        dict(design.models),
+        pair=conf[0] if conf else tuple(design.family[0]),
+        log_columns=list(log_cols),
+        covariate_kwargs=study.registry.covariate_kwargs(train.columns),
+        comparison_kwargs=design.comparison_kwargs(),
+        random_state=int(design.data["inference"]["seed"]),
+        input_seed=int(design.data["sampling"]["inputs"]["seed"]),
+    )
+
+
+@dataclass(frozen=True)
+class FitSource:
+    """What the simulator is fitted to: a design's ``[power]`` section and the flags.
+
+    Attributes
+    ----------
+    fit : {"none", "training", "pilot"}
+        ``none``: nothing is fitted; with ``reference_only`` the reference M0 loss is still
+        measured on the training heads when the study has a store.
+    pilot_root : Path or None
+        For ``pilot``: the pilot study's root (its ``preregistration/`` holds a design of
+        the same name on another input seed).
+    pilot_design : Path or None
+        For ``pilot``, instead of ``pilot_root``: the pilot's design file (its study root
+        is the parent of its folder).
+    pilot_input_seed : int or None
+        For ``pilot``: the input seed the design declares for its pilot (checked).
+    calibration_studies : int
+        Studies per step of :func:`~analysis.power.calibrate.calibrate_scales` (0: keep
+        the structural fit's scales).
+    reference_only : bool
+        With ``fit = "none"``, still measure the reference M0 loss.
+    """
+
+    fit: str = "none"
+    pilot_root: Path | None = None
+    pilot_design: Path | None = None
+    pilot_input_seed: int | None = None
+    calibration_studies: int = 16
+    reference_only: bool = True
 
 
 @dataclass(frozen=True)
@@ -89,12 +124,7 @@ def fitted_assumptions(
     assumptions: PowerAssumptions,
     *,
     root: Path,
-    fit: str,
-    pilot_root: Path | None = None,
-    pilot_design: Path | None = None,
-    pilot_input_seed: int | None = None,
-    calibration_studies: int = 16,
-    reference_only: bool = True,
+    source: FitSource,
     progress: Callable[[str], None] | None = None,
 ) -> FitOutcome:
     """Fit the simulator to the study's training heads or to a pilot, and calibrate it.
@@ -109,33 +139,22 @@ def fitted_assumptions(
         head share and checkpoint effects, and keeps the effect, truth position and bins.
     root : Path, keyword-only
         The study root.
-    fit : {"none", "training", "pilot"}, keyword-only
-        ``none``: nothing is fitted; with ``reference_only`` the reference M0 loss is still
-        measured on the training heads when the study has a store.
-    pilot_root : Path, keyword-only
-        For ``pilot``: the pilot study's root (its ``preregistration/`` holds a design of
-        the same name on another input seed).
-    pilot_design : Path, keyword-only
-        For ``pilot``, instead of ``pilot_root``: the pilot's design file (its study root
-        is the parent of its folder).
-    pilot_input_seed : int, keyword-only
-        For ``pilot``: the input seed the design declares for its pilot (checked).
-    calibration_studies : int, keyword-only
-        Studies per step of :func:`~analysis.prereg.power_calibrate.calibrate_scales`
-        (0: keep the structural fit's scales).
-    reference_only : bool, keyword-only
+    source : FitSource, keyword-only
+        Training heads, a pilot, or nothing (the reference M0 loss only).
     progress : callable, keyword-only
 
     Returns
     -------
     FitOutcome
     """
+    from analysis.power.fit import fit_assumptions, reference_m0_losses
     from analysis.prereg.design import load_design
-    from analysis.prereg.power_fit import fit_assumptions, reference_m0_loss
 
-    calibration_studies = check_int("calibration_studies", calibration_studies, minimum=0)
+    fit, pilot_root, pilot_design = source.fit, source.pilot_root, source.pilot_design
+    pilot_input_seed = source.pilot_input_seed
+    calibration_studies = check_int("calibration_studies", source.calibration_studies, minimum=0)
     notes: list[str] = []
-    if fit == "none" and not reference_only:
+    if fit == "none" and not source.reference_only:
         return FitOutcome(assumptions)
     if fit == "pilot":
         if pilot_design:
@@ -153,58 +172,51 @@ def fitted_assumptions(
             )
         if pilot_path.resolve() == Path(design_path).resolve():
             raise ParameterError("pilot_design", "a design other than the study's", str(pilot_path))
-        table, facts = study_training_table(pilot_path, root=pilot_root)
-        if pilot_input_seed is not None and facts["input_seed"] != pilot_input_seed:
+        cells = study_training_table(pilot_path, root=pilot_root)
+        if pilot_input_seed is not None and cells.input_seed != pilot_input_seed:
             raise ParameterError(
                 "pilot_root",
                 f"a pilot on input seed {pilot_input_seed} (the design's [power])",
-                facts["input_seed"],
+                cells.input_seed,
             )
         own = int(
             load_design(design_path, require_held_out=False).data["sampling"]["inputs"]["seed"]
         )
-        if facts["input_seed"] == own:
+        if cells.input_seed == own:
             raise ParameterError(
                 "pilot_root",
                 f"a pilot on an input seed other than the design's ({own})",
-                facts["input_seed"],
+                cells.input_seed,
             )
-        source = f"the pilot {pilot_path.name} (input seed {facts['input_seed']}, training heads)"
+        what = f"the pilot {pilot_path.name} (input seed {cells.input_seed}, training heads)"
     elif fit in ("training", "none"):
         try:
-            table, facts = study_training_table(design_path, root=root)
+            cells = study_training_table(design_path, root=root)
         except FileNotFoundError as exc:
             if fit == "training":
                 raise
             notes.append(f"no reference M0 loss: {exc}")
             return FitOutcome(assumptions, notes=notes)
-        source = f"the training heads of {design_path.name}"
+        what = f"the training heads of {design_path.name}"
     else:
         raise ParameterError("fit", "none, training or pilot", fit)
-    common = {"log_columns": facts["log_columns"]}
     if fit == "none":
-        ref, how = reference_m0_loss(
-            table,
-            facts["models"],
-            facts["pair"],
-            random_state=facts["seed"],
-            comparison_kwargs=facts["comparison_kwargs"],
-            covariate_kwargs={**facts["covariate_kwargs"], **common},
+        refs, how = reference_m0_losses(
+            cells.table,
+            cells.models,
+            cells.pair,
+            random_state=cells.random_state,
+            comparison_kwargs=cells.comparison_kwargs,
+            covariate_kwargs={**cells.covariate_kwargs, "log_columns": cells.log_columns},
         )
-        notes.append(f"reference M0 loss {ref:.4g}: {how} ({source})")
+        ref = refs["all"]
+        notes.append(f"reference M0 loss {ref:.4g}: {how} ({what})")
         return FitOutcome(assumptions, reference_m0_loss=ref, notes=notes)
     fitted = fit_assumptions(
-        table,
-        facts["models"],
-        pair=facts["pair"],
-        source=source,
-        covariate_kwargs=facts["covariate_kwargs"],
-        comparison_kwargs=facts["comparison_kwargs"],
+        replace(cells, source=what),
         truth_position=assumptions.truth_position,
         eps=sizes.eps,
         width_bins=assumptions.width_bins,
-        random_state=facts["seed"],
-        **common,
     )
     notes.append(fitted.summary())
     record = fitted.to_dict()
@@ -212,18 +224,17 @@ def fitted_assumptions(
     if calibration_studies == 0:
         notes.append("scales not calibrated (calibration_studies 0): the structural fit's")
         return FitOutcome(structural, fitted.widths, fitted.reference_m0_loss, record, notes)
-    from analysis.prereg.power_calibrate import calibrate_scales
+    from analysis.power.calibrate import calibrate_scales
+    from analysis.power.spec import PowerSpec
 
     reference = dict(fitted.reference_by_stratum) or {"all": fitted.reference_m0_loss}
-    cal = calibrate_scales(
-        sizes,
-        fitted.widths,
-        structural,
-        reference,
-        studies=calibration_studies,
-        random_state=facts["seed"],
-        progress=progress,
+    spec = PowerSpec(
+        simulations=calibration_studies,
+        sizes=sizes,
+        assumptions=structural,
+        random_state=cells.random_state,
     )
+    cal = calibrate_scales(fitted.widths, spec, reference, progress=progress)
     notes.append(cal.summary())
     record["calibration"] = cal.to_dict()
     if not cal.converged:

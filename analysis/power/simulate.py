@@ -1,9 +1,8 @@
 """Simulated studies of a design, decided by the pre-specified comparison.
 
 Simulated studies have a design's sizes (heads and held-out heads per checkpoint, cells per
-head, B, alpha, Holm family; :func:`~analysis.prereg.power_inputs.sizes_from_design`, in
-:mod:`analysis.prereg.power_inputs` with the assumptions and the width model, and
-re-exported here), its blocks' covariate counts (from
+head, B, alpha, Holm family; :func:`~analysis.power.inputs.sizes_from_design`, in
+:mod:`analysis.power.inputs` with the assumptions), its blocks' covariate counts (from
 the lock or, in a study, after the collinearity screen on training cells), heads with a
 random effect, and interval outcomes whose widths are resampled from real bracket widths
 (never from a study's held-out heads) conditionally on eps and on where the cell's rank
@@ -15,8 +14,8 @@ models, Holm family, estimator, primary metric, B, alpha and CI level, and with 
 simulated blocks' covariate facts (:data:`SIMULATED_COVARIATES`) where the real run has
 the descriptor registry's. What the design does not fix is one frozen
 :class:`PowerAssumptions`. Error rates at both nulls, power and the minimum detectable
-effect are in :mod:`analysis.prereg.validate`; power curves and the closed-form
-approximation in :mod:`analysis.prereg.power_curve`.
+effect are in :mod:`analysis.power.error_rates`; power curves and the closed-form
+approximation in :mod:`analysis.power.curve`.
 """
 
 from __future__ import annotations
@@ -31,38 +30,24 @@ import pandas as pd
 
 from analysis.compare import ComparisonResult, ComparisonSpec, NestedComparison
 from analysis.executor import TaskPool, check_executor, task_pool
-from analysis.prereg.power_inputs import (
+from analysis.power.inputs import (
     BASELINE_STRUCTURAL,
-    DEFAULT_WIDTHS,
     SIMULATED_BLOCKS,
     PowerAssumptions,
-    StratumWidths,
     StudySizes,
-    WidthModel,
     _number,
-    _width_model,
-    load_widths,
     signal_block,
-    sizes_from_design,
 )
-from analysis.validation import ParameterError, check_int, check_random_state
+from analysis.power.spec import PowerSpec
+from analysis.power.widths import StratumWidths, WidthModel, _width_model
+from analysis.validation import ParameterError, check_random_state
 
 __all__ = [
-    "BASELINE_STRUCTURAL",
     "DECISION_COLUMNS",
-    "DEFAULT_WIDTHS",
-    "SIMULATED_BLOCKS",
     "SIMULATED_COVARIATES",
-    "PowerAssumptions",
-    "StratumWidths",
-    "StudySizes",
-    "WidthModel",
-    "load_widths",
-    "signal_block",
     "simulate_study",
     "simulated_comparison",
     "simulated_decisions",
-    "sizes_from_design",
 ]
 
 LOG_COLUMNS = ("baseline__n", "baseline__temperature", "baseline__eps", "baseline__stable_rank")
@@ -151,7 +136,7 @@ def simulate_study(
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.power import simulate_study
+    >>> from analysis.power.simulate import simulate_study
     >>> table = simulate_study(sizes, widths, share=0.5, random_state=0)
     >>> table.shape, table["cluster"].nunique(), table.loc[table["held_out"], "cluster"].nunique()
     ((32, 15), 16, 6)
@@ -325,7 +310,7 @@ def simulated_comparison(
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.power import simulate_study, simulated_comparison
+    >>> from analysis.power.simulate import simulate_study, simulated_comparison
     >>> table = simulate_study(sizes, widths, share=0.5, random_state=0)
     >>> result = simulated_comparison(sizes, table, random_state=0)
     >>> print(result.to_frame()[["pair", "effect", "p_holm", "adds_information"]].round(2))
@@ -452,16 +437,13 @@ class StudyRunner:
         progress: Callable[[int], None] | None = None,
     ) -> list[dict]:
         """``one_study(*task)`` for each task, in order; ``progress(1)`` after each."""
-        if self._pool is None:
-            out = []
-            for t in tasks:
-                out.append(_task(t))
-                if progress is not None:
-                    progress(1)
-            return out
         results: list[dict | None] = [None] * len(tasks)
         calls = ((i, (t,)) for i, t in enumerate(tasks))
-        with contextlib.closing(self._pool.imap(_task, calls)) as done:
+        if self._pool is None:  # in this process, one after the other
+            pending = ((i, _task(*a)) for i, a in calls)
+        else:
+            pending = self._pool.imap(_task, calls)
+        with contextlib.closing(pending) as done:
             for i, res in done:
                 results[i] = res
                 if progress is not None:
@@ -470,34 +452,29 @@ class StudyRunner:
 
 
 def simulated_decisions(
-    sizes: StudySizes,
     widths: pd.DataFrame | WidthModel | StratumWidths,
+    spec: PowerSpec,
     *,
     share: float,
-    simulations: int,
-    assumptions: PowerAssumptions = PowerAssumptions(),
     pair: tuple[str, str] | None = None,
-    random_state: int | np.random.Generator | None = None,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
     executor: cf.Executor | None = None,
 ) -> pd.DataFrame:
-    """Simulate ``simulations`` studies at one share and decide each.
+    """Simulate ``spec.simulations`` studies at one share and decide each.
 
     Parameters
     ----------
-    sizes : StudySizes
     widths : DataFrame from :func:`load_widths`, or a :class:`WidthModel`
+    spec : PowerSpec
+        The ``sizes``, ``assumptions``, number of ``simulations`` and ``random_state``:
+        study k draws from the k-th of ``simulations`` child seeds of it, so studies are
+        independent of each other and of ``workers``.
     share : float, keyword-only
         Share of the variance M0 leaves that the pair's signal block explains (0 = null).
-    simulations : int, keyword-only
-    assumptions : PowerAssumptions, keyword-only
     pair : (base, rich), keyword-only
         The pair whose decision is recorded (default: the confirmatory pair); the signal
         sits in the block its rich model adds (:func:`signal_block`).
-    random_state : int, Generator or None, keyword-only
-        Study k draws from the k-th of ``simulations`` child seeds of it, so studies are
-        independent of each other and of ``workers``.
     workers : int, keyword-only
         Processes.
     progress : callable or None, keyword-only
@@ -519,21 +496,25 @@ def simulated_decisions(
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.power import simulated_decisions
-    >>> alternative = simulated_decisions(sizes, widths, share=0.5, simulations=5, random_state=0)
+    >>> from analysis.power.simulate import simulated_decisions
+    >>> from analysis.power.spec import PowerSpec
+    >>> spec = PowerSpec(simulations=5, sizes=sizes, random_state=0)
+    >>> alternative = simulated_decisions(widths, spec, share=0.5)
     >>> alternative["adds_information"].tolist()
     [True, True, True, True, False]
-    >>> null = simulated_decisions(sizes, widths, share=0.0, simulations=5, random_state=0)
+    >>> null = simulated_decisions(widths, spec, share=0.0)
     >>> null["adds_information"].tolist()
     [False, False, False, False, False]
     """
-    simulations = check_int("simulations", simulations, minimum=1)
+    if not isinstance(spec, PowerSpec):
+        raise ParameterError("spec", "a PowerSpec", type(spec).__name__)
+    sizes, assumptions, simulations = spec.sizes, spec.assumptions, spec.simulations
     if not (_number(share) and 0 <= share < 1):
         raise ParameterError("share", "a share in [0, 1)", share)
     pair = tuple(pair or sizes.confirmatory)
     signal_block(sizes, pair)
     wmodel = _width_model(sizes, widths, assumptions)
-    seeds = seed_children(random_state, simulations)
+    seeds = seed_children(spec.random_state, simulations)
     done = [0]
 
     def step(k: int) -> None:

@@ -15,7 +15,7 @@ The file is JSON::
       "design": "offline-minilm.toml",
       "key": "<sha256 of the inputs>",
       "inputs": {"simulations": 400, "seed": ..., "assumptions": {...}, "sizes": {...}, ...},
-      "result": {...},           # analysis.prereg.ValidationResult.to_dict()
+      "result": {...},           # analysis.power.ValidationResult.to_dict()
       "summary": "...",
       "provenance": {"package_version", "git_commit", "computed_at", "computed_under_lock",
                      "command", "note"}
@@ -27,7 +27,6 @@ This module reads and writes the file; what goes into it is the study layer's
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -35,14 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from analysis.atomic import atomic_write
+from analysis.prereg.provenance import power_path
 from analysis.validation import ParameterError
 
 __all__ = [
     "DEFAULT_POWER_SIMULATIONS",
     "POWER_FILE_FORMAT",
     "not_computed",
-    "power_path",
-    "power_sha256",
     "read_power_file",
     "write_power_file",
 ]
@@ -58,24 +56,12 @@ DEFAULT_POWER_SIMULATIONS = 400
 _REQUIRED = ("format", "design", "key", "inputs", "result", "provenance")
 
 
-def power_path(design_path: str | os.PathLike) -> Path:
-    """``<stem>.power.json`` beside the design.
-
-    Examples
-    --------
-    >>> power_path("preregistration/offline-minilm.toml").as_posix()
-    'preregistration/offline-minilm.power.json'
-    """
-    p = Path(design_path)
-    return p.with_name(p.stem + ".power.json")
-
-
 def not_computed(design_path: str | os.PathLike) -> str:
     """Why a design has no power, and the command that computes it (for the report).
 
     Examples
     --------
-    >>> from analysis.prereg.power_file import not_computed
+    >>> from analysis.power.file import not_computed
     >>> text = not_computed("preregistration/x.toml")
     >>> "x.power.json does not exist" in text, "--power-simulations 400" in text
     (True, True)
@@ -87,24 +73,6 @@ def not_computed(design_path: str | os.PathLike) -> str:
         f"{DEFAULT_POWER_SIMULATIONS}` computes it once, stores it beside the design and "
         "records it in the lock"
     )
-
-
-def power_sha256(design_path: str | os.PathLike) -> str | None:
-    """SHA-256 of the design's stored power file (its bytes); None when there is none.
-
-    Examples
-    --------
-    >>> import hashlib
-    >>> power_sha256("pf-none.toml") is None
-    True
-    >>> _ = power_path("pf-sha.toml").write_bytes(b"{}")
-    >>> power_sha256("pf-sha.toml") == hashlib.sha256(b"{}").hexdigest()
-    True
-    """
-    p = power_path(design_path)
-    if not p.is_file():
-        return None
-    return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
 def read_power_file(design_path: str | os.PathLike) -> dict[str, Any] | None:

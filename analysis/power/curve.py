@@ -1,6 +1,6 @@
 """Power curves of the pre-specified comparison and their closed-form approximation.
 
-:func:`power_curve` runs :func:`~analysis.prereg.power.simulated_decisions` over a grid
+:func:`power_curve` runs :func:`~analysis.power.simulate.simulated_decisions` over a grid
 of effect shares and native head shares; :func:`approximate_power` is the normal
 approximation that explains the simulated power (see its Notes and ``docs/prereg.md``);
 :func:`minimum_detectable_effect` reads a curve.
@@ -15,12 +15,10 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.prereg.power import (
-    PowerAssumptions,
-    StudySizes,
-    simulated_decisions,
-)
-from analysis.validation import ParameterError, check_int, check_random_state
+from analysis.power.inputs import PowerAssumptions, StudySizes
+from analysis.power.simulate import simulated_decisions
+from analysis.power.spec import PowerSpec
+from analysis.validation import ParameterError, check_random_state
 
 __all__ = [
     "POWER_CURVE_COLUMNS",
@@ -29,9 +27,8 @@ __all__ = [
     "power_curve",
 ]
 
-#: The default sizes and assumptions (frozen), the defaults of both functions.
+#: The default sizes (frozen), the default of :func:`approximate_power`.
 _BUILT_IN_SIZES = StudySizes()
-_DEFAULT_ASSUMPTIONS = PowerAssumptions()
 #: Columns of :func:`power_curve`'s table.
 POWER_CURVE_COLUMNS: tuple[str, ...] = (
     "effect",
@@ -69,7 +66,7 @@ def approximate_power(
     sizes : StudySizes
         ``n_held_out`` (H), ``cells_per_head`` (K), ``alpha`` and the family size m.
     effect, icc, native_head_share : float, keyword-only
-        As in :func:`~analysis.prereg.power.simulate_study` (``residual_sd`` cancels).
+        As in :func:`~analysis.power.simulate.simulate_study` (``residual_sd`` cancels).
     target_power : float, keyword-only
 
     Returns
@@ -103,8 +100,8 @@ def approximate_power(
 
     Examples
     --------
-    >>> from analysis.prereg.power import StudySizes
-    >>> from analysis.prereg.power_curve import approximate_power
+    >>> from analysis.power.inputs import StudySizes
+    >>> from analysis.power.curve import approximate_power
     >>> approx = approximate_power()  # the default sizes: H = 18, K = 18, 3 pairs
     >>> round(approx["z"], 2), round(approx["power_holm"], 3), round(approx["held_out_for_target"])
     (1.27, 0.197, 98)
@@ -147,13 +144,10 @@ def _offset(
 
 def power_curve(
     widths: pd.DataFrame,
+    spec: PowerSpec,
     *,
-    simulations: int,
     effects: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3),
     head_shares: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75),
-    sizes: StudySizes = _BUILT_IN_SIZES,
-    assumptions: PowerAssumptions = _DEFAULT_ASSUMPTIONS,
-    random_state: int | np.random.Generator | None = None,
     workers: int = 1,
     progress=None,
 ) -> pd.DataFrame:
@@ -162,14 +156,12 @@ def power_curve(
     Parameters
     ----------
     widths : pandas.DataFrame
-        From :func:`~analysis.prereg.power.load_widths`.
-    simulations : int, keyword-only
-        Simulated studies per null and per (effect, head share) alternative.
+        From :func:`~analysis.power.widths.load_widths`.
+    spec : PowerSpec
+        ``simulations`` studies per null and per (effect, head share) alternative of
+        ``sizes``; ``assumptions`` give everything but the effect and the head share,
+        which the grid sets; ``random_state``.
     effects, head_shares : tuple of float, keyword-only
-    sizes : StudySizes, keyword-only
-    assumptions : PowerAssumptions, keyword-only
-        Everything but the effect and the head share, which the grid sets.
-    random_state : int, Generator or None, keyword-only
     workers : int, keyword-only
         Processes (results do not depend on it).
     progress : callable or None, keyword-only
@@ -191,16 +183,18 @@ def power_curve(
     >>> from analysis.prereg.examples import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
-    >>> from analysis.prereg.power_curve import power_curve
-    >>> curve = power_curve(
-    ...     widths, simulations=4, effects=(0.5,), head_shares=(0.5,), sizes=sizes, random_state=0
-    ... )
+    >>> from analysis.power.curve import power_curve
+    >>> from analysis.power.spec import PowerSpec
+    >>> spec = PowerSpec(simulations=4, sizes=sizes, random_state=0)
+    >>> curve = power_curve(widths, spec, effects=(0.5,), head_shares=(0.5,))
     >>> cols = ["effect", "native_head_share", "false_positive_rate", "power", "power_approx"]
     >>> print(curve[cols].round(3).to_string(index=False))
      effect  native_head_share  false_positive_rate  power  power_approx
         0.5                0.5                  0.0    0.5         0.352
     """
-    simulations = check_int("simulations", simulations, minimum=1)
+    if not isinstance(spec, PowerSpec):
+        raise ParameterError("spec", "a PowerSpec", type(spec).__name__)
+    sizes, assumptions, simulations = spec.sizes, spec.assumptions, spec.simulations
     effects = tuple(effects)
     head_shares = tuple(head_shares)
     if not effects or not head_shares:
@@ -214,19 +208,17 @@ def power_curve(
             per_share[s] = dataclasses.replace(assumptions, native_head_share=s)
         except ParameterError as exc:
             raise ParameterError("head_shares", exc.allowed, s) from None
-    rng = check_random_state(random_state)
+    rng = check_random_state(spec.random_state)
     total = len(head_shares) * (1 + len(effects)) * simulations
     done = 0
     rows = []
     for s in head_shares:
         a = per_share[s]
+        at = dataclasses.replace(spec, assumptions=a, random_state=rng)
         null = simulated_decisions(
-            sizes,
             widths,
+            at,
             share=0.0,
-            simulations=simulations,
-            assumptions=a,
-            random_state=rng,
             workers=workers,
             progress=_offset(progress, done, total),
         )
@@ -234,12 +226,9 @@ def power_curve(
         for e in effects:
             t0 = time.perf_counter()
             alt = simulated_decisions(
-                sizes,
                 widths,
+                at,
                 share=e,
-                simulations=simulations,
-                assumptions=a,
-                random_state=rng,
                 workers=workers,
                 progress=_offset(progress, done, total),
             )
@@ -292,7 +281,7 @@ def minimum_detectable_effect(curve: pd.DataFrame, *, target: float = 0.8) -> pd
     Examples
     --------
     >>> import pandas as pd
-    >>> from analysis.prereg.power_curve import minimum_detectable_effect
+    >>> from analysis.power.curve import minimum_detectable_effect
     >>> curve = pd.DataFrame({
     ...     "native_head_share": [0.5, 0.5, 0.5, 0.0, 0.0, 0.0],
     ...     "effect": [0.1, 0.2, 0.3, 0.1, 0.2, 0.3],
