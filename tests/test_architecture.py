@@ -191,11 +191,19 @@ def _modules():
         yield path, stage
 
 
+#: The curated namespace (``analysis/__init__.py``) loads each verb on first use (PEP 562),
+#: so it names the defining modules as strings; it sits above every stage and no stage
+#: imports it for a verb. tests/test_namespace.py checks each name resolves to the object
+#: its module defines.
+LAZY_NAMESPACE = PACKAGE / "__init__.py"
+
+
 def test_no_stage_is_imported_by_a_string():
     broken = {
         str(path.relative_to(ROOT)): found
         for path, stage in _modules()
-        if (found := string_import_violations(path.read_text(encoding="utf-8"), stage))
+        if path != LAZY_NAMESPACE
+        and (found := string_import_violations(path.read_text(encoding="utf-8"), stage))
     }
     assert not broken, broken
 
