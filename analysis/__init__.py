@@ -48,6 +48,9 @@ _NAMES: dict[str, str] = {
     "load_design": "analysis.prereg.design",
     "lock_design": "analysis.prereg.lock",
     "check_design": "analysis.prereg.lock",
+    # power of a design's decisions
+    "PowerSpec": "analysis.power.spec",
+    "validate_comparison": "analysis.power.error_rates",
     # comparisons
     "ComparisonSpec": "analysis.compare.spec",
     "NestedComparison": "analysis.compare.nested",
