@@ -75,8 +75,7 @@ def run_cli(args: argparse.Namespace) -> int:
         effort=args.effort,
         quick=args.quick,
         design=args.design,
-        engine=args.engine,
-    )
+    ).with_engine(args.engine)
     for note in config.notes:
         print(f"note: {note}", file=sys.stderr)
     n_boot = check_int("--n-boot", args.n_boot, minimum=0)

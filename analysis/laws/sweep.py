@@ -48,7 +48,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,8 @@ class SweepConfig:
         What the design left out and why (printed by the CLI, kept in ``results.json``).
     engine : int or None
         Bracket engine version (:data:`analysis.brackets.ENGINE_VERSIONS`); None: the
-        newest. Every job carries it, in its cache key too.
+        newest. Every job carries it, in its cache key too. Set it with
+        :meth:`with_engine`.
 
     Examples
     --------
@@ -159,6 +160,10 @@ class SweepConfig:
     design: str = "default"
     notes: tuple[str, ...] = ()
     engine: int | None = None
+
+    def with_engine(self, engine: int | None) -> SweepConfig:
+        """This sweep with bracket engine ``engine`` (checked; None: the newest)."""
+        return replace(self, engine=check_engine(engine))
 
     def jobs(self) -> list[dict[str, Any]]:
         """Every (d, beta, seed, eps) to bracket, with its cache key."""
@@ -250,11 +255,11 @@ def make_config(
     effort: str | None = None,
     quick: bool = False,
     design: str = "default",
-    engine: int | None = None,
 ) -> SweepConfig:
     """Validate a sweep; None means the (quick) default of that parameter.
 
-    ``betas`` given explicitly apply to every d. Errors name the CLI flag. With
+    ``betas`` given explicitly apply to every d. Errors name the CLI flag. The sweep
+    runs the newest bracket engine; :meth:`SweepConfig.with_engine` picks another. With
     ``design="asymptotic"`` (spherical, one eps, no ``betas``) each d gets
     :func:`analysis.laws.theory.asymptotic_betas`; a d with fewer than
     :data:`ASYMPTOTIC_MIN_POINTS` betas at this n is left out, with a note giving the n
@@ -325,9 +330,8 @@ def make_config(
         if not kept:
             raise ParameterError("n", "a size that leaves some d an asymptotic grid", n_)
         dims_ = tuple(kept)
-    engine_ = check_engine(engine)
     return SweepConfig(
-        family, dims_, grid, n_, eps_, seeds_, effort_, design, tuple(notes), engine_
+        family, dims_, grid, n_, eps_, seeds_, effort_, design, tuple(notes), check_engine(None)
     )
 
 

@@ -19,12 +19,12 @@ from analysis.prereg import (
     power_path,
 )
 from analysis.prereg.lock import amend_design, lock_path
-from analysis.study import block_facts, run_study, study_paths
+from analysis.study import StudyOptions, block_facts, run_study, study_paths
 from analysis.study.power import validation_sizes
 
 pytestmark = pytest.mark.slow
 
-QUIET = {"progress": False, "say": lambda _: None}
+QUIET = {"say": lambda _: None}
 
 
 def _write_widths(root, eps=(0.1, 0.2)) -> None:
@@ -64,7 +64,7 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     monkeypatch.setattr(study_power, "validate_comparison", counting)
     said: list[str] = []
     # not asked: nothing is simulated, and the report says how to compute it
-    run_study(study_copy, progress=False, say=said.append)
+    run_study(study_copy, say=said.append, options=StudyOptions(progress=False))
     assert calls == [] and not stored.exists()
     assert any("power: not simulated: the power of this design was not computed" in s for s in said)
     text = (paths.report / "report.md").read_text()
@@ -72,13 +72,15 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     assert "--power-simulations 400` computes it once" in text
     # asked, without reference widths: the stage says why
     said.clear()
-    run_study(study_copy, progress=False, say=said.append, power_simulations=2)
+    run_study(
+        study_copy, say=said.append, options=StudyOptions(progress=False, power_simulations=2)
+    )
     assert any("power: not simulated: no reference bracket widths" in s for s in said)
     assert calls == [] and not stored.exists()
 
     _write_widths(root)
     lock_before = _lock(study_copy)
-    run_study(study_copy, **QUIET, power_simulations=2)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False, power_simulations=2))
     assert calls == [2]
     record = json.loads(stored.read_text())
     assert record["design"] == study_copy.name and record["inputs"]["simulations"] == 2
@@ -111,11 +113,11 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
 
     # a run without the flag reads the stored file: no simulation, file untouched
     before = stored.stat().st_mtime_ns
-    run_study(study_copy, **QUIET)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False))
     assert calls == [2] and stored.stat().st_mtime_ns == before
     assert "simulated power" in (paths.report / "report.md").read_text()
     # asked again with the same inputs: reused, no new amendment
-    run_study(study_copy, **QUIET, power_simulations=2)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False, power_simulations=2))
     assert calls == [2] and stored.stat().st_mtime_ns == before
     assert len(_lock(study_copy)["amendments"]) == len(lock["amendments"])
     # an amendment the simulation does not see (a hypothesis's wording) keeps the result
@@ -124,7 +126,7 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
         text_before.replace('statement = "', 'statement = "Reworded: ', 1), encoding="utf-8"
     )
     amend_design(study_copy, reason="clarify a hypothesis's wording")
-    run_study(study_copy, **QUIET, power_simulations=2)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False, power_simulations=2))
     assert calls == [2] and json.loads(stored.read_text()) == record
     # ... and the report says it was computed under the lock before that amendment
     text = (paths.report / "report.md").read_text()
@@ -134,31 +136,39 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     edited["result"]["hypotheses"][0]["power"]["rate"] = 0.999
     stored.write_text(json.dumps(edited))
     with pytest.raises(PreregistrationError, match=f"power file {stored.name} changed"):
-        run_study(study_copy, **QUIET)
+        run_study(study_copy, **QUIET, options=StudyOptions(progress=False))
     stored.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    run_study(study_copy, **QUIET)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False))
     # a changed setting is a changed key: recomputed, rewritten and amended
-    run_study(study_copy, **QUIET, power_simulations=3)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False, power_simulations=3))
     assert calls == [2, 3]
     assert json.loads(stored.read_text())["inputs"]["simulations"] == 3
     assert len(_lock(study_copy)["amendments"]) == len(lock["amendments"]) + 2
     # so is a changed widths file
     _write_widths(root, eps=(0.1, 0.2, 0.05))
-    run_study(study_copy, **QUIET, power_simulations=3)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False, power_simulations=3))
     assert calls == [2, 3, 3]
     # 0 simulations skips the stage and keeps the stored result for the report
-    run_study(study_copy, **QUIET, power_simulations=0)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False, power_simulations=0))
     assert calls == [2, 3, 3]
     assert "simulated power" in (paths.report / "report.md").read_text()
     # a changed assumption (a head share measured on the design's training heads) is a
     # changed key too, and the record says what was assumed
     measured = PowerAssumptions(native_head_share=0.77)
-    run_study(study_copy, **QUIET, power_simulations=2, power_assumptions=measured)
+    run_study(
+        study_copy,
+        **QUIET,
+        options=StudyOptions(progress=False, power_simulations=2, power_assumptions=measured),
+    )
     assert calls == [2, 3, 3, 2]
     kept = json.loads(stored.read_text())
     assert kept["inputs"]["assumptions"]["native_head_share"] == 0.77
     assert kept["provenance"]["command"].endswith("--native-head-share 0.77")
-    run_study(study_copy, **QUIET, power_simulations=2, power_assumptions=measured)
+    run_study(
+        study_copy,
+        **QUIET,
+        options=StudyOptions(progress=False, power_simulations=2, power_assumptions=measured),
+    )
     assert calls == [2, 3, 3, 2]
 
 
