@@ -93,30 +93,11 @@ def markdown_table(fits: Sequence[LawFit]) -> str:
     3
     """
     ball = bool(fits) and fits[0].family == "ball"
-    head = (
-        [
-            "d",
-            "eps",
-            "n",
-            "beta",
-            "slope (interval ML)",
-            "95% CI",
-            "midpoint OLS",
-            "identified set",
-            "threading lines",
-            "upper-half fit (post hoc)",
-            "paper",
-        ]
-        + (["harmonic count (theory at these beta)"] if not ball else [])
-        + [
-            "theory",
-            "|slope - theory|",
-            "CI covers theory",
-            "median hi/lo",
-            "max hi/n",
-        ]
-        + (["n >= e^(beta/8)"] if ball else [])
-    )
+    head = ["d", "eps", "n", "beta", "slope (interval ML)", "95% CI", "midpoint OLS"]
+    head += ["identified set", "threading lines", "upper-half fit (post hoc)", "paper"]
+    head += [] if ball else ["harmonic count (theory at these beta)"]
+    head += ["theory", "|slope - theory|", "CI covers theory", "median hi/lo", "max hi/n"]
+    head += ["n >= e^(beta/8)"] if ball else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for f in fits:
         ok = "ok" if f.within_tolerance else "MISSED"

@@ -50,15 +50,11 @@ class _Group:
     array_sha256: str = ""  # the array file's recorded hash, checked where it is read
 
 
-_ENGINE_MEMBERS = ("name", "version", "efforts", "profile_batch", "load_profile")
-_PROFILE_MEMBERS = ("bracket", "reverify", "to_dict")
-
-
 def check_engine(engine: Any) -> BracketEngine:
     """``engine`` if it has every member of :class:`BracketEngine`; else a ParameterError
     naming ``engine`` and what it lacks."""
-    missing = [a for a in _ENGINE_MEMBERS if not hasattr(engine, a)]
-    if missing:
+    members = ("name", "version", "efforts", "profile_batch", "load_profile")
+    if missing := [a for a in members if not hasattr(engine, a)]:
         raise ParameterError(
             "engine",
             "a bracket engine (analysis.store.engine.BracketEngine: name, version, efforts, "
@@ -71,8 +67,7 @@ def check_engine(engine: Any) -> BracketEngine:
 def check_profile(profile: Any) -> Any:
     """``profile`` if it has every member of :class:`StoredProfile` (a profile that cannot
     be re-verified cannot be trusted); else a ParameterError naming ``engine``."""
-    missing = [a for a in _PROFILE_MEMBERS if not hasattr(profile, a)]
-    if missing:
+    if missing := [a for a in ("bracket", "reverify", "to_dict") if not hasattr(profile, a)]:
         raise ParameterError(
             "engine",
             "an engine whose profiles have bracket, reverify and to_dict",

@@ -91,6 +91,12 @@ class ProfileResult:
         ``{eps: (lo, hi)}`` on ``eps_grid``.
     elapsed_s : float
         Wall seconds of the search.
+
+    Examples
+    --------
+    >>> from analysis.store.store import ProfileResult
+    >>> ProfileResult("fast", (0.5,), {}, {0.5: (4, 4)}, 0.25).brackets
+    {0.5: (4, 4)}
     """
 
     effort: str

@@ -495,10 +495,8 @@ def _run(
                     continue  # a result delivered twice is committed once
                 committed.add((task.matrix_key, task.temperature))
                 st.put_profile(task.matrix_key, task.temperature, version, res, engine=current)
-                if task.extend:
-                    extended += 1
-                else:
-                    computed += 1
+                extended += task.extend
+                computed += not task.extend
                 bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
                 bar.update(1)
     finally:

@@ -260,22 +260,11 @@ class Store:
                 text = json.dumps(meta, sort_keys=True, default=str)
                 updates.append((key, array_file, digest, text, action == "replace"))
                 continue
-            A, Q, mask = arrays["A"], arrays["Q"], arrays["mask"]
             head_id = f"{fields['checkpoint']}:{fields['layer']}:{fields['head']}"
-            rows.append(
-                (
-                    key,
-                    *[fields[f] for f in MATRIX_FIELDS],
-                    head_id,
-                    int(A.shape[0]),
-                    int(Q.shape[1]),
-                    int(not mask.all()),
-                    array_file,
-                    digest,
-                    json.dumps(meta, sort_keys=True, default=str),
-                    _now(),
-                )
-            )
+            shape = (arrays["A"].shape[0], arrays["Q"].shape[1], not arrays["mask"].all())
+            text = json.dumps(meta, sort_keys=True, default=str)
+            row = (*[fields[f] for f in MATRIX_FIELDS], head_id, *map(int, shape), array_file)
+            rows.append((key, *row, digest, text, _now()))
         if rows or updates:
             with self._conn:
                 self._conn.executemany(
@@ -384,67 +373,41 @@ class Store:
         never replaced, never mixed. A duplicate (the same profile, grid, effort and
         brackets as stored: a result delivered twice) changes nothing.
         """
-        effort, elapsed_s = result.effort, result.elapsed_s
         blob = zlib.compress(json.dumps(result.profile, separators=(",", ":")).encode("utf-8"), 6)
         grid = json.dumps(sorted(float(e) for e in result.eps_grid))
         rows = [(float(e), int(lo), int(hi)) for e, (lo, hi) in sorted(result.brackets.items())]
-        now = _now()
+        values = (result.effort, grid, blob, engine, float(result.elapsed_s))
+        now, run = _now(), self._conn.execute
         with self._conn:
-            cur = self._conn.execute(
+            cur = run(
                 "SELECT id, revision, created_at, effort, eps_grid, profile, engine FROM profiles "
                 "WHERE matrix_key = ? AND temperature = ? AND version = ? AND engine = ?",
                 (matrix, float(temperature), version, engine),
             ).fetchone()
-            if cur is not None and (cur["effort"], cur["eps_grid"], cur["profile"]) == (
-                effort,
-                grid,
-                blob,
-            ):
-                stored = self._conn.execute(
+            if cur is not None and (cur["effort"], cur["eps_grid"], cur["profile"]) == values[:3]:
+                stored = run(
                     "SELECT eps, lo, hi FROM brackets WHERE profile_id = ? ORDER BY eps",
                     (cur["id"],),
                 ).fetchall()
                 if [tuple(r) for r in stored] == rows:
                     return int(cur["id"])
             if cur is None:
-                pid = self._conn.execute(
+                pid = run(
                     "INSERT INTO profiles (matrix_key, temperature, version, effort, "
                     "eps_grid, profile, engine, elapsed_s, revision, created_at, updated_at) "
                     "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        matrix,
-                        float(temperature),
-                        version,
-                        effort,
-                        grid,
-                        blob,
-                        engine,
-                        float(elapsed_s),
-                        1,
-                        now,
-                        now,
-                    ),
+                    (matrix, float(temperature), version, *values, 1, now, now),
                 ).lastrowid
             else:
                 pid = cur["id"]
-                self._conn.execute(
+                run(
                     "UPDATE profiles SET effort = ?, eps_grid = ?, profile = ?, "
                     "engine = ?, elapsed_s = ?, revision = ?, updated_at = ? WHERE id = ?",
-                    (
-                        effort,
-                        grid,
-                        blob,
-                        engine,
-                        float(elapsed_s),
-                        cur["revision"] + 1,
-                        now,
-                        pid,
-                    ),
+                    (*values, cur["revision"] + 1, now, pid),
                 )
-                self._conn.execute("DELETE FROM brackets WHERE profile_id = ?", (pid,))
+                run("DELETE FROM brackets WHERE profile_id = ?", (pid,))
             self._conn.executemany(
-                "INSERT INTO brackets VALUES (?,?,?,?)",
-                [(pid, *r) for r in rows],
+                "INSERT INTO brackets VALUES (?,?,?,?)", [(pid, *r) for r in rows]
             )
         return int(pid)
 

@@ -30,24 +30,12 @@ STAGES = ("extract", "brackets", "descriptors", "compare", "power", "report")
 @dataclasses.dataclass(frozen=True)
 class StudyOptions(RunSpec):
     """How :func:`run_study` runs a locked design: where its work is computed (the
-    :class:`~analysis.store.RunSpec` fields), which stages run, and whether the power
-    stage simulates. None of it changes a stored number.
+    :class:`~analysis.store.RunSpec` fields ``workers``, ``executor``, ``device`` and
+    ``progress``, for profiles, descriptors and power simulations alike), which stages
+    run, and whether the power stage simulates. None of it changes a stored number.
 
     Attributes
     ----------
-    workers : int
-        Processes for profiles, descriptors and the power simulations.
-    executor : concurrent.futures.Executor, optional
-        Run profiles, descriptors and power simulations there instead of ``workers``
-        processes (``workers`` must then be 1): a dask cluster's from
-        :func:`analysis.executor.open_executor` (``--scheduler`` / ``--cluster``), or any
-        other. Tasks carry arrays, never files or handles; the calling process commits each
-        result as it completes, so the stored results, and a resumed run, are the same.
-    device : str, optional
-        Torch device for the bracket search's optimizers (``"cuda"``; default the CPU);
-        every witness is still certified on the CPU (:func:`analysis.store.run_brackets`).
-    progress : bool
-        tqdm bars per stage.
     stop_after : str, optional
         Stop after this stage (one of :data:`STAGES`).
     power_simulations : int or None
@@ -187,11 +175,8 @@ def run_study(
 
     say = say or print
     opts = options or StudyOptions()
-    workers, executor, progress = (
-        check_executor(opts.executor, opts.workers),
-        opts.executor,
-        opts.progress,
-    )
+    executor, progress = opts.executor, opts.progress
+    workers = check_executor(executor, opts.workers)
     device = None if opts.device is None else str(check_device(opts.device))
     sims, stop_after = opts.power_simulations, opts.stop_after
     if sims is not None:
