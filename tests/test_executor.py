@@ -273,10 +273,16 @@ def test_bracket_files_are_identical_on_a_cluster(rng, tmp_path, local2):
 
 
 def test_law_sweeps_are_identical_on_a_cluster(tmp_path, local2):
-    from analysis.laws.sweep import make_config, run_sweep
+    from analysis.laws.sweep import default_config, make_config, run_sweep
 
     cfg = make_config(
-        "spherical", dims=[2], betas=[1, 4], n=24, eps=[0.2], seeds=[0, 1], effort="fast"
+        default_config("spherical"),
+        dims=[2],
+        betas=[1, 4],
+        n=24,
+        eps=[0.2],
+        seeds=[0, 1],
+        effort="fast",
     )
     timing = ["cpu_s", "wall_s", "cached"]
     one = run_sweep(cfg, out=tmp_path / "one", progress=False).drop(columns=timing)

@@ -295,9 +295,9 @@ def run_laws(
     Examples
     --------
     >>> from pathlib import Path
-    >>> from analysis.laws import make_config, run_laws
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0], effort="fast")
+    >>> from analysis.laws import default_config, make_config, run_laws
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0], effort="fast")
     >>> result = run_laws(config, out="laws", progress=False, n_boot=0, figure=False)
     >>> sorted(result), len(result["fits"])
     (['config', 'family', 'fits', 'timing'], 1)

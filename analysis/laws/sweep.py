@@ -143,9 +143,9 @@ class SweepConfig:
 
     Examples
     --------
-    >>> from analysis.laws import make_config
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0, 1], effort="fast")
+    >>> from analysis.laws import default_config, make_config
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0, 1], effort="fast")
     >>> len(config.jobs())  # one per (d, beta, seed, eps)
     4
     """
@@ -245,7 +245,7 @@ def default_config(family: str, *, quick: bool = False) -> SweepConfig:
 
 
 def make_config(
-    family: str,
+    base: SweepConfig,
     *,
     dims: Sequence[int] | None = None,
     betas: Sequence[float] | None = None,
@@ -253,10 +253,10 @@ def make_config(
     eps: Sequence[float] | None = None,
     seeds: Sequence[int] | None = None,
     effort: str | None = None,
-    quick: bool = False,
     design: str = "default",
 ) -> SweepConfig:
-    """Validate a sweep; None means the (quick) default of that parameter.
+    """Validate a sweep; None means ``base``'s value of that parameter (``base``:
+    :func:`default_config` of the family, quick or not).
 
     ``betas`` given explicitly apply to every d. Errors name the CLI flag. The sweep
     runs the newest bracket engine; :meth:`SweepConfig.with_engine` picks another. With
@@ -267,15 +267,18 @@ def make_config(
 
     Examples
     --------
-    >>> from analysis.laws import make_config
-    >>> make_config("spherical", dims=[2], betas=[4, 1], n=64).betas  # sorted, every d
+    >>> from analysis.laws import default_config, make_config
+    >>> sphere = default_config("spherical")
+    >>> make_config(sphere, dims=[2], betas=[4, 1], n=64).betas  # sorted, every d
     {2: (1.0, 4.0)}
-    >>> make_config("spherical", eps=[1.5])  # doctest: +ELLIPSIS
+    >>> make_config(sphere, eps=[1.5])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
     analysis.validation.ParameterError: eps: expected values in (0, 1) ..., got [1.5]
     """
-    base = default_config(family, quick=quick)
+    if not isinstance(base, SweepConfig):
+        raise ParameterError("base", "a SweepConfig, e.g. default_config(family)", base)
+    family = base.family
     design = check_choice("design", design, DESIGNS)
     dims_ = base.dims if dims is None else _ints("dims", dims, 2)
     if design == "asymptotic":
@@ -346,9 +349,9 @@ def bracket_job(job: dict[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from analysis.laws import bracket_job, make_config
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0], effort="fast")
+    >>> from analysis.laws import bracket_job, default_config, make_config
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0], effort="fast")
     >>> rec = bracket_job(config.jobs()[0])
     >>> 1 <= rec["lower"] <= rec["upper"] <= 8, rec["key"] == config.jobs()[0]["key"]
     (True, True)
@@ -378,9 +381,9 @@ def read_checkpoint(path: Path) -> dict[str, dict[str, Any]]:
     Examples
     --------
     >>> from pathlib import Path
-    >>> from analysis.laws import make_config, read_checkpoint, run_sweep
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0], effort="fast")
+    >>> from analysis.laws import default_config, make_config, read_checkpoint, run_sweep
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0], effort="fast")
     >>> _ = run_sweep(config, out="laws", progress=False)
     >>> done = read_checkpoint(Path("laws/brackets.jsonl"))
     >>> sorted(done) == sorted(j["key"] for j in config.jobs())
@@ -414,9 +417,9 @@ def run_sweep(
 
     Examples
     --------
-    >>> from analysis.laws import make_config, run_sweep
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0], effort="fast")
+    >>> from analysis.laws import default_config, make_config, run_sweep
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0], effort="fast")
     >>> table = run_sweep(config, out="sweep", progress=False)
     >>> table[["d", "beta", "eps", "cached"]]
        d  beta  eps  cached

@@ -180,7 +180,13 @@ def write_json(path: str | Path, payload: Mapping[str, Any]) -> Path:
 
 
 def amendments_section(prov: Mapping[str, Any]) -> list[str]:
-    """The "Amendments" section: every amendment of the lock since its first lock."""
+    """The "Amendments" section: every amendment of the lock since its first lock.
+
+    Examples
+    --------
+    >>> amendments_section({"amendments": [], "first_locked_at": "2026-01-01"})[2:4]
+    ['First locked at 2026-01-01.', '']
+    """
     L = ["## Amendments", ""]
     first = prov.get("first_locked_at") or prov.get("locked_at")
     if "amendments" not in prov:

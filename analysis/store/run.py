@@ -488,9 +488,9 @@ def _run(
         disable=not run.progress,
     )
     try:
-        done_ = results(st, tasks, engine, workers, run.executor, temperatures)
-        with contextlib.closing(done_):
-            for task, res in done_:
+        stream = results(st, tasks, engine, workers, run.executor, temperatures)
+        with contextlib.closing(stream):
+            for task, res in stream:
                 if (task.matrix_key, task.temperature) in committed:
                     continue  # a result delivered twice is committed once
                 committed.add((task.matrix_key, task.temperature))
