@@ -21,7 +21,8 @@ from typing import Any
 from analysis.attention import fixed_torch_threads
 from analysis.executor import task_pool
 from analysis.store.engine import BracketEngine
-from analysis.store.store import MatrixArrays, ProfileResult, Store, load_arrays
+from analysis.store.records import ProfileResult
+from analysis.store.store import MatrixArrays, Store, load_arrays
 from analysis.validation import ParameterError
 
 
