@@ -79,18 +79,9 @@ class ProfileRecord:
 
 @dataclasses.dataclass(frozen=True)
 class ProfileResult:
-    """One computed profile as :meth:`Store.put_profile` stores it.
-
-    Attributes
-    ----------
-    effort : str
-    eps_grid : tuple of float
-    profile : dict
-        The engine's ``Profile.to_dict(witnesses=True)``.
-    brackets : dict
-        ``{eps: (lo, hi)}`` on ``eps_grid``.
-    elapsed_s : float
-        Wall seconds of the search.
+    """One computed profile as :meth:`Store.put_profile` stores it: the engine's
+    ``Profile.to_dict(witnesses=True)``, its ``{eps: (lo, hi)}`` brackets on ``eps_grid``,
+    and the wall seconds of the search.
 
     Examples
     --------
