@@ -59,7 +59,7 @@ def _profiles(store) -> dict:
 
 def _prepared_root(tmp: Path) -> Path:
     """A study root holding the default design and its lock, with its inputs extracted."""
-    from analysis.study import run_study
+    from analysis.study import StudyOptions, run_study
 
     root = tmp / "extracted"
     (root / "preregistration").mkdir(parents=True)
@@ -69,9 +69,8 @@ def _prepared_root(tmp: Path) -> Path:
         )
     run_study(
         root / "preregistration" / DESIGN.name,
-        stop_after="extract",
-        progress=False,
         say=lambda _: None,
+        options=StudyOptions(stop_after="extract", progress=False),
     )
     return root
 
@@ -80,7 +79,7 @@ def _stage(
     root: Path, matrices: int | None, synthetic: int | None, **parallel
 ) -> tuple[float, dict, int]:
     """The brackets stage on the study at ``root``: wall seconds, profiles, count."""
-    from analysis.store import Store
+    from analysis.store import RunSpec, Store
     from analysis.study.core import Study
     from analysis.study.stages import bracket_stage
 
@@ -91,9 +90,14 @@ def _stage(
         real = real[:matrices] if matrices is not None else real
         synth = synth[:synthetic] if synthetic is not None else synth
         start = time.perf_counter()
-        parallel.setdefault("workers", 1)
         n = bracket_stage(
-            study, store, real, synth, engine=None, progress=False, say=lambda _: None, **parallel
+            study,
+            store,
+            real,
+            synth,
+            engine=None,
+            say=lambda _: None,
+            run=RunSpec(progress=False, **parallel),
         )
         wall = time.perf_counter() - start
         return wall, _profiles(store), n

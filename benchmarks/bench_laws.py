@@ -24,7 +24,7 @@ import shutil
 import time
 from pathlib import Path
 
-from analysis.laws import QUICK_TOLERANCE, make_config, run_laws
+from analysis.laws import QUICK_TOLERANCE, default_config, make_config, run_laws
 from benchmarks.common import OUT, command_line
 
 PRESETS = {
@@ -54,7 +54,7 @@ def main() -> int:
         out = args.out / name
         if args.fresh and out.exists():
             shutil.rmtree(out)
-        cfg = make_config(family, quick=quick)
+        cfg = make_config(default_config(family, quick=quick))
         c0, w0 = _cpu(), time.perf_counter()
         res = run_laws(
             cfg,

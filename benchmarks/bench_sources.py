@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 def _profile_sizes(path: Path, n_heads: int) -> str:
     """Profile ``n_heads`` heads at effort "fast" (t = 1) with the real engine, if present."""
     import analysis.brackets as engine
-    from analysis.store import Store, run_brackets
+    from analysis.store import RunSpec, Store, run_brackets
 
     if n_heads <= 0:
         return "profiles: skipped (--profiles 0)"
@@ -99,18 +99,22 @@ def _profile_sizes(path: Path, n_heads: int) -> str:
     with Store(path) as src, Store(small, create=True) as dst:
         for rec in src.matrices()[:: max(1, len(src.matrices()) // n_heads)][:n_heads]:
             arr = src.arrays(rec.key)
-            dst.add_matrix(
-                **{f: getattr(rec, f) for f in ("source", "checkpoint", "layer", "head")},
-                input_id=rec.input_id,
-                length=rec.length,
-                A=arr.A,
-                Q=arr.Q,
-                K=arr.K,
-                scale=arr.scale,
-                mask=arr.mask,
-            )
+            dst.add_matrices(
+                [
+                    dict(
+                        **{f: getattr(rec, f) for f in ("source", "checkpoint", "layer", "head")},
+                        input_id=rec.input_id,
+                        length=rec.length,
+                        A=arr.A,
+                        Q=arr.Q,
+                        K=arr.K,
+                        scale=arr.scale,
+                        mask=arr.mask,
+                    )
+                ]
+            )[0]
     before = _folder_bytes(small)
-    summary = run_brackets(small, (0.05, 0.1, 0.2), effort="fast", progress=False)
+    summary = run_brackets(small, (0.05, 0.1, 0.2), effort="fast", run=RunSpec(progress=False))
     grown = _folder_bytes(small) - before
     per = grown / max(summary.computed, 1)
     return (

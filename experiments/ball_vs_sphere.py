@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.laws import DEFAULT_BETAS, make_config, run_laws
+from analysis.laws import DEFAULT_BETAS, default_config, make_config, run_laws
 from experiments.common import OUT, command_line
 
 
@@ -47,7 +47,7 @@ def main() -> None:
     for d in args.dims:
         for family in ("ball", "spherical"):
             cfg = make_config(
-                family,
+                default_config(family),
                 dims=[d],
                 betas=DEFAULT_BETAS["ball"][d],
                 n=args.n,

@@ -17,7 +17,8 @@ import pytest
 from analysis.brackets.engine import default_engine
 from analysis.executor import open_executor, parse_cluster, task_pool
 from analysis.sources import synthetic
-from analysis.store import Store, run_brackets
+from analysis.store import RunSpec, Store, run_brackets
+from analysis.store.store import ProfileResult
 from analysis.validation import ParameterError
 
 ENGINE = default_engine()
@@ -126,7 +127,9 @@ def test_the_initializer_runs_once_per_worker_process(local2, tmp_path):
 def test_an_executor_and_workers_together_are_refused(local1, tmp_path):
     store = _store(tmp_path / "s", n=1)
     with pytest.raises(ParameterError) as info:
-        run_brackets(store, (0.1,), engine=ENGINE, workers=2, executor=local1, progress=False)
+        run_brackets(
+            store, (0.1,), engine=ENGINE, run=RunSpec(workers=2, executor=local1, progress=False)
+        )
     assert info.value.name == "workers"
     store.close()
 
@@ -153,8 +156,7 @@ def test_profiles_are_bit_identical_across_executors(tmp_path, local1, local2):
             engine=ENGINE,
             temperatures=TEMPS,
             effort="default",
-            progress=False,
-            **kwargs,
+            run=RunSpec(progress=False, **kwargs),
         )
         assert s.computed == 6
         rows[name] = _rows(store)
@@ -166,20 +168,11 @@ def test_profiles_are_bit_identical_across_executors(tmp_path, local1, local2):
 
 def test_a_result_delivered_twice_is_committed_once(tmp_path):
     store = _store(tmp_path / "s", n=2)
-    run_brackets(store, EPS, engine=ENGINE, effort="fast", progress=False)
+    run_brackets(store, EPS, engine=ENGINE, effort="fast", run=RunSpec(progress=False))
     before = _rows(store)
     p = next(iter(store.profiles()))
-    pid = store.put_profile(
-        p.matrix_key,
-        p.temperature,
-        p.version,
-        effort=p.effort,
-        eps_grid=p.eps_grid,
-        profile=p.profile_dict(),
-        brackets=p.brackets,
-        engine=p.engine,
-        elapsed_s=p.elapsed_s + 1.0,
-    )
+    again = ProfileResult(p.effort, p.eps_grid, p.profile_dict(), p.brackets, p.elapsed_s + 1.0)
+    pid = store.put_profile(p.matrix_key, p.temperature, p.version, again, engine=p.engine)
     assert pid == p.id
     assert _rows(store) == before  # revision still 1, nothing rewritten
     store.close()
@@ -187,7 +180,7 @@ def test_a_result_delivered_twice_is_committed_once(tmp_path):
 
 def test_a_worker_killed_mid_run_loses_nothing(tmp_path, monkeypatch):
     expected_store = _store(tmp_path / "expected", n=6, size=20)
-    run_brackets(expected_store, EPS, engine=ENGINE, effort="default", progress=False)
+    run_brackets(expected_store, EPS, engine=ENGINE, effort="default", run=RunSpec(progress=False))
     expected = _rows(expected_store)
     expected_store.close()
 
@@ -211,7 +204,9 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, monkeypatch):
             return out
 
         monkeypatch.setattr(Store, "put_profile", put_then_kill)
-        s = run_brackets(store, EPS, engine=ENGINE, effort="default", progress=False, executor=ex)
+        s = run_brackets(
+            store, EPS, engine=ENGINE, effort="default", run=RunSpec(progress=False, executor=ex)
+        )
         assert killed and s.computed == 6
         assert killed[0] not in client.run(os.getpid).values()
     assert _rows(store) == expected
@@ -221,7 +216,12 @@ def test_a_worker_killed_mid_run_loses_nothing(tmp_path, monkeypatch):
 def test_an_interrupted_client_resumes_from_what_it_committed(tmp_path, local2, monkeypatch):
     expected_store = _store(tmp_path / "expected")
     run_brackets(
-        expected_store, EPS, engine=ENGINE, temperatures=TEMPS, effort="fast", progress=False
+        expected_store,
+        EPS,
+        engine=ENGINE,
+        temperatures=TEMPS,
+        effort="fast",
+        run=RunSpec(progress=False),
     )
     expected = _rows(expected_store)
     expected_store.close()
@@ -237,12 +237,12 @@ def test_an_interrupted_client_resumes_from_what_it_committed(tmp_path, local2, 
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Store, "put_profile", put_then_stop)
-    kw = {"engine": ENGINE, "temperatures": TEMPS, "effort": "fast", "progress": False}
+    kw = {"engine": ENGINE, "temperatures": TEMPS, "effort": "fast"}
     with pytest.raises(KeyboardInterrupt):
-        run_brackets(store, EPS, executor=local2, **kw)
+        run_brackets(store, EPS, **kw, run=RunSpec(executor=local2, progress=False))
     assert len(list(store.profiles())) == 3
     monkeypatch.setattr(Store, "put_profile", real)
-    s = run_brackets(store, EPS, executor=local2, **kw)
+    s = run_brackets(store, EPS, **kw, run=RunSpec(executor=local2, progress=False))
     assert (s.skipped, s.computed) == (3, 9)
     assert _rows(store) == expected
     store.close()
@@ -275,10 +275,16 @@ def test_bracket_files_are_identical_on_a_cluster(rng, tmp_path, local2):
 
 
 def test_law_sweeps_are_identical_on_a_cluster(tmp_path, local2):
-    from analysis.laws.sweep import make_config, run_sweep
+    from analysis.laws.sweep import default_config, make_config, run_sweep
 
     cfg = make_config(
-        "spherical", dims=[2], betas=[1, 4], n=24, eps=[0.2], seeds=[0, 1], effort="fast"
+        default_config("spherical"),
+        dims=[2],
+        betas=[1, 4],
+        n=24,
+        eps=[0.2],
+        seeds=[0, 1],
+        effort="fast",
     )
     timing = ["cpu_s", "wall_s", "cached"]
     one = run_sweep(cfg, out=tmp_path / "one", progress=False).drop(columns=timing)

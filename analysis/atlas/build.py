@@ -189,6 +189,7 @@ def build_atlas(
     >>> from analysis.store import Store
     >>> from analysis.study.examples import open_example_study
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
+    >>> from analysis.store.run import RunSpec
     >>> study = open_example_study("studies/atlas.toml", synthetic=True)
     >>> build_atlas(study)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -196,7 +197,7 @@ def build_atlas(
     FileNotFoundError: no study store at .../store: nothing to gather
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
-    ...     _ = bracket_stage(study, store, [], keys, workers=1, engine=None, progress=False)
+    ...     _ = bracket_stage(study, store, [], keys, engine=None, run=RunSpec(progress=False))
     >>> atlas = build_atlas(study, synthetic=True)
     >>> atlas[["checkpoint", "temperature", "eps", "lower", "upper"]].shape  # 2 matrices x 2 eps
     (4, 5)

@@ -245,10 +245,11 @@ def reverify_rows(
     >>> from analysis.store import Store
     >>> from analysis.study.examples import open_example_study
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
+    >>> from analysis.store.run import RunSpec
     >>> study = open_example_study("studies/reverify.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
-    ...     _ = bracket_stage(study, store, [], keys, workers=1, engine=None, progress=False)
+    ...     _ = bracket_stage(study, store, [], keys, engine=None, run=RunSpec(progress=False))
     >>> atlas = build_atlas(study, synthetic=True)
     >>> checks = reverify_rows(atlas)
     >>> checks["passed"].tolist()

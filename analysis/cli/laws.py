@@ -15,7 +15,7 @@ from analysis.cli.brackets import add_engine_argument
 from analysis.cli.parallel import add_parallel_arguments, parallel_kwargs
 from analysis.laws.fit import QUICK_TOLERANCE
 from analysis.laws.render import run_laws
-from analysis.laws.sweep import make_config
+from analysis.laws.sweep import default_config, make_config
 from analysis.laws.theory import FAMILIES
 from analysis.validation import check_choice, check_int
 
@@ -66,17 +66,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_cli(args: argparse.Namespace) -> int:
     family = check_choice("--family", args.family, FAMILIES)
     config = make_config(
-        family,
+        default_config(family, quick=args.quick),
         dims=args.dims,
         betas=args.betas,
         n=args.n,
         eps=args.eps,
         seeds=args.seeds,
         effort=args.effort,
-        quick=args.quick,
         design=args.design,
-        engine=args.engine,
-    )
+    ).with_engine(args.engine)
     for note in config.notes:
         print(f"note: {note}", file=sys.stderr)
     n_boot = check_int("--n-boot", args.n_boot, minimum=0)

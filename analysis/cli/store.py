@@ -30,7 +30,7 @@ _BRACKET_FLAGS = {"path": "STORE", "store": "STORE", "version": "--profile-versi
 
 def _run_bracket(args: argparse.Namespace) -> int:
     from analysis.brackets.engine import engine_for
-    from analysis.store.run import run_brackets
+    from analysis.store.run import RunSpec, run_brackets
 
     eps = check_eps_grid(args.eps)
     engine = engine_for(args.engine)  # None: the newest
@@ -48,9 +48,7 @@ def _run_bracket(args: argparse.Namespace) -> int:
             temperatures=temps,
             effort=args.effort,
             version=args.profile_version,
-            progress=not args.quiet,
-            device=args.device,
-            **parallel,
+            run=RunSpec(progress=not args.quiet, device=args.device, **parallel),
         )
     print(
         f"{args.store}: {summary.total} profiles (version {summary.version!r}, engine "

@@ -7,7 +7,7 @@ from typing import Any
 
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.power.file import DEFAULT_POWER_SIMULATIONS
-from analysis.study.runner import STAGES, run_study
+from analysis.study.runner import STAGES, StudyOptions, run_study
 
 __all__ = ["register"]
 
@@ -33,13 +33,15 @@ def _run(args: argparse.Namespace) -> int:
         run = run_study(
             args.design,
             root=args.root,
-            progress=not args.no_progress,
             checkpoint_paths=dict(args.checkpoint or []),
-            stop_after=args.stop_after,
-            power_simulations=args.power_simulations,
-            power_assumptions=_assumptions(args),
-            device=args.device,
-            **parallel,
+            options=StudyOptions(
+                progress=not args.no_progress,
+                stop_after=args.stop_after,
+                power_simulations=args.power_simulations,
+                power_assumptions=_assumptions(args),
+                device=args.device,
+                **parallel,
+            ),
         )
     print(run.summary())
     return 0

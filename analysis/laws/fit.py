@@ -442,11 +442,8 @@ class LawFit:
         """The ``--json`` entry: every field, ``extra`` merged in, and the two verdicts."""
         d = asdict(self)
         d |= d.pop("extra")
-        d["beta_range"] = list(self.beta_range)
-        d["ci"] = list(self.ci)
-        d["ci_mid"] = list(self.ci_mid)
-        d["slope_set"] = list(self.slope_set)
-        d["slope_threading"] = list(self.slope_threading)
+        for k in ("beta_range", "ci", "ci_mid", "slope_set", "slope_threading"):
+            d[k] = list(getattr(self, k))
         d["within_tolerance"] = self.within_tolerance
         d["ci_covers_theory"] = self.ci_covers_theory
         if self.family != "ball":
@@ -519,30 +516,22 @@ def fit_law(
     check_choice("family", family, FAMILIES)
     tol = TOLERANCE[family] if tolerance is None else float(tolerance)
     fits = []
+
+    def slope(rows: pd.DataFrame) -> dict[str, Any]:
+        beta = rows["beta"].to_numpy()
+        lo, hi = rows["lower"].to_numpy(), rows["upper"].to_numpy()
+        return fit_slope(
+            law_x(family, beta), lo, hi, strata=beta, n_boot=n_boot, random_state=random_state
+        )
+
     for (d, e), g in table.groupby(["d", "eps"], sort=True):
         d = int(d)
-        x = law_x(family, g["beta"].to_numpy())
-        r = fit_slope(
-            x,
-            g["lower"].to_numpy(),
-            g["upper"].to_numpy(),
-            strata=g["beta"].to_numpy(),
-            n_boot=n_boot,
-            random_state=random_state,
-        )
+        r = slope(g)
         # Post-hoc sensitivity (not a target): the upper half of the beta grid, where an
         # asymptotic law should show first. Needs at least two betas there.
         grid = np.sort(g["beta"].unique())
         upper = grid[len(grid) // 2 :] if len(grid) >= 4 else grid[-2:]
-        gu = g[g["beta"].isin(upper)]
-        ru = fit_slope(
-            law_x(family, gu["beta"].to_numpy()),
-            gu["lower"].to_numpy(),
-            gu["upper"].to_numpy(),
-            strata=gu["beta"].to_numpy(),
-            n_boot=n_boot,
-            random_state=random_state,
-        )
+        ru = slope(g[g["beta"].isin(upper)])
         n = int(g["n"].iloc[0])
         bmin, bmax = float(g["beta"].min()), float(g["beta"].max())
         with np.errstate(divide="ignore"):

@@ -93,30 +93,11 @@ def markdown_table(fits: Sequence[LawFit]) -> str:
     3
     """
     ball = bool(fits) and fits[0].family == "ball"
-    head = (
-        [
-            "d",
-            "eps",
-            "n",
-            "beta",
-            "slope (interval ML)",
-            "95% CI",
-            "midpoint OLS",
-            "identified set",
-            "threading lines",
-            "upper-half fit (post hoc)",
-            "paper",
-        ]
-        + (["harmonic count (theory at these beta)"] if not ball else [])
-        + [
-            "theory",
-            "|slope - theory|",
-            "CI covers theory",
-            "median hi/lo",
-            "max hi/n",
-        ]
-        + (["n >= e^(beta/8)"] if ball else [])
-    )
+    head = ["d", "eps", "n", "beta", "slope (interval ML)", "95% CI", "midpoint OLS"]
+    head += ["identified set", "threading lines", "upper-half fit (post hoc)", "paper"]
+    head += [] if ball else ["harmonic count (theory at these beta)"]
+    head += ["theory", "|slope - theory|", "CI covers theory", "median hi/lo", "max hi/n"]
+    head += ["n >= e^(beta/8)"] if ball else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for f in fits:
         ok = "ok" if f.within_tolerance else "MISSED"
@@ -188,12 +169,7 @@ def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> li
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import seaborn as sns
-    from matplotlib.ticker import (
-        FixedLocator,
-        FuncFormatter,
-        NullFormatter,
-        NullLocator,
-    )
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
     family = fits[0].family
     dims = sorted({f.d for f in fits})
@@ -221,38 +197,21 @@ def plot_law(table: pd.DataFrame, fits: Sequence[LawFit], path_stem: Path) -> li
             lx = np.log(xs)
             cx = float(np.mean(np.log(xv)))
             cy = f.intercept + f.slope * cx  # the ML line at the log-centre of the range
-            ax.plot(
-                xs,
-                np.exp(cy + f.slope * (lx - cx)),
-                color=c,
-                lw=1.4,
-                label=(
-                    f"eps={f.eps:g}: interval ML {f.slope:.2f} [{f.ci[0]:.2f}, {f.ci[1]:.2f}]"
-                    f"\n  midpoint OLS {f.slope_mid:.2f}; brackets allow "
-                    f"[{f.slope_set[0]:.2f}, {f.slope_set[1]:.2f}]"
-                ),
+            label = (
+                f"eps={f.eps:g}: interval ML {f.slope:.2f} [{f.ci[0]:.2f}, {f.ci[1]:.2f}]"
+                f"\n  midpoint OLS {f.slope_mid:.2f}; brackets allow "
+                f"[{f.slope_set[0]:.2f}, {f.slope_set[1]:.2f}]"
             )
+            ax.plot(xs, np.exp(cy + f.slope * (lx - cx)), color=c, lw=1.4, label=label)
             if "harmonic" in f.extra:  # the theory's own count at these betas
-                hb = np.array([float(b) for b in f.extra["harmonic"]["counts"]])
-                hr = np.array(list(f.extra["harmonic"]["counts"].values()), float)
-                ax.plot(
-                    1 + hb,
-                    hr,
-                    "x",
-                    color=c,
-                    ms=5,
-                    mew=1.2,
-                    label=f"harmonic count (theory at these beta), slope "
-                    f"{f.extra['harmonic']['slope']:.2f}",
-                )
-            ax.plot(
-                xs,
-                np.exp(cy + f.theory * (lx - cx)),
-                color="0.2",
-                lw=1.0,
-                ls="--",
-                label=f"theory slope {f.theory:g}" if f.eps == eps_all[0] else None,
-            )
+                h = f.extra["harmonic"]
+                hb = np.array([float(b) for b in h["counts"]])
+                hr = np.array(list(h["counts"].values()), float)
+                label = f"harmonic count (theory at these beta), slope {h['slope']:.2f}"
+                ax.plot(1 + hb, hr, "x", color=c, ms=5, mew=1.2, label=label)
+            label = f"theory slope {f.theory:g}" if f.eps == eps_all[0] else None
+            ys = np.exp(cy + f.theory * (lx - cx))
+            ax.plot(xs, ys, color="0.2", lw=1.0, ls="--", label=label)
         n = fits[0].n
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -314,9 +273,9 @@ def run_laws(
     Examples
     --------
     >>> from pathlib import Path
-    >>> from analysis.laws import make_config, run_laws
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0], effort="fast")
+    >>> from analysis.laws import default_config, make_config, run_laws
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0], effort="fast")
     >>> result = run_laws(config, out="laws", progress=False, n_boot=0, figure=False)
     >>> sorted(result), len(result["fits"])
     (['config', 'family', 'fits', 'timing'], 1)

@@ -48,7 +48,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,13 +138,14 @@ class SweepConfig:
         What the design left out and why (printed by the CLI, kept in ``results.json``).
     engine : int or None
         Bracket engine version (:data:`analysis.brackets.ENGINE_VERSIONS`); None: the
-        newest. Every job carries it, in its cache key too.
+        newest. Every job carries it, in its cache key too. Set it with
+        :meth:`with_engine`.
 
     Examples
     --------
-    >>> from analysis.laws import make_config
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0, 1], effort="fast")
+    >>> from analysis.laws import default_config, make_config
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0, 1], effort="fast")
     >>> len(config.jobs())  # one per (d, beta, seed, eps)
     4
     """
@@ -159,6 +160,10 @@ class SweepConfig:
     design: str = "default"
     notes: tuple[str, ...] = ()
     engine: int | None = None
+
+    def with_engine(self, engine: int | None) -> SweepConfig:
+        """This sweep with bracket engine ``engine`` (checked; None: the newest)."""
+        return replace(self, engine=check_engine(engine))
 
     def jobs(self) -> list[dict[str, Any]]:
         """Every (d, beta, seed, eps) to bracket, with its cache key."""
@@ -240,7 +245,7 @@ def default_config(family: str, *, quick: bool = False) -> SweepConfig:
 
 
 def make_config(
-    family: str,
+    base: SweepConfig,
     *,
     dims: Sequence[int] | None = None,
     betas: Sequence[float] | None = None,
@@ -248,13 +253,13 @@ def make_config(
     eps: Sequence[float] | None = None,
     seeds: Sequence[int] | None = None,
     effort: str | None = None,
-    quick: bool = False,
     design: str = "default",
-    engine: int | None = None,
 ) -> SweepConfig:
-    """Validate a sweep; None means the (quick) default of that parameter.
+    """Validate a sweep; None means ``base``'s value of that parameter (``base``:
+    :func:`default_config` of the family, quick or not).
 
-    ``betas`` given explicitly apply to every d. Errors name the CLI flag. With
+    ``betas`` given explicitly apply to every d. Errors name the CLI flag. The sweep
+    runs the newest bracket engine; :meth:`SweepConfig.with_engine` picks another. With
     ``design="asymptotic"`` (spherical, one eps, no ``betas``) each d gets
     :func:`analysis.laws.theory.asymptotic_betas`; a d with fewer than
     :data:`ASYMPTOTIC_MIN_POINTS` betas at this n is left out, with a note giving the n
@@ -262,15 +267,18 @@ def make_config(
 
     Examples
     --------
-    >>> from analysis.laws import make_config
-    >>> make_config("spherical", dims=[2], betas=[4, 1], n=64).betas  # sorted, every d
+    >>> from analysis.laws import default_config, make_config
+    >>> sphere = default_config("spherical")
+    >>> make_config(sphere, dims=[2], betas=[4, 1], n=64).betas  # sorted, every d
     {2: (1.0, 4.0)}
-    >>> make_config("spherical", eps=[1.5])  # doctest: +ELLIPSIS
+    >>> make_config(sphere, eps=[1.5])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
     analysis.validation.ParameterError: eps: expected values in (0, 1) ..., got [1.5]
     """
-    base = default_config(family, quick=quick)
+    if not isinstance(base, SweepConfig):
+        raise ParameterError("base", "a SweepConfig, e.g. default_config(family)", base)
+    family = base.family
     design = check_choice("design", design, DESIGNS)
     dims_ = base.dims if dims is None else _ints("dims", dims, 2)
     if design == "asymptotic":
@@ -325,9 +333,8 @@ def make_config(
         if not kept:
             raise ParameterError("n", "a size that leaves some d an asymptotic grid", n_)
         dims_ = tuple(kept)
-    engine_ = check_engine(engine)
     return SweepConfig(
-        family, dims_, grid, n_, eps_, seeds_, effort_, design, tuple(notes), engine_
+        family, dims_, grid, n_, eps_, seeds_, effort_, design, tuple(notes), check_engine(None)
     )
 
 
@@ -342,9 +349,9 @@ def bracket_job(job: dict[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from analysis.laws import bracket_job, make_config
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0], effort="fast")
+    >>> from analysis.laws import bracket_job, default_config, make_config
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0], effort="fast")
     >>> rec = bracket_job(config.jobs()[0])
     >>> 1 <= rec["lower"] <= rec["upper"] <= 8, rec["key"] == config.jobs()[0]["key"]
     (True, True)
@@ -374,9 +381,9 @@ def read_checkpoint(path: Path) -> dict[str, dict[str, Any]]:
     Examples
     --------
     >>> from pathlib import Path
-    >>> from analysis.laws import make_config, read_checkpoint, run_sweep
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0], effort="fast")
+    >>> from analysis.laws import default_config, make_config, read_checkpoint, run_sweep
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0], effort="fast")
     >>> _ = run_sweep(config, out="laws", progress=False)
     >>> done = read_checkpoint(Path("laws/brackets.jsonl"))
     >>> sorted(done) == sorted(j["key"] for j in config.jobs())
@@ -410,9 +417,9 @@ def run_sweep(
 
     Examples
     --------
-    >>> from analysis.laws import make_config, run_sweep
-    >>> config = make_config("spherical", dims=[3], betas=[1.0, 7.0], n=8, eps=[0.1],
-    ...                      seeds=[0], effort="fast")
+    >>> from analysis.laws import default_config, make_config, run_sweep
+    >>> config = make_config(default_config("spherical"), dims=[3], betas=[1.0, 7.0], n=8,
+    ...                      eps=[0.1], seeds=[0], effort="fast")
     >>> table = run_sweep(config, out="sweep", progress=False)
     >>> table[["d", "beta", "eps", "cached"]]
        d  beta  eps  cached

@@ -22,10 +22,11 @@ from analysis.compare.headlevel import QUESTION_TEXT, QUESTIONS
 from analysis.compare.nested import FIT_FAILED
 from analysis.report.decisions import decision_words, equivalence_clause
 from analysis.report.design import ReportDesign
-from analysis.report.length_section import by_length_section
 from analysis.report.lock_status import lock_status_lines
-from analysis.report.provenance import provenance_lines
+from analysis.report.power_section import hypothesis_power, power_section, power_sentences
+from analysis.report.provenance import amendments_section, provenance_lines
 from analysis.report.results import StudyResults
+from analysis.report.secondary_sections import by_checkpoint_section, by_length_section
 from analysis.report.tables import (
     Table,
     format_value,
@@ -35,6 +36,8 @@ from analysis.report.tables import (
     summary_columns,
     synthetic_cells,
 )
+from analysis.report.tables import number_text as _n
+from analysis.report.tables import p_text as _p
 
 __all__ = [
     "calibration_sentence",
@@ -51,16 +54,6 @@ METRIC_NAMES = {
 }
 #: Longest table embedded in report.md; longer ones are linked only.
 MAX_EMBED_ROWS = 40
-
-
-def _n(x: Any, digits: int = 3) -> str:
-    return format_value(x, digits=digits).replace("-", "−") if x is not None else "–"
-
-
-def _p(x: Any) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}"
 
 
 def _head_level_lines(meta: Mapping[str, Any]) -> list[str]:
@@ -175,121 +168,6 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
     return out
 
 
-def _rate(r: Mapping[str, Any]) -> str:
-    return f"{_n(r['rate'])} [{_n(r['ci_low'])}, {_n(r['ci_high'])}]"
-
-
-def _mde(h: Mapping[str, Any]) -> str:
-    if h.get("mde") is None or not math.isfinite(float(h["mde"])):
-        return f"above {_n(h.get('mde_low'))} (power {_n(h.get('mde_target', 0.8))} not reached)"
-    return f"{_n(h['mde'])} (search bracket [{_n(h['mde_low'])}, {_n(h['mde_high'])}])"
-
-
-def hypothesis_power(results: StudyResults) -> dict[str, dict[str, str]]:
-    """Hypothesis id -> ``{"power": text, "mde": text}`` from the simulated error rates.
-
-    Hypotheses that were not simulated get the reason (``"not simulated: ..."``); with no
-    simulation at all, every hypothesis gets the stage's reason.
-
-    Examples
-    --------
-    >>> from analysis.report.examples import example_design
-    >>> d = example_design()
-    >>> sim = {"hypothesis": "H1", "power": {"rate": 0.81234, "share": 0.1}, "mde": 0.4}
-    >>> hypothesis_power(StudyResults("t", "T", d, None, None, power={"hypotheses": [sim]}))
-    {'H1': {'power': '0.812 at effect share 0.1', 'mde': '0.4'}}
-    """
-    power = results.power or {}
-    out: dict[str, dict[str, str]] = {}
-    for h in power.get("hypotheses", []):
-        out[h["hypothesis"]] = {
-            "power": f"{_n(h['power']['rate'])} at effect share {_n(h['power']['share'])}",
-            "mde": _n(h["mde"]) if h.get("mde") is not None else "–",
-        }
-    reason = power.get("skipped") if isinstance(power.get("skipped"), str) else None
-    skipped = power.get("skipped") if isinstance(power.get("skipped"), dict) else {}
-    for h in hypotheses(results.design):
-        if h["id"] not in out:
-            why = skipped.get(h["id"]) or reason or "the power stage has not run"
-            out[h["id"]] = {"power": f"not simulated: {why}", "mde": "–"}
-    return out
-
-
-def power_sentences(results: StudyResults) -> list[str]:
-    """One sentence per design hypothesis: simulated power at the design's size and MDE.
-
-    E.g. ``"H1 (M0<M1): simulated power 0.08 [0.06, 0.11] at effect share 0.1 at the
-    design's size (alpha 0.05); minimum detectable effect 0.41 (search bracket [0.39,
-    0.42]); size 0 [0, 0.009] at the simple null, 0.045 [0.03, 0.07] at the boundary
-    null (share 0.063)."``
-
-    Examples
-    --------
-    >>> from analysis.report.examples import example_design, example_results
-    >>> results = example_results(design=example_design(), power={"skipped": "no widths"})
-    >>> power_sentences(results)
-    ['**H1** (M0<M1): not simulated: no widths.']
-    """
-    power = results.power or {}
-    by_id = {h["hypothesis"]: h for h in power.get("hypotheses", [])}
-    info = hypothesis_power(results)
-    alpha = power.get("alpha", results.design.alpha)
-    out = []
-    for h in hypotheses(results.design):
-        head = f"**{h['id']}** ({h['pair']})"
-        sim = by_id.get(h["id"])
-        if sim is None:
-            out.append(f"{head}: {info[h['id']]['power']}.")
-            continue
-        sb = sim.get("size_boundary")
-        boundary = (
-            f"{_rate(sb)} at the boundary null (share {_n(sim['boundary_share'])})"
-            if sb
-            else "boundary null not reached below share 0.95"
-        )
-        out.append(
-            f"{head}: simulated power {_rate(sim['power'])} at effect share "
-            f"{_n(sim['power']['share'])} at the design's size (alpha {_n(alpha)}); minimum "
-            f"detectable effect {_mde(sim)}; size {_rate(sim['size_simple'])} at the simple "
-            f"null, {boundary}."
-        )
-    return out
-
-
-def _power_section(results: StudyResults) -> list[str]:
-    power = results.power or {}
-    L = ["### Power of each decision (simulated)", ""]
-    if "hypotheses" not in power:
-        why = power.get("skipped") if isinstance(power.get("skipped"), str) else None
-        return L + [f"Not simulated: {why or 'the power stage has not run'}.", ""]
-    a = power.get("assumptions", {})
-    feats = ", ".join(f"{b} {n}" for b, n in (power.get("features") or {}).items())
-    L += [
-        f"`attnrank validate-comparison` on this design: {power.get('simulations')} simulated "
-        "studies per scenario with the design's sizes, held-out draw per checkpoint, B, "
-        f"alpha, Holm family and bootstrap ({power.get('bootstrap', 'cluster')}); the "
-        "signal sits in the block the rich model adds and "
-        f"explains a share of the variance M0 leaves; ICC {_n(a.get('icc'))}, residual SD "
-        f"{_n(a.get('residual_sd'))}, head share {_n(a.get('native_head_share'))}, truth in "
-        f"its bracket Beta({', '.join(_n(x) for x in a.get('truth_position', []))}), "
-        f"widths resampled per eps in {a.get('width_bins')} midpoint bins; covariates "
-        f"simulated: {feats} ({power.get('features_note', '')}). Intervals are "
-        "Clopper-Pearson 95%. These are properties of the test under these assumptions, "
-        "not of the data.",
-        "",
-    ]
-    stored = results.provenance.get("power") or {}
-    under, lock = stored.get("computed_under_lock"), results.provenance.get("lock_sha256")
-    if under and lock and under != lock:
-        L += [
-            f"Computed under lock `{str(under)[:12]}`, before later amendments of the design "
-            f"(see *Amendments*); `{stored.get('command')}` recomputes it for the design as "
-            "it is now.",
-            "",
-        ]
-    return L + [f"- {s}" for s in power_sentences(results)] + [""]
-
-
 def _embed(table: Table, files: Mapping[str, Path], out_dir: Path) -> list[str]:
     links = ", ".join(
         f"[{ext.upper()}]({Path(p).relative_to(out_dir).as_posix()})" for ext, p in files.items()
@@ -300,71 +178,6 @@ def _embed(table: Table, files: Mapping[str, Path], out_dir: Path) -> list[str]:
     else:
         lines += [f"({len(table.frame)} rows; see the linked files.)", ""]
     return lines
-
-
-#: Columns of the by-checkpoint rows embedded per hypothesis in report.md.
-BY_CHECKPOINT_SHOWN = (
-    "checkpoint",
-    "held_out_heads",
-    "held_out_cells",
-    "effect",
-    "ci_low",
-    "ci_high",
-    "p_one_sided",
-)
-
-
-def _by_checkpoint_section(
-    results: StudyResults,
-    tab: Mapping[str, Table],
-    table_files: Mapping[str, Mapping[str, Path]],
-    out_dir: Path,
-) -> list[str]:
-    """ "Effects by checkpoint": the primary metric's rows, one small table per hypothesis."""
-    L = ["### Effects by checkpoint (secondary, outside the Holm family)", ""]
-    if "by_checkpoint" not in tab:
-        why = results.skipped.get(
-            "by_checkpoint",
-            "the stored comparison has none (re-run `attnrank run` to compute them)"
-            if results.comparison is not None
-            else "the comparison has not run",
-        )
-        return L + [f"The by-checkpoint effects have not been computed: {why}.", ""]
-    design = results.design
-    primary = _stated(design.primary_metric)
-    frame = tab["by_checkpoint"].frame
-    seed = format_value(design.seed)
-    L += [
-        "Pre-specified as a secondary analysis (`[inference] by_checkpoint = true`): each "
-        f"pair's effect on the {METRIC_NAMES.get(primary, primary)} restricted to one "
-        "checkpoint's held-out cells, with the same models as above (fitted once on all "
-        "training cells, never refitted per checkpoint), a 95% percentile cluster-bootstrap "
-        "CI over that checkpoint's held-out heads (B = "
-        f"{format_value(design.bootstrap_replicates)}; pair i, checkpoint j drawn from "
-        f"`SeedSequence({seed}, spawn_key=(1, i, j))`) and an unadjusted one-sided p. No "
-        "decision is taken from these rows and they are not in the Holm family.",
-        "",
-    ]
-    files = table_files["by_checkpoint"]
-    links = ", ".join(
-        f"[{ext.upper()}]({Path(p).relative_to(out_dir).as_posix()})" for ext, p in files.items()
-    )
-    L += [f"*Table: {tab['by_checkpoint'].title}* (every metric: {links}).", ""]
-    sub = frame[frame["metric"] == primary]
-    for pair in dict.fromkeys(sub["pair"]):
-        rows = sub[sub["pair"] == pair]
-        r0 = rows.iloc[0]
-        failed = (rows["status"] == FIT_FAILED).any()
-        L += [
-            f"**{r0['hypothesis']}** ({pair}"
-            + (f", {r0['kind']}" if r0["kind"] else "")
-            + ")"
-            + (": a fit failed, so these rows are no result." if failed else ""),
-            "",
-            markdown_table(rows.loc[:, list(BY_CHECKPOINT_SHOWN)].reset_index(drop=True)),
-            "",
-        ]
-    return L
 
 
 def _compact_comparison(frame: pd.DataFrame) -> pd.DataFrame:
@@ -428,50 +241,6 @@ def calibration_sentence(results: StudyResults) -> str:
         if text
         else "Calibration: not stated in the design (in-sample)."
     )
-
-
-def _amendments(prov: Mapping[str, Any]) -> list[str]:
-    """The "Amendments" section: every amendment of the lock since its first lock."""
-    L = ["## Amendments", ""]
-    first = prov.get("first_locked_at") or prov.get("locked_at")
-    if "amendments" not in prov:
-        return L + ["Not recorded (an unlocked or exploratory run).", ""]
-    items = list(prov.get("amendments") or [])
-    if first:
-        L += [f"First locked at {first}.", ""]
-    if not items:
-        return L + ["None: the design is as first locked.", ""]
-    L += [
-        "Each amendment was recorded by `attnrank prereg amend` and re-locked the design "
-        "(the deviations log beside the design has the full entries); once outcomes exist, "
-        "held_out, models, metrics and inference cannot be amended.",
-        "",
-    ]
-
-    def reason(a: Mapping[str, Any]) -> str:
-        return " ".join(str(a.get("reason", "")).split()).rstrip(".") + "."
-
-    for i, a in enumerate(items, 1):
-        secs = ", ".join(a.get("sections") or [])
-        if not secs:
-            # no section of the design changed: the amendment re-locked descriptor blocks
-            # (``blocks`` names them; the design's hash stays the same) or recorded something
-            # beside the design, e.g. its power file or the code hash (``blocks`` empty)
-            blocks = a.get("blocks")
-            secs = (
-                "none (the design file is unchanged)"
-                if blocks == {}
-                else "none (descriptor blocks only)"
-            )
-        after = " (after outcomes existed)" if a.get("outcomes_existed") else ""
-        L.append(
-            f"{i}. {a.get('time')}{after}: {reason(a)} "
-            f"Sections changed: {secs}. Design `{str(a.get('previous_design_sha256'))[:12]}` "
-            f"-> `{str(a.get('new_design_sha256'))[:12]}`, lock "
-            f"`{str(a.get('previous_lock_sha256'))[:12]}` -> "
-            f"`{str(a.get('new_lock_sha256'))[:12]}`."
-        )
-    return L + [""]
 
 
 class _Embeds:
@@ -693,16 +462,14 @@ def _comparisons_section(results: StudyResults, embeds: _Embeds) -> list[str]:
     if "comparisons" in embeds.tab:
         L += embeds.table("comparisons", _compact_comparison(embeds.tab["comparisons"].frame))
     L += embeds.figure("forest")
+    primary = _stated(results.design.primary_metric)
+    where = (results, embeds.tab, embeds.table_files, embeds.out_dir)
     if results.by_checkpoint_asked:
-        L += _by_checkpoint_section(results, embeds.tab, embeds.table_files, embeds.out_dir)
+        L += by_checkpoint_section(*where, metric_name=METRIC_NAMES.get(primary, primary))
         L += embeds.figure("predicted_vs_bracket")
     if results.by_length_asked:
-        primary = _stated(results.design.primary_metric)
-        name = METRIC_NAMES.get(primary, primary)
-        L += by_length_section(
-            results, embeds.tab, embeds.table_files, embeds.out_dir, metric_name=name
-        )
-    return L + _power_section(results) + embeds.table("power")
+        L += by_length_section(*where, metric_name=METRIC_NAMES.get(primary, primary))
+    return L + power_section(results) + embeds.table("power")
 
 
 def _sensitivity_section(results: StudyResults, embeds: _Embeds) -> list[str]:
@@ -794,7 +561,7 @@ def render_report(
     embeds = _Embeds(out_dir, tables, table_files, figures)
     L = _title_section(results)
     L += _prespecified_section(results)
-    L += _amendments(results.provenance)
+    L += amendments_section(results.provenance)
     L += _data_section(results, embeds)
     L += _brackets_section(results, embeds)
     L += _comparisons_section(results, embeds)

@@ -20,7 +20,13 @@ import numpy as np
 
 from analysis.atomic import atomic_write
 
-__all__ = ["PROVENANCE_KEYS", "json_ready", "provenance_lines", "write_json"]
+__all__ = [
+    "PROVENANCE_KEYS",
+    "amendments_section",
+    "json_ready",
+    "provenance_lines",
+    "write_json",
+]
 
 #: Keys shown first, in this order; any other key of ``provenance`` follows, sorted.
 PROVENANCE_KEYS: tuple[str, ...] = (
@@ -171,3 +177,53 @@ def write_json(path: str | Path, payload: Mapping[str, Any]) -> Path:
     with atomic_write(path, mode="w") as fh:
         fh.write(text)
     return Path(path)
+
+
+def amendments_section(prov: Mapping[str, Any]) -> list[str]:
+    """The "Amendments" section: every amendment of the lock since its first lock.
+
+    Examples
+    --------
+    >>> amendments_section({"amendments": [], "first_locked_at": "2026-01-01"})[2:4]
+    ['First locked at 2026-01-01.', '']
+    """
+    L = ["## Amendments", ""]
+    first = prov.get("first_locked_at") or prov.get("locked_at")
+    if "amendments" not in prov:
+        return L + ["Not recorded (an unlocked or exploratory run).", ""]
+    items = list(prov.get("amendments") or [])
+    if first:
+        L += [f"First locked at {first}.", ""]
+    if not items:
+        return L + ["None: the design is as first locked.", ""]
+    L += [
+        "Each amendment was recorded by `attnrank prereg amend` and re-locked the design "
+        "(the deviations log beside the design has the full entries); once outcomes exist, "
+        "held_out, models, metrics and inference cannot be amended.",
+        "",
+    ]
+
+    def reason(a: Mapping[str, Any]) -> str:
+        return " ".join(str(a.get("reason", "")).split()).rstrip(".") + "."
+
+    for i, a in enumerate(items, 1):
+        secs = ", ".join(a.get("sections") or [])
+        if not secs:
+            # no section of the design changed: the amendment re-locked descriptor blocks
+            # (``blocks`` names them; the design's hash stays the same) or recorded something
+            # beside the design, e.g. its power file or the code hash (``blocks`` empty)
+            blocks = a.get("blocks")
+            secs = (
+                "none (the design file is unchanged)"
+                if blocks == {}
+                else "none (descriptor blocks only)"
+            )
+        after = " (after outcomes existed)" if a.get("outcomes_existed") else ""
+        L.append(
+            f"{i}. {a.get('time')}{after}: {reason(a)} "
+            f"Sections changed: {secs}. Design `{str(a.get('previous_design_sha256'))[:12]}` "
+            f"-> `{str(a.get('new_design_sha256'))[:12]}`, lock "
+            f"`{str(a.get('previous_lock_sha256'))[:12]}` -> "
+            f"`{str(a.get('new_lock_sha256'))[:12]}`."
+        )
+    return L + [""]

@@ -44,6 +44,8 @@ __all__ = [
     "hypotheses",
     "latex_table",
     "markdown_table",
+    "number_text",
+    "p_text",
     "real_cells",
     "summary_columns",
     "synthetic_cells",
@@ -211,6 +213,30 @@ def format_value(value: Any, *, digits: int = 4) -> str:
             return text
         return f"{x:.{digits - 1}e}"
     return str(value)
+
+
+def number_text(x: Any, digits: int = 3) -> str:
+    """:func:`format_value` to ``digits`` digits with a true minus sign; None as ``–``.
+
+    Examples
+    --------
+    >>> number_text(-0.012345), number_text(None)
+    ('−0.0123', '–')
+    """
+    return format_value(x, digits=digits).replace("-", "−") if x is not None else "–"
+
+
+def p_text(x: Any) -> str:
+    """A p-value to 3 significant digits (an exponent below 0.001); None or NaN as ``–``.
+
+    Examples
+    --------
+    >>> p_text(0.04321), p_text(2e-5), p_text(None)
+    ('0.0432', '2.0e-05', '–')
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:.3g}" if x >= 1e-3 else f"{x:.1e}"
 
 
 def _text_frame(frame: pd.DataFrame) -> pd.DataFrame:

@@ -8,7 +8,7 @@ engine it is given (:class:`BracketEngine`).
 
 from analysis.store.engine import BracketEngine, StoredProfile
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
-from analysis.store.run import BracketsSummary, run_brackets
+from analysis.store.run import BracketsSummary, RunSpec, run_brackets
 from analysis.store.store import MatrixArrays, MatrixRecord, ProfileRecord, Store
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "MatrixArrays",
     "MatrixRecord",
     "ProfileRecord",
+    "RunSpec",
     "Store",
     "StoredProfile",
     "cell_key",

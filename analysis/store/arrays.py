@@ -8,12 +8,19 @@ its recorded SHA-256 (:func:`analysis.store.integrity.check_array_file`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from analysis.store.integrity import check_array_file
+from analysis.store.integrity import (
+    StoreIntegrityError,
+    array_state,
+    check_array_file,
+    resolve_array_file,
+    same_arrays,
+)
 from analysis.validation import ParameterError, read_npz
 
 __all__ = ["ARRAY_KEYS", "OPTIONAL_ARRAY_KEYS", "MatrixArrays", "load_arrays", "record_arrays"]
@@ -123,3 +130,93 @@ def load_arrays(path: Path, sha256: str | None = None, *, key: str | None = None
     if bias is not None and bias.shape != z["A"].shape:
         raise ParameterError("path", allowed, f"{path.name}: bias {bias.shape}, A {z['A'].shape}")
     return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool), bias)
+
+
+def existing_action(
+    root: Path, old: Any, arrays: dict[str, np.ndarray], replace: str | None
+) -> str:
+    """What adding ``arrays`` for the stored record ``old`` (a :class:`MatrixRecord` of the
+    store at ``root``) does: ``"same"``, ``"repair:missing"`` / ``"repair:damaged"`` /
+    ``"repair:outside"``, or ``"replace"`` (refused without a reason)."""
+    try:
+        path = resolve_array_file(root, old.array_file, old.key)
+    except StoreIntegrityError:
+        return "repair:outside"
+    state = array_state(path, old.array_sha256)
+    if state != "ok":
+        return f"repair:{state}"
+    stored = load_arrays(path)
+    held = {"A": stored.A, "Q": stored.Q, "K": stored.K, "mask": stored.mask}
+    held["scale"] = np.asarray(stored.scale, dtype=np.float64)
+    if stored.bias is not None:
+        held["bias"] = stored.bias
+    if same_arrays(held, arrays):
+        return "same"
+    if replace is None:
+        raise ParameterError(
+            "replace",
+            f"a reason to replace the arrays of matrix {old.key} ({old.head_id}, input "
+            f"{old.input_id}): the store holds other arrays for this key",
+            None,
+        )
+    return "replace"
+
+
+def extraction_records(
+    extraction: Any, source: str, heads: Iterable[tuple[int, int]] | None
+) -> Iterator[dict[str, Any]]:
+    """The :meth:`Store.add_matrices` records of an extraction's (layer, head) matrices,
+    ``heads`` of them (None = every head), in ``[layer, head]`` order; ``heads`` is checked
+    at once, the records are made lazily."""
+    meta = {**extraction.meta, "tokens": [str(t) for t in extraction.tokens]}
+    bias = getattr(extraction, "bias", None)
+    common = {
+        "source": source,
+        "checkpoint": extraction.checkpoint_id,
+        "input_id": extraction.input_id,
+        "length": extraction.length,
+        "mask": extraction.mask,
+    }
+    n_layers, n_heads = extraction.A.shape[:2]
+    chosen = None if heads is None else {(int(a), int(b)) for a, b in heads}
+    if chosen is not None:
+        outside = sorted(p for p in chosen if not (0 <= p[0] < n_layers and 0 <= p[1] < n_heads))
+        if outside:
+            raise ParameterError(
+                "heads", f"(layer, head) pairs within {n_layers} x {n_heads}", outside[:3]
+            )
+    return (
+        {
+            **common,
+            "layer": layer,
+            "head": head,
+            "A": extraction.A[layer, head],
+            "Q": extraction.Q[layer, head],
+            "K": extraction.K[layer, head],
+            "scale": float(extraction.scale[layer, head]),
+            "bias": None if bias is None else bias[layer, head],
+            "meta": meta,
+        }
+        for layer in range(n_layers)
+        for head in range(n_heads)
+        if chosen is None or (layer, head) in chosen
+    )
+
+
+def synthetic_record(matrix: Any, head: int, input_id: str | None) -> dict[str, Any]:
+    """The :meth:`Store.add_matrices` record of a synthetic matrix (source ``"synthetic"``,
+    layer 0, ``head`` a replicate index; ``input_id`` defaults to ``"seed:<seed>"``)."""
+    seed = matrix.params.get("seed")
+    return {
+        "source": "synthetic",
+        "checkpoint": matrix.checkpoint_id,
+        "layer": 0,
+        "head": head,
+        "input_id": input_id or (f"seed:{seed}" if seed is not None else "fixed"),
+        "length": matrix.length,
+        "A": matrix.A,
+        "Q": matrix.Q,
+        "K": matrix.K,
+        "scale": matrix.scale,
+        "meta": {"family": matrix.family, "params": matrix.params, "known": matrix.known_rank},
+    }

@@ -23,7 +23,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
-import pickle
 import time
 import zlib
 from collections.abc import Collection, Iterator, Sequence
@@ -31,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from analysis.attention import fixed_torch_threads
-from analysis.executor import check_executor, task_pool
+from analysis.executor import check_executor
+from analysis.store.compute import _Task, check_engine, check_picklable, check_profile, results
 from analysis.store.engine import BracketEngine, engine_label
 from analysis.store.integrity import resolve_array_file
 from analysis.store.keys import float_token
-from analysis.store.store import MatrixArrays, Store, load_arrays
+from analysis.store.store import Store
 from analysis.validation import (
     ParameterError,
     check_choice,
@@ -44,32 +44,42 @@ from analysis.validation import (
     check_positive_finite,
 )
 
-__all__ = ["BracketsSummary", "plan_profiles", "run_brackets"]
+__all__ = ["BracketsSummary", "RunSpec", "plan_profiles", "run_brackets"]
 
 
 @dataclasses.dataclass(frozen=True)
-class _Task:
-    matrix_key: str
-    array_file: str
-    temperature: float
-    eps_grid: tuple[float, ...]
-    effort: str
-    version: str
-    extend: bool  # a stored profile of this (matrix, temperature, version, engine) is extended
-    device: str | None = None  # where the engine's optimizers run (None: the CPU)
-    engine: str = ""  # the engine's recorded label ("analysis.brackets 4")
-    array_sha256: str = ""  # the array file's recorded hash, checked where it is read
+class RunSpec:
+    """Where and how a bracket run computes its profiles, never what they are: any
+    ``workers``, ``executor`` or ``device`` stores the same profiles.
 
+    Attributes
+    ----------
+    workers : int
+        Processes (spawned); results are committed by the calling process only.
+    executor : concurrent.futures.Executor, optional
+        Run the profiles there instead (a dask cluster's,
+        :func:`analysis.executor.open_executor`; ``workers`` must then be 1). Tasks carry
+        the matrix's arrays, not its file; the calling process commits each profile as it
+        completes, so the results, a resumed run and the stored rows are the same as with
+        ``workers``.
+    device : str, optional
+        Where the engine's optimizers run (``"cuda"``; default the CPU). Candidates are
+        certified on the CPU in float64 either way; on a GPU the search may find other
+        witnesses than on the CPU (float32 rounding), so keep one device per store.
+    progress : bool
+        Show tqdm progress bars.
 
-@dataclasses.dataclass(frozen=True)
-class _Group:
-    """The profiles one matrix still needs; all its temperatures are searched together."""
+    Examples
+    --------
+    >>> from analysis.store.run import RunSpec
+    >>> RunSpec(workers=2, progress=False)
+    RunSpec(workers=2, executor=None, device=None, progress=False)
+    """
 
-    matrix_key: str
-    array_file: str
-    temperatures: tuple[float, ...]  # every temperature of the run, computed or stored
-    tasks: tuple[_Task, ...]  # the ones to compute
-    array_sha256: str = ""  # the array file's recorded hash, checked where it is read
+    workers: int = 1
+    executor: cf.Executor | None = None
+    device: str | None = None
+    progress: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,10 +111,10 @@ class BracketsSummary:
 
     >>> from analysis.brackets.engine import default_engine
     >>> from analysis.sources.synthetic import identity
-    >>> from analysis.store import Store, run_brackets
+    >>> from analysis.store import RunSpec, Store, run_brackets
     >>> with Store("summary", create=True) as st:
     ...     _ = st.add_synthetic(identity(4))
-    >>> kw = dict(engine=default_engine(), effort="fast", progress=False)
+    >>> kw = dict(engine=default_engine(), effort="fast", run=RunSpec(progress=False))
     >>> first = run_brackets("summary", (0.5,), **kw)
     >>> again = run_brackets("summary", (0.5,), **kw)
     >>> first.total, first.computed, first.skipped
@@ -156,55 +166,6 @@ def reverify_note(dropped: int) -> str | None:
     return f"{dropped} stored profiles failed re-verification and were recomputed"
 
 
-_ENGINE_MEMBERS = ("name", "version", "efforts", "profile_batch", "load_profile")
-_PROFILE_MEMBERS = ("bracket", "reverify", "to_dict")
-
-
-def _check_engine(engine: Any) -> BracketEngine:
-    """``engine`` if it has every member of :class:`BracketEngine`; else a ParameterError
-    naming ``engine`` and what it lacks."""
-    missing = [a for a in _ENGINE_MEMBERS if not hasattr(engine, a)]
-    if missing:
-        raise ParameterError(
-            "engine",
-            "a bracket engine (analysis.store.engine.BracketEngine: name, version, efforts, "
-            "profile_batch, load_profile), e.g. analysis.brackets.engine.default_engine()",
-            f"{type(engine).__name__} lacks {', '.join(missing)}",
-        )
-    return engine
-
-
-def _check_profile(profile: Any) -> Any:
-    """``profile`` if it has every member of :class:`StoredProfile` (a profile that cannot
-    be re-verified cannot be trusted); else a ParameterError naming ``engine``."""
-    missing = [a for a in _PROFILE_MEMBERS if not hasattr(profile, a)]
-    if missing:
-        raise ParameterError(
-            "engine",
-            "an engine whose profiles have bracket, reverify and to_dict",
-            f"its {type(profile).__name__} lacks {', '.join(missing)}",
-        )
-    return profile
-
-
-def _check_picklable(engine: BracketEngine) -> None:
-    """A ParameterError naming ``engine`` when it does not pickle: worker processes and
-    executors receive it with every task."""
-    try:
-        pickle.dumps(engine)
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        raise ParameterError(
-            "engine",
-            "a picklable engine with workers > 1 or an executor (a module is not)",
-            f"{type(engine).__name__}: {exc}",
-        ) from None
-
-
-def _load(engine: BracketEngine, d: dict[str, Any]) -> Any:
-    """``engine.load_profile(d)``, checked to be a :class:`StoredProfile`."""
-    return _check_profile(engine.load_profile(d))
-
-
 def plan_profiles(
     store: Store,
     eps: Sequence[float],
@@ -214,7 +175,6 @@ def plan_profiles(
     version: str | None = None,
     matrix_keys: Sequence[str] | None = None,
     recompute: Collection[tuple[str, float]] = (),
-    efforts: Sequence[str] | None = None,
     engine: str,
 ) -> tuple[list[_Task], int]:
     """The profiles a run still has to compute or extend, and how many are already done.
@@ -224,8 +184,8 @@ def plan_profiles(
     ``matrix_keys`` restricts the plan to those matrices (None = every stored matrix).
     The stored profiles of the ``(matrix key, temperature)`` pairs in ``recompute`` (those
     that failed re-verification) are neither done nor extended: they are computed from
-    scratch, on the union of their stored grid and ``eps``. ``effort`` must be one of
-    ``efforts`` (the engine's, :attr:`BracketEngine.efforts`; None: any non-empty name).
+    scratch, on the union of their stored grid and ``eps``. ``effort`` is any non-empty
+    name (:func:`run_brackets` checks it against the engine's efforts).
     Only the stored profiles of ``engine`` (the recorded label of the engine that runs)
     count: another engine's are neither done nor extended.
 
@@ -235,7 +195,7 @@ def plan_profiles(
 
     >>> from analysis.brackets.engine import default_engine
     >>> from analysis.sources.synthetic import identity
-    >>> from analysis.store import Store, run_brackets
+    >>> from analysis.store import RunSpec, Store, run_brackets
     >>> from analysis.store.run import plan_profiles
     >>> st = Store("plan", create=True)
     >>> _ = st.add_synthetic(identity(4))
@@ -244,7 +204,8 @@ def plan_profiles(
     >>> tasks, done = plan_profiles(st, (0.5,), effort="fast", engine=label)
     >>> [(t.eps_grid, t.extend) for t in tasks], done
     ([((0.5,), False)], 0)
-    >>> _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", progress=False)
+    >>> quiet = RunSpec(progress=False)
+    >>> _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", run=quiet)
     >>> plan_profiles(st, (0.5,), effort="fast", engine=label)
     ([], 1)
     >>> tasks, done = plan_profiles(st, (0.2,), effort="fast", engine=label)
@@ -258,9 +219,7 @@ def plan_profiles(
     temps = tuple(dict.fromkeys(check_positive_finite("temperatures", t) for t in temperatures))
     if not temps:
         raise ParameterError("temperatures", "at least one value", temps)
-    if efforts is not None:
-        effort = check_choice("effort", effort, tuple(efforts))
-    elif not isinstance(effort, str) or not effort:
+    if not isinstance(effort, str) or not effort:
         raise ParameterError("effort", "an effort name", effort)
     version = version or effort
     stored = store.profile_grids(version, engine)
@@ -356,7 +315,7 @@ def _stored_failures(
                 prof = None
             ok = False
             if prof is not None:
-                _check_profile(prof)  # an engine fault, not a damaged profile: raise
+                check_profile(prof)  # an engine fault, not a damaged profile: raise
                 try:
                     ok = not prof.reverify(arrays.at(t)) and all(
                         tuple(int(v) for v in prof.bracket(e)) == rec.brackets.get(e)
@@ -369,159 +328,6 @@ def _stored_failures(
     return len(pairs), failed
 
 
-def _compute(
-    task: _Task,
-    previous: dict[str, Any] | None,
-    engine: BracketEngine,
-    arrays: MatrixArrays | None = None,
-) -> dict[str, Any]:
-    """Build A_t with softmax64 and profile it alone (a batch of one). Runs in the main
-    process or a worker.
-
-    ``arrays`` (the matrix's stored arrays) are read from ``task.array_file`` when None;
-    tasks sent to a caller's executor carry them, so its workers need no shared filesystem.
-    """
-    _check_engine(engine)
-    if arrays is None:
-        arrays = load_arrays(Path(task.array_file), task.array_sha256, key=task.matrix_key)
-    A = arrays.at(task.temperature)
-    prev = None if previous is None else _load(engine, previous)
-    start = time.perf_counter()
-    with fixed_torch_threads(1):  # also inside the engine; here for an injected one
-        (prof,) = engine.profile_batch(
-            [A],
-            [task.temperature],
-            eps=task.eps_grid,
-            effort=task.effort,
-            previous=[prev],
-            device=task.device,
-        )
-    elapsed = time.perf_counter() - start
-    _check_profile(prof)
-    brackets = {e: tuple(int(v) for v in prof.bracket(e)) for e in task.eps_grid}
-    return {
-        "profile": prof.to_dict(witnesses=True, arrays="float32-base64"),
-        "brackets": brackets,
-        "elapsed_s": elapsed,
-    }
-
-
-def _compute_group(
-    group: _Group,
-    previous: dict[float, dict[str, Any]],
-    engine: BracketEngine,
-    arrays: MatrixArrays | None = None,
-) -> list[dict[str, Any]]:
-    """Profile every temperature of the run for one matrix side by side (one
-    ``engine.profile_batch``); return the results of ``group.tasks``, in order.
-
-    The whole set is searched even when some of it is stored: a profile depends on the
-    batch it was searched in, so this is what a fresh run computes for the missing ones.
-    ``previous`` holds the stored profiles (as dicts) that tasks extend. Runs in the main
-    process or a worker, like :func:`_compute`.
-    """
-    _check_engine(engine)
-    if arrays is None:
-        arrays = load_arrays(Path(group.array_file), group.array_sha256, key=group.matrix_key)
-    temps = list(group.temperatures)
-    (grid,) = {task.eps_grid for task in group.tasks}
-    (effort,) = {task.effort for task in group.tasks}
-    prevs = [_load(engine, previous[t]) if t in previous else None for t in temps]
-    mats = [arrays.at(t) for t in temps]
-    start = time.perf_counter()
-    with fixed_torch_threads(1):
-        profs = engine.profile_batch(
-            mats, temps, eps=grid, effort=effort, previous=prevs, device=group.tasks[0].device
-        )
-    elapsed = time.perf_counter() - start
-    out = []
-    for task in group.tasks:
-        prof = _check_profile(profs[temps.index(task.temperature)])
-        out.append(
-            {
-                "profile": prof.to_dict(witnesses=True, arrays="float32-base64"),
-                "brackets": {e: tuple(int(v) for v in prof.bracket(e)) for e in grid},
-                "elapsed_s": elapsed / len(temps),  # the batch's time, shared evenly
-            }
-        )
-    return out
-
-
-def _dispatch(job: _Group | _Task, *rest: Any) -> Any:
-    """A pool task: one profile (:func:`_compute`) or one matrix's group (:func:`_compute_group`)."""
-    return (_compute if isinstance(job, _Task) else _compute_group)(job, *rest)
-
-
-def _groups(tasks: list[_Task], temperatures: Sequence[float]) -> list[_Group | _Task]:
-    """The tasks of one matrix as one :class:`_Group` where they share an eps grid and
-    effort (a fresh run's always do); otherwise the tasks themselves, profiled cold."""
-    temps = tuple(dict.fromkeys(float(t) for t in temperatures))
-    by_key: dict[str, list[_Task]] = {}
-    for task in tasks:
-        by_key.setdefault(task.matrix_key, []).append(task)
-    out: list[_Group | _Task] = []
-    for key, group in by_key.items():
-        if len(temps) > 1 and len({(t.eps_grid, t.effort) for t in group}) == 1:
-            out.append(_Group(key, group[0].array_file, temps, tuple(group), group[0].array_sha256))
-        else:
-            out.extend(group)
-    return out
-
-
-def _worker_init() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-
-
-def _results(
-    store: Store,
-    tasks: list[_Task],
-    engine: BracketEngine,
-    workers: int,
-    executor: cf.Executor | None = None,
-    temperatures: Sequence[float] = (),
-) -> Iterator[tuple[_Task, dict[str, Any]]]:
-    """Yield (task, result) as profiles finish; previous profiles (and, for an executor,
-    the arrays) are read lazily, at most two tasks per worker ahead. A matrix's
-    temperatures are one task (:class:`_Group`) where they share an eps grid; each task
-    carries the (pickled) engine to its worker."""
-
-    def previous(task: _Task) -> dict[str, Any] | None:
-        if not task.extend:
-            return None
-        old = store.profile(task.matrix_key, task.temperature, task.version, task.engine)
-        return None if old is None else old.profile_dict()
-
-    jobs = _groups(tasks, temperatures)
-
-    def args(job: _Group | _Task) -> tuple:
-        if isinstance(job, _Task):
-            return (job, previous(job))
-        prevs = {t.temperature: previous(t) for t in job.tasks if t.extend}
-        return (job, {t: p for t, p in prevs.items() if p is not None})
-
-    def split(job, res) -> Iterator[tuple[_Task, dict[str, Any]]]:
-        if isinstance(job, _Task):
-            yield job, res
-        else:
-            yield from zip(job.tasks, res, strict=True)
-
-    if workers == 1 and executor is None:
-        for job in jobs:
-            yield from split(job, _dispatch(*args(job), engine))
-        return
-    carry = executor is not None  # the caller's workers may not see the store's files
-    with task_pool(executor, workers, initializer=_worker_init) as pool:
-        calls = (
-            (job, (*args(job), engine, store.arrays(job.matrix_key) if carry else None))
-            for job in jobs
-        )
-        with contextlib.closing(pool.imap(_dispatch, calls)) as results:
-            for job, res in results:
-                yield from split(job, res)
-
-
 def run_brackets(
     store: Store | str | Path,
     eps: Sequence[float],
@@ -529,12 +335,9 @@ def run_brackets(
     engine: BracketEngine,
     temperatures: Sequence[float] = (1.0,),
     effort: str = "default",
-    workers: int = 1,
     version: str | None = None,
-    progress: bool = True,
     matrix_keys: Sequence[str] | None = None,
-    executor: cf.Executor | None = None,
-    device: str | None = None,
+    run: RunSpec = RunSpec(),
 ) -> BracketsSummary:
     """Compute (or extend) ``engine``'s profile of every (matrix, temperature) not yet stored.
 
@@ -553,31 +356,21 @@ def run_brackets(
     engine : BracketEngine, keyword-only
         The bracket engine (:class:`analysis.store.engine.BracketEngine`), e.g.
         :func:`analysis.brackets.engine.engine_for` of a design's version; the store
-        imports none. It must pickle when ``workers > 1`` or with an ``executor`` (each
-        task carries it).
+        imports none. It must pickle when ``run.workers > 1`` or with ``run.executor``
+        (each task carries it).
     temperatures : sequence of float
         ``A_t = softmax64(Q, K, scale, mask, t)`` from the stored Q, K.
     effort : str
         One of ``engine.efforts`` (the package's: ``"fast"``, ``"default"``, ``"thorough"``).
-    workers : int
-        Processes (spawned); results are committed by this process only.
-    executor : concurrent.futures.Executor, optional
-        Run the profiles there instead (a dask cluster's, :func:`analysis.executor.open_executor`;
-        ``workers`` must then be 1). Tasks carry the matrix's arrays, not its file; this
-        process commits each profile as it completes, so the results, a resumed run and
-        the stored rows are the same as with ``workers``.
     version : str, optional
         Profile version label; defaults to ``effort``. A tighter rerun under another label
         never overwrites a profile a locked study used.
-    progress : bool
-        Show a tqdm progress bar.
     matrix_keys : sequence of str, optional
         Only these stored matrices (None = all); the study runner brackets real and
         synthetic matrices at different temperature grids.
-    device : str, optional
-        Where the engine's optimizers run (``"cuda"``; default the CPU). Candidates are
-        certified on the CPU in float64 either way; on a GPU the search may find other
-        witnesses than on the CPU (float32 rounding), so keep one device per store.
+    run : RunSpec
+        Where and how the profiles are computed (processes, an executor, a device, a
+        progress bar); never what they are.
 
     Returns
     -------
@@ -590,18 +383,18 @@ def run_brackets(
 
     >>> from analysis.brackets.engine import default_engine
     >>> from analysis.sources.synthetic import identity
-    >>> from analysis.store import Store, run_brackets
+    >>> from analysis.store import RunSpec, Store, run_brackets
     >>> with Store("run", create=True) as st:
     ...     key = st.add_synthetic(identity(4))
-    >>> engine = default_engine()
-    >>> run_brackets("run", (0.5,), engine=engine, effort="fast", progress=False).computed
+    >>> engine, quiet = default_engine(), RunSpec(progress=False)
+    >>> run_brackets("run", (0.5,), engine=engine, effort="fast", run=quiet).computed
     1
-    >>> run_brackets("run", (0.5, 0.9), engine=engine, effort="fast", progress=False).extended
+    >>> run_brackets("run", (0.5, 0.9), engine=engine, effort="fast", run=quiet).extended
     1
     >>> with Store("run") as st:
     ...     st.profile(key, 1.0, "fast").brackets
     {0.5: (4, 4), 0.9: (4, 4)}
-    >>> run_brackets("run", (0.5,), engine=engine, effort="slow", progress=False)
+    >>> run_brackets("run", (0.5,), engine=engine, effort="slow", run=quiet)
     Traceback (most recent call last):
     ...
     analysis.validation.ParameterError: effort: expected one of fast, default, thorough, got 'slow'
@@ -610,19 +403,7 @@ def run_brackets(
     st = Store(store) if own else store
     try:
         with _run_lock(st.path):
-            return _run(
-                st,
-                eps,
-                temperatures,
-                effort,
-                workers,
-                version,
-                engine,
-                progress,
-                matrix_keys,
-                executor,
-                device,
-            )
+            return _run(st, eps, temperatures, effort, version, engine, matrix_keys, run)
     finally:
         if own:
             st.close()
@@ -658,33 +439,30 @@ def _run(
     eps: Sequence[float],
     temperatures: Sequence[float],
     effort: str,
-    workers: int,
     version: str | None,
     engine: Any,
-    progress: bool,
-    matrix_keys: Sequence[str] | None = None,
-    executor: cf.Executor | None = None,
-    device: str | None = None,
+    matrix_keys: Sequence[str] | None,
+    run: RunSpec,
 ) -> BracketsSummary:
-    workers = check_executor(executor, workers)
-    if device is not None:
-        device = str(check_device(device))
-    engine = _check_engine(engine)
-    if workers > 1 or executor is not None:
-        _check_picklable(engine)
+    workers = check_executor(run.executor, run.workers)
+    device = None if run.device is None else str(check_device(run.device))
+    engine = check_engine(engine)
+    if workers > 1 or run.executor is not None:
+        check_picklable(engine)
     current = engine_label(engine)
     plan = {
         "temperatures": temperatures,
         "effort": effort,
         "version": version,
         "matrix_keys": matrix_keys,
-        "efforts": tuple(engine.efforts),
         "engine": current,
     }
+    check_eps_grid(eps)
+    check_choice("effort", effort, tuple(engine.efforts))
     plan_profiles(st, eps, **plan)  # validates every argument before the re-verification
     version = version or effort
     start = time.perf_counter()
-    checked, failed = _stored_failures(st, version, temperatures, matrix_keys, engine, progress)
+    checked, failed = _stored_failures(st, version, temperatures, matrix_keys, engine, run.progress)
     tasks, done = plan_profiles(st, eps, recompute=set(failed), **plan)
     if device is not None:
         tasks = [dataclasses.replace(t, device=device) for t in tasks]
@@ -707,30 +485,18 @@ def _run(
         initial=done,
         desc=f"profiles ({version})",
         unit="profile",
-        disable=not progress,
+        disable=not run.progress,
     )
     try:
-        results = _results(st, tasks, engine, workers, executor, temperatures)
-        with contextlib.closing(results):
-            for task, res in results:
+        stream = results(st, tasks, engine, workers, run.executor, temperatures)
+        with contextlib.closing(stream):
+            for task, res in stream:
                 if (task.matrix_key, task.temperature) in committed:
                     continue  # a result delivered twice is committed once
                 committed.add((task.matrix_key, task.temperature))
-                st.put_profile(
-                    task.matrix_key,
-                    task.temperature,
-                    version,
-                    effort=task.effort,
-                    eps_grid=task.eps_grid,
-                    profile=res["profile"],
-                    brackets=res["brackets"],
-                    engine=current,
-                    elapsed_s=res["elapsed_s"],
-                )
-                if task.extend:
-                    extended += 1
-                else:
-                    computed += 1
+                st.put_profile(task.matrix_key, task.temperature, version, res, engine=current)
+                extended += task.extend
+                computed += not task.extend
                 bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
                 bar.update(1)
     finally:

@@ -21,109 +21,43 @@ orphan that the next write of the same key replaces.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import datetime as _dt
 import json
 import os
 import sqlite3
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from analysis.atomic import atomic_savez
 from analysis.hashing import file_sha256
 from analysis.store.arrays import (
     MatrixArrays,
+    existing_action,
+    extraction_records,
     load_arrays,
     record_arrays,
+    synthetic_record,
 )
-from analysis.store.integrity import (
-    StoreIntegrityError,
-    array_state,
-    check_array_file,
-    resolve_array_file,
-    same_arrays,
-)
+from analysis.store.integrity import StoreIntegrityError, check_array_file, resolve_array_file
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
+from analysis.store.records import MatrixRecord, ProfileRecord, ProfileResult
 from analysis.store.schema import SCHEMA, SCHEMA_VERSION, engine_matches, migrate, select_engine
 from analysis.validation import ParameterError
 
-__all__ = ["MatrixArrays", "MatrixRecord", "ProfileRecord", "Store", "StoreIntegrityError"]
+__all__ = [
+    "MatrixArrays",
+    "MatrixRecord",
+    "ProfileRecord",
+    "ProfileResult",
+    "Store",
+    "StoreIntegrityError",
+]
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-@dataclasses.dataclass(frozen=True)
-class MatrixRecord:
-    """One matrix's index row (arrays are read separately with :meth:`Store.arrays`).
-
-    Examples
-    --------
-    >>> from analysis.sources.synthetic import identity
-    >>> from analysis.store import Store
-    >>> with Store("records", create=True) as st:
-    ...     rec = st.matrix(st.add_synthetic(identity(8)))
-    >>> rec.source, rec.checkpoint, rec.layer, rec.head, rec.input_id, rec.length, rec.causal
-    ('synthetic', 'identity', 0, 0, 'fixed', 8, False)
-    """
-
-    key: str
-    source: str
-    checkpoint: str
-    layer: int
-    head: int
-    input_id: str
-    length: int
-    head_id: str
-    n_rows: int
-    head_dim: int
-    causal: bool
-    array_file: str
-    array_sha256: str
-    meta: dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class ProfileRecord:
-    """A stored profile of one (matrix, temperature, version, engine).
-
-    Examples
-    --------
-    >>> from analysis.brackets.engine import default_engine
-    >>> from analysis.sources.synthetic import identity
-    >>> from analysis.store import Store, run_brackets
-    >>> with Store("profiles", create=True) as st:
-    ...     key = st.add_synthetic(identity(8))
-    ...     _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", progress=False)
-    ...     rec = st.profile(key, 1.0, "fast")
-    >>> rec.brackets, rec.eps_grid, rec.effort, rec.revision, rec.profile_dict()["eps_targets"]
-    ... # r_eps(I_8) = 8 for eps < 1
-    ({0.5: (8, 8)}, (0.5,), 'fast', 1, [0.5])
-    """
-
-    id: int
-    matrix_key: str
-    temperature: float
-    version: str
-    effort: str
-    eps_grid: tuple[float, ...]
-    engine: str
-    elapsed_s: float
-    revision: int
-    brackets: dict[float, tuple[int, int]]
-    blob: bytes = dataclasses.field(repr=False)
-
-    def profile_dict(self) -> dict[str, Any]:
-        """The engine's ``Profile.to_dict(witnesses=True)`` as stored, unchecked (the store
-        knows no engine): :func:`analysis.store.run_brackets` re-verifies it against its
-        matrix before trusting it."""
-        return json.loads(zlib.decompress(self.blob).decode("utf-8"))
 
 
 class Store:
@@ -143,10 +77,11 @@ class Store:
 
     >>> from analysis.brackets.engine import default_engine
     >>> from analysis.sources.synthetic import identity, uniform_rows
-    >>> from analysis.store import Store, run_brackets
+    >>> from analysis.store import RunSpec, Store, run_brackets
     >>> with Store("store", create=True) as st:
     ...     keys = [st.add_synthetic(identity(8)), st.add_synthetic(uniform_rows(8))]
-    ...     _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", progress=False)
+    ...     quiet = RunSpec(progress=False)
+    ...     _ = run_brackets(st, (0.5,), engine=default_engine(), effort="fast", run=quiet)
     ...     cells = st.cells()
     >>> cells[["checkpoint", "eps", "lo", "hi"]]
       checkpoint  eps  lo  hi
@@ -265,58 +200,16 @@ class Store:
     def _array_path(self, key: str) -> Path:
         return self.path / "arrays" / key[:2] / f"{key}.npz"
 
-    def add_matrix(
-        self,
-        *,
-        source: str,
-        checkpoint: str,
-        layer: int,
-        head: int,
-        input_id: str,
-        length: int,
-        A: np.ndarray,
-        Q: np.ndarray,
-        K: np.ndarray,
-        scale: float,
-        mask: np.ndarray | None = None,
-        meta: dict[str, Any] | None = None,
-        bias: np.ndarray | None = None,
-    ) -> str:
-        """Add one matrix record; return its key. An existing key is left as it is.
-
-        Parameters
-        ----------
-        A : ndarray ``[L, L]``
-        Q, K : ndarray ``[L, d]``
-        scale : float
-        mask : bool ndarray ``[L, L]``, optional (all allowed when None)
-        bias : ndarray ``[L, L]``, optional
-            Additive logit term beside ``scale Q K^T`` (stored only when given).
-        """
-        return self.add_matrices(
-            [
-                {
-                    "source": source,
-                    "checkpoint": checkpoint,
-                    "layer": layer,
-                    "head": head,
-                    "input_id": input_id,
-                    "length": length,
-                    "A": A,
-                    "Q": Q,
-                    "K": K,
-                    "scale": scale,
-                    "mask": mask,
-                    "meta": meta,
-                    "bias": bias,
-                }
-            ]
-        )[0]
-
     def add_matrices(
         self, records: Iterable[dict[str, Any]], *, replace: str | None = None
     ) -> list[str]:
-        """Add many records (dicts with :meth:`add_matrix`'s keywords) in one transaction.
+        """Add matrix records in one transaction; return their keys.
+
+        A record is a dict: ``source``, ``checkpoint``, ``layer``, ``head``, ``input_id``,
+        ``length`` (the index fields), ``A`` ``[L, L]``, ``Q`` and ``K`` ``[L, d]``,
+        ``scale``, and optionally ``mask`` (bool ``[L, L]``; all allowed when None or
+        absent), ``bias`` (an additive ``[L, L]`` logit term beside ``scale Q K^T``,
+        stored only when given) and ``meta`` (a JSON-able dict).
 
         Array files are written (atomically) first; the index rows then commit together.
         A key already stored is checked against the new arrays first, before anything is
@@ -344,7 +237,7 @@ class Store:
             action, old = "new", None
             if self.has_matrix(key):
                 old = self.matrix(key)
-                action = self._existing(old, arrays, replace)
+                action = existing_action(self.path, old, arrays, replace)
                 if action == "same":
                     continue
             planned.append((key, fields, arrays, rec.get("meta") or {}, action, old))
@@ -367,22 +260,11 @@ class Store:
                 text = json.dumps(meta, sort_keys=True, default=str)
                 updates.append((key, array_file, digest, text, action == "replace"))
                 continue
-            A, Q, mask = arrays["A"], arrays["Q"], arrays["mask"]
             head_id = f"{fields['checkpoint']}:{fields['layer']}:{fields['head']}"
-            rows.append(
-                (
-                    key,
-                    *[fields[f] for f in MATRIX_FIELDS],
-                    head_id,
-                    int(A.shape[0]),
-                    int(Q.shape[1]),
-                    int(not mask.all()),
-                    array_file,
-                    digest,
-                    json.dumps(meta, sort_keys=True, default=str),
-                    _now(),
-                )
-            )
+            shape = (arrays["A"].shape[0], arrays["Q"].shape[1], not arrays["mask"].all())
+            text = json.dumps(meta, sort_keys=True, default=str)
+            row = (*[fields[f] for f in MATRIX_FIELDS], head_id, *map(int, shape), array_file)
+            rows.append((key, *row, digest, text, _now()))
         if rows or updates:
             with self._conn:
                 self._conn.executemany(
@@ -400,35 +282,6 @@ class Store:
                 (self.replaced if drop else self.repaired).append(key)
         return keys
 
-    def _existing(
-        self, old: MatrixRecord, arrays: dict[str, np.ndarray], replace: str | None
-    ) -> str:
-        """What adding ``arrays`` for the stored record ``old`` does: ``"same"``,
-        ``"repair:missing"`` / ``"repair:damaged"`` / ``"repair:outside"``, or ``"replace"``
-        (refused without a reason)."""
-        try:
-            path = resolve_array_file(self.path, old.array_file, old.key)
-        except StoreIntegrityError:
-            return "repair:outside"
-        state = array_state(path, old.array_sha256)
-        if state != "ok":
-            return f"repair:{state}"
-        stored = load_arrays(path)
-        held = {"A": stored.A, "Q": stored.Q, "K": stored.K, "mask": stored.mask}
-        held["scale"] = np.asarray(stored.scale, dtype=np.float64)
-        if stored.bias is not None:
-            held["bias"] = stored.bias
-        if same_arrays(held, arrays):
-            return "same"
-        if replace is None:
-            raise ParameterError(
-                "replace",
-                f"a reason to replace the arrays of matrix {old.key} ({old.head_id}, input "
-                f"{old.input_id}): the store holds other arrays for this key",
-                None,
-            )
-        return "replace"
-
     def add_extraction(
         self,
         extraction: Any,
@@ -443,44 +296,7 @@ class Store:
         in ``[layer, head]`` order (row-major). Stored keys are repaired, kept or (with a
         ``replace`` reason) replaced as :meth:`add_matrices` says.
         """
-        meta = {**extraction.meta, "tokens": [str(t) for t in extraction.tokens]}
-        bias = getattr(extraction, "bias", None)
-        common = {
-            "source": source,
-            "checkpoint": extraction.checkpoint_id,
-            "input_id": extraction.input_id,
-            "length": extraction.length,
-            "mask": extraction.mask,
-        }
-        n_layers, n_heads = extraction.A.shape[:2]
-        chosen = None if heads is None else {(int(a), int(b)) for a, b in heads}
-        if chosen is not None:
-            outside = sorted(
-                p for p in chosen if not (0 <= p[0] < n_layers and 0 <= p[1] < n_heads)
-            )
-            if outside:
-                raise ParameterError(
-                    "heads", f"(layer, head) pairs within {n_layers} x {n_heads}", outside[:3]
-                )
-        return self.add_matrices(
-            (
-                {
-                    **common,
-                    "layer": layer,
-                    "head": head,
-                    "A": extraction.A[layer, head],
-                    "Q": extraction.Q[layer, head],
-                    "K": extraction.K[layer, head],
-                    "scale": float(extraction.scale[layer, head]),
-                    "bias": None if bias is None else bias[layer, head],
-                    "meta": meta,
-                }
-                for layer in range(n_layers)
-                for head in range(n_heads)
-                if chosen is None or (layer, head) in chosen
-            ),
-            replace=replace,
-        )
+        return self.add_matrices(extraction_records(extraction, source, heads), replace=replace)
 
     def add_synthetic(self, matrix: Any, *, head: int = 0, input_id: str | None = None) -> str:
         """Add a :class:`~analysis.sources.synthetic.SyntheticMatrix` (source ``"synthetic"``).
@@ -488,21 +304,7 @@ class Store:
         The record's checkpoint field is the family with its fixed parameters, layer 0,
         ``head`` a replicate index, and ``input_id`` defaults to ``"seed:<seed>"``.
         """
-        seed = matrix.params.get("seed")
-        return self.add_matrix(
-            source="synthetic",
-            checkpoint=matrix.checkpoint_id,
-            layer=0,
-            head=head,
-            input_id=input_id or (f"seed:{seed}" if seed is not None else "fixed"),
-            length=matrix.length,
-            A=matrix.A,
-            Q=matrix.Q,
-            K=matrix.K,
-            scale=matrix.scale,
-            mask=None,
-            meta={"family": matrix.family, "params": matrix.params, "known": matrix.known_rank},
-        )
+        return self.add_matrices([synthetic_record(matrix, head, input_id)])[0]
 
     def has_matrix(self, key: str) -> bool:
         return (
@@ -561,17 +363,7 @@ class Store:
     # -- profiles ----------------------------------------------------------------------
 
     def put_profile(
-        self,
-        matrix: str,
-        temperature: float,
-        version: str,
-        *,
-        effort: str,
-        eps_grid: Sequence[float],
-        profile: dict[str, Any],
-        brackets: dict[float, tuple[int, int]],
-        engine: str,
-        elapsed_s: float,
+        self, matrix: str, temperature: float, version: str, result: ProfileResult, *, engine: str
     ) -> int:
         """Insert or extend the profile of (matrix, temperature, version, engine), atomically.
 
@@ -581,72 +373,41 @@ class Store:
         never replaced, never mixed. A duplicate (the same profile, grid, effort and
         brackets as stored: a result delivered twice) changes nothing.
         """
-        blob = zlib.compress(json.dumps(profile, separators=(",", ":")).encode("utf-8"), 6)
-        grid = json.dumps(sorted(float(e) for e in eps_grid))
-        rows = [(float(e), int(lo), int(hi)) for e, (lo, hi) in sorted(brackets.items())]
-        now = _now()
+        blob = zlib.compress(json.dumps(result.profile, separators=(",", ":")).encode("utf-8"), 6)
+        grid = json.dumps(sorted(float(e) for e in result.eps_grid))
+        rows = [(float(e), int(lo), int(hi)) for e, (lo, hi) in sorted(result.brackets.items())]
+        values = (result.effort, grid, blob, engine, float(result.elapsed_s))
+        now, run = _now(), self._conn.execute
         with self._conn:
-            cur = self._conn.execute(
+            cur = run(
                 "SELECT id, revision, created_at, effort, eps_grid, profile, engine FROM profiles "
                 "WHERE matrix_key = ? AND temperature = ? AND version = ? AND engine = ?",
                 (matrix, float(temperature), version, engine),
             ).fetchone()
-            if cur is not None and (
-                cur["effort"],
-                cur["eps_grid"],
-                cur["profile"],
-                cur["engine"],
-            ) == (
-                effort,
-                grid,
-                blob,
-                engine,
-            ):
-                stored = self._conn.execute(
+            if cur is not None and (cur["effort"], cur["eps_grid"], cur["profile"]) == values[:3]:
+                stored = run(
                     "SELECT eps, lo, hi FROM brackets WHERE profile_id = ? ORDER BY eps",
                     (cur["id"],),
                 ).fetchall()
                 if [tuple(r) for r in stored] == rows:
                     return int(cur["id"])
             if cur is None:
-                pid = self._conn.execute(
+                pid = run(
                     "INSERT INTO profiles (matrix_key, temperature, version, effort, "
                     "eps_grid, profile, engine, elapsed_s, revision, created_at, updated_at) "
                     "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        matrix,
-                        float(temperature),
-                        version,
-                        effort,
-                        grid,
-                        blob,
-                        engine,
-                        float(elapsed_s),
-                        1,
-                        now,
-                        now,
-                    ),
+                    (matrix, float(temperature), version, *values, 1, now, now),
                 ).lastrowid
             else:
                 pid = cur["id"]
-                self._conn.execute(
+                run(
                     "UPDATE profiles SET effort = ?, eps_grid = ?, profile = ?, "
                     "engine = ?, elapsed_s = ?, revision = ?, updated_at = ? WHERE id = ?",
-                    (
-                        effort,
-                        grid,
-                        blob,
-                        engine,
-                        float(elapsed_s),
-                        cur["revision"] + 1,
-                        now,
-                        pid,
-                    ),
+                    (*values, cur["revision"] + 1, now, pid),
                 )
-                self._conn.execute("DELETE FROM brackets WHERE profile_id = ?", (pid,))
+                run("DELETE FROM brackets WHERE profile_id = ?", (pid,))
             self._conn.executemany(
-                "INSERT INTO brackets VALUES (?,?,?,?)",
-                [(pid, *r) for r in rows],
+                "INSERT INTO brackets VALUES (?,?,?,?)", [(pid, *r) for r in rows]
             )
         return int(pid)
 
@@ -786,13 +547,3 @@ class Store:
         ]
         rows = list(self.iter_cells(version=version, engine=engine))
         return pd.DataFrame(rows, columns=columns)
-
-
-@contextlib.contextmanager
-def open_store(path: str | os.PathLike[str], *, create: bool = False) -> Iterator[Store]:
-    """Context manager around :class:`Store`."""
-    store = Store(path, create=create)
-    try:
-        yield store
-    finally:
-        store.close()

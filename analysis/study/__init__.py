@@ -41,13 +41,14 @@ from analysis.study.core import Study, block_facts, stored_outcomes
 from analysis.study.paths import StudyPaths, study_paths
 from analysis.study.plan import StudyPlan, missing_checkpoints, plan_study
 from analysis.study.results import load_results, report_design, study_results
-from analysis.study.runner import STAGES, StudyRun, run_study
+from analysis.study.runner import STAGES, StudyOptions, StudyRun, run_study
 
 __all__ = [
     "STAGES",
     "Study",
     "StudyPaths",
     "StudyPlan",
+    "StudyOptions",
     "StudyRun",
     "block_facts",
     "load_results",

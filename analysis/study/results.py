@@ -83,11 +83,12 @@ def bracket_table(
     >>> from analysis.report.results import BRACKET_COLUMNS
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
+    >>> from analysis.store.run import RunSpec
     >>> from analysis.study.examples import open_example_study
     >>> study = open_example_study("studies/table.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
-    ...     _ = bracket_stage(study, store, [], keys, workers=1, engine=None, progress=False)
+    ...     _ = bracket_stage(study, store, [], keys, engine=None, run=RunSpec(progress=False))
     ...     table = bracket_table(store, study.plan, [], keys, study.design.held_out)
     >>> list(table.columns) == list(BRACKET_COLUMNS), len(table), sorted(set(table["beta"]))
     (True, 4, [1.0, 4.0])

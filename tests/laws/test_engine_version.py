@@ -6,7 +6,7 @@ import pytest
 
 import analysis.brackets.versions as versions
 import analysis.laws.sweep as sweep
-from analysis.laws import bracket_job, job_key, make_config
+from analysis.laws import bracket_job, default_config, job_key, make_config
 from analysis.validation import ParameterError
 
 KW = {"dims": [3], "betas": [1.0, 7.0], "n": 8, "eps": [0.1], "seeds": [0], "effort": "fast"}
@@ -15,8 +15,8 @@ KW = {"dims": [3], "betas": [1.0, 7.0], "n": 8, "eps": [0.1], "seeds": [0], "eff
 def test_jobs_carry_the_engine_into_key_and_search(monkeypatch):
     monkeypatch.setattr(versions, "ENGINE_VERSIONS", (4, 5))
     monkeypatch.setattr(versions, "LATEST_ENGINE", 5)
-    newest = make_config("spherical", **KW).jobs()
-    four = make_config("spherical", engine=4, **KW).jobs()
+    newest = make_config(default_config("spherical"), **KW).jobs()
+    four = make_config(default_config("spherical"), **KW).with_engine(4).jobs()
     assert {j["engine"] for j in newest} == {5} and {j["engine"] for j in four} == {4}
     assert all(j["key"].endswith(":engine5") for j in newest)
     assert all(j["key"].endswith(":engine4") for j in four)
@@ -35,5 +35,5 @@ def test_jobs_carry_the_engine_into_key_and_search(monkeypatch):
 
 def test_an_unknown_engine_is_named():
     with pytest.raises(ParameterError) as info:
-        make_config("spherical", engine=3, **KW)
+        make_config(default_config("spherical"), **KW).with_engine(3)
     assert info.value.name == "engine"

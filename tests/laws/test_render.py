@@ -2,7 +2,7 @@
 
 from analysis.laws.fit import fit_law
 from analysis.laws.render import fits_frame, markdown_table, run_laws
-from analysis.laws.sweep import make_config, run_sweep
+from analysis.laws.sweep import default_config, make_config, run_sweep
 
 
 def test_tables_report_the_harmonic_count(harmonic_table):
@@ -18,7 +18,13 @@ def test_tables_report_the_harmonic_count(harmonic_table):
 def test_small_real_sweep_end_to_end(tmp_path):
     # A real sweep (engine brackets on real spherical matrices), small enough for a test.
     cfg = make_config(
-        "spherical", dims=[2], betas=[1, 4, 16], n=48, eps=[0.2], seeds=[0, 1], effort="fast"
+        default_config("spherical"),
+        dims=[2],
+        betas=[1, 4, 16],
+        n=48,
+        eps=[0.2],
+        seeds=[0, 1],
+        effort="fast",
     )
     res = run_laws(cfg, out=tmp_path, progress=False, n_boot=30, workers=2)
     table = run_sweep(cfg, out=tmp_path, progress=False)

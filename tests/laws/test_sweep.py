@@ -3,22 +3,28 @@
 import pytest
 
 from analysis.laws import sweep
-from analysis.laws.sweep import CHECKPOINT_NAME, make_config, read_checkpoint, run_sweep
+from analysis.laws.sweep import (
+    CHECKPOINT_NAME,
+    default_config,
+    make_config,
+    read_checkpoint,
+    run_sweep,
+)
 from analysis.validation import ParameterError
 
 
 def test_make_config_defaults():
-    c = make_config("spherical")
+    c = make_config(default_config("spherical"))
     assert c.dims == (2, 3, 4) and c.n == 512 and c.eps == (0.1,) and c.effort == "thorough"
-    q = make_config("spherical", quick=True)
+    q = make_config(default_config("spherical", quick=True))
     assert q.n == 256 and q.effort == "default" and len(q.seeds) == 2
     assert all(set(q.betas[d]) <= set(c.betas[d]) for d in c.dims)
     with pytest.raises(ParameterError, match="^betas:"):
-        make_config("ball", dims=[7])
+        make_config(default_config("ball"), dims=[7])
 
 
 def test_asymptotic_design_config():
-    c = make_config("spherical", design="asymptotic", eps=[0.2], n=512)
+    c = make_config(default_config("spherical"), design="asymptotic", eps=[0.2], n=512)
     assert c.design == "asymptotic" and 4 not in c.dims and 3 in c.dims
     assert any("d = 4 left out" in note and "need n >=" in note for note in c.notes)
     for kwargs, flag in [
@@ -29,14 +35,20 @@ def test_asymptotic_design_config():
     ]:
         fam = kwargs.pop("family")
         with pytest.raises(ParameterError, match=f"^{flag}:"):
-            make_config(fam, design="asymptotic", **kwargs)
+            make_config(default_config(fam), design="asymptotic", **kwargs)
     with pytest.raises(ParameterError, match="^design:"):
-        make_config("spherical", design="clever")
+        make_config(default_config("spherical"), design="clever")
 
 
 def test_resume_skips_cached_brackets(tmp_path, monkeypatch):
     cfg = make_config(
-        "spherical", dims=[2], betas=[1, 4], n=24, eps=[0.2], seeds=[0], effort="fast"
+        default_config("spherical"),
+        dims=[2],
+        betas=[1, 4],
+        n=24,
+        eps=[0.2],
+        seeds=[0],
+        effort="fast",
     )
     first = run_sweep(cfg, out=tmp_path, progress=False)
     assert not first["cached"].any() and len(first) == 2
@@ -56,7 +68,13 @@ def test_resume_skips_cached_brackets(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(sweep, "bracket_job", lambda j: calls.append(j["key"]) or boom(j))
     cfg2 = make_config(
-        "spherical", dims=[2], betas=[1, 4, 9], n=24, eps=[0.2], seeds=[0], effort="fast"
+        default_config("spherical"),
+        dims=[2],
+        betas=[1, 4, 9],
+        n=24,
+        eps=[0.2],
+        seeds=[0],
+        effort="fast",
     )
     with pytest.raises(AssertionError, match="recomputed spherical:2:24:9.0"):
         run_sweep(cfg2, out=tmp_path, progress=False)

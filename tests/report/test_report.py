@@ -560,7 +560,7 @@ def test_report_shows_power_and_mde_per_hypothesis(study, tmp_path):
 
 
 def test_amendments_name_what_changed_when_no_section_did():
-    from analysis.report.markdown import _amendments
+    from analysis.report.provenance import amendments_section
 
     # as amend_design records them: a block re-lock keeps the design's hash too
     same = {"previous_design_sha256": "a" * 64, "new_design_sha256": "a" * 64}
@@ -574,7 +574,7 @@ def test_amendments_name_what_changed_when_no_section_did():
         **same,
     }
     hyps = {"time": "t3", "reason": "r", "sections": ["hypotheses"], "outcomes_existed": True}
-    text = "\n".join(_amendments({"amendments": [power, blocks, hyps]}))
+    text = "\n".join(amendments_section({"amendments": [power, blocks, hyps]}))
     assert "1. t1: Power stored. Sections changed: none (the design file is unchanged)." in text
     assert "2. t2: Block re-locked. Sections changed: none (descriptor blocks only)." in text
     assert "3. t3 (after outcomes existed): r. Sections changed: hypotheses." in text

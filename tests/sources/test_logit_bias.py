@@ -118,35 +118,43 @@ def test_bias_round_trips_through_the_store(tiny_model, tmp_path):
         df = pd.read_csv(csv)
         assert len(df) == 2 and df["native__bias_logit_share"].between(0, 1).all()
         # a head without a bias keeps the array file it always had
-        plain = store.add_matrix(
-            source="checkpoint",
-            checkpoint="c",
-            layer=0,
-            head=0,
-            input_id="i",
-            length=ex.length,
-            A=ex.A[0, 0],
-            Q=ex.Q[0, 0],
-            K=ex.K[0, 0],
-            scale=float(ex.scale[0, 0]),
-        )
+        plain = store.add_matrices(
+            [
+                dict(
+                    source="checkpoint",
+                    checkpoint="c",
+                    layer=0,
+                    head=0,
+                    input_id="i",
+                    length=ex.length,
+                    A=ex.A[0, 0],
+                    Q=ex.Q[0, 0],
+                    K=ex.K[0, 0],
+                    scale=float(ex.scale[0, 0]),
+                )
+            ]
+        )[0]
         with np.load(store.path / store.matrix(plain).array_file, allow_pickle=False) as z:
             assert set(z.files) == {"A", "Q", "K", "scale", "mask"}
         assert store.arrays(plain).bias is None
         with pytest.raises(ParameterError) as info:
-            store.add_matrix(
-                source="checkpoint",
-                checkpoint="c",
-                layer=0,
-                head=1,
-                input_id="i",
-                length=ex.length,
-                A=ex.A[0, 0],
-                Q=ex.Q[0, 0],
-                K=ex.K[0, 0],
-                scale=1.0,
-                bias=np.zeros((2, 2)),
-            )
+            store.add_matrices(
+                [
+                    dict(
+                        source="checkpoint",
+                        checkpoint="c",
+                        layer=0,
+                        head=1,
+                        input_id="i",
+                        length=ex.length,
+                        A=ex.A[0, 0],
+                        Q=ex.Q[0, 0],
+                        K=ex.K[0, 0],
+                        scale=1.0,
+                        bias=np.zeros((2, 2)),
+                    )
+                ]
+            )[0]
         assert info.value.name == "bias"
 
 

@@ -269,18 +269,22 @@ def test_a_damaged_index_is_a_named_error(small_store, capsys):
 
 def test_a_matrix_of_one_key_is_a_named_error(tmp_path, capsys):
     with Store(tmp_path / "s", create=True) as store:
-        store.add_matrix(
-            source="synthetic",
-            checkpoint="one-key",
-            layer=0,
-            head=0,
-            input_id="fixed",
-            length=1,
-            A=np.ones((3, 1)),
-            Q=np.zeros((3, 2)),
-            K=np.zeros((1, 2)),
-            scale=1.0,
-        )
+        store.add_matrices(
+            [
+                dict(
+                    source="synthetic",
+                    checkpoint="one-key",
+                    layer=0,
+                    head=0,
+                    input_id="fixed",
+                    length=1,
+                    A=np.ones((3, 1)),
+                    Q=np.zeros((3, 2)),
+                    K=np.zeros((1, 2)),
+                    scale=1.0,
+                )
+            ]
+        )[0]
     rc = main(["store", "bracket", str(tmp_path / "s"), "--eps", "0.1", "--quiet"])
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err and "STORE: expected" in err and "length 1" in err

@@ -16,7 +16,7 @@ import pytest
 
 from analysis.attention import softmax64
 from analysis.sources import synthetic
-from analysis.store import Store, cell_key, matrix_key, run_brackets
+from analysis.store import RunSpec, Store, cell_key, matrix_key, run_brackets
 from analysis.validation import ParameterError
 from tests.fixtures.stores import fill_store
 
@@ -103,7 +103,7 @@ def test_missing_store_is_an_error(tmp_path):
 
 def test_schema_1_store_is_migrated_and_keeps_its_profiles(filled_store, engine):
     """A store written before the seed column was dropped opens, keeps every profile."""
-    run_brackets(filled_store, (0.1,), engine=engine, progress=False)
+    run_brackets(filled_store, (0.1,), engine=engine, run=RunSpec(progress=False))
     before = _snapshot(filled_store)
     path = filled_store.path
     filled_store.close()
@@ -160,7 +160,7 @@ def test_schema_2_store_is_migrated_in_place_keeping_its_engines(filled_store, e
     brackets and its recorded engine kept; then another engine's profiles sit beside."""
     import types
 
-    run_brackets(filled_store, (0.1,), engine=engine, progress=False)
+    run_brackets(filled_store, (0.1,), engine=engine, run=RunSpec(progress=False))
     before = _snapshot(filled_store)
     ids = {(p.matrix_key, p.temperature): (p.id, p.engine) for p in filled_store.profiles()}
     path = filled_store.path
@@ -176,7 +176,7 @@ def test_schema_2_store_is_migrated_in_place_keeping_its_engines(filled_store, e
             profile_batch=engine.profile_batch,
             load_profile=engine.load_profile,
         )
-        s = run_brackets(st, (0.1,), engine=other, progress=False)
+        s = run_brackets(st, (0.1,), engine=other, run=RunSpec(progress=False))
         assert (s.computed, s.stale) == (len(ids), len(ids))
         assert st.engines() == [f"{engine.name} 1", f"{engine.name} 2"]
     con = sqlite3.connect(path / Store.INDEX)
@@ -239,7 +239,9 @@ def test_crash_between_array_and_index_leaves_no_record(tmp_path, monkeypatch):
 
 
 def test_brackets_profiles_every_matrix_and_temperature(filled_store, engine):
-    s = run_brackets(filled_store, EPS, temperatures=TEMPS, engine=engine, progress=False)
+    s = run_brackets(
+        filled_store, EPS, temperatures=TEMPS, engine=engine, run=RunSpec(progress=False)
+    )
     n = len(filled_store.matrices()) * len(TEMPS)
     assert (s.total, s.computed, s.skipped) == (n, n, 0)
     cells = filled_store.cells()
@@ -253,14 +255,16 @@ def test_brackets_profiles_every_matrix_and_temperature(filled_store, engine):
     sv = np.linalg.svd(arr.at(0.5), compute_uv=False)
     np.testing.assert_allclose(prof.profile_dict()["sv"], sv, atol=1e-8)
     # a rerun computes nothing
-    again = run_brackets(filled_store, EPS, temperatures=TEMPS, engine=engine, progress=False)
+    again = run_brackets(
+        filled_store, EPS, temperatures=TEMPS, engine=engine, run=RunSpec(progress=False)
+    )
     assert (again.computed, again.skipped) == (0, n)
     assert len(engine.CALLS) == n
 
 
 def test_interrupted_run_resumes_to_identical_results(tmp_path, engine):
     full = fill_store(tmp_path / "full")
-    run_brackets(full, EPS, temperatures=TEMPS, engine=engine, progress=False)
+    run_brackets(full, EPS, temperatures=TEMPS, engine=engine, run=RunSpec(progress=False))
     expected = _snapshot(full)
     total = len(engine.CALLS)
     full.close()
@@ -272,11 +276,11 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path, engine):
     finished = 2 * len(TEMPS)
     engine.FAIL_AFTER = finished + 1
     with pytest.raises(RuntimeError, match="on purpose"):
-        run_brackets(part, EPS, temperatures=TEMPS, engine=engine, progress=False)
+        run_brackets(part, EPS, temperatures=TEMPS, engine=engine, run=RunSpec(progress=False))
     assert len(list(part.profiles())) == finished  # each finished task was committed at once
     engine.FAIL_AFTER = None
     engine.CALLS.clear()
-    s = run_brackets(part, EPS, temperatures=TEMPS, engine=engine, progress=False)
+    s = run_brackets(part, EPS, temperatures=TEMPS, engine=engine, run=RunSpec(progress=False))
     assert (s.computed, s.skipped) == (total - finished, finished)
     assert len(engine.CALLS) == total - finished  # nothing finished was recomputed
     assert _snapshot(part) == expected
@@ -286,7 +290,7 @@ def test_interrupted_run_resumes_to_identical_results(tmp_path, engine):
 def test_killed_subprocess_resumes_to_identical_results(tmp_path, engine):
     """SIGKILL a `brackets` run mid-way; the resumed store equals an uninterrupted one."""
     full = fill_store(tmp_path / "full")
-    run_brackets(full, EPS, temperatures=TEMPS, engine=engine, progress=False)
+    run_brackets(full, EPS, temperatures=TEMPS, engine=engine, run=RunSpec(progress=False))
     expected = _snapshot(full)
     total = len(engine.CALLS)
     full.close()
@@ -298,9 +302,9 @@ def test_killed_subprocess_resumes_to_identical_results(tmp_path, engine):
         sys.path[:0] = [{str(ROOT)!r}]
         from tests.fixtures import fake_engine
         fake_engine.SLEEP = 0.3
-        from analysis.store import run_brackets
+        from analysis.store import RunSpec, run_brackets
         run_brackets({str(tmp_path / "part")!r}, {EPS!r}, temperatures={TEMPS!r},
-                     engine=fake_engine, progress=False)
+                     engine=fake_engine, run=RunSpec(progress=False))
         """
     )
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
@@ -324,15 +328,15 @@ def test_killed_subprocess_resumes_to_identical_results(tmp_path, engine):
     finished = len(list(part.profiles()))
     assert 3 <= finished < total
     engine.CALLS.clear()
-    s = run_brackets(part, EPS, temperatures=TEMPS, engine=engine, progress=False)
+    s = run_brackets(part, EPS, temperatures=TEMPS, engine=engine, run=RunSpec(progress=False))
     assert (s.computed, s.skipped) == (total - finished, finished)
     assert _snapshot(part) == expected
     part.close()
 
 
 def test_new_eps_extends_the_stored_profile(filled_store, engine):
-    run_brackets(filled_store, (0.1,), engine=engine, progress=False)
-    s = run_brackets(filled_store, (0.1, 0.3), engine=engine, progress=False)
+    run_brackets(filled_store, (0.1,), engine=engine, run=RunSpec(progress=False))
+    s = run_brackets(filled_store, (0.1, 0.3), engine=engine, run=RunSpec(progress=False))
     n = len(filled_store.matrices())
     assert (s.computed, s.extended) == (0, n)
     for p in filled_store.profiles():
@@ -342,13 +346,15 @@ def test_new_eps_extends_the_stored_profile(filled_store, engine):
         assert p.profile_dict()["history"] == [[0.1], [0.1, 0.3]]  # previous was passed on
     assert sum(c["previous"] for c in engine.CALLS) == n
     # a subset of the stored grid is already done
-    s = run_brackets(filled_store, (0.3,), engine=engine, progress=False)
+    s = run_brackets(filled_store, (0.3,), engine=engine, run=RunSpec(progress=False))
     assert s.skipped == n and s.computed == s.extended == 0
 
 
 def test_profile_versions_never_overwrite_each_other(filled_store, engine):
-    run_brackets(filled_store, (0.1,), effort="fast", engine=engine, progress=False)
-    run_brackets(filled_store, (0.1,), effort="thorough", engine=engine, progress=False)
+    run_brackets(filled_store, (0.1,), effort="fast", engine=engine, run=RunSpec(progress=False))
+    run_brackets(
+        filled_store, (0.1,), effort="thorough", engine=engine, run=RunSpec(progress=False)
+    )
     assert filled_store.versions() == ["fast", "thorough"]
     n = len(filled_store.matrices())
     assert len(filled_store.cells(version="fast")) == n
@@ -357,9 +363,9 @@ def test_profile_versions_never_overwrite_each_other(filled_store, engine):
 
 def test_workers_give_the_same_profiles(tmp_path, engine):
     a = fill_store(tmp_path / "a", n_matrices=4)
-    run_brackets(a, (0.1,), engine=engine, progress=False)
+    run_brackets(a, (0.1,), engine=engine, run=RunSpec(progress=False))
     b = fill_store(tmp_path / "b", n_matrices=4)
-    run_brackets(b, (0.1,), engine=engine.ENGINE, workers=2, progress=False)
+    run_brackets(b, (0.1,), engine=engine.ENGINE, run=RunSpec(workers=2, progress=False))
     assert _snapshot(a) == _snapshot(b)
     a.close()
     b.close()
@@ -372,11 +378,11 @@ def test_workers_give_the_same_profiles(tmp_path, engine):
         ({"eps": (float("inf"),)}, "eps"),
         ({"temperatures": (-1.0,)}, "temperatures"),
         ({"effort": "extreme"}, "effort"),
-        ({"workers": 0}, "workers"),
+        ({"run": RunSpec(workers=0, progress=False)}, "workers"),
     ],
 )
 def test_bad_brackets_parameters_are_named(filled_store, engine, kwargs, name):
-    args = {"eps": (0.1,), "engine": engine, "progress": False, **kwargs}
+    args = {"eps": (0.1,), "engine": engine, "run": RunSpec(progress=False), **kwargs}
     eps = args.pop("eps")
     with pytest.raises(ParameterError) as info:
         run_brackets(filled_store, eps, **args)
@@ -387,7 +393,7 @@ def test_an_engine_without_the_api_is_refused(filled_store, engine):
     import types
 
     with pytest.raises(ParameterError) as info:
-        run_brackets(filled_store, (0.1,), engine=object(), progress=False)
+        run_brackets(filled_store, (0.1,), engine=object(), run=RunSpec(progress=False))
     assert info.value.name == "engine"
     assert info.value.got.endswith("lacks name, version, efforts, profile_batch, load_profile")
 
@@ -403,7 +409,7 @@ def test_an_engine_without_the_api_is_refused(filled_store, engine):
         load_profile=engine.load_profile,
     )
     with pytest.raises(ParameterError) as info:
-        run_brackets(filled_store, (0.1,), engine=shim, progress=False)
+        run_brackets(filled_store, (0.1,), engine=shim, run=RunSpec(progress=False))
     assert info.value.name == "engine" and info.value.got.endswith("lacks reverify")
     assert list(filled_store.profiles()) == []  # nothing it computed was stored
 
@@ -411,7 +417,7 @@ def test_an_engine_without_the_api_is_refused(filled_store, engine):
 def test_an_engine_that_does_not_pickle_is_refused_for_workers(filled_store, engine):
     """Worker processes receive the engine with every task: a module cannot go."""
     with pytest.raises(ParameterError) as info:
-        run_brackets(filled_store, (0.1,), engine=engine, workers=2, progress=False)
+        run_brackets(filled_store, (0.1,), engine=engine, run=RunSpec(workers=2, progress=False))
     assert info.value.name == "engine" and "picklable" in info.value.allowed
     assert list(filled_store.profiles()) == []
 
@@ -427,9 +433,13 @@ def test_the_store_efforts_are_the_engines(filled_store, engine):
         load_profile=engine.load_profile,
     )
     with pytest.raises(ParameterError) as info:
-        run_brackets(filled_store, (0.1,), effort="default", engine=fast_only, progress=False)
+        run_brackets(
+            filled_store, (0.1,), effort="default", engine=fast_only, run=RunSpec(progress=False)
+        )
     assert info.value.name == "effort" and "fast" in info.value.allowed
-    s = run_brackets(filled_store, (0.1,), effort="fast", engine=fast_only, progress=False)
+    s = run_brackets(
+        filled_store, (0.1,), effort="fast", engine=fast_only, run=RunSpec(progress=False)
+    )
     assert s.computed == len(filled_store.matrices())
 
 
@@ -447,7 +457,7 @@ def test_real_engine_interrupted_run_resumes_identically(tmp_path):
             },
         }
 
-    kw = {"temperatures": (0.5, 1.0), "effort": "fast", "progress": False}
+    kw = {"temperatures": (0.5, 1.0), "effort": "fast", "run": RunSpec(progress=False)}
     full = fill_store(tmp_path / "full", n_matrices=4)
     run_brackets(full, (0.1, 0.2), engine=default_engine(), **kw)
     expected = without_timings(_snapshot(full))
@@ -485,16 +495,28 @@ def test_a_second_concurrent_run_is_refused(filled_store, engine):
     with open(filled_store.path / ".brackets.lock", "a+") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(ParameterError) as info:
-            run_brackets(filled_store, (0.1,), engine=engine, progress=False)
+            run_brackets(filled_store, (0.1,), engine=engine, run=RunSpec(progress=False))
         assert info.value.name == "store"
-    run_brackets(filled_store, (0.1,), engine=engine, progress=False)  # released: fine
+    run_brackets(filled_store, (0.1,), engine=engine, run=RunSpec(progress=False))  # released: fine
 
 
 def test_a_version_label_keeps_one_effort(filled_store, engine):
-    run_brackets(filled_store, (0.1,), effort="fast", version="v1", engine=engine, progress=False)
+    run_brackets(
+        filled_store,
+        (0.1,),
+        effort="fast",
+        version="v1",
+        engine=engine,
+        run=RunSpec(progress=False),
+    )
     with pytest.raises(ParameterError) as info:
         run_brackets(
-            filled_store, (0.1,), effort="thorough", version="v1", engine=engine, progress=False
+            filled_store,
+            (0.1,),
+            effort="thorough",
+            version="v1",
+            engine=engine,
+            run=RunSpec(progress=False),
         )
     assert info.value.name == "version"
 
@@ -512,7 +534,7 @@ def test_tampered_stored_profiles_are_reverified_and_recomputed(tmp_path):
         set_store_bracket,
     )
 
-    kw = {"effort": "fast", "progress": False, "engine": default_engine()}
+    kw = {"effort": "fast", "run": RunSpec(progress=False), "engine": default_engine()}
     clean = fill_store(tmp_path / "clean", n_matrices=4)
     run_brackets(clean, (0.1,), **kw)
     run_brackets(clean, (0.1, 0.2), **kw)
@@ -550,7 +572,9 @@ def test_profiles_of_another_engine_version_are_kept_apart_not_mixed(filled_stor
     an engine."""
     import types
 
-    s = run_brackets(filled_store, (0.1,), temperatures=(1.0, 2.0), engine=engine, progress=False)
+    s = run_brackets(
+        filled_store, (0.1,), temperatures=(1.0, 2.0), engine=engine, run=RunSpec(progress=False)
+    )
     assert (s.computed, s.stale) == (12, 0)
     old = {
         (p.matrix_key, p.temperature): (p.id, p.revision, p.blob) for p in filled_store.profiles()
@@ -564,7 +588,7 @@ def test_profiles_of_another_engine_version_are_kept_apart_not_mixed(filled_stor
         load_profile=engine.load_profile,
     )
     engine.CALLS.clear()
-    kw = {"temperatures": (1.0, 2.0), "engine": newer, "progress": False}
+    kw = {"temperatures": (1.0, 2.0), "engine": newer, "run": RunSpec(progress=False)}
     s = run_brackets(filled_store, (0.1,), **kw)
     assert (s.computed, s.extended, s.skipped, s.stale) == (12, 0, 0, 12)
     assert not any(c["previous"] for c in engine.CALLS)  # from scratch, not extended
@@ -607,7 +631,7 @@ def test_temperatures_added_later_are_what_a_fresh_run_stores(tmp_path):
     import analysis.brackets as real
     from analysis.brackets.engine import default_engine
 
-    kw = {"effort": "default", "progress": False, "engine": default_engine()}
+    kw = {"effort": "default", "run": RunSpec(progress=False), "engine": default_engine()}
     one = fill_store(tmp_path / "one", n_matrices=3)
     s = run_brackets(one, (0.1,), temperatures=(0.5, 1.0, 2.0), **kw)
     assert s.computed == 9

@@ -88,11 +88,11 @@ def finished_study(tmp_path_factory):
             "study needs them",
             pytrace=False,
         )
-    from analysis.study import run_study
+    from analysis.study import StudyOptions, run_study
 
     root = tmp_path_factory.mktemp("study")
     design = make_study(root)
-    run = run_study(design, workers=1, progress=False, say=lambda _: None)
+    run = run_study(design, say=lambda _: None, options=StudyOptions(progress=False))
     return design, run
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from analysis.compare import BY_CHECKPOINT_COLUMNS, PREDICTION_COLUMNS
 from analysis.prereg.sealing import SealedCells
-from analysis.study import run_study, study_paths
+from analysis.study import StudyOptions, run_study, study_paths
 from tests.study.conftest import make_study, small_design_text
 
 pytestmark = pytest.mark.slow
@@ -36,13 +36,13 @@ def by_ck_study(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(SealedCells, "release_confirmatory", counted)
         said: list[str] = []
-        run_study(design, workers=1, progress=False, say=said.append)
+        run_study(design, say=said.append, options=StudyOptions(progress=False))
     return design, len(releases), said
 
 
 def _rerun(design) -> list[str]:
     said: list[str] = []
-    run_study(design, workers=1, progress=False, say=said.append, stop_after="compare")
+    run_study(design, say=said.append, options=StudyOptions(progress=False, stop_after="compare"))
     return said
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.compare import BY_LENGTH_COLUMNS
-from analysis.study import run_study, study_paths
+from analysis.study import StudyOptions, run_study, study_paths
 from tests.study.conftest import make_study, small_design_text
 
 pytestmark = pytest.mark.slow
@@ -26,13 +26,13 @@ def by_len_study(tmp_path_factory):
     assert "by_length = true" in text and "by_checkpoint" not in text
     design = make_study(tmp_path_factory.mktemp("by-len"), text=text)
     said: list[str] = []
-    run_study(design, workers=1, progress=False, say=said.append)
+    run_study(design, say=said.append, options=StudyOptions(progress=False))
     return design, said
 
 
 def _rerun(design) -> list[str]:
     said: list[str] = []
-    run_study(design, workers=1, progress=False, say=said.append, stop_after="compare")
+    run_study(design, say=said.append, options=StudyOptions(progress=False, stop_after="compare"))
     return said
 
 

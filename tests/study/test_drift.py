@@ -18,12 +18,12 @@ import pytest
 
 from analysis.cli import main
 from analysis.prereg.lock import PreregistrationError, deviations_path, lock_path
-from analysis.study import load_results, run_study, study_paths
+from analysis.study import StudyOptions, load_results, run_study, study_paths
 from tests.study.conftest import plugin_design_text, small_design_text
 
 pytestmark = pytest.mark.slow
 
-QUIET = {"progress": False, "say": lambda _: None}
+QUIET = {"say": lambda _: None}
 
 PLUGIN = '''
 from analysis.descriptors import descriptor
@@ -76,7 +76,7 @@ def test_edited_block_source_refuses_the_run_until_amended(tmp_path, plugin, cap
     # after the lock, the block is edited: same feature name, another quantity
     plugin("drift_plugin_src", "drift_src", reduce="max")
     with pytest.raises(PreregistrationError, match=r"block drift_src.*prereg amend") as err:
-        run_study(design, **QUIET)
+        run_study(design, **QUIET, options=StudyOptions(progress=False))
     assert "source changed" in str(err.value)
     assert not (tmp_path / "data").exists()  # refused before any outcome exists
     capsys.readouterr()
@@ -88,7 +88,12 @@ def test_edited_block_source_refuses_the_run_until_amended(tmp_path, plugin, cap
     assert main(["prereg", "check", str(design)]) == 0
     log = deviations_path(design).read_text(encoding="utf-8")
     assert reason in log and "block drift_src" in log
-    run_study(design, engine=fake_engine, stop_after="compare", **QUIET)
+    run_study(
+        design,
+        engine=fake_engine,
+        **QUIET,
+        options=StudyOptions(progress=False, stop_after="compare"),
+    )
     res = load_results(design, engine=fake_engine)
     assert (res.comparison["pair"] == "M0<M4").any()
 
@@ -98,7 +103,7 @@ def test_changed_feature_set_is_named(tmp_path, plugin, capsys):
     design = _plugin_study(tmp_path, "drift_plugin_set", "drift_set")
     plugin("drift_plugin_set", "drift_set", extra=', "last_col_mass": float(cell.A[:, -1].mean())')
     with pytest.raises(PreregistrationError, match=r"block drift_set.*prereg amend") as err:
-        run_study(design, **QUIET)
+        run_study(design, **QUIET, options=StudyOptions(progress=False))
     assert "drift_set__last_col_mass" in str(err.value)
     assert not (tmp_path / "data").exists()
     assert main(["prereg", "amend", str(design), "--reason", "a second sink feature"]) == 0
@@ -106,7 +111,9 @@ def test_changed_feature_set_is_named(tmp_path, plugin, capsys):
     assert "last_col_mass" in log
     lock = lock_path(design).read_text(encoding="utf-8")
     assert "drift_set__last_col_mass" in lock
-    run_study(design, stop_after="extract", **QUIET)  # the lock check passes again
+    run_study(
+        design, **QUIET, options=StudyOptions(progress=False, stop_after="extract")
+    )  # the lock check passes again
 
 
 def test_compare_refuses_a_descriptor_table_unlike_the_lock(study_copy):
@@ -117,7 +124,7 @@ def test_compare_refuses_a_descriptor_table_unlike_the_lock(study_copy):
         extra = pd.DataFrame({"native__kappa_extra": [1.0] * len(df)})
         pd.concat([df, extra], axis=1).to_csv(f, index=False)
     with pytest.raises(PreregistrationError, match=r"block native.*prereg amend") as err:
-        run_study(study_copy, **QUIET)
+        run_study(study_copy, **QUIET, options=StudyOptions(progress=False))
     assert "native__kappa_extra" in str(err.value) and "native__kappa" in str(err.value)
     assert (paths.results / "comparison.csv").stat().st_mtime_ns == before
 
@@ -131,8 +138,12 @@ def test_descriptors_of_another_block_version_are_recomputed(study_copy):
     assert set(locked) == {"baseline", "native", "intrinsic", "baseline_plus"}
     record.write_text(json.dumps(dict(locked, native="0" * 64)), encoding="utf-8")
     n_files = len(list(paths.features.glob("*.csv")))
-    run = run_study(study_copy, stop_after="descriptors", **QUIET)
+    run = run_study(
+        study_copy, **QUIET, options=StudyOptions(progress=False, stop_after="descriptors")
+    )
     assert run.computed["descriptors"] == n_files == 24
     assert json.loads(record.read_text(encoding="utf-8")) == locked
-    run = run_study(study_copy, stop_after="descriptors", **QUIET)
+    run = run_study(
+        study_copy, **QUIET, options=StudyOptions(progress=False, stop_after="descriptors")
+    )
     assert run.computed["descriptors"] == 0

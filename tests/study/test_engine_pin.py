@@ -8,7 +8,7 @@ import pytest
 
 import analysis.brackets.versions as versions
 from analysis.brackets.engine import engine_for
-from analysis.store import Store, run_brackets
+from analysis.store import RunSpec, Store, run_brackets
 from analysis.study.examples import open_example_study
 from analysis.study.results import bracket_table, cells_engine
 from analysis.study.stages import bracket_stage, synthetic_stage
@@ -21,7 +21,7 @@ def test_the_study_profiles_and_reads_its_pinned_engine_only(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     study = open_example_study("studies/pinned.toml", synthetic=True)  # new: the newest
     assert study.engine == 5 and study.lock.record["engine"] == 5
-    plan, kw = study.plan, {"workers": 1, "progress": False}
+    plan, kw = study.plan, {"run": RunSpec(progress=False)}
     with Store(study.paths.store, create=True) as store:
         keys = synthetic_stage(study, store)
         with pytest.raises(ParameterError) as info:  # the package's engine 4: refused
@@ -37,7 +37,7 @@ def test_the_study_profiles_and_reads_its_pinned_engine_only(tmp_path, monkeypat
             engine=engine_for(4),
             effort=plan.effort,
             matrix_keys=keys,
-            progress=False,
+            run=RunSpec(progress=False),
         )
         assert store.engines() == ["analysis.brackets 4", "analysis.brackets 5"]
     # mark engine 4's brackets, so that a read of them (or of a mix) shows
@@ -64,7 +64,7 @@ def test_the_study_profiles_and_reads_its_pinned_engine_only(tmp_path, monkeypat
 def test_a_design_pinning_an_engine_the_package_lacks_does_not_run(tmp_path, monkeypatch):
     from analysis.prereg import load_design, lock_design
     from analysis.prereg.examples import write_example_design
-    from analysis.study import run_study
+    from analysis.study import StudyOptions, run_study
     from analysis.study.core import block_facts
 
     monkeypatch.chdir(tmp_path)
@@ -72,7 +72,7 @@ def test_a_design_pinning_an_engine_the_package_lacks_does_not_run(tmp_path, mon
     path.write_text("engine = 7\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
     lock_design(path, **block_facts(load_design(path)))  # no engines given: recorded as written
     with pytest.raises(ParameterError) as info:
-        run_study(path, progress=False, say=lambda _: None)
+        run_study(path, say=lambda _: None, options=StudyOptions(progress=False))
     assert info.value.name == "engine" and info.value.got == 7
     assert "one of the engine versions" in str(info.value)
     assert not (tmp_path / "data").exists()  # refused before any work

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.executor import open_executor
 from analysis.store import Store
-from analysis.study import run_study, study_paths
+from analysis.study import StudyOptions, run_study, study_paths
 from tests.study.conftest import make_study
 
 pytestmark = pytest.mark.slow
@@ -38,7 +38,9 @@ def test_a_study_on_a_local_cluster_is_the_same_study(finished_study, tmp_path):
     other = make_study(tmp_path)  # the same design, held-out draw and lock
     with open_executor(cluster="local:2", say=lambda _: None) as ex:
         run = run_study(
-            other, executor=ex, stop_after="compare", progress=False, say=lambda _: None
+            other,
+            say=lambda _: None,
+            options=StudyOptions(executor=ex, stop_after="compare", progress=False),
         )
     assert run.computed["brackets"] > 0 and run.computed["descriptors"] == 24
     a, b = study_paths(design), study_paths(other)

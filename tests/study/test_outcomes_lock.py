@@ -17,10 +17,10 @@ import pytest
 from analysis.cli import main
 from analysis.prereg.amend import amend_design
 from analysis.prereg.lock import PreregistrationError, lock_path
-from analysis.study import run_study, study_paths
+from analysis.study import StudyOptions, run_study, study_paths
 from tests.study.conftest import make_study
 
-QUIET = {"workers": 1, "progress": False, "say": lambda _: None}
+QUIET = {"say": lambda _: None}
 
 
 @pytest.fixture
@@ -30,7 +30,12 @@ def bracketed(tmp_path):
     from tests.fixtures import fake_engine
 
     design = make_study(tmp_path)
-    run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
+    run_study(
+        design,
+        engine=fake_engine,
+        **QUIET,
+        options=StudyOptions(progress=False, stop_after="brackets"),
+    )
     return design
 
 
@@ -117,7 +122,7 @@ def test_report_and_provenance_list_the_amendments(study_copy):
     assert json.loads((paths.report / "provenance.json").read_text())["amendments"] == []
     _edit(study_copy, "analyses = [\n", 'analyses = [\n  "a residual plot by layer",\n')
     assert main(["prereg", "amend", str(study_copy), "--reason", "one more plot"]) == 0
-    run_study(study_copy, **QUIET)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False))
     rec = json.loads(lock_path(study_copy).read_text(encoding="utf-8"))
     prov = json.loads((paths.report / "provenance.json").read_text(encoding="utf-8"))
     [entry] = prov["amendments"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.study import load_results, run_study
+from analysis.study import StudyOptions, load_results, run_study
 from analysis.validation import ParameterError
 from tests.study.conftest import make_study, plugin_design_text, small_design_text
 
@@ -33,7 +33,12 @@ def test_plugin_block_is_described_and_compared(tmp_path):
         "plugged",
         plugin_design_text(small_design_text(), "study_plugin_sinks", "study_sinks"),
     )
-    run_study(design, engine=fake_engine, stop_after="compare", progress=False, say=print)
+    run_study(
+        design,
+        engine=fake_engine,
+        say=print,
+        options=StudyOptions(stop_after="compare", progress=False),
+    )
     res = load_results(design, engine=fake_engine)
     assert "study_sinks__first_col_mass" in res.features.columns
     assert res.features["study_sinks__first_col_mass"].between(0, 1).all()
@@ -47,7 +52,7 @@ def test_unregistered_plugin_block_is_named(tmp_path):
     text = plugin_design_text(small_design_text(), "study_plugin_empty", "study_nowhere")
     design = make_study(tmp_path, "unplugged", text, blocks=False)
     with pytest.raises(ParameterError, match="models.M4"):
-        run_study(design, progress=False, say=lambda _: None)
+        run_study(design, say=lambda _: None, options=StudyOptions(progress=False))
     assert not (tmp_path / "data").exists()
 
 
@@ -59,6 +64,6 @@ def test_plugin_without_blocks_list_is_named(tmp_path):
     text = plugin_design_text(small_design_text(), "study_plugin_unlisted", "study_sinks")
     design = make_study(tmp_path, "unlisted", text, blocks=False)
     with pytest.raises(ParameterError, match="BLOCKS") as info:
-        run_study(design, progress=False, say=lambda _: None)
+        run_study(design, say=lambda _: None, options=StudyOptions(progress=False))
     assert info.value.name == "module"
     assert not (tmp_path / "data").exists()

@@ -11,7 +11,7 @@ import pytest
 import analysis.study.power as study_power
 from analysis.cli import main
 from analysis.prereg import power_path
-from analysis.study import run_study
+from analysis.study import StudyOptions, run_study
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,9 @@ def test_power_stage_fits_when_the_design_declares_it(study_copy, monkeypatch):
     # the reference widths file is not needed: the fitted widths are the study's own
     monkeypatch.setattr(study_power, "design_power", lambda data: {"fit": "training"})
     said: list[str] = []
-    run_study(study_copy, progress=False, say=said.append, power_simulations=2)
+    run_study(
+        study_copy, say=said.append, options=StudyOptions(progress=False, power_simulations=2)
+    )
     record = json.loads(power_path(study_copy).read_text())
     fit = record["inputs"]["fit"]
     assert "calibration" in fit and fit["source"].startswith("the training heads of")

@@ -17,15 +17,20 @@ from analysis.power import PowerAssumptions
 from analysis.prereg import PreregistrationError, check_design, load_design, power_path
 from analysis.prereg.amend import amend_design
 from analysis.prereg.lock import lock_path
-from analysis.study import block_facts, run_study, study_paths
+from analysis.study import StudyOptions, block_facts, run_study, study_paths
 from analysis.study.power import validation_sizes
 
 pytestmark = pytest.mark.slow
 
-QUIET = {"progress": False, "say": lambda _: None}
-#: Runs whose report is not read stop after the power stage (the report is rendered by the
-#: runs that check it).
-NO_REPORT = {**QUIET, "stop_after": "power"}
+QUIET = {"say": lambda _: None}
+
+
+def _options(*, report: bool = True, **options) -> StudyOptions:
+    """Quiet run options; runs whose report is not read stop after the power stage (the
+    report is rendered by the runs that check it)."""
+    if not report:
+        options["stop_after"] = "power"
+    return StudyOptions(progress=False, **options)
 
 
 def _write_widths(root, eps=(0.1, 0.2)) -> None:
@@ -78,7 +83,7 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     monkeypatch.setattr(gc, "collect", lambda generation=2: 0)
     said: list[str] = []
     # not asked: nothing is simulated, and the report says how to compute it
-    run_study(study_copy, progress=False, say=said.append)
+    run_study(study_copy, say=said.append, options=_options())
     assert calls == [] and not stored.exists()
     assert any("power: not simulated: the power of this design was not computed" in s for s in said)
     text = (paths.report / "report.md").read_text()
@@ -86,13 +91,13 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     assert "--power-simulations 400` computes it once" in text
     # asked, without reference widths: the stage says why
     said.clear()
-    run_study(study_copy, progress=False, say=said.append, power_simulations=2, stop_after="power")
+    run_study(study_copy, say=said.append, options=_options(report=False, power_simulations=2))
     assert any("power: not simulated: no reference bracket widths" in s for s in said)
     assert calls == [] and not stored.exists()
 
     _write_widths(root)
     lock_before = _lock(study_copy)
-    run_study(study_copy, **QUIET, power_simulations=2)
+    run_study(study_copy, **QUIET, options=_options(power_simulations=2))
     assert calls == [2]
     record = json.loads(stored.read_text())
     assert record["design"] == study_copy.name and record["inputs"]["simulations"] == 2
@@ -127,11 +132,11 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     # report of a run that reads it: below, after a reuse and after --power-simulations 0)
     before = stored.stat().st_mtime_ns
     said.clear()
-    run_study(study_copy, progress=False, say=said.append, stop_after="power")
+    run_study(study_copy, say=said.append, options=_options(report=False))
     assert calls == [2] and stored.stat().st_mtime_ns == before
     assert f"power: stored result read from {stored.name} (not simulated)" in said
     # asked again with the same inputs: reused, no new amendment
-    run_study(study_copy, **NO_REPORT, power_simulations=2)
+    run_study(study_copy, **QUIET, options=_options(report=False, power_simulations=2))
     assert calls == [2] and stored.stat().st_mtime_ns == before
     assert len(_lock(study_copy)["amendments"]) == len(lock["amendments"])
     # an amendment the simulation does not see (a hypothesis's wording) keeps the result
@@ -140,7 +145,7 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
         text_before.replace('statement = "', 'statement = "Reworded: ', 1), encoding="utf-8"
     )
     amend_design(study_copy, reason="clarify a hypothesis's wording")
-    run_study(study_copy, **QUIET, power_simulations=2)
+    run_study(study_copy, **QUIET, options=_options(power_simulations=2))
     assert calls == [2] and json.loads(stored.read_text()) == record
     # ... and the report says it was computed under the lock before that amendment
     text = (paths.report / "report.md").read_text()
@@ -150,31 +155,39 @@ def test_power_is_stored_beside_the_design_locked_reused_and_reported(study_copy
     edited["result"]["hypotheses"][0]["power"]["rate"] = 0.999
     stored.write_text(json.dumps(edited))
     with pytest.raises(PreregistrationError, match=f"power file {stored.name} changed"):
-        run_study(study_copy, **QUIET)
+        run_study(study_copy, **QUIET, options=_options())
     stored.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    run_study(study_copy, **NO_REPORT)
+    run_study(study_copy, **QUIET, options=_options(report=False))
     # a changed setting is a changed key: recomputed, rewritten and amended
-    run_study(study_copy, **NO_REPORT, power_simulations=3)
+    run_study(study_copy, **QUIET, options=_options(report=False, power_simulations=3))
     assert calls == [2, 3]
     assert json.loads(stored.read_text())["inputs"]["simulations"] == 3
     assert len(_lock(study_copy)["amendments"]) == len(lock["amendments"]) + 2
     # so is a changed widths file
     _write_widths(root, eps=(0.1, 0.2, 0.05))
-    run_study(study_copy, **NO_REPORT, power_simulations=3)
+    run_study(study_copy, **QUIET, options=_options(report=False, power_simulations=3))
     assert calls == [2, 3, 3]
     # 0 simulations skips the stage and keeps the stored result for the report
-    run_study(study_copy, **QUIET, power_simulations=0)
+    run_study(study_copy, **QUIET, options=_options(power_simulations=0))
     assert calls == [2, 3, 3]
     assert "simulated power" in (paths.report / "report.md").read_text()
     # a changed assumption (a head share measured on the design's training heads) is a
     # changed key too, and the record says what was assumed
     measured = PowerAssumptions(native_head_share=0.77)
-    run_study(study_copy, **NO_REPORT, power_simulations=2, power_assumptions=measured)
+    run_study(
+        study_copy,
+        **QUIET,
+        options=_options(report=False, power_simulations=2, power_assumptions=measured),
+    )
     assert calls == [2, 3, 3, 2]
     kept = json.loads(stored.read_text())
     assert kept["inputs"]["assumptions"]["native_head_share"] == 0.77
     assert kept["provenance"]["command"].endswith("--native-head-share 0.77")
-    run_study(study_copy, **NO_REPORT, power_simulations=2, power_assumptions=measured)
+    run_study(
+        study_copy,
+        **QUIET,
+        options=_options(report=False, power_simulations=2, power_assumptions=measured),
+    )
     assert calls == [2, 3, 3, 2]
 
 

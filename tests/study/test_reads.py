@@ -8,12 +8,12 @@ from collections import Counter
 import pytest
 
 from analysis.prereg.lock import lock_path
-from analysis.study import run_study, study_paths
+from analysis.study import StudyOptions, run_study, study_paths
 from tests.study.conftest import make_study
 
 pytestmark = pytest.mark.slow
 
-QUIET = {"progress": False, "say": lambda _: None}
+QUIET = {"say": lambda _: None}
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_a_run_reads_design_lock_and_index_once(tmp_path, file_reads):
 
     design = make_study(tmp_path)
     file_reads.clear()  # writing, drawing and locking the design read it
-    run = run_study(design, engine=fake_engine, **QUIET)
+    run = run_study(design, engine=fake_engine, **QUIET, options=StudyOptions(progress=False))
     assert run.report_files  # every stage ran, compare and report included
     # extractions.json does not exist before the first run: the index is never read
     assert _shared_reads(file_reads, design) == {
@@ -53,7 +53,9 @@ def test_a_run_reads_design_lock_and_index_once(tmp_path, file_reads):
         "extractions.json": 0,
     }
     file_reads.clear()
-    run_study(design, engine=fake_engine, **QUIET)  # resumes: everything is stored
+    run_study(
+        design, engine=fake_engine, **QUIET, options=StudyOptions(progress=False)
+    )  # resumes: everything is stored
     assert _shared_reads(file_reads, design) == {
         "design": 1,
         "lock": 1,
@@ -65,9 +67,19 @@ def test_stop_after_extract_reads_once(tmp_path, file_reads):
     from tests.fixtures import fake_engine
 
     design = make_study(tmp_path)
-    run_study(design, engine=fake_engine, stop_after="extract", **QUIET)
+    run_study(
+        design,
+        engine=fake_engine,
+        **QUIET,
+        options=StudyOptions(progress=False, stop_after="extract"),
+    )
     file_reads.clear()
-    run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
+    run_study(
+        design,
+        engine=fake_engine,
+        **QUIET,
+        options=StudyOptions(progress=False, stop_after="brackets"),
+    )
     assert _shared_reads(file_reads, design) == {
         "design": 1,
         "lock": 1,

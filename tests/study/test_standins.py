@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from analysis.store.store import Store
-from analysis.study import load_results, run_study, study_paths
+from analysis.study import StudyOptions, load_results, run_study, study_paths
 from tests.study.conftest import ROOT, make_study
 
 pytestmark = pytest.mark.slow
@@ -106,10 +106,9 @@ def test_paper_design_runs_on_standins(standins, tmp_path):
     run = run_study(
         design,
         checkpoint_paths=standins,
-        engine=fake_engine,  # the machinery, not the bracket engine, is under test here
-        stop_after="descriptors",
-        progress=False,
+        engine=fake_engine,
         say=lambda _: None,
+        options=StudyOptions(stop_after="descriptors", progress=False),
     )
     n_matrices = 5 * 2 * 4  # checkpoints x layers x heads, one length each
     assert run.computed["extract"] == n_matrices

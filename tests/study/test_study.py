@@ -12,13 +12,13 @@ import pytest
 from analysis.compare import FIT_FAILED, FIT_OK, RESULT_COLUMNS
 from analysis.prereg.lock import PreregistrationError
 from analysis.report import build_report
-from analysis.study import load_results, plan_study, run_study, study_paths
+from analysis.study import StudyOptions, load_results, plan_study, run_study, study_paths
 from analysis.validation import ParameterError
 from tests.study.conftest import ROOT, make_study
 
 pytestmark = pytest.mark.slow
 
-QUIET = {"progress": False, "say": lambda _: None}
+QUIET = {"say": lambda _: None}
 
 
 def test_full_run_writes_every_stage_and_the_report(finished_study):
@@ -70,7 +70,7 @@ def test_full_run_writes_every_stage_and_the_report(finished_study):
 def test_rerun_computes_nothing_and_rerenders(study_copy):
     paths = study_paths(study_copy)
     before = (paths.results / "comparison.csv").stat().st_mtime_ns
-    run = run_study(study_copy, **QUIET)
+    run = run_study(study_copy, **QUIET, options=StudyOptions(progress=False))
     assert run.computed == {"extract": 0, "brackets": 0, "descriptors": 0}
     assert (paths.results / "comparison.csv").stat().st_mtime_ns == before
     assert run.report_files and all(Path(p).is_file() for p in run.report_files)
@@ -89,12 +89,12 @@ def test_rerun_recomputes_and_reports_a_tampered_stored_profile(study_copy):
     hi = p.brackets[0.1][1]
     edit_store_profile(paths.store, p.matrix_key, 2.0, p.version, lambda d: scale_upper(d, hi, 1.5))
     said: list[str] = []
-    run = run_study(study_copy, progress=False, say=said.append)
+    run = run_study(study_copy, say=said.append, options=StudyOptions(progress=False))
     assert run.computed == {"extract": 0, "brackets": 1, "descriptors": 0}
     assert "brackets: 1 stored profile failed re-verification and was recomputed" in said
     pd.testing.assert_frame_equal(load_results(study_copy).brackets, before)
     said.clear()
-    run = run_study(study_copy, progress=False, say=said.append)
+    run = run_study(study_copy, say=said.append, options=StudyOptions(progress=False))
     assert run.computed["brackets"] == 0
     assert not any("re-verification" in line for line in said)
 
@@ -124,7 +124,7 @@ def test_cross_fitted_calibration_is_run_and_reported(study_copy):
         encoding="utf-8",
     )
     assert main(["prereg", "amend", str(study_copy), "--reason", "cross-fit by head"]) == 0
-    run_study(study_copy, **QUIET)
+    run_study(study_copy, **QUIET, options=StudyOptions(progress=False))
     comp = pd.read_csv(paths.results / "comparison.csv")
     assert tuple(comp.columns) == RESULT_COLUMNS
     assert (comp["calibration"] == "cross-fitted").all()
@@ -159,7 +159,7 @@ def test_lock_drift_stops_before_any_work(tmp_path):
     design = make_study(tmp_path)
     design.write_text(design.read_text().replace("eps = [0.1, 0.2]", "eps = [0.1, 0.3]"))
     with pytest.raises(PreregistrationError, match="drifted"):
-        run_study(design, **QUIET)
+        run_study(design, **QUIET, options=StudyOptions(progress=False))
     assert not (tmp_path / "data").exists()
 
 
@@ -167,7 +167,7 @@ def test_missing_lock_refuses(tmp_path):
     design = make_study(tmp_path)
     Path(str(design) + ".lock").unlink()
     with pytest.raises(PreregistrationError):
-        run_study(design, **QUIET)
+        run_study(design, **QUIET, options=StudyOptions(progress=False))
     assert not (tmp_path / "data").exists()
 
 
@@ -180,7 +180,12 @@ def test_resume_after_interrupted_brackets(tmp_path, monkeypatch):
     monkeypatch.setattr(fake_engine, "CALLS", [])
     monkeypatch.setattr(fake_engine, "FAIL_AFTER", finished + 1)
     with pytest.raises(RuntimeError, match="interrupted on purpose"):
-        run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
+        run_study(
+            design,
+            engine=fake_engine,
+            **QUIET,
+            options=StudyOptions(progress=False, stop_after="brackets"),
+        )
     paths = study_paths(design)
     from analysis.store.store import Store
 
@@ -188,7 +193,12 @@ def test_resume_after_interrupted_brackets(tmp_path, monkeypatch):
         assert len(list(st.profiles())) == finished  # finished tasks were committed
     monkeypatch.setattr(fake_engine, "FAIL_AFTER", None)
     monkeypatch.setattr(fake_engine, "CALLS", [])
-    run = run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
+    run = run_study(
+        design,
+        engine=fake_engine,
+        **QUIET,
+        options=StudyOptions(progress=False, stop_after="brackets"),
+    )
     total = 12 * 2 * 2 + 2
     assert run.computed["brackets"] == total - finished
     assert len(fake_engine.CALLS) == total - finished
@@ -199,7 +209,12 @@ def test_resume_after_interrupted_descriptors(tmp_path, monkeypatch):
     from tests.fixtures import fake_engine
 
     design = make_study(tmp_path)
-    run_study(design, engine=fake_engine, stop_after="brackets", **QUIET)
+    run_study(
+        design,
+        engine=fake_engine,
+        **QUIET,
+        options=StudyOptions(progress=False, stop_after="brackets"),
+    )
     real = describe.describe_task
     calls = []
 
@@ -211,10 +226,20 @@ def test_resume_after_interrupted_descriptors(tmp_path, monkeypatch):
 
     monkeypatch.setattr(describe, "describe_task", flaky)
     with pytest.raises(KeyboardInterrupt):
-        run_study(design, engine=fake_engine, stop_after="descriptors", **QUIET)
+        run_study(
+            design,
+            engine=fake_engine,
+            **QUIET,
+            options=StudyOptions(progress=False, stop_after="descriptors"),
+        )
     assert len(list(study_paths(design).features.glob("*.csv"))) == 5
     monkeypatch.setattr(describe, "describe_task", real)
-    run = run_study(design, engine=fake_engine, stop_after="descriptors", **QUIET)
+    run = run_study(
+        design,
+        engine=fake_engine,
+        **QUIET,
+        options=StudyOptions(progress=False, stop_after="descriptors"),
+    )
     assert run.computed["descriptors"] == 24 - 5
 
 
@@ -225,7 +250,7 @@ def test_paper_design_lists_missing_checkpoints_at_once(tmp_path):
     ids = plan_study(load_design(design)).checkpoints
     assert len(ids) == 5
     with pytest.raises(ParameterError) as err:
-        run_study(design, root=tmp_path, **QUIET)
+        run_study(design, root=tmp_path, **QUIET, options=StudyOptions(progress=False))
     msg = str(err.value)
     for ck in ids:
         assert ck in msg
@@ -236,12 +261,17 @@ def test_paper_design_lists_missing_checkpoints_at_once(tmp_path):
 def test_unknown_checkpoint_mapping_is_named(tmp_path):
     design = make_study(tmp_path)
     with pytest.raises(ParameterError, match="checkpoint_paths"):
-        run_study(design, checkpoint_paths={"nope/model": tmp_path}, **QUIET)
+        run_study(
+            design,
+            checkpoint_paths={"nope/model": tmp_path},
+            **QUIET,
+            options=StudyOptions(progress=False),
+        )
 
 
 def test_workers_and_stop_after_are_validated(tmp_path):
     design = make_study(tmp_path)
     with pytest.raises(ParameterError, match="workers"):
-        run_study(design, workers=0, **QUIET)
+        run_study(design, **QUIET, options=StudyOptions(progress=False, workers=0))
     with pytest.raises(ParameterError, match="stop_after"):
-        run_study(design, stop_after="everything", **QUIET)
+        run_study(design, **QUIET, options=StudyOptions(progress=False, stop_after="everything"))

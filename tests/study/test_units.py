@@ -21,18 +21,22 @@ def _gqa_store(path, *, n_heads=6, n_kv=2, layers=2, inputs=("a", "b"), L=8, d=4
                     Q = rng.standard_normal((L, d))
                     K = keys[h // g].copy()
                     A = softmax64(Q, K, 1 / np.sqrt(d))
-                    st.add_matrix(
-                        source="checkpoint",
-                        checkpoint="org/gqa",
-                        layer=layer,
-                        head=h,
-                        input_id=inp,
-                        length=L,
-                        A=A,
-                        Q=Q,
-                        K=K,
-                        scale=1 / np.sqrt(d),
-                    )
+                    st.add_matrices(
+                        [
+                            dict(
+                                source="checkpoint",
+                                checkpoint="org/gqa",
+                                layer=layer,
+                                head=h,
+                                input_id=inp,
+                                length=L,
+                                A=A,
+                                Q=Q,
+                                K=K,
+                                scale=1 / np.sqrt(d),
+                            )
+                        ]
+                    )[0]
     return path
 
 
