@@ -43,6 +43,7 @@ STAGES = (
     "laws",
     "atlas",
     "cli",
+    "datasets",
 )
 #: Calls that import a module named by a string.
 DYNAMIC_IMPORTS = ("import_module", "__import__", "find_spec")
@@ -100,14 +101,16 @@ def test_import_directions_hold():
         ("prereg/lock.py", "analysis.prereg.lock -> analysis.power"),
         ("compare/nested.py", "analysis.compare.nested -> analysis.power"),
         ("power/simulate.py", "analysis.power.simulate -> analysis.study"),
+        ("report/markdown.py", "analysis.report.markdown -> analysis.datasets"),
+        ("study/core.py", "analysis.study.core -> analysis.datasets"),
     ],
 )
 def test_a_forbidden_import_is_caught(tmp_path, module, edge):
     """The check is not vacuous: a descriptor block, or the store, importing the engine
     breaks it; so do the atlas importing the comparison, the store importing the atlas, a
     family loader importing the checkpoints module that reaches it, the lock importing the
-    power simulation, the comparison importing it, and the power simulation importing a
-    study."""
+    power simulation, the comparison importing it, the power simulation importing a study,
+    and a stage importing the datasets of the documentation."""
     shutil.copytree(PACKAGE, tmp_path / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / "analysis" / module
