@@ -58,7 +58,7 @@ def open_study(study_or_design: Study | str | os.PathLike, root: Any = None) -> 
     Examples
     --------
     >>> from analysis.atlas.build import open_study
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/open.toml")
     >>> open_study(study) is study, open_study("studies/open.toml").lock.sha256 == study.lock.sha256
     (True, True)
@@ -187,7 +187,7 @@ def build_atlas(
 
     >>> from analysis.atlas import build_atlas
     >>> from analysis.store import Store
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
     >>> from analysis.store.run import RunSpec
     >>> study = open_example_study("studies/atlas.toml", synthetic=True)

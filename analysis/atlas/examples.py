@@ -30,7 +30,7 @@ def example_atlas() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.atlas.examples import example_atlas
+    >>> from analysis.datasets import example_atlas
     >>> atlas = example_atlas()
     >>> atlas.groupby("checkpoint")["layer"].nunique().to_dict()
     {'org/a': 2, 'org/b': 4}

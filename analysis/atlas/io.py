@@ -80,7 +80,7 @@ def write_atlas(
     Examples
     --------
     >>> from analysis.atlas import atlas_provenance, load_atlas, write_atlas
-    >>> from analysis.atlas.examples import example_atlas
+    >>> from analysis.datasets import example_atlas
     >>> atlas = example_atlas()
     >>> path = write_atlas(atlas, "atlas/example.parquet", provenance={"command": "example"})
     >>> back = load_atlas(path)
@@ -148,7 +148,7 @@ def atlas_provenance(path: str | os.PathLike) -> dict[str, Any]:
     Examples
     --------
     >>> from analysis.atlas import atlas_provenance, write_atlas
-    >>> from analysis.atlas.examples import example_atlas
+    >>> from analysis.datasets import example_atlas
     >>> path = write_atlas(example_atlas(), "atlas/prov.parquet")
     >>> sorted(atlas_provenance(path)["provenance"])  # doctest: +NORMALIZE_WHITESPACE
     ['created', 'design_sha256', 'designs', 'engines', 'git_commit', 'lock_sha256',
@@ -186,7 +186,7 @@ def load_atlas(path: str | os.PathLike) -> pd.DataFrame:
     >>> import json
     >>> import pyarrow.parquet as pq
     >>> from analysis.atlas import load_atlas, write_atlas
-    >>> from analysis.atlas.examples import example_atlas
+    >>> from analysis.datasets import example_atlas
     >>> from analysis.atlas.io import METADATA_KEY
     >>> path = write_atlas(example_atlas(), "atlas/old.parquet")
     >>> table = pq.read_table(path)

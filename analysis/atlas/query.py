@@ -94,7 +94,7 @@ def lowest_rank_layers(
     Examples
     --------
     >>> from analysis.atlas import lowest_rank_layers
-    >>> from analysis.atlas.examples import example_atlas
+    >>> from analysis.datasets import example_atlas
     >>> atlas = example_atlas()  # org/a: 2 layers, org/b: 4 layers, 2 heads each
     >>> top = lowest_rank_layers(atlas, eps=0.1)
     >>> top.loc[top["rank"] == 1, ["checkpoint", "length", "layer", "depth", "median_lower"]]
@@ -162,7 +162,7 @@ def depth_grid(
 
     Examples
     --------
-    >>> from analysis.atlas.examples import example_atlas
+    >>> from analysis.datasets import example_atlas
     >>> from analysis.atlas.query import depth_grid
     >>> depth_grid(example_atlas(), eps=0.1).shape[0] >= 1
     True
@@ -227,7 +227,7 @@ def layer_depth_heatmap(
     Examples
     --------
     >>> from analysis.atlas import layer_depth_heatmap
-    >>> from analysis.atlas.examples import example_atlas
+    >>> from analysis.datasets import example_atlas
     >>> path = layer_depth_heatmap(example_atlas(), "figures/depth.png", eps=0.1)
     >>> path.name, path.stat().st_size > 1000
     ('depth.png', True)

@@ -71,8 +71,8 @@ def approximants_for_input(
     Without queries and keys, the SVD and row-copy approximants; the uniform matrix
     has rank 1, and the identity needs its full rank 4 for eps < 1:
 
-    >>> from analysis.brackets.examples import example_input
-    >>> data = example_input()  # the identity and the uniform matrix
+    >>> from analysis.datasets import example_matrix_input
+    >>> data = example_matrix_input()  # the identity and the uniform matrix
     >>> from analysis.brackets.approximant_tables import approximants_for_input
     >>> table, notes = approximants_for_input(data, None, eps=(0.5,), progress=False)
     >>> table[["index", "method", "rank"]].values.tolist()

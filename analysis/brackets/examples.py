@@ -2,8 +2,8 @@
 
 Like scikit-learn's ``datasets.make_*`` these helpers make the matrices and input files
 that the ``Examples`` sections of this package bracket, so each example states only what
-it shows: :func:`example_head`, a random head from a seed, and :func:`example_input` /
-:func:`example_result`, two 4 x 4 matrices whose ranks are known in closed form.
+it shows: :func:`example_head`, a random head from a seed, and :func:`example_matrix_input` /
+:func:`example_bracket_result`, two 4 x 4 matrices whose ranks are known in closed form.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 from analysis.brackets.io import Execution, MatrixInput, profile_file, result_json
 from analysis.validation import ParameterError
 
-__all__ = ["example_head", "example_input", "example_result"]
+__all__ = ["example_head", "example_matrix_input", "example_bracket_result"]
 
 
 def example_head(n: int = 8, *, seed: int = 0, scale: float = 3.0) -> np.ndarray:
@@ -49,7 +49,7 @@ def example_head(n: int = 8, *, seed: int = 0, scale: float = 3.0) -> np.ndarray
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.datasets import example_head
     >>> A = example_head()
     >>> A.shape, bool(np.allclose(A.sum(1), 1.0)), bool((A > 0).all())
     ((8, 8), True, True)
@@ -66,7 +66,7 @@ def example_head(n: int = 8, *, seed: int = 0, scale: float = 3.0) -> np.ndarray
     return A
 
 
-def example_input() -> MatrixInput:
+def example_matrix_input() -> MatrixInput:
     """Two 4 x 4 matrices as read from an input file: the identity and the uniform matrix.
 
     At eps = 0.5 the identity has ``r_eps = 4`` (a rank-k approximant leaves some row
@@ -81,8 +81,8 @@ def example_input() -> MatrixInput:
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.brackets.examples import example_input
-    >>> data = example_input()
+    >>> from analysis.datasets import example_matrix_input
+    >>> data = example_matrix_input()
     >>> data.A.shape, bool(np.array_equal(data.A[0], np.eye(4))), data.A[1].max()
     ((2, 4, 4), True, np.float64(0.25))
     """
@@ -90,8 +90,8 @@ def example_input() -> MatrixInput:
     return MatrixInput(A, [0, 0], [0, 1], "sha-of-the-input-file", None, False)
 
 
-def example_result() -> tuple[MatrixInput, dict[str, Any]]:
-    """:func:`example_input` and its ``attnrank bracket`` result at eps = 0.5, witnesses in.
+def example_bracket_result() -> tuple[MatrixInput, dict[str, Any]]:
+    """:func:`example_matrix_input` and its ``attnrank bracket`` result at eps = 0.5, witnesses in.
 
     Returns
     -------
@@ -101,11 +101,11 @@ def example_result() -> tuple[MatrixInput, dict[str, Any]]:
 
     Examples
     --------
-    >>> from analysis.brackets.examples import example_result
-    >>> data, result = example_result()
+    >>> from analysis.datasets import example_bracket_result
+    >>> data, result = example_bracket_result()
     >>> [m["brackets"][0]["lower"] for m in result["matrices"]]  # r_0.5 = 4 and 1
     [4, 1]
     """
-    data = example_input()
+    data = example_matrix_input()
     profs = profile_file(data, eps=(0.5,), effort="fast", execution=Execution(progress=False))
     return data, result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)

@@ -160,9 +160,9 @@ def profile_file(
     The identity has ``r_eps = 4`` and the uniform matrix rank 1; a second run with the
     same checkpoint reuses the stored (re-verified) profiles:
 
-    >>> from analysis.brackets.examples import example_input
+    >>> from analysis.datasets import example_matrix_input
     >>> from analysis.brackets.io import Execution, profile_file
-    >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
+    >>> data = example_matrix_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
     >>> quiet = Execution(progress=False)
     >>> profs = profile_file(data, eps=(0.5,), effort="fast", checkpoint="ck.jsonl", execution=quiet)
     >>> [p.bracket(0.5) for p in profs]
@@ -293,9 +293,9 @@ def result_json(
 
     Examples
     --------
-    >>> from analysis.brackets.examples import example_input
+    >>> from analysis.datasets import example_matrix_input
     >>> from analysis.brackets.io import Execution, profile_file, result_json
-    >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
+    >>> data = example_matrix_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
     >>> profs = profile_file(data, eps=(0.5,), effort="fast", execution=Execution(progress=False))
     >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
     >>> sorted(result)
@@ -360,9 +360,9 @@ class ResultWriter:
     Examples
     --------
     >>> import json
-    >>> from analysis.brackets.examples import example_input
+    >>> from analysis.datasets import example_matrix_input
     >>> from analysis.brackets.io import Execution, ResultWriter, profile_file, result_json
-    >>> data = example_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
+    >>> data = example_matrix_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
     >>> writer = ResultWriter(data, eps=(0.5,), effort="fast", witnesses=True)
     >>> quiet = Execution(progress=False)
     >>> profs = profile_file(data, eps=(0.5,), effort="fast", on_profile=writer.add, execution=quiet)

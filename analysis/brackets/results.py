@@ -151,9 +151,9 @@ def check_result(data: MatrixInput, result: dict[str, Any]) -> list[str]:
     Examples
     --------
     >>> import copy
-    >>> from analysis.brackets.examples import example_result
+    >>> from analysis.datasets import example_bracket_result
     >>> from analysis.brackets.results import check_result
-    >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
+    >>> data, result = example_bracket_result()  # the identity and the uniform matrix, eps = 0.5
     >>> check_result(data, result)
     []
     >>> bad = copy.deepcopy(result)
@@ -312,8 +312,8 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
     Two ends per matrix, each re-certified; a damaged witness (the identity's rank-4
     witness ``U W^T = I`` scaled to ``0.3 I``, off by 0.7 in every row) fails:
 
-    >>> from analysis.brackets.examples import example_result
-    >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
+    >>> from analysis.datasets import example_bracket_result
+    >>> data, result = example_bracket_result()  # the identity and the uniform matrix, eps = 0.5
     >>> from analysis.brackets.results import verify_result
     >>> verify_result(data, result)
     VerifyReport(status=0, checked=4, messages=[])
@@ -419,8 +419,8 @@ def bracket_frame(
 
     Examples
     --------
-    >>> from analysis.brackets.examples import example_result
-    >>> data, result = example_result()  # the identity and the uniform matrix, eps = 0.5
+    >>> from analysis.datasets import example_bracket_result
+    >>> data, result = example_bracket_result()  # the identity and the uniform matrix, eps = 0.5
     >>> from analysis.brackets.results import bracket_frame
     >>> bracket_frame(result, data)
        index  eps  lower  upper

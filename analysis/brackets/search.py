@@ -319,7 +319,7 @@ def close_brackets(
     profile's witnesses are kept, so the bracket can only narrow (here it closes):
 
     >>> from analysis.brackets import close_brackets, profile_matrix
-    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.datasets import example_head
     >>> A = example_head()
     >>> fast = profile_matrix(A, eps=(0.2,), effort="fast", prune=False)
     >>> closed = close_brackets(A, fast, effort="default")

@@ -329,7 +329,7 @@ def refine(bs, caches, targets: Sequence[float], settings: SearchSettings, devic
 
     >>> from analysis.brackets import stages
     >>> from analysis.brackets.settings import search_settings
-    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.datasets import example_head
     >>> A = example_head(seed=3)  # a random 8 x 8 head
     >>> b = stages.Builder(A, None)
     >>> stages.trivial_witnesses(b)
@@ -432,7 +432,7 @@ def close(
 
     >>> from analysis.brackets import stages
     >>> from analysis.brackets.settings import search_settings
-    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.datasets import example_head
     >>> A = example_head()  # a random 8 x 8 head
     >>> b = stages.Builder(A, None)
     >>> stages.trivial_witnesses(b)
@@ -515,7 +515,7 @@ def prune(b: Builder, keep_eps: Sequence[float]) -> None:
     unchanged:
 
     >>> from analysis.brackets import stages
-    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.datasets import example_head
     >>> b = stages.Builder(example_head(), None)
     >>> stages.trivial_witnesses(b)
     >>> _ = stages.cheap_stage(b, [0.1, 0.2])

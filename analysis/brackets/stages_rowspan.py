@@ -34,7 +34,7 @@ def rowspan_scan(bs, caches, targets: Sequence[float], settings: RowSpanSettings
     On a random 8 x 8 head the scan lifts the cheap stage's lower end at eps = 0.2:
 
     >>> from analysis.brackets import stages, stages_rowspan
-    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.datasets import example_head
     >>> from analysis.brackets.settings import rowspan_settings
     >>> b = stages.Builder(example_head(), None)
     >>> stages.trivial_witnesses(b)
@@ -147,7 +147,7 @@ def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, devi
     Examples
     --------
     >>> from analysis.brackets import stages, stages_rowspan
-    >>> from analysis.brackets.examples import example_head
+    >>> from analysis.datasets import example_head
     >>> from analysis.brackets.settings import rowspan_settings
     >>> s = rowspan_settings("default")
     >>> b = stages.Builder(example_head(seed=3), None)

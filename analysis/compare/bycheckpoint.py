@@ -231,10 +231,10 @@ def held_out_predictions(result: ComparisonResult, table: pd.DataFrame) -> pd.Da
 
     Examples
     --------
-    With the table and result of :func:`~analysis.compare.examples.example_comparison`
+    With the table and result of :func:`~analysis.datasets.example_comparison`
     (:class:`~analysis.compare.nested.NestedComparison`'s example):
 
-    >>> from analysis.compare.examples import example_comparison
+    >>> from analysis.datasets import example_comparison
     >>> table, result = example_comparison()
     >>> from analysis.compare.bycheckpoint import held_out_predictions
     >>> predictions = held_out_predictions(result, table)
@@ -423,11 +423,11 @@ def effects_by_checkpoint(
 
     Examples
     --------
-    With the table and result of :func:`~analysis.compare.examples.example_comparison`
+    With the table and result of :func:`~analysis.datasets.example_comparison`
     (:class:`~analysis.compare.nested.NestedComparison`'s example), three held-out heads in
     each of the checkpoints ``ck-a`` and ``ck-b``:
 
-    >>> from analysis.compare.examples import example_comparison
+    >>> from analysis.datasets import example_comparison
     >>> table, result = example_comparison()
     >>> from analysis.compare.bycheckpoint import effects_by_checkpoint
     >>> effects = effects_by_checkpoint(result, table, seed=0)

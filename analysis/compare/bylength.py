@@ -224,11 +224,11 @@ def effects_by_length(
 
     Examples
     --------
-    With the table and result of :func:`~analysis.compare.examples.example_comparison`,
+    With the table and result of :func:`~analysis.datasets.example_comparison`,
     whose heads' first two cells are given length 64 and last two 128:
 
     >>> import numpy as np
-    >>> from analysis.compare.examples import example_comparison
+    >>> from analysis.datasets import example_comparison
     >>> table, result = example_comparison()
     >>> table = table.assign(length=np.tile([64, 64, 128, 128], 20))
     >>> from analysis.compare.bylength import effects_by_length

@@ -265,7 +265,7 @@ class PreparedCovariates:
     Made by :func:`prepare_covariates`:
 
     >>> import numpy as np
-    >>> from analysis.compare.examples import example_covariate_table
+    >>> from analysis.datasets import example_covariate_table
     >>> table = example_covariate_table()
     >>> train = np.arange(12) < 9
     >>> from analysis.compare.covariates import prepare_covariates
@@ -443,7 +443,7 @@ def prepare_covariates(
     and ``rich__const`` is constant:
 
     >>> import numpy as np
-    >>> from analysis.compare.examples import example_covariate_table
+    >>> from analysis.datasets import example_covariate_table
     >>> table = example_covariate_table()
     >>> train = np.arange(12) < 9
     >>> from analysis.compare.covariates import head_folds, prepare_covariates

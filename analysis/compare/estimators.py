@@ -98,7 +98,7 @@ class IntervalRegression(GenericLikelihoodModel):
     A statsmodels likelihood model; :func:`fit_interval` is the usual way to fit it.
 
     >>> import numpy as np
-    >>> from analysis.compare.examples import example_intervals
+    >>> from analysis.datasets import example_intervals
     >>> x, lower, upper = example_intervals()  # brackets of y = 1 + 2 x + noise
     >>> from analysis.compare.estimators import IntervalRegression
     >>> model = IntervalRegression(lower, upper, np.column_stack([np.ones(40), x]))
@@ -281,7 +281,7 @@ def fit_interval(
 
     Examples
     --------
-    >>> from analysis.compare.examples import example_intervals
+    >>> from analysis.datasets import example_intervals
     >>> x, lower, upper = example_intervals()  # brackets of y = 1 + 2 x + noise
     >>> from analysis.compare.estimators import fit_interval
     >>> model = fit_interval(x[:, None], lower, upper, cov=True)
@@ -352,7 +352,7 @@ def fit_ols(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> FittedModel:
 
     Examples
     --------
-    >>> from analysis.compare.examples import example_intervals
+    >>> from analysis.datasets import example_intervals
     >>> x, lower, upper = example_intervals()  # brackets of y = 1 + 2 x + noise
     >>> from analysis.compare.estimators import fit_ols
     >>> model = fit_ols(x[:, None], lower, upper)
@@ -401,7 +401,7 @@ def fit_ridge(
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.compare.examples import example_intervals
+    >>> from analysis.datasets import example_intervals
     >>> x, lower, upper = example_intervals()  # brackets of y = 1 + 2 x + noise
     >>> from analysis.compare.estimators import fit_ridge
     >>> heads = np.repeat(np.arange(8), 5)

@@ -23,7 +23,7 @@ __all__ = [
     "example_covariate_table",
     "example_head_table",
     "example_intervals",
-    "example_table",
+    "example_comparison_table",
 ]
 
 EXAMPLE_MODELS: dict[str, list[str]] = {
@@ -31,7 +31,7 @@ EXAMPLE_MODELS: dict[str, list[str]] = {
     "rich": ["base", "rich"],
     "noisy": ["base", "noise"],
 }
-"""The nested models of :func:`example_table`: ``rich`` adds a block that carries
+"""The nested models of :func:`example_comparison_table`: ``rich`` adds a block that carries
 information, ``noisy`` one that carries none."""
 
 
@@ -46,7 +46,7 @@ def example_cells() -> pd.DataFrame:
 
     Heads 0-9 are checkpoint ``ck-a`` and 10-19 ``ck-b`` (column ``stratum``); heads
     whose number ends in 7, 8 or 9 are held out, 3 in each checkpoint. The tables of
-    :func:`example_table` and :func:`analysis.study.examples.example_study_table` add
+    :func:`example_comparison_table` and :func:`analysis.datasets.example_study_table` add
     covariates and brackets to these rows.
 
     Returns
@@ -57,7 +57,7 @@ def example_cells() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.compare.examples import example_cells
+    >>> from analysis.datasets import example_cells
     >>> cells = example_cells()
     >>> len(cells), sorted(cells.loc[cells["held_out"], "cluster"].unique().tolist())
     (80, [7, 8, 9, 17, 18, 19])
@@ -73,7 +73,7 @@ def example_cells() -> pd.DataFrame:
     )
 
 
-def example_table() -> pd.DataFrame:
+def example_comparison_table() -> pd.DataFrame:
     """80 cells of 20 heads, 6 heads held out, with a latent rank in two of three blocks.
 
     The rows are :func:`example_cells`. The covariates
@@ -89,8 +89,8 @@ def example_table() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.compare.examples import example_table
-    >>> table = example_table()
+    >>> from analysis.datasets import example_comparison_table
+    >>> table = example_comparison_table()
     >>> table.shape, table.loc[table["held_out"], "cluster"].nunique()
     ((80, 9), 6)
     >>> table.loc[table["held_out"]].groupby("stratum")["cluster"].nunique().to_dict()
@@ -107,7 +107,7 @@ def example_table() -> pd.DataFrame:
 
 
 def example_comparison() -> tuple[pd.DataFrame, ComparisonResult]:
-    """:func:`example_table` and its comparison of :data:`EXAMPLE_MODELS`.
+    """:func:`example_comparison_table` and its comparison of :data:`EXAMPLE_MODELS`.
 
     The family is ``base < rich`` and ``base < noisy``, on the interval squared loss,
     with 199 bootstrap replicates (a real study uses thousands) and seed 0.
@@ -119,13 +119,13 @@ def example_comparison() -> tuple[pd.DataFrame, ComparisonResult]:
 
     Examples
     --------
-    >>> from analysis.compare.examples import example_comparison
+    >>> from analysis.datasets import example_comparison
     >>> table, result = example_comparison()
     >>> frame = result.to_frame().set_index("pair")
     >>> frame["adds_information"].to_dict()  # rich__z enters y, noise__w does not
     {'base<rich': True, 'base<noisy': False}
     """
-    table = example_table()
+    table = example_comparison_table()
     spec = ComparisonSpec(
         models=EXAMPLE_MODELS,
         family=[("base", "rich"), ("base", "noisy")],
@@ -152,7 +152,7 @@ def example_head_table() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.compare.examples import example_head_table
+    >>> from analysis.datasets import example_head_table
     >>> table = example_head_table()
     >>> table.groupby("cluster").size().unique().tolist(), sorted(table["length"].unique().tolist())
     ([6], [16, 32])
@@ -188,7 +188,7 @@ def example_intervals() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.compare.examples import example_intervals
+    >>> from analysis.datasets import example_intervals
     >>> x, lower, upper = example_intervals()
     >>> x.shape, bool(np.all(upper - lower == 1)), bool(np.all(lower == np.floor(lower)))
     ((40,), True, True)
@@ -217,7 +217,7 @@ def example_covariate_table() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.compare.examples import example_covariate_table
+    >>> from analysis.datasets import example_covariate_table
     >>> table = example_covariate_table()
     >>> table[["y_lower", "base__size", "base__twice", "rich__const"]].tail(2).values.tolist()
     [[3.0, 11.0, 22.0, 1.0], [4.0, 12.0, 24.0, 1.0]]

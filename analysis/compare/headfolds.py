@@ -196,7 +196,7 @@ def head_level_folds(
 
     Examples
     --------
-    >>> from analysis.compare.examples import example_head_table
+    >>> from analysis.datasets import example_head_table
     >>> table = example_head_table()  # 8 training heads: inputs a, b, c at 2 lengths
     >>> from analysis.compare.headfolds import head_level_folds
     >>> folds, how = head_level_folds(table, "within_head")

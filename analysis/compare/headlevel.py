@@ -124,7 +124,7 @@ class HeadLevelResult:
     Made by :class:`HeadLevelAnalysis`; with three inputs at every length and eight
     heads, both questions can be answered:
 
-    >>> from analysis.compare.examples import example_head_table
+    >>> from analysis.datasets import example_head_table
     >>> from analysis.compare.headlevel import HeadLevelAnalysis, HeadLevelSpec
     >>> spec = HeadLevelSpec(models={"base": ["base"]}, estimator="ols")
     >>> result = HeadLevelAnalysis(spec).fit(example_head_table())
@@ -331,7 +331,7 @@ class HeadLevelAnalysis:
     --------
     Eight heads with head effects; ``rich__z`` predicts within and across heads:
 
-    >>> from analysis.compare.examples import example_head_table
+    >>> from analysis.datasets import example_head_table
     >>> table = example_head_table()  # 8 training heads: inputs a, b, c at 2 lengths
     >>> from analysis.compare.headlevel import HeadLevelAnalysis, HeadLevelSpec
     >>> spec = HeadLevelSpec(

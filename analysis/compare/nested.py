@@ -308,8 +308,8 @@ class NestedComparison:
     A latent log2 rank that depends on ``base__x`` and ``rich__z`` but not on
     ``noise__w``, seen only as brackets of width 1:
 
-    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
-    >>> table = example_table()  # 80 cells of 20 heads, 6 heads held out
+    >>> from analysis.datasets import EXAMPLE_MODELS, example_comparison_table
+    >>> table = example_comparison_table()  # 80 cells of 20 heads, 6 heads held out
     >>> from analysis.compare import ComparisonSpec, NestedComparison
     >>> spec = ComparisonSpec(
     ...     models=EXAMPLE_MODELS, family=[("base", "rich"), ("base", "noisy")],

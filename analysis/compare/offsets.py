@@ -108,7 +108,7 @@ def add_checkpoint_effects(
 
     >>> import numpy as np
     >>> from analysis.compare.covariates import prepare_covariates
-    >>> from analysis.compare.examples import example_covariate_table
+    >>> from analysis.datasets import example_covariate_table
     >>> from analysis.compare.offsets import add_checkpoint_effects
     >>> table = example_covariate_table()
     >>> table["rich__label"] = (table["base__size"] >= 4).astype(float)
@@ -352,12 +352,12 @@ def family_sensitivity(
     ``checkpoint_effects=True``:
 
     >>> from analysis.compare import ComparisonSpec, NestedComparison
-    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
+    >>> from analysis.datasets import EXAMPLE_MODELS, example_comparison_table
     >>> spec = ComparisonSpec(
     ...     models=EXAMPLE_MODELS, family=[("base", "rich")], estimator="ols",
     ...     metrics=["interval_sq_loss"], n_boot=99, random_state=0, checkpoint_effects=True,
     ... )
-    >>> result = NestedComparison(spec).fit(example_table())
+    >>> result = NestedComparison(spec).fit(example_comparison_table())
     >>> result.columns["base"]  # M0 gets the checkpoint effect too
     ('base__x', 'checkpoint__ck-b')
     >>> result.sensitivity["subset"].tolist()  # every bracket of the table has width 1

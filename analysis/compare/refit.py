@@ -108,12 +108,12 @@ def refit_bootstrap_rows(
     ``refit_replicates=R``:
 
     >>> from analysis.compare import ComparisonSpec, NestedComparison
-    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
+    >>> from analysis.datasets import EXAMPLE_MODELS, example_comparison_table
     >>> spec = ComparisonSpec(
     ...     models=EXAMPLE_MODELS, family=[("base", "rich")], estimator="ols",
     ...     metrics=["interval_sq_loss"], n_boot=99, random_state=0, refit_replicates=20,
     ... )
-    >>> result = NestedComparison(spec).fit(example_table())
+    >>> result = NestedComparison(spec).fit(example_comparison_table())
     >>> row = result.sensitivity.iloc[0]
     >>> row["analysis"], row["subset"], bool(row["ci_low"] < row["effect"] < row["ci_high"])
     ('sensitivity: refit bootstrap', '20 refits resampling head', True)

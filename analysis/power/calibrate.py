@@ -125,7 +125,7 @@ def simulated_m0_losses(
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> from analysis.datasets import example_sizes, example_widths
     >>> from analysis.power.calibrate import simulated_m0_losses
     >>> from analysis.power.inputs import PowerAssumptions
     >>> seeds = np.random.SeedSequence(0).spawn(2)
@@ -219,7 +219,7 @@ def calibrate_scales(
     Calibrating a one-stratum design back to a loss simulated at a known residual SD:
 
     >>> import numpy as np
-    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> from analysis.datasets import example_sizes, example_widths
     >>> from analysis.power.calibrate import calibrate_scales, simulated_m0_losses
     >>> from analysis.power.inputs import PowerAssumptions
     >>> sizes, widths = example_sizes(), example_widths()

@@ -180,7 +180,7 @@ def power_curve(
     --------
     One effect and one head share, four studies each (a real curve needs hundreds):
 
-    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> from analysis.datasets import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.power.curve import power_curve

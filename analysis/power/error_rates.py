@@ -206,7 +206,7 @@ def validate_comparison(
     A small study (made-up reference widths), two studies per share, no MDE bisection:
 
     >>> from analysis.power.inputs import PowerAssumptions
-    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> from analysis.datasets import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.power.error_rates import validate_comparison

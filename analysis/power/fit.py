@@ -134,9 +134,9 @@ def reference_m0_losses(
 
     Examples
     --------
-    >>> from analysis.compare.examples import EXAMPLE_MODELS, example_table
+    >>> from analysis.datasets import EXAMPLE_MODELS, example_comparison_table
     >>> from analysis.power.fit import reference_m0_losses
-    >>> table = example_table().drop(columns="held_out")
+    >>> table = example_comparison_table().drop(columns="held_out")
     >>> losses, how = reference_m0_losses(table, EXAMPLE_MODELS, ("base", "rich"), folds=3,
     ...                                   comparison_kwargs={"estimator": "ols"})
     >>> sorted(losses), bool(losses["all"] > 0), how[:28]
@@ -311,7 +311,7 @@ def fit_assumptions(
     --------
     A study simulated with known parameters, fitted back (its training cells only):
 
-    >>> from analysis.prereg.examples import example_widths
+    >>> from analysis.datasets import example_widths
     >>> from analysis.power import (PowerAssumptions, SIMULATED_COVARIATES, StudySizes,
     ...                             simulate_study)
     >>> from analysis.power.fit import TrainingCells, fit_assumptions

@@ -478,7 +478,7 @@ def sizes_from_design(
     folder, with covariate counts given:
 
     >>> from analysis.power.inputs import sizes_from_design
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> _ = write_example_design("toy.toml")
     >>> sizes = sizes_from_design("toy.toml", features={"baseline": 11, "native": 13})
     >>> sizes.n_heads, sizes.n_held_out, sizes.strata, sizes.n_boot

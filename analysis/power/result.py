@@ -66,9 +66,9 @@ class HypothesisPower:
     Examples
     --------
     Made by :func:`~analysis.power.error_rates.validate_comparison`, one per simulated hypothesis (here by
-    :func:`analysis.prereg.examples.example_validation`):
+    :func:`analysis.datasets.example_validation`):
 
-    >>> from analysis.prereg.examples import example_validation
+    >>> from analysis.datasets import example_validation
     >>> result = example_validation()  # 2 studies per share: far too few for real use
     >>> h = result.hypotheses[0]
     >>> h.hypothesis, h.pair, h.signal, h.size_simple.n
@@ -222,9 +222,9 @@ class ValidationResult:
     Examples
     --------
     Made by :func:`~analysis.power.error_rates.validate_comparison` (here by
-    :func:`analysis.prereg.examples.example_validation`):
+    :func:`analysis.datasets.example_validation`):
 
-    >>> from analysis.prereg.examples import example_validation
+    >>> from analysis.datasets import example_validation
     >>> result = example_validation()  # 2 studies per share: far too few for real use
     >>> result.confirmatory.hypothesis, result.simulations, result.alpha
     ('M0<M1', 2, 0.05)

@@ -133,7 +133,7 @@ def simulate_study(
     --------
     A small study (reference widths made up for the example):
 
-    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> from analysis.datasets import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.power.simulate import simulate_study
@@ -307,7 +307,7 @@ def simulated_comparison(
 
     Examples
     --------
-    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> from analysis.datasets import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.power.simulate import simulate_study, simulated_comparison
@@ -493,7 +493,7 @@ def simulated_decisions(
     Five studies where ``native`` explains half the variance M0 leaves, and five at the
     null:
 
-    >>> from analysis.prereg.examples import example_sizes, example_widths
+    >>> from analysis.datasets import example_sizes, example_widths
     >>> sizes = example_sizes()  # 16 heads (6 held out), 2 cells each, one pair
     >>> widths = example_widths()  # five brackets at eps = 0.1
     >>> from analysis.power.simulate import simulated_decisions

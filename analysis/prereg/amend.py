@@ -105,7 +105,7 @@ def amend_design(
 
     Examples
     --------
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.amend import amend_design
     >>> from analysis.prereg.lock import check_design, deviations_path
     >>> from analysis.prereg.lock import lock_design

@@ -224,7 +224,7 @@ def load_design(path: str | Path, *, require_held_out: bool = True) -> Design:
 
     >>> from pathlib import Path
     >>> from analysis.prereg.design import draw_held_out, load_design, write_held_out
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> text = write_example_design("toy.toml", held_out=None).read_text(encoding="utf-8")
     >>> design = load_design("toy.toml", require_held_out=False)
     >>> design.models, design.family, len(design.sha256)

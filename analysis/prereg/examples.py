@@ -106,7 +106,7 @@ def write_example_design(
     Examples
     --------
     >>> from analysis.prereg import load_design
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> path = write_example_design("toy/design.toml", temperatures=(0.5, 1.0))
     >>> design = load_design(path)
     >>> design.models, design.held_out
@@ -159,7 +159,7 @@ def example_sizes() -> StudySizes:
 
     Examples
     --------
-    >>> from analysis.prereg.examples import example_sizes
+    >>> from analysis.datasets import example_sizes
     >>> sizes = example_sizes()
     >>> sizes.n_heads, sizes.n_held_out, len(sizes.temperatures) * len(sizes.eps)
     (16, 6, 2)
@@ -188,7 +188,7 @@ def example_widths() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.prereg.examples import example_widths
+    >>> from analysis.datasets import example_widths
     >>> print(example_widths().to_string(index=False))
      eps  lower  upper  width
      0.1      2      4    1.0
@@ -216,7 +216,7 @@ def example_validation() -> ValidationResult:
 
     Examples
     --------
-    >>> from analysis.prereg.examples import example_validation
+    >>> from analysis.datasets import example_validation
     >>> result = example_validation()
     >>> result.simulations, [h.hypothesis for h in result.hypotheses]
     (2, ['M0<M1'])

@@ -134,7 +134,7 @@ class Lock:
     Made by :func:`require_locked`:
 
     >>> import json
-    >>> from analysis.prereg.examples import EXAMPLE_HELD_OUT, write_example_design
+    >>> from analysis.datasets import EXAMPLE_HELD_OUT, write_example_design
     >>> from analysis.prereg.lock import lock_design, lock_path, require_locked
     >>> path = write_example_design("lock_record.toml")
     >>> record = lock_design(path)
@@ -335,7 +335,7 @@ def lock_design(
     --------
     >>> import json
     >>> from analysis.prereg import design_sha256, load_design
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock import lock_design, lock_path
     >>> path = write_example_design("locked.toml")
     >>> record = lock_design(path, features={"baseline": ["log_n"], "native": ["kappa"]})
@@ -400,7 +400,7 @@ def check_design(
 
     Examples
     --------
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock import check_design, lock_design
     >>> _ = lock_design(write_example_design("checked.toml"))
     >>> check_design("checked.toml")
@@ -453,7 +453,7 @@ def require_locked(
 
     Examples
     --------
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock import lock_design, require_locked
     >>> path = write_example_design("required.toml")
     >>> _ = lock_design(path)
@@ -501,7 +501,7 @@ def verify_blocks(lock: Lock, *, features: Features, versions: Versions) -> None
 
     Examples
     --------
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock import lock_design, require_locked, verify_blocks
     >>> path = write_example_design("verified.toml")
     >>> features = {"baseline": ["log_n"], "native": ["kappa"]}
@@ -539,7 +539,7 @@ def check_descriptor_columns(lock: Lock, columns: Sequence[str]) -> None:
 
     Examples
     --------
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock import check_descriptor_columns, lock_design
     >>> from analysis.prereg.lock import require_locked
     >>> path = write_example_design("columns.toml")

@@ -133,7 +133,7 @@ def design_blocks(design: Design) -> list[str]:
     The example design's models are ``M0 = [baseline]`` and ``M1 = [baseline, native]``:
 
     >>> from analysis.prereg import load_design
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock_diff import design_blocks
     >>> design_blocks(load_design(write_example_design("blocks.toml")))
     ['baseline', 'native']
@@ -283,7 +283,7 @@ def block_changes(
     Examples
     --------
     >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock_diff import block_changes
     >>> path = write_example_design("block_changes.toml")
     >>> features = {"baseline": ["log_n"], "native": ["kappa"]}
@@ -382,7 +382,7 @@ def design_changes(
     A design locked as written, then edited:
 
     >>> from analysis import prereg
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock_diff import design_changes
     >>> record = prereg.lock_design(write_example_design("drift.toml"))
     >>> design_changes(record, prereg.load_design("drift.toml"), None)
@@ -471,7 +471,7 @@ def sections_changed(record: Mapping[str, Any], design: Design) -> list[str]:
     outside the ``held_out`` section's hash, yet counts as that section):
 
     >>> from analysis.prereg import load_design, lock_design
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> from analysis.prereg.lock_diff import sections_changed
     >>> record = lock_design(write_example_design("sections.toml"))
     >>> path = write_example_design("sections.toml", eps=(0.2,),

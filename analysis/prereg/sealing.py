@@ -82,7 +82,7 @@ class SealedCells:
     >>> import pandas as pd
     >>> from analysis.prereg.lock import lock_design
     >>> from analysis.prereg.sealing import SealedCells
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> _ = write_example_design("toy.toml")
     >>> _ = lock_design("toy.toml")
     >>> heads = [f"org/tiny:{layer}:{head}" for layer in range(2) for head in range(4)]

@@ -79,7 +79,7 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
     without a hypothesis gets an empty ``hypothesis``:
 
     >>> from dataclasses import replace
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> comp = pd.DataFrame({"pair": ["M0<M2", "M0<M1", "M0<M1"], "metric": ["loss", "r2", "loss"],
     ...                      "effect": [0.0, 0.2, 0.3], "p_holm": [None, 0.02, 0.01],
     ...                      "lock_sha256": "ab"})
@@ -151,7 +151,7 @@ def by_checkpoint_table(results: StudyResults) -> pd.DataFrame | None:
     --------
     >>> from dataclasses import replace
     >>> from analysis.report.design import ReportDesign, ReportHypothesis as H
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> design = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),), by_checkpoint=True)
     >>> cols = [c for c in BY_CHECKPOINT_TABLE_COLUMNS if c != "kind"]
     >>> bc = pd.DataFrame([["H1", "M0<M1", "loss", ck, 1, 2, 1.0, 0.9, 0.1, 0.0, 0.2, 0.04, "ok"]
@@ -191,7 +191,7 @@ def by_length_table(results: StudyResults) -> pd.DataFrame | None:
     --------
     >>> from dataclasses import replace
     >>> from analysis.report.design import ReportDesign, ReportHypothesis as H
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> design = ReportDesign(hypotheses=(H("H1", "confirmatory", "M0", "M1"),), by_length=True)
     >>> cols = [c for c in BY_LENGTH_TABLE_COLUMNS if c != "kind"]
     >>> bl = pd.DataFrame([["H1", "M0<M1", "loss", n, 1, 2, 1.0, 0.9, 0.1, 0.0, 0.2, 0.04, "ok"]
@@ -216,7 +216,7 @@ def lr_table(results: StudyResults) -> pd.DataFrame | None:
     Examples
     --------
     >>> from dataclasses import replace
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> lr = pd.DataFrame({"pair": ["M0<M1"], "p_value": [0.03]}, index=[7])
     >>> lr_table(replace(example_table_results(), lr_tests=lr))
         pair  p_value
@@ -249,7 +249,7 @@ def head_level_table(results: StudyResults) -> pd.DataFrame | None:
     Two models, each with the three (question, fixed effects) sides:
 
     >>> from dataclasses import replace
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> sides = [("within_head", False), ("within_head", True), ("across_head", False)]
     >>> hl = pd.DataFrame([dict(model=m, blocks=b, question=q, fixed_effects=fe,
     ...                         cv_loss=loss + i, gain_vs_base=gain)

@@ -1,6 +1,6 @@
 """Small report inputs for the documentation: a one-hypothesis design and toy results.
 
-Like :mod:`analysis.study.examples` for the study, these helpers make the same small
+Like :mod:`analysis.datasets` for the study, these helpers make the same small
 :class:`~analysis.report.results.StudyResults` that the ``Examples`` sections of
 :mod:`analysis.report` start from, so each example states only what it shows. They are
 made-up tables of a few cells (nothing here is a result) and import nothing outside
@@ -19,13 +19,13 @@ from analysis.report.results import BRACKET_COLUMNS, StudyResults
 
 __all__ = [
     "example_checkpoint_results",
-    "example_design",
-    "example_results",
+    "example_report_design",
+    "example_study_results",
     "example_table_results",
 ]
 
 
-def example_design(**fields: Any) -> ReportDesign:
+def example_report_design(**fields: Any) -> ReportDesign:
     """A report design with one confirmatory hypothesis, H1: ``M0`` against ``M1``.
 
     Parameters
@@ -40,15 +40,15 @@ def example_design(**fields: Any) -> ReportDesign:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_design
-    >>> d = example_design(alpha=0.05)
+    >>> from analysis.datasets import example_report_design
+    >>> d = example_report_design(alpha=0.05)
     >>> [(h.id, h.kind, h.base, h.rich) for h in d.hypotheses], d.alpha
     ([('H1', 'confirmatory', 'M0', 'M1')], 0.05)
     """
     return ReportDesign(hypotheses=(ReportHypothesis("H1", "confirmatory", "M0", "M1"),), **fields)
 
 
-def example_results(**fields: Any) -> StudyResults:
+def example_study_results(**fields: Any) -> StudyResults:
     """Six real cells of one checkpoint and length, two heads, one cell with lo = 0.
 
     The cells ``a`` to ``f`` of ``org/a`` (family ``bert``) at N = 16: heads ``h1`` and
@@ -69,8 +69,8 @@ def example_results(**fields: Any) -> StudyResults:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_results
-    >>> r = example_results()
+    >>> from analysis.datasets import example_study_results
+    >>> r = example_study_results()
     >>> len(r.brackets), int(r.brackets["closed"].sum()), list(r.features.columns)
     (6, 1, ['cell_key', 'native__kappa'])
     """
@@ -106,7 +106,7 @@ def example_checkpoint_results(**fields: Any) -> StudyResults:
     Parameters
     ----------
     **fields
-        As for :func:`example_results`.
+        As for :func:`example_study_results`.
 
     Returns
     -------
@@ -115,7 +115,7 @@ def example_checkpoint_results(**fields: Any) -> StudyResults:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_checkpoint_results
+    >>> from analysis.datasets import example_checkpoint_results
     >>> r = example_checkpoint_results()
     >>> r.brackets.groupby("checkpoint")["length"].apply(list).to_dict()
     {'org/a': [16, 32], 'org/b': [16, 64]}
@@ -173,7 +173,7 @@ def example_table_results() -> StudyResults:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> r = example_table_results()
     >>> r.brackets["source"].value_counts().to_dict(), r.design.held_out
     ({'checkpoint': 4, 'synthetic': 3}, ('ck:0:1',))

@@ -42,7 +42,7 @@ def bracket_width_by_family(results: StudyResults) -> Figure | None:
     --------
     Four real cells; the one with lo = 0 has no hi / lo, so three (checkpoint, N) groups:
 
-    >>> from analysis.report.examples import example_checkpoint_results
+    >>> from analysis.datasets import example_checkpoint_results
     >>> fig = bracket_width_by_family(example_checkpoint_results())
     >>> ax, = fig.axes
     >>> [t.get_text().replace("\\n", " ") for t in ax.get_xticklabels()], ax.get_ylabel()
@@ -102,7 +102,7 @@ def predicted_vs_bracket(results: StudyResults) -> Figure | None:
 
     >>> import pandas as pd
     >>> from analysis.report.design import ReportDesign
-    >>> from analysis.report.examples import example_checkpoint_results
+    >>> from analysis.datasets import example_checkpoint_results
     >>> pred = pd.DataFrame({"cell_key": ["a", "c"] * 2, "cluster": ["h1", "h2"] * 2,
     ...     "checkpoint": ["org/a", "org/b"] * 2, "model": ["M0", "M0", "M1", "M1"],
     ...     "y_hat": [2.0, 1.0, 1.5, 2.0], "y_lower": [1.0, 2.0, 1.0, 2.0],

@@ -202,8 +202,8 @@ def rank_vs_eps(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_results
-    >>> ax, = rank_vs_eps(example_results()).axes  # one panel; every cell drawn (lo = 0 from 1)
+    >>> from analysis.datasets import example_study_results
+    >>> ax, = rank_vs_eps(example_study_results()).axes  # one panel; every cell drawn (lo = 0 from 1)
     >>> ax.get_xscale(), ax.get_title().split("\\n")
     ('log', ['org/a, N = 16', '(bert; 2 heads, 6 cells)'])
     """
@@ -228,12 +228,12 @@ def rank_vs_temperature(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_results
-    >>> r = example_results()
+    >>> from analysis.datasets import example_study_results
+    >>> r = example_study_results()
     >>> ax, = rank_vs_temperature(r).axes
     >>> ax.get_xlabel(), ax.get_title().endswith("6 cells)")
     ('temperature t (log$_2$ scale)', True)
-    >>> rank_vs_temperature(example_results(brackets=r.brackets[:0])) is None
+    >>> rank_vs_temperature(example_study_results(brackets=r.brackets[:0])) is None
     True
     """
     df, zero_lo = _plot_cells(results)
@@ -277,8 +277,8 @@ def bracket_width(results: StudyResults) -> Figure | None:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_results
-    >>> ax, = bracket_width(example_results()).axes  # the cell with lo = 0 has no hi / lo: 5 cells
+    >>> from analysis.datasets import example_study_results
+    >>> ax, = bracket_width(example_study_results()).axes  # the cell with lo = 0 has no hi / lo: 5 cells
     >>> ax.get_ylabel(), ax.get_title().endswith("5 cells)")
     ('hi / lo (log$_2$ scale)', True)
     """
@@ -322,8 +322,8 @@ def descriptors_vs_midpoint(
 
     Examples
     --------
-    >>> from analysis.report.examples import example_results
-    >>> r = example_results()
+    >>> from analysis.datasets import example_study_results
+    >>> r = example_study_results()
     >>> fig = descriptors_vs_midpoint(r)  # one descriptor (kappa) x two eps
     >>> [ax.get_title()[-7:] for ax in fig.axes]
     ['$ = 0.1', '$ = 0.2']

@@ -129,8 +129,8 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
 
     Examples
     --------
-    >>> from analysis.report.examples import example_design, example_results
-    >>> hypothesis_sentences(example_results(design=example_design(), skipped={"comparison": "x"}))
+    >>> from analysis.datasets import example_report_design, example_study_results
+    >>> hypothesis_sentences(example_study_results(design=example_report_design(), skipped={"comparison": "x"}))
     ['**H1** (confirmatory; M0<M1): not tested; the comparison has not run (x).']
     """
     design = results.design

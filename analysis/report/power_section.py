@@ -32,8 +32,8 @@ def hypothesis_power(results: StudyResults) -> dict[str, dict[str, str]]:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_design
-    >>> d = example_design()
+    >>> from analysis.datasets import example_report_design
+    >>> d = example_report_design()
     >>> sim = {"hypothesis": "H1", "power": {"rate": 0.81234, "share": 0.1}, "mde": 0.4}
     >>> hypothesis_power(StudyResults("t", "T", d, None, None, power={"hypotheses": [sim]}))
     {'H1': {'power': '0.812 at effect share 0.1', 'mde': '0.4'}}
@@ -64,8 +64,8 @@ def power_sentences(results: StudyResults) -> list[str]:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_design, example_results
-    >>> results = example_results(design=example_design(), power={"skipped": "no widths"})
+    >>> from analysis.datasets import example_report_design, example_study_results
+    >>> results = example_study_results(design=example_report_design(), power={"skipped": "no widths"})
     >>> power_sentences(results)
     ['**H1** (M0<M1): not simulated: no widths.']
     """
@@ -100,8 +100,8 @@ def power_section(results: StudyResults) -> list[str]:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_design, example_results
-    >>> results = example_results(design=example_design(), power={"skipped": "no widths"})
+    >>> from analysis.datasets import example_report_design, example_study_results
+    >>> results = example_study_results(design=example_report_design(), power={"skipped": "no widths"})
     >>> power_section(results)[2]
     'Not simulated: no widths.'
     """

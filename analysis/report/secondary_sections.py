@@ -84,7 +84,7 @@ def by_checkpoint_section(
     --------
     >>> from pathlib import Path
     >>> from analysis.report.design import ReportDesign
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> from dataclasses import replace
     >>> r = replace(example_table_results(), design=ReportDesign(by_checkpoint=True))
     >>> by_checkpoint_section(r, {}, {}, Path("."), metric_name="loss")[0]
@@ -135,7 +135,7 @@ def by_length_section(
     --------
     >>> from pathlib import Path
     >>> from analysis.report.design import ReportDesign
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> from dataclasses import replace
     >>> r = replace(example_table_results(), design=ReportDesign(by_length=True))
     >>> lines = by_length_section(r, {}, {}, Path("."), metric_name="loss")

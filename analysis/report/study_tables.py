@@ -86,10 +86,10 @@ def bracket_table(results: StudyResults) -> pd.DataFrame:
 
     Examples
     --------
-    In the toy study of :mod:`analysis.report.examples` each eps has one closed cell of two;
+    In the toy study of :mod:`analysis.datasets` each eps has one closed cell of two;
     at eps 0.1 the brackets are [2, 4] and [3, 3] (medians 2.5 and 3.5, hi/lo 2 and 1):
 
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> t = bracket_table(example_table_results())
     >>> t[["eps", "cells", "held_out_cells", "closed_share", "median_lo", "median_hi"]]
        eps  cells  held_out_cells  closed_share  median_lo  median_hi
@@ -109,7 +109,7 @@ def bracket_temperature_table(results: StudyResults) -> pd.DataFrame:
     --------
     The toy study has one temperature, so the rows are those of :func:`bracket_table`:
 
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> t = bracket_temperature_table(example_table_results())
     >>> t[["temperature", "eps", "cells", "median_hi"]]
        temperature  eps  cells  median_hi
@@ -130,7 +130,7 @@ def synthetic_table(results: StudyResults) -> pd.DataFrame | None:
     The toy study's three synthetic seeds, [2, 3], [4, 5] and [9, 10], pool into one row
     (median hi/lo = 5/4; a mean would give 5 for ``median_lo``):
 
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> t = synthetic_table(example_table_results())
     >>> t[["synthetic_family", "n", "cells", "median_lo", "median_hi", "median_hi_over_lo"]]
       synthetic_family  n  cells  median_lo  median_hi  median_hi_over_lo
@@ -157,7 +157,7 @@ def data_table(results: StudyResults) -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> t = data_table(example_table_results())
     >>> dict(zip(t["item"], t["count"].tolist()))  # doctest: +NORMALIZE_WHITESPACE
     {'checkpoints': 1, 'heads': 2, 'training_heads': 1, 'held_out_heads': 1,
@@ -201,7 +201,7 @@ def power_table(results: StudyResults) -> pd.DataFrame | None:
     One simulated hypothesis without a boundary null (its columns are NaN):
 
     >>> from dataclasses import replace
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> rate = lambda x: {"rate": x, "ci_low": x / 2, "ci_high": min(1.0, 2 * x)}
     >>> sim = {"hypothesis": "H1", "pair": "M0<M1", "signal": "native", "boundary_share": 0.0,
     ...        "size_simple": rate(0.04), "power": {**rate(0.8), "share": 0.1},
@@ -255,7 +255,7 @@ def descriptor_table(results: StudyResults) -> pd.DataFrame | None:
     The toy study's ``native__kappa`` is 1, 2, 3 and inf; its per-r diagnostic
     ``intrinsic__q_r3`` is left out:
 
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> descriptor_table(example_table_results())[["block", "feature", "finite", "infinite", "median"]]
         block feature  finite  infinite  median
     0  native   kappa       3         1     2.0
@@ -380,7 +380,7 @@ def build_tables(results: StudyResults) -> list[Table]:
     The toy study has no comparison, power, likelihood-ratio, head-level or by-checkpoint
     result, so those tables are skipped:
 
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> [t.name for t in build_tables(example_table_results())]
     ['data', 'brackets', 'brackets_temperature', 'descriptors', 'synthetic']
     """

@@ -124,9 +124,9 @@ def real_cells(results: StudyResults) -> pd.DataFrame:
 
     Examples
     --------
-    The toy study of :mod:`analysis.report.examples` has four real cells and three synthetic:
+    The toy study of :mod:`analysis.datasets` has four real cells and three synthetic:
 
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> real_cells(example_table_results())["cell_key"].tolist()
     ['r0', 'r1', 'r2', 'r3']
     """
@@ -139,7 +139,7 @@ def synthetic_cells(results: StudyResults) -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.report.examples import example_table_results
+    >>> from analysis.datasets import example_table_results
     >>> synthetic_cells(example_table_results())["cell_key"].tolist()
     ['s0', 's1', 's2']
     """

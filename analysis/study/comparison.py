@@ -113,7 +113,7 @@ def fit_comparisons(
     >>> from analysis.descriptors import builtin_registry
     >>> from analysis.prereg.design import Design
     >>> from analysis.study.comparison import fit_comparisons
-    >>> from analysis.study.examples import example_study_table
+    >>> from analysis.datasets import example_study_table
     >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
     >>> data = {
     ...     "models": {"M0": ["baseline"], "M1": ["baseline", "native"]},
@@ -197,7 +197,7 @@ def comparison_table(
     >>> import pandas as pd
     >>> from analysis.prereg import PreregistrationError
     >>> from analysis.study.comparison import comparison_table
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/table.toml")
     >>> brackets = pd.DataFrame({
     ...     "cell_key": ["c1", "c2", "c3"], "source": "checkpoint", "checkpoint": "org/tiny",
@@ -298,7 +298,7 @@ def stored_comparison_table(
     A locked study that has not run yet has nothing to read back:
 
     >>> from analysis.study.comparison import stored_comparison_table
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> _ = open_example_study("studies/stored.toml")
     >>> stored_comparison_table("studies/stored.toml")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -360,9 +360,9 @@ def secondary_by_checkpoint(
 
     >>> from analysis.compare import ComparisonSpec, NestedComparison
     >>> from analysis.study.comparison import secondary_by_checkpoint
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/secondary.toml")
-    >>> from analysis.study.examples import example_study_table
+    >>> from analysis.datasets import example_study_table
     >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
     >>> spec = ComparisonSpec(
     ...     models=study.design.models, log_columns=["native__kappa"],
@@ -421,7 +421,7 @@ def secondary_by_length(study: Study, result: Any, confirmatory: pd.DataFrame) -
 
     >>> from analysis.compare import ComparisonSpec, NestedComparison
     >>> from analysis.study.comparison import secondary_by_length
-    >>> from analysis.study.examples import example_study_table, open_example_study
+    >>> from analysis.datasets import example_study_table, open_example_study
     >>> study = open_example_study("studies/by-length.toml")
     >>> table = example_study_table()  # 20 heads of 4 cells, 6 held out; native informs y
     >>> spec = ComparisonSpec(
@@ -468,7 +468,7 @@ def compare_stage(
 
     >>> import pandas as pd
     >>> from analysis.study.comparison import compare_stage
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/stage.toml")
     >>> brackets = pd.DataFrame(columns=["cell_key", "source", "checkpoint", "head_id",
     ...     "held_out", "lo", "hi", "input_id", "length", "temperature", "eps"])

@@ -69,7 +69,7 @@ class Study:
     >>> from pathlib import Path
     >>> from analysis.prereg import PreregistrationError, load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> path = write_example_design("studies/toy.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> toml = path.read_text(encoding="utf-8")
     >>> facts = block_facts(load_design("studies/toy.toml"))

@@ -179,7 +179,7 @@ def descriptor_stage(
     >>> from analysis.study.describe import VERSIONS_FILE, descriptor_stage
     >>> from analysis.study.records import read_json
     >>> from analysis.study.stages import synthetic_stage
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/describe.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)

@@ -1,7 +1,7 @@
 """A small locked study and a tidy study table for the documentation of :mod:`analysis.study`.
 
 The design files of the examples come from
-:func:`analysis.prereg.examples.write_example_design`; this module locks and opens one as
+:func:`analysis.datasets.write_example_design`; this module locks and opens one as
 a study, and makes the table of released cells that a study's comparison stages read,
 with the built-in blocks' column names.
 """
@@ -13,9 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.compare.examples import example_cells
+from analysis.datasets import example_cells, write_example_design
 from analysis.prereg import load_design, lock_design
-from analysis.prereg.examples import write_example_design
 from analysis.study.core import Study, block_facts, engine_versions
 
 __all__ = ["example_study_table", "open_example_study"]
@@ -24,7 +23,7 @@ __all__ = ["example_study_table", "open_example_study"]
 def open_example_study(path: str | Path, *, synthetic: bool = False) -> Study:
     """Write the example design, lock it with the code's block facts and open it.
 
-    The design is :func:`analysis.prereg.examples.write_example_design` with
+    The design is :func:`analysis.datasets.write_example_design` with
     temperatures 0.5 and 1.0 and eps 0.1 and 0.2: 8 heads of ``org/tiny`` x 2 x 2 = 32
     planned real cells, two of the heads held out.
 
@@ -43,7 +42,7 @@ def open_example_study(path: str | Path, *, synthetic: bool = False) -> Study:
 
     Examples
     --------
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/toy.toml", synthetic=True)
     >>> study.plan.planned_real_cells, len(study.plan.synthetic), study.lock.held_out
     (32, 2, ('org/tiny:1:1', 'org/tiny:1:2'))
@@ -56,7 +55,7 @@ def open_example_study(path: str | Path, *, synthetic: bool = False) -> Study:
 def example_study_table() -> pd.DataFrame:
     """80 cells of 20 heads in two checkpoints, where the native block carries information.
 
-    The rows are :func:`analysis.compare.examples.example_cells`. Each head has
+    The rows are :func:`analysis.datasets.example_cells`. Each head has
     inputs ``a`` and ``b`` at lengths 16 and 32. ``baseline__entropy_mean`` is standard
     normal, ``native__kappa`` log-normal, and the latent log2 rank is
     ``y = 3 + baseline__entropy_mean + 0.8 log(native__kappa) + N(0, 0.3^2)``, seen only
@@ -71,7 +70,7 @@ def example_study_table() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from analysis.study.examples import example_study_table
+    >>> from analysis.datasets import example_study_table
     >>> table = example_study_table()
     >>> list(table.columns[4:])  # after example_cells' columns
     ['input_id', 'length', 'baseline__entropy_mean', 'native__kappa', 'y_lower', 'y_upper']

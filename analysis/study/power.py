@@ -73,7 +73,7 @@ def screened_features(
     A study's descriptors need its checkpoint's weights; before they exist there is
     nothing to screen:
 
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> import pandas as pd
     >>> study, empty = open_example_study("studies/screen.toml"), pd.DataFrame()
     >>> screened_features(study, empty, empty) is None
@@ -130,7 +130,7 @@ def study_sizes(
     them held out, and ``native`` has as many covariates as its block declares:
 
     >>> from analysis.descriptors import block_covariates, builtin_registry
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/sizes.toml")
     >>> sizes = study_sizes(study)
     >>> sizes.n_heads, sizes.n_held_out, sizes.strata, sizes.features_note[:24]
@@ -162,7 +162,7 @@ def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike 
     --------
     >>> from analysis.prereg import load_design, lock_design
     >>> from analysis.study.core import Study, block_facts
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> _ = write_example_design("studies/valid.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> before = validation_sizes("studies/valid.toml")  # not locked: the registry's names
     >>> before.features_note
@@ -292,7 +292,7 @@ def power_stage(
     ``simulations`` does is cheaper: it reads the stored record, or says there is none.
 
     >>> from analysis.power.file import write_power_file
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> import pandas as pd
     >>> study, empty = open_example_study("studies/stage.toml"), pd.DataFrame()
     >>> power_stage(study, empty, empty)["skipped"] == not_computed("studies/stage.toml")

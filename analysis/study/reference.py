@@ -263,7 +263,7 @@ def reference_widths(
     Traceback (most recent call last):
         ...
     analysis.validation.ParameterError: lengths: expected distinct lengths, got [96, 96]
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> _ = write_example_design("two.toml", checkpoints=("org/a", "org/b"),
     ...                          held_out=("org/a:1:1", "org/b:0:1"))
     >>> reference_widths("two.toml")  # doctest: +ELLIPSIS

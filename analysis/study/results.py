@@ -84,7 +84,7 @@ def bracket_table(
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
     >>> from analysis.store.run import RunSpec
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/table.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
@@ -206,7 +206,7 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
     --------
     The seeds are the design's (inputs 0, inference 1, held-out draw 7):
 
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/prov.toml")
     >>> prov = provenance(study, {"last_run_seconds": {"brackets": 2.5}})
     >>> prov["seeds"], prov["stage_seconds"], prov["power"]  # no power file: None
@@ -316,7 +316,7 @@ def power_record(study: Study) -> dict[str, Any]:
     Examples
     --------
     >>> from analysis.power.file import not_computed
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/record.toml")
     >>> power_record(study) == {"skipped": not_computed("studies/record.toml")}
     True
@@ -342,7 +342,7 @@ def report_design(design: Design, exploratory: Mapping[str, str] | None = None) 
     Examples
     --------
     >>> from analysis.prereg import load_design
-    >>> from analysis.prereg.examples import write_example_design
+    >>> from analysis.datasets import write_example_design
     >>> _ = write_example_design("studies/view.toml", temperatures=(0.5, 1.0), eps=(0.1, 0.2))
     >>> view = report_design(load_design("studies/view.toml"))
     >>> [h.pair for h in view.hypotheses], view.held_out
@@ -400,7 +400,7 @@ def cells_engine(study: Study, engine: Any = None) -> str:
 
     Examples
     --------
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> from analysis.study.results import cells_engine
     >>> study = open_example_study("studies/label.toml")
     >>> cells_engine(study) == f"analysis.brackets {study.engine}"
@@ -431,7 +431,7 @@ def study_results(
     Before any run there is no store; with an empty one, nothing was compared:
 
     >>> from analysis.store import Store
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/assemble.toml")
     >>> study_results(study)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -518,7 +518,7 @@ def load_results(
     Examples
     --------
     >>> from analysis.store import Store
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/load.toml")
     >>> Store(study.paths.store, create=True).close()
     >>> results = load_results("studies/load.toml")

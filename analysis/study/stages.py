@@ -40,7 +40,7 @@ def extract_stage(
 
     >>> from analysis.store import Store
     >>> from analysis.study.stages import extract_stage
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/extract.toml")
     >>> with Store(study.paths.store, create=True) as store:
     ...     extract_stage(study, store, {}, progress=False, say=print)  # doctest: +ELLIPSIS
@@ -185,7 +185,7 @@ def synthetic_stage(study: Study, store: Any) -> list[str]:
 
     >>> from analysis.store import Store
     >>> from analysis.study.stages import synthetic_stage
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/synthetic.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)
@@ -249,7 +249,7 @@ def bracket_stage(
 
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from analysis.study.examples import open_example_study
+    >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/brackets.toml", synthetic=True)
     >>> from analysis.store.run import RunSpec
     >>> kw = dict(engine=None, run=RunSpec(progress=False))

@@ -50,7 +50,7 @@ REFERENCE_COMMIT = "7fa849f"
 def reference_cases() -> list[tuple[str, np.ndarray, str]]:
     """``(name, matrix, effort)``: two random 8 x 8 heads and the four N = 64 MiniLM heads
     (each alone; :func:`reference_profiles` adds heads 1 and 3 searched side by side)."""
-    from analysis.brackets.examples import example_head
+    from analysis.datasets import example_head
 
     heads = np.load(MINILM)
     cases = [(f"example_head-{s}", example_head(seed=s), "default") for s in (0, 3)]

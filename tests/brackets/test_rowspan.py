@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from analysis.brackets import lower, profile_matrices, profile_matrix, stages, stages_rowspan
-from analysis.brackets.examples import example_head
 from analysis.brackets.lower import group_witness, normalized_margins
 from analysis.brackets.optim import Problems
 from analysis.brackets.rowspan import RowSpan, inverse_transform, right_inverse, row_order
 from analysis.brackets.settings import rowspan_settings
 from analysis.brackets.upper import refine_upper
 from analysis.brackets.verify import certified_lower_margin
+from analysis.datasets import example_head
 from tests.fixtures.known import aI_bJ, aI_bJ_threshold, blocks, permute
 
 EPS = (0.05, 0.1, 0.2)

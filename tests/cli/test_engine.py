@@ -93,7 +93,7 @@ def test_store_bracket_keeps_each_engines_profiles_apart(synthetic_store, capsys
 
 
 def test_prereg_lock_pins_the_newest_and_amend_takes_numbers(tmp_path, capsys, two_engines):
-    from analysis.prereg.examples import write_example_design
+    from analysis.datasets import write_example_design
     from analysis.prereg.lock import lock_path
 
     root = tmp_path / "study"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.datasets import write_example_design
 from analysis.prereg import (
     PreregistrationError,
     amend_design,
@@ -22,7 +23,6 @@ from analysis.prereg import (
     require_locked,
 )
 from analysis.prereg.engine_pin import LEGACY_ENGINE, pinned_engine
-from analysis.prereg.examples import write_example_design
 from analysis.prereg.lock_diff import lock_hash
 from analysis.validation import ParameterError
 

@@ -20,9 +20,9 @@ import pytest
 
 import analysis
 from analysis.cli import main
+from analysis.datasets import write_example_design
 from analysis.prereg.amend import amend_design
 from analysis.prereg.code_hash import CODE_PATHS, code_drift, code_files, code_sha256
-from analysis.prereg.examples import write_example_design
 from analysis.prereg.lock import lock_design, lock_path
 from analysis.prereg.lock_history import (
     exploratory_hypotheses,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from analysis.datasets import example_widths
 from analysis.power import PowerAssumptions, PowerSpec, StudySizes
 from analysis.power.calibrate import calibrate_scales, simulated_m0_losses
-from analysis.prereg.examples import example_widths
 from analysis.validation import ParameterError
 
 SIZES = StudySizes(

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main
+from analysis.datasets import example_sizes, example_widths
 from analysis.power import (
     SIMULATED_COVARIATES,
     PowerAssumptions,
@@ -23,7 +24,6 @@ from analysis.power import (
 from analysis.power.fit import TrainingCells, fit_assumptions
 from analysis.power.rates import M0_LOSS_TOLERANCE, SimulatorMismatchWarning, m0_loss_check
 from analysis.power.simulate import simulated_comparison
-from analysis.prereg.examples import example_sizes, example_widths
 from analysis.prereg.options import design_power
 from analysis.validation import ParameterError
 

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.report.examples import example_design, example_results
+from analysis.datasets import example_report_design, example_study_results
 from analysis.report.markdown import hypothesis_sentences
 
 
@@ -21,10 +21,10 @@ def _row(**extra):
 
 
 def _sentence(frame):
-    design = example_design(
+    design = example_report_design(
         family=(("M0", "M1"),), primary_metric="interval_sq_loss", alpha=0.05, ci_level=0.95
     )
-    results = example_results(design=design, comparison=frame)
+    results = example_study_results(design=design, comparison=frame)
     (sentence,) = hypothesis_sentences(results)
     return sentence
 

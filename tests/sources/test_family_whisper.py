@@ -186,8 +186,8 @@ def test_nonzero_key_bias_is_refused():
 
 
 def test_study_extract_stage_takes_the_generated_clip(checkpoints, tmp_path, monkeypatch):
+    from analysis.datasets import open_example_study
     from analysis.store import Store
-    from analysis.study.examples import open_example_study
     from analysis.study.stages import extract_stage
 
     monkeypatch.chdir(tmp_path)

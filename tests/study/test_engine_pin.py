@@ -8,8 +8,8 @@ import pytest
 
 import analysis.brackets.versions as versions
 from analysis.brackets.engine import engine_for
+from analysis.datasets import open_example_study
 from analysis.store import RunSpec, Store, run_brackets
-from analysis.study.examples import open_example_study
 from analysis.study.results import bracket_table, cells_engine
 from analysis.study.stages import bracket_stage, synthetic_stage
 from analysis.validation import ParameterError
@@ -62,8 +62,8 @@ def test_the_study_profiles_and_reads_its_pinned_engine_only(tmp_path, monkeypat
 
 
 def test_a_design_pinning_an_engine_the_package_lacks_does_not_run(tmp_path, monkeypatch):
+    from analysis.datasets import write_example_design
     from analysis.prereg import load_design, lock_design
-    from analysis.prereg.examples import write_example_design
     from analysis.study import StudyOptions, run_study
     from analysis.study.core import block_facts
 

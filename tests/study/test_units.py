@@ -97,8 +97,8 @@ def test_kv_group_needs_every_head_in_the_store(tmp_path):
 
 
 def _study_with_unit(tmp_path, monkeypatch, unit):
+    from analysis.datasets import write_example_design
     from analysis.prereg import load_design, lock_design
-    from analysis.prereg.examples import write_example_design
     from analysis.study.core import Study, block_facts, engine_versions
 
     monkeypatch.chdir(tmp_path)
