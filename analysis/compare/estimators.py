@@ -83,6 +83,8 @@ class IntervalRegression(GenericLikelihoodModel):
         Interval ends (``-inf`` / ``inf`` allowed; ``lower == upper`` is a point).
     exog : array_like
         Design matrix including any intercept column.
+    **kwds
+        Passed to :class:`statsmodels.base.model.GenericLikelihoodModel`.
 
     Notes
     -----

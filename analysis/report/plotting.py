@@ -333,10 +333,14 @@ def width_boxes(
     data : DataFrame
         Cells with columns ``ratio``, ``closed``, ``x`` and ``hue`` (see
         :func:`width_cells`).
-    x, hue : str, keyword-only
-        Columns that place a box along the axis and colour it.
-    order, hue_order : sequence of str, keyword-only
-        Their values in drawing order.
+    x : str, keyword-only
+        Column that places a box along the axis.
+    order : sequence of str, keyword-only
+        Its values in drawing order.
+    hue : str, keyword-only
+        Column that colours a box.
+    hue_order : sequence of str, keyword-only
+        Its values in drawing order.
     palette : dict, keyword-only
         ``hue`` value -> colour.
 

@@ -154,6 +154,8 @@ def audio_input(
         L, the number of encoder positions.
     input_id : str, optional
         Defaults to ``"audio:sha256:<first 16 hex of the float32 samples used>"``.
+    meta : dict, optional
+        Extra entries for the input's ``meta``.
 
     Returns
     -------

@@ -81,6 +81,8 @@ def text_input(
         (``tokenizer(text, truncation=True, max_length=L)``).
     input_id : str, optional
         Defaults to ``"text:sha256:<first 16 hex of the UTF-8 bytes>"``.
+    meta : dict, optional
+        Extra entries for the input's ``meta``.
 
     Raises
     ------
@@ -282,6 +284,10 @@ def image_input(
         ``1 + P`` for ViT (``2 + P`` for distilled DeiT, which adds a distillation token);
         the native size when None. Position embeddings are interpolated when the size
         differs from the native one (``interpolate_pos_encoding=True``).
+    input_id : str, optional
+        Defaults to ``"image:sha256:<first 16 hex of the pixel bytes>"``.
+    meta : dict, optional
+        Extra entries for the input's ``meta``.
 
     Raises
     ------

@@ -276,8 +276,12 @@ def mixed_blocks(n: int, m: int, h: float, *, random_state: Any = None) -> Synth
 
     Parameters
     ----------
+    n, m : int
+        Size of the matrix and number of blocks, ``1 <= m <= n``.
     h : float
         Mixing weight in (0, 1).
+    random_state : int, numpy.random.Generator or None, keyword-only
+        Seed or generator of the row and column permutations.
 
     Notes
     -----
@@ -319,6 +323,8 @@ def diagonal_plus_constant(n: int, a: float) -> SyntheticMatrix:
 
     Parameters
     ----------
+    n : int
+        Size of the matrix.
     a : float
         Diagonal weight in (0, 1).
 
