@@ -1,31 +1,42 @@
-"""Every ``python`` code block of ``docs/guide/*.md`` runs.
+"""Every code block of ``docs/**/*.md`` is run or says why not.
 
-The blocks of one page run in order in one namespace (a later block may use what an earlier
-one defined), in a temporary folder holding a link to the repository's ``data/``. Blocks
-fenced as anything else (``bash``, or no language: commands and printed output) are not
-Python and are not run. A ``python`` block that cannot run here (it needs a cluster or a
-scheduler) says so on the line just above its fence::
+``python`` blocks run: the blocks of one page in order in one namespace (a later block may
+use what an earlier one defined), in a temporary folder holding a link to the repository's
+``data/`` and a copy of ``docs/`` (a block that writes a shipped table or figure writes the
+copy; a written ``.csv``, ``.json`` or ``.md`` must then equal the shipped file). A block
+whose first line is a comment naming a Python file (``# my_descriptors.py ...``) is also
+written to that file in the folder, which is on ``sys.path``, so a later block can import
+it. ``bash`` blocks (commands: extractions, study runs, benchmarks of minutes to hours) are
+not run: each says why on the line just above its fence, and is checked with ``bash -n``.
+The same marker keeps a ``python`` block that cannot run here (it needs a cluster or a
+scheduler) from running; it is then only compiled, so a syntax error still fails::
 
     <!-- not run: needs dask-jobqueue and a SLURM scheduler -->
 
-and is only compiled, so a syntax error in it still fails.
+Blocks fenced with no language are printed output or file trees, not code.
 """
 
 from __future__ import annotations
 
+import filecmp
 import re
+import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GUIDE = ROOT / "docs" / "guide"
+DOCS = ROOT / "docs"
 FENCE = re.compile(
     r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<why>\S.*?)\s*-->\s*$")
+FILE_BLOCK = re.compile(r"\A#\s*(?P<name>\w+\.py)\b")
+#: Files a page's blocks may write over in the docs copy only if they come out the same.
+COMPARED = (".csv", ".json", ".md")
 
 
 def code_blocks(text: str) -> list[tuple[int, str, str, str | None]]:
@@ -40,11 +51,22 @@ def code_blocks(text: str) -> list[tuple[int, str, str, str | None]]:
     return out
 
 
-def _has_python(page: Path) -> bool:
-    return any(lang == "python" for _, lang, _, _ in code_blocks(page.read_text()))
+def _blocks(lang: str) -> list[tuple[Path, int, str, str | None]]:
+    return [
+        (page, line, code, why)
+        for page in sorted(DOCS.rglob("*.md"))
+        for line, language, code, why in code_blocks(page.read_text(encoding="utf-8"))
+        if language == lang
+    ]
 
 
-PAGES = sorted(p for p in GUIDE.glob("*.md") if _has_python(p))
+PAGES = sorted({page for page, *_ in _blocks("python")})
+BASH = _blocks("bash")
+
+
+def _id(page: Path, line: int | None = None) -> str:
+    rel = str(page.relative_to(DOCS))
+    return rel if line is None else f"{rel}:{line}"
 
 
 def test_the_parser_sees_fences_languages_and_markers():
@@ -62,23 +84,44 @@ def test_the_parser_sees_fences_languages_and_markers():
     assert [b[0] for b in blocks] == [2, 8, 12, 15]
 
 
-def test_the_guide_has_python_blocks_that_run():
-    run = [b for p in PAGES for b in code_blocks(p.read_text()) if b[1] == "python" and not b[3]]
-    assert len(run) >= 2
-    assert {p.name for p in PAGES} >= {"brackets.md", "study.md"}
+def test_the_docs_have_python_blocks_that_run():
+    run = [b for b in _blocks("python") if not b[3]]
+    assert len(run) >= 10
+    assert {_id(p) for p in PAGES} >= {"guide/brackets.md", "guide/study.md", "descriptors.md"}
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[_id(p) for p in PAGES])
 def test_python_blocks_run(page, tmp_path, monkeypatch):
     (tmp_path / "data").symlink_to(ROOT / "data")
+    shutil.copytree(DOCS, tmp_path / "docs")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     namespace: dict = {"__name__": f"docs_{page.stem}"}
-    blocks = [b for b in code_blocks(page.read_text()) if b[1] == "python"]
+    blocks = [b for b in code_blocks(page.read_text(encoding="utf-8")) if b[1] == "python"]
     for line, _, code, why in blocks:
         compiled = compile(code, f"{page.relative_to(ROOT)}:{line}", "exec")
-        if why is None:
-            exec(compiled, namespace)
-    assert blocks  # the page was chosen for its python blocks
+        if why is not None:
+            continue
+        if file := FILE_BLOCK.match(code):
+            (tmp_path / file["name"]).write_text(code, encoding="utf-8")
+        exec(compiled, namespace)
+    changed = [
+        str(path.relative_to(tmp_path))
+        for path in (tmp_path / "docs").rglob("*")
+        if path.suffix in COMPARED
+        and (ROOT / path.relative_to(tmp_path)).is_file()
+        and not filecmp.cmp(path, ROOT / path.relative_to(tmp_path), shallow=False)
+    ]
+    assert changed == [], "the blocks wrote files that differ from the shipped ones"
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "code", "why"), BASH, ids=[_id(p, line) for p, line, _, _ in BASH]
+)
+def test_bash_blocks_say_why_they_are_not_run(page, line, code, why):
+    assert why, f"{_id(page, line)}: a bash block needs <!-- not run: reason --> above it"
+    res = subprocess.run(["bash", "-n"], input=code, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
 
 
 @pytest.mark.slow

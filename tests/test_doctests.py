@@ -14,6 +14,9 @@ import importlib
 import inspect
 import pkgutil
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +24,7 @@ import pytest
 import analysis
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _modules() -> list[str]:
@@ -224,3 +228,24 @@ def test_every_public_name_has_examples(name):
     assert public, f"{name} defines no public function or class in __all__"
     lacking = [attr for attr, obj in public if not _has_examples(obj)]
     assert lacking == [], f"{name}: no Examples section in {lacking}"
+
+
+@pytest.mark.slow
+def test_the_standard_runner_passes_and_writes_nothing_into_the_checkout():
+    """``pytest --doctest-modules`` as configured (``doctest_optionflags`` in pyproject.toml,
+    the root conftest.py's temporary folder per example) passes examples whose output is
+    wrapped (study_tables) and that write design files (datasets), and leaves the checkout's
+    top folder as it was."""
+    before = sorted(p.name for p in ROOT.iterdir())
+    modules = ["analysis/report/study_tables.py", "analysis/datasets/_designs.py"]
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "--doctest-modules", "-q", "-p", "no:cacheprovider"]
+        + modules,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert " passed" in res.stdout
+    assert sorted(p.name for p in ROOT.iterdir()) == before
