@@ -234,10 +234,10 @@ def test_every_public_name_has_examples(name):
 def test_the_standard_runner_passes_and_writes_nothing_into_the_checkout():
     """``pytest --doctest-modules`` as configured (``doctest_optionflags`` in pyproject.toml,
     the root conftest.py's temporary folder per example) passes examples whose output is
-    wrapped (study_tables) and that write design files (datasets), and leaves the checkout's
-    top folder as it was."""
+    wrapped (``population``) and that write design files, and leaves the checkout's top
+    folder as it was."""
     before = sorted(p.name for p in ROOT.iterdir())
-    modules = ["analysis/report/study_tables.py", "analysis/datasets/_designs.py"]
+    modules = ["analysis/prereg/design.py", "analysis/datasets/_designs.py"]
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "--doctest-modules", "-q", "-p", "no:cacheprovider"]
         + modules,
