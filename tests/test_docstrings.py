@@ -43,7 +43,7 @@ COVERED = (
     "analysis.descriptors.builtin",
     "analysis.descriptors.versions",
     "analysis.hashing",
-    "analysis.report.length_section",
+    "analysis.report.secondary_sections",
 )
 
 

@@ -298,6 +298,8 @@ def studentized_ci_and_p(
         The cluster-bootstrap counts (:func:`bootstrap_counts`).
     strata : array (H,)
         Stratum of each head (one value for an unstratified draw).
+    ci_level : float, default 0.95
+        Level of the two-sided confidence interval.
 
     Returns
     -------

@@ -192,9 +192,10 @@ def estimand_rows(
     ----------
     spec : ComparisonSpec
         The comparison's pairs, metrics, SESOIs and CI level.
-    cell_vals, preds, mid, codes, counts
-        Per-cell metric values by (model, metric), held-out predictions by model, the
-        held-out midpoints, each held-out cell's head code and the ``[B, heads]``
+    cell_vals, preds : mapping
+        Per-cell metric values by (model, metric) and held-out predictions by model.
+    mid, codes, counts : numpy.ndarray
+        The held-out midpoints, each held-out cell's head code and the ``[B, heads]``
         bootstrap counts of the main comparison.
     subsets : mapping
         Subset label -> (analysis, boolean mask over held-out cells) for the

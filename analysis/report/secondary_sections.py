@@ -78,7 +78,23 @@ def by_checkpoint_section(
     *,
     metric_name: str,
 ) -> list[str]:
-    """Markdown lines of "Effects by checkpoint"; parameters as :func:`by_length_section`.
+    """Markdown lines of "Effects by checkpoint".
+
+    Parameters
+    ----------
+    results : StudyResults
+    tab : mapping
+        The report's tables by name (``"by_checkpoint"`` when computed).
+    table_files : mapping
+        Each table's written files by extension.
+    out_dir : Path
+        The report folder (links are relative to it).
+    metric_name : str
+        The primary metric in words.
+
+    Returns
+    -------
+    list of str
 
     Examples
     --------
