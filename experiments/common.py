@@ -68,8 +68,8 @@ def heads_at(length: int, temps: list[float]) -> np.ndarray:
 def minilm_extract_npz(path: Path, length: int, *, corpus_seed: int = 0) -> str:
     """Write ``attnrank extract minilm --corpus-seed S --length L`` to ``path`` (the
     package's own extraction, with Q and K); return the input's id."""
-    from analysis.sources.files import save_extraction
     from analysis.sources.extract import extract
+    from analysis.sources.files import save_extraction
 
     ex = extract("minilm", corpus_seed=corpus_seed, length=length)
     save_extraction(ex, path)

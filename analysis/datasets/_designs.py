@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.prereg import load_design, lock_design
 from analysis.power.error_rates import validate_comparison
 from analysis.power.inputs import PowerAssumptions, StudySizes
 from analysis.power.result import ValidationResult
 from analysis.power.spec import PowerSpec
+from analysis.prereg import load_design, lock_design
 from analysis.study.core import Study, block_facts, engine_versions
 from analysis.validation import ParameterError
 
