@@ -166,23 +166,14 @@ def effects_by_length(
 
     Notes
     -----
-    The computation of :func:`~analysis.compare.bycheckpoint.effects_by_checkpoint` with
-    the length in place of the checkpoint. For length n and metric m the model's value is
-    the mean of its per-cell metric over the held-out cells of length n (Spearman: the
-    rank correlation of ``y_hat`` with the midpoints there), with the predictions of the
-    models fitted once on all training cells. Effect = base - rich for the loss,
-    rich - base otherwise. CI and p come from a percentile cluster bootstrap over the
-    held-out heads with cells of length n (B = ``result.n_boot`` resamples of those H_n
-    heads with replacement, each head bringing its cells of length n; fits not
-    refitted): CI = the ``(1 -/+ ci_level) / 2`` percentiles, one-sided
-    ``p = (1 + #{b: effect_b <= 0}) / (B + 1)``, unadjusted. The resamples of pair i
-    (its position among the comparison's pairs: family, then sensitivity pairs) at
-    length j (its position among the held-out lengths in increasing order) are drawn by
+    The computation of :func:`~analysis.compare.bycheckpoint.effects_by_checkpoint` (see
+    its Notes: values, effects, CI and p) with the held-out cells of length n in place of
+    a checkpoint's: the bootstrap resamples the H_n held-out heads with cells of length n,
+    each head bringing its cells of length n. The resamples of pair i at length j (its
+    position among the held-out lengths in increasing order) are drawn by
     ``numpy.random.default_rng(SeedSequence(S, spawn_key=(2, i, j)))``
-    (:func:`length_seed`; branch 1 is the by-checkpoint effects'), heads in order of
-    first appearance; every metric of the pair reads the same resamples. A pair with a
-    failed fit keeps ``status = "fit failed"``. A head is in several lengths' groups,
-    so the lengths' effects are not independent.
+    (:func:`length_seed`; branch 1 is the by-checkpoint effects'). A head is in several
+    lengths' groups, so the lengths' effects are not independent.
 
     Examples
     --------
