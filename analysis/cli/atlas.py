@@ -18,16 +18,10 @@ from typing import Any
 import numpy as np
 
 from analysis.cli.outputs import check_output_file
+from analysis.cli.parallel import add_checkpoint_argument
 from analysis.validation import ParameterError, check_int
 
 __all__ = ["register"]
-
-
-def _checkpoint_arg(text: str) -> tuple[str, str]:
-    ck, sep, path = text.partition("=")
-    if not sep or not ck or not path:
-        raise argparse.ArgumentTypeError(f"expected ID=PATH, got {text!r}")
-    return ck, path
 
 
 def _run_build(args: argparse.Namespace) -> int:
@@ -120,12 +114,6 @@ def register(subparsers: Any) -> None:
     which.add_argument("--rows", type=int, nargs="+", metavar="I", help="row numbers (0-based)")
     which.add_argument("--sample", type=int, metavar="K", help="K rows drawn at random")
     v.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    v.add_argument(
-        "--checkpoint",
-        action="append",
-        type=_checkpoint_arg,
-        metavar="ID=PATH",
-        help="a local folder holding checkpoint ID (repeatable)",
-    )
+    add_checkpoint_argument(v, "checkpoint ID")
     v.add_argument("--no-progress", action="store_true", help="no progress bar")
     v.set_defaults(func=_run_verify, param_flags={"path": "FILE.parquet"})

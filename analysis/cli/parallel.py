@@ -1,5 +1,5 @@
-"""``--workers N | --scheduler tcp://HOST:PORT | --cluster local:N``, shared by every
-command that fans work out (:mod:`analysis.executor`)."""
+"""``--workers N | --scheduler tcp://HOST:PORT | --cluster local:N``, ``--device`` and
+``--checkpoint ID=PATH``, shared by the commands that fan work out (:mod:`analysis.executor`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ from typing import Any
 
 from analysis.executor import open_executor
 
-__all__ = ["add_device_argument", "add_parallel_arguments", "parallel_kwargs"]
+__all__ = [
+    "add_checkpoint_argument",
+    "add_device_argument",
+    "add_parallel_arguments",
+    "parallel_kwargs",
+]
 
 
 def add_parallel_arguments(
@@ -66,4 +71,22 @@ def add_device_argument(p: argparse.ArgumentParser) -> None:
         metavar="DEV",
         help="run the witness search's optimizers on this torch device (e.g. cuda, cuda:1; "
         "default the CPU); every witness is still certified on the CPU in float64",
+    )
+
+
+def _checkpoint_arg(text: str) -> tuple[str, str]:
+    ck, sep, path = text.partition("=")
+    if not sep or not ck or not path:
+        raise argparse.ArgumentTypeError(f"expected ID=PATH, got {text!r}")
+    return ck, path
+
+
+def add_checkpoint_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--checkpoint ID=PATH`` (repeatable: a local folder holding ``what``) to ``p``."""
+    p.add_argument(
+        "--checkpoint",
+        action="append",
+        type=_checkpoint_arg,
+        metavar="ID=PATH",
+        help=f"a local folder holding {what} (repeatable)",
     )

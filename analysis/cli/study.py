@@ -5,18 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
+from analysis.cli.parallel import (
+    add_checkpoint_argument,
+    add_device_argument,
+    add_parallel_arguments,
+    parallel_kwargs,
+)
 from analysis.power.file import DEFAULT_POWER_SIMULATIONS
 from analysis.study.runner import STAGES, StudyOptions, run_study
 
 __all__ = ["register"]
-
-
-def _checkpoint_arg(text: str) -> tuple[str, str]:
-    ck, sep, path = text.partition("=")
-    if not sep or not ck or not path:
-        raise argparse.ArgumentTypeError(f"expected ID=PATH, got {text!r}")
-    return ck, path
 
 
 def _assumptions(args: argparse.Namespace) -> Any:
@@ -62,13 +60,7 @@ def register(subparsers: Any) -> None:
         p, workers_help="processes for profiles, descriptors and power simulations (default 1)"
     )
     add_device_argument(p)
-    p.add_argument(
-        "--checkpoint",
-        action="append",
-        type=_checkpoint_arg,
-        metavar="ID=PATH",
-        help="a local folder holding the design's checkpoint ID (repeatable)",
-    )
+    add_checkpoint_argument(p, "the design's checkpoint ID")
     p.add_argument(
         "--power-simulations",
         type=int,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -126,7 +126,50 @@ def checkpoint_seed(seed: int, pair_index: int, checkpoint_index: int) -> np.ran
 
 
 @dataclass(frozen=True)
-class CheckpointEffects:
+class _GroupEffects:
+    """The fields and methods of the secondary effects by one grouping column."""
+
+    frame: pd.DataFrame = field(repr=False)
+    primary_metric: str
+    n_boot: int
+    ci_level: float
+    seed: int
+    lock_sha256: str | None
+
+    _columns: ClassVar[tuple[str, ...]] = ()
+    _group: ClassVar[str] = ""
+    _branch: ClassVar[int] = 0
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy copy with the class's fixed columns (``BY_..._COLUMNS``)."""
+        return self.frame.loc[:, list(self._columns)].copy()
+
+    def _group_text(self, row: Any) -> str:
+        return f"{row.checkpoint:<40}"
+
+    def summary(self) -> str:
+        """Plain-text listing of the primary metric's rows."""
+        f, g = self.frame, self._group
+        lines = [
+            f"Effects by {g} (secondary, outside the Holm family; no decision)",
+            f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
+            "same fits as the overall comparison; percentile cluster bootstrap over each "
+            f"{g}'s held-out heads, B = {self.n_boot}, {self.ci_level:.0%} CI; seed "
+            f"SeedSequence({self.seed}, spawn_key=({self._branch}, pair, {g})); "
+            "unadjusted one-sided p",
+        ]
+        for r in f[f["metric"] == self.primary_metric].itertuples(index=False):
+            mark = " FIT FAILED (no result)" if r.status == FIT_FAILED else ""
+            lines.append(
+                f"  {r.hypothesis:<6} {r.pair:<16} {self._group_text(r)} heads "
+                f"{r.held_out_heads:>3} cells {r.held_out_cells:>5} effect {r.effect:+.4f} "
+                f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}] p {r.p_one_sided:.4f}{mark}"
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CheckpointEffects(_GroupEffects):
     """Result of :func:`effects_by_checkpoint` (secondary; no decision, no Holm).
 
     Attributes
@@ -158,36 +201,9 @@ class CheckpointEffects:
     same fits as the overall comparison; ... B = 199, 95% CI; ... unadjusted one-sided p
     """
 
-    frame: pd.DataFrame = field(repr=False)
-    primary_metric: str
-    n_boot: int
-    ci_level: float
-    seed: int
-    lock_sha256: str | None
-
-    def to_frame(self) -> pd.DataFrame:
-        """Tidy copy with the fixed columns of :data:`BY_CHECKPOINT_COLUMNS`."""
-        return self.frame.loc[:, list(BY_CHECKPOINT_COLUMNS)].copy()
-
-    def summary(self) -> str:
-        """Plain-text listing of the primary metric's rows."""
-        f = self.frame
-        lines = [
-            "Effects by checkpoint (secondary, outside the Holm family; no decision)",
-            f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
-            "same fits as the overall comparison; percentile cluster bootstrap over each "
-            f"checkpoint's held-out heads, B = {self.n_boot}, {self.ci_level:.0%} CI; seed "
-            f"SeedSequence({self.seed}, spawn_key=({SEED_BRANCH}, pair, checkpoint)); "
-            "unadjusted one-sided p",
-        ]
-        for r in f[f["metric"] == self.primary_metric].itertuples(index=False):
-            mark = " FIT FAILED (no result)" if r.status == FIT_FAILED else ""
-            lines.append(
-                f"  {r.hypothesis:<6} {r.pair:<16} {r.checkpoint:<40} heads "
-                f"{r.held_out_heads:>3} cells {r.held_out_cells:>5} effect {r.effect:+.4f} "
-                f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}] p {r.p_one_sided:.4f}{mark}"
-            )
-        return "\n".join(lines)
+    _columns: ClassVar[tuple[str, ...]] = BY_CHECKPOINT_COLUMNS
+    _group: ClassVar[str] = "checkpoint"
+    _branch: ClassVar[int] = SEED_BRANCH
 
 
 def _check_aligned(result: ComparisonResult, table: pd.DataFrame) -> None:
@@ -274,34 +290,39 @@ def _metric_values(
     return interval_loglik(yh, sigma, lo, up)
 
 
-def _check_seed_level(seed: Any, ci_level: Any) -> tuple[int, float]:
+def _check_inputs(
+    result: ComparisonResult, table: pd.DataFrame, column: str, what: str, seed: Any, ci_level: Any
+) -> tuple[int, float, np.ndarray]:
+    """The checked seed and level and the held-out values of ``column`` (the groups)."""
+    _check_aligned(result, table)
+    if column not in table.columns:
+        raise ParameterError("table", f"a column named {column} ({what})", "missing")
     seed = check_int("seed", seed, minimum=0)
     if isinstance(ci_level, bool) or not isinstance(ci_level, (int, float)) or not 0 < ci_level < 1:
         raise ParameterError("ci_level", "a number in (0, 1)", ci_level)
-    return seed, float(ci_level)
+    return seed, float(ci_level), table[column].to_numpy()[table["held_out"].to_numpy(bool)]
 
 
 def _effects_by(
+    kind: type[_GroupEffects],
     result: ComparisonResult,
     table: pd.DataFrame,
     groups: np.ndarray,
     names: Sequence[Any],
     *,
-    column: str,
-    label: str,
-    branch: int,
     seed: int,
     ci_level: float,
     labels: Mapping[str, str] | None,
-) -> list[dict[str, Any]]:
-    """The rows of each (pair, group, metric): the shared core of the secondary effects.
+) -> Any:
+    """The ``kind`` of each (pair, group, metric): the shared core of the secondary effects.
 
     ``groups`` holds the group of each held-out row of ``table`` (in table order) and
     ``names`` the groups in their documented order; group j of pair i is resampled by
-    ``default_rng(SeedSequence(seed, spawn_key=(branch, i, j)))``. The group's value goes
-    in column ``column``; the rows carry ``analysis = label``. Inputs are checked by the
-    callers.
+    ``default_rng(SeedSequence(seed, spawn_key=(kind._branch, i, j)))``. The group's value
+    goes in column ``kind._group``; the rows carry ``analysis = "secondary, by <group>"``.
+    Inputs are checked by the callers (:func:`_check_inputs`).
     """
+    column, branch, label = kind._group, kind._branch, f"secondary, by {kind._group}"
     labels = dict(labels or {})
     frame = result.frame
     pairs = list(dict.fromkeys(zip(frame["base_model"], frame["rich_model"], strict=True)))
@@ -364,7 +385,14 @@ def _effects_by(
                         "lock_sha256": result.lock_sha256,
                     }
                 )
-    return rows
+    return kind(
+        frame=pd.DataFrame(rows, columns=list(kind._columns)),
+        primary_metric=result.primary_metric,
+        n_boot=result.n_boot,
+        ci_level=ci_level,
+        seed=seed,
+        lock_sha256=result.lock_sha256,
+    )
 
 
 def effects_by_checkpoint(
@@ -439,30 +467,15 @@ def effects_by_checkpoint(
     base<noisy       ck-a               3    0.03    0.02     1,1,0
     base<noisy       ck-b               3   -0.11   -0.20     1,1,1
     """
-    _check_aligned(result, table)
-    if STRATUM not in table.columns:
-        raise ParameterError("table", f"a column named {STRATUM} (the checkpoint)", "missing")
-    seed, ci_level = _check_seed_level(seed, ci_level)
-    held = table["held_out"].to_numpy(bool)
-    strata = table[STRATUM].astype(str).to_numpy()[held]
-    rows = _effects_by(
+    seed, ci_level, raw = _check_inputs(result, table, STRATUM, "the checkpoint", seed, ci_level)
+    strata = raw.astype(str)
+    return _effects_by(
+        CheckpointEffects,
         result,
         table,
         strata,
         sorted(set(strata)),
-        column="checkpoint",
-        label=BY_CHECKPOINT_LABEL,
-        branch=SEED_BRANCH,
         seed=seed,
         ci_level=ci_level,
         labels=labels,
-    )
-    out = pd.DataFrame(rows, columns=list(BY_CHECKPOINT_COLUMNS))
-    return CheckpointEffects(
-        frame=out,
-        primary_metric=result.primary_metric,
-        n_boot=result.n_boot,
-        ci_level=float(ci_level),
-        seed=seed,
-        lock_sha256=result.lock_sha256,
     )

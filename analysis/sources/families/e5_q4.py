@@ -12,21 +12,14 @@ following the engine's loader (``e5_parse``) field by field:
 * a directory of named tensors (``emb.word``, ``l<i>.q.w`` ...), each float32 (dtype 0) or
   Q4_0 (dtype 1).
 
-A Q4_0 row is a run of 34-byte blocks, one per 32 weights: a float16 scale ``d`` and 16
-bytes of 4-bit codes, byte ``j`` holding weight ``j`` in its low nibble and weight
-``j + 16`` in its high nibble; weight = ``(code - 8) * d``. The word embeddings and every
-projection matrix (query, key, value, attention output, both feed-forward matrices) are
-Q4_0; biases, layer norms, position and token-type embeddings are float32.
+A Q4_0 row is a run of 34-byte blocks of 32 weights (:func:`dequantize_q4_0`); the word
+embeddings and every projection matrix are Q4_0, the other tensors float32.
 
-The model built here is the **dequantized float model**: every Q4_0 weight expanded
-exactly (the float16 scale times an integer in -8..7 is exact in float32) and run in
-float32 by ``BertModel`` with eager attention, so the capture of
-:mod:`analysis.sources.checkpoints` sees its queries and keys like MiniLM's. It is not the
-original float checkpoint (the 4-bit rounding is in the weights), and it is not the
-shipped runtime either: the engine also rounds every activation entering a matrix product
-to int8 (per block of 32, ``amax / 127`` scale), which the float model does not.
-:func:`runtime_embedding_gap` measures how far the runtime's sentence embeddings are from
-the float model's on the same text.
+The model built here is the **dequantized float model** (``docs/sources.md``, "What the
+extract represents"): every Q4_0 weight expanded exactly in a float32 ``BertModel`` with
+eager attention, whose queries and keys the capture of :mod:`analysis.sources.checkpoints`
+sees like MiniLM's; not the shipped runtime, which also rounds activations to int8
+(:func:`runtime_embedding_gap` measures how far its sentence embeddings are).
 
 The tokenizer (:func:`e5_tokenizer`) is rebuilt from the file's pieces and scores as a
 ``tokenizers`` unigram model with the metaspace pre-tokenizer, after applying the file's

@@ -6,14 +6,11 @@ decoder graph plus a ``tokenizer.json``) and quantized by ONNX Runtime's dynamic
 quantizer. Only the encoder (``data/span/encoder.onnx``, 8 layers x 6 heads, d_model 512)
 is used here.
 
-What the extraction represents: the **dequantized float model**. Every weight is
-``(W_q - zero_point) * scale`` in float32 (one scale and zero point per tensor in this
-graph), loaded into a float32 ``T5EncoderModel`` with eager attention. The shipped runtime
-additionally quantizes every activation to uint8 before each product
-(``DynamicQuantizeLinear``); its attention therefore differs from the float model's, by
-the amount :func:`verify_against_onnx` measures (``runtime_max_abs``), while the
-dequantized graph itself (:func:`analysis.sources.families.onnx_int8.float_graph`) matches
-the rebuilt model to float32 rounding (``float_max_abs``).
+What the extraction represents (``docs/sources.md``, "int8 ONNX graphs"): the
+**dequantized float model**, every weight ``(W_q - zero_point) * scale`` (one scale and zero
+point per tensor in this graph) in a float32 ``T5EncoderModel`` with eager attention, not
+the shipped runtime, which also quantizes activations; :func:`verify_against_onnx` measures
+both gaps (``float_max_abs``, ``runtime_max_abs``).
 
 How the graph maps onto the model:
 
