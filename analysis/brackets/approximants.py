@@ -1,44 +1,18 @@
 """Efficient-attention approximants as certified upper witnesses.
 
-docs/method.md section 3 lists, among the upper constructions, "the efficient-attention
-approximants a user would compare against (Nystrom landmarks, Linformer-style projection,
-Performer random features)". Each of them is a rank-k factorization ``U W^T`` of an
-approximation of ``A``, so each is just another upper witness: certified by
-:func:`analysis.brackets.verify.certified_upper_error` like every other, it gives a rank
-at which the approximant provably keeps every bounded value output within eps. Set
-against a certified bracket ``[lo, hi]`` of the optimum ``r_eps(A)``, that rank says how
-far a practical approximant is from the least rank any method could use: its overhead
-factor ``k / r_eps`` lies in ``[k / hi, k / lo]``.
+Each approximant (``svd``, ``rows``, ``nystrom``, ``linformer``, ``performer``) is a rank-k
+factorization ``U W^T`` (``U`` ``[M, k]``, ``W`` ``[N, k]``) of an approximation of ``A``,
+so it is just another upper witness, certified by
+:func:`analysis.brackets.verify.certified_upper_error`; set against a certified bracket
+``[lo, hi]`` its overhead ``k / r_eps`` lies in ``[k / hi, k / lo]``. The methods, the
+logit scale ``s`` of the Q/K methods and why they need every key allowed (no mask):
+docs/guide/approximants.md, whose table each witness function below implements.
 
 These witnesses are not part of the engine's profile (they rarely beat its refined
-witnesses, and adding them would change its version); they are compared against it.
-
-Methods (``k`` = rank; Q/K methods take the per-head queries and keys of an extract and
-the logit scale ``s`` = the model's scale divided by the temperature):
-
-``svd``
-    Truncated SVD projection ``A V_k V_k^T`` (the engine's cheap stage; reference).
-``rows``
-    Landmark rows from ``A`` alone: the first k rows of a column-pivoted QR of ``A^T``,
-    every row projected (least squares) onto their span: ``A R^+ R``, ``R = A[I]``.
-``nystrom``
-    Nystromformer: landmarks are the means of k contiguous segments of the queries and
-    keys, ``softmax(s Q Kt^T) pinv(softmax(s Qt Kt^T)) softmax(s Qt K^T)`` (the exact
-    pseudo-inverse, where the paper iterates towards it).
-``linformer``
-    Linformer with a fixed (untrained) projection: keys and values pooled over the same k
-    segments, ``softmax(s Q (E K)^T) E`` with ``E`` the ``[k, N]`` segment-mean matrix.
-``performer``
-    Performer (FAVOR+): k positive orthogonal random features of the softmax kernel,
-    ``D^-1 phi(Q) phi(K)^T`` with ``D`` the row sums; the features for rank k are the
-    first k of one draw, so ranks are nested.
-
-The Q/K methods need every key allowed (no mask): with a causal or padding mask these
-factorizations are not rank-k witnesses of the masked matrix.
-
-Every witness is ``U`` ``[M, k]``, ``W`` ``[N, k]``. The factorizations are written here (a
-few lines each) because the reference implementations are attention layers inside model
-code, which return the outputs ``A V``, not the factors that a certificate needs.
+witnesses, and adding them would change its version); they are compared against it. The
+factorizations are written here (a few lines each) because the reference implementations
+are attention layers inside model code, which return the outputs ``A V``, not the factors
+that a certificate needs.
 """
 
 from __future__ import annotations

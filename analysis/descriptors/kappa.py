@@ -5,21 +5,21 @@ factorization norm of T (an optimal factorization exists at inner dimension rank
 minimum over inner dimension ``r = rank T`` in docs/method.md section 4 is the same number).
 It is gauge invariant by construction.
 
-Solver choice (why hand-written): the r x r SDP of docs/method.md section 4 posed in cvxpy with
-Clarabel (N linear matrix inequalities of size r + 1) took 0.5 s at r = 4 and 9.4 s at
-r = 16 for M = N = 128, and was killed for memory at r = 32 on this machine; the descriptor
-needs ranks up to d = 32 (about 6 per head on MiniLM) for each of 72 heads. The dual
-fixed-point ascent below (numpy, r x r eigendecompositions only, momentum on the
-log-weights) reaches a relative gap of 1e-6 in about 0.2 s on most problems at r = 24-31,
-M = N = 128, and every call returns a certified lower bound, so its accuracy is checked
-rather than trusted. The stated tolerance is DEFAULT_TOL (relative gap, 5e-7); any two
-converged solves of the same T (e.g. in two gauges) agree to it. (The intrinsic block asks
-for 1e-4, ``analysis.descriptors.intrinsic.KAPPA_TOL``: what its covariates need.) Known limit: on some real
-heads the dual (lower) value converges fast but the primal P recovered from it improves
-slowly, and the solve stops at DEFAULT_MAX_ITER (about 1 s) with a larger gap; on the 445
-MiniLM L = 128 solves: 383 within 5e-7, 440 within 1e-4, worst 1.9e-3. Why: on those solves
-the optimal dual weights sit on fewer key rows than the rank (a median 7 rows for rank 38 on
-the four-family study's capped solves, ``experiments/descriptor_cost.py``), so
+Solver choice (why hand-written): the r x r SDP of docs/method.md section 4 posed in cvxpy
+with Clarabel was too slow and memory-hungry at the ranks the descriptor needs (up to
+d = 32, about 6 per head on MiniLM, for each of 72 heads; timings in
+docs/results/descriptors.md, "The kappa solver"). The dual fixed-point ascent below
+(numpy, r x r eigendecompositions only, momentum on the log-weights) reaches a relative
+gap of 1e-6 in about 0.2 s on most problems at r = 24-31, M = N = 128, and every call
+returns a certified lower bound, so its accuracy is checked rather than trusted. The
+stated tolerance is DEFAULT_TOL (relative gap, 5e-7); any two converged solves of the
+same T (e.g. in two gauges) agree to it. (The intrinsic block asks for 1e-4,
+``analysis.descriptors.intrinsic.KAPPA_TOL``: what its covariates need.) Known limit: on
+some real heads the dual (lower) value converges fast but the primal P recovered from it
+improves slowly, and the solve stops at DEFAULT_MAX_ITER (about 1 s) with a larger gap
+(how often, on MiniLM heads: the same section). Why: on those solves the optimal dual
+weights sit on fewer key rows than the rank (a median 7 rows for rank 38 on the
+four-family study's capped solves, ``experiments/descriptor_cost.py``), so
 ``B = W^T diag(mu) W`` is singular at the optimum and the P recovered from the weights
 reaches the optimal gauge only as the vanishing weights go to zero. A solve stopped by
 ``max_iter`` can be resumed (``resume=``) along the same iterates, which lets the intrinsic

@@ -1,28 +1,15 @@
 """What a preregistration lock records of a block: its covariate names and its version.
 
 ``attnrank prereg lock`` (and ``amend``) record, for every block of every model of a
-design, the covariate names the block writes (:func:`block_covariates`) and a version
-(:func:`block_version`); ``attnrank run`` recomputes both from the registry before any
-work and refuses a design whose blocks drifted from its lock (docs/prereg.md, "Lock,
-check, amend"). ``analysis.prereg`` never imports this package: the study layer and the
-CLI compute these facts here and hand them to the prereg functions.
-
-Covariate names. Blocks return their features as a dict per cell, so the names are what
-the block writes on a fixed probe cell (a seeded 6 x 6 attention head, d = 3, t = 1,
-eps = 0.1, no mask), less the block's diagnostics. A block must write the same covariate
-names on every cell (diagnostics such as the per-r columns of ``intrinsic`` may vary); the
-compare stage refuses a descriptor table whose covariate columns differ from the lock.
-
-Version. The SHA-256 of the block's declaration (name, function name, ``needs``, the
-``diagnostics`` / ``log_scale`` / ``integers`` patterns, ``calibrated``) and of the source
-text of the module that defines the block's function, with line endings normalized to
-``\\n`` and a UTF-8 byte-order mark dropped. Source text, not bytecode or an AST dump, so
-that the version is the same on every machine and every Python version for the same
-checkout. The whole module, not only the function, because the helpers that compute a
-block's features live beside it (``baseline_matrix``, ``intrinsic_profile``); any edit of
-the module, comments included, is therefore drift, to be recorded with ``prereg amend``.
-Code imported from other modules (e.g. ``analysis.descriptors.kappa`` for ``intrinsic``,
-``analysis.attention.softmax64`` for every block) is not part of the version.
+design, the covariate names the block writes on a fixed probe cell, less its diagnostics
+(:func:`block_covariates`, :data:`PROBE`), and a version (:func:`block_version`): the
+SHA-256 of the block's declaration and of its module's source text, line endings
+normalized to ``\n`` and a UTF-8 byte-order mark dropped. What each covers and why:
+docs/prereg.md, "Descriptor blocks in the lock". ``attnrank run`` recomputes both before
+any work and refuses a design whose blocks drifted from its lock (docs/prereg.md, "Lock,
+check, amend"); the compare stage refuses a descriptor table whose covariate columns
+differ from the lock. ``analysis.prereg`` never imports this package: the study layer and
+the CLI compute these facts here and hand them to the prereg functions.
 """
 
 from __future__ import annotations

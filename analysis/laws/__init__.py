@@ -15,23 +15,16 @@ Modules
 - :mod:`analysis.laws.render`: tables, the figure, ``results.json`` and :func:`run_laws`.
 - the ``attnrank laws`` subcommand is :mod:`analysis.cli.laws`.
 
-Theory (docs/method.md section 6, the paper's earlier version)
---------------------------------------------------------------
-- ``spherical``: n points uniform on the unit sphere of R^d, logits ``beta <x_i, x_j>``
-  (exactly :func:`analysis.sources.synthetic.spherical`, whose ``beta`` is this beta):
-  ``r_eps = Theta(min{n, (1 + beta)^((d - 1) / 2)})``, slope ``(d - 1) / 2``. The paper's
-  fitted slopes are 0.504 / 1.012 / 1.381 for d = 2 / 3 / 4.
-- ``ball``: n points uniform in the unit ball, same logits:
-  ``r_eps = Theta(beta^(d / 2))`` for large beta and ``n >= C_d e^(beta / 8)``; slope
-  ``d / 2``. Each fit reports ``n_ok``: ``n >= e^(beta / 8)`` over its whole beta range
-  (``C_d`` is unknown, so this is the condition with ``C_d = 1``).
-- What the spherical theory predicts at *finite* beta, with no bracket involved: the
-  harmonic rank count of :mod:`analysis.laws.theory` (spherical harmonics up to the last
-  degree whose softmax eigenvalue ``I_(l + nu)(beta) / I_nu(beta)`` is above eps). Each
-  spherical fit reports its slope over the sweep's own betas (``harmonic_slope``), over
-  the upper half, and how many certified brackets contain the count. A certified slope
-  that misses ``(d - 1) / 2`` but matches ``harmonic_slope`` points at the grid (the
-  pre-asymptotic Taylor regime of the kernel), not at the engine.
+Theory: docs/method.md section 6 and docs/guide/laws.md. The ``spherical`` family is exactly
+:func:`analysis.sources.synthetic.spherical` (whose ``beta`` is this beta), slope
+``(d - 1) / 2``, the paper's fitted slopes in :data:`analysis.laws.fit.PAPER_SLOPES`. The
+``ball`` law (slope ``d / 2``) needs ``n >= C_d e^(beta / 8)``; ``C_d`` is unknown, so each
+fit's ``n_ok`` is that condition with ``C_d = 1`` over its whole beta range. Each spherical
+fit also holds the harmonic count of :mod:`analysis.laws.theory` against the brackets: its
+slope over the sweep's own betas (``harmonic_slope``), over the upper half, and how many
+certified brackets contain the count. A certified slope that misses ``(d - 1) / 2`` but
+matches ``harmonic_slope`` points at the grid (the pre-asymptotic Taylor regime of the
+kernel), not at the engine.
 """
 
 from __future__ import annotations

@@ -20,11 +20,9 @@ only for eps >= 1 or an empty row, never for eps < 1, where ``lo >= 1``) is left
 2. ``slope_mid``: OLS on the log-midpoints ``(ln lo + ln hi) / 2`` (sensitivity), with an
    HC1 (heteroscedasticity-robust) CI.
 3. ``slope_set``: the sharp identified set of the least-squares slope of the *true*
-   ``ln r`` on x given only that each lies in its bracket: with ``w_i = (x_i - xbar) /
-   sum (x - xbar)^2`` the slope is ``sum w_i y_i``, minimised by ``y_i = ln lo_i`` where
-   ``w_i > 0`` and ``ln hi_i`` where ``w_i < 0`` (and maximised the other way). It needs no
-   model and says how far the certified brackets alone pin the slope; it is wide when the
-   brackets are.
+   ``ln r`` on x given only that each lies in its bracket (closed form: docs/method.md
+   section 6, "Identified set"). It needs no model and says how far the certified
+   brackets alone pin the slope; it is wide when the brackets are.
 4. ``slope_threading``: the least and largest slope of a line lying inside *every*
    bracket (NaN when none does). It assumes the law is exact on the sweep (no
    seed-to-seed noise, no curvature) and is then the set of slopes the brackets cannot
