@@ -14,12 +14,10 @@ row's. A row passes when all three hold.
 Notes
 -----
 The matrix hash is of float64 values, so a re-extraction must reproduce the stored
-matrix bit for bit; it runs with the torch thread count the extraction recorded. On
-another CPU or library build a product rounded differently in its last bit changes the
-hash: the row then fails as "matrix hash differs", never passes with another matrix. A
-profile the store extended or recomputed (``profile_revision`` > 1) was searched from an
-earlier profile, which a fresh search does not repeat; its re-derived bracket may differ,
-and the row then fails with that reason named.
+matrix bit for bit; it runs with the torch thread count the extraction recorded. What a
+pass rests on and when a row fails instead (another CPU or library build; a profile the
+store extended, ``profile_revision`` > 1): docs/guide/atlas.md, after the
+:func:`reverify_rows` example.
 """
 
 from __future__ import annotations

@@ -38,7 +38,6 @@ from analysis.attention import softmax64
 from analysis.validation import ParameterError
 
 ARRAYS = ("A", "Q", "K", "scale", "mask", "bias")
-KINDS = ("covariate", "diagnostic")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 

@@ -1,13 +1,10 @@
 """The laws' predictions: asymptotic slopes per family and the spherical harmonic rank count.
 
-The families and their asymptotic laws (docs/method.md section 6) are in the package
-docstring of :mod:`analysis.laws`; :func:`theory_slope` gives the slope each predicts.
-The rest of this module is the spherical law's own finite-beta prediction.
-
-Certified brackets on the spherical family (``attnrank laws``) give slopes above the
-asymptotic ``(d - 1) / 2`` on grids that a 2-core machine can bracket. This module asks
-what the *theory's* expansion predicts on the same grid, with no bracket involved, so that
-a miss can be attributed either to the engine or to the grid.
+The families and their asymptotic laws: docs/method.md section 6; :func:`theory_slope`
+gives the slope each predicts. The rest of this module is the spherical law's own
+finite-beta prediction, with no bracket involved: certified slopes on the grids a 2-core
+machine can bracket lie above the asymptotic ``(d - 1) / 2``, and this count tells the
+engine's miss from the grid's (:mod:`analysis.laws`).
 
 Notes
 -----
