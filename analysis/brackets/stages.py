@@ -407,19 +407,15 @@ def close(
 
     - upper, rank ``hi - 1`` (not below lo): a longer Adam run from the truncated SVD
       (a different start and schedule from the refinement's), then the l1 row refit;
-      only where the best error at that rank is already below ``settings.close_upper_near``
-      times eps (restarts from perturbed starts land on the same error, measured on MiniLM
-      heads, so far-off ranks are not worth the time);
-    - lower, size ``lo + 1`` (at most ``settings.close_max_size``; only where that size is
-      untried or its best margin is above ``settings.close_lower_near`` times eps):
-      multi-start projected ascent from k-means column partitions (``settings.close_seeds``
-      seeds, raw and unit columns), splits of the lo witness's groups and the best witness
-      so far, all in one batch; the best ``settings.close_polish`` per size then get the
-      exact alternating LP polish.
+    - lower, size ``lo + 1``: multi-start projected ascent from k-means column partitions
+      (raw and unit columns), splits of the lo witness's groups and the best witness so
+      far, all in one batch; the best per size then get the exact alternating LP polish.
 
-    ``settings.close_upper_steps`` / ``close_lower_steps`` set the run lengths; with both 0
-    the pass does nothing. With ``transform`` (engine 5) every lower candidate is also
-    offered after the inverse transform (:func:`analysis.brackets.rowspan.inverse_transform`).
+    Which ranks and sizes qualify, the run lengths, seeds and polish (and why): the
+    ``close_*`` fields of :class:`~analysis.brackets.settings.SearchSettings`; with
+    ``close_upper_steps`` and ``close_lower_steps`` both 0 the pass does nothing. With
+    ``transform`` (engine 5) every lower candidate is also offered after the inverse
+    transform (:func:`analysis.brackets.rowspan.inverse_transform`).
 
     Every candidate goes through its matrix's builder (verified); the pass can only add
     witnesses, so it never widens a bracket.
