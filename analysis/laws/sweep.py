@@ -32,12 +32,10 @@ Design of the default sweeps (and why)
   effort and the even powers of each grid.
 - ``--design asymptotic`` (spherical, one eps): the grids above start at beta = 1, in
   the kernel's Taylor regime, where the theory's own harmonic count is steeper than its
-  asymptote. This design takes each d's grid from the theory alone, before any bracket:
-  powers of two from :func:`analysis.laws.theory.asymptotic_onset` (every later octave of
-  the count within 0.15 of ``(d - 1) / 2``) while the count stays ``<= n / 4``, at most 5;
-  a d with fewer than 3 such betas is left out with the n it would need. The default
-  design stays the default; the two answer different questions (the curve on a fixed
-  grid, the law where it applies).
+  asymptote. This design takes each d's grid from the theory alone, before any bracket
+  (:func:`analysis.laws.theory.asymptotic_betas`; the rule: docs/guide/laws.md,
+  "Defaults"). The default design stays the default; the two answer different questions
+  (the curve on a fixed grid, the law where it applies).
 """
 
 from __future__ import annotations
