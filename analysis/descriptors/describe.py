@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.atomic import atomic_write
 from analysis.attention import fixed_torch_threads, softmax64
 from analysis.descriptors.builtin import build_registry, builtin_registry
 from analysis.descriptors.registry import Block, Cell, MatrixData, Registry, run_block
@@ -279,7 +279,7 @@ def describe_arrays(
 
 
 def write_csv_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write ``df`` to ``path`` through a temporary file in the same folder and ``os.replace``.
+    """Write ``df`` to ``path`` as CSV, atomically (:func:`analysis.atomic.atomic_write`).
 
     Examples
     --------
@@ -289,16 +289,8 @@ def write_csv_atomic(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     'a\\n1\\n2\\n'
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            df.to_csv(fh, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path, mode="wb") as fh:
+        fh.write(df.to_csv(index=False).encode("utf-8"))
     return path
 
 
