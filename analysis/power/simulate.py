@@ -1,21 +1,15 @@
 """Simulated studies of a design, decided by the pre-specified comparison.
 
-Simulated studies have a design's sizes (heads and held-out heads per checkpoint, cells per
-head, B, alpha, Holm family; :func:`~analysis.power.inputs.sizes_from_design`, in
-:mod:`analysis.power.inputs` with the assumptions), its blocks' covariate counts (from
-the lock or, in a study, after the collinearity screen on training cells), heads with a
-random effect, and interval outcomes whose widths are resampled from real bracket widths
-(never from a study's held-out heads) conditionally on eps and on where the cell's rank
-lies. The full pipeline (calibration, standardization, collinearity screen, interval
-fits, cluster bootstrap within checkpoints, Holm, decision rule) runs on each through
-:func:`simulated_comparison`, called exactly as the confirmatory run calls it
-(``NestedComparison(ComparisonSpec(models=..., **design.comparison_kwargs())).fit(table)``) with the design's
-models, Holm family, estimator, primary metric, B, alpha and CI level, and with the
-simulated blocks' covariate facts (:data:`SIMULATED_COVARIATES`) where the real run has
-the descriptor registry's. What the design does not fix is one frozen
-:class:`PowerAssumptions`. Error rates at both nulls, power and the minimum detectable
-effect are in :mod:`analysis.power.error_rates`; power curves and the closed-form
-approximation in :mod:`analysis.power.curve`.
+A simulated study has the design's sizes (:func:`~analysis.power.inputs.sizes_from_design`),
+its blocks' covariate counts, one frozen :class:`PowerAssumptions` for what the design does
+not fix, and interval outcomes whose widths are resampled from real bracket widths (never
+from a study's held-out heads); the model and the widths: docs/prereg.md, paragraph "The
+simulated study". Each is decided by :func:`simulated_comparison`, the confirmatory call
+itself (``NestedComparison(ComparisonSpec(models=..., **design.comparison_kwargs())).fit(table)``)
+with the simulated blocks' covariate facts (:data:`SIMULATED_COVARIATES`) where the real run
+has the descriptor registry's. Error rates, power and the MDE are in
+:mod:`analysis.power.error_rates`; power curves and the closed-form approximation in
+:mod:`analysis.power.curve`.
 """
 
 from __future__ import annotations
