@@ -1,16 +1,12 @@
 """Head-level analysis (exploratory, training heads only).
 
-Two questions, each with folds that can learn what they predict:
-
-- **within-head**: given a head's cells on its other inputs, does a block predict its
-  cells on a new input? Folds hold out one input within each length (every fold keeps
-  every length and every head in training), each model with and without head fixed
-  effects. Needs at least two inputs per length.
-- **across-head**: does a block predict the cells of heads it was never fitted on? Folds
-  hold out whole training heads, each model without head fixed effects (a head's effect
-  cannot transfer to an unseen head).
-
-Plus the within-head (intraclass) correlation of the base model's residuals.
+Two questions, each with folds that can learn what they predict: **within-head** (does a
+block predict a head's cells on a new input? one input held out within each length, each
+model with and without head fixed effects; needs at least two inputs per length) and
+**across-head** (does a block predict heads it was never fitted on? whole training heads
+held out, no head fixed effects); plus the within-head (intraclass) correlation of the base
+model's residuals. The folds, their checks and the result's columns: docs/prereg.md,
+section "Head-level analysis (exploratory, training heads only)".
 """
 
 from __future__ import annotations
