@@ -314,14 +314,11 @@ class HeadLevelAnalysis:
 
     Notes
     -----
-    Every fold learns everything (log, calibration, standardization, collinearity screen,
-    coefficients) on its training part only (:func:`prepare_covariates` with the fold's
-    training rows). Within-head, with head effects, head indicators enter before the
-    block's columns and any covariate collinear with them (constant within every head)
-    is dropped, so that loss measures what a block adds *within* heads; a block whose
-    within-head gain vanishes with head effects carries head-level information only.
-    Across-head, a block's gain is what it carries about heads the fit never saw; head
-    effects are left out (an unseen head's effect is not estimable).
+    Every fold learns everything on its training part only (:func:`prepare_covariates`
+    with the fold's training rows). With head effects, head indicators enter before the
+    block's columns and any covariate constant within every head is dropped; how to read
+    the gains: docs/prereg.md, section "Head-level analysis (exploratory, training heads
+    only)".
 
     Examples
     --------

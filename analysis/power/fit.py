@@ -285,27 +285,20 @@ def fit_assumptions(
 
     Notes
     -----
-    The outcome is the bracket midpoint ``m = (y_lower + y_upper) / 2``. Its covariates
-    are the base model's, prepared as the comparison prepares them (log, isotonic
-    calibration cross-fitted over 5 head folds, standardization, collinearity screen),
-    plus checkpoint indicators, fitted pooled by least squares as the base model is (a
-    mixed model's GLS coefficients would lean on within-head variation and push the
-    covariates' between-head part into the random effects: on MiniLM's training heads
-    its components sum to 0.064 while the pooled fit leaves 0.039). ``statsmodels``
-    ``MixedLM`` (REML) then splits the pooled residual into a (checkpoint, layer) random
-    intercept, a head variance component within layers and a cell residual; REML rather
-    than moment estimators because the design is unbalanced (held-out heads removed,
-    unequal layers) and the variance components are the quantity of interest. In the simulator, ``m = y* + (1/2 - P) w`` with the truth
-    ``y*``, its position ``P ~ Beta(a, b)`` and the bracket width ``w``, so the cell
-    component less ``var((1/2 - P) w)`` (cell-level, measured on the table's widths) is the
-    truth's cell variance. ``V`` is the sum of the three, ``icc`` the layer and head
-    share, ``layer_share`` the layer share. Each checkpoint's offset is its indicator's
-    coefficient (centred, head-weighted): the part of its mean the base covariates
-    leave, which a base model without checkpoint effects cannot absorb; its scale is the
-    root of its cells' mean squared residual over the pooled one (a starting value:
-    :func:`~analysis.power.calibrate.calibrate_scales` fits the scales to each
-    checkpoint's reference M0 loss). The signal block's head share is the REML between-head share of each of its
-    columns after an OLS on the base columns, median over columns.
+    What is fitted and how (pooled least squares of the bracket midpoints on the base
+    model's prepared covariates and checkpoint indicators, a ``statsmodels`` ``MixedLM``
+    REML split of the residual, the bracket's part taken out of the cell component):
+    docs/prereg.md, section "Fitting the simulator to data". The covariates are fitted
+    pooled, as the base model is, rather than by the mixed model's GLS, which would lean on
+    within-head variation and push their between-head part into the random effects (on
+    MiniLM's training heads its components sum to 0.064 while the pooled fit leaves
+    0.039); REML rather than moment estimators because the design is unbalanced (held-out
+    heads removed, unequal layers) and the variance components are the quantity of
+    interest. A checkpoint's offset (centred, head-weighted) is the part of its mean that
+    a base model without checkpoint effects cannot absorb; its scale (the root of its
+    cells' mean squared residual over the pooled one) is a starting value that
+    :func:`~analysis.power.calibrate.calibrate_scales` fits to its reference M0 loss. The
+    signal block's head share is taken after an OLS on the base columns.
 
     Examples
     --------
