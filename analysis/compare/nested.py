@@ -285,14 +285,13 @@ class NestedComparison:
     in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
     ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
 
-    Equivalence (:mod:`analysis.compare.equivalence`): for a (pair, metric) with a SESOI
-    ``delta > 0`` in the spec, the one-sided test of ``H0: effect >= delta`` on the
-    same replicates: percentile ``p_eq = (1 + #{b : effect_b >= delta}) / (B + 1)``,
-    studentized ``p_eq = (1 + #{b : t_b <= (effect - delta) / se}) / (B + 1)``; Holm
-    across ``family`` within each metric; decision ``"adds information"`` (the rule
-    above), else ``"equivalent within SESOI"`` (``p_eq`` (Holm) < alpha), else
-    ``"inconclusive"``; ``"no SESOI"`` without one. ``sesoi``, ``equivalence_p`` and
-    ``equivalence_p_holm`` are NaN without a SESOI and every older column is unchanged.
+    Equivalence: a (pair, metric) with a SESOI in the spec also gets the one-sided test of
+    ``H0: effect >= delta`` on the same replicates and a decision (see
+    :func:`~analysis.compare.equivalence.decide_equivalence`'s Notes and
+    :func:`~analysis.compare.bootstrap.percentile_equivalence_p`,
+    :func:`~analysis.compare.bootstrap.studentized_equivalence_p`); ``sesoi``,
+    ``equivalence_p`` and ``equivalence_p_holm`` are NaN without a SESOI (other columns
+    unchanged).
 
     Fit failures: each row carries both fits' ``converged``, ``iterations`` and
     ``grad_norm`` (:class:`~analysis.compare.estimators.FittedModel`). A pair with a fit
