@@ -285,8 +285,8 @@ class NestedComparison:
     in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
     ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
 
-    Equivalence: a (pair, metric) with a SESOI in the spec also gets the one-sided test of
-    ``H0: effect >= delta`` on the same replicates and a decision (see
+    Equivalence: a (pair, metric) with a SESOI ``delta`` in the spec also gets the
+    one-sided test of ``H0: effect >= delta`` on the same replicates and a decision (see
     :func:`~analysis.compare.equivalence.decide_equivalence`'s Notes and
     :func:`~analysis.compare.bootstrap.percentile_equivalence_p`,
     :func:`~analysis.compare.bootstrap.studentized_equivalence_p`); ``sesoi``,
