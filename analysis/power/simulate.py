@@ -104,24 +104,13 @@ def simulate_study(
 
     Notes
     -----
-    Cell c of head h: ``y* = f(baseline) + b w_c + u_h + e_c`` with an additive,
-    monotone ``f`` of the baseline features, ``u_h ~ N(0, icc (1 - share) V)``,
-    ``e_c ~ N(0, (1 - icc)(1 - share) V)``, ``V = residual_sd^2`` and
-    ``b^2 = share V``, so the signal ``b w`` is ``share`` of the variance M0 leaves.
-    ``w`` (unit variance, ``native_head_share`` of it between heads) is the part of the
-    signal block's first column ``0.3 entropy + sqrt(0.91) w`` not shared with the
-    baseline; the block's other columns, and every column of the other non-baseline
-    block (column j correlated 0.5 with the signal block's column j mod its count), are
-    noise with the same head structure. Extra baseline columns are noisy proxies
-    ``0.6 entropy + 0.8 noise``.
-
-    Held-out heads are drawn per stratum (``sizes.strata``, the design's checkpoints). The
-    observed interval is ``[y* - P w_i, y* - P w_i + w_i]`` with ``P ~ Beta(a, b)``
-    (``assumptions.truth_position``: where the truth lies, 0 = lower end) and ``w_i``
-    resampled from the reference widths at the cell's eps within the bin of its rank
-    (:meth:`WidthModel.draw`); width 0 gives a point. Every random number is drawn in a
-    fixed order and amount that does not depend on ``share``, so one seed gives the same
-    heads, noise, widths and positions at every share (common random numbers).
+    The model (cell c of head h: ``y* = f(baseline) + b w_c + u_h + e_c``, ``b^2 = share
+    V``, ``V = residual_sd^2``), the interval ``[y* - P w_i, y* - P w_i + w_i]`` with
+    ``P ~ Beta(*assumptions.truth_position)`` and ``w_i`` drawn by :meth:`WidthModel.draw`,
+    held-out heads drawn per stratum, and the common random numbers across shares:
+    docs/prereg.md, paragraph "The simulated study". Column j of the other non-baseline
+    block is correlated 0.5 with the signal block's column j mod its count; extra baseline
+    columns are ``0.6 entropy + 0.8 noise``.
 
     Examples
     --------
