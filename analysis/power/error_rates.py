@@ -1,15 +1,11 @@
 """Error rates of the pre-specified decision: size at two nulls, power, minimum detectable effect.
 
 :func:`validate_comparison` simulates a design's study (:mod:`analysis.power.simulate`) for
-each tested hypothesis and reports, with Clopper-Pearson intervals,
-
-- the size at the **simple null** (no block carries information: the richer model's
-  extra columns only cost estimation noise, so its expected held-out effect is negative),
-- the size at the **boundary null** (the richer block carries real signal, exactly offset
-  by that cost, so the expected held-out effect is 0: the least favourable point of the
-  null ``effect <= 0``),
-- the power at the assumed effect share, and the **minimum detectable effect** (the share
-  at power 0.8), found by bisection on the simulated power curve.
+each tested hypothesis and reports, with Clopper-Pearson intervals, the size at the
+**simple null** (no block carries information) and at the **boundary null** (the richer
+block's signal exactly offsets its estimation cost: the least favourable point of
+``effect <= 0``), the power at the assumed effect share and the **minimum detectable
+effect** (the share at power 0.8); see docs/prereg.md, paragraph "The boundary null".
 """
 
 from __future__ import annotations

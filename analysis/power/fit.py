@@ -1,16 +1,12 @@
 """The power simulator's assumptions fitted to data the confirmatory cells never touch.
 
 :func:`fit_assumptions` estimates what :class:`~analysis.power.inputs.PowerAssumptions`
-leaves to the analyst -- the residual scale, the share of it between heads (ICC) and
-between the heads of one layer, each checkpoint's offset and residual scale (family
-heterogeneity), each checkpoint's bracket widths and the between-head share of the
-signal block's columns -- from a table of **training** cells (a study's comparison table
-without its held-out heads) or of a pilot (a separate input seed). It also measures the
-**reference M0 loss**: the held-out interval loss of the design's base model on those
-cells, by a cross-fit over their heads with the design's own estimator and metric, which
-the simulated studies' M0 loss at the null is checked against
-(:func:`m0_loss_check`). ``attnrank validate-comparison --fit`` reads a study's training
-table from its store (:mod:`analysis.cli.power`; prereg reads no store).
+leaves to the analyst from a table of **training** cells (a study's comparison table
+without its held-out heads) or of a pilot (a separate input seed), and the **reference M0
+loss** that the simulated studies' M0 loss at the null is checked against
+(:func:`m0_loss_check`); what each is: docs/prereg.md, section "Fitting the simulator to
+data". ``attnrank validate-comparison --fit`` reads a study's training table from its
+store (:mod:`analysis.cli.power`; prereg reads no store).
 """
 
 from __future__ import annotations
