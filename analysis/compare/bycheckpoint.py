@@ -433,20 +433,10 @@ def effects_by_checkpoint(
 
     Notes
     -----
-    For checkpoint c and metric m the model's value is the mean of its per-cell metric
-    over c's held-out cells (Spearman: the rank correlation of ``y_hat`` with the
-    midpoints there), with the predictions of the models fitted once on all training
-    cells. Effect = base - rich for the loss, rich - base otherwise. CI and p come from a
-    percentile cluster bootstrap over c's held-out heads only (B = ``result.n_boot``
-    resamples of c's H_c heads with replacement, fits not refitted): CI = the
-    ``(1 -/+ ci_level) / 2`` percentiles, one-sided ``p = (1 + #{b: effect_b <= 0}) /
-    (B + 1)``, unadjusted. The resamples of pair i (its position among the comparison's
-    pairs: family, then sensitivity pairs) in checkpoint j (its position among the
-    sorted checkpoints with held-out cells) are drawn by
-    ``numpy.random.default_rng(SeedSequence(S, spawn_key=(1, i, j)))``
-    (:func:`checkpoint_seed`), heads in order of first appearance, as
-    :class:`~analysis.compare.ClusterBootstrap` orders them; every metric of the
-    pair reads the same resamples. A pair with a failed fit keeps
+    The values, effects, CI, one-sided p and seed rule (pair i in checkpoint j draws from
+    ``numpy.random.default_rng(SeedSequence(S, spawn_key=(1, i, j)))``,
+    :func:`checkpoint_seed`; B = ``result.n_boot``): docs/prereg.md, section "Effects by
+    checkpoint (secondary, outside the Holm family)". A pair with a failed fit keeps
     ``status = "fit failed"``.
 
     Examples

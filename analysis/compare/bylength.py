@@ -1,11 +1,8 @@
 """Secondary analysis: each pre-specified pair's held-out effect within each input length.
 
-Outside the Holm family and without a decision, like
-:func:`~analysis.compare.bycheckpoint.effects_by_checkpoint`: the models are the ones the
-overall comparison fitted, nothing is refitted per length. A length is a value of the
-table's ``length`` column (the number of tokens or patches of the cell's input; a vision
-model's 65 / 145 / 257 are values like any other). The question it answers: does the
-held-out answer change with the length?
+Like :func:`~analysis.compare.bycheckpoint.effects_by_checkpoint` (same fits, no decision,
+outside the Holm family) with the table's ``length`` column as the groups: does the
+held-out answer change with the length? See docs/prereg.md, section "Effects by length".
 """
 
 from __future__ import annotations
@@ -166,14 +163,11 @@ def effects_by_length(
 
     Notes
     -----
-    The computation of :func:`~analysis.compare.bycheckpoint.effects_by_checkpoint` (see
-    its Notes: values, effects, CI and p) with the held-out cells of length n in place of
-    a checkpoint's: the bootstrap resamples the H_n held-out heads with cells of length n,
-    each head bringing its cells of length n. The resamples of pair i at length j (its
-    position among the held-out lengths in increasing order) are drawn by
-    ``numpy.random.default_rng(SeedSequence(S, spawn_key=(2, i, j)))``
-    (:func:`length_seed`; branch 1 is the by-checkpoint effects'). A head is in several
-    lengths' groups, so the lengths' effects are not independent.
+    The computation of :func:`~analysis.compare.bycheckpoint.effects_by_checkpoint` with
+    the held-out cells of length n in place of a checkpoint's, each resampled head bringing
+    its cells of length n; pair i at length j draws from
+    ``numpy.random.default_rng(SeedSequence(S, spawn_key=(2, i, j)))`` (:func:`length_seed`).
+    Details: docs/prereg.md, section "Effects by length (secondary, outside the Holm family)".
 
     Examples
     --------

@@ -1,16 +1,11 @@
 """Covariate preparation: logs, calibration, standardization, collinearity.
 
-Columns are named ``BLOCK__feature``. Everything that is learned (isotonic maps, means,
-standard deviations, which columns survive) is learned on training rows only. The
-isotonic maps can be cross-fitted (:class:`Calibration`): a training row is then
-calibrated by maps fitted on the other folds of training heads, so a head's own outcomes
-never enter its own calibrated covariates.
-
-This package knows no block by name: which blocks are calibrated, the order in which
-blocks enter the collinearity screen and which columns are diagnostics (never covariates)
-are arguments. Their defaults are neutral (no calibration, each model's own block order,
-no diagnostics), so a table from any field is prepared exactly as described by its
-arguments; a study passes what its descriptor registry declares
+Columns are named ``BLOCK__feature``; everything learned (isotonic maps, which can be
+cross-fitted by head: :class:`Calibration`; means, SDs, which columns survive) is learned
+on training rows only (docs/prereg.md, section "The comparison and its decision rule",
+step 1). This package knows no block by name: which blocks are calibrated, their order in
+the collinearity screen and which columns are diagnostics are arguments, neutral by
+default; a study passes what its descriptor registry declares
 (``analysis.descriptors.Registry.covariate_kwargs``).
 """
 

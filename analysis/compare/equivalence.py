@@ -84,17 +84,11 @@ def decide_equivalence(
 
     Notes
     -----
-    Holm runs within each metric over the family rows that have a SESOI (a failed fit
-    counts with p = 1, as in the superiority test); rows outside the family use their
-    unadjusted p. Decision of a row with a SESOI: ``"adds information"`` when the
-    superiority rule holds (``adds_information``), else ``"equivalent within SESOI"``
-    when its fits converged and ``p_eq < alpha`` (Holm p in the family), else
-    ``"inconclusive"``. Superiority comes first so that ``decision`` never contradicts
-    ``adds_information``; a precise effect in ``(0, SESOI)`` can meet both rules and is
-    then reported as adding information, with its ``equivalence_p`` below alpha showing
-    that it is smaller than the SESOI. Without a SESOI: ``"adds information"`` or
-    ``"no SESOI"``. ``sesoi_share`` is ``sesoi / base_value`` for a loss metric (the
-    SESOI as a share of the base model's held-out loss), NaN otherwise.
+    The Holm adjustment (within each metric over the family rows with a SESOI, a failed
+    fit counting with p = 1) and the decision rule (superiority first, so that
+    ``decision`` never contradicts ``adds_information``): docs/prereg.md, section
+    "Equivalence: a smallest effect size of interest (SESOI)". ``sesoi_share`` is
+    ``sesoi / base_value`` for a loss metric, NaN otherwise.
 
     Examples
     --------

@@ -1,16 +1,12 @@
 """Head-level analysis (exploratory, training heads only).
 
-Two questions, each with folds that can learn what they predict:
-
-- **within-head**: given a head's cells on its other inputs, does a block predict its
-  cells on a new input? Folds hold out one input within each length (every fold keeps
-  every length and every head in training), each model with and without head fixed
-  effects. Needs at least two inputs per length.
-- **across-head**: does a block predict the cells of heads it was never fitted on? Folds
-  hold out whole training heads, each model without head fixed effects (a head's effect
-  cannot transfer to an unseen head).
-
-Plus the within-head (intraclass) correlation of the base model's residuals.
+Two questions, each with folds that can learn what they predict: **within-head** (does a
+block predict a head's cells on a new input? one input held out within each length, each
+model with and without head fixed effects; needs at least two inputs per length) and
+**across-head** (does a block predict heads it was never fitted on? whole training heads
+held out, no head fixed effects); plus the within-head (intraclass) correlation of the base
+model's residuals. The folds, their checks and the result's columns: docs/prereg.md,
+section "Head-level analysis (exploratory, training heads only)".
 """
 
 from __future__ import annotations
@@ -318,14 +314,11 @@ class HeadLevelAnalysis:
 
     Notes
     -----
-    Every fold learns everything (log, calibration, standardization, collinearity screen,
-    coefficients) on its training part only (:func:`prepare_covariates` with the fold's
-    training rows). Within-head, with head effects, head indicators enter before the
-    block's columns and any covariate collinear with them (constant within every head)
-    is dropped, so that loss measures what a block adds *within* heads; a block whose
-    within-head gain vanishes with head effects carries head-level information only.
-    Across-head, a block's gain is what it carries about heads the fit never saw; head
-    effects are left out (an unseen head's effect is not estimable).
+    Every fold learns everything on its training part only (:func:`prepare_covariates`
+    with the fold's training rows). With head effects, head indicators enter before the
+    block's columns and any covariate constant within every head is dropped; how to read
+    the gains: docs/prereg.md, section "Head-level analysis (exploratory, training heads
+    only)".
 
     Examples
     --------

@@ -271,37 +271,24 @@ class NestedComparison:
 
     Notes
     -----
-    For metric m with per-cell values ``v_i`` the model's value is the mean over
-    held-out cells (Spearman: the rank correlation of ``y_hat`` with midpoints).
-    Effect: ``base - rich`` for the loss, ``rich - base`` otherwise (positive = the rich
-    model helps). Bootstrap: held-out heads are resampled with replacement B times
-    (counts ``c_bh``), within each stratum when the table has a ``stratum`` column (each
-    stratum keeps its number of held-out heads in every replicate; one stratum gives the
-    unstratified draws exactly); replicate means are ``sum_h c_bh S_h / sum_h c_bh n_h`` with
-    per-head sums ``S_h`` and sizes ``n_h``; fits are not refitted. CI: the
-    ``(1 -/+ ci_level) / 2`` percentiles of the replicate effects. One-sided
-    ``p = (1 + #{b : effect_b <= 0}) / (B + 1)``. Holm across ``family`` within each
-    metric. Adds information: ``p_holm < alpha`` and ``ci_low > 0``. Secondary: the
-    in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
+    Values, effects (positive = the rich model helps), the cluster bootstrap over held-out
+    heads within strata (replicate means: :func:`~analysis.compare.bootstrap.replicate_means`;
+    fits not refitted), percentile CI, one-sided p, Holm across ``family`` within each
+    metric, the decision (``p_holm < alpha`` and ``ci_low > 0``) and the treatment of
+    failed fits: docs/prereg.md, section "The comparison and its decision rule". A pair
+    with a failed fit (``status = "fit failed"``, else ``"ok"``; each row carries both
+    fits' ``converged``, ``iterations`` and ``grad_norm``) keeps p = 1 in Holm, so its
+    ``p_holm`` is 1 and it rejects nothing itself.
+    Secondary: the in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
     ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
 
-    Equivalence (:mod:`analysis.compare.equivalence`): for a (pair, metric) with a SESOI
-    ``delta > 0`` in the spec, the one-sided test of ``H0: effect >= delta`` on the
-    same replicates: percentile ``p_eq = (1 + #{b : effect_b >= delta}) / (B + 1)``,
-    studentized ``p_eq = (1 + #{b : t_b <= (effect - delta) / se}) / (B + 1)``; Holm
-    across ``family`` within each metric; decision ``"adds information"`` (the rule
-    above), else ``"equivalent within SESOI"`` (``p_eq`` (Holm) < alpha), else
-    ``"inconclusive"``; ``"no SESOI"`` without one. ``sesoi``, ``equivalence_p`` and
-    ``equivalence_p_holm`` are NaN without a SESOI and every older column is unchanged.
-
-    Fit failures: each row carries both fits' ``converged``, ``iterations`` and
-    ``grad_norm`` (:class:`~analysis.compare.estimators.FittedModel`). A pair with a fit
-    that did not converge gets ``status = "fit failed"`` (else ``"ok"``) and
-    ``adds_information = False``; its effect, CI and p are still computed and shown, but
-    they are not a result. In Holm it keeps its place in the family with p = 1: the
-    family stays the pre-specified size (dropping the pair would loosen the other
-    pairs' adjustment after seeing a failure), and a p of 1 is never rejected, so it
-    rejects nothing itself and its ``p_holm`` is 1.
+    Equivalence: a (pair, metric) with a SESOI ``delta`` in the spec also gets the
+    one-sided test of ``H0: effect >= delta`` on the same replicates and a decision (see
+    :func:`~analysis.compare.equivalence.decide_equivalence`'s Notes and
+    :func:`~analysis.compare.bootstrap.percentile_equivalence_p`,
+    :func:`~analysis.compare.bootstrap.studentized_equivalence_p`); ``sesoi``,
+    ``equivalence_p`` and ``equivalence_p_holm`` are NaN without a SESOI (other columns
+    unchanged).
 
     Examples
     --------

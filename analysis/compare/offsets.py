@@ -1,14 +1,10 @@
 """Geometry net of family: checkpoint fixed effects and the estimands beside them.
 
-With ``ComparisonSpec(checkpoint_effects=True)`` every model of a comparison (the
-base model included) gets one fixed effect per checkpoint (the table's ``stratum``),
-and a feature that is constant within every checkpoint is dropped: it is a function of
-the checkpoint label, so next to the fixed effects it can only repeat them
-(:func:`add_checkpoint_effects`). The comparison then also reports, as sensitivity rows
-(:data:`SENSITIVITY_COLUMNS`): the checkpoint-equal estimand (the mean of the
-per-checkpoint effects, beside the head-weighted effect of the main table), the effect
-with each family left out (refitted without it) and the effect on narrow and on wide
-brackets (:func:`estimand_rows`).
+With ``ComparisonSpec(checkpoint_effects=True)`` every model gets one fixed effect per
+checkpoint and loses its checkpoint labels (:func:`add_checkpoint_effects`), and the
+comparison also reports the checkpoint-equal estimand, leave-one-family-out and
+width-stratified sensitivity rows (:data:`SENSITIVITY_COLUMNS`, :func:`estimand_rows`);
+what each is and why: docs/prereg.md, section "Geometry net of family: checkpoint effects".
 """
 
 from __future__ import annotations
@@ -94,12 +90,8 @@ def add_checkpoint_effects(
 
     Notes
     -----
-    Dropping rather than centring within checkpoint: a column constant within every
-    checkpoint becomes zero when centred, so it is dropped either way; for the other
-    columns, centring within checkpoint replaces ``X`` by ``X - G M`` (``G`` the
-    indicators, ``M`` the checkpoint means), which spans the same space as ``X`` next to
-    ``G``, so the interval and OLS fits and their predictions are the same. Keeping the
-    columns as they are keeps their training standardization and their names.
+    Why dropping rather than centring within checkpoint gives the same fits and
+    predictions: docs/prereg.md, section "Geometry net of family: checkpoint effects".
 
     Examples
     --------

@@ -1,27 +1,20 @@
 """The simulator's residual scales fitted by simulated moments to the real M0 loss.
 
-:func:`~analysis.power.fit.fit_assumptions` estimates the simulator's structure
-(variance components, checkpoint offsets, widths, the signal block's head share) from
-training or pilot cells. Its residual scale is a REML estimate on bracket midpoints, and
-the simulated studies it gives have an M0 held-out loss 0.3-0.7x the real one (measured
-on the shipped studies, ``docs/results/power.md``): the real residuals are heavy-tailed
-and shrink where brackets are wide, so the real brackets absorb less of the error than
-the simulator's, and a checkpoint's bracket part can exceed its residual mean square
-(its scale then collapses). The quantity every power and size figure rests on is the
-base model's held-out loss, so :func:`calibrate_scales` fits the scales to it: each
-checkpoint's residual scale is moved until the simulated studies' held-out M0 loss of that
-checkpoint matches the reference measured on the same cells (a cross-fit over their heads,
-:func:`~analysis.power.fit.reference_m0_losses`). This is the method of simulated
-moments (McFadden 1989; Gourieroux, Monfort and Renault 1993's indirect inference with
-the loss as the auxiliary statistic); no library runs it on a custom simulator, so the
-few lines of the fixed-point iteration are written here.
-
-The structural fit keeps its variance shares (ICC, layer share), offsets and widths; only
-the scale of each checkpoint's residual (head, layer and cell parts together) moves.
-``attnrank validate-comparison --fit`` then simulates its studies on seeds the calibration
-never used, so the 25% check of :func:`~analysis.power.rates.m0_loss_check` on them is
-an out-of-sample check of the calibration (Monte Carlo error, non-convergence, a loss the
-simulator cannot reach), not a tautology.
+The structural fit (:func:`~analysis.power.fit.fit_assumptions`) gives simulated studies
+an M0 held-out loss 0.3-0.7x the real one (the real residuals are heavy-tailed and shrink
+where brackets are wide; a checkpoint's scale collapses when its bracket part exceeds its
+residual mean square): docs/results/power.md, section "The fitted and calibrated
+simulator". :func:`calibrate_scales` therefore moves
+only each checkpoint's residual scale (head, layer and cell parts together; the variance
+shares, offsets and widths stay as fitted) until the simulated studies' held-out M0 loss
+of that checkpoint matches the reference measured on the same cells
+(:func:`~analysis.power.fit.reference_m0_losses`). This is the method of simulated moments
+(McFadden 1989; Gourieroux, Monfort and Renault 1993's indirect inference with the loss as
+the auxiliary statistic); no library runs it on a custom simulator, so the few lines of the
+fixed-point iteration are written here. ``attnrank validate-comparison --fit`` simulates
+on other seeds, so its 25% check (:func:`~analysis.power.rates.m0_loss_check`) is out of
+sample (Monte Carlo error, non-convergence, a loss the simulator cannot reach), not a
+tautology.
 """
 
 from __future__ import annotations

@@ -79,24 +79,16 @@ def approximate_power(
 
     Notes
     -----
-    Write ``eps = effect``, ``s = native_head_share``, ``rho = icc``, ``V`` the variance
-    M0 leaves. With the true coefficients, M0's held-out residual is
-    ``e0 = b w + u + n`` and M1's is ``e1 = u + n``, ``b^2 = eps V``,
-    ``var u = rho (1 - eps) V`` (shared by the head's K cells),
-    ``var n = (1 - rho)(1 - eps) V``, ``w = sqrt(s) a_h + sqrt(1 - s) z_c``. The per-cell
-    squared-loss difference is ``D = e0^2 - e1^2 = b^2 w^2 + 2 b w (u + n)``, with mean
-    ``b^2``. Its head mean ``D_h`` has
+    With ``eps = effect``, ``s = native_head_share``, ``rho = icc``, the head mean
+    ``D_h`` of the per-cell loss difference of M0 and M1 (true coefficients) has
 
     ``var D_h / V^2 = 4 eps rho (1 - eps) (s + (1 - s)/K) + 4 eps (1 - rho)(1 - eps)/K
-    + eps^2 (2 s^2 + (4 s (1 - s) + 2 (1 - s)^2)/K)``.
+    + eps^2 (2 s^2 + (4 s (1 - s) + 2 (1 - s)^2)/K)``,
 
-    The first term is ``2 b w u``: when the native signal has a head-level part
-    (``s > 0``) it does not average out over a head's cells, because ``u_h`` is shared.
-    The cluster bootstrap estimates ``var(mean D) = var D_h / H``, so
-    ``z = sqrt(H) eps / sqrt(var D_h / V^2)`` (V cancels) and the power is about
-    ``Phi(z - z_(1 - alpha'))``. At the defaults (eps 0.1, rho 0.5, s 0.5, K 18, H 18)
-    ``z = 1.27``. The interval loss (0 inside a bracket) and the estimation error of the
-    fits (more so with many native columns) lower the simulated power below this.
+    so ``z = sqrt(H) eps / sqrt(var D_h / V^2)`` and the power is about
+    ``Phi(z - z_(1 - alpha'))``; the derivation, ``z = 1.27`` at the defaults and why the
+    simulated power is lower: docs/prereg.md, section "Why the power is low: the variance
+    of the held-out loss difference".
 
     Examples
     --------

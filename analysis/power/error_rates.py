@@ -1,15 +1,11 @@
 """Error rates of the pre-specified decision: size at two nulls, power, minimum detectable effect.
 
 :func:`validate_comparison` simulates a design's study (:mod:`analysis.power.simulate`) for
-each tested hypothesis and reports, with Clopper-Pearson intervals,
-
-- the size at the **simple null** (no block carries information: the richer model's
-  extra columns only cost estimation noise, so its expected held-out effect is negative),
-- the size at the **boundary null** (the richer block carries real signal, exactly offset
-  by that cost, so the expected held-out effect is 0: the least favourable point of the
-  null ``effect <= 0``),
-- the power at the assumed effect share, and the **minimum detectable effect** (the share
-  at power 0.8), found by bisection on the simulated power curve.
+each tested hypothesis and reports, with Clopper-Pearson intervals, the size at the
+**simple null** (no block carries information) and at the **boundary null** (the richer
+block's signal exactly offsets its estimation cost: the least favourable point of
+``effect <= 0``), the power at the assumed effect share and the **minimum detectable
+effect** (the share at power 0.8); see docs/prereg.md, paragraph "The boundary null".
 """
 
 from __future__ import annotations
@@ -173,33 +169,19 @@ def validate_comparison(
     Notes
     -----
     Per hypothesis (pair base < rich, signal in the block the rich model adds) two sets of
-    ``simulations`` seeds are spawned: A (calibration) and B (boundary size). Every share
-    on A uses the same seeds, and a seed's heads, noise, widths and positions do not
-    depend on the share (common random numbers, :func:`~analysis.power.simulate.simulate_study`),
-    so rates and mean effects on A are deterministic functions of the share.
-
-    *Simple null*: share 0 on A; the mean effect ``m(0)`` is negative (the rich model's
-    extra columns add estimation noise to its held-out predictions).
-
-    *Boundary null*: the share ``s_b`` with ``m(s_b) = 0``, the least favourable point of
-    ``effect <= 0`` (its derivation: docs/prereg.md, "The boundary null"). It is found on
-    A by regula falsi (Illinois) from ``[0, effect]`` (doubled until ``m > 0``), stopped
-    when ``|m(s)| <= SE(m) / 4`` or after ``calibration_iterations`` steps; the share with
-    the smallest ``|m|`` is kept. The size at the boundary is the rejection rate at ``s_b``
-    on the fresh seeds B, so the calibration does not condition it; B's mean effect
-    checks the calibration (it should be within about 2 SE of 0).
-
-    *Power*: the rejection rate at ``assumptions.effect`` on A. *MDE*: starting from the
-    shares simulated on A, the bracket between the largest share with power below
-    ``mde_target`` and the smallest with power at or above it (``0.95`` added when none
-    reaches it) is halved ``mde_steps`` times; the MDE is the linear interpolation of
-    power in that bracket, whose width is the search's resolution (the starting bracket
-    over ``2^mde_steps``).
-
-    Rates are shares of studies in which the pair is declared to add information (Holm
-    within the design's family, ``ci_low > 0``). Intervals are Clopper-Pearson 95%
-    (:func:`~analysis.power.rates.clopper_pearson`). The size passes when the boundary rate is at most
-    ``alpha`` plus its interval's half-width.
+    ``simulations`` seeds are spawned: A (calibration; common random numbers, so rates and
+    mean effects on A are deterministic functions of the share:
+    :func:`~analysis.power.simulate.simulate_study`) and B (boundary size). The simple null
+    is share 0 on A; the boundary share ``s_b`` (mean effect ``m(s_b) = 0``) is found on A
+    by regula falsi in at most ``calibration_iterations`` steps and its size measured on B,
+    whose mean effect checks the calibration; the power is the rate at
+    ``assumptions.effect`` on A; the MDE bracket is halved ``mde_steps`` times. Rates are
+    shares of studies in which the pair is declared to add information (Holm within the
+    design's family, ``ci_low > 0``), with Clopper-Pearson 95% intervals
+    (:func:`~analysis.power.rates.clopper_pearson`); the size passes when the boundary rate
+    is at most ``alpha`` plus its interval's half-width. The derivation, the search's start
+    and stopping rule and the MDE's interpolation: docs/prereg.md, section "Checking the
+    test itself", paragraphs "The boundary null" and "Power and the MDE".
 
     Examples
     --------

@@ -1,28 +1,15 @@
 """The stored power of a design: ``<stem>.power.json`` beside the design, hashed into its lock.
 
-The simulated size, power and minimum detectable effect of a design's decision
-(``attnrank validate-comparison`` run on the design's sizes) are facts about the design,
-not about its outcomes: they are computed once, stored beside the design and locked with it
-(the lock's ``power_sha256``), so that a changed or removed file is drift that ``attnrank
-prereg check`` reports. ``attnrank run DESIGN --power-simulations N`` computes (or reuses)
-them and records the new file through ``attnrank prereg amend``; a run without the flag only
-reads the file, and the report says so when there is none.
-
-The file is JSON::
-
-    {
-      "format": "attnrank-power/1",
-      "design": "offline-minilm.toml",
-      "key": "<sha256 of the inputs>",
-      "inputs": {"simulations": 400, "seed": ..., "assumptions": {...}, "sizes": {...}, ...},
-      "result": {...},           # analysis.power.ValidationResult.to_dict()
-      "summary": "...",
-      "provenance": {"package_version", "git_commit", "computed_at", "computed_under_lock",
-                     "command", "note"}
-    }
-
-This module reads and writes the file; what goes into it is the study layer's
-(:func:`analysis.study.power.power_stage`).
+The simulated size, power and minimum detectable effect of a design's decision are facts
+about the design, computed once and locked with it (the lock's ``power_sha256``); when
+``attnrank run DESIGN --power-simulations N`` computes or reuses the file, and what it
+holds (JSON, format ``attnrank-power/1``: ``format``, ``design``, ``key`` (the SHA-256
+of ``inputs``), ``inputs`` (``simulations``, ``seed``, ``assumptions``, ``sizes``, ...),
+``result`` (:meth:`analysis.power.ValidationResult.to_dict`), ``summary`` and
+``provenance`` (``package_version``, ``git_commit``, ``computed_at``,
+``computed_under_lock``, ``command``, ``note``)): docs/prereg.md, paragraph "In a study:
+stored beside the design, locked with it". This module reads and writes the file; what
+goes into it is the study layer's (:func:`analysis.study.power.power_stage`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """The power simulator's assumptions fitted to data the confirmatory cells never touch.
 
 :func:`fit_assumptions` estimates what :class:`~analysis.power.inputs.PowerAssumptions`
-leaves to the analyst -- the residual scale, the share of it between heads (ICC) and
-between the heads of one layer, each checkpoint's offset and residual scale (family
-heterogeneity), each checkpoint's bracket widths and the between-head share of the
-signal block's columns -- from a table of **training** cells (a study's comparison table
-without its held-out heads) or of a pilot (a separate input seed). It also measures the
-**reference M0 loss**: the held-out interval loss of the design's base model on those
-cells, by a cross-fit over their heads with the design's own estimator and metric, which
-the simulated studies' M0 loss at the null is checked against
-(:func:`m0_loss_check`). ``attnrank validate-comparison --fit`` reads a study's training
-table from its store (:mod:`analysis.cli.power`; prereg reads no store).
+leaves to the analyst from a table of **training** cells (a study's comparison table
+without its held-out heads) or of a pilot (a separate input seed), and the **reference M0
+loss** that the simulated studies' M0 loss at the null is checked against
+(:func:`m0_loss_check`); what each is: docs/prereg.md, section "Fitting the simulator to
+data". ``attnrank validate-comparison --fit`` reads a study's training table from its
+store (:mod:`analysis.cli.power`; prereg reads no store).
 """
 
 from __future__ import annotations
@@ -285,27 +281,20 @@ def fit_assumptions(
 
     Notes
     -----
-    The outcome is the bracket midpoint ``m = (y_lower + y_upper) / 2``. Its covariates
-    are the base model's, prepared as the comparison prepares them (log, isotonic
-    calibration cross-fitted over 5 head folds, standardization, collinearity screen),
-    plus checkpoint indicators, fitted pooled by least squares as the base model is (a
-    mixed model's GLS coefficients would lean on within-head variation and push the
-    covariates' between-head part into the random effects: on MiniLM's training heads
-    its components sum to 0.064 while the pooled fit leaves 0.039). ``statsmodels``
-    ``MixedLM`` (REML) then splits the pooled residual into a (checkpoint, layer) random
-    intercept, a head variance component within layers and a cell residual; REML rather
-    than moment estimators because the design is unbalanced (held-out heads removed,
-    unequal layers) and the variance components are the quantity of interest. In the simulator, ``m = y* + (1/2 - P) w`` with the truth
-    ``y*``, its position ``P ~ Beta(a, b)`` and the bracket width ``w``, so the cell
-    component less ``var((1/2 - P) w)`` (cell-level, measured on the table's widths) is the
-    truth's cell variance. ``V`` is the sum of the three, ``icc`` the layer and head
-    share, ``layer_share`` the layer share. Each checkpoint's offset is its indicator's
-    coefficient (centred, head-weighted): the part of its mean the base covariates
-    leave, which a base model without checkpoint effects cannot absorb; its scale is the
-    root of its cells' mean squared residual over the pooled one (a starting value:
-    :func:`~analysis.power.calibrate.calibrate_scales` fits the scales to each
-    checkpoint's reference M0 loss). The signal block's head share is the REML between-head share of each of its
-    columns after an OLS on the base columns, median over columns.
+    What is fitted and how (pooled least squares of the bracket midpoints on the base
+    model's prepared covariates and checkpoint indicators, a ``statsmodels`` ``MixedLM``
+    REML split of the residual, the bracket's part taken out of the cell component):
+    docs/prereg.md, section "Fitting the simulator to data". The covariates are fitted
+    pooled, as the base model is, rather than by the mixed model's GLS, which would lean on
+    within-head variation and push their between-head part into the random effects (on
+    MiniLM's training heads its components sum to 0.064 while the pooled fit leaves
+    0.039); REML rather than moment estimators because the design is unbalanced (held-out
+    heads removed, unequal layers) and the variance components are the quantity of
+    interest. A checkpoint's offset (centred, head-weighted) is the part of its mean that
+    a base model without checkpoint effects cannot absorb; its scale (the root of its
+    cells' mean squared residual over the pooled one) is a starting value that
+    :func:`~analysis.power.calibrate.calibrate_scales` fits to its reference M0 loss. The
+    signal block's head share is taken after an OLS on the base columns.
 
     Examples
     --------

@@ -70,10 +70,9 @@ class PowerAssumptions:
         (:attr:`StudySizes.features`).
     truth_position : (float, float)
         ``(a, b)`` of the Beta law of where the true log2 rank lies inside its bracket,
-        0 = the lower end, 1 = the upper end. Default (2, 1): density ``2 u``, mean 2/3,
-        skewed to the upper end, as the engine's near misses suggest (their certified
-        upper errors sit just above eps, their lower margins 10-20% short:
-        docs/results/engine.md); (1, 1) is uniform.
+        0 = the lower end, 1 = the upper end. Default (2, 1): density ``2 u``, skewed to
+        the upper end (why: docs/prereg.md, paragraph "The simulated study"); (1, 1) is
+        uniform.
     width_bins : int
         Widths are resampled per eps within this many quantile bins of the bracket
         midpoint (default 4; 1 = per eps only, independent of the outcome).

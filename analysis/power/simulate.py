@@ -1,21 +1,15 @@
 """Simulated studies of a design, decided by the pre-specified comparison.
 
-Simulated studies have a design's sizes (heads and held-out heads per checkpoint, cells per
-head, B, alpha, Holm family; :func:`~analysis.power.inputs.sizes_from_design`, in
-:mod:`analysis.power.inputs` with the assumptions), its blocks' covariate counts (from
-the lock or, in a study, after the collinearity screen on training cells), heads with a
-random effect, and interval outcomes whose widths are resampled from real bracket widths
-(never from a study's held-out heads) conditionally on eps and on where the cell's rank
-lies. The full pipeline (calibration, standardization, collinearity screen, interval
-fits, cluster bootstrap within checkpoints, Holm, decision rule) runs on each through
-:func:`simulated_comparison`, called exactly as the confirmatory run calls it
-(``NestedComparison(ComparisonSpec(models=..., **design.comparison_kwargs())).fit(table)``) with the design's
-models, Holm family, estimator, primary metric, B, alpha and CI level, and with the
-simulated blocks' covariate facts (:data:`SIMULATED_COVARIATES`) where the real run has
-the descriptor registry's. What the design does not fix is one frozen
-:class:`PowerAssumptions`. Error rates at both nulls, power and the minimum detectable
-effect are in :mod:`analysis.power.error_rates`; power curves and the closed-form
-approximation in :mod:`analysis.power.curve`.
+A simulated study has the design's sizes (:func:`~analysis.power.inputs.sizes_from_design`),
+its blocks' covariate counts, one frozen :class:`PowerAssumptions` for what the design does
+not fix, and interval outcomes whose widths are resampled from real bracket widths (never
+from a study's held-out heads); the model and the widths: docs/prereg.md, paragraph "The
+simulated study". Each is decided by :func:`simulated_comparison`, the confirmatory call
+itself (``NestedComparison(ComparisonSpec(models=..., **design.comparison_kwargs())).fit(table)``)
+with the simulated blocks' covariate facts (:data:`SIMULATED_COVARIATES`) where the real run
+has the descriptor registry's. Error rates, power and the MDE are in
+:mod:`analysis.power.error_rates`; power curves and the closed-form approximation in
+:mod:`analysis.power.curve`.
 """
 
 from __future__ import annotations
@@ -110,24 +104,13 @@ def simulate_study(
 
     Notes
     -----
-    Cell c of head h: ``y* = f(baseline) + b w_c + u_h + e_c`` with an additive,
-    monotone ``f`` of the baseline features, ``u_h ~ N(0, icc (1 - share) V)``,
-    ``e_c ~ N(0, (1 - icc)(1 - share) V)``, ``V = residual_sd^2`` and
-    ``b^2 = share V``, so the signal ``b w`` is ``share`` of the variance M0 leaves.
-    ``w`` (unit variance, ``native_head_share`` of it between heads) is the part of the
-    signal block's first column ``0.3 entropy + sqrt(0.91) w`` not shared with the
-    baseline; the block's other columns, and every column of the other non-baseline
-    block (column j correlated 0.5 with the signal block's column j mod its count), are
-    noise with the same head structure. Extra baseline columns are noisy proxies
-    ``0.6 entropy + 0.8 noise``.
-
-    Held-out heads are drawn per stratum (``sizes.strata``, the design's checkpoints). The
-    observed interval is ``[y* - P w_i, y* - P w_i + w_i]`` with ``P ~ Beta(a, b)``
-    (``assumptions.truth_position``: where the truth lies, 0 = lower end) and ``w_i``
-    resampled from the reference widths at the cell's eps within the bin of its rank
-    (:meth:`WidthModel.draw`); width 0 gives a point. Every random number is drawn in a
-    fixed order and amount that does not depend on ``share``, so one seed gives the same
-    heads, noise, widths and positions at every share (common random numbers).
+    The model (cell c of head h: ``y* = f(baseline) + b w_c + u_h + e_c``, ``b^2 = share
+    V``, ``V = residual_sd^2``), the interval ``[y* - P w_i, y* - P w_i + w_i]`` with
+    ``P ~ Beta(*assumptions.truth_position)`` and ``w_i`` drawn by :meth:`WidthModel.draw`,
+    held-out heads drawn per stratum, and the common random numbers across shares:
+    docs/prereg.md, paragraph "The simulated study". Column j of the other non-baseline
+    block is correlated 0.5 with the signal block's column j mod its count; extra baseline
+    columns are ``0.6 entropy + 0.8 noise``.
 
     Examples
     --------

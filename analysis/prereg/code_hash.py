@@ -1,21 +1,11 @@
 """The SHA-256 of the analysis code a lock records (``code_sha256``).
 
-A lock freezes the design; the code that turns the design into outcomes, features and
-comparisons can change under it. The lock therefore records a hash of that code
-(:data:`CODE_PATHS`, every file under them, ``__pycache__`` and compiled files left
-out), and ``attnrank prereg check`` and ``attnrank run`` say when the code now differs
-(:func:`code_drift`). It is a warning, not a refusal: what changes an outcome by
-definition is already refused elsewhere (the bracket engine version the design pins, and
-each descriptor block's covariates and source version), while most code changes (a
-docstring, a refactor, a faster solver with identical output) change no number; a
-refusal would push users to re-lock after every edit, hiding the drift instead of
-recording it. The warning names both hashes, and the report's provenance carries them,
-so that a reader can see which code computed a result.
-
-The hash is independent of where the package is checked out and of line endings: each
-file enters as its path relative to the package's parent folder (``analysis/...``, with
-``/``), its length and its bytes with CRLF turned into LF, in the sorted order of those
-paths.
+The lock records a hash of the code that turns the design into outcomes, features and
+comparisons (:data:`CODE_PATHS`); ``attnrank prereg check`` and ``attnrank run`` warn,
+without refusing, when the code now differs (:func:`code_drift`). What the hash covers,
+how files enter it (independent of the checkout's place and of line endings) and why a
+drift warns rather than refuses: docs/prereg.md, section "The code, the first lock time,
+and outcomes wherever they are stored".
 """
 
 from __future__ import annotations

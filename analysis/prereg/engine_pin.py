@@ -1,18 +1,11 @@
 """The bracket engine a design pins: ``engine = N`` in the design, ``engine`` in its lock.
 
-A design's outcomes are brackets, and an engine version fixes which witnesses, so which
-brackets, are found: a study pins one. Which version a design means:
-
-- ``engine = N`` written at the top level of the design: ``N``;
-- no ``engine`` key, a lock that records one: the lock's (the version pinned when the
-  design was locked);
-- no ``engine`` key, a lock written before the field existed: :data:`LEGACY_ENGINE`
-  (every such lock was made with engine 4);
-- no ``engine`` key, no lock yet: the newest version the package runs.
-
-This package never imports the bracket engine: the caller (the study layer, ``attnrank
-prereg``) passes the versions the package runs as ``engines`` (``analysis.brackets.
-ENGINE_VERSIONS``, oldest first), as it passes the blocks' covariates and versions.
+Which version a design means (its ``engine`` key, else its lock's, else
+:data:`LEGACY_ENGINE` for a lock older than the field, else the newest): docs/prereg.md,
+section "The bracket engine a design pins". This package never imports the bracket
+engine: the caller (the study layer, ``attnrank prereg``) passes the versions the package
+runs as ``engines`` (``analysis.brackets.ENGINE_VERSIONS``, oldest first), as it passes
+the blocks' covariates and versions.
 """
 
 from __future__ import annotations

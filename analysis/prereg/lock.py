@@ -1,29 +1,16 @@
 """Lock and check a design; ``require_locked`` guards every analysis command.
 
-The lock ``FILE.lock`` (JSON, beside the design) stores the SHA-256 of the canonical
-design, the held-out list and its hash, each model's blocks and sorted covariate columns,
-each block's covariate names and version (when known: this package never imports the
-descriptor registry, so the study layer or the CLI computes them and passes ``features=``
-and ``versions=``), a hash per top-level section (so that ``check`` can say what changed),
-the lock hash (over the design hash, the held-out hash, the models and the blocks: what a
-confirmatory result is stamped with), the SHA-256 of the design's stored power
-(``power_sha256``, :mod:`analysis.power.file`; None when there is none; outside the
-lock hash, since the power is no part of a confirmatory result), the bracket engine
-version the design pins (``engine``, inside the lock hash;
-:mod:`analysis.prereg.engine_pin`), the SHA-256 of the analysis code (``code_sha256``,
-outside the lock hash: :mod:`analysis.prereg.code_hash`), the package version and git
-commit (provenance only), the time of the first lock (``first_locked_at``, never moved;
-``locked_at``, kept across amendments) and of the last (``relocked_at``), and the lock's
-``history`` (:mod:`analysis.prereg.lock_history`). A deliberate change goes through
-:func:`analysis.prereg.amend.amend_design`, which appends to ``<stem>.deviations.md``
-beside the design and re-locks. The hashes the lock records
-and the messages naming each change come from :mod:`analysis.prereg.lock_diff`.
-
-Once outcomes exist (the study store records, before its first bracket, the lock hash it
-computes under), :func:`lock_design` refuses (a deleted lock is no way to start over) and
-``amend_design`` refuses a change of :data:`FROZEN_SECTIONS`. This package never imports
-the store: the caller (the study layer, ``attnrank prereg``) reads the store's record and
-passes it as ``outcomes=``.
+What the lock ``FILE.lock`` (JSON, beside the design) records, what its lock hash covers
+(the design, held-out, models and blocks hashes and the pinned ``engine``; not
+``power_sha256`` nor ``code_sha256``) and what is refused once outcomes exist:
+docs/prereg.md, section "Lock, check, amend" and its subsections. This package never
+imports the descriptor registry nor the store: the caller (the study layer, ``attnrank
+prereg``) passes the blocks' covariates and versions as ``features=`` and ``versions=``
+and the store's outcomes record as ``outcomes=``. Amendments go through
+:func:`analysis.prereg.amend.amend_design` (frozen sections: :data:`FROZEN_SECTIONS`),
+the hashes and change messages come from :mod:`analysis.prereg.lock_diff`, the history
+from :mod:`analysis.prereg.lock_history`, the pinned engine from
+:mod:`analysis.prereg.engine_pin` and ``code_sha256`` from :mod:`analysis.prereg.code_hash`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """A lock's history: its first lock time, its events, and what was amended after outcomes.
 
-A lock records ``first_locked_at`` (when the design was first locked: kept through every
-amendment and re-lock; ``locked_at`` of a lock made before the field could have moved)
-and ``history`` (one entry per lock or amendment: time, event, lock hash, code hash,
-engine). For a lock made before these fields, :func:`first_locked_at` takes the earliest
-time the lock records anywhere (``locked_at``, ``relocked_at``, every amendment's time)
-and :func:`lock_history` rebuilds the events from its amendments.
+What ``first_locked_at`` and ``history`` record, and how :func:`first_locked_at` and
+:func:`lock_history` rebuild them for a lock made before these fields: docs/prereg.md,
+paragraph "The first lock time and the lock's history".
 
 :func:`post_outcome_amendments` lists the amendments made once outcomes existed that
 change what decides the answer (:data:`DECIDING_SECTIONS`: the descriptors section, the

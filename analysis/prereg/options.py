@@ -1,14 +1,10 @@
 """Design fields of the comparison options: a SESOI per hypothesis, checkpoint effects.
 
-Both are optional and a design without them keeps its meaning (no equivalence test, no
-checkpoint fixed effects): ``hypotheses[i].sesoi`` is a number (the smallest effect size
-of interest of the primary metric, in its effect's units; for ``interval_sq_loss`` the
-units of the held-out loss, squared log2 rank) or a table metric -> number that names
-the primary metric and may add secondary ones; ``[inference] checkpoint_effects`` is
-true or false (default false); ``[inference] cluster`` names the resampling unit
-(``head``, the default, ``kv_group`` or ``checkpoint_layer``) and ``[inference]
-refit_replicates`` (default 0) the replicates of the refit-bootstrap sensitivity. See
-``docs/prereg.md``.
+All optional, and a design without them keeps its meaning (no equivalence test, no
+checkpoint fixed effects, resampling by head, no refit replicates): ``hypotheses[i].sesoi``,
+``[inference] checkpoint_effects``, ``cluster`` and ``refit_replicates``; their values and
+units: docs/prereg.md, sections "Equivalence", "Geometry net of family" and "The
+resampling unit and the refit bootstrap".
 """
 
 from __future__ import annotations
