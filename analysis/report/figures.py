@@ -545,4 +545,3 @@ def save_figure(
             fig.savefig(fh, format=ext, dpi=DPI)
         out[ext] = path
     return out
-
