@@ -1,8 +1,9 @@
 """Capture of a model's own attention: queries, keys, mask, bias and probabilities per call.
 
-How (docs/sources.md, "How Q and K are obtained"): the model's own eager attention function
-is wrapped for one forward pass, and attention modules that compute their logits inline
-(MPNet) are read through the forward hooks declared in :data:`INLINE_ATTENTION`; a bias
+How (docs/sources.md, "How Q and K are obtained"): the module-level
+``eager_attention_forward`` that BERT, GPT-2, Qwen2, ViT and DeiT call in transformers 5 is
+wrapped for one forward pass, and attention modules that compute their logits inline
+(MPNet in transformers 5.25) are read through the forward hooks declared in :data:`INLINE_ATTENTION`; a bias
 is stored as its own array, ``bias``, never folded into the mask. Nothing is
 re-implemented per architecture, so the stored ``Q``, ``K`` are by construction the ones
 that produced the stored ``A``.
