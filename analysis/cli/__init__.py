@@ -7,20 +7,9 @@ there. A group module turns flags into keyword arguments of library functions an
 what they return; it computes nothing itself. Flags are kebab-case, data files are
 positional.
 
-``bracket`` and ``store bracket``
----------------------------------
-Two commands certify brackets, on two kinds of data:
-
-- ``attnrank bracket FILE`` brackets the matrices of one file (``.npy`` ``(M, N)`` or
-  ``(H, M, N)``, or an ``attnrank extract`` ``.npz`` at one ``--temperature``) and prints
-  them, or writes ``OUT.json`` with ``--out``; nothing is stored.
-- ``attnrank store bracket STORE`` computes the bracket profile of every (matrix,
-  temperature) of a store (filled by ``attnrank store add STORE FILE.npz...``), commits
-  each at once and resumes where an interrupted run stopped.
-
-The old spellings ``attnrank brackets STORE`` and ``attnrank store-add STORE FILE...`` are
-aliases for one release: they print a one-line deprecation note to stderr, then do
-exactly what ``store bracket`` and ``store add`` do.
+Two commands certify brackets: ``attnrank bracket FILE`` (one file, nothing stored) and
+``attnrank store bracket STORE`` (a whole store, resumably); the old spellings
+``brackets`` and ``store-add`` are deprecated aliases. See docs/guide/brackets.md.
 
 Errors
 ------
@@ -30,9 +19,8 @@ through :mod:`analysis.cli.errors`, and exits with status 2.
 
 Signals
 -------
-Ctrl-C (SIGINT) and ``kill`` (SIGTERM) stop a command the same way: a local pool's workers
-are terminated, finished work stays committed, one line says so, and the exit status is
-``128 + signal``: 130 for SIGINT, 143 for SIGTERM.
+Ctrl-C (SIGINT) and ``kill`` (SIGTERM) stop a command the same way and exit ``128 +
+signal``; see docs/guide/guarantees.md, "Pools, signals and output files".
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """``attnrank prereg draw|lock|check|amend|outcomes FILE``.
 
-``lock``, ``check`` and ``amend`` import the design's plugins and compute each block's
-covariate names and version from the descriptor registry (``analysis.study.block_facts``),
-so that the lock records them and a later change of a block is drift; ``lock`` and
-``amend`` first refuse a plugin block that fails the block kit
-(:func:`analysis.descriptors.check_block`), with the kit's message. ``lock`` and
-``amend`` (and ``draw``) also read the design's first outcome record, wherever its store
-is (:func:`analysis.study.outcomes.study_outcomes`: the store under ``--root``, under the
-default root, and every store ``FILE.outcomes.json`` beside the design names): once
-outcomes exist, ``draw`` and ``lock`` are refused (also after deleting the lock, whatever
-``--root`` says) and ``amend`` refuses a change of ``held_out``, ``models``, ``metrics``
-or ``inference``. ``check`` warns (exit status unchanged) when the analysis code differs
-from the code the lock recorded (``code_sha256``); ``amend --code`` re-records it.
-``outcomes`` prints the first outcome record and writes ``FILE.outcomes.json``. All three pass the bracket engine versions the package runs
-(``analysis.brackets.ENGINE_VERSIONS``): the lock records the engine the design pins
-(``engine = N``; the newest for a new design without one), and a change of it once
-outcomes exist is amended with ``--numbers NAME=BEFORE:AFTER ...``.
+What each command records, checks and refuses: docs/prereg.md, "Lock, check, amend" and
+its sections on descriptor blocks, the pinned bracket engine, and the code, the first
+lock time and outcomes. The pieces it calls: :func:`analysis.study.block_facts` (each
+block's covariate names and version, from the design's plugins and the registry),
+:func:`analysis.descriptors.check_block` (the block kit, before ``lock`` and ``amend``),
+:func:`analysis.study.outcomes.study_outcomes` (the first outcome record, for ``draw``,
+``lock``, ``amend`` and ``outcomes``) and ``analysis.brackets.ENGINE_VERSIONS`` (the engine
+versions the package runs, passed to ``lock``, ``check`` and ``amend``).
 """
 
 from __future__ import annotations

@@ -59,7 +59,6 @@ __all__ = [
     "FIGURES",
     "FORMATS",
     "bracket_width",
-    "build_figures",
     "descriptors_vs_midpoint",
     "figures_for",
     "forest",
@@ -545,27 +544,4 @@ def save_figure(
         with figure_style(), atomic_write(path) as fh:
             fig.savefig(fh, format=ext, dpi=DPI)
         out[ext] = path
-    return out
-
-
-def build_figures(results: StudyResults) -> dict[str, Figure]:
-    """Every figure with something to draw, by name (see :func:`figures_for`).
-
-    Examples
-    --------
-    Two synthetic cells only: the figures of real cells and of comparisons are left out.
-
-    >>> import pandas as pd
-    >>> from analysis.report.design import ReportDesign
-    >>> b = pd.DataFrame({"cell_key": ["a", "b"], "source": "synthetic", "checkpoint": "ball",
-    ...     "length": 8, "lo": [1, 3], "hi": [2, 4], "eps": 0.1, "temperature": 1.0, "d": 2.0,
-    ...     "beta": [1.0, 4.0]})
-    >>> list(build_figures(StudyResults("t", "T", ReportDesign(), b, pd.DataFrame())))
-    ['synthetic_rank_vs_beta']
-    """
-    out = {}
-    for name, (func, _) in figures_for(results).items():
-        fig = func(results)
-        if fig is not None:
-            out[name] = fig
     return out

