@@ -27,6 +27,7 @@ CODE_PATHS: tuple[str, ...] = (
     "analysis/brackets",
     "analysis/store/engine.py",
     "analysis/store/run.py",
+    "analysis/store/compute.py",
     "analysis/study/plan.py",
     "analysis/study/stages.py",
     "analysis/descriptors",
