@@ -8,10 +8,11 @@ writes it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from pathlib import Path
+
+from analysis.hashing import file_sha256
 
 __all__ = ["git_commit", "power_path", "power_sha256"]
 
@@ -86,4 +87,4 @@ def power_sha256(design_path: str | os.PathLike) -> str | None:
     p = power_path(design_path)
     if not p.is_file():
         return None
-    return hashlib.sha256(p.read_bytes()).hexdigest()
+    return file_sha256(p)
