@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.prereg.options import design_options
+from analysis.prereg.options import design_method, design_options
 from analysis.prereg.schema import parse_calibration, population, validate_design
 from analysis.validation import ParameterError
 
@@ -121,6 +121,11 @@ class Design:
     path: Path
     data: dict
     sha256: str
+
+    @property
+    def method(self) -> int:
+        """Top-level ``method``: 2 (the default) or 3 (:data:`~analysis.prereg.options.METHODS`)."""
+        return design_method(self.data)
 
     @property
     def held_out(self) -> tuple[str, ...]:

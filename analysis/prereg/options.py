@@ -21,12 +21,21 @@ from analysis.validation import ParameterError
 RESAMPLING_UNITS: tuple[str, ...] = ("head", "kv_group", "checkpoint_layer")
 
 __all__ = [
+    "METHODS",
     "POWER_FIT_SOURCES",
     "check_design_options",
+    "design_method",
     "design_options",
     "design_power",
     "design_sesoi",
 ]
+
+#: Top-level ``method``: the version of the study method a design follows. 2 (the
+#: default, and the meaning of every design written before the key) keeps the rules its
+#: locked studies ran under; 3 makes each method-v3 rule the default of its own key
+#: (two-sided equivalence, the stratified held-out draw, repeated cross-fitting, ...;
+#: docs/method.md). A key the design states explicitly wins over either default.
+METHODS: tuple[int, ...] = (2, 3)
 
 #: ``[power] fit``: what the power simulator's assumptions are fitted to, declared before
 #: the lock: ``"none"`` (the default: hand-set assumptions), ``"training"`` (the study's
@@ -104,6 +113,7 @@ def check_design_options(data: Mapping[str, Any]) -> None:
         ...
     analysis.validation.ParameterError: inference.checkpoint_effects: expected true or false...
     """
+    design_method(data)
     design_sesoi(data)
     inf = data.get("inference", {})
     value = inf.get("checkpoint_effects", False)
@@ -115,6 +125,25 @@ def check_design_options(data: Mapping[str, Any]) -> None:
     if isinstance(refits, bool) or not isinstance(refits, int) or refits < 0:
         raise ParameterError("inference.refit_replicates", "an integer >= 0", refits)
     design_power(data)
+
+
+def design_method(data: Mapping[str, Any]) -> int:
+    """The design's top-level ``method`` (:data:`METHODS`; 2 when absent), checked.
+
+    Examples
+    --------
+    >>> from analysis.prereg.options import design_method
+    >>> design_method({}), design_method({"method": 3})
+    (2, 3)
+    >>> design_method({"method": "3"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: method: expected one of 2, 3, got '3'
+    """
+    value = data.get("method", 2)
+    if isinstance(value, bool) or value not in METHODS:
+        raise ParameterError("method", "one of " + ", ".join(map(str, METHODS)), value)
+    return int(value)
 
 
 def design_power(data: Mapping[str, Any]) -> dict[str, Any]:

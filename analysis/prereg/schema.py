@@ -2,8 +2,8 @@
 
 A design is a TOML file with these top-level keys (see ``docs/prereg.md``):
 
-``title``, ``effort``, ``[[hypotheses]]``, ``[sampling]`` (with ``[[sampling.sources]]``),
-``[held_out]``, ``[outcome]``, ``[models]``, ``[descriptors]``, ``[metrics]``,
+``title``, ``effort``, ``engine``, ``method``, ``[[hypotheses]]``, ``[sampling]`` (with
+``[[sampling.sources]]``), ``[held_out]``, ``[outcome]``, ``[models]``, ``[descriptors]``, ``[metrics]``,
 ``[inference]``, ``[exclusions]``, ``[exploratory]``.
 
 Validation errors are :class:`~analysis.validation.ParameterError` whose name is the
