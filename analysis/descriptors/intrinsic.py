@@ -14,6 +14,7 @@ import numpy as np
 
 from analysis.descriptors.kappa import DEFAULT_MAX_ITER, DEFAULT_TOL, KappaResult, factor_radius
 from analysis.descriptors.registry import Cell, descriptor
+from analysis.validation import ParameterError
 
 #: Relative gap at which the block's factor-radius solves stop. Pi moves by at most this
 #: relative amount when kappa does (``log2(1 + x)`` has elasticity below 1), r* can change
@@ -107,12 +108,10 @@ def intrinsic_profile(
     scale: float,
     mask: np.ndarray | None,
     *,
-    eps_max: float,
-    t_max: float,
-    tol: float = DEFAULT_TOL,
-    max_iter: int = DEFAULT_MAX_ITER,
-    cells: Sequence[tuple[float, float]] | None = None,
+    cells: Sequence[tuple[float, float]],
     bias: np.ndarray | None = None,
+    tol: float = DEFAULT_TOL,
+    prune: bool = True,
 ) -> IntrinsicProfile:
     """SVD of C, q(C - T_r) for every r, and kappa(T_r) for the r any cell can use.
 
@@ -121,21 +120,22 @@ def intrinsic_profile(
     Q, K : array ``[L, d]``
     scale : float
     mask : bool ``[L, L]`` or None
-    eps_max, t_max : float
-        Largest eps and temperature of the grid: only r with
-        ``2 tanh(q(C - T_r) / (4 t_max)) < eps_max`` need kappa.
-    tol, max_iter
-        Passed to :func:`analysis.descriptors.kappa.factor_radius`.
-    cells : sequence of (t, eps), optional
-        The grid's cells. When given, every usable rank is first screened
-        (:data:`SCREEN_ITER` dual iterations); a rank whose certified lower bound shows that
-        it cannot attain ``Pi`` in any cell (its profile value would exceed another rank's
-        attained one wherever it is usable) is not solved on and is left out of ``kappa``
-        (its per-r diagnostics are NaN); the others resume their screen, most promising
-        first, and stop early once ruled out. ``Pi``, ``r*`` and ``kappa*`` are the same
-        floats as without pruning (a resumed solve follows an uninterrupted one).
+    cells : sequence of (t, eps), keyword-only
+        The grid's cells. Only r with ``2 tanh(q(C - T_r) / (4 t_max)) < eps_max`` (the
+        grid's largest temperature and eps) need kappa.
     bias : array ``[L, L]`` or None, keyword-only
         The model's additive logit term; the interaction is then that of the full logits.
+    tol : float, keyword-only
+        Passed to :func:`analysis.descriptors.kappa.factor_radius` (with its default
+        iteration cap).
+    prune : bool, default True, keyword-only
+        Screen every usable rank first (:data:`SCREEN_ITER` dual iterations); a rank
+        whose certified lower bound shows that it cannot attain ``Pi`` in any cell (its
+        profile value would exceed another rank's attained one wherever it is usable) is
+        not solved on and is left out of ``kappa`` (its per-r diagnostics are NaN); the
+        others resume their screen, most promising first, and stop early once ruled out.
+        ``Pi``, ``r*`` and ``kappa*`` are the same floats as with ``prune=False`` (every
+        usable rank solved; a resumed solve follows an uninterrupted one).
 
     Notes
     -----
@@ -169,14 +169,18 @@ def intrinsic_profile(
             break
         res -= sv[r - 1] * np.outer(U[:, r - 1], Vt[r - 1])
         q[r - 1] = projective_residual(res, m)
+    grid = [(float(t), float(e)) for t, e in cells]
+    if not grid:
+        raise ParameterError("cells", "at least one (temperature, eps) cell", cells)
+    t_max, eps_max = max(t for t, _ in grid), max(e for _, e in grid)
     usable = [r for r in range(1, R + 1) if residual_error(q[r - 1], t_max) < eps_max]
     factors = {r: (U[:, :r] * np.sqrt(sv[:r]), Vt[:r].T * np.sqrt(sv[:r])) for r in usable}
     kappa: dict[int, KappaResult] = {}
-    if cells is None:
+    max_iter = DEFAULT_MAX_ITER
+    if not prune:
         for r in usable:
             kappa[r] = factor_radius(*factors[r], tol=tol, max_iter=max_iter)
         return IntrinsicProfile(d=d, rank_C=rank_C, sigma=sv[:R].copy(), q=q, kappa=kappa)
-    grid = [(float(t), float(e)) for t, e in cells]
     # Screen: a few dual iterations give every usable rank a certified lower bound (within
     # about 2e-4 of kappa on real heads) and an attained value, hence an upper bound on Pi
     # in every cell; only ranks whose lower profile bound can still reach it are solved on.
@@ -287,8 +291,6 @@ def intrinsic(cell: Cell) -> dict[str, float]:
             mat.K,
             mat.scale,
             mat.mask,
-            eps_max=max(mat.eps_grid),
-            t_max=max(mat.temperatures),
             cells=[(t, e) for t in mat.temperatures for e in mat.eps_grid],
             bias=mat.bias,
             tol=KAPPA_TOL,

@@ -61,8 +61,8 @@ def test_only_ranks_that_attain_pi_are_solved_to_tolerance(seed):
     # Ranks whose screened lower bound already puts their profile above another rank's
     # attained value are never solved on (before: every rank up to the first value was).
     Q, K, scale = _decaying_head(seed)
-    full = intrinsic_profile(Q, K, scale, None, eps_max=0.2, t_max=2.0)
-    prof = intrinsic_profile(Q, K, scale, None, eps_max=0.2, t_max=2.0, cells=CELLS)
+    full = intrinsic_profile(Q, K, scale, None, cells=CELLS, prune=False)
+    prof = intrinsic_profile(Q, K, scale, None, cells=CELLS)
     assert len(full.kappa) >= 3  # several usable ranks
     r_stars = set()
     for t, e in CELLS:
