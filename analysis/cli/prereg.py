@@ -96,6 +96,7 @@ def _draw(args: argparse.Namespace) -> int:
     print(
         f"held_out.heads: {len(heads)} of {len(design.population())} heads written to {args.file}"
     )
+    print(f"held-out draw: {design.held_out_rule.describe()}")
     return 0
 
 
@@ -104,6 +105,7 @@ def _lock(args: argparse.Namespace) -> int:
     print(f"locked {args.file} -> {lock_path(args.file)}")
     print(f"design sha256:   {record['design_sha256']}")
     print(f"held-out sha256: {record['held_out']['sha256']} ({record['held_out']['n']} heads)")
+    print(f"held-out draw:   {load_design(args.file).held_out_rule.describe()}")
     print(f"lock sha256:     {record['lock_sha256']}")
     print(f"engine:          {record.get('engine')}")
     print(record["features_note"])
@@ -121,6 +123,7 @@ def _check(args: argparse.Namespace) -> int:
             print(f"{args.file}: {c}", file=sys.stderr)
         return 1
     print(f"{args.file}: matches its lock")
+    print(f"held-out draw: {load_design(args.file).held_out_rule.describe()}")
     return 0
 
 

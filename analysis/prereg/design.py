@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from analysis.prereg.held_out import HeldOutRule, held_out_rule
 from analysis.prereg.options import design_method, design_options
 from analysis.prereg.schema import parse_calibration, population, validate_design
 from analysis.validation import ParameterError
@@ -130,6 +129,12 @@ class Design:
     @property
     def held_out(self) -> tuple[str, ...]:
         return tuple(self.data["held_out"].get("heads", []))
+
+    @property
+    def held_out_rule(self) -> HeldOutRule:
+        """How :attr:`held_out` is drawn: ``[held_out] stratify`` and ``unit``
+        (:func:`~analysis.prereg.held_out.held_out_rule`)."""
+        return held_out_rule(self.data)
 
     @property
     def models(self) -> dict[str, tuple[str, ...]]:
@@ -255,14 +260,29 @@ def load_design(path: str | Path, *, require_held_out: bool = True) -> Design:
 
 
 def draw_held_out(data: Mapping[str, Any]) -> list[str]:
-    """Draw the held-out heads exactly as docs/guide/conventions.md states ("Design file and lock").
+    """Draw the held-out heads exactly as docs/prereg.md states ("Held-out draw").
+
+    Parameters
+    ----------
+    data : mapping
+        The parsed design: its ``[sampling]`` sources (the population), ``[held_out]``
+        ``seed``, ``fraction`` and rule keys, and the top-level ``method``.
+
+    Returns
+    -------
+    list of str
+        The held-out head ids, sorted by (checkpoint, layer, head).
 
     Notes
     -----
     Population: the design's real-checkpoint heads sorted by (checkpoint, layer, head).
-    ``rng = numpy.random.default_rng(held_out.seed)``; for each checkpoint in sorted
-    order with n heads, ``rng.choice(n, size=round(fraction * n), replace=False)`` picks
-    positions in that checkpoint's sorted list. The union is returned sorted.
+    ``rng = numpy.random.default_rng(held_out.seed)``. Without ``stratify`` and ``unit``
+    (every design written before them, method 2): for each checkpoint in sorted order
+    with n heads, ``rng.choice(n, size=round(fraction * n), replace=False)`` picks
+    positions in that checkpoint's sorted list. ``stratify = ["checkpoint", "layer"]``
+    (the method-3 default) draws ``min(round(fraction * n), n - 1)`` per (checkpoint,
+    layer) with n >= 2 heads, and ``unit = "layer"`` draws whole layers per checkpoint:
+    :meth:`analysis.prereg.held_out.HeldOutRule.draw`. The union is returned sorted.
 
     Examples
     --------
@@ -271,22 +291,12 @@ def draw_held_out(data: Mapping[str, Any]) -> list[str]:
     >>> data = {"sampling": {"sources": [source]}, "held_out": {"seed": 7, "fraction": 0.25}}
     >>> draw_held_out(data)  # round(0.25 * 8) = 2 heads, the same for the same seed
     ['org/tiny:1:1', 'org/tiny:1:2']
+    >>> draw_held_out({**data, "method": 3})  # round(0.25 * 4) = 1 head of each layer
+    ['org/tiny:0:3', 'org/tiny:1:2']
     """
     ho = data["held_out"]
-    rng = np.random.default_rng(ho["seed"])
-    frac = float(ho["fraction"])
-    pop = population(data)
-    by_ck: dict[str, list[str]] = {}
-    for hid in pop:
-        by_ck.setdefault(hid.rsplit(":", 2)[0], []).append(hid)
-    chosen: list[str] = []
-    for ck in sorted(by_ck):
-        members = by_ck[ck]
-        n = len(members)
-        idx = rng.choice(n, size=round(frac * n), replace=False)
-        chosen.extend(members[int(i)] for i in idx)
-    rank = {hid: i for i, hid in enumerate(pop)}  # pop is sorted by (checkpoint, layer, head)
-    return sorted(chosen, key=rank.__getitem__)
+    rule = held_out_rule(data)
+    return rule.draw(population(data), seed=ho["seed"], fraction=float(ho["fraction"]))
 
 
 _HEADS_LINE = re.compile(r"^\s*heads\s*=")

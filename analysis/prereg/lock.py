@@ -268,7 +268,8 @@ def _check_draw(design: Design) -> None:
     if list(design.held_out) != expected:
         raise ParameterError(
             "held_out.heads",
-            "the list drawn from held_out.seed and held_out.fraction (`attnrank prereg draw`);"
+            "the list drawn from held_out.seed and held_out.fraction under "
+            f"{design.held_out_rule.describe()} (`attnrank prereg draw`);"
             " a deliberate change goes through `attnrank prereg amend`",
             f"{len(design.held_out)} heads differing from the draw",
         )

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from analysis.prereg.engine_pin import check_design_engine
+from analysis.prereg.held_out import held_out_rule
 from analysis.prereg.options import check_design_options
 from analysis.validation import EFFORTS, ParameterError
 
@@ -343,10 +344,13 @@ def _check_source(i: int, src: Any, sampling: Mapping[str, Any]) -> bool:
 
 
 def _check_held_out(data: Mapping[str, Any], folds: int | None, *, require_held_out: bool) -> None:
-    """``[held_out]``: seed, fraction, and the drawn heads (sorted, distinct, known)."""
+    """``[held_out]``: seed, fraction, the rule keys (``stratify``, ``unit``, ``estimand``,
+    ``rule``: :func:`~analysis.prereg.held_out.held_out_rule`), and the drawn heads (sorted,
+    distinct, known, and shaped as the rule draws them)."""
     ho = _need_table(data, "held_out")
     _int_at_least("held_out.seed", _need(ho, "seed", "held_out."), 0)
     _unit_fraction("held_out.fraction", _need(ho, "fraction", "held_out."))
+    rule = held_out_rule(data)
     heads = ho.get("heads")
     if heads is None or heads == []:
         if require_held_out:
@@ -359,10 +363,12 @@ def _check_held_out(data: Mapping[str, Any], folds: int | None, *, require_held_
         raise ParameterError("held_out.heads", "ids sorted by (checkpoint, layer, head)", heads)
     if len(set(heads)) != len(heads):
         raise ParameterError("held_out.heads", "distinct head ids", heads)
-    pop = set(population(data))
+    ordered = population(data)
+    pop = set(ordered)
     unknown = [h for h in heads if h not in pop]
     if unknown:
         raise ParameterError("held_out.heads", "ids of the design's real-checkpoint heads", unknown)
+    rule.check(ordered, heads)
     # the run checks again on the heads that have cells (exclusions can drop some)
     if folds is not None and folds > len(pop) - len(heads):
         raise ParameterError(

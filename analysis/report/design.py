@@ -82,6 +82,11 @@ class ReportDesign:
         The held-out head ids.
     held_out_fraction : float or None
     held_out_seed : int or None
+    held_out_estimand : str or None
+        What the held-out comparison estimates, for a design whose held-out draw is
+        stratified by (checkpoint, layer) or holds out whole layers
+        (``analysis.prereg.held_out.HeldOutRule.sentence``); None for the per-checkpoint
+        draw of head units.
     exclusion_rules : tuple of str
     calibration : str or None
         The design's ``[descriptors] calibration`` text.
@@ -116,6 +121,7 @@ class ReportDesign:
     held_out: tuple[str, ...] = ()
     held_out_fraction: float | None = None
     held_out_seed: int | None = None
+    held_out_estimand: str | None = None
     exclusion_rules: tuple[str, ...] = ()
     calibration: str | None = None
     by_checkpoint: bool = False

@@ -389,6 +389,8 @@ def _prespecified_section(results: StudyResults) -> list[str]:
             "outcome existed and never used for fitting.",
             "",
         ]
+    if design.held_out_estimand:
+        L += [f"Held-out estimand: {design.held_out_estimand}.", ""]
     if design.exclusion_rules:
         L += ["Exclusion rules:", ""] + [f"- {r}" for r in design.exclusion_rules] + [""]
     return L

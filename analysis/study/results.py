@@ -387,6 +387,7 @@ def report_design(design: Design, exploratory: Mapping[str, str] | None = None) 
         held_out=design.held_out,
         held_out_fraction=held.get("fraction"),
         held_out_seed=held.get("seed"),
+        held_out_estimand=design.held_out_rule.sentence,
         exclusion_rules=tuple(data.get("exclusions", {}).get("rules", [])),
         calibration=data["descriptors"].get("calibration"),
         by_checkpoint=design.by_checkpoint,
