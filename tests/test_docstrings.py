@@ -41,6 +41,7 @@ COVERED = (
     "analysis.datasets._results",
     "analysis.datasets._tables",
     "analysis.descriptors.builtin",
+    "analysis.descriptors.native2",
     "analysis.descriptors.versions",
     "analysis.hashing",
     "analysis.report.secondary_sections",
@@ -92,7 +93,7 @@ def test_the_scan_sees_the_public_api():
         "analysis.brackets.verify.certified_upper_error",
         "analysis.datasets._matrices.example_head",
     } <= names
-    assert not any(q.startswith(tuple(EXEMPT)) for q in names)
+    assert not any(q.rsplit(".", 1)[0] in EXEMPT for q in names)  # native2 is not native
     assert set(COVERED) <= set(_modules())
 
 

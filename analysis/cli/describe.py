@@ -34,13 +34,14 @@ def _run(args: argparse.Namespace) -> int:
         temperatures=args.temperatures,
         blocks=args.blocks,
         plugins=args.plugin,
+        versions=args.block_version,
         progress=not args.quiet,
         threads=args.threads,
     )
     try:
         write_csv_atomic(df, args.out)
         if args.features_out:
-            registry = build_registry(args.plugin)  # the blocks describe_file ran
+            registry = build_registry(args.plugin, args.block_version)  # describe_file's
             write_csv_atomic(registry.feature_table(df.columns), args.features_out)
     except OSError as exc:  # checked writable at the start: a full disk, a folder gone
         name = "features_out" if args.out and Path(args.out).is_file() else "out"
@@ -50,6 +51,18 @@ def _run(args: argparse.Namespace) -> int:
     n_cells, n_feat = df.shape[0], df.shape[1] - len(KEY_COLUMNS)
     print(f"wrote {args.out}: {n_cells} cells x {n_feat} features")
     return 0
+
+
+class _BlockVersion(argparse.Action):
+    """``--block-version native=2``: collected into a dict (checked by the registry)."""
+
+    def __call__(self, parser: Any, namespace: Any, value: Any, option: Any = None) -> None:
+        name, sep, number = str(value).partition("=")
+        if not sep or not number.strip().isdigit():
+            raise argparse.ArgumentError(self, f"expected BLOCK=N, e.g. native=2, got {value!r}")
+        chosen = dict(getattr(namespace, self.dest) or {})
+        chosen[name.strip()] = int(number)
+        setattr(namespace, self.dest, chosen)
 
 
 def register(subparsers: Any) -> None:
@@ -77,6 +90,14 @@ def register(subparsers: Any) -> None:
         metavar="MODULE",
         help="add the blocks listed in MODULE's BLOCKS after the built-in ones (repeatable)",
     )
+    p.add_argument(
+        "--block-version",
+        action=_BlockVersion,
+        default={},
+        metavar="BLOCK=N",
+        help="describe with version N of a built-in block (native=2: over the numerical "
+        "ranks of Q and K; default version 1; repeatable)",
+    )
     p.add_argument("--out", required=True, help="output CSV (written atomically)")
     p.add_argument(
         "--features-out",
@@ -95,4 +116,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     # describe_file names its file ``path`` and a plugin its ``module``.
-    p.set_defaults(func=_run, param_flags={"path": "INPUT", "module": "--plugin"})
+    p.set_defaults(
+        func=_run,
+        param_flags={"path": "INPUT", "module": "--plugin", "versions": "--block-version"},
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -301,12 +301,14 @@ def describe_file(
     temperatures: Iterable[float] = (1.0,),
     blocks: Sequence[str] | None = None,
     plugins: Sequence[str] = (),
+    versions: Mapping[str, int] | None = None,
     progress: bool = False,
     threads: int = 1,
 ) -> pd.DataFrame:
     """Read an ``extract`` npz and describe it (see :func:`describe_arrays`).
 
-    The blocks come from ``build_registry(plugins)``: the built-in blocks, then each
+    The blocks come from ``build_registry(plugins, versions)``: the built-in blocks (each
+    at the version ``versions`` gives it, else version 1; ``{"native": 2}``), then each
     plugin module's ``BLOCKS`` in the order given. ``blocks=None`` means every block of
     that registry (built-in ones, then plugins).
 
@@ -320,8 +322,11 @@ def describe_file(
     >>> df = describe_file("head.npz", eps=[0.1, 0.2], blocks=["baseline"])
     >>> df.shape[0], list(df.columns[:4])  # 2 heads x 2 eps
     (4, ['layer', 'head', 'temperature', 'eps'])
+    >>> v2 = describe_file("head.npz", eps=[0.1], blocks=["native"], versions={"native": 2})
+    >>> int(v2["native__q_rank"].max())  # version 2 adds the numerical ranks
+    3
     """
-    registry = build_registry(plugins)
+    registry = build_registry(plugins, versions)
     eps_grid = check_eps_grid(eps, name="eps")
     temps = check_eps_grid(temperatures, name="temperatures")
     chosen = [registry.get(b) for b in (list(registry) if blocks is None else blocks)]

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from analysis.prereg.descriptor_versions import design_block_versions
 from analysis.prereg.engine_pin import check_design_engine
 from analysis.prereg.held_out import held_out_rule
 from analysis.prereg.options import check_design_options
@@ -241,7 +242,8 @@ def _check_models(data: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _check_descriptors(data: Mapping[str, Any], models: Mapping[str, Any]) -> int | None:
-    """``[descriptors]``: plugins, calibration; every model block built in without plugins.
+    """``[descriptors]``: plugins, calibration, versions; every model block built in
+    without plugins.
 
     Returns the number of cross-fitting folds the calibration states (None: in-sample).
     """
@@ -250,6 +252,7 @@ def _check_descriptors(data: Mapping[str, Any], models: Mapping[str, Any]) -> in
         "descriptors.plugins", _need(desc, "plugins", "descriptors."), nonempty=False
     )
     folds = parse_calibration(desc.get("calibration"))
+    design_block_versions(data)  # the optional versions table: built-in blocks' versions
     builtin = {"baseline", "baseline_plus", "native", "intrinsic"}
     # A plugin module may declare blocks under any name, so without plugins every block
     # must be built in; with plugins the runner checks, once its registry is built, that

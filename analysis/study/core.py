@@ -205,6 +205,9 @@ class Study:
 def design_registry(design: Design, *, root: Path | str | None) -> Registry:
     """The descriptor registry of a design: the built-in blocks, then its plugins in order.
 
+    Each built-in block at the version the design uses (``[descriptors] versions``, else
+    its method's default: :func:`analysis.prereg.descriptor_versions.design_block_versions`).
+
     Parameters
     ----------
     design : Design
@@ -228,6 +231,11 @@ def design_registry(design: Design, *, root: Path | str | None) -> Registry:
     >>> design = Design(Path("toy.toml"), {"descriptors": {"plugins": []}}, sha256="0" * 64)
     >>> list(design_registry(design, root=None))
     ['baseline', 'baseline_plus', 'native', 'intrinsic']
+    >>> design_registry(design, root=None).get("native").func.__name__  # version 1
+    'native'
+    >>> v3 = Design(Path("toy.toml"), {"method": 3, "descriptors": {"plugins": []}}, "0")
+    >>> design_registry(v3, root=None).get("native").func.__name__  # method 3: version 2
+    'native_v2'
     >>> plugged = Design(Path("toy.toml"), {"descriptors": {"plugins": ["no_such_plugin"]}}, "0")
     >>> design_registry(plugged, root=None)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -235,9 +243,11 @@ def design_registry(design: Design, *, root: Path | str | None) -> Registry:
     analysis.validation.ParameterError: module: ...
     """
     from analysis.descriptors.builtin import build_registry
+    from analysis.prereg.descriptor_versions import design_block_versions
 
     put_root_on_path(root)
-    return build_registry(list(design.data.get("descriptors", {}).get("plugins", [])))
+    plugins = list(design.data.get("descriptors", {}).get("plugins", []))
+    return build_registry(plugins, versions=design_block_versions(design.data))
 
 
 def design_blocks(

@@ -55,13 +55,15 @@ def describe_frame(
     temps: Sequence[float],
     blocks: Sequence[str],
     plugins: Sequence[str] = (),
+    versions: Sequence[tuple[str, int]] = (),
 ) -> pd.DataFrame:
     """The descriptor rows of one stored matrix (its ``MatrixArrays``, or their file).
 
-    ``blocks`` are names of the registry ``build_registry(plugins)`` (the built-in
-    blocks, then the design's plugins in order: the study's registry, rebuilt in the
-    worker from names, so that a task carries only strings). Writes nothing: a worker
-    returns the frame and the calling process writes it.
+    ``blocks`` are names of the registry ``build_registry(plugins, dict(versions))`` (the
+    built-in blocks, each at the version ``versions`` pairs give it, else 1, then the
+    design's plugins in order: the study's registry, rebuilt in the worker from names and
+    numbers, so that a task carries only those). Writes nothing: a worker returns the
+    frame and the calling process writes it.
 
     Examples
     --------
@@ -87,7 +89,7 @@ def describe_frame(
     from analysis.descriptors.describe import describe_matrix
     from analysis.store.store import load_arrays
 
-    registry = build_registry(plugins)
+    registry = build_registry(plugins, dict(versions))
     chosen = [registry.get(b) for b in blocks]
     arr = load_arrays(Path(arrays)) if isinstance(arrays, (str, Path)) else arrays
     with threadpool_limits(1):
@@ -111,6 +113,7 @@ def describe_task(
     temps: Sequence[float],
     blocks: Sequence[str],
     plugins: Sequence[str] = (),
+    versions: Sequence[tuple[str, int]] = (),
 ) -> float:
     """Describe one stored matrix into ``out`` (atomic CSV); return its seconds.
 
@@ -135,7 +138,7 @@ def describe_task(
     (True, True)
     """
     start = time.perf_counter()
-    write_frame(Path(out), describe_frame(array_file, eps, temps, blocks, plugins))
+    write_frame(Path(out), describe_frame(array_file, eps, temps, blocks, plugins, versions))
     return time.perf_counter() - start
 
 
@@ -214,6 +217,7 @@ def descriptor_stage(
             plan.temperatures,
             plan.blocks,
             plan.plugins,
+            plan.versions,
         )
         for k in todo
     ]
@@ -233,8 +237,8 @@ def descriptor_stage(
             ) as pool:
                 carry = executor is not None  # the caller's workers may not see the store
                 calls = (
-                    (out, (store.arrays(k) if carry else src, eps, temps, blocks, plugins))
-                    for k, (src, out, eps, temps, blocks, plugins) in zip(todo, args, strict=True)
+                    (out, (store.arrays(k) if carry else src, *rest))
+                    for k, (src, out, *rest) in zip(todo, args, strict=True)
                 )
                 with contextlib.closing(pool.imap(describe_frame, calls)) as results:
                     for out, df in results:

@@ -77,6 +77,10 @@ class SyntheticTask:
 class StudyPlan:
     """Everything a design asks to compute.
 
+    ``blocks`` are the models' blocks, ``plugins`` the design's plugin modules and
+    ``versions`` the built-in blocks it uses at a version other than 1, as
+    ``(block, version)`` pairs (``(("native", 2),)``; ``[descriptors] versions``).
+
     Examples
     --------
     Made by :func:`plan_study`; two heads on two inputs, at 2 temperatures x 3 eps:
@@ -99,6 +103,7 @@ class StudyPlan:
     effort: str
     blocks: tuple[str, ...]
     plugins: tuple[str, ...]
+    versions: tuple[tuple[str, int], ...] = ()
 
     @property
     def checkpoints(self) -> tuple[str, ...]:
@@ -159,6 +164,7 @@ def plan_study(design: Any) -> StudyPlan:
     >>> plan.planned_real_cells  # 4 inputs x 4 heads x 1 temperature x 2 eps
     32
     """
+    from analysis.prereg.descriptor_versions import design_block_versions
     from analysis.prereg.schema import population
 
     data = design.data
@@ -216,6 +222,7 @@ def plan_study(design: Any) -> StudyPlan:
         effort=str(data.get("effort", "default")),
         blocks=blocks,
         plugins=tuple(data.get("descriptors", {}).get("plugins", [])),
+        versions=tuple((b, v) for b, v in design_block_versions(data).items() if v != 1),
     )
 
 

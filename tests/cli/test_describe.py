@@ -18,6 +18,8 @@ from analysis.validation import ParameterError
         (["--eps", "0.1", "--blocks", "nope"], "--blocks"),
         (["--eps", "0.1", "--plugin", "no_such_module_xyz"], "--plugin"),
         (["--eps", "0.1", "--threads", "0"], "--threads"),
+        (["--eps", "0.1", "--block-version", "native=3"], "--block-version"),
+        (["--eps", "0.1", "--block-version", "sinks=1"], "--block-version"),
     ],
 )
 def test_bad_options_name_the_flag(extracts, tmp_path, capsys, argv, name):
@@ -35,12 +37,28 @@ def test_bad_options_name_the_flag(extracts, tmp_path, capsys, argv, name):
         ({"eps": [0.1], "blocks": ["nope"]}, "blocks"),
         ({"eps": [0.1], "plugins": ["no_such_module_xyz"]}, "module"),
         ({"eps": [0.1], "threads": 0}, "threads"),
+        ({"eps": [0.1], "versions": {"native": 3}}, "versions"),
     ],
 )
 def test_the_library_names_its_parameters(extracts, kwargs, name):
     with pytest.raises(ParameterError) as info:
         describe_file(extracts[0], **kwargs)
     assert info.value.name == name
+
+
+def test_block_version_selects_native_2(extracts, tmp_path, capsys):
+    import pandas as pd
+
+    out, feats = tmp_path / "o.csv", tmp_path / "f.csv"
+    argv = ["describe", str(extracts[0]), "--eps", "0.1", "--blocks", "native", "--quiet"]
+    assert main([*argv, "--block-version", "native=2", "--out", str(out)]) == 0
+    assert main([*argv, "--out", str(tmp_path / "v1.csv"), "--features-out", str(feats)]) == 0
+    assert "native__q_rank" in pd.read_csv(out)
+    assert "native__q_rank" not in pd.read_csv(tmp_path / "v1.csv")
+    with pytest.raises(SystemExit) as usage:  # argparse's usage error
+        main([*argv, "--block-version", "native", "--out", str(out)])
+    assert usage.value.code == 2
+    assert "--block-version: expected BLOCK=N" in capsys.readouterr().err
 
 
 def test_bad_input_file_is_INPUT(tmp_path, capsys):
