@@ -39,7 +39,7 @@ from analysis.power.file import (
 from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
 from analysis.power.spec import PowerSpec
 from analysis.power.widths import DEFAULT_WIDTHS, load_widths
-from analysis.prereg.options import design_power
+from analysis.prereg.options import design_method, design_power
 from analysis.prereg.provenance import power_path
 from analysis.study.core import Study, git_commit
 from analysis.validation import ParameterError, check_int
@@ -79,7 +79,6 @@ def screened_features(
     >>> screened_features(study, empty, empty) is None
     True
     """
-    from analysis.compare import prepare_covariates
     from analysis.prereg.sealing import SealedCells
     from analysis.study.comparison import comparison_table
 
@@ -91,6 +90,16 @@ def screened_features(
     train = SealedCells(table, study.paths.design, lock=study.lock).training()
     if train.empty:
         return None
+    return screen_training(study, train, log_cols, "the study's")
+
+
+def screen_training(
+    study: Study, train: pd.DataFrame, log_cols: list[str], whose: str
+) -> tuple[dict[str, list[str]], str]:
+    """Each block's covariates kept by the collinearity screen on ``train`` (training
+    cells of ``study``: its own, or its pilot's), and a note naming ``whose`` cells."""
+    from analysis.compare import prepare_covariates
+
     design = study.design
     used = list(dict.fromkeys(m for p in design.family for m in p))
     models = {m: design.models[m] for m in used}
@@ -109,7 +118,7 @@ def screened_features(
         out[b] = [c.split("__", 1)[1] for c in prep.columns[m] if c.startswith(b + "__")]
         where[b] = m
     note = (
-        f"after the collinearity screen on the study's {len(train)} training cells "
+        f"after the collinearity screen on {whose} {len(train)} training cells "
         f"({train['cluster'].nunique()} heads); "
         + ", ".join(f"{b} in {m}" for b, m in where.items())
     )
@@ -319,6 +328,18 @@ def power_stage(
     paths = study.paths
     if simulations == 0:
         return {"skipped": "the run was asked for no power simulation (--power-simulations 0)"}
+    if design_method(study.design.data) == 3:
+        # method 3: the decisions' power from the pilot, before outcomes (power_decisions)
+        from analysis.study.power_decisions import decisions_power_stage
+
+        return decisions_power_stage(
+            study,
+            simulations=simulations,
+            workers=workers,
+            say=say,
+            executor=executor,
+            assumptions=assumptions,
+        )
     declared = design_power(study.design.data)
     widths_file = paths.root / DEFAULT_WIDTHS
     if declared["fit"] == "none" and not widths_file.is_file():
