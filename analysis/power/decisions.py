@@ -34,7 +34,13 @@ from analysis.power.spec import PowerSpec
 from analysis.power.widths import StratumWidths, WidthModel, _width_model
 from analysis.validation import ParameterError, check_int
 
-__all__ = ["DECISION_TARGETS", "SESOI_FACTORS", "decided_study", "decision_powers"]
+__all__ = [
+    "DECISION_TARGETS",
+    "SESOI_FACTORS",
+    "decided_study",
+    "decision_powers",
+    "holm",
+]
 
 #: Columns of a decided study holding the decision at the SESOI times the factor.
 SESOI_FACTORS: tuple[tuple[str, float], ...] = (
@@ -70,6 +76,24 @@ def held_out_losses(result, table: pd.DataFrame) -> dict[str, np.ndarray]:
     }
 
 
+def holm(p: Sequence[float]) -> np.ndarray:
+    """Holm-adjusted p-values (as ``statsmodels``' ``multipletests(p, method="holm")[1]``,
+    without its ``gc.collect()`` per call, which dominates a simulated study's time).
+
+    Examples
+    --------
+    >>> from analysis.power.decisions import holm
+    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()  # 3 x 0.01, max(2 x 0.03, 0.03), ...
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(p, float)
+    order = np.argsort(p)
+    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * np.arange(p.size, 0, -1)))
+    out = np.empty_like(adj)
+    out[order] = adj
+    return out
+
+
 def decided_study(
     sizes: StudySizes,
     widths: WidthModel | StratumWidths,
@@ -103,8 +127,6 @@ def decided_study(
     superiority p of the effect plus SESOI). The TOST p is their maximum; both are
     Holm-adjusted over the family pairs with a SESOI (a failed fit counting p = 1).
     """
-    from statsmodels.stats.multitest import multipletests
-
     data_seed, boot_seed = _children(seed)
     table = simulate_study(
         sizes,
@@ -152,8 +174,8 @@ def decided_study(
         names = [f"{b}<{r}" for (b, r), _ in sesoi]
         if row.name in names:
             i = names.index(row.name)
-            tost_h = float(multipletests(tost, method="holm")[1][i])
-            non_sup_h = float(multipletests(upper, method="holm")[1][i])
+            tost_h = float(holm(tost)[i])
+            non_sup_h = float(holm(upper)[i])
         out[column] = decide(
             ci_low=out["ci_low"],
             ci_high=out["ci_high"],

@@ -174,12 +174,12 @@ def simulate_study(
     zt = (np.log(t) - np.log(t).mean()) / (np.log(t).std() or 1.0)
     g = rng.standard_normal(H)[head]
     entropy = 0.7 * g + 0.5 * zt + 0.3 * zL + 0.4 * rng.standard_normal(n)
-    shift = assumptions.covariate_shift  # held-out covariates shifted (method-3 scenario)
-    if shift:
-        entropy = entropy + shift * held * entropy.std()
+    shift, ent_sd = assumptions.covariate_shift, entropy.std()  # method-3 scenario:
+    if shift:  # held-out covariates shifted by `shift` SDs
+        entropy = entropy + shift * held * ent_sd
     stable_rank = np.exp(0.5 * entropy + 0.3 * rng.standard_normal(n) + 1.0)
     f = 2.5 + 0.45 * zL - 0.35 * ze + 0.5 * np.tanh(entropy) + 0.25 * entropy
-    ent_z = entropy / entropy.std()
+    ent_z = entropy / ent_sd
 
     w = mixed(1)[:, 0] + shift * held
     k_base = sizes.feature_count("baseline", assumptions) - BASELINE_STRUCTURAL
