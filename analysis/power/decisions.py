@@ -107,7 +107,13 @@ def decided_study(
 
     Parameters
     ----------
-    sizes, widths, share, assumptions, pair, seed
+    sizes : StudySizes
+    widths : WidthModel or StratumWidths
+    share : float
+        Share of the variance M0 leaves that the pair's signal block explains.
+    assumptions : PowerAssumptions
+    pair : (base, rich)
+    seed : numpy.random.SeedSequence
         As :func:`~analysis.power.simulate.one_study` (same data and bootstrap seeds).
     sesoi : tuple of ((base, rich), float)
         The SESOI (loss units) of every family pair that has one.

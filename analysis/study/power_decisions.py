@@ -71,7 +71,7 @@ def pilot_sizes(study: Study, pilot_design: Path | None, pilot_root: Path | None
     """The simulation sizes of a method-3 study: covariate counts after the collinearity
     screen on the pilot's training cells, else (no pilot, or no pilot store yet) the
     lock's covariate names; never the study's own cells."""
-    from analysis.study.power import screen_training
+    from analysis.study.power_record import screen_training
 
     names, note = None, "the lock's covariate names (no pilot store was read)"
     if pilot_design is not None:
@@ -208,7 +208,7 @@ def decisions_power_stage(
     """
     from analysis.study.core import stored_outcomes
     from analysis.study.pilot import FitSource, fitted_assumptions, widths_digest
-    from analysis.study.power import POWER_FORMAT, _command, _record_in_lock, power_key
+    from analysis.study.power_record import POWER_FORMAT, _command, _record_in_lock, power_key
 
     paths, design_path = study.paths, study.paths.design
     data = study.design.data
