@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.power.result import FittedAssumptions
+from analysis.power.tails import excess_kurtosis
 from analysis.power.widths import StratumWidths
 from analysis.validation import ParameterError, check_int
 
@@ -479,4 +480,5 @@ def fit_assumptions(
         ),
         notes=tuple(notes),
         widths=widths,
+        residual_kurtosis=excess_kurtosis(resid),
     )

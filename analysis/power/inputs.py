@@ -88,6 +88,10 @@ class PowerAssumptions:
     fitted : str or None
         What the assumptions were fitted to (:mod:`analysis.power.fit`), or None
         when they were set by hand.
+    tail_df, covariate_shift, held_out_signal : float
+        Method-3 scenarios (:mod:`analysis.power.tails`): Student-t head and cell
+        residuals (None: normal), held-out covariates shifted by this many SDs (0), the
+        signal's scale on held-out heads (1).
 
     Examples
     --------
@@ -115,8 +119,14 @@ class PowerAssumptions:
     layer_share: float = 0.0
     strata_effects: tuple[tuple[str, float, float], ...] = ()
     fitted: str | None = None
+    tail_df: float | None = None
+    covariate_shift: float = 0.0
+    held_out_signal: float = 1.0
 
     def __post_init__(self) -> None:
+        from analysis.power.tails import check_scenario_fields
+
+        check_scenario_fields(self.tail_df, self.covariate_shift, self.held_out_signal)
         if not (_number(self.effect) and 0 < self.effect < 1):
             raise ParameterError("effect", "a share in (0, 1)", self.effect)
         if not (_number(self.icc) and 0 <= self.icc < 1):
@@ -179,14 +189,17 @@ class PowerAssumptions:
 
     def to_dict(self) -> dict:
         """Every field as plain JSON types; the fields added with the fitted simulator
-        (``layer_share``, ``strata_effects``, ``fitted``) only when set, so that the
-        record (and the stored power key) of hand-set assumptions is unchanged."""
+        (``layer_share``, ``strata_effects``, ``fitted``) and the scenarios only when
+        set, so that the record (and the stored power key) of hand-set assumptions is
+        unchanged."""
         out = asdict(self)
         out["truth_position"] = list(self.truth_position)
         out["strata_effects"] = [list(r) for r in self.strata_effects]
-        for name in ("layer_share", "strata_effects", "fitted"):
+        for name in ("layer_share", "strata_effects", "fitted", "tail_df", "covariate_shift"):
             if out[name] in (0.0, [], None):
                 del out[name]
+        if out["held_out_signal"] == 1.0:
+            del out["held_out_signal"]
         return out
 
 

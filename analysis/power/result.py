@@ -421,6 +421,10 @@ class FittedAssumptions:
     notes : tuple of str
     widths : StratumWidths
         Each checkpoint's bracket widths (not in :meth:`to_dict`).
+    residual_kurtosis : float
+        Excess kurtosis of the pooled fit's residual (the M0 residual; NaN when not
+        computed; not in :meth:`to_dict`, so a method-2 power key is unchanged): the
+        heavy-tail scenario's df (:mod:`analysis.power.tails`).
 
     Examples
     --------
@@ -453,6 +457,7 @@ class FittedAssumptions:
     notes: tuple[str, ...] = ()
     widths: StratumWidths | None = field(default=None, repr=False, compare=False)
     reference_by_stratum: tuple[tuple[str, float], ...] = ()
+    residual_kurtosis: float = float("nan")
 
     def assumptions(self, base: PowerAssumptions | None = None) -> PowerAssumptions:
         """``base`` (default :class:`PowerAssumptions`) with the fitted values."""

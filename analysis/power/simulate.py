@@ -33,6 +33,7 @@ from analysis.power.inputs import (
     signal_block,
 )
 from analysis.power.spec import PowerSpec
+from analysis.power.tails import unit_draws
 from analysis.power.widths import StratumWidths, WidthModel, _width_model
 from analysis.validation import ParameterError, check_random_state
 
@@ -173,14 +174,17 @@ def simulate_study(
     zt = (np.log(t) - np.log(t).mean()) / (np.log(t).std() or 1.0)
     g = rng.standard_normal(H)[head]
     entropy = 0.7 * g + 0.5 * zt + 0.3 * zL + 0.4 * rng.standard_normal(n)
+    shift, ent_sd = assumptions.covariate_shift, entropy.std()  # method-3 scenario:
+    if shift:  # held-out covariates shifted by `shift` SDs
+        entropy = entropy + shift * held * ent_sd
     stable_rank = np.exp(0.5 * entropy + 0.3 * rng.standard_normal(n) + 1.0)
     f = 2.5 + 0.45 * zL - 0.35 * ze + 0.5 * np.tanh(entropy) + 0.25 * entropy
-    ent_z = entropy / entropy.std()
+    ent_z = entropy / ent_sd
 
-    w = mixed(1)[:, 0]
+    w = mixed(1)[:, 0] + shift * held
     k_base = sizes.feature_count("baseline", assumptions) - BASELINE_STRUCTURAL
     k = {b: sizes.feature_count(b, assumptions) for b in SIMULATED_BLOCKS[1:]}
-    raw = {b: mixed(k[b]) for b in SIMULATED_BLOCKS[1:]}
+    raw = {b: mixed(k[b]) + shift * held[:, None] for b in SIMULATED_BLOCKS[1:]}
     proxies = 0.6 * ent_z[:, None] + 0.8 * mixed(k_base) if k_base else np.zeros((n, 0))
     blocks = {signal: raw[signal].copy()}
     blocks[signal][:, 0] = 0.3 * ent_z + np.sqrt(0.91) * w
@@ -192,8 +196,9 @@ def simulate_study(
     V = assumptions.residual_sd**2
     icc = assumptions.icc
     g_share = assumptions.layer_share
-    u = rng.standard_normal(H)[head] * np.sqrt((icc - g_share) * (1 - share) * V)
-    noise = rng.standard_normal(n) * np.sqrt((1 - icc) * (1 - share) * V)
+    df = assumptions.tail_df  # None: normal; else unit-variance Student-t (tails.py)
+    u = unit_draws(rng, H, df)[head] * np.sqrt((icc - g_share) * (1 - share) * V)
+    noise = unit_draws(rng, n, df) * np.sqrt((1 - icc) * (1 - share) * V)
 
     u_width = rng.uniform(size=n)
     position = rng.beta(*assumptions.truth_position, size=n)
@@ -208,7 +213,8 @@ def simulate_study(
     for label, _, _ in sizes.strata:
         sel = cell_label == label
         offset[sel], scale[sel] = assumptions.stratum_effect(label)
-    y = f + offset + np.sqrt(share * V) * w + scale * u + scale * noise
+    signal = np.where(held, assumptions.held_out_signal, 1.0) * np.sqrt(share * V) * w
+    y = f + offset + signal + scale * u + scale * noise
     if isinstance(wmodel, StratumWidths):
         width = wmodel.draw(e, y, u_width, cell_label)
     else:
@@ -384,6 +390,10 @@ def _worker_init() -> None:
 
 
 def _task(args: tuple) -> dict:
+    """``one_study(*args)``, or ``args[0](*args[1:])`` when the task names its function
+    (a module-level one, e.g. :func:`analysis.power.decisions.decided_study`)."""
+    if callable(args[0]):
+        return args[0](*args[1:])
     return one_study(*args)
 
 

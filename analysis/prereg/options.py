@@ -28,6 +28,7 @@ __all__ = [
     "design_options",
     "design_power",
     "design_sesoi",
+    "design_sesoi_shares",
 ]
 
 #: Top-level ``method``: the version of the study method a design follows. 2 (the
@@ -73,6 +74,7 @@ def design_sesoi(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     analysis.validation.ParameterError: hypotheses[0].sesoi: expected a finite number > 0 ...
     """
     out: dict[str, dict[str, float]] = {}
+    design_sesoi_shares(data)  # a share instead of a SESOI: checked, resolved by power
     for i, h in enumerate(data.get("hypotheses", [])):
         if "sesoi" not in h:
             continue
@@ -96,6 +98,46 @@ def design_sesoi(data: Mapping[str, Any]) -> dict[str, dict[str, float]]:
                 )
             per_metric[str(m)] = float(v)
         out["<".join(h["pair"])] = per_metric
+    return out
+
+
+def design_sesoi_shares(data: Mapping[str, Any]) -> dict[str, float]:
+    """Pair -> ``hypotheses[i].sesoi_share``: a SESOI declared as a share of the pilot's M0
+    held-out loss (primary metric ``interval_sq_loss``), which the power stage turns into
+    loss units (share x the pilot's reference M0 loss) and records in the power file.
+
+    Raises
+    ------
+    ParameterError
+        Named ``hypotheses[i].sesoi_share``: given with ``sesoi`` too, not a number in
+        (0, 1), or a primary metric other than ``interval_sq_loss``.
+
+    Examples
+    --------
+    >>> from analysis.prereg.options import design_sesoi_shares
+    >>> data = {"metrics": {"primary": "interval_sq_loss"},
+    ...         "hypotheses": [{"pair": ["M0", "M1"], "sesoi_share": 0.1}]}
+    >>> design_sesoi_shares(data)
+    {'M0<M1': 0.1}
+    >>> data["hypotheses"][0]["sesoi"] = 0.001
+    >>> design_sesoi_shares(data)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: hypotheses[0].sesoi_share: expected either sesoi or sesoi_share...
+    """
+    out: dict[str, float] = {}
+    for i, h in enumerate(data.get("hypotheses", [])):
+        if "sesoi_share" not in h:
+            continue
+        name, v = f"hypotheses[{i}].sesoi_share", h["sesoi_share"]
+        if "sesoi" in h:
+            raise ParameterError(name, "either sesoi or sesoi_share, not both", v)
+        if data.get("metrics", {}).get("primary") != "interval_sq_loss":
+            raise ParameterError(name, "a primary metric interval_sq_loss (a loss)", v)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if not ok or not 0 < v < 1:
+            raise ParameterError(name, "a share of the pilot's M0 loss in (0, 1)", v)
+        out["<".join(h["pair"])] = float(v)
     return out
 
 

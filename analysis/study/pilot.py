@@ -109,6 +109,8 @@ class FitOutcome:
     record : dict or None
         The fit (:meth:`FittedAssumptions.to_dict`) with its ``calibration``.
     notes : list of str
+    residual_kurtosis : float or None
+        Excess kurtosis of the fitted cells' M0 residual (None when nothing was fitted).
     """
 
     assumptions: PowerAssumptions
@@ -116,6 +118,7 @@ class FitOutcome:
     reference_m0_loss: float | None = None
     record: dict | None = None
     notes: list[str] = field(default_factory=list)
+    residual_kurtosis: float | None = None
 
 
 def fitted_assumptions(
@@ -220,10 +223,13 @@ def fitted_assumptions(
     )
     notes.append(fitted.summary())
     record = fitted.to_dict()
+    kurtosis = fitted.residual_kurtosis
     structural = fitted.assumptions(assumptions)
     if calibration_studies == 0:
         notes.append("scales not calibrated (calibration_studies 0): the structural fit's")
-        return FitOutcome(structural, fitted.widths, fitted.reference_m0_loss, record, notes)
+        return FitOutcome(
+            structural, fitted.widths, fitted.reference_m0_loss, record, notes, kurtosis
+        )
     from analysis.power.calibrate import calibrate_scales
     from analysis.power.spec import PowerSpec
 
@@ -243,7 +249,9 @@ def fitted_assumptions(
             f"{cal.tolerance:.0%}; the 25% check says whether the simulated studies still "
             "resemble the data"
         )
-    return FitOutcome(cal.assumptions, fitted.widths, fitted.reference_m0_loss, record, notes)
+    return FitOutcome(
+        cal.assumptions, fitted.widths, fitted.reference_m0_loss, record, notes, kurtosis
+    )
 
 
 def widths_digest(widths: Any) -> str:

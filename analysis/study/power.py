@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import hashlib
-import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from analysis import __version__
@@ -39,15 +36,20 @@ from analysis.power.file import (
 from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
 from analysis.power.spec import PowerSpec
 from analysis.power.widths import DEFAULT_WIDTHS, load_widths
-from analysis.prereg.options import design_power
+from analysis.prereg.options import design_method, design_power
 from analysis.prereg.provenance import power_path
 from analysis.study.core import Study, git_commit
+from analysis.study.power_decisions import decisions_power_stage
+from analysis.study.power_record import (
+    POWER_FORMAT,
+    _command,
+    _record_in_lock,
+    power_key,
+    screen_training,
+)
 from analysis.validation import ParameterError, check_int
 
 __all__ = ["POWER_FORMAT", "power_stage", "screened_features", "study_sizes", "validation_sizes"]
-
-#: Version of the stored record: a new version recomputes every stored result.
-POWER_FORMAT = "power/2"
 
 
 def screened_features(
@@ -79,7 +81,6 @@ def screened_features(
     >>> screened_features(study, empty, empty) is None
     True
     """
-    from analysis.compare import prepare_covariates
     from analysis.prereg.sealing import SealedCells
     from analysis.study.comparison import comparison_table
 
@@ -91,29 +92,7 @@ def screened_features(
     train = SealedCells(table, study.paths.design, lock=study.lock).training()
     if train.empty:
         return None
-    design = study.design
-    used = list(dict.fromkeys(m for p in design.family for m in p))
-    models = {m: design.models[m] for m in used}
-    prep = prepare_covariates(
-        train,
-        models,
-        np.ones(len(train), dtype=bool),
-        log_columns=log_cols,
-        **study.registry.covariate_kwargs(train.columns),
-    )
-    out: dict[str, list[str]] = {}
-    where: dict[str, str] = {}
-    for b in dict.fromkeys(b for m in used for b in models[m]):
-        holders = sorted((m for m in used if b in models[m]), key=lambda m: len(models[m]))
-        m = holders[0]
-        out[b] = [c.split("__", 1)[1] for c in prep.columns[m] if c.startswith(b + "__")]
-        where[b] = m
-    note = (
-        f"after the collinearity screen on the study's {len(train)} training cells "
-        f"({train['cluster'].nunique()} heads); "
-        + ", ".join(f"{b} in {m}" for b, m in where.items())
-    )
-    return out, note
+    return screen_training(study, train, log_cols, "the study's")
 
 
 def study_sizes(
@@ -199,50 +178,6 @@ def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike 
     return study_sizes(study, brackets, feature_table(paths, real_keys))
 
 
-def power_key(inputs: Mapping[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of a power stage's inputs."""
-    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _command(study: Study, simulations: int, assumptions: PowerAssumptions) -> str:
-    """The command line that computes this record (what the provenance names)."""
-    cmd = (
-        f"attnrank run preregistration/{study.paths.design.name} --power-simulations {simulations}"
-    )
-    default = PowerAssumptions().native_head_share
-    if assumptions.fitted is None and assumptions.native_head_share != default:
-        cmd += f" --native-head-share {assumptions.native_head_share:g}"
-    return cmd
-
-
-def _record_in_lock(study: Study, record: Mapping[str, Any]) -> None:
-    """Amend the lock with the new power file (an entry in the deviations log)."""
-    from analysis.prereg.amend import amend_design
-    from analysis.study.core import block_facts, stored_outcomes
-
-    inputs = record["inputs"]
-    rates = "; ".join(
-        f"{h['hypothesis']} power {h['power']['rate']:.3g}"
-        for h in record["result"].get("hypotheses", [])
-    )
-    reason = (
-        f"Power of the design's decisions stored beside it ({power_path(study.paths.design).name}"
-        f"): {inputs['simulations']} simulated studies per scenario, seed {inputs['seed']}, "
-        f"native head share {inputs['assumptions'].get('native_head_share')}, computed by "
-        f"`{record['provenance']['command']}`"
-        + (f" ({rates})" if rates else "")
-        + ". A fact about the design, not an outcome: held-out heads, models, metrics and "
-        "inference are unchanged, and so is the lock hash."
-    )
-    amend_design(
-        study.paths.design,
-        reason=reason,
-        outcomes=stored_outcomes(study.paths),
-        **block_facts(study.design, root=study.paths.root),
-    )
-
-
 def power_stage(
     study: Study,
     brackets: pd.DataFrame,
@@ -319,6 +254,16 @@ def power_stage(
     paths = study.paths
     if simulations == 0:
         return {"skipped": "the run was asked for no power simulation (--power-simulations 0)"}
+    if design_method(study.design.data) == 3:
+        # method 3: the decisions' power from the pilot, before outcomes (power_decisions)
+        return decisions_power_stage(
+            study,
+            simulations=simulations,
+            workers=workers,
+            say=say,
+            executor=executor,
+            assumptions=assumptions,
+        )
     declared = design_power(study.design.data)
     widths_file = paths.root / DEFAULT_WIDTHS
     if declared["fit"] == "none" and not widths_file.is_file():

@@ -1,0 +1,314 @@
+"""The power stage of a method-3 design: the power of each decision, from the pilot, before
+outcomes.
+
+A design with top-level ``method = 3`` (:func:`analysis.prereg.options.design_method`)
+stores in ``<stem>.power.json``, per hypothesis, the power of each decision it makes
+(superiority at the SESOI, TOST at 0) and the sizes ("adds information" at 0, "equivalent"
+at -SESOI and +SESOI), under three declared scenarios (``normal``; ``heavy_tails``:
+Student-t head and cell residuals, df fitted to the pilot's M0 residual kurtosis;
+``covariate_shift``: held-out covariates shifted by
+:data:`~analysis.power.tails.COVARIATE_SHIFT` SDs), with a sensitivity at half and twice
+the SESOI (:func:`analysis.power.decisions.decision_powers`). What differs from method 2
+(:func:`analysis.study.power.power_stage`):
+
+- covariate counts come from the pilot only (the collinearity screen on the pilot's
+  training cells; without a pilot the lock's names), never from the study's own cells;
+- a SESOI declared as ``hypotheses[i].sesoi_share`` is turned into loss units with the
+  pilot's reference M0 loss, and both are recorded (``inputs.sesoi``);
+- once the study has outcomes, the stage runs only as exploratory: a recomputed record is
+  labelled ``exploratory`` and written to ``<stem>.power-exploratory.json``, the locked
+  power file and the lock stay as they were.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import Any
+
+from analysis import __version__
+from analysis.atomic import atomic_write
+from analysis.hashing import file_sha256
+from analysis.power.decisions import decision_powers
+from analysis.power.error_rates import validate_comparison
+from analysis.power.file import POWER_FILE_FORMAT, read_power_file, write_power_file
+from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
+from analysis.power.spec import PowerSpec
+from analysis.power.tails import COVARIATE_SHIFT, DEFAULT_TAIL_DF, df_from_kurtosis
+from analysis.power.widths import DEFAULT_WIDTHS, load_widths
+from analysis.prereg.options import design_power, design_sesoi, design_sesoi_shares
+from analysis.prereg.provenance import power_path
+from analysis.study.core import Study, git_commit
+from analysis.validation import ParameterError
+
+__all__ = [
+    "decisions_power_stage",
+    "exploratory_power_path",
+    "pilot_sizes",
+    "resolved_sesoi",
+    "scenarios_for",
+]
+
+
+def exploratory_power_path(design_path: str | Path) -> Path:
+    """``<stem>.power-exploratory.json`` beside the design (never hashed into the lock).
+
+    Examples
+    --------
+    >>> exploratory_power_path("preregistration/x.toml").name
+    'x.power-exploratory.json'
+    """
+    p = Path(design_path)
+    return p.with_name(p.stem + ".power-exploratory.json")
+
+
+def pilot_sizes(study: Study, pilot_design: Path | None, pilot_root: Path | None) -> StudySizes:
+    """The simulation sizes of a method-3 study: covariate counts after the collinearity
+    screen on the pilot's training cells, else (no pilot, or no pilot store yet) the
+    lock's covariate names; never the study's own cells."""
+    from analysis.study.power_record import screen_training
+
+    names, note = None, "the lock's covariate names (no pilot store was read)"
+    if pilot_design is not None:
+        from analysis.prereg.sealing import SealedCells
+        from analysis.study.comparison import stored_comparison_table
+
+        try:
+            table, log_cols, pilot = stored_comparison_table(pilot_design, root=pilot_root)
+        except FileNotFoundError:
+            pass
+        else:
+            train = SealedCells(table, pilot.paths.design, lock=pilot.lock).training()
+            if not train.empty:
+                names, note = screen_training(pilot, train, log_cols, "the pilot's")
+    sizes = sizes_from_design(study.paths.design, features=names, features_note=note)
+    design, root = study.paths.design, study.paths.root
+    name = design.relative_to(root).as_posix() if design.is_relative_to(root) else design.name
+    return dataclasses.replace(sizes, name=name)
+
+
+def resolved_sesoi(
+    data: dict, primary: str, pilot_m0_loss: float | None
+) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """Each pair's SESOI in loss units, and the record of where it comes from.
+
+    Returns
+    -------
+    (dict, dict)
+        Pair -> SESOI (loss units; pairs whose share cannot be resolved are left out),
+        and pair -> ``{"sesoi", "sesoi_share", "pilot_m0_loss", "source"}``.
+
+    Examples
+    --------
+    >>> from analysis.study.power_decisions import resolved_sesoi
+    >>> data = {"metrics": {"primary": "interval_sq_loss"}, "hypotheses": [
+    ...     {"pair": ["M0", "M1"], "sesoi_share": 0.1},
+    ...     {"pair": ["M0", "M2"], "sesoi": 0.002}]}
+    >>> loss, rec = resolved_sesoi(data, "interval_sq_loss", 0.03)
+    >>> {k: round(v, 6) for k, v in sorted(loss.items())}, rec["M0<M1"]["source"]
+    ({'M0<M1': 0.003, 'M0<M2': 0.002}, 'share x the pilot M0 loss')
+    """
+    loss: dict[str, float] = {}
+    rec: dict[str, dict[str, Any]] = {}
+    for pair, per_metric in design_sesoi(data).items():
+        if primary in per_metric:
+            loss[pair] = per_metric[primary]
+            rec[pair] = {
+                "sesoi": per_metric[primary],
+                "sesoi_share": None,
+                "pilot_m0_loss": pilot_m0_loss,
+                "source": "declared in loss units",
+            }
+    known = pilot_m0_loss is not None and pilot_m0_loss == pilot_m0_loss and pilot_m0_loss > 0
+    for pair, share in design_sesoi_shares(data).items():
+        rec[pair] = {
+            "sesoi": share * pilot_m0_loss if known else None,
+            "sesoi_share": share,
+            "pilot_m0_loss": pilot_m0_loss,
+            "source": "share x the pilot M0 loss" if known else "unresolved: no pilot M0 loss",
+        }
+        if known:
+            loss[pair] = share * pilot_m0_loss
+    return loss, rec
+
+
+def scenarios_for(residual_kurtosis: float | None) -> dict[str, dict[str, float]]:
+    """The declared scenarios: ``normal``, ``heavy_tails`` (df fitted to the pilot's M0
+    residual kurtosis, :data:`~analysis.power.tails.DEFAULT_TAIL_DF` when it is unknown
+    or not positive) and ``covariate_shift``.
+
+    Examples
+    --------
+    >>> from analysis.study.power_decisions import scenarios_for
+    >>> scenarios_for(3.0)["heavy_tails"], scenarios_for(None)["heavy_tails"]
+    ({'tail_df': 6.0}, {'tail_df': 5.0})
+    """
+    df = df_from_kurtosis(residual_kurtosis) if residual_kurtosis is not None else None
+    return {
+        "normal": {},
+        "heavy_tails": {"tail_df": df if df is not None else DEFAULT_TAIL_DF},
+        "covariate_shift": {"covariate_shift": COVARIATE_SHIFT},
+    }
+
+
+def _summary(decisions: dict) -> list[str]:
+    lines = []
+    for h in decisions["hypotheses"]:
+        for scen, s in h["scenarios"].items():
+
+            def r(x: dict | None) -> str:
+                return (
+                    "n/a"
+                    if x is None
+                    else f"{x['rate']:.3f} [{x['ci_low']:.3f}, {x['ci_high']:.3f}]"
+                )
+
+            p, z = s["power"], s["size"]
+            lines.append(
+                f"  {h['hypothesis']} ({h['pair']}, SESOI {h['sesoi']:.4g}, {scen}): power "
+                f"of 'adds information' at +SESOI {r(p['superiority_at_sesoi'])}, of "
+                f"'equivalent' at 0 {r(p['tost_at_zero'])}; size 'adds information' at 0 "
+                f"{r(z['adds_information_at_zero'])}, 'equivalent' at +SESOI "
+                f"{r(z['equivalent_at_plus_sesoi'])}, at -SESOI "
+                f"{r(z['equivalent_at_minus_sesoi'])}"
+            )
+    lines += [f"  {k}: decisions not simulated: {v}" for k, v in decisions["skipped"].items()]
+    return lines
+
+
+def decisions_power_stage(
+    study: Study,
+    *,
+    simulations: int,
+    workers: int = 1,
+    say: Callable[[str], None] = print,
+    executor: Executor | None = None,
+    assumptions: PowerAssumptions | None = None,
+) -> dict[str, Any]:
+    """Compute (or reuse) the method-3 power record of ``study`` (see the module text).
+
+    Parameters
+    ----------
+    study : Study
+    simulations : int, keyword-only
+        Simulated studies per scenario and share (> 0).
+    workers, say, executor, assumptions : keyword-only
+        As :func:`analysis.study.power.power_stage`.
+
+    Returns
+    -------
+    dict
+        The record (``exploratory: true`` when computed after outcomes existed), or
+        ``{"skipped": reason}``.
+    """
+    from analysis.study.core import stored_outcomes
+    from analysis.study.pilot import FitSource, fitted_assumptions, widths_digest
+    from analysis.study.power_record import POWER_FORMAT, _command, _record_in_lock, power_key
+
+    paths, design_path = study.paths, study.paths.design
+    data = study.design.data
+    declared = design_power(data)
+    pilot = declared.get("pilot_design")
+    pilot_path = paths.root / pilot if pilot else None
+    widths_file = paths.root / DEFAULT_WIDTHS
+    if declared["fit"] == "none" and not widths_file.is_file():
+        return {"skipped": f"no reference bracket widths at {widths_file}"}
+    try:
+        sizes = pilot_sizes(study, pilot_path, paths.root if pilot_path else None)
+    except ParameterError as exc:
+        return {"skipped": f"the simulation cannot copy this design ({exc})"}
+    assumptions = assumptions if assumptions is not None else PowerAssumptions()
+    fit = None
+    if declared["fit"] != "none":
+        source = FitSource(
+            fit=declared["fit"],
+            pilot_design=pilot_path,
+            pilot_input_seed=declared.get("pilot_input_seed"),
+            reference_only=False,
+        )
+        fit = fitted_assumptions(
+            design_path, sizes, assumptions, root=paths.root, source=source, progress=say
+        )
+        assumptions = fit.assumptions
+    pilot_loss = fit.reference_m0_loss if fit is not None and declared["fit"] == "pilot" else None
+    sesoi, sesoi_record = resolved_sesoi(data, sizes.primary_metric, pilot_loss)
+    scenarios = scenarios_for(fit.residual_kurtosis if fit is not None else None)
+    seed = int(data["inference"]["seed"])
+    inputs = {
+        "format": POWER_FORMAT,
+        "method": 3,
+        "sizes": sizes.to_dict(),
+        "simulations": simulations,
+        "seed": seed,
+        "assumptions": assumptions.to_dict(),
+        "features": dict(sizes.features),
+        "strata": [list(s) for s in sizes.strata],
+        "widths_sha256": widths_digest(fit.widths) if fit else file_sha256(widths_file),
+        "hypotheses": [h[0] for h in sizes.hypotheses],
+        "mde_target": 0.8,
+        "mde_steps": 5,
+        "sesoi": sesoi_record,
+        "scenarios": scenarios,
+    }
+    if fit is not None:
+        inputs["fit"] = fit.record
+    key = power_key(inputs)
+    stored = read_power_file(design_path)
+    if stored is not None and stored.get("key") == key:
+        say(f"power: inputs unchanged, {power_path(design_path).name} reused")
+        return stored
+    outcomes = stored_outcomes(paths)
+    t0 = time.perf_counter()
+    spec = PowerSpec(
+        simulations=simulations,
+        sizes=sizes,
+        assumptions=assumptions,
+        random_state=seed,
+        hypotheses=inputs["hypotheses"],
+    )
+    widths = fit.widths if fit and fit.widths is not None else load_widths(widths_file)
+    run = {"workers": workers, "executor": executor}
+    ref = fit.reference_m0_loss if fit else None
+    res = validate_comparison(widths, spec, reference_m0_loss=ref, **run)
+    decisions = decision_powers(widths, spec, sesoi, scenarios=scenarios, **run)
+    label = "" if outcomes is None else "EXPLORATORY (computed after the study's outcomes) "
+    summary = "\n".join([label + res.summary(), "  method-3 decisions:", *_summary(decisions)])
+    record = {
+        "format": POWER_FILE_FORMAT,
+        "design": design_path.name,
+        "key": key,
+        "inputs": inputs,
+        "result": {**res.to_dict(), "method": 3, "decisions": decisions},
+        "summary": summary,
+        "provenance": {
+            "package_version": __version__,
+            "git_commit": git_commit(),
+            "computed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "computed_under_lock": study.lock.sha256,
+            "command": _command(study, simulations, assumptions),
+            "wall_seconds": round(time.perf_counter() - t0, 1),
+            "note": "the simulated power and sizes of the design's method-3 decisions, "
+            "fitted to the pilot before outcomes; properties of the test, not of the data",
+        },
+    }
+    say(summary)
+    if outcomes is not None:
+        record["exploratory"] = True
+        record["provenance"]["note"] = (
+            f"EXPLORATORY: computed after the study's outcomes existed (first outcome "
+            f"{outcomes.get('time')}); not the design's pre-registered power, not in the lock"
+        )
+        path = exploratory_power_path(design_path)
+        with atomic_write(path, mode="w") as fh:
+            fh.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        say(f"power: exploratory (after outcomes), stored in {path.name}; the lock is unchanged")
+        return record
+    write_power_file(design_path, record)
+    _record_in_lock(study, record)
+    say(f"power: stored in {power_path(design_path).name} and recorded in the lock")
+    return record
