@@ -36,6 +36,7 @@ from analysis.compare.estimators import (
     fit_ols,
     fit_ridge,
 )
+from analysis.compare.extrapolation import EXTRAPOLATION_COLUMNS, Extrapolation
 from analysis.compare.headlevel import (
     FoldExtrapolationWarning,
     HeadLevelAnalysis,
@@ -60,6 +61,7 @@ __all__ = [
     "BOOTSTRAPS",
     "BY_CHECKPOINT_COLUMNS",
     "BY_LENGTH_COLUMNS",
+    "EXTRAPOLATION_COLUMNS",
     "FIT_FAILED",
     "FIT_OK",
     "RESULT_COLUMNS",
@@ -67,6 +69,7 @@ __all__ = [
     "ClusterBootstrap",
     "ComparisonSpec",
     "CheckpointEffects",
+    "Extrapolation",
     "LengthEffects",
     "ComparisonResult",
     "FittedModel",

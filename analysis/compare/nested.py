@@ -16,6 +16,7 @@ import pandas as pd
 from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
+from analysis.compare import extrapolation as _extrap
 from analysis.compare.bootstrap import (
     _Draws,
     _held_out_draws,
@@ -130,6 +131,8 @@ class ComparisonResult:
         ``checkpoint_effects`` the checkpoint-equal estimand, leave-one-family-out and
         width-stratified rows; with ``refit_replicates`` the refit bootstrap
         (:mod:`analysis.compare.refit`); else empty.
+    held_out : HeldOutScores or None
+        What :meth:`extrapolation` reads: held-out flags, per-cell values, resamples.
 
     Examples
     --------
@@ -167,6 +170,7 @@ class ComparisonResult:
     sensitivity: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(SENSITIVITY_COLUMNS)), repr=False
     )
+    held_out: _extrap.HeldOutScores | None = field(default=None, repr=False)
 
     estimator = property(lambda self: self.spec.estimator)
     primary_metric = property(lambda self: self.spec.primary_metric)
@@ -179,6 +183,11 @@ class ComparisonResult:
     def to_frame(self) -> pd.DataFrame:
         """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
         return self.frame.loc[:, list(RESULT_COLUMNS)].copy()
+
+    def extrapolation(self) -> _extrap.Extrapolation:
+        """Held-out cells outside the training ranges and each pair's effect apart on them
+        (secondary; :func:`~analysis.compare.extrapolation.extrapolation_effects`)."""
+        return _extrap.extrapolation_effects(self.held_out, self.spec)
 
     def adds_information(self, base: str, rich: str, metric: str | None = None) -> bool:
         """The pre-specified decision for one pair (primary metric by default)."""
@@ -348,6 +357,7 @@ class NestedComparison:
         held, clusters, lower, upper = _check_table(table)
         used = list(dict.fromkeys(m for p in spec.pairs for m in p))
         prep = _prepare(table, spec, used, ~held, clusters)
+        prep, out_of_range = _extrap.check_ranges(prep, held, spec.extrapolation)
         fits, cell_vals, preds = _fit_and_score(prep, used, spec, held, clusters, lower, upper)
         draws = _held_out_draws(table, clusters, held, spec.n_boot, rng, spec.resampling_unit)
         mid_h = 0.5 * (lower[held] + upper[held])
@@ -372,6 +382,7 @@ class NestedComparison:
             covariates=prep,
             **({"sensitivity": pd.concat(parts, ignore_index=True)} if parts else {}),
             spec=spec,
+            held_out=_extrap.held_out_scores(table, held, out_of_range, prep, cell_vals, draws),
         )
 
 

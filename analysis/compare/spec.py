@@ -18,6 +18,7 @@ import numpy as np
 from analysis.compare.bootstrap import BOOTSTRAPS
 from analysis.compare.covariates import Calibration
 from analysis.compare.estimators import ESTIMATORS
+from analysis.compare.extrapolation import EXTRAPOLATIONS
 from analysis.compare.metrics import METRICS
 from analysis.validation import ParameterError, check_int, check_random_state
 
@@ -153,6 +154,9 @@ class ComparisonSpec:
     sensitivities : bool, default True
         Compute the sensitivity rows that ``checkpoint_effects`` and
         ``refit_replicates`` ask for (the refits themselves run with False).
+    extrapolation : {"none", "clip"}, default "none"
+        ``"clip"`` clips each held-out covariate to its training range before prediction
+        (:mod:`analysis.compare.extrapolation`, the design's ``inference.extrapolation``).
 
     Examples
     --------
@@ -193,6 +197,7 @@ class ComparisonSpec:
     resampling_unit: str = "head"
     refit_replicates: int = 0
     sensitivities: bool = True
+    extrapolation: str = "none"
 
     def __post_init__(self) -> None:
         def put(name: str, value: object) -> None:
@@ -235,6 +240,8 @@ class ComparisonSpec:
             raise ParameterError(
                 "resampling_unit", " or ".join(RESAMPLING_UNITS), self.resampling_unit
             )
+        if self.extrapolation not in EXTRAPOLATIONS:
+            raise ParameterError("extrapolation", " or ".join(EXTRAPOLATIONS), self.extrapolation)
         r = self.refit_replicates
         if isinstance(r, bool) or not isinstance(r, int) or r < 0:
             raise ParameterError("refit_replicates", "an integer >= 0", r)

@@ -19,6 +19,10 @@ from analysis.validation import ParameterError
 #: ``analysis.compare.spec.RESAMPLING_UNITS``; repeated here so that validating a
 #: design imports no fitting code).
 RESAMPLING_UNITS: tuple[str, ...] = ("head", "kv_group", "checkpoint_layer")
+#: ``[inference] extrapolation``: held-out covariates as they are (``"none"``, the default
+#: under methods 2 and 3) or clipped to their training range (``"clip"``); as
+#: ``analysis.compare.extrapolation.EXTRAPOLATIONS``.
+EXTRAPOLATIONS: tuple[str, ...] = ("none", "clip")
 
 __all__ = [
     "METHODS",
@@ -166,6 +170,10 @@ def check_design_options(data: Mapping[str, Any]) -> None:
     refits = inf.get("refit_replicates", 0)
     if isinstance(refits, bool) or not isinstance(refits, int) or refits < 0:
         raise ParameterError("inference.refit_replicates", "an integer >= 0", refits)
+    if inf.get("extrapolation", "none") not in EXTRAPOLATIONS:
+        raise ParameterError(
+            "inference.extrapolation", " or ".join(EXTRAPOLATIONS), inf["extrapolation"]
+        )
     design_power(data)
 
 
@@ -256,4 +264,6 @@ def design_options(data: Mapping[str, Any]) -> dict[str, Any]:
         "checkpoint_effects": bool(inf.get("checkpoint_effects", False)),
         "resampling_unit": str(inf.get("cluster", "head")),
         "refit_replicates": int(inf.get("refit_replicates", 0)),
+        # "none" under method 2 and 3 alike: method 3 reports extrapolation instead
+        "extrapolation": str(inf.get("extrapolation", "none")),
     }

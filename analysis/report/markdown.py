@@ -26,7 +26,11 @@ from analysis.report.lock_status import lock_status_lines
 from analysis.report.power_section import hypothesis_power, power_section, power_sentences
 from analysis.report.provenance import amendments_section, provenance_lines
 from analysis.report.results import StudyResults
-from analysis.report.secondary_sections import by_checkpoint_section, by_length_section
+from analysis.report.secondary_sections import (
+    by_checkpoint_section,
+    by_length_section,
+    extrapolation_section,
+)
 from analysis.report.tables import (
     Table,
     format_value,
@@ -471,6 +475,7 @@ def _comparisons_section(results: StudyResults, embeds: _Embeds) -> list[str]:
         L += embeds.figure("predicted_vs_bracket")
     if results.by_length_asked:
         L += by_length_section(*where, metric_name=METRIC_NAMES.get(primary, primary))
+    L += extrapolation_section(*where)
     return L + power_section(results) + embeds.table("power")
 
 

@@ -117,6 +117,11 @@ class StudyResults:
         Optional, with ``by_checkpoint``: every held-out cell's prediction by every
         fitted model (``analysis.compare.PREDICTION_COLUMNS``: ``cell_key``,
         ``cluster``, ``checkpoint``, ``model``, ``y_hat``, ``y_lower``, ``y_upper``).
+    extrapolation : pandas.DataFrame or None
+        Optional: ``analysis.compare.Extrapolation.to_frame()`` (columns
+        ``analysis.compare.extrapolation.EXTRAPOLATION_COLUMNS``: per pair and mean
+        metric, the effect on in-range and on extrapolated held-out cells and the trimmed
+        mean of per-unit effects), stored for method-3 designs; None otherwise.
 
     Examples
     --------
@@ -145,6 +150,7 @@ class StudyResults:
     by_checkpoint: pd.DataFrame | None = None
     held_out_predictions: pd.DataFrame | None = None
     by_length: pd.DataFrame | None = None
+    extrapolation: pd.DataFrame | None = None
 
     @property
     def by_checkpoint_asked(self) -> bool:

@@ -1,16 +1,27 @@
 """The report's secondary sections: "Effects by checkpoint" (``[inference] by_checkpoint =
-true``) and "Effects by length" (``[inference] by_length = true``)."""
+true``), "Effects by length" (``[inference] by_length = true``) and "Extrapolation"
+(method-3 designs)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
+import pandas as pd
+
 from analysis.compare.nested import FIT_FAILED
 from analysis.report.results import StudyResults
 from analysis.report.tables import Table, format_value, markdown_table
 
-__all__ = ["BY_CHECKPOINT_SHOWN", "BY_LENGTH_SHOWN", "by_checkpoint_section", "by_length_section"]
+__all__ = [
+    "BY_CHECKPOINT_SHOWN",
+    "BY_LENGTH_SHOWN",
+    "EXTRAPOLATION_SHOWN",
+    "by_checkpoint_section",
+    "by_length_section",
+    "extrapolation_section",
+    "extrapolation_table",
+]
 
 #: Columns of the by-checkpoint rows embedded per hypothesis in report.md.
 BY_CHECKPOINT_SHOWN = (
@@ -24,6 +35,16 @@ BY_CHECKPOINT_SHOWN = (
 )
 #: Columns of the by-length rows embedded per hypothesis in report.md.
 BY_LENGTH_SHOWN = ("length", *BY_CHECKPOINT_SHOWN[1:])
+#: Columns of the extrapolation rows embedded per pair in report.md.
+EXTRAPOLATION_SHOWN = (
+    "estimate",
+    "n_cells",
+    "share_cells",
+    "n_units",
+    "effect",
+    "ci_low",
+    "ci_high",
+)
 
 
 def _section(
@@ -172,3 +193,97 @@ def by_length_section(
         "they are not in the Holm family."
     )
     return _section(results, tab, table_files, out_dir, "length", intro, BY_LENGTH_SHOWN)
+
+
+def extrapolation_table(results: StudyResults) -> pd.DataFrame | None:
+    """The stored extrapolation rows (``results.extrapolation``), or None without them.
+
+    Parameters
+    ----------
+    results : StudyResults
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        A copy, ordered by metric (primary first) with the stored pair order.
+
+    Examples
+    --------
+    >>> from analysis.datasets import example_table_results
+    >>> extrapolation_table(example_table_results()) is None  # a method-2 study
+    True
+    """
+    ex = results.extrapolation
+    if ex is None:
+        return None
+    primary = results.design.primary_metric
+    order = (ex["metric"] != primary).astype(int)
+    return ex.assign(_o=order).sort_values("_o", kind="stable").drop(columns="_o")
+
+
+def extrapolation_section(
+    results: StudyResults,
+    tab: Mapping[str, Table],
+    table_files: Mapping[str, Mapping[str, Path]],
+    out_dir: Path,
+) -> list[str]:
+    """Markdown lines of "Extrapolation": per pair, the share of extrapolated held-out
+    cells and the primary metric's effect on in-range and on extrapolated cells apart,
+    with the trimmed mean of per-unit effects; empty without the table.
+
+    Parameters
+    ----------
+    results : StudyResults
+    tab : mapping
+        The report's tables by name (``"extrapolation"`` when stored).
+    table_files : mapping
+        Each table's written files by extension.
+    out_dir : Path
+        The report folder (links are relative to it).
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.datasets import example_table_results
+    >>> extrapolation_section(example_table_results(), {}, {}, Path("."))
+    []
+    """
+    if "extrapolation" not in tab:
+        return []
+    frame = tab["extrapolation"].frame
+    links = ", ".join(
+        f"[{ext.upper()}]({Path(p).relative_to(out_dir).as_posix()})"
+        for ext, p in table_files["extrapolation"].items()
+    )
+    mode = frame["extrapolation"].iloc[0] if len(frame) else "none"
+    L = [
+        "### Extrapolation (secondary, unadjusted)",
+        "",
+        "A held-out cell is extrapolated for a pair when a covariate of either model lies "
+        "outside its range over the training cells (after logs, calibration and "
+        "standardization); held-out covariates were "
+        + ("clipped to that range before prediction" if mode == "clip" else "used as they are")
+        + f' (`[inference] extrapolation = "{mode}"`). Each pair\'s effect on the in-range '
+        "and on the extrapolated cells apart (their cell-weighted average is the effect "
+        "above), and the 10% trimmed mean of the per-unit effects, each with a 95% "
+        "percentile CI from the comparison's own bootstrap resamples; unadjusted, no "
+        "decision.",
+        "",
+        f"*Table: {tab['extrapolation'].title}* (every metric: {links}).",
+        "",
+    ]
+    sub = frame[frame["metric"] == results.design.primary_metric]
+    for pair in dict.fromkeys(sub["pair"]):
+        rows = sub[sub["pair"] == pair]
+        share = rows.loc[rows["estimate"] == "extrapolated", "share_cells"]
+        L += [
+            f"**{pair}**: {float(share.iloc[0]):.1%} of the held-out cells extrapolated.",
+            "",
+            markdown_table(rows.loc[:, list(EXTRAPOLATION_SHOWN)].reset_index(drop=True)),
+            "",
+        ]
+    return L

@@ -25,6 +25,7 @@ from analysis.report.comparison_tables import (
     lr_table,
 )
 from analysis.report.results import StudyResults
+from analysis.report.secondary_sections import extrapolation_table
 from analysis.report.tables import (
     Table,
     check_results,
@@ -327,6 +328,15 @@ _OPTIONAL = (
         "cluster-bootstrap CI over the held-out heads with cells of that length; "
         "unadjusted one-sided p. No decision, no Holm adjustment; a head is in every "
         "length's group, so the lengths' rows are not independent.",
+    ),
+    (
+        "extrapolation",
+        "Extrapolation: effects on in-range and extrapolated held-out cells (secondary)",
+        extrapolation_table,
+        "A held-out cell is extrapolated for a pair when a covariate of either model lies "
+        "outside its training range; effect and 95% percentile CI over the comparison's "
+        "resamples on each subset, and the 10% trimmed mean of per-unit effects. "
+        "Unadjusted, no decision.",
     ),
     (
         "power",

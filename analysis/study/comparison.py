@@ -494,6 +494,7 @@ def compare_stage(
         record.get("inputs_sha256") == digest
         and bool(record.get("by_checkpoint", False)) == design.by_checkpoint
         and bool(record.get("by_length", False)) == design.by_length
+        and bool(record.get("extrapolation", False)) == _reports_extrapolation(design)
         and all((paths.results / f).is_file() for f in record.get("files", []))
     ):
         say("compare: inputs unchanged, stored results reused")
@@ -533,6 +534,12 @@ def compare_stage(
     if design.by_length:
         by_len = secondary_by_length(study, res, conf.table)
         outputs.append(("by_length.csv", by_len.to_frame()))
+    extrap = res.extrapolation() if _reports_extrapolation(design) else None
+    if extrap is not None:  # method 3 (or the key stated): method-2 studies' files as before
+        outputs += [
+            ("extrapolation.csv", extrap.to_frame()),
+            ("extrapolation_cells.csv", extrap.cells),
+        ]
     files = []
     for name, frame in outputs:
         write_frame(paths.results / name, frame)
@@ -563,10 +570,19 @@ def compare_stage(
         record["by_checkpoint_summary"] = by_ck.summary()
     if by_len is not None:
         record["by_length_summary"] = by_len.summary()
+    if extrap is not None:
+        record.update(extrapolation=True, extrapolation_summary=extrap.summary())
     write_json(record_file, record)
     say(res.summary())
     if by_ck is not None:
         say(by_ck.summary())
     if by_len is not None:
         say(by_len.summary())
+    if extrap is not None:
+        say(extrap.summary())
     return record
+
+
+def _reports_extrapolation(design: Any) -> bool:
+    """Method 3, or ``[inference] extrapolation`` stated: write the extrapolation tables."""
+    return design.method == 3 or "extrapolation" in design.data["inference"]

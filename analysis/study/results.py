@@ -498,6 +498,7 @@ def study_results(
         by_checkpoint=frame("by_checkpoint.csv"),
         held_out_predictions=frame("held_out_predictions.csv"),
         by_length=frame("by_length.csv"),
+        extrapolation=frame("extrapolation.csv"),
     )
 
 
