@@ -9,6 +9,7 @@ number of training heads, which no seed can move). Per pair (primary metric): th
 effect, its SD over the seeds, the bootstrap SE (95% CI width / 3.92, mean over seeds),
 SD / SE, and the seconds per fit. ``--refits N`` then times the refit bootstrap with N
 replicates (seconds per replicate, the refit CI beside the held-out bootstrap's).
+``--synthetic`` runs on the fixed synthetic table of the test instead of a study.
 
 Run from the repository root: ``python -m benchmarks.bench_crossfit_spread``; writes
 ``benchmarks/out/crossfit_spread.csv``.
@@ -45,6 +46,26 @@ def study_spec(design: Path, root: Path | None) -> tuple[pd.DataFrame, Compariso
     return table, spec
 
 
+def synthetic_spec() -> tuple[pd.DataFrame, ComparisonSpec]:
+    """The test's fixed synthetic table (tests/compare/test_crossfit_repeats.py: 24 heads
+    of 12 cells, 6 held out, a native effect of 0.3) with the three pairs, OLS."""
+    from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
+
+    table = make_table(np.random.default_rng(11), native_effect=0.3)
+    spec = ComparisonSpec(
+        models=MODELS,
+        family=FAMILY,
+        log_columns=["baseline__scale"],
+        estimator="ols",
+        metrics=["interval_sq_loss"],
+        n_boot=199,
+        random_state=0,
+        calibration=Calibration(folds=5, seed=0),
+        **COVARIATES,
+    )
+    return table, spec
+
+
 def spread(
     table: pd.DataFrame, spec: ComparisonSpec, cals: list[Calibration], label: str
 ) -> pd.DataFrame:
@@ -71,13 +92,14 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--design", default=str(ROOT / "preregistration" / "offline-minilm.toml"))
     ap.add_argument("--root", default=None, help="study root (default: the design's parent's)")
+    ap.add_argument("--synthetic", action="store_true", help="the test's synthetic table")
     ap.add_argument("--seeds", type=int, default=7)
     ap.add_argument("--repeats", type=int, nargs="+", default=[CALIBRATION_REPEATS_V3])
     ap.add_argument("--no-loho", action="store_true", help="skip leave one head out")
     ap.add_argument("--refits", type=int, default=0, help="time N refit replicates")
     args = ap.parse_args(argv)
     print(command_line("benchmarks.bench_crossfit_spread"))
-    table, spec = study_spec(Path(args.design), args.root)
+    table, spec = synthetic_spec() if args.synthetic else study_spec(Path(args.design), args.root)
     k = spec.calibration.folds
     if k is None:
         raise SystemExit("the design's calibration is in-sample: no fold seed to vary")
