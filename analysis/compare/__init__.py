@@ -27,6 +27,7 @@ from analysis.compare.covariates import (
     PreparedCovariates,
     head_folds,
     prepare_covariates,
+    repeated_head_folds,
 )
 from analysis.compare.estimators import (
     FittedModel,
@@ -97,6 +98,7 @@ __all__ = [
     "interval_loglik",
     "interval_sq_loss",
     "prepare_covariates",
+    "repeated_head_folds",
     "residual_icc",
     "spearman",
 ]

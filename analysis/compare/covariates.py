@@ -20,6 +20,12 @@ import numpy as np
 import pandas as pd
 from sklearn.isotonic import IsotonicRegression
 
+from analysis.compare.calibration import (
+    CALIBRATION_MODES,
+    Calibration,
+    head_folds,
+    repeated_head_folds,
+)
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -30,152 +36,12 @@ __all__ = [
     "head_folds",
     "model_feature_columns",
     "prepare_covariates",
+    "repeated_head_folds",
 ]
 
 
 #: Relative tolerance of :func:`prepare_covariates` for constant and collinear columns.
 TOL = 1e-8
-
-#: How a calibrated block's isotonic maps meet the training rows (:class:`Calibration`).
-CALIBRATION_MODES: tuple[str, ...] = ("in-sample", "cross-fitted")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """How the isotonic calibration maps are fitted and applied to training rows.
-
-    ``Calibration()`` is in-sample: one map per covariate, fitted on every training row
-    and applied to every row. ``Calibration(folds=K, seed=S)`` is cross-fitted by head:
-    the training heads are split into K folds (:func:`head_folds`), a training
-    row's calibrated value comes from the map fitted on the training rows of the other
-    folds, and held-out rows use the map fitted on all training rows.
-
-    Attributes
-    ----------
-    folds : int or None
-        K >= 2 for cross-fitting; None for in-sample.
-    seed : int or None
-        The seed the fold assignment derives from (an int >= 0 when cross-fitted, None
-        otherwise); a study passes the design's ``[inference] seed``.
-
-    Notes
-    -----
-    In-sample maps have about as many steps as there are distinct training outcomes
-    they can follow, so on the training rows they absorb part of each head's own
-    deviation (head effects): the baseline looks better in sample than on new heads,
-    and a richer block fitted next to it has less left to explain. Cross-fitted
-    training values are, like held-out values, predictions for heads the map did not
-    see.
-
-    Examples
-    --------
-    >>> from analysis.compare.covariates import Calibration
-    >>> Calibration().describe(), Calibration(folds=5, seed=1).describe()
-    ('in-sample', 'cross-fitted by head, 5 folds (seed 1)')
-    >>> Calibration(folds=1, seed=0)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-        ...
-    analysis.validation.ParameterError: calibration: expected a number of folds K >= 2...
-    """
-
-    folds: int | None = None
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.folds is None:
-            if self.seed is not None:
-                raise ParameterError(
-                    "calibration", "no seed for in-sample calibration (folds=None)", self.seed
-                )
-            return
-        if not _is_int(self.folds) or self.folds < 2:
-            raise ParameterError("calibration", "a number of folds K >= 2 (an integer)", self.folds)
-        if not _is_int(self.seed) or self.seed < 0:
-            raise ParameterError(
-                "calibration", "a seed (an integer >= 0) for the fold assignment", self.seed
-            )
-
-    @property
-    def mode(self) -> str:
-        """``"cross-fitted"`` or ``"in-sample"`` (:data:`CALIBRATION_MODES`)."""
-        return "in-sample" if self.folds is None else "cross-fitted"
-
-    def describe(self) -> str:
-        """``"cross-fitted by head, 5 folds (seed 20261202)"`` or ``"in-sample"``."""
-        if self.folds is None:
-            return "in-sample"
-        return f"cross-fitted by head, {self.folds} folds (seed {self.seed})"
-
-
-def head_folds(clusters: np.ndarray, train: np.ndarray, *, folds: int, seed: int) -> np.ndarray:
-    """Assign whole training heads to ``folds`` folds, reproducibly from ``seed``.
-
-    Parameters
-    ----------
-    clusters : array (n,)
-        Head (cluster) of each row; compared as strings.
-    train : array of bool (n,)
-        Training rows; only their heads are assigned.
-    folds : int, keyword-only
-        K >= 2, at most the number of training heads.
-    seed : int, keyword-only
-        Seed of the assignment (a study passes its ``[inference] seed``).
-
-    Returns
-    -------
-    numpy.ndarray of int (n,)
-        Fold ``0..K-1`` of each training row (equal for all rows of a head), -1 on the
-        other rows.
-
-    Raises
-    ------
-    ParameterError
-        Named ``calibration`` when K is not an integer >= 2 or exceeds the number of
-        training heads.
-
-    Notes
-    -----
-    The training heads are sorted (as strings); with
-    ``rng = numpy.random.default_rng(numpy.random.SeedSequence(seed).spawn(1)[0])`` (the
-    first child stream of the seed, so independent of a bootstrap seeded with
-    ``default_rng(seed)``) and ``order = rng.permutation(H)``, head ``order[i]`` gets
-    fold ``i % K``: fold sizes differ by at most one head. Held-out rows play no part,
-    so the assignment depends only on the training heads' ids and the seed.
-
-    Examples
-    --------
-    Six heads of two rows, the last one held out; both rows of a head share a fold:
-
-    >>> import numpy as np
-    >>> from analysis.compare.covariates import head_folds
-    >>> heads = np.repeat(["h0", "h1", "h2", "h3", "h4", "h5"], 2)
-    >>> train = np.arange(12) < 10
-    >>> head_folds(heads, train, folds=2, seed=0).tolist()
-    [0, 0, 1, 1, 0, 0, 1, 1, 0, 0, -1, -1]
-    """
-    spec = Calibration(folds=folds, seed=seed)  # validates K and the seed
-    clusters = np.asarray(clusters).astype(str)
-    train = np.asarray(train, dtype=bool)
-    if clusters.shape != train.shape or clusters.ndim != 1:
-        raise ParameterError("train", "a boolean mask as long as clusters", train.shape)
-    heads = np.unique(clusters[train])
-    if spec.folds > len(heads):
-        raise ParameterError(
-            "calibration",
-            f"at most as many folds as training heads ({len(heads)})",
-            f"cross-fitted by head, {spec.folds} folds",
-        )
-    rng = np.random.default_rng(np.random.SeedSequence(spec.seed).spawn(1)[0])
-    order = rng.permutation(len(heads))
-    head_fold = np.empty(len(heads), dtype=int)
-    head_fold[order] = np.arange(len(heads)) % spec.folds
-    out = np.full(len(clusters), -1, dtype=int)
-    out[train] = head_fold[np.searchsorted(heads, clusters[train])]
-    return out
 
 
 def model_feature_columns(
@@ -240,14 +106,17 @@ class PreparedCovariates:
     fold_calibrations : mapping
         Cross-fitted calibration only (else empty): column -> one ``(x, y)`` per fold, in
         fold order, the knots of the map fitted on the training rows of the other folds
-        and applied to this fold's training rows. Read-only.
+        and applied to this fold's training rows; with R repeated assignments, R x K
+        of them, assignment by assignment (repeat r's fold k at ``r * K + k`` when every
+        assignment has K folds). Read-only.
     calibration_folds : numpy.ndarray or None
-        The fold of each row (-1 outside training) when cross-fitted, else None.
-        Read-only.
+        The fold of each row (-1 outside training) when cross-fitted, (n,), or one row
+        of folds per assignment, (R, n), as passed to :func:`prepare_covariates`; else
+        None. Read-only.
     calibrated : mapping
         Column of ``calibrations`` -> its calibrated values on every row, before
         standardization (cross-fitted on training rows when ``calibration_folds`` is
-        set). Read-only.
+        set, averaged over the assignments when it has several). Read-only.
 
     Notes
     -----
@@ -356,19 +225,54 @@ def _knots(iso: IsotonicRegression) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_folds(folds: object, train: np.ndarray) -> np.ndarray:
-    """Validated per-row fold labels (training rows: ints >= 0, at least two folds)."""
+    """Validated fold labels, (n,) or (R, n) as given (each assignment's training rows:
+    ints >= 0, at least two folds)."""
     f = np.asarray(folds)
-    if f.shape != train.shape or not np.issubdtype(f.dtype, np.integer):
-        raise ParameterError(
-            "calibration_folds", "an integer fold label per row (or None)", getattr(f, "shape", f)
-        )
-    if np.any(f[train] < 0) or len(np.unique(f[train])) < 2:
+    ok_shape = f.shape == train.shape or (f.ndim == 2 and f.shape[1:] == train.shape)
+    if not ok_shape or f.size == 0 or not np.issubdtype(f.dtype, np.integer):
         raise ParameterError(
             "calibration_folds",
-            "labels >= 0 on training rows, with at least two folds",
-            np.unique(f[train]).tolist(),
+            "an integer fold label per row, or one row of labels per repeat (or None)",
+            getattr(f, "shape", f),
         )
+    for labels in np.atleast_2d(f):
+        if np.any(labels[train] < 0) or len(np.unique(labels[train])) < 2:
+            raise ParameterError(
+                "calibration_folds",
+                "labels >= 0 on training rows, with at least two folds",
+                np.unique(labels[train]).tolist(),
+            )
     return f.astype(int)
+
+
+def _cross_fit(
+    x: np.ndarray, mid: np.ndarray, fit_rows: np.ndarray, train: np.ndarray, folds: np.ndarray
+) -> tuple[np.ndarray, tuple[tuple[np.ndarray, np.ndarray], ...]]:
+    """Out-of-fold values of the training rows (others NaN), averaged over the rows of
+    ``folds`` when it is (R, n), and the knots of every out-of-fold map in (repeat,
+    fold) order."""
+    z = np.full(len(x), np.nan)
+    assignments = np.atleast_2d(folds)
+    knots = []
+    for r, labels in enumerate(assignments):
+        for k in np.unique(labels[train]):
+            rows = fit_rows & (labels != k)
+            if not rows.any():
+                raise ParameterError(
+                    "calibration",
+                    "training cells with a finite midpoint outside every fold",
+                    f"none outside fold {int(k)}",
+                )
+            iso_k = _isotonic(x[rows], mid[rows])
+            apply = train & (labels == k)
+            pred = iso_k.predict(x[apply])
+            # one assignment: its out-of-fold values themselves (bit for bit as before
+            # repeats existed); several: their sum, divided by R below
+            z[apply] = pred if r == 0 else z[apply] + pred
+            knots.append(_knots(iso_k))
+    if len(assignments) > 1:
+        z[train] /= len(assignments)
+    return z, tuple(knots)
 
 
 def prepare_covariates(
@@ -410,6 +314,8 @@ def prepare_covariates(
         are ignored; :func:`head_folds` assigns whole heads): cross-fitted
         calibration, each training row calibrated by the map fitted on the training
         rows of the other folds, every other row by the map fitted on all training rows.
+        A 2-D array (R, n) holds R fold assignments (:func:`repeated_head_folds`): a
+        training row's value is the mean of its R out-of-fold values.
 
     Returns
     -------
@@ -424,7 +330,8 @@ def prepare_covariates(
     skipped); cross-fitted, a training row of fold k gets ``g_(-k)(x)``, with ``g_(-k)``
     fitted the same way on the training rows outside fold k, and the other rows
     ``g(x)`` (a column whose training values are all equal is not calibrated either
-    way); (3) standardization ``(x - m) / s`` with training mean and SD; a column
+    way); with R assignments (rows of ``calibration_folds``), a training row gets
+    ``(1/R) sum_r g_(r, -k_r)(x)``, ``k_r`` its fold under assignment r; (3) standardization ``(x - m) / s`` with training mean and SD; a column
     with ``s <= TOL * max(1, |m|)`` is dropped as constant; (4) per model, a pivoted QR
     in ``block_order`` (then the model's other blocks), columns of a block in table
     order: column j is
@@ -526,20 +433,8 @@ def prepare_covariates(
                 if folds is not None:
                     # out of fold: a training head never meets a map fitted on its own
                     # outcomes (an in-sample map absorbs part of each head's effect)
-                    per_fold = []
-                    for k in np.unique(folds[train]):
-                        rows = fit_rows & (folds != k)
-                        if not rows.any():
-                            raise ParameterError(
-                                "calibration",
-                                "training cells with a finite midpoint outside every fold",
-                                f"none outside fold {int(k)}",
-                            )
-                        iso_k = _isotonic(x[rows], mid[rows])
-                        apply = train & (folds == k)
-                        z[apply] = iso_k.predict(x[apply])
-                        per_fold.append(_knots(iso_k))
-                    fold_calibrations[c] = tuple(per_fold)
+                    oof, fold_calibrations[c] = _cross_fit(x, mid, fit_rows, train, folds)
+                    z[train] = oof[train]
                 x = z
                 calibrated[c] = _read_only(z)
         m = float(x[train].mean())

@@ -29,7 +29,6 @@ from analysis.compare.bootstrap import (
 )
 from analysis.compare.covariates import (
     PreparedCovariates,
-    head_folds,
     prepare_covariates,
 )
 from analysis.compare.equivalence import EQUIVALENCE_COLUMNS, NO_EQUIVALENCE, decide_equivalence
@@ -46,7 +45,12 @@ from analysis.compare.offsets import (
     add_checkpoint_effects,
     family_sensitivity,
 )
-from analysis.compare.refit import refit_bootstrap_rows
+from analysis.compare.refit import (
+    fixed_fit_rows,
+    refit_bootstrap_rows,
+    refit_confirmatory,
+    refit_effects,
+)
 from analysis.compare.spec import ComparisonSpec
 from analysis.validation import ParameterError, check_random_state
 
@@ -130,7 +134,8 @@ class ComparisonResult:
         Sensitivity rows (:data:`~analysis.compare.offsets.SENSITIVITY_COLUMNS`): with
         ``checkpoint_effects`` the checkpoint-equal estimand, leave-one-family-out and
         width-stratified rows; with ``refit_replicates`` the refit bootstrap
-        (:mod:`analysis.compare.refit`); else empty.
+        (:mod:`analysis.compare.refit`), and with ``refit_confirmatory`` the held-out
+        bootstrap with the fits fixed; else empty.
     held_out : HeldOutScores or None
         What :meth:`extrapolation` reads: held-out flags, per-cell values, resamples.
 
@@ -363,8 +368,13 @@ class NestedComparison:
         mid_h = 0.5 * (lower[held] + upper[held])
         point, boot = _replicates(cell_vals, preds, used, mid_h, draws, metrics=spec.metrics)
         frame = _effect_rows(spec, fits, cell_vals, point, boot, draws, n_cells=int(held.sum()))
+        refits = fixed = None
+        if spec.refit_replicates and spec.refit_confirmatory:  # fit uncertainty in the CI
+            refits = refit_effects(table, spec, rng=rng, refit=_refit)
+            fixed = fixed_fit_rows(frame, spec)
+            frame = refit_confirmatory(frame, refits[0], spec)
         frame = _decide(frame, spec)
-        parts = []
+        parts = [] if fixed is None else [fixed]
         if spec.checkpoint_effects and spec.sensitivities:
             parts.append(
                 family_sensitivity(
@@ -372,7 +382,9 @@ class NestedComparison:
                 )
             )
         if spec.refit_replicates and spec.sensitivities:
-            parts.append(refit_bootstrap_rows(table, frame, spec, rng=rng, refit=_refit))
+            parts.append(
+                refit_bootstrap_rows(table, frame, spec, rng=rng, refit=_refit, replicates=refits)
+            )
         return ComparisonResult(
             frame=frame.loc[:, list(RESULT_COLUMNS)],
             lr_tests=_lr_tests(spec.pairs, fits),
@@ -400,10 +412,7 @@ def _prepare(
 ) -> PreparedCovariates:
     """The covariates of the models in ``used``, learned on ``train`` (with checkpoint
     effects when the spec asks for them)."""
-    cal = spec.calibration
-    folds = (
-        None if cal.folds is None else head_folds(clusters, train, folds=cal.folds, seed=cal.seed)
-    )
+    folds = spec.calibration.fold_labels(clusters, train)  # None, (n,) or (R, n)
     prep = prepare_covariates(
         table,
         {m: spec.models[m] for m in used},

@@ -151,6 +151,11 @@ class ComparisonSpec:
         The unit of the cluster bootstrap over held-out cells (:data:`RESAMPLING_UNITS`).
     refit_replicates : int, default 0
         R > 0 adds the refit-bootstrap sensitivity (:mod:`analysis.compare.refit`).
+    refit_confirmatory : bool, default False
+        With ``refit_replicates`` R > 0: the confirmatory CI and p (and equivalence p)
+        are the refit bootstrap's, and the held-out bootstrap's (fits fixed) become a
+        sensitivity row (``[inference] refit_bootstrap``; the default under
+        ``method = 3``).
     sensitivities : bool, default True
         Compute the sensitivity rows that ``checkpoint_effects`` and
         ``refit_replicates`` ask for (the refits themselves run with False).
@@ -198,6 +203,7 @@ class ComparisonSpec:
     refit_replicates: int = 0
     sensitivities: bool = True
     extrapolation: str = "none"
+    refit_confirmatory: bool = False
 
     def __post_init__(self) -> None:
         def put(name: str, value: object) -> None:
@@ -233,7 +239,7 @@ class ComparisonSpec:
         put("sesoi", _check_sesoi(self.sesoi))
         if self.sesoi_source not in SESOI_SOURCES:
             raise ParameterError("sesoi_source", " or ".join(SESOI_SOURCES), self.sesoi_source)
-        for name in ("checkpoint_effects", "sensitivities"):
+        for name in ("checkpoint_effects", "sensitivities", "refit_confirmatory"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(name, "true or false", getattr(self, name))
         if self.resampling_unit not in RESAMPLING_UNITS:

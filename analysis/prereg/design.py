@@ -16,7 +16,12 @@ from typing import Any
 
 from analysis.prereg.held_out import HeldOutRule, held_out_rule
 from analysis.prereg.options import design_method, design_options
-from analysis.prereg.schema import parse_calibration, population, validate_design
+from analysis.prereg.schema import (
+    calibration_repeats,
+    parse_calibration,
+    population,
+    validate_design,
+)
 from analysis.validation import ParameterError
 
 try:  # Python >= 3.11
@@ -184,7 +189,9 @@ class Design:
             ``family``, ``extra_pairs``, ``estimator``, ``metrics``, ``primary_metric``,
             ``n_boot``, ``alpha``, ``ci_level``, ``random_state`` (the inference seed),
             ``calibration`` (``analysis.compare.Calibration``: cross-fitted by head with
-            :attr:`calibration_folds` folds and the inference seed, or in-sample).
+            :attr:`calibration_folds` folds, the inference seed and
+            :func:`~analysis.prereg.schema.calibration_repeats` fold assignments, or
+            in-sample).
             ``bootstrap`` (``inference.bootstrap``, default ``"cluster"``) and the fields of
             :meth:`comparison_options`. The caller adds ``models`` (``self.models``),
             ``log_columns``, the lock hash and the registry's covariate facts.
@@ -207,7 +214,9 @@ class Design:
             "random_state": int(inf["seed"]),
             "calibration": Calibration()
             if k is None
-            else Calibration(folds=k, seed=int(inf["seed"])),
+            else Calibration(
+                folds=k, seed=int(inf["seed"]), repeats=calibration_repeats(self.data)
+            ),
             "bootstrap": str(inf.get("bootstrap", "cluster")),
             **self.comparison_options(),
         }

@@ -2,8 +2,9 @@
 
 All optional, and a design without them keeps its meaning (no equivalence test, no
 checkpoint fixed effects, resampling by head, no refit replicates): ``hypotheses[i].sesoi``,
-``[inference] checkpoint_effects``, ``cluster`` and ``refit_replicates``; their values and
-units: docs/prereg.md, sections "Equivalence", "Geometry net of family" and "The
+``[inference] checkpoint_effects``, ``cluster``, ``refit_replicates`` and
+``refit_bootstrap`` (under top-level ``method = 3`` the refit bootstrap is on and
+confirmatory unless stated); their values and units: docs/prereg.md, sections "Equivalence", "Geometry net of family" and "The
 resampling unit and the refit bootstrap".
 """
 
@@ -27,6 +28,8 @@ EXTRAPOLATIONS: tuple[str, ...] = ("none", "clip")
 __all__ = [
     "METHODS",
     "POWER_FIT_SOURCES",
+    "REFIT_BOOTSTRAP_ROLES",
+    "REFIT_REPLICATES_V3",
     "check_design_options",
     "design_method",
     "design_options",
@@ -41,6 +44,16 @@ __all__ = [
 #: (two-sided equivalence, the stratified held-out draw, repeated cross-fitting, ...;
 #: docs/method.md). A key the design states explicitly wins over either default.
 METHODS: tuple[int, ...] = (2, 3)
+
+#: ``[inference] refit_replicates`` under ``method = 3`` when the design does not state it
+#: (under method 2: 0); chosen by measurement, docs/results/crossfit.md.
+REFIT_REPLICATES_V3 = 200
+
+#: ``[inference] refit_bootstrap``: whether the refit bootstrap's CI and p are a
+#: ``"sensitivity"`` row (the default under method 2) or the ``"confirmatory"`` ones (the
+#: default under method 3; the held-out bootstrap with the fits fixed becomes the
+#: sensitivity).
+REFIT_BOOTSTRAP_ROLES: tuple[str, ...] = ("sensitivity", "confirmatory")
 
 #: ``[power] fit``: what the power simulator's assumptions are fitted to, declared before
 #: the lock: ``"none"`` (the default: hand-set assumptions), ``"training"`` (the study's
@@ -167,14 +180,31 @@ def check_design_options(data: Mapping[str, Any]) -> None:
         raise ParameterError("inference.checkpoint_effects", "true or false", value)
     if inf.get("cluster", "head") not in RESAMPLING_UNITS:
         raise ParameterError("inference.cluster", " or ".join(RESAMPLING_UNITS), inf["cluster"])
-    refits = inf.get("refit_replicates", 0)
-    if isinstance(refits, bool) or not isinstance(refits, int) or refits < 0:
-        raise ParameterError("inference.refit_replicates", "an integer >= 0", refits)
+    _refit_settings(data)
     if inf.get("extrapolation", "none") not in EXTRAPOLATIONS:
         raise ParameterError(
             "inference.extrapolation", " or ".join(EXTRAPOLATIONS), inf["extrapolation"]
         )
     design_power(data)
+
+
+def _refit_settings(data: Mapping[str, Any]) -> tuple[int, bool]:
+    """``[inference] refit_replicates`` and whether ``refit_bootstrap`` is
+    ``"confirmatory"``, each with its method's default, checked (a confirmatory refit
+    bootstrap the design states needs replicates)."""
+    inf = data.get("inference", {})
+    v3 = design_method(data) == 3
+    refits = inf.get("refit_replicates", REFIT_REPLICATES_V3 if v3 else 0)
+    if isinstance(refits, bool) or not isinstance(refits, int) or refits < 0:
+        raise ParameterError("inference.refit_replicates", "an integer >= 0", refits)
+    role = inf.get("refit_bootstrap", REFIT_BOOTSTRAP_ROLES[v3])
+    if role not in REFIT_BOOTSTRAP_ROLES:
+        raise ParameterError("inference.refit_bootstrap", " or ".join(REFIT_BOOTSTRAP_ROLES), role)
+    if "refit_bootstrap" in inf and role == "confirmatory" and not refits:
+        raise ParameterError(
+            "inference.refit_bootstrap", "refit_replicates > 0 for a confirmatory refit", role
+        )
+    return refits, role == "confirmatory" and refits > 0
 
 
 def design_method(data: Mapping[str, Any]) -> int:
@@ -257,13 +287,20 @@ def design_options(data: Mapping[str, Any]) -> dict[str, Any]:
     >>> opts = design_options(data)
     >>> opts["sesoi"], opts["checkpoint_effects"]
     ({'M0<M1': {'interval_sq_loss': 0.0007}}, False)
+    >>> opts["refit_replicates"], opts["refit_confirmatory"]
+    (0, False)
+    >>> opts = design_options({**data, "method": 3})  # the refit bootstrap is confirmatory
+    >>> opts["refit_replicates"], opts["refit_confirmatory"]
+    (200, True)
     """
     inf = data.get("inference", {})
+    refits, confirmatory = _refit_settings(data)
     return {
         "sesoi": design_sesoi(data),
         "checkpoint_effects": bool(inf.get("checkpoint_effects", False)),
         "resampling_unit": str(inf.get("cluster", "head")),
-        "refit_replicates": int(inf.get("refit_replicates", 0)),
+        "refit_replicates": refits,
+        "refit_confirmatory": confirmatory,
         # "none" under method 2 and 3 alike: method 3 reports extrapolation instead
         "extrapolation": str(inf.get("extrapolation", "none")),
     }

@@ -21,14 +21,16 @@ from typing import Any
 from analysis.prereg.descriptor_versions import design_block_versions
 from analysis.prereg.engine_pin import check_design_engine
 from analysis.prereg.held_out import held_out_rule
-from analysis.prereg.options import check_design_options
+from analysis.prereg.options import check_design_options, design_method
 from analysis.validation import EFFORTS, ParameterError
 
 __all__ = [
     "REQUIRED_SECTIONS",
     "KNOWN_METRICS",
     "BOOTSTRAP_METHODS",
+    "CALIBRATION_REPEATS_V3",
     "CROSS_FITTED_CALIBRATION",
+    "calibration_repeats",
     "parse_calibration",
     "validate_design",
     "population",
@@ -54,6 +56,10 @@ _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 #: The accepted cross-fitted ``[descriptors] calibration``, with K the number of folds.
 CROSS_FITTED_CALIBRATION = "cross-fitted by head, K folds"
 _CROSS_FITTED_RE = re.compile(r"^cross-fitted by head, ([0-9]+) folds$")
+#: ``[descriptors] calibration_repeats`` of a cross-fitted design under top-level
+#: ``method = 3`` that does not state it (under method 2: 1, a single fold assignment);
+#: chosen by measurement, docs/results/crossfit.md.
+CALIBRATION_REPEATS_V3 = 20
 
 
 def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> int | None:
@@ -107,6 +113,57 @@ def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> i
     if "cross" in low or "fold" in low:
         raise ParameterError(name, allowed, value)
     return None  # "in-sample", or the legacy free-text description
+
+
+def calibration_repeats(data: Mapping[str, Any]) -> int:
+    """R, the fold assignments a cross-fitted calibration averages over.
+
+    ``[descriptors] calibration_repeats`` when the design states it, else
+    :data:`CALIBRATION_REPEATS_V3` under top-level ``method = 3`` and 1 (one assignment,
+    the rule of every design written before the key) under method 2. An in-sample
+    calibration has no folds: 1, and a stated R > 1 is refused.
+
+    Parameters
+    ----------
+    data : mapping
+        The parsed design.
+
+    Returns
+    -------
+    int
+        R >= 1.
+
+    Raises
+    ------
+    ParameterError
+        Named ``descriptors.calibration_repeats``: not an integer >= 1, or R > 1 with an
+        in-sample calibration.
+
+    Examples
+    --------
+    >>> from analysis.prereg.schema import calibration_repeats
+    >>> desc = {"calibration": "cross-fitted by head, 5 folds"}
+    >>> calibration_repeats({"descriptors": desc}), calibration_repeats(
+    ...     {"method": 3, "descriptors": desc})
+    (1, 20)
+    >>> calibration_repeats({"method": 3, "descriptors": {**desc, "calibration_repeats": 1}})
+    1
+    """
+    desc = data.get("descriptors", {})
+    name = "descriptors.calibration_repeats"
+    folds = parse_calibration(desc.get("calibration"))
+    if "calibration_repeats" not in desc:
+        if folds is None:
+            return 1
+        return CALIBRATION_REPEATS_V3 if design_method(data) == 3 else 1
+    value = desc["calibration_repeats"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParameterError(name, "an integer >= 1", value)
+    if folds is None and value != 1:
+        raise ParameterError(
+            name, 'a cross-fitted calibration ("cross-fitted by head, K folds")', value
+        )
+    return int(value)
 
 
 def _need(section: Mapping[str, Any], key: str, prefix: str) -> Any:
@@ -253,6 +310,7 @@ def _check_descriptors(data: Mapping[str, Any], models: Mapping[str, Any]) -> in
     )
     folds = parse_calibration(desc.get("calibration"))
     design_block_versions(data)  # the optional versions table: built-in blocks' versions
+    calibration_repeats(data)
     builtin = {"baseline", "baseline_plus", "native", "intrinsic"}
     # A plugin module may declare blocks under any name, so without plugins every block
     # must be built in; with plugins the runner checks, once its registry is built, that

@@ -226,12 +226,15 @@ def calibration_sentence(results: StudyResults) -> str:
             cal["seed"] = int(r["calibration_seed"])
     mode = cal.get("mode")
     if mode == "cross-fitted":
+        repeats = int(cal.get("repeats", 1))
+        reps = f", {repeats} repeats" if repeats > 1 else ""
+        mean = f" (the mean over {repeats} fold assignments)" if repeats > 1 else ""
         return (
-            f"Calibration: cross-fitted by head, {format_value(cal.get('folds'))} folds "
+            f"Calibration: cross-fitted by head, {format_value(cal.get('folds'))} folds{reps} "
             f"(seed {format_value(cal.get('seed'))}): each training cell's calibrated "
             "covariates come from isotonic maps fitted on the training heads of the other "
-            "folds, so no training head is calibrated with its own outcomes; held-out cells "
-            "use the maps fitted on all training heads."
+            f"folds{mean}, so no training head is calibrated with its own outcomes; held-out "
+            "cells use the maps fitted on all training heads."
         )
     if mode == "in-sample":
         return (

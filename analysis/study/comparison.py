@@ -559,6 +559,8 @@ def compare_stage(
             "folds": res.calibration.folds,
             "seed": res.calibration.seed,
             "description": res.calibration.describe(),
+            # only when repeated: a single assignment's record is what it always was
+            **({"repeats": res.calibration.repeats} if res.calibration.repeats > 1 else {}),
         },
         "head_level_meta": hl.meta(),
         "files": files,
