@@ -214,10 +214,14 @@ def percentile_equivalence_p(effects: np.ndarray, sesoi: float) -> float:
     return float((1.0 + np.sum(effects >= sesoi)) / (effects.size + 1.0))
 
 
-def replicate_summary(effects: np.ndarray, sesoi: float | None, ci_level: float) -> dict:
+def replicate_summary(
+    effects: np.ndarray, sesoi: float | None, ci_level: float, *, method: int = 2
+) -> dict:
     """``ci_low``, ``ci_high``, ``p_value``, ``sesoi`` and ``equivalence_p`` of the finite
     replicate effects (percentile; NaN without replicates or without a SESOI), the
-    columns a sensitivity row reads from its replicates.
+    columns a sensitivity row reads from its replicates. ``equivalence_p`` is the
+    one-sided p of ``effect < sesoi`` under ``method`` 2 and the two-sided TOST p at
+    ``+-sesoi`` under 3 (the larger of the two one-sided p values).
 
     Examples
     --------
@@ -226,17 +230,23 @@ def replicate_summary(effects: np.ndarray, sesoi: float | None, ci_level: float)
     >>> out = replicate_summary(np.array([np.nan, *range(-1, 19)]), 15.0, 0.9)
     >>> round(out["p_value"], 4), round(out["equivalence_p"], 4)
     (0.1429, 0.2381)
+    >>> out = replicate_summary(np.arange(-10.0, 10.0), 8.0, 0.9, method=3)
+    >>> round(out["equivalence_p"], 4)  # max((1 + 3) / 21, (1 + 2) / 21)
+    0.1905
     """
     eff = effects[np.isfinite(effects)]
     lo, hi, p = percentile_ci_and_p(eff, ci_level) if eff.size else (np.nan,) * 3
+    p_eq = np.nan
+    if sesoi is not None and eff.size:
+        p_eq = percentile_equivalence_p(eff, sesoi)
+        if method == 3:
+            p_eq = max(p_eq, float((1.0 + np.sum(eff <= -sesoi)) / (eff.size + 1.0)))
     return {
         "ci_low": lo,
         "ci_high": hi,
         "p_value": p,
         "sesoi": np.nan if sesoi is None else sesoi,
-        "equivalence_p": np.nan
-        if sesoi is None or not eff.size
-        else percentile_equivalence_p(eff, sesoi),
+        "equivalence_p": p_eq,
     }
 
 

@@ -144,7 +144,7 @@ def refit_bootstrap_rows(
                 "base_value": r.base_value,
                 "rich_value": r.rich_value,
                 "effect": r.effect,
-                **replicate_summary(eff, spec.sesoi_for(*key), spec.ci_level),
+                **replicate_summary(eff, spec.sesoi_for(*key), spec.ci_level, method=spec.method),
                 "n_cells": r.n_cells,
                 "n_heads": r.n_heads,
                 "status": r.status if not n_failed else f"{r.status}; {n_failed} refit(s) failed",

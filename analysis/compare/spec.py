@@ -153,6 +153,13 @@ class ComparisonSpec:
     sensitivities : bool, default True
         Compute the sensitivity rows that ``checkpoint_effects`` and
         ``refit_replicates`` ask for (the refits themselves run with False).
+    method : {2, 3}, default 2
+        The design's method (``analysis.prereg.options.METHODS``). 2 keeps the
+        one-sided SESOI test under the name ``equivalence_p`` and the decisions of
+        :mod:`analysis.compare.equivalence`, and the in-sample likelihood-ratio tests; 3
+        makes ``equivalence_p`` the two-sided TOST p, adds ``non_superiority_p``, decides
+        by :func:`analysis.compare.decisions.decide`, tests the added coefficients by a
+        cluster-robust Wald test and labels the sensitivity rows unadjusted.
 
     Examples
     --------
@@ -193,6 +200,7 @@ class ComparisonSpec:
     resampling_unit: str = "head"
     refit_replicates: int = 0
     sensitivities: bool = True
+    method: int = 2
 
     def __post_init__(self) -> None:
         def put(name: str, value: object) -> None:
@@ -235,6 +243,8 @@ class ComparisonSpec:
             raise ParameterError(
                 "resampling_unit", " or ".join(RESAMPLING_UNITS), self.resampling_unit
             )
+        if isinstance(self.method, bool) or self.method not in (2, 3):
+            raise ParameterError("method", "2 or 3", self.method)
         r = self.refit_replicates
         if isinstance(r, bool) or not isinstance(r, int) or r < 0:
             raise ParameterError("refit_replicates", "an integer >= 0", r)
