@@ -44,6 +44,7 @@ __all__ = [
     "NO_SESOI",
     "decide_equivalence",
     "decide_method3",
+    "method_columns",
     "percentile_tost_p",
     "sesoi_p_values",
     "studentized_tost_p",
@@ -73,6 +74,28 @@ EQUIVALENCE_COLUMNS: tuple[str, ...] = (
 #: Columns a method-3 comparison adds after :data:`EQUIVALENCE_COLUMNS`: the one-sided p
 #: of ``H0: effect >= SESOI`` (method 2's ``equivalence_p``) and its Holm adjustment.
 METHOD3_COLUMNS: tuple[str, ...] = ("non_superiority_p", "non_superiority_p_holm")
+
+
+def method_columns(method: int) -> tuple[str, ...]:
+    """The columns a comparison of ``method`` adds after ``RESULT_COLUMNS``.
+
+    Parameters
+    ----------
+    method : {2, 3}
+        The design's method.
+
+    Returns
+    -------
+    tuple of str
+        :data:`METHOD3_COLUMNS` under method 3, else none.
+
+    Examples
+    --------
+    >>> from analysis.compare.equivalence import method_columns
+    >>> method_columns(2), method_columns(3)
+    ((), ('non_superiority_p', 'non_superiority_p_holm'))
+    """
+    return METHOD3_COLUMNS if method == 3 else ()
 
 
 def decide_equivalence(

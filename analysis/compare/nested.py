@@ -31,10 +31,10 @@ from analysis.compare.covariates import (
 from analysis.compare.decisions import METHOD3_RULE
 from analysis.compare.equivalence import (
     EQUIVALENCE_COLUMNS,
-    METHOD3_COLUMNS,
     NO_EQUIVALENCE,
     decide_equivalence,
     decide_method3,
+    method_columns,
     sesoi_p_values,
 )
 from analysis.compare.estimators import FittedModel, fit_estimator
@@ -63,7 +63,6 @@ __all__ = [
     "NestedComparison",
     "STRATUM",
     "check_nested",
-    "result_columns",
 ]
 
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -97,19 +96,6 @@ RESULT_COLUMNS: tuple[str, ...] = (
     # equivalence beside superiority (analysis.compare.equivalence; added last, as above)
     *EQUIVALENCE_COLUMNS,
 )
-
-
-def result_columns(method: int = 2) -> tuple[str, ...]:
-    """The columns of ``to_frame()``: :data:`RESULT_COLUMNS`, and under method 3 also
-    ``non_superiority_p`` and ``non_superiority_p_holm`` (last).
-
-    Examples
-    --------
-    >>> from analysis.compare.nested import RESULT_COLUMNS, result_columns
-    >>> result_columns(2) == RESULT_COLUMNS, result_columns(3)[-2:]
-    (True, ('non_superiority_p', 'non_superiority_p_holm'))
-    """
-    return RESULT_COLUMNS + (METHOD3_COLUMNS if method == 3 else ())
 
 
 #: ``status`` of a pair whose two fits converged.
@@ -201,8 +187,9 @@ class ComparisonResult:
     bootstrap = property(lambda self: self.spec.bootstrap)
 
     def to_frame(self) -> pd.DataFrame:
-        """Tidy copy with the fixed columns of :func:`result_columns` (the spec's method)."""
-        return self.frame.loc[:, list(result_columns(self.spec.method))].copy()
+        """Tidy copy with the fixed columns: :data:`RESULT_COLUMNS`, then under method 3
+        :data:`~analysis.compare.equivalence.METHOD3_COLUMNS`."""
+        return self.frame.loc[:, [*RESULT_COLUMNS, *method_columns(self.spec.method)]].copy()
 
     def adds_information(self, base: str, rich: str, metric: str | None = None) -> bool:
         """The pre-specified decision for one pair (primary metric by default)."""
@@ -400,7 +387,7 @@ class NestedComparison:
         # method 3 labels the sensitivity rows' CIs and p as unadjusted (secondary)
         sens = [p.assign(adjustment="unadjusted") for p in parts] if spec.method == 3 else parts
         return ComparisonResult(
-            frame=frame.loc[:, list(result_columns(spec.method))],
+            frame=frame.loc[:, [*RESULT_COLUMNS, *method_columns(spec.method)]],
             lr_tests=tests,
             dropped=prep.dropped,
             columns=dict(prep.columns),

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.compare.nested import result_columns
+from analysis.compare.equivalence import METHOD3_COLUMNS
+from analysis.compare.nested import RESULT_COLUMNS
 from analysis.report.design import ReportDesign
 from analysis.report.results import StudyResults
 from analysis.report.tables import hypotheses
@@ -109,7 +110,7 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
         }
     )
     # the hash and the calibration (one value per run) are in the provenance block
-    cols = result_columns(3)  # method 2's columns, then method 3's where the frame has them
+    cols = RESULT_COLUMNS + METHOD3_COLUMNS  # method 3's only where the frame has them
     keep = [c for c in cols if c != "lock_sha256" and not c.startswith("calibration")]
     out = pd.concat([out, f[[c for c in keep if c in f.columns]]], axis=1)
     out = _in_design_order(results.design, out, [])
