@@ -214,10 +214,15 @@ def percentile_equivalence_p(effects: np.ndarray, sesoi: float) -> float:
     return float((1.0 + np.sum(effects >= sesoi)) / (effects.size + 1.0))
 
 
-def replicate_summary(effects: np.ndarray, sesoi: float | None, ci_level: float) -> dict:
+def replicate_summary(
+    effects: np.ndarray, sesoi: float | None, ci_level: float, *, method: int = 2
+) -> dict:
     """``ci_low``, ``ci_high``, ``p_value``, ``sesoi`` and ``equivalence_p`` of the finite
     replicate effects (percentile; NaN without replicates or without a SESOI), the
-    columns a sensitivity row reads from its replicates.
+    columns a sensitivity row reads from its replicates. ``equivalence_p`` is the
+    one-sided p of ``effect < sesoi`` under ``method`` 2 and the two-sided TOST p at
+    ``+-sesoi`` under 3 (the larger of the two one-sided p values), where the one-sided
+    p is also returned as ``non_superiority_p``.
 
     Examples
     --------
@@ -226,18 +231,25 @@ def replicate_summary(effects: np.ndarray, sesoi: float | None, ci_level: float)
     >>> out = replicate_summary(np.array([np.nan, *range(-1, 19)]), 15.0, 0.9)
     >>> round(out["p_value"], 4), round(out["equivalence_p"], 4)
     (0.1429, 0.2381)
+    >>> out = replicate_summary(np.arange(-10.0, 10.0), 8.0, 0.9, method=3)
+    >>> round(out["equivalence_p"], 4), round(out["non_superiority_p"], 4)  # (1 + 3) / 21
+    (0.1905, 0.1429)
     """
     eff = effects[np.isfinite(effects)]
     lo, hi, p = percentile_ci_and_p(eff, ci_level) if eff.size else (np.nan,) * 3
-    return {
+    p_upper = p_eq = np.nan
+    if sesoi is not None and eff.size:
+        p_upper = p_eq = percentile_equivalence_p(eff, sesoi)
+        if method == 3:
+            p_eq = max(p_upper, float((1.0 + np.sum(eff <= -sesoi)) / (eff.size + 1.0)))
+    out = {
         "ci_low": lo,
         "ci_high": hi,
         "p_value": p,
         "sesoi": np.nan if sesoi is None else sesoi,
-        "equivalence_p": np.nan
-        if sesoi is None or not eff.size
-        else percentile_equivalence_p(eff, sesoi),
+        "equivalence_p": p_eq,
     }
+    return out if method != 3 else {**out, "non_superiority_p": p_upper}
 
 
 def cluster_se(

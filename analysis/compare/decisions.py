@@ -1,22 +1,65 @@
-"""The decision vocabulary of method 3: one word per (pair, metric) of the Holm family.
+"""The decisions of method 3: each word says what was tested.
 
-:func:`decide` reads a comparison row's CI, its Holm-adjusted superiority p, its
-Holm-adjusted two-sided equivalence (TOST) p and its Holm-adjusted one-sided
-non-superiority p, and returns one of :data:`DECISIONS` (first match wins).
+Under a design's ``method = 3`` every (pair, metric) of a nested comparison gets one of
+:data:`DECISIONS`, by :func:`decide`, from its CI, its superiority p, the two-sided TOST
+p at its SESOI and the one-sided non-superiority p at its SESOI (all Holm-adjusted over
+the family within each metric; an extra pair outside the family uses its unadjusted p).
+Method 2 (the default, and every locked study) keeps the decisions of
+:mod:`analysis.compare.equivalence`, whose one-sided test it calls "equivalence".
+
+The p values of the SESOI tests come from the same bootstrap replicates as the
+superiority test: :func:`~analysis.compare.equivalence.percentile_tost_p` and
+:func:`~analysis.compare.equivalence.studentized_tost_p`.
 """
 
 from __future__ import annotations
 
-__all__ = ["DECISIONS", "decide"]
+import math
 
-#: The words a method-3 decision can take, in the order the rule tries them.
-DECISIONS: tuple[str, ...] = (
-    "adds information",
-    "harms",
-    "equivalent within SESOI",
-    "non-superior only",
-    "inconclusive",
+__all__ = [
+    "ADDS_INFORMATION",
+    "DECISIONS",
+    "DECISION_MEANINGS",
+    "EQUIVALENT",
+    "HARMS",
+    "INCONCLUSIVE",
+    "METHOD3_RULE",
+    "NON_SUPERIOR",
+    "decide",
+]
+
+ADDS_INFORMATION = "adds information"
+HARMS = "harms"
+EQUIVALENT = "equivalent within SESOI"
+NON_SUPERIOR = "non-superior only"
+INCONCLUSIVE = "inconclusive"
+#: The method-3 decisions, in the order :func:`decide` tries them.
+DECISIONS: tuple[str, ...] = (ADDS_INFORMATION, HARMS, EQUIVALENT, NON_SUPERIOR, INCONCLUSIVE)
+
+#: One line per decision: what it says about the rich model's effect (the report and the
+#: tables print these beside the words).
+DECISION_MEANINGS: dict[str, str] = {
+    ADDS_INFORMATION: "the effect is above 0: Holm p < alpha and the whole CI is above 0 "
+    "(the richer model predicts held-out cells better).",
+    HARMS: "the whole CI is below 0: the richer model predicts held-out cells worse.",
+    EQUIVALENT: "two one-sided tests (TOST) at the SESOI both reject, Holm p < alpha: the "
+    "effect lies between -SESOI and +SESOI.",
+    NON_SUPERIOR: "only the one-sided test of effect < +SESOI rejects (Holm p < alpha): "
+    "the block does not help by the SESOI, but it may harm by more than the SESOI; "
+    "not equivalence.",
+    INCONCLUSIVE: "none of the above: the data cannot tell these apart at this precision.",
+}
+
+#: The rule after "adds information", in one line (summaries).
+METHOD3_RULE = (
+    "harms = CI high < 0; equivalent within SESOI = TOST Holm p < alpha; "
+    "non-superior only = one-sided (effect < +SESOI) Holm p < alpha"
 )
+
+
+def _below(p: float | None, alpha: float) -> bool:
+    """``p < alpha`` for a finite p (None and NaN are no rejection)."""
+    return p is not None and not math.isnan(float(p)) and float(p) < alpha
 
 
 def decide(
@@ -28,48 +71,65 @@ def decide(
     non_superiority_p_holm: float | None,
     alpha: float,
 ) -> str:
-    """The decision of one row (first match wins).
+    """The method-3 decision of one (pair, metric): one of :data:`DECISIONS`.
 
     Parameters
     ----------
     ci_low, ci_high : float, keyword-only
-        The effect's confidence interval (rich better than base when positive).
+        The effect's confidence interval (positive effect = the rich model helps). NaN
+        (a failed fit) never decides.
     p_holm : float, keyword-only
-        Holm-adjusted one-sided p of ``effect <= 0``.
+        The superiority p the decision uses (Holm-adjusted in the family; unadjusted
+        for a pair outside it).
     tost_p_holm : float or None, keyword-only
-        Holm-adjusted TOST p (``max`` of the two one-sided p's at -SESOI and +SESOI);
-        None without a SESOI.
+        The two-sided TOST p at the SESOI, adjusted as ``p_holm``; None (or NaN) without
+        a SESOI.
     non_superiority_p_holm : float or None, keyword-only
-        Holm-adjusted one-sided p of ``effect >= SESOI``; None without a SESOI.
+        The one-sided p of ``H0: effect >= SESOI``, adjusted as ``p_holm``; None (or NaN)
+        without a SESOI.
     alpha : float, keyword-only
+        The design's size.
 
     Returns
     -------
     str
-        ``"adds information"`` if ``p_holm < alpha`` and ``ci_low > 0``; ``"harms"`` if
-        ``ci_high < 0``; ``"equivalent within SESOI"`` if ``tost_p_holm < alpha``;
-        ``"non-superior only"`` if ``non_superiority_p_holm < alpha``; else
-        ``"inconclusive"``.
+
+    Notes
+    -----
+    First match wins:
+
+    1. "adds information" if ``p_holm < alpha`` and ``ci_low > 0``;
+    2. "harms" if ``ci_high < 0`` (the whole CI below 0);
+    3. "equivalent within SESOI" if ``tost_p_holm < alpha``, where the TOST p is
+       ``max(p_lower, p_upper)``: ``p_upper`` tests ``H0: effect >= +SESOI`` and
+       ``p_lower`` tests ``H0: effect <= -SESOI``;
+    4. "non-superior only" if ``non_superiority_p_holm < alpha`` (``p_upper`` alone:
+       the effect is below +SESOI, while a harm beyond -SESOI is not excluded);
+    5. "inconclusive" otherwise.
 
     Examples
     --------
     >>> from analysis.compare.decisions import decide
-    >>> decide(ci_low=0.1, ci_high=0.3, p_holm=0.01, tost_p_holm=None,
-    ...        non_superiority_p_holm=None, alpha=0.05)
+    >>> kw = dict(alpha=0.05, tost_p_holm=None, non_superiority_p_holm=None)
+    >>> decide(ci_low=0.01, ci_high=0.03, p_holm=0.001, **kw)
     'adds information'
-    >>> decide(ci_low=-0.01, ci_high=0.01, p_holm=0.5, tost_p_holm=0.01,
-    ...        non_superiority_p_holm=0.01, alpha=0.05)
+    >>> decide(ci_low=-0.03, ci_high=-0.01, p_holm=1.0, **kw)
+    'harms'
+    >>> decide(ci_low=-0.0004, ci_high=0.0005, p_holm=0.3, alpha=0.05,
+    ...        tost_p_holm=0.01, non_superiority_p_holm=0.004)
     'equivalent within SESOI'
-    >>> decide(ci_low=-0.3, ci_high=0.01, p_holm=0.9, tost_p_holm=0.2,
-    ...        non_superiority_p_holm=0.01, alpha=0.05)
+    >>> decide(ci_low=-0.0224, ci_high=0.0009, p_holm=0.9, alpha=0.05,
+    ...        tost_p_holm=0.65, non_superiority_p_holm=0.03)
     'non-superior only'
+    >>> decide(ci_low=-0.0224, ci_high=0.0009, p_holm=0.9, **kw)
+    'inconclusive'
     """
-    if p_holm < alpha and ci_low > 0:
-        return DECISIONS[0]
+    if _below(p_holm, alpha) and ci_low > 0:
+        return ADDS_INFORMATION
     if ci_high < 0:
-        return DECISIONS[1]
-    if tost_p_holm is not None and tost_p_holm < alpha:
-        return DECISIONS[2]
-    if non_superiority_p_holm is not None and non_superiority_p_holm < alpha:
-        return DECISIONS[3]
-    return DECISIONS[4]
+        return HARMS
+    if _below(tost_p_holm, alpha):
+        return EQUIVALENT
+    if _below(non_superiority_p_holm, alpha):
+        return NON_SUPERIOR
+    return INCONCLUSIVE

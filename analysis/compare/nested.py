@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.stats import chi2
 from statsmodels.stats.multitest import multipletests
 
 from analysis.compare import extrapolation as _extrap
@@ -21,18 +20,25 @@ from analysis.compare.bootstrap import (
     _Draws,
     _held_out_draws,
     percentile_ci_and_p,
-    percentile_equivalence_p,
     replicate_means,
     spearman_replicates,
     studentized_ci_and_p,
-    studentized_equivalence_p,
 )
 from analysis.compare.covariates import (
     PreparedCovariates,
     prepare_covariates,
 )
-from analysis.compare.equivalence import EQUIVALENCE_COLUMNS, NO_EQUIVALENCE, decide_equivalence
+from analysis.compare.decisions import METHOD3_RULE
+from analysis.compare.equivalence import (
+    EQUIVALENCE_COLUMNS,
+    NO_EQUIVALENCE,
+    decide_equivalence,
+    decide_method3,
+    method_columns,
+    sesoi_p_values,
+)
 from analysis.compare.estimators import FittedModel, fit_estimator
+from analysis.compare.lrtests import pair_tests
 from analysis.compare.metrics import HIGHER_IS_BETTER, interval_loglik, interval_sq_loss
 from analysis.compare.nested_checks import (
     REQUIRED_COLUMNS,  # noqa: F401 (re-exported: analysis.compare.bycheckpoint)
@@ -95,6 +101,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
     # equivalence beside superiority (analysis.compare.equivalence; added last, as above)
     *EQUIVALENCE_COLUMNS,
 )
+
+
 #: ``status`` of a pair whose two fits converged.
 FIT_OK = "ok"
 #: ``status`` of a pair with a fit that did not converge: reported, never decided.
@@ -113,8 +121,10 @@ class ComparisonResult:
     frame : pandas.DataFrame
         One row per (pair, metric); use :meth:`to_frame` for a copy.
     lr_tests : pandas.DataFrame
-        In-sample likelihood-ratio tests (secondary): ``pair``, ``base_model``,
-        ``rich_model``, ``statistic``, ``df``, ``p_value``, ``status`` (as in ``frame``).
+        In-sample tests of each pair's added coefficients (secondary;
+        :mod:`analysis.compare.lrtests`): method 2 the likelihood-ratio test (``pair``,
+        ``base_model``, ``rich_model``, ``statistic``, ``df``, ``p_value``, ``status``),
+        method 3 the cluster-robust Wald test (also ``test`` and ``clusters``).
     dropped : pandas.DataFrame
         Constant or collinear columns dropped per model (``model``, ``column``,
         ``reason``).
@@ -186,8 +196,9 @@ class ComparisonResult:
     bootstrap = property(lambda self: self.spec.bootstrap)
 
     def to_frame(self) -> pd.DataFrame:
-        """Tidy copy with the fixed columns of :data:`RESULT_COLUMNS`."""
-        return self.frame.loc[:, list(RESULT_COLUMNS)].copy()
+        """Tidy copy with the fixed columns: :data:`RESULT_COLUMNS`, then under method 3
+        :data:`~analysis.compare.equivalence.METHOD3_COLUMNS`."""
+        return self.frame.loc[:, [*RESULT_COLUMNS, *method_columns(self.spec.method)]].copy()
 
     def extrapolation(self) -> _extrap.Extrapolation:
         """Held-out cells outside the training ranges and each pair's effect apart on them
@@ -213,12 +224,15 @@ class ComparisonResult:
             f"{'studentized ' if self.bootstrap == 'studentized' else ''}cluster bootstrap "
             f"over held-out {self.spec.resampling_unit.replace('_', ' ')}s, B = {self.n_boot}; "
             f"alpha = {self.alpha}; "
-            "adds information = Holm p < alpha and CI low > 0",
+            "adds information = Holm p < alpha and CI low > 0"
+            + (f"; {METHOD3_RULE}" if self.spec.method == 3 else ""),
             f"calibration of calibrated blocks: {self.calibration.describe()}",
         ]
         for _, r in f.iterrows():
             if r.status == FIT_FAILED:
                 mark = "FIT FAILED (no result)"
+            elif self.spec.method == 3:
+                mark = r.decision.upper() if r.decision == "adds information" else r.decision
             else:
                 mark = "ADDS INFORMATION" if r.adds_information else "no"
             if not np.isnan(r.sesoi):
@@ -226,7 +240,11 @@ class ComparisonResult:
                     f"; {r.metric_role} equivalence ({r.equivalence}) at SESOI {r.sesoi:.4g}"
                     + ("" if np.isnan(r.sesoi_share) else f" ({r.sesoi_share:.1%} of base)")
                     + ": "
-                    f"p {r.equivalence_p:.4f}, {r.decision}"
+                    + (
+                        f"TOST p {r.equivalence_p:.4f}, non-superiority p {r.non_superiority_p:.4f}"
+                        if self.spec.method == 3
+                        else f"p {r.equivalence_p:.4f}, {r.decision}"
+                    )
                 )
             holm = "outside family" if np.isnan(r.p_holm) else f"{r.p_holm:.4f}"
             lines.append(
@@ -293,16 +311,17 @@ class NestedComparison:
     with a failed fit (``status = "fit failed"``, else ``"ok"``; each row carries both
     fits' ``converged``, ``iterations`` and ``grad_norm``) keeps p = 1 in Holm, so its
     ``p_holm`` is 1 and it rejects nothing itself.
-    Secondary: the in-sample likelihood-ratio statistic ``2 (l_rich - l_base)`` against
-    ``chi2(k_rich - k_base)`` (ignores clustering, so anti-conservative).
+    Secondary (:mod:`analysis.compare.lrtests`): method 2 the in-sample likelihood-ratio
+    test (ignores clustering, so anti-conservative); method 3 a cluster-robust Wald test
+    of the added coefficients, clustered by the resampling unit.
 
-    Equivalence: a (pair, metric) with a SESOI ``delta`` in the spec also gets the
-    one-sided test of ``H0: effect >= delta`` on the same replicates and a decision (see
-    :func:`~analysis.compare.equivalence.decide_equivalence`'s Notes and
-    :func:`~analysis.compare.bootstrap.percentile_equivalence_p`,
-    :func:`~analysis.compare.bootstrap.studentized_equivalence_p`); ``sesoi``,
-    ``equivalence_p`` and ``equivalence_p_holm`` are NaN without a SESOI (other columns
-    unchanged).
+    Equivalence (:mod:`analysis.compare.equivalence`): a (pair, metric) with a SESOI
+    ``delta`` also gets, on the same replicates, under method 2 the one-sided test of
+    ``H0: effect >= delta`` (``equivalence_p``) and a decision
+    (:func:`~analysis.compare.equivalence.decide_equivalence`); under method 3 the
+    two-sided TOST at ``+-delta`` (``equivalence_p``), the one-sided p
+    (``non_superiority_p``) and the decisions of :mod:`analysis.compare.decisions`
+    (``harms`` for a CI wholly below 0). The SESOI p columns are NaN without a SESOI.
 
     Examples
     --------
@@ -385,14 +404,18 @@ class NestedComparison:
             parts.append(
                 refit_bootstrap_rows(table, frame, spec, rng=rng, refit=_refit, replicates=refits)
             )
+        units = clusters if spec.resampling_unit == "head" else table[spec.resampling_unit]
+        tests = pair_tests(spec.method, spec.pairs, fits, prep, ~held, units, (lower, upper))
+        # method 3 labels the sensitivity rows' CIs and p as unadjusted (secondary)
+        sens = [p.assign(adjustment="unadjusted") for p in parts] if spec.method == 3 else parts
         return ComparisonResult(
-            frame=frame.loc[:, list(RESULT_COLUMNS)],
-            lr_tests=_lr_tests(spec.pairs, fits),
+            frame=frame.loc[:, [*RESULT_COLUMNS, *method_columns(spec.method)]],
+            lr_tests=tests,
             dropped=prep.dropped,
             columns=dict(prep.columns),
             fits=fits,
             covariates=prep,
-            **({"sensitivity": pd.concat(parts, ignore_index=True)} if parts else {}),
+            **({"sensitivity": pd.concat(sens, ignore_index=True)} if sens else {}),
             spec=spec,
             held_out=_extrap.held_out_scores(table, held, out_of_range, prep, cell_vals, draws),
         )
@@ -511,19 +534,16 @@ def _effect_rows(
         for b, r in spec.pairs:
             eff = sign * (point[(r, met)] - point[(b, met)])
             sesoi = spec.sesoi_for(b, r, met)
-            p_eq = np.nan
             if spec.bootstrap == "studentized" and met != "spearman_mid":
                 d = sign * (cell_vals[(r, met)] - cell_vals[(b, met)])
                 d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_units)
                 args = (d_h, draws.head_sizes, draws.counts, draws.per_cluster)
                 _, lo_ci, hi_ci, p = studentized_ci_and_p(*args, ci_level)
-                if sesoi is not None:
-                    p_eq = studentized_equivalence_p(*args, sesoi)
+                p_sesoi = sesoi_p_values(spec.method, sesoi, studentized=args)
             else:
                 eff_b = sign * (boot[(r, met)] - boot[(b, met)])
                 lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
-                if sesoi is not None:
-                    p_eq = percentile_equivalence_p(eff_b, sesoi)
+                p_sesoi = sesoi_p_values(spec.method, sesoi, replicates=eff_b)
             rows.append(
                 {
                     "pair": f"{b}<{r}",
@@ -548,7 +568,7 @@ def _effect_rows(
                     "metric_role": "",
                     "sesoi": np.nan if sesoi is None else sesoi,
                     "sesoi_share": np.nan,
-                    "equivalence_p": p_eq,
+                    **p_sesoi,
                     "equivalence_p_holm": np.nan,
                     "decision": "",
                     "equivalence": NO_EQUIVALENCE if sesoi is None else spec.sesoi_source,
@@ -571,7 +591,7 @@ def _decide(frame: pd.DataFrame, spec: ComparisonSpec) -> pd.DataFrame:
         frame.loc[sel, "p_holm"] = multipletests(p_family[sel], alpha=alpha, method="holm")[1]
     p_dec = np.where(frame["_in_family"], frame["p_holm"], frame["p_value"])
     frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0) & ok
-    frame = decide_equivalence(
+    frame = (decide_method3 if spec.method == 3 else decide_equivalence)(
         frame,
         in_family=frame["_in_family"].to_numpy(bool),
         ok=ok,
@@ -580,23 +600,3 @@ def _decide(frame: pd.DataFrame, spec: ComparisonSpec) -> pd.DataFrame:
         alpha=alpha,
     )
     return frame.drop(columns="_in_family")
-
-
-def _lr_tests(pairs: Sequence[tuple[str, str]], fits: Mapping[str, FittedModel]) -> pd.DataFrame:
-    """The in-sample likelihood-ratio test of each pair (secondary; see Notes)."""
-    lr_rows = []
-    for b, r in pairs:
-        stat = 2.0 * (fits[r].loglik - fits[b].loglik)
-        df = fits[r].n_params - fits[b].n_params
-        lr_rows.append(
-            {
-                "pair": f"{b}<{r}",
-                "base_model": b,
-                "rich_model": r,
-                "statistic": stat,
-                "df": df,
-                "p_value": float(chi2.sf(stat, df)) if df > 0 else np.nan,
-                "status": _fit_columns(fits[b], fits[r])["status"],
-            }
-        )
-    return pd.DataFrame(lr_rows)

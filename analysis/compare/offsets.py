@@ -275,7 +275,9 @@ def estimand_rows(
                         "base_value": pb,
                         "rich_value": pr,
                         "effect": sign * (pr - pb),
-                        **replicate_summary(eff_b, spec.sesoi_for(b, r, met), spec.ci_level),
+                        **replicate_summary(
+                            eff_b, spec.sesoi_for(b, r, met), spec.ci_level, method=spec.method
+                        ),
                         "n_cells": cells,
                         "n_heads": len(heads),
                         "status": status[(b, r)],

@@ -198,7 +198,7 @@ def refit_confirmatory(
     for i, r in enumerate(frame.itertuples(index=False)):
         key = (r.base_model, r.rich_model, r.metric)
         eff = effects.get(key, np.array([]))
-        summary = replicate_summary(eff, spec.sesoi_for(*key), spec.ci_level)
+        summary = replicate_summary(eff, spec.sesoi_for(*key), spec.ci_level, method=spec.method)
         for column, value in summary.items():
             if column in out.columns and column != "sesoi":
                 out.iloc[i, out.columns.get_loc(column)] = value
@@ -316,7 +316,7 @@ def refit_bootstrap_rows(
                 "base_value": r.base_value,
                 "rich_value": r.rich_value,
                 "effect": r.effect,
-                **replicate_summary(eff, spec.sesoi_for(*key), spec.ci_level),
+                **replicate_summary(eff, spec.sesoi_for(*key), spec.ci_level, method=spec.method),
                 "n_cells": r.n_cells,
                 "n_heads": r.n_heads,
                 "status": r.status if not n_failed else f"{r.status}; {n_failed} refit(s) failed",

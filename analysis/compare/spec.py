@@ -162,6 +162,13 @@ class ComparisonSpec:
     extrapolation : {"none", "clip"}, default "none"
         ``"clip"`` clips each held-out covariate to its training range before prediction
         (:mod:`analysis.compare.extrapolation`, the design's ``inference.extrapolation``).
+    method : {2, 3}, default 2
+        The design's method (``analysis.prereg.options.METHODS``). 2 keeps the
+        one-sided SESOI test under the name ``equivalence_p`` and the decisions of
+        :mod:`analysis.compare.equivalence`, and the in-sample likelihood-ratio tests; 3
+        makes ``equivalence_p`` the two-sided TOST p, adds ``non_superiority_p``, decides
+        by :func:`analysis.compare.decisions.decide`, tests the added coefficients by a
+        cluster-robust Wald test and labels the sensitivity rows unadjusted.
 
     Examples
     --------
@@ -204,6 +211,7 @@ class ComparisonSpec:
     sensitivities: bool = True
     extrapolation: str = "none"
     refit_confirmatory: bool = False
+    method: int = 2
 
     def __post_init__(self) -> None:
         def put(name: str, value: object) -> None:
@@ -248,6 +256,8 @@ class ComparisonSpec:
             )
         if self.extrapolation not in EXTRAPOLATIONS:
             raise ParameterError("extrapolation", " or ".join(EXTRAPOLATIONS), self.extrapolation)
+        if isinstance(self.method, bool) or self.method not in (2, 3):
+            raise ParameterError("method", "2 or 3", self.method)
         r = self.refit_replicates
         if isinstance(r, bool) or not isinstance(r, int) or r < 0:
             raise ParameterError("refit_replicates", "an integer >= 0", r)

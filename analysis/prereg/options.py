@@ -285,8 +285,8 @@ def design_options(data: Mapping[str, Any]) -> dict[str, Any]:
     >>> data = {"metrics": {"primary": "interval_sq_loss"}, "inference": {},
     ...         "hypotheses": [{"pair": ["M0", "M1"], "sesoi": 0.0007}]}
     >>> opts = design_options(data)
-    >>> opts["sesoi"], opts["checkpoint_effects"]
-    ({'M0<M1': {'interval_sq_loss': 0.0007}}, False)
+    >>> opts["sesoi"], opts["checkpoint_effects"], opts["method"]
+    ({'M0<M1': {'interval_sq_loss': 0.0007}}, False, 2)
     >>> opts["refit_replicates"], opts["refit_confirmatory"]
     (0, False)
     >>> opts = design_options({**data, "method": 3})  # the refit bootstrap is confirmatory
@@ -296,6 +296,7 @@ def design_options(data: Mapping[str, Any]) -> dict[str, Any]:
     inf = data.get("inference", {})
     refits, confirmatory = _refit_settings(data)
     return {
+        "method": design_method(data),
         "sesoi": design_sesoi(data),
         "checkpoint_effects": bool(inf.get("checkpoint_effects", False)),
         "resampling_unit": str(inf.get("cluster", "head")),

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.compare.equivalence import METHOD3_COLUMNS
 from analysis.compare.nested import RESULT_COLUMNS
 from analysis.report.design import ReportDesign
 from analysis.report.results import StudyResults
@@ -69,7 +70,8 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
         the provenance block), then, when the comparison has them, the equivalence
         columns ``metric_role`` ... ``equivalence``
         (``analysis.compare.equivalence.EQUIVALENCE_COLUMNS``: empty without a SESOI,
-        ``equivalence`` says whether the SESOI was pre-specified or exploratory). Rows
+        ``equivalence`` says whether the SESOI was pre-specified or exploratory), and
+        under method 3 ``non_superiority_p`` and ``non_superiority_p_holm``. Rows
         ordered by metric (primary first) then hypothesis order. None when that
         comparison has not run.
 
@@ -108,7 +110,8 @@ def comparison_table(results: StudyResults, *, estimator: str = "interval") -> p
         }
     )
     # the hash and the calibration (one value per run) are in the provenance block
-    keep = [c for c in RESULT_COLUMNS if c != "lock_sha256" and not c.startswith("calibration")]
+    cols = RESULT_COLUMNS + METHOD3_COLUMNS  # method 3's only where the frame has them
+    keep = [c for c in cols if c != "lock_sha256" and not c.startswith("calibration")]
     out = pd.concat([out, f[[c for c in keep if c in f.columns]]], axis=1)
     out = _in_design_order(results.design, out, [])
     for c in ("adds_information", "base_converged", "rich_converged"):

@@ -20,7 +20,13 @@ import pandas as pd
 
 from analysis.compare.headlevel import QUESTION_TEXT, QUESTIONS
 from analysis.compare.nested import FIT_FAILED
-from analysis.report.decisions import decision_words, equivalence_clause
+from analysis.report.decisions import (
+    decision_meaning_lines,
+    decision_words,
+    equivalence_clause,
+    is_method3,
+    method3_clause,
+)
 from analysis.report.design import ReportDesign
 from analysis.report.lock_status import lock_status_lines
 from analysis.report.power_section import hypothesis_power, power_section, power_sentences
@@ -130,6 +136,9 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
         ``status == "fit failed"`` gets no numbers, only which fit did not converge:
         ``"H1 (confirmatory; M0<M1): fit failed: M1 did not converge (2200 iterations,
         gradient norm 0.003); no result; the pair entered Holm with p = 1."``
+        Under method 3 (a frame with ``non_superiority_p``) the sentence ends with the
+        TOST and non-superiority p at the SESOI and the decision word
+        (:func:`~analysis.report.decisions.method3_clause`).
 
     Examples
     --------
@@ -143,6 +152,7 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
     alpha, level = design.alpha, design.ci_level
     family = design.family_pairs
     key = "comparison" if estimator == "interval" else "comparison_ols"
+    method3 = is_method3(frame)
     out = []
     for h in hypotheses(design):
         head = f"**{h['id']}** ({h['kind']}; {h['pair']})"
@@ -161,13 +171,17 @@ def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") 
             out.append(f"{head}: fit failed: {_fit_failure(r)}; no result{holm_note}.")
             continue
         holm = f"Holm p = {_p(r['p_holm'])}" if in_family else "outside the Holm family"
+        decided = (
+            method3_clause(r, in_family=in_family)
+            if method3
+            else f" → {decision_words(r, alpha=alpha, in_family=in_family)}"
+            f"{equivalence_clause(r, in_family=in_family)}"
+        )
         out.append(
             f"{head}: {METRIC_NAMES.get(primary, _stated(primary))} {r['base_model']} "
             f"{_n(r['base_value'])} vs {r['rich_model']} {_n(r['rich_value'])}, effect "
             f"{_n(r['effect'])} [{_n(r['ci_low'])}, {_n(r['ci_high'])}] ({level:.0%} CI), "
-            f"one-sided p = {_p(r['p_value'])}, {holm} → "
-            f"{decision_words(r, alpha=alpha, in_family=in_family)}"
-            f"{equivalence_clause(r, in_family=in_family)}."
+            f"one-sided p = {_p(r['p_value'])}, {holm}{decided}."
         )
     return out
 
@@ -199,6 +213,8 @@ def _compact_comparison(frame: pd.DataFrame) -> pd.DataFrame:
         "adds_information",
         "status",
     ]
+    if is_method3(frame):  # the method-3 decision word beside the superiority flag
+        cols.insert(cols.index("status"), "decision")
     return frame.loc[:, [c for c in cols if c in frame.columns]]
 
 
@@ -468,6 +484,8 @@ def _comparisons_section(results: StudyResults, embeds: _Embeds) -> list[str]:
             "",
         ]
     L += [f"- {s}" for s in hypothesis_sentences(results)] + [""]
+    if is_method3(results.comparison):
+        L += ["Decisions (method 3; the first that applies):", "", *decision_meaning_lines(), ""]
     if "comparisons" in embeds.tab:
         L += embeds.table("comparisons", _compact_comparison(embeds.tab["comparisons"].frame))
     L += embeds.figure("forest")

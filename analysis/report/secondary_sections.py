@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.compare.nested import FIT_FAILED
+from analysis.report.decisions import is_method3
 from analysis.report.results import StudyResults
 from analysis.report.tables import Table, format_value, markdown_table
 
@@ -59,7 +60,14 @@ def _section(
     """ "Effects by ``what``": ``intro``, then the primary metric's rows of the table
     ``by_<what>``, one small table per hypothesis; or why they are missing."""
     name = f"by_{what}"
-    L = [f"### Effects by {what} (secondary, outside the Holm family)", ""]
+    method3 = is_method3(results.comparison)
+    label = "secondary, outside the Holm family" + ("; unadjusted" if method3 else "")
+    L = [f"### Effects by {what} ({label})", ""]
+    if method3:
+        intro += (
+            " The CIs and p of these rows are unadjusted for the many rows: they "
+            "describe, they do not test."
+        )
     if name not in tab:
         why = results.skipped.get(
             name,

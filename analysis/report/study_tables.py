@@ -24,6 +24,7 @@ from analysis.report.comparison_tables import (
     head_level_table,
     lr_table,
 )
+from analysis.report.decisions import is_method3
 from analysis.report.results import StudyResults
 from analysis.report.secondary_sections import extrapolation_table
 from analysis.report.tables import (
@@ -382,6 +383,28 @@ _OPTIONAL = (
 )
 
 
+#: Method 3's titles and notes: (title, note) -> (title, note), by table name. The
+#: secondary effects are labelled unadjusted; the in-sample tests are the cluster-robust
+#: Wald tests (analysis.compare.lrtests); the comparisons' note names the decisions.
+_METHOD3_TEXT = {
+    "comparisons": lambda t, n: (
+        t,
+        n.replace(" and never adds information.", ", never adds information and decides nothing.")
+        + " decision: adds information / harms (CI wholly below 0) / equivalent within "
+        "SESOI (TOST, equivalence_p) / non-superior only (non_superiority_p, effect < "
+        "+SESOI) / inconclusive; SESOI p values Holm-adjusted like p.",
+    ),
+    "by_checkpoint": lambda t, n: (t.replace(")", "; unadjusted CIs and p)"), n),
+    "by_length": lambda t, n: (t.replace(")", "; unadjusted CIs and p)"), n),
+    "lr_tests": lambda t, n: (
+        "In-sample cluster-robust Wald tests of the added coefficients (secondary; "
+        "training cells; unadjusted)",
+        "Sandwich covariance clustered by the design's resampling unit (clusters: their "
+        "number); not available for a ridge fit.",
+    ),
+}
+
+
 def build_tables(results: StudyResults) -> list[Table]:
     """Every table the report writes, in report order (absent sources skipped).
 
@@ -417,8 +440,11 @@ def build_tables(results: StudyResults) -> list[Table]:
             "As the brackets table, split by temperature.",
         ),
     ]
+    method3 = is_method3(results.comparison)
     for name, title, table, note in _OPTIONAL:
         frame = table(results)
         if frame is not None:
+            if method3 and name in _METHOD3_TEXT:
+                title, note = _METHOD3_TEXT[name](title, note)
             tables.append(Table(name, title, frame, note))
     return tables

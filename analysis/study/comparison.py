@@ -8,7 +8,11 @@ sensitivity refit and the exploratory head-level analysis (training heads only) 
 with ``[inference] by_checkpoint = true`` so do the secondary by-checkpoint effects of the
 same fits on the same released rows and the held-out predictions, and with
 ``[inference] by_length = true`` the secondary effects by input length. Everything is
-stored with a hash of its inputs, so an unchanged study is not refitted.
+stored with a hash of its inputs, so an unchanged study is not refitted. A design with
+``method = 3`` reaches the comparison through ``Design.comparison_kwargs()``
+(``ComparisonSpec.method``): its ``comparison.csv`` decides by
+:func:`analysis.compare.decisions.decide` (with ``non_superiority_p`` beside the TOST
+``equivalence_p``) and its ``lr_tests.csv`` holds cluster-robust Wald tests.
 """
 
 from __future__ import annotations
