@@ -24,10 +24,7 @@ from analysis.compare.bootstrap import (
     spearman_replicates,
     studentized_ci_and_p,
 )
-from analysis.compare.covariates import (
-    PreparedCovariates,
-    prepare_covariates,
-)
+from analysis.compare.covariates import PreparedCovariates, prepare_covariates
 from analysis.compare.decisions import METHOD3_RULE
 from analysis.compare.equivalence import (
     EQUIVALENCE_COLUMNS,
