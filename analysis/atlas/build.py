@@ -189,7 +189,7 @@ def build_atlas(
     >>> from analysis.store import Store
     >>> from analysis.datasets import open_example_study
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from analysis.store.run import RunSpec
+    >>> from analysis.executor import RunSpec
     >>> study = open_example_study("studies/atlas.toml", synthetic=True)
     >>> build_atlas(study)  # doctest: +ELLIPSIS
     Traceback (most recent call last):

@@ -83,7 +83,7 @@ def bracket_table(
     >>> from analysis.report.results import BRACKET_COLUMNS
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from analysis.store.run import RunSpec
+    >>> from analysis.executor import RunSpec
     >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/table.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
