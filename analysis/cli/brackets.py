@@ -18,12 +18,7 @@ from analysis.brackets.approximant_tables import (
     summarize,
 )
 from analysis.brackets.approximants import METHODS as APPROX_METHODS
-from analysis.brackets.io import (
-    BATCH,
-    Execution,
-    ResultWriter,
-    profile_file,
-)
+from analysis.brackets.io import ResultWriter, profile_file
 from analysis.brackets.results import (
     bracket_frame,
     check_result,
@@ -40,6 +35,7 @@ from analysis.cli.outputs import (
     write_failed,
 )
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
+from analysis.executor import BATCH, RunSpec
 from analysis.validation import ParameterError, check_eps_grid
 
 
@@ -187,7 +183,7 @@ def run_bracket(args: argparse.Namespace) -> int:
             say=lambda note: print(note, file=sys.stderr),
             on_profile=None if writer is None else writer.add,
             engine=engine,
-            execution=Execution(
+            execution=RunSpec(
                 **parallel, batch=args.batch, progress=not args.quiet, device=args.device
             ),
         )

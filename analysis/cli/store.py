@@ -30,7 +30,8 @@ _BRACKET_FLAGS = {"path": "STORE", "store": "STORE", "version": "--profile-versi
 
 def _run_bracket(args: argparse.Namespace) -> int:
     from analysis.brackets.engine import engine_for
-    from analysis.store.run import RunSpec, run_brackets
+    from analysis.executor import RunSpec
+    from analysis.store.run import run_brackets
 
     eps = check_eps_grid(args.eps)
     engine = engine_for(args.engine)  # None: the newest
