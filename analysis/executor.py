@@ -119,12 +119,6 @@ def parse_cluster(cluster: str) -> int:
     return int(m.group(1))
 
 
-def _check_scheduler(scheduler: str) -> str:
-    if not isinstance(scheduler, str) or not _SCHEDULER.match(scheduler.strip()):
-        raise ParameterError("scheduler", "a dask scheduler address tcp://HOST:PORT", scheduler)
-    return scheduler.strip()
-
-
 def _dashboard(client: Any) -> str:
     if importlib.util.find_spec("bokeh") is None:
         return "dashboard not available (it needs bokeh >= 3.1 where the scheduler runs)"
@@ -205,10 +199,12 @@ def open_executor(
 
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
-            address = _check_scheduler(scheduler)
-            if connect_timeout is None:
-                connect_timeout = DEFAULT_CONNECT_TIMEOUT
-            timeout = check_positive_finite("connect_timeout", connect_timeout)
+            if not isinstance(scheduler, str) or not _SCHEDULER.match(scheduler.strip()):
+                allowed = "a dask scheduler address tcp://HOST:PORT"
+                raise ParameterError("scheduler", allowed, scheduler)
+            address = scheduler.strip()
+            wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+            timeout = check_positive_finite("connect_timeout", wait)
             try:
                 client = Client(address, timeout=timeout, set_as_default=False)
             except (OSError, TimeoutError) as exc:
@@ -217,7 +213,6 @@ def open_executor(
                     f"the address of a running dask scheduler that answers within {timeout:g} s",
                     f"{address} ({exc})",
                 ) from None
-            stack.callback(client.close)
             where = f"dask scheduler {address}"
         else:
             n = parse_cluster(cluster)
@@ -230,8 +225,8 @@ def open_executor(
                 )
             )
             client = Client(local, set_as_default=False)
-            stack.callback(client.close)
             where = f"dask LocalCluster of {n} worker processes"
+        stack.callback(client.close)
         nworkers = len(client.nthreads())
         say(f"{where}: {nworkers} workers now; {_dashboard(client)}")
         executor = client.get_executor(pure=False)
