@@ -318,11 +318,7 @@ class TaskPool:
         return self.executor.submit(fn, *args)
 
     def imap(
-        self,
-        fn: Callable[..., Any],
-        calls: Iterable[tuple[Any, tuple]],
-        *,
-        ordered: bool = False,
+        self, fn: Callable[..., Any], calls: Iterable[tuple[Any, tuple]], *, ordered: bool = False
     ) -> Iterator[tuple[Any, Any]]:
         """``(tag, fn(*args))`` for each ``(tag, args)`` of ``calls``, as they complete.
 

@@ -29,12 +29,7 @@ from analysis.brackets.results import report_dropped
 from analysis.brackets.search import profile_matrices
 from analysis.brackets.versions import check_engine
 from analysis.executor import RunSpec, check_executor, task_pool
-from analysis.validation import (
-    ParameterError,
-    check_device,
-    check_eps_grid,
-    check_int,
-)
+from analysis.validation import ParameterError, check_device, check_eps_grid, check_int
 
 
 @dataclass(frozen=True)

@@ -26,19 +26,8 @@ from analysis.brackets.results import (
     read_result,
     verify_result,
 )
-from analysis.cli.inputs import (
-    add_max_size_argument,
-    check_size,
-    load_matrices,
-    load_queries_keys,
-)
-from analysis.cli.outputs import (
-    check_output_file,
-    drop_stash,
-    stash_path,
-    take_stash,
-    write_failed,
-)
+from analysis.cli.inputs import add_max_size_argument, check_size, load_matrices, load_queries_keys
+from analysis.cli.outputs import check_output_file, drop_stash, stash_path, take_stash, write_failed
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.executor import BATCH, RunSpec
 from analysis.validation import ParameterError, check_eps_grid

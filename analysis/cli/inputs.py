@@ -164,11 +164,7 @@ def input_shape(path: str | os.PathLike) -> tuple[int, int, int] | None:
 
 
 def estimate(
-    shape: tuple[int, int, int],
-    workers: int = 1,
-    *,
-    work: str = "bracket",
-    temperatures: int = 1,
+    shape: tuple[int, int, int], workers: int = 1, *, work: str = "bracket", temperatures: int = 1
 ) -> tuple[float, float]:
     r"""Rough ``(seconds, bytes)`` of ``work`` on ``H`` matrices ``M x N`` on ``workers``
     processes: a scale from 128 x 128, for an order of magnitude.

@@ -83,11 +83,7 @@ DEFAULT_BETAS: dict[str, dict[int, tuple[float, ...]]] = {
         3: (1.0, 2.0, 4.0, 8.0, 16.0),
         4: (1.0, 2.0, 4.0, 8.0),
     },
-    "ball": {
-        2: (2.0, 4.0, 8.0, 16.0, 32.0),
-        3: (2.0, 4.0, 8.0, 16.0),
-        4: (2.0, 4.0, 8.0),
-    },
+    "ball": {2: (2.0, 4.0, 8.0, 16.0, 32.0), 3: (2.0, 4.0, 8.0, 16.0), 4: (2.0, 4.0, 8.0)},
 }
 _GENERATORS = {"spherical": spherical, "ball": full_ball}
 #: Beta-grid designs: ``default`` (:data:`DEFAULT_BETAS`) or, spherical only,

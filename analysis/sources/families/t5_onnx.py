@@ -314,10 +314,7 @@ class T5OnnxCrossCheck(onnx_int8.Int8CrossCheck):
 
 
 def verify_against_onnx(
-    checkpoint: Checkpoint,
-    input_ids: np.ndarray | None = None,
-    *,
-    tolerance: float = 1e-4,
+    checkpoint: Checkpoint, input_ids: np.ndarray | None = None, *, tolerance: float = 1e-4
 ) -> T5OnnxCrossCheck:
     """Compare the rebuilt encoder's attention with ONNX Runtime's, float and int8.
 
