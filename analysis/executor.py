@@ -461,11 +461,13 @@ def _process_pool(
             "a worker process died (killed, or out of memory)",
         ) from None
     finally:
-        if not clean:  # an error, SIGINT or SIGTERM: stop the running tasks, do not wait
-            with _quiet_broken_pool_thread():
-                _stop_workers(pool)
-                pool.shutdown(wait=True, cancel_futures=True)
-        else:
+        with contextlib.nullcontext() if clean else _quiet_broken_pool_thread():
+            if not clean:  # an error, SIGINT or SIGTERM: stop the running tasks, do not wait
+                # ProcessPoolExecutor has no public way to stop running tasks; _processes is
+                # stable since 3.2.
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    with contextlib.suppress(Exception):
+                        proc.terminate()
             pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -579,12 +581,3 @@ def _quiet_broken_pool_thread() -> Iterator[None]:
         yield
     finally:
         threading.excepthook = previous
-
-
-def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:
-    """Terminate ``pool``'s worker processes now (their running tasks are abandoned)."""
-    # ProcessPoolExecutor has no public way to stop running tasks; _processes is stable
-    # since 3.2.
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        with contextlib.suppress(Exception):
-            proc.terminate()
