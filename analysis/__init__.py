@@ -56,6 +56,9 @@ _NAMES: dict[str, str] = {
     "NestedComparison": "analysis.compare.nested",
     "HeadLevelSpec": "analysis.compare.headlevel",
     "HeadLevelAnalysis": "analysis.compare.headlevel",
+    # where work runs: processes, a dask cluster, a device (never what it computes)
+    "RunSpec": "analysis.executor",
+    "open_executor": "analysis.executor",
     # studies, reports, the atlas
     "run_study": "analysis.study.runner",
     "load_results": "analysis.study.results",

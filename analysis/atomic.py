@@ -67,10 +67,7 @@ def atomic_write(path: str | os.PathLike[str], *, mode: str = "wb") -> Iterator[
 
 
 def atomic_savez(
-    path: str | os.PathLike[str],
-    arrays: dict[str, np.ndarray],
-    *,
-    compressed: bool = True,
+    path: str | os.PathLike[str], arrays: dict[str, np.ndarray], *, compressed: bool = True
 ) -> Path:
     """Write ``arrays`` to an ``.npz`` file atomically (see :func:`atomic_write`).
 

@@ -1,30 +1,14 @@
 """One seam for parallel work: a local process pool, a running dask cluster, or a new one.
 
-Every place that fans work out (store profiles, study descriptors, bracket files, law
-sweeps, power simulations) takes ``workers=N`` (a local process pool, made per call, as
-always) or ``executor=`` (any :class:`concurrent.futures.Executor`, for example the one
-:func:`open_executor` gives for ``scheduler="tcp://HOST:PORT"`` or ``cluster="local:N"``).
-
-The contract that keeps results identical whichever executor runs them:
-
-- a task carries arrays, store keys or plain parameters, never an open handle, and it
-  writes nothing: the calling process commits each result as it completes, so the store
-  (or checkpoint file) keeps a single writer, a killed client resumes from what was
-  committed, and a result delivered twice is committed once;
-- a task's result is a pure function of its arguments; each task is computed with one
-  BLAS / torch thread (the place's initializer runs once per worker process before its
-  first task, on dask workers too), so neither the executor nor the number of workers
-  changes a bit of any result;
-- at most ``2 x slots`` tasks are in flight (slots: the executor's worker threads), so a
-  worker never holds more than a block of matrices and the client's memory stays bounded.
-
-A worker lost on a dask cluster is replaced by the scheduler re-running its task
-elsewhere; a local process pool (:func:`task_pool`'s own, or ``open_executor(workers=N)``)
+Every place that fans work out takes a :class:`RunSpec` (or its ``workers=N`` /
+``executor=``): a local process pool made per call, or any
+:class:`concurrent.futures.Executor` (e.g. :func:`open_executor`'s for
+``scheduler="tcp://HOST:PORT"`` or ``cluster="local:N"``). What travels, the single writer,
+resuming and determinism (results identical whichever executor runs them):
+docs/guide/scale-out.md; signals and worker deaths: docs/guide/guarantees.md. At most
+``2 x slots`` tasks are in flight (slots: the executor's worker threads). A local pool
 whose worker dies is a :class:`ParameterError` naming ``workers`` (the committed results
-are kept; re-run to resume). A local pool's workers ignore SIGINT and die with their
-owner (Linux); the owner turns SIGTERM into :class:`Terminated` (a ``KeyboardInterrupt``)
-while the pool runs, and on any interruption terminates its workers instead of waiting for
-their running tasks.
+are kept; re-run to resume).
 """
 
 from __future__ import annotations
@@ -44,7 +28,9 @@ from typing import Any
 from analysis.validation import ParameterError, check_int, check_positive_finite
 
 __all__ = [
+    "BATCH",
     "DEFAULT_CONNECT_TIMEOUT",
+    "RunSpec",
     "TaskPool",
     "Terminated",
     "check_executor",
@@ -56,6 +42,58 @@ __all__ = [
 
 #: Seconds :func:`open_executor` waits for a scheduler to answer.
 DEFAULT_CONNECT_TIMEOUT = 10.0
+
+# Matrices profiled side by side in one block of :func:`analysis.brackets.io.profile_file`:
+# fixed runs of consecutive indices whatever ``workers`` is (batched float32 products may
+# round differently with the batch's composition). Single-thread CPU, 24 MiniLM heads at
+# N = 128, blocks of 1 / 2 / 4 / 6 / 8: 101 / 82 / 82 / 84 / 105 s, same bracket quality
+# (``benchmarks/bench_brackets_sample.py --batch``).
+BATCH = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """Where and how bracket profiles are computed, never what they are: any ``workers``,
+    ``executor`` or ``device`` gives equally certified profiles (the same ones on one device).
+
+    Taken by :func:`analysis.store.run_brackets` (``run=``),
+    :func:`analysis.brackets.io.profile_file` (``execution=``) and, as the base of
+    :class:`analysis.study.StudyOptions`, by :func:`analysis.study.run_study`.
+
+    Attributes
+    ----------
+    workers : int
+        Processes (spawned) that share the tasks; results are committed by the calling
+        process only.
+    executor : concurrent.futures.Executor, optional
+        Run the tasks there instead (a dask cluster's, :func:`open_executor`; ``workers``
+        must then be 1). Tasks carry arrays, not files; the calling process commits each
+        result as it completes (``profile_file``: in block order), so the results, a
+        resumed run, the stored rows and the checkpoint are the same as with ``workers``.
+    device : str, optional
+        Where the search's optimizers run (``"cuda"``; default the CPU). Every witness is
+        certified on the CPU in float64 either way; a GPU may find other witnesses than
+        the CPU (float32 rounding), so a store's or checkpoint's profiles are those of
+        the device that computed them: keep one device per store.
+    progress : bool
+        Show tqdm progress bars.
+    batch : int
+        ``profile_file`` only (the store computes one matrix per task): matrices profiled
+        side by side in one block, fixed runs of consecutive indices (:data:`BATCH`).
+
+    Examples
+    --------
+    >>> from analysis.executor import RunSpec
+    >>> RunSpec(workers=2, progress=False)
+    RunSpec(workers=2, executor=None, device=None, progress=False, batch=4)
+    """
+
+    workers: int = 1
+    executor: cf.Executor | None = None
+    device: str | None = None
+    progress: bool = True
+    batch: int = BATCH
+
 
 _SCHEDULER = re.compile(r"^(tcp|tls|ws|wss|ucx)://[^\s/:]+(:\d+)?/?$")
 _CLUSTER = re.compile(r"^local:(\d+)$")
@@ -79,12 +117,6 @@ def parse_cluster(cluster: str) -> int:
             cluster,
         )
     return int(m.group(1))
-
-
-def _check_scheduler(scheduler: str) -> str:
-    if not isinstance(scheduler, str) or not _SCHEDULER.match(scheduler.strip()):
-        raise ParameterError("scheduler", "a dask scheduler address tcp://HOST:PORT", scheduler)
-    return scheduler.strip()
 
 
 def _dashboard(client: Any) -> str:
@@ -167,10 +199,12 @@ def open_executor(
 
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
-            address = _check_scheduler(scheduler)
-            if connect_timeout is None:
-                connect_timeout = DEFAULT_CONNECT_TIMEOUT
-            timeout = check_positive_finite("connect_timeout", connect_timeout)
+            if not isinstance(scheduler, str) or not _SCHEDULER.match(scheduler.strip()):
+                allowed = "a dask scheduler address tcp://HOST:PORT"
+                raise ParameterError("scheduler", allowed, scheduler)
+            address = scheduler.strip()
+            wait = DEFAULT_CONNECT_TIMEOUT if connect_timeout is None else connect_timeout
+            timeout = check_positive_finite("connect_timeout", wait)
             try:
                 client = Client(address, timeout=timeout, set_as_default=False)
             except (OSError, TimeoutError) as exc:
@@ -179,7 +213,6 @@ def open_executor(
                     f"the address of a running dask scheduler that answers within {timeout:g} s",
                     f"{address} ({exc})",
                 ) from None
-            stack.callback(client.close)
             where = f"dask scheduler {address}"
         else:
             n = parse_cluster(cluster)
@@ -192,8 +225,8 @@ def open_executor(
                 )
             )
             client = Client(local, set_as_default=False)
-            stack.callback(client.close)
             where = f"dask LocalCluster of {n} worker processes"
+        stack.callback(client.close)
         nworkers = len(client.nthreads())
         say(f"{where}: {nworkers} workers now; {_dashboard(client)}")
         executor = client.get_executor(pure=False)
@@ -285,11 +318,7 @@ class TaskPool:
         return self.executor.submit(fn, *args)
 
     def imap(
-        self,
-        fn: Callable[..., Any],
-        calls: Iterable[tuple[Any, tuple]],
-        *,
-        ordered: bool = False,
+        self, fn: Callable[..., Any], calls: Iterable[tuple[Any, tuple]], *, ordered: bool = False
     ) -> Iterator[tuple[Any, Any]]:
         """``(tag, fn(*args))`` for each ``(tag, args)`` of ``calls``, as they complete.
 
@@ -406,14 +435,11 @@ def _process_pool(
     initializer: Callable[..., None] | None = None,
     initargs: tuple = (),
 ) -> Iterator[cf.ProcessPoolExecutor]:
-    """A local process pool of ``workers`` processes that shuts down cleanly, for
-    :func:`task_pool` and :func:`open_executor` alike.
-
-    Its workers ignore SIGINT and die with their owner (:func:`_worker_start`); while it
-    is open, SIGTERM interrupts the owner as Ctrl-C does (:func:`sigterm_interrupts`); on
-    any interruption or error its workers are terminated at once, without waiting for
-    their running tasks; a worker that dies is a :class:`ParameterError` naming
-    ``workers`` instead of :class:`~concurrent.futures.process.BrokenProcessPool`.
+    """A local pool of ``workers`` processes, for :func:`task_pool` and :func:`open_executor`:
+    workers ignore SIGINT and die with their owner (:func:`_worker_start`); SIGTERM
+    interrupts the owner as Ctrl-C does (:func:`sigterm_interrupts`); on any interruption
+    or error the workers are terminated at once; a dead worker is a :class:`ParameterError`
+    naming ``workers`` instead of :class:`~concurrent.futures.process.BrokenProcessPool`.
     """
     ctx = None if mp_context is None else multiprocessing.get_context(mp_context)
     pool = cf.ProcessPoolExecutor(
@@ -435,11 +461,13 @@ def _process_pool(
             "a worker process died (killed, or out of memory)",
         ) from None
     finally:
-        if not clean:  # an error, SIGINT or SIGTERM: stop the running tasks, do not wait
-            with _quiet_broken_pool_thread():
-                _stop_workers(pool)
-                pool.shutdown(wait=True, cancel_futures=True)
-        else:
+        with contextlib.nullcontext() if clean else _quiet_broken_pool_thread():
+            if not clean:  # an error, SIGINT or SIGTERM: stop the running tasks, do not wait
+                # ProcessPoolExecutor has no public way to stop running tasks; _processes is
+                # stable since 3.2.
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    with contextlib.suppress(Exception):
+                        proc.terminate()
             pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -553,12 +581,3 @@ def _quiet_broken_pool_thread() -> Iterator[None]:
         yield
     finally:
         threading.excepthook = previous
-
-
-def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:
-    """Terminate ``pool``'s worker processes now (their running tasks are abandoned)."""
-    # ProcessPoolExecutor has no public way to stop running tasks; _processes is stable
-    # since 3.2.
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        with contextlib.suppress(Exception):
-            proc.terminate()

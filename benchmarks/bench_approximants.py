@@ -39,13 +39,10 @@ from analysis.brackets.approximant_tables import (
     summarize,
 )
 from analysis.brackets.approximants import approximant_errors
-from analysis.brackets.io import (
-    Execution,
-    profile_file,
-    result_json,
-)
+from analysis.brackets.io import profile_file, result_json
 from analysis.brackets.results import bracket_frame
 from analysis.cli.inputs import load_matrices, load_queries_keys
+from analysis.executor import RunSpec
 from benchmarks.common import EPS, OUT, ROOT, minilm_extract_npz
 
 FIGURES = ROOT / "docs" / "figures"
@@ -134,7 +131,7 @@ def run_temperature(npz: Path, input_id: str, length: int, t: float, workers: in
     data = load_matrices(npz, temperature=t)
     t0 = time.perf_counter()
     profiles = profile_file(
-        data, eps=EPS, effort="default", execution=Execution(workers=workers, progress=False)
+        data, eps=EPS, effort="default", execution=RunSpec(workers=workers, progress=False)
     )
     t_brackets = time.perf_counter() - t0
     res = result_json(data, profiles, eps=EPS, effort="default", witnesses=False)

@@ -258,7 +258,7 @@ def main() -> None:
 
 
 def _default_batch() -> int:
-    from analysis.brackets.io import BATCH
+    from analysis.executor import BATCH
 
     return BATCH
 

@@ -32,13 +32,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.brackets.io import (
-    BATCH,
-    Execution,
-    MatrixInput,
-    profile_file,
-    result_json,
-)
+from analysis.brackets.io import MatrixInput, profile_file, result_json
+from analysis.executor import BATCH, RunSpec
 from benchmarks.common import EPS, OUT, command_line, minilm_attention
 
 
@@ -56,7 +51,7 @@ def run(
     )
     t0 = time.perf_counter()
     profiles = profile_file(
-        data, eps=EPS, effort=effort, execution=Execution(workers=workers, batch=batch)
+        data, eps=EPS, effort=effort, execution=RunSpec(workers=workers, batch=batch)
     )
     res = result_json(data, profiles, eps=EPS, effort=effort, witnesses=True)
     (out_dir / f"minilm_L{length}_{effort}.json").write_text(json.dumps(res))

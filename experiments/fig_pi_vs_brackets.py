@@ -25,9 +25,10 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from analysis.attention import softmax64  # noqa: E402
-from analysis.brackets.io import Execution, MatrixInput, profile_file  # noqa: E402
+from analysis.brackets.io import MatrixInput, profile_file  # noqa: E402
 from analysis.cli import main as attnrank  # noqa: E402
 from analysis.descriptors.describe import describe_file  # noqa: E402
+from analysis.executor import RunSpec  # noqa: E402
 from analysis.prereg.design import load_design  # noqa: E402
 from experiments.common import OUT, ROOT, command_line  # noqa: E402
 
@@ -78,7 +79,7 @@ def main() -> None:
     )
     t0 = time.perf_counter()
     profiles = profile_file(
-        data, eps=EPS, effort=args.effort, execution=Execution(workers=args.workers)
+        data, eps=EPS, effort=args.effort, execution=RunSpec(workers=args.workers)
     )
     t1 = time.perf_counter()
     desc = describe_file(npz, eps=EPS, blocks=["intrinsic"], progress=True)

@@ -37,9 +37,10 @@ import torch
 
 from analysis.atomic import atomic_write
 from analysis.brackets.approximants import approximant_ranks, linformer_witness, segment_matrix
-from analysis.brackets.io import Execution, MatrixInput, profile_file
+from analysis.brackets.io import MatrixInput, profile_file
 from analysis.brackets.verify import certified_upper_error
 from analysis.cli.inputs import load_matrices, load_queries_keys
+from analysis.executor import RunSpec
 from experiments.common import EPS, OUT, minilm_extract_npz
 
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         full.renormalized,
     )
     profiles = profile_file(
-        data, eps=EPS, effort="default", execution=Execution(workers=2, progress=False)
+        data, eps=EPS, effort="default", execution=RunSpec(workers=2, progress=False)
     )
     rows = []
     for j, i in enumerate(heads):

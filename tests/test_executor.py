@@ -258,15 +258,16 @@ def _without_timings(prof: dict) -> dict:
 
 
 def test_bracket_files_are_identical_on_a_cluster(rng, tmp_path, local2):
-    from analysis.brackets.io import Execution, MatrixInput, profile_file
+    from analysis.brackets.io import MatrixInput, profile_file
+    from analysis.executor import RunSpec
     from tests.brackets.test_batch import smooth_stack
 
     A = smooth_stack(rng, h=5, n=20)
     data = MatrixInput(A, [None] * 5, [None] * 5, "sha", None, False)
-    one = profile_file(data, eps=EPS, execution=Execution(batch=2, progress=False))
+    one = profile_file(data, eps=EPS, execution=RunSpec(batch=2, progress=False))
     ck = tmp_path / "ck.jsonl"
     dask = profile_file(
-        data, eps=EPS, checkpoint=ck, execution=Execution(batch=2, progress=False, executor=local2)
+        data, eps=EPS, checkpoint=ck, execution=RunSpec(batch=2, progress=False, executor=local2)
     )
     assert [_without_timings(p.to_dict()) for p in dask] == [
         _without_timings(p.to_dict()) for p in one

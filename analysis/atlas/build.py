@@ -68,11 +68,6 @@ def open_study(study_or_design: Study | str | os.PathLike, root: Any = None) -> 
     return Study.open(Path(study_or_design), root=root)
 
 
-def _synthetic_keys(study: Study, store: Any) -> list[str]:
-    keys = (study.extractions.synthetic_key(t.label) for t in study.plan.synthetic)
-    return [k for k in keys if k is not None and store.has_matrix(k)]
-
-
 def _search_temperatures(stats: dict[str, Any], temperature: float, run: tuple) -> list[float]:
     """The temperatures the profile was searched with: the run's when its batch was
     theirs (the store profiles a matrix's temperatures as one batch), else its own."""
@@ -189,7 +184,7 @@ def build_atlas(
     >>> from analysis.store import Store
     >>> from analysis.datasets import open_example_study
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from analysis.store.run import RunSpec
+    >>> from analysis.executor import RunSpec
     >>> study = open_example_study("studies/atlas.toml", synthetic=True)
     >>> build_atlas(study)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -212,7 +207,12 @@ def build_atlas(
 
     from analysis.store import Store
     from analysis.study.comparison import comparison_table, covariate_columns
-    from analysis.study.results import bracket_table, cells_engine, feature_table
+    from analysis.study.results import (
+        bracket_table,
+        cells_engine,
+        feature_table,
+        stored_synthetic_keys,
+    )
 
     study = open_study(study_or_design, root)
     paths, plan = study.paths, study.plan
@@ -222,7 +222,7 @@ def build_atlas(
     label = cells_engine(study)
     with Store(paths.store) as store:
         real_keys = study.real_keys()
-        synth_keys = _synthetic_keys(study, store) if synthetic else []
+        synth_keys = stored_synthetic_keys(study, store) if synthetic else []
         cells = bracket_table(store, plan, real_keys, synth_keys, study.design.held_out, label)
         if cells.empty:
             raise ParameterError("atlas", "a study with bracketed cells", 0)

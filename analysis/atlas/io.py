@@ -50,10 +50,7 @@ def _default_provenance(frame: pd.DataFrame) -> dict[str, Any]:
 
 
 def write_atlas(
-    frame: pd.DataFrame,
-    path: str | os.PathLike,
-    *,
-    provenance: Mapping[str, Any] | None = None,
+    frame: pd.DataFrame, path: str | os.PathLike, *, provenance: Mapping[str, Any] | None = None
 ) -> Path:
     """Write an atlas to ``path`` as Parquet, atomically, with its schema version.
 

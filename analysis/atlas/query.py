@@ -134,11 +134,7 @@ def lowest_rank_layers(
 
 
 def depth_grid(
-    frame: pd.DataFrame,
-    *,
-    eps: float,
-    temperature: float = 1.0,
-    bins: int | None = None,
+    frame: pd.DataFrame, *, eps: float, temperature: float = 1.0, bins: int | None = None
 ) -> pd.DataFrame:
     """The median log2 lower end by relative layer depth (rows) x (checkpoint, length).
 

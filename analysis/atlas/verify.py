@@ -243,7 +243,7 @@ def reverify_rows(
     >>> from analysis.store import Store
     >>> from analysis.datasets import open_example_study
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from analysis.store.run import RunSpec
+    >>> from analysis.executor import RunSpec
     >>> study = open_example_study("studies/reverify.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)

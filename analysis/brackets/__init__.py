@@ -14,12 +14,7 @@ from analysis.brackets.search import (
     profile_matrix,
     profile_temperatures,
 )
-from analysis.brackets.settings import (
-    EFFORTS,
-    SearchSettings,
-    search_settings,
-    settings_sha256,
-)
+from analysis.brackets.settings import EFFORTS, SearchSettings, search_settings, settings_sha256
 from analysis.brackets.verify import certified_lower_margin, certified_upper_error
 from analysis.brackets.versions import (
     ENGINE_VERSIONS,

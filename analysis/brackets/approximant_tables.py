@@ -82,12 +82,7 @@ def approximants_for_input(
     """
     import pandas as pd
 
-    from analysis.brackets.approximants import (
-        METHODS,
-        QK_METHODS,
-        approximant_ranks,
-        recheck_ranks,
-    )
+    from analysis.brackets.approximants import METHODS, QK_METHODS, approximant_ranks, recheck_ranks
 
     eps = check_eps_grid(eps)
     notes: list[str] = []

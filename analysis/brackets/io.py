@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,13 +28,8 @@ from analysis.brackets.profile import Profile
 from analysis.brackets.results import report_dropped
 from analysis.brackets.search import profile_matrices
 from analysis.brackets.versions import check_engine
-from analysis.executor import check_executor, task_pool
-from analysis.validation import (
-    ParameterError,
-    check_device,
-    check_eps_grid,
-    check_int,
-)
+from analysis.executor import RunSpec, check_executor, task_pool
+from analysis.validation import ParameterError, check_device, check_eps_grid, check_int
 
 
 @dataclass(frozen=True)
@@ -64,54 +58,9 @@ class MatrixInput:
     renormalized: bool
 
 
-# Matrices profiled side by side in one job (:func:`profile_matrices`). Blocks are fixed
-# runs of consecutive indices, whatever ``workers`` is, so results do not depend on it:
-# batched float32 products may round differently with the batch's composition. Single-
-# thread CPU on 24 MiniLM heads at N = 128 for blocks of 1 / 2 / 4 / 6 / 8: 101 / 82 /
-# 82 / 84 / 105 s, same bracket quality (``benchmarks/bench_brackets_sample.py --batch``).
-BATCH = 4
-
-
 def _block(args: tuple) -> list[Profile]:
     As, eps, effort, device, engine = args
     return profile_matrices(As, eps=eps, effort=effort, device=device, engine=engine)
-
-
-@dataclass(frozen=True)
-class Execution:
-    """How :func:`profile_file` runs its blocks: where, side by side, and with a progress bar.
-
-    Attributes
-    ----------
-    workers : int
-        Processes that share the blocks (results do not depend on it).
-    executor : concurrent.futures.Executor, optional
-        Runs the blocks instead of ``workers`` processes (a dask cluster's from
-        :func:`analysis.executor.open_executor`; ``workers`` must then be 1): each task
-        carries its block's matrices, and the caller's process appends each finished block
-        in block order, so the profiles and the checkpoint are the same.
-    batch : int
-        Matrices profiled side by side in one block (fixed runs of consecutive indices).
-    device : str, optional
-        Where the search's optimizers run (``"cuda"``; default the CPU); every witness is
-        still certified on the CPU. A GPU may find other witnesses than the CPU, so a
-        checkpoint's profiles are those of the device that computed them (all equally
-        certified).
-    progress : bool
-        Show a progress bar.
-
-    Examples
-    --------
-    >>> from analysis.brackets.io import Execution
-    >>> Execution(progress=False).workers, Execution().batch
-    (1, 4)
-    """
-
-    workers: int = 1
-    executor: Executor | None = None
-    batch: int = BATCH
-    device: str | None = None
-    progress: bool = True
 
 
 def profile_file(
@@ -123,13 +72,14 @@ def profile_file(
     checkpoint: str | os.PathLike | None = None,
     say: Callable[[str], None] | None = None,
     on_profile: Callable[[int, Profile], None] | None = None,
-    execution: Execution = Execution(),
+    execution: RunSpec = RunSpec(),
 ) -> list[Profile]:
     """Profiles for every matrix of ``data``, by the search of engine version ``engine``.
 
     Matrices are profiled in fixed blocks of ``execution.batch`` consecutive indices,
     side by side (:func:`analysis.brackets.search.profile_matrices`), by the workers or
-    the executor of ``execution`` (:class:`Execution`); results do not depend on how many.
+    the executor of ``execution`` (:class:`analysis.executor.RunSpec`); results do not
+    depend on how many.
     With a ``checkpoint`` path, each finished profile is appended (and flushed to disk) as
     one JSON line keyed by input hash, index, temperature, eps, effort and engine, and
     profiles already there are reused, so an interrupted run resumes where it stopped (a
@@ -161,9 +111,10 @@ def profile_file(
     same checkpoint reuses the stored (re-verified) profiles:
 
     >>> from analysis.datasets import example_matrix_input
-    >>> from analysis.brackets.io import Execution, profile_file
+    >>> from analysis.executor import RunSpec
+    >>> from analysis.brackets.io import profile_file
     >>> data = example_matrix_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
-    >>> quiet = Execution(progress=False)
+    >>> quiet = RunSpec(progress=False)
     >>> profs = profile_file(data, eps=(0.5,), effort="fast", checkpoint="ck.jsonl", execution=quiet)
     >>> [p.bracket(0.5) for p in profs]
     [Bracket(lo=4, hi=4), Bracket(lo=1, hi=1)]
@@ -294,9 +245,10 @@ def result_json(
     Examples
     --------
     >>> from analysis.datasets import example_matrix_input
-    >>> from analysis.brackets.io import Execution, profile_file, result_json
+    >>> from analysis.executor import RunSpec
+    >>> from analysis.brackets.io import profile_file, result_json
     >>> data = example_matrix_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
-    >>> profs = profile_file(data, eps=(0.5,), effort="fast", execution=Execution(progress=False))
+    >>> profs = profile_file(data, eps=(0.5,), effort="fast", execution=RunSpec(progress=False))
     >>> result = result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)
     >>> sorted(result)
     ['effort', 'input_sha256', 'matrices', 'renormalized', 'temperature']
@@ -361,10 +313,11 @@ class ResultWriter:
     --------
     >>> import json
     >>> from analysis.datasets import example_matrix_input
-    >>> from analysis.brackets.io import Execution, ResultWriter, profile_file, result_json
+    >>> from analysis.executor import RunSpec
+    >>> from analysis.brackets.io import ResultWriter, profile_file, result_json
     >>> data = example_matrix_input()  # the identity and the uniform matrix: r_0.5 = 4 and 1
     >>> writer = ResultWriter(data, eps=(0.5,), effort="fast", witnesses=True)
-    >>> quiet = Execution(progress=False)
+    >>> quiet = RunSpec(progress=False)
     >>> profs = profile_file(data, eps=(0.5,), effort="fast", on_profile=writer.add, execution=quiet)
     >>> writer.write("out.json")
     >>> with open("out.json") as f:

@@ -332,8 +332,7 @@ def lp_best_R(A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
     cols.append(ball_cols)
     vals.append(np.ones(ball_cols.size))
     A_ub = sp.csr_matrix(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(r + N, n_var),
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r + N, n_var)
     )
     b_ub = np.concatenate([np.zeros(r), np.ones(N)])
     c = np.zeros(n_var)

@@ -420,12 +420,7 @@ class Profile:
             for w in d["lower"]
         }
         return cls(
-            (M, N),
-            upper,
-            lower,
-            tuple(d["eps_targets"]),
-            d["effort"],
-            dict(d.get("stats", {})),
+            (M, N), upper, lower, tuple(d["eps_targets"]), d["effort"], dict(d.get("stats", {}))
         )
 
     def witness_arrays(self, w: UpperWitness, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -92,22 +92,12 @@ def profile_matrix(
 
     Notes
     -----
-    Stages: trivial witnesses (zero, identity, row sums); a cheap stage for every eps on
-    the targeted and coverage grids (truncated SVD for every rank, greedy row cover,
-    Gastinel-Kahan witnesses from hierarchical column groups); then ``rounds`` of
-    batched refinement at candidate ranks / sizes between the current ends (Adam on
-    ``(U, W)`` plus an l1 row refit; projected ascent on signed ``(R, Y)``, then, for a
-    near miss at a small size, the exact alternating LPs of docs/method.md section 7);
-    then a closing pass on brackets of width 1 or 2 (a longer upper run at ``hi - 1``,
-    multi-start lower witnesses at ``lo + 1`` from k-means partitions and splits of the lo
-    witness's groups; :func:`close_brackets`). Every candidate is verified in float64
-    before it counts (docs/method.md section 3). That is engine 4; engine 5 adds, after
-    the cheap stage, a scan of row-span lower witnesses (rows of a pivoted QR of ``A^T``,
-    a reweighted right inverse of their block; :mod:`analysis.brackets.rowspan`), starts
-    its lower trials from them, offers every lower candidate also after the inverse
-    transform ``Y <- (Y A R)^-1 Y``, and runs upper trials at a learning rate that falls
-    with the rank (:class:`~analysis.brackets.settings.RowSpanSettings`; docs/method.md
-    section 7).
+    The stages (engine 4: trivial witnesses, a cheap stage for every eps on the targeted
+    and coverage grids, refinement rounds, the closing pass :func:`close_brackets`;
+    engine 5 adds the row-span lower witnesses of :mod:`analysis.brackets.rowspan` and
+    :class:`~analysis.brackets.settings.RowSpanSettings`): docs/method.md section 7,
+    "What the engine does". Every candidate is verified in float64 before it counts
+    (docs/method.md section 3).
 
     Examples
     --------
@@ -239,11 +229,8 @@ def profile_temperatures(
     in float64 either way), so a resumable caller recomputes the whole set rather than a
     part of it (:func:`analysis.store.run_brackets` does).
 
-    Seeding a temperature with the certified witnesses of its neighbour was measured and
-    is not done: the neighbour's witnesses, re-certified, never narrowed a bracket the
-    temperature's own search found, and placing its first trials at the neighbour's ends
-    saved 25-46% of its time but left upper ends 2-5 ranks higher (docs/results/engine.md,
-    "Temperatures together").
+    Seeding a temperature with its neighbour's witnesses was measured and is not done
+    (docs/method.md section 7; docs/results/engine.md, "Temperatures together").
 
     Examples
     --------

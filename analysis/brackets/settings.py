@@ -255,9 +255,8 @@ class RowSpanSettings:
         ``lower_boost`` exceeds eps (1.5), else ``lo + 1``.
     group_max_size : int
         Lower trials at sizes up to this (16) also start from the best group witness
-        (24 gave the same brackets on the tuning heads at N = 256 for about 5% more CPU;
-        12 lost a size at 13 on an N = 64 head, 8 one on an N = 256 head:
-        docs/results/engine.md, "Engine 5, tuning round").
+        (24 cost more CPU for the same brackets, 12 lost a size on an N = 64 head, 8 one
+        on an N = 256 head: docs/results/engine.md, "Engine 5, tuning round").
     ascent_max_size : int
         Lower trials run the projected ascent only up to this size (96); above it the
         trial is the row-span family itself (and its inverse transform).
@@ -268,20 +267,16 @@ class RowSpanSettings:
         1 lost sizes: docs/results/engine.md, "Engine 5, tuning round").
     anneal_stretch : float
         An upper trial at rank ``>= anneal_min_rank`` anneals delta / beta / the learning
-        rate over ``anneal_stretch`` times its step budget and stops at the budget. 1.0
-        (the budget, as in engine 4) since the learning rate falls with the rank
-        (``lr_rank``): with it, 4.0 gave wider brackets on the tuning heads at N = 256
-        for 12% more CPU (docs/results/engine.md, "Engine 5, tuning round").
+        rate over ``anneal_stretch`` times its step budget and stops at the budget: 1.0,
+        as in engine 4, since the rate falls with the rank (``lr_rank``; 4.0: wider
+        brackets for more CPU, docs/results/engine.md, "Engine 5, tuning round").
     anneal_min_rank : int
         ... (48); lower ranks anneal over their budget, as in engine 4.
     lr_rank : int
         Upper trials at a scaled rank ``k_N = k sqrt(N / 256)`` above ``lr_rank`` run Adam
         at ``lr_rank / k_N`` times engine 4's learning rate (48; 0: engine 4's rate at
-        every rank). One Adam step moves every entry of ``(U, W)`` by about the rate, so
-        a row's error by about ``k sqrt(N)`` times it. At N = 256 and ranks 100-200 engine
-        4's rate moved the truncated-SVD start so far that no trial got back below its
-        start error; a fifth of it did (docs/results/engine.md, "Engine 5, tuning
-        round"). At N = 64 (``k_N = k / 2 <= 32``) the rate is engine 4's.
+        every rank; why: docs/method.md section 7, engine 5 step 5). At N = 64
+        (``k_N = k / 2 <= 32``) the rate is engine 4's.
     """
 
     base: SearchSettings

@@ -147,12 +147,7 @@ def row_cover_witness(A: np.ndarray, order: np.ndarray, k: int) -> tuple[np.ndar
 
 
 def l1_refit_rows(
-    A: torch.Tensor,
-    U: torch.Tensor,
-    W: torch.Tensor,
-    *,
-    iters: int = 30,
-    delta: float = 1e-7,
+    A: torch.Tensor, U: torch.Tensor, W: torch.Tensor, *, iters: int = 30, delta: float = 1e-7
 ) -> torch.Tensor:
     """Refit each row's coefficients to minimize its own l1 error, for fixed ``W``.
 

@@ -105,14 +105,7 @@ _SPECS = {
     4: EngineSpec(4, ("trivial", "cheap", "refine", "close", "prune"), SETTINGS),
     5: EngineSpec(
         5,
-        (
-            "trivial",
-            "cheap",
-            "rowspan-scan",
-            "refine-rowspan",
-            "close-inverse-transform",
-            "prune",
-        ),
+        ("trivial", "cheap", "rowspan-scan", "refine-rowspan", "close-inverse-transform", "prune"),
         ROWSPAN_SETTINGS,
     ),
 }

@@ -89,7 +89,6 @@ def main(argv: list[str] | None = None) -> int:
         signum = exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT)
         name = signal.Signals(signum).name
         print(
-            f"attnrank {args.command}: interrupted ({name}); finished work is kept",
-            file=sys.stderr,
+            f"attnrank {args.command}: interrupted ({name}); finished work is kept", file=sys.stderr
         )
         return 128 + signum

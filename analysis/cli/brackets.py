@@ -18,12 +18,7 @@ from analysis.brackets.approximant_tables import (
     summarize,
 )
 from analysis.brackets.approximants import METHODS as APPROX_METHODS
-from analysis.brackets.io import (
-    BATCH,
-    Execution,
-    ResultWriter,
-    profile_file,
-)
+from analysis.brackets.io import ResultWriter, profile_file
 from analysis.brackets.results import (
     bracket_frame,
     check_result,
@@ -31,16 +26,14 @@ from analysis.brackets.results import (
     read_result,
     verify_result,
 )
-from analysis.cli.inputs import MAX_SIZE, check_size, load_matrices, load_queries_keys
-from analysis.cli.outputs import (
-    check_output_file,
-    drop_stash,
-    stash_path,
-    take_stash,
-    write_failed,
-)
+from analysis.cli.inputs import add_max_size_argument, check_size, load_matrices, load_queries_keys
+from analysis.cli.outputs import check_output_file, drop_stash, stash_path, take_stash, write_failed
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
+from analysis.executor import BATCH, RunSpec
 from analysis.validation import ParameterError, check_eps_grid
+
+#: Printed when the old ``--seed`` is given (``bracket``, ``store bracket``).
+SEED_NOTE = "note: --seed is ignored and will be removed: the bracket search is deterministic"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,15 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=BATCH,
         help=f"matrices searched side by side per job (default {BATCH}; 1: one at a time)",
     )
-    p.add_argument(
-        "--max-size",
-        type=int,
-        default=MAX_SIZE,
-        metavar="N",
-        help=f"refuse matrices of more than N rows or keys before reading them (default "
-        f"{MAX_SIZE}); the refusal, and any run over a minute or a gigabyte, prints a rough "
-        "estimate of time and memory first",
-    )
+    add_max_size_argument(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_bracket, param_flags={"path": "INPUT"})
 
@@ -155,10 +140,7 @@ def run_bracket(args: argparse.Namespace) -> int:
     if note is not None:
         print(note, file=sys.stderr)
     if args.seed is not None:
-        print(
-            "note: --seed is ignored and will be removed: the bracket search is deterministic",
-            file=sys.stderr,
-        )
+        print(SEED_NOTE, file=sys.stderr)
     data = load_matrices(args.input, temperature=args.temperature, renormalize=args.renormalize)
     # With --out, finished matrices go to a checkpoint beside it, so that an interrupted
     # run resumes (every reused profile re-verified against its matrix first); the
@@ -187,7 +169,7 @@ def run_bracket(args: argparse.Namespace) -> int:
             say=lambda note: print(note, file=sys.stderr),
             on_profile=None if writer is None else writer.add,
             engine=engine,
-            execution=Execution(
+            execution=RunSpec(
                 **parallel, batch=args.batch, progress=not args.quiet, device=args.device
             ),
         )

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.cli.inputs import MAX_SIZE
+from analysis.cli.inputs import add_max_size_argument
 from analysis.validation import ParameterError
 
 __all__ = ["register"]
@@ -105,15 +105,7 @@ def register(subparsers: Any) -> None:
         help="optional CSV of feature metadata (kind, log_scale, integer)",
     )
     p.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
-    p.add_argument(
-        "--max-size",
-        type=int,
-        default=MAX_SIZE,
-        metavar="N",
-        help=f"refuse matrices of more than N rows or keys before reading them (default "
-        f"{MAX_SIZE}, as `bracket`); the refusal, and any run over a minute or a gigabyte, "
-        "prints a rough estimate of time and memory first",
-    )
+    add_max_size_argument(p, ", as `bracket`")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     # describe_file names its file ``path`` and a plugin its ``module``.
     p.set_defaults(

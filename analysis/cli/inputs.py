@@ -10,6 +10,7 @@ parameters of these functions (``path``, ``temperature``); the commands name the
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -40,6 +41,19 @@ _DESCRIBE_SECONDS_128 = 2.0
 #: Bytes the descriptor blocks hold per matrix entry (a few N x N float64 work arrays of
 #: the factor-radius solve and the SVDs); a rough allowance, not a measurement.
 _DESCRIBE_WORK_BYTES = 128
+
+
+def add_max_size_argument(p: argparse.ArgumentParser, default_note: str = "") -> None:
+    """Add ``--max-size N`` (default :data:`MAX_SIZE`; ``default_note`` follows it)."""
+    p.add_argument(
+        "--max-size",
+        type=int,
+        default=MAX_SIZE,
+        metavar="N",
+        help=f"refuse matrices of more than N rows or keys before reading them (default "
+        f"{MAX_SIZE}{default_note}); the refusal, and any run over a minute or a gigabyte, "
+        "prints a rough estimate of time and memory first",
+    )
 
 
 def _no_single_column(shape: tuple[int, ...], name: str) -> None:
@@ -150,11 +164,7 @@ def input_shape(path: str | os.PathLike) -> tuple[int, int, int] | None:
 
 
 def estimate(
-    shape: tuple[int, int, int],
-    workers: int = 1,
-    *,
-    work: str = "bracket",
-    temperatures: int = 1,
+    shape: tuple[int, int, int], workers: int = 1, *, work: str = "bracket", temperatures: int = 1
 ) -> tuple[float, float]:
     r"""Rough ``(seconds, bytes)`` of ``work`` on ``H`` matrices ``M x N`` on ``workers``
     processes: a scale from 128 x 128, for an order of magnitude.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.brackets import EFFORTS
-from analysis.cli.brackets import add_engine_argument
+from analysis.cli.brackets import SEED_NOTE, add_engine_argument
 from analysis.cli.errors import rename
 from analysis.cli.parallel import add_device_argument, add_parallel_arguments, parallel_kwargs
 from analysis.validation import ParameterError, check_eps_grid, check_positive_finite
@@ -30,15 +30,13 @@ _BRACKET_FLAGS = {"path": "STORE", "store": "STORE", "version": "--profile-versi
 
 def _run_bracket(args: argparse.Namespace) -> int:
     from analysis.brackets.engine import engine_for
-    from analysis.store.run import RunSpec, run_brackets
+    from analysis.executor import RunSpec
+    from analysis.store.run import run_brackets
 
     eps = check_eps_grid(args.eps)
     engine = engine_for(args.engine)  # None: the newest
     if args.seed is not None:
-        print(
-            "note: --seed is ignored and will be removed: the bracket search is deterministic",
-            file=sys.stderr,
-        )
+        print(SEED_NOTE, file=sys.stderr)
     temps = [check_positive_finite("temperatures", t) for t in args.temperatures]
     with parallel_kwargs(args) as parallel:
         summary = run_brackets(

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from analysis.brackets.io import Execution, MatrixInput, profile_file, result_json
+from analysis.brackets.io import MatrixInput, profile_file, result_json
+from analysis.executor import RunSpec
 from analysis.validation import ParameterError
 
 __all__ = ["example_bracket_result", "example_head", "example_matrix_input"]
@@ -102,5 +103,5 @@ def example_bracket_result() -> tuple[MatrixInput, dict[str, Any]]:
     [4, 1]
     """
     data = example_matrix_input()
-    profs = profile_file(data, eps=(0.5,), effort="fast", execution=Execution(progress=False))
+    profs = profile_file(data, eps=(0.5,), effort="fast", execution=RunSpec(progress=False))
     return data, result_json(data, profs, eps=(0.5,), effort="fast", witnesses=True)

@@ -23,13 +23,7 @@ from analysis.atomic import atomic_write
 from analysis.laws.fit import LawFit, fit_law
 from analysis.laws.sweep import SweepConfig, run_sweep
 
-__all__ = [
-    "fits_frame",
-    "local_frame",
-    "markdown_table",
-    "plot_law",
-    "run_laws",
-]
+__all__ = ["fits_frame", "local_frame", "markdown_table", "plot_law", "run_laws"]
 
 
 def _uh(f: LawFit) -> dict[str, Any]:
@@ -115,9 +109,7 @@ def markdown_table(fits: Sequence[LawFit]) -> str:
                 if math.isnan(f.slope_threading[0])
                 else f"[{f.slope_threading[0]:.2f}, {f.slope_threading[1]:.2f}]",
                 "beta {}: {:.3f} [{:.2f}, {:.2f}]".format(
-                    "-".join(f"{b:g}" for b in _uh(f)["beta_range"]),
-                    _uh(f)["slope"],
-                    *_uh(f)["ci"],
+                    "-".join(f"{b:g}" for b in _uh(f)["beta_range"]), _uh(f)["slope"], *_uh(f)["ci"]
                 ),
                 "-" if f.paper is None else f"{f.paper:.3f}",
             ]

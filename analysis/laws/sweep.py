@@ -58,20 +58,9 @@ from analysis.atomic import JsonlCheckpoint
 from analysis.attention import derive_seed
 from analysis.brackets import EFFORTS, check_engine, profile_matrix
 from analysis.executor import check_executor, task_pool
-from analysis.laws.theory import (
-    FAMILIES,
-    asymptotic_betas,
-    asymptotic_onset,
-    n_for_asymptotic_grid,
-)
+from analysis.laws.theory import FAMILIES, asymptotic_betas, asymptotic_onset, n_for_asymptotic_grid
 from analysis.sources.synthetic import full_ball, spherical
-from analysis.validation import (
-    ParameterError,
-    check_choice,
-    check_eps_grid,
-    check_int,
-    check_positive_finite,
-)
+from analysis.validation import ParameterError, check_choice, check_eps_grid, check_int
 
 __all__ = [
     "ASYMPTOTIC_MIN_POINTS",
@@ -94,11 +83,7 @@ DEFAULT_BETAS: dict[str, dict[int, tuple[float, ...]]] = {
         3: (1.0, 2.0, 4.0, 8.0, 16.0),
         4: (1.0, 2.0, 4.0, 8.0),
     },
-    "ball": {
-        2: (2.0, 4.0, 8.0, 16.0, 32.0),
-        3: (2.0, 4.0, 8.0, 16.0),
-        4: (2.0, 4.0, 8.0),
-    },
+    "ball": {2: (2.0, 4.0, 8.0, 16.0, 32.0), 3: (2.0, 4.0, 8.0, 16.0), 4: (2.0, 4.0, 8.0)},
 }
 _GENERATORS = {"spherical": spherical, "ball": full_ball}
 #: Beta-grid designs: ``default`` (:data:`DEFAULT_BETAS`) or, spherical only,
@@ -207,13 +192,6 @@ def job_key(job: dict[str, Any]) -> str:
     )
 
 
-def _floats(name: str, values: Any) -> tuple[float, ...]:
-    vals = [values] if isinstance(values, (int, float)) else list(values)
-    if not vals:
-        raise ParameterError(name, "at least one value", vals)
-    return tuple(check_positive_finite(name, v) for v in vals)
-
-
 def _ints(name: str, values: Any, minimum: int) -> tuple[int, ...]:
     vals = [values] if isinstance(values, (int, np.integer)) else list(values)
     if not vals:
@@ -295,7 +273,7 @@ def make_config(
             )
         grid = {d: base.betas[d] for d in dims_}
     else:
-        b = _floats("betas", betas)
+        b = check_eps_grid(betas, name="betas")
         if len(set(b)) < 2:
             raise ParameterError("betas", "at least two distinct values (a slope needs two)", b)
         grid = {d: tuple(sorted(set(b))) for d in dims_}

@@ -25,12 +25,7 @@ import numpy as np
 
 from analysis.validation import ParameterError
 
-__all__ = [
-    "INLINE_ATTENTION",
-    "InlineAttention",
-    "capture_attention",
-    "mixed_sliding_window",
-]
+__all__ = ["INLINE_ATTENTION", "InlineAttention", "capture_attention", "mixed_sliding_window"]
 
 
 @dataclasses.dataclass
@@ -101,7 +96,7 @@ INLINE_ATTENTION: dict[str, InlineAttention] = {
     # relative-position bias is computed once by the encoder and passed to every layer.
     "MPNetSelfAttention": InlineAttention(
         query="q", key="k", head_dim="attention_head_size", bias="position_bias"
-    ),
+    )
 }
 
 

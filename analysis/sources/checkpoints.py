@@ -346,9 +346,7 @@ def extract_from_model(checkpoint: Checkpoint, model_input: ModelInput) -> Extra
     n_layers = getattr(model.config, "num_hidden_layers", None)
     if not calls or (n_layers is not None and len(calls) != n_layers):
         raise ParameterError(
-            "checkpoint",
-            f"one self-attention call per layer ({n_layers})",
-            f"{len(calls)} calls",
+            "checkpoint", f"one self-attention call per layer ({n_layers})", f"{len(calls)} calls"
         )
     A, Q, K, scales, masks, biases = [], [], [], [], [], []
     for call in calls:

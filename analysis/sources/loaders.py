@@ -31,7 +31,7 @@ from analysis.sources.families import (
     whisper_ct2,
 )
 from analysis.sources.models import Checkpoint
-from analysis.sources.packaged import PACKAGED, PackagedCheckpoint
+from analysis.sources.packaged import PACKAGED, PackagedCheckpoint, packaged_checkpoint
 
 __all__ = ["FAMILIES", "FamilyLoader", "FamilyRegistry"]
 
@@ -64,11 +64,10 @@ class FamilyRegistry(Mapping[str, FamilyLoader]):
         self._loaders = dict(loaders)
 
     def __getitem__(self, name: str) -> FamilyLoader:
-        key = name.lower()
-        for cid, spec in self._specs.items():
-            if key == cid.lower() or key in spec.aliases:
-                return FamilyLoader(spec, self._loaders[cid])
-        raise KeyError(name)
+        spec = packaged_checkpoint(name, tuple(self._specs.values()))
+        if spec is None:
+            raise KeyError(name)
+        return FamilyLoader(spec, self._loaders[spec.checkpoint_id])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._specs)

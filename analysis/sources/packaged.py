@@ -326,8 +326,11 @@ PACKAGED: tuple[PackagedCheckpoint, ...] = (
 )
 
 
-def packaged_checkpoint(name: str) -> PackagedCheckpoint | None:
-    """The packaged checkpoint a name or alias refers to, or None.
+def packaged_checkpoint(
+    name: str, specs: tuple[PackagedCheckpoint, ...] = PACKAGED
+) -> PackagedCheckpoint | None:
+    """The checkpoint of ``specs`` (default :data:`PACKAGED`) that a name or alias refers
+    to, or None: the id or an alias, case-insensitively; the first match in ``specs`` order.
 
     Examples
     --------
@@ -338,7 +341,7 @@ def packaged_checkpoint(name: str) -> PackagedCheckpoint | None:
     True
     """
     key = name.lower()
-    for spec in PACKAGED:
+    for spec in specs:
         if key == spec.checkpoint_id.lower() or key in spec.aliases:
             return spec
     return None

@@ -22,12 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.validation import (
-    ParameterError,
-    check_int,
-    check_positive_finite,
-    check_random_state,
-)
+from analysis.validation import ParameterError, check_int, check_positive_finite, check_random_state
 
 __all__ = [
     "SyntheticMatrix",

@@ -14,7 +14,6 @@ imports none.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import dataclasses
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.attention import fixed_torch_threads
-from analysis.executor import check_executor
+from analysis.executor import RunSpec, check_executor
 from analysis.store.compute import _Task, check_engine, check_picklable, check_profile, results
 from analysis.store.engine import BracketEngine, engine_label
 from analysis.store.integrity import resolve_array_file
@@ -39,41 +38,6 @@ from analysis.validation import (
 )
 
 __all__ = ["BracketsSummary", "RunSpec", "plan_profiles", "run_brackets"]
-
-
-@dataclasses.dataclass(frozen=True)
-class RunSpec:
-    """Where and how a bracket run computes its profiles, never what they are: any
-    ``workers``, ``executor`` or ``device`` stores the same profiles.
-
-    Attributes
-    ----------
-    workers : int
-        Processes (spawned); results are committed by the calling process only.
-    executor : concurrent.futures.Executor, optional
-        Run the profiles there instead (a dask cluster's,
-        :func:`analysis.executor.open_executor`; ``workers`` must then be 1). Tasks carry
-        the matrix's arrays, not its file; the calling process commits each profile as it
-        completes, so the results, a resumed run and the stored rows are the same as with
-        ``workers``.
-    device : str, optional
-        Where the engine's optimizers run (``"cuda"``; default the CPU). Candidates are
-        certified on the CPU in float64 either way; on a GPU the search may find other
-        witnesses than on the CPU (float32 rounding), so keep one device per store.
-    progress : bool
-        Show tqdm progress bars.
-
-    Examples
-    --------
-    >>> from analysis.store.run import RunSpec
-    >>> RunSpec(workers=2, progress=False)
-    RunSpec(workers=2, executor=None, device=None, progress=False)
-    """
-
-    workers: int = 1
-    executor: cf.Executor | None = None
-    device: str | None = None
-    progress: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -362,7 +326,7 @@ def run_brackets(
     matrix_keys : sequence of str, optional
         Only these stored matrices (None = all); the study runner brackets real and
         synthetic matrices at different temperature grids.
-    run : RunSpec
+    run : analysis.executor.RunSpec
         Where and how the profiles are computed (processes, an executor, a device, a
         progress bar); never what they are.
 

@@ -293,9 +293,7 @@ def design_blocks(
         for b in blocks:
             if b not in registry:
                 raise ParameterError(
-                    f"models.{name}",
-                    f"registered blocks (built in, or from plugins {plugins})",
-                    b,
+                    f"models.{name}", f"registered blocks (built in, or from plugins {plugins})", b
                 )
     return tuple(dict.fromkeys(b for blocks in design.models.values() for b in blocks))
 

@@ -211,5 +211,5 @@ def check_lock_age(record: Mapping[str, Any], outcomes: Mapping[str, Any] | None
         f"the first outcome of the design ({first}, under lock "
         f"{str(outcomes.get('lock_sha256'))[:12]}..., recorded in {outcomes.get('store')}); "
         "a lock written once outcomes existed is refused. Restore the lock those outcomes "
-        'were computed under and record changes with `attnrank prereg amend ... --reason "..."`',
+        'were computed under and record changes with `attnrank prereg amend ... --reason "..."`'
     )

@@ -272,7 +272,8 @@ def reference_widths(
     analysis.validation.ParameterError: design: expected ... source, got ['org/a', 'org/b']
     """
     from analysis.brackets import EFFORTS, check_engine
-    from analysis.brackets.io import Execution, MatrixInput, profile_file
+    from analysis.brackets.io import MatrixInput, profile_file
+    from analysis.executor import RunSpec
     from analysis.prereg.design import load_design
     from analysis.sources.checkpoints import load_checkpoint
 
@@ -312,7 +313,7 @@ def reference_widths(
             eps=grid,
             effort=effort,
             engine=engine,
-            execution=Execution(workers=workers, batch=1, progress=progress, executor=executor),
+            execution=RunSpec(workers=workers, batch=1, progress=progress, executor=executor),
         )
         for (layer, head), prof in zip(training, profiles, strict=True):
             for e in grid:

@@ -83,7 +83,7 @@ def bracket_table(
     >>> from analysis.report.results import BRACKET_COLUMNS
     >>> from analysis.store import Store
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
-    >>> from analysis.store.run import RunSpec
+    >>> from analysis.executor import RunSpec
     >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/table.toml", synthetic=True)
     >>> with Store(study.paths.store, create=True) as store:
@@ -179,7 +179,7 @@ def feature_table(paths: StudyPaths, real_keys: Sequence[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _stored_synthetic_keys(study: Study, store: Any) -> list[str]:
+def stored_synthetic_keys(study: Study, store: Any) -> list[str]:
     """Stored synthetic keys of the plan, from the input index (nothing is computed)."""
     keys = (study.extractions.synthetic_key(t.label) for t in study.plan.synthetic)
     return [k for k in keys if k is not None and store.has_matrix(k)]
@@ -451,7 +451,7 @@ def study_results(
         raise ParameterError("STORE", "a study store (run `attnrank run` first)", str(paths.store))
     with Store(paths.store) as store:
         real_keys = study.real_keys()
-        synth_keys = _stored_synthetic_keys(study, store)
+        synth_keys = stored_synthetic_keys(study, store)
         label = cells_engine(study, engine)
         brackets = bracket_table(store, plan, real_keys, synth_keys, design.held_out, label)
         features = feature_table(paths, real_keys)

@@ -9,9 +9,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from analysis.executor import check_executor
+from analysis.executor import RunSpec, check_executor
 from analysis.prereg.provenance import power_sha256
-from analysis.store.run import RunSpec
 from analysis.study.comparison import compare_stage
 from analysis.study.core import Study
 from analysis.study.describe import descriptor_stage
@@ -30,9 +29,10 @@ STAGES = ("extract", "brackets", "descriptors", "compare", "power", "report")
 @dataclasses.dataclass(frozen=True)
 class StudyOptions(RunSpec):
     """How :func:`run_study` runs a locked design: where its work is computed (the
-    :class:`~analysis.store.RunSpec` fields ``workers``, ``executor``, ``device`` and
-    ``progress``, for profiles, descriptors and power simulations alike), which stages
-    run, and whether the power stage simulates. None of it changes a stored number.
+    :class:`~analysis.executor.RunSpec` fields ``workers``, ``executor``, ``device`` and
+    ``progress``, for profiles, descriptors and power simulations alike; ``batch`` is
+    unused: the store computes one matrix per task), which stages run, and whether the
+    power stage simulates. None of it changes a stored number.
 
     Attributes
     ----------

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from analysis.store.run import RunSpec
+from analysis.executor import RunSpec
 from analysis.study.core import Study
 from analysis.study.plan import ExtractionTask, SyntheticTask
 from analysis.validation import ParameterError
@@ -233,7 +233,7 @@ def bracket_stage(
     they are computed under (:meth:`analysis.store.Store.record_outcomes`; the first
     record is kept).
 
-    ``run`` (:class:`analysis.store.RunSpec`) says where the profiles are computed (a
+    ``run`` (:class:`analysis.executor.RunSpec`) says where the profiles are computed (a
     caller's executor, processes, a device). ``engine`` (an
     :class:`analysis.store.engine.BracketEngine`; None: the package's engine of the
     version the design pins, :meth:`Study.bracket_engine`) is passed to the store; the
@@ -251,7 +251,7 @@ def bracket_stage(
     >>> from analysis.study.stages import bracket_stage, synthetic_stage
     >>> from analysis.datasets import open_example_study
     >>> study = open_example_study("studies/brackets.toml", synthetic=True)
-    >>> from analysis.store.run import RunSpec
+    >>> from analysis.executor import RunSpec
     >>> kw = dict(engine=None, run=RunSpec(progress=False))
     >>> with Store(study.paths.store, create=True) as store:
     ...     keys = synthetic_stage(study, store)

@@ -5,7 +5,8 @@ import pytest
 
 from analysis.attention import softmax64
 from analysis.brackets import profile_matrices, profile_matrix
-from analysis.brackets.io import Execution, MatrixInput, profile_file
+from analysis.brackets.io import MatrixInput, profile_file
+from analysis.executor import RunSpec
 from analysis.validation import ParameterError
 from tests.fixtures.known import aI_bJ, aI_bJ_threshold, blocks, blocks_threshold, permute
 
@@ -73,17 +74,15 @@ def test_blocks_do_not_depend_on_workers_and_resume_whole(rng, tmp_path):
     """Fixed blocks: the same brackets with 1 or 2 workers, and a resumed run (one
     block stored, one torn away) gives those of an uninterrupted one."""
     data = _data(smooth_stack(rng, h=5, n=20))
-    one = profile_file(data, eps=EPS, execution=Execution(workers=1, batch=2, progress=False))
-    two = profile_file(data, eps=EPS, execution=Execution(workers=2, batch=2, progress=False))
+    one = profile_file(data, eps=EPS, execution=RunSpec(workers=1, batch=2, progress=False))
+    two = profile_file(data, eps=EPS, execution=RunSpec(workers=2, batch=2, progress=False))
     assert _brackets(one) == _brackets(two)
     ck = tmp_path / "ck.jsonl"
-    profile_file(data, eps=EPS, checkpoint=ck, execution=Execution(batch=2, progress=False))
+    profile_file(data, eps=EPS, checkpoint=ck, execution=RunSpec(batch=2, progress=False))
     lines = ck.read_text().splitlines()
     assert len(lines) == 5
     ck.write_text("\n".join(lines[:3]) + "\n")  # block 0 stored; block 1 only half
-    resumed = profile_file(
-        data, eps=EPS, checkpoint=ck, execution=Execution(batch=2, progress=False)
-    )
+    resumed = profile_file(data, eps=EPS, checkpoint=ck, execution=RunSpec(batch=2, progress=False))
     assert _brackets(resumed) == _brackets(one)
     assert len(ck.read_text().splitlines()) == 5
 
@@ -91,7 +90,7 @@ def test_blocks_do_not_depend_on_workers_and_resume_whole(rng, tmp_path):
 def test_batch_is_validated(rng):
     with pytest.raises(ParameterError, match="^batch:"):
         profile_file(
-            _data(smooth_stack(rng, h=2)), eps=EPS, execution=Execution(batch=0, progress=False)
+            _data(smooth_stack(rng, h=2)), eps=EPS, execution=RunSpec(batch=0, progress=False)
         )
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from analysis.brackets.io import Execution
 from analysis.cli.inputs import load_matrices
+from analysis.executor import RunSpec
 from tests.fixtures.stacks import write_stack
 
 
@@ -18,7 +18,7 @@ def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
 
     data = load_matrices(stack)
     ck = tmp_path / "ck.partial"
-    full = bio.profile_file(data, eps=(0.1,), effort="fast", execution=Execution(progress=False))
+    full = bio.profile_file(data, eps=(0.1,), effort="fast", execution=RunSpec(progress=False))
 
     calls = {"n": 0}
     real = bio.profile_matrices  # one call per block; blocks of one matrix here
@@ -36,14 +36,14 @@ def test_interrupted_run_resumes_from_checkpoint(stack, tmp_path, monkeypatch):
             eps=(0.1,),
             effort="fast",
             checkpoint=ck,
-            execution=Execution(progress=False, batch=1),
+            execution=RunSpec(progress=False, batch=1),
         )
     assert len(ck.read_text().splitlines()) == 2  # two finished matrices were kept
     with open(ck, "a") as f:
         f.write('{"key": "torn')  # a line cut short by a crash is ignored
     calls["n"] = -100  # no more interruptions; count the recomputed matrices
     resumed = bio.profile_file(
-        data, eps=(0.1,), effort="fast", checkpoint=ck, execution=Execution(progress=False, batch=1)
+        data, eps=(0.1,), effort="fast", checkpoint=ck, execution=RunSpec(progress=False, batch=1)
     )
     assert calls["n"] == -100 + 1  # only the unfinished matrix was computed
     assert [p.brackets((0.1,)) for p in resumed] == [p.brackets((0.1,)) for p in full]
@@ -60,7 +60,7 @@ def test_tampered_checkpoint_lines_are_reverified_and_recomputed(stack, tmp_path
 
     data = load_matrices(stack)
     eps = (0.1, 0.2)
-    kw = {"eps": eps, "effort": "fast", "execution": Execution(progress=False, batch=1)}
+    kw = {"eps": eps, "effort": "fast", "execution": RunSpec(progress=False, batch=1)}
     ck = tmp_path / "ck.partial"
     full = bio.profile_file(data, checkpoint=ck, **kw)
     lines = [json.loads(line) for line in ck.read_text().splitlines()]

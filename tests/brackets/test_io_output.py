@@ -9,9 +9,10 @@ import pytest
 
 import analysis.brackets.io as bio
 from analysis.brackets import Profile
-from analysis.brackets.io import Execution, ResultWriter, profile_file, result_json
+from analysis.brackets.io import ResultWriter, profile_file, result_json
 from analysis.brackets.results import verify_result
 from analysis.cli.inputs import load_matrices
+from analysis.executor import RunSpec
 from analysis.validation import ParameterError
 from tests.fixtures.stacks import write_stack
 
@@ -34,7 +35,7 @@ def test_writer_writes_the_bytes_of_result_json(data, tmp_path, witnesses):
         eps=EPS,
         effort="fast",
         on_profile=writer.add,
-        execution=Execution(progress=False, batch=2),
+        execution=RunSpec(progress=False, batch=2),
     )
     out = tmp_path / "out.json"
     writer.write(out)
@@ -49,7 +50,7 @@ def test_writer_writes_the_bytes_of_result_json(data, tmp_path, witnesses):
 
 def test_writer_refuses_a_missing_matrix(data, tmp_path):
     writer = ResultWriter(data, eps=EPS, effort="fast", witnesses=True)
-    profs = profile_file(data, eps=EPS, effort="fast", execution=Execution(progress=False))
+    profs = profile_file(data, eps=EPS, effort="fast", execution=RunSpec(progress=False))
     writer.add(0, profs[0])
     writer.add(2, profs[2])
     with pytest.raises(ParameterError, match=r"^profile: .*none for \[1\]"):
@@ -64,7 +65,7 @@ def test_on_profile_sees_every_matrix_once_reused_ones_first(data, tmp_path):
     kw = {
         "eps": EPS,
         "effort": "fast",
-        "execution": Execution(progress=False, batch=1),
+        "execution": RunSpec(progress=False, batch=1),
         "checkpoint": ck,
     }
     full = profile_file(data, **kw)
@@ -85,7 +86,7 @@ def test_checkpoint_lines_hold_float32_witnesses_exactly(data, tmp_path, monkeyp
     kw = {
         "eps": EPS,
         "effort": "fast",
-        "execution": Execution(progress=False, batch=1),
+        "execution": RunSpec(progress=False, batch=1),
         "checkpoint": ck,
     }
     full = profile_file(data, **kw)
@@ -111,7 +112,7 @@ def test_checkpoint_lines_hold_float32_witnesses_exactly(data, tmp_path, monkeyp
 
 def test_a_witness_off_float32_is_checkpointed_as_lists(data):
     """A value float32 cannot hold exactly keeps the lossless encoding (lists)."""
-    prof = profile_file(data, eps=EPS, effort="fast", execution=Execution(progress=False))[0]
+    prof = profile_file(data, eps=EPS, effort="fast", execution=RunSpec(progress=False))[0]
     assert bio._arrays_of(prof) == "float32-base64"
     k = max(prof.upper)
     w = prof.upper[k]

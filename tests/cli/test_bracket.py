@@ -134,8 +134,9 @@ def test_batch_one_is_profile_matrix_one_at_a_time(stack, tmp_path):
 def test_bracket_resume_recomputes_a_tampered_checkpoint_line(stack, tmp_path, capsys):
     """``OUT.json.partial`` lines are re-verified on resume; a failed one is recomputed and
     the count goes to stderr."""
-    from analysis.brackets.io import Execution, profile_file
+    from analysis.brackets.io import profile_file
     from analysis.cli.inputs import load_matrices
+    from analysis.executor import RunSpec
     from tests.fixtures.tamper import set_margin
 
     clean, expected = run_bracket(stack, tmp_path / "clean", "--effort", "fast")
@@ -147,7 +148,7 @@ def test_bracket_resume_recomputes_a_tampered_checkpoint_line(stack, tmp_path, c
         eps=(0.05, 0.1, 0.2),
         effort="fast",
         checkpoint=ck,
-        execution=Execution(progress=False),
+        execution=RunSpec(progress=False),
     )
     lines = [json.loads(line) for line in ck.read_text().splitlines()]
     lines[1]["profile"] = set_margin(lines[1]["profile"], max(profs[1].lower), 0.95)

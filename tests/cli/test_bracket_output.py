@@ -4,9 +4,10 @@ library's ``result_json`` gives, in ``json.dumps``'s own format, and it re-verif
 import json
 
 from analysis.brackets import LATEST_ENGINE
-from analysis.brackets.io import Execution, profile_file, result_json
+from analysis.brackets.io import profile_file, result_json
 from analysis.cli import main
 from analysis.cli.inputs import load_matrices
+from analysis.executor import RunSpec
 
 EPS = (0.05, 0.1, 0.2)
 
@@ -24,7 +25,7 @@ def test_bracket_out_json_is_result_json_and_verifies(stack, tmp_path, capsys):
     res = json.loads(text)
     assert text == json.dumps(res)  # json.dumps's default layout, as before
     data = load_matrices(stack)
-    profs = profile_file(data, eps=EPS, effort="fast", execution=Execution(batch=2, progress=False))
+    profs = profile_file(data, eps=EPS, effort="fast", execution=RunSpec(batch=2, progress=False))
     expected = result_json(
         data, profs, eps=EPS, effort="fast", witnesses=True, engine=LATEST_ENGINE
     )
@@ -50,7 +51,7 @@ def test_bracket_without_out_prints_the_brackets_only(stack, tmp_path, capsys):
     assert main(["bracket", str(stack), "--eps", "0.1", "--effort", "fast", "--quiet"]) == 0
     lines = capsys.readouterr().out.splitlines()
     profs = profile_file(
-        load_matrices(stack), eps=(0.1,), effort="fast", execution=Execution(progress=False)
+        load_matrices(stack), eps=(0.1,), effort="fast", execution=RunSpec(progress=False)
     )
     assert lines == [
         f"matrix {i}: eps=0.1: [{p.bracket(0.1)[0]}, {p.bracket(0.1)[1]}]"

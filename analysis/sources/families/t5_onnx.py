@@ -4,12 +4,9 @@ The ``traceforge-title-model`` package ships the span titler of ``traceforge``: 
 flan-t5-small fine-tuned by sequence-level distillation, exported to ONNX (an encoder and a
 decoder graph plus a ``tokenizer.json``) and quantized by ONNX Runtime's dynamic int8
 quantizer. Only the encoder (``data/span/encoder.onnx``, 8 layers x 6 heads, d_model 512)
-is used here.
-
-What the extraction represents: the **dequantized float model**, a float32
-``T5EncoderModel`` with eager attention, not the shipped runtime, which also quantizes
-activations (docs/sources.md, "int8 ONNX graphs"); :func:`verify_against_onnx` measures
-both gaps (``float_max_abs``, ``runtime_max_abs``).
+is used here. What the extraction represents (the dequantized float model), T5's bias and
+scale: docs/sources.md, "int8 ONNX graphs"; :func:`verify_against_onnx` measures both gaps
+(``float_max_abs``, ``runtime_max_abs``).
 
 How the graph maps onto the model:
 
@@ -24,9 +21,6 @@ How the graph maps onto the model:
   table, the RMS norm epsilon from the norm's ``Add`` constant, the bucket ``max_distance``
   from the constant that divides ``log(|i - j| / max_exact)``, and the gated-GELU feed
   forward (tanh approximation) from its ``Tanh`` nodes.
-
-T5 adds the relative-position bias to every head's logits and does not scale ``Q K^T``
-(scale 1); the capture keeps the bias as the extraction's ``bias``.
 """
 
 from __future__ import annotations
@@ -320,10 +314,7 @@ class T5OnnxCrossCheck(onnx_int8.Int8CrossCheck):
 
 
 def verify_against_onnx(
-    checkpoint: Checkpoint,
-    input_ids: np.ndarray | None = None,
-    *,
-    tolerance: float = 1e-4,
+    checkpoint: Checkpoint, input_ids: np.ndarray | None = None, *, tolerance: float = 1e-4
 ) -> T5OnnxCrossCheck:
     """Compare the rebuilt encoder's attention with ONNX Runtime's, float and int8.
 

