@@ -1,11 +1,6 @@
 """``report.md``: a short results section built from the design and the result tables.
 
-Sections: what was pre-specified (hypotheses with the simulated power of each decision and
-its minimum detectable effect, models, outcome, metric, decision rule, held-out heads), the
-data, the brackets, the confirmatory comparisons with one sentence per hypothesis (and,
-when the design asks for them, the secondary effects by checkpoint), the simulated size,
-power and MDE of each decision, the sensitivity refits, the head-level analysis, the
-descriptors, the exploratory synthetic families, and the provenance block. Every number is read from the
+Sections in order: :func:`render_report`'s list. Every number is read from the
 :class:`~analysis.report.results.StudyResults`; sentences only restate them.
 """
 
