@@ -2,7 +2,10 @@
 
 The library part is :mod:`analysis.power.simulate` (the simulation) and
 :mod:`analysis.power.error_rates` (the error rates); the design's sizes and covariate
-counts come from :func:`analysis.study.power.validation_sizes`.
+counts come from :func:`analysis.study.power.validation_sizes`. A design with top-level
+``method = 3`` is simulated as its power stage does (the decisions' power from the pilot,
+:func:`analysis.study.power_decisions.write_power_before_lock`); ``--write-power-file``
+stores it beside the design before the lock.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from analysis.power.error_rates import validate_comparison
 from analysis.power.inputs import PowerAssumptions
 from analysis.power.spec import PowerSpec
 from analysis.power.widths import DEFAULT_WIDTHS, load_widths
-from analysis.prereg.options import POWER_FIT_SOURCES, design_power
-from analysis.validation import check_int
+from analysis.prereg.options import POWER_FIT_SOURCES, design_method, design_power
+from analysis.validation import ParameterError, check_int
 
 #: The design validated when ``--design`` is not given (relative to the working folder).
 DEFAULT_DESIGN = Path("preregistration/offline-minilm.toml")
@@ -43,11 +46,99 @@ def _fit_source(args: argparse.Namespace, root: Path, fit_mode: str, declared: d
     )
 
 
+#: Flags that move a simulation away from what a method-3 design declares (its ``[power]``
+#: fit, its widths, every hypothesis with a SESOI, its seed and bootstrap): refused there,
+#: with the value that leaves the design's choice.
+_METHOD3_FIXED: tuple[tuple[str, object], ...] = (
+    ("fit", None),
+    ("pilot_design", None),
+    ("pilot_root", None),
+    ("widths", None),
+    ("seed", None),
+    ("bootstrap", None),
+    ("refit_replicates", None),
+    ("hypotheses", None),
+    ("all_hypotheses", False),
+    ("no_reference", False),
+    ("calibration_studies", 16),
+    ("mde_steps", 5),
+)
+#: Assumption flags -> :class:`PowerAssumptions` fields (the defaults are the same).
+_ASSUMPTION_FLAGS: tuple[str, ...] = (
+    "effect",
+    "icc",
+    "residual_sd",
+    "native_head_share",
+    "native_features",
+    "intrinsic_features",
+    "truth_position",
+    "width_bins",
+)
+
+
+def _assumptions(args: argparse.Namespace) -> PowerAssumptions:
+    """The hand-set assumptions: the defaults, with each flag given another value."""
+    default = PowerAssumptions()
+    changed = {}
+    for name in _ASSUMPTION_FLAGS:
+        value = getattr(args, name)
+        if name == "truth_position":
+            value = tuple(float(v) for v in value)
+        if value != getattr(default, name):
+            changed[name] = value
+    return dataclasses.replace(default, **changed) if changed else default
+
+
+def _run_method3(args: argparse.Namespace, design_path: Path) -> int:
+    """A method-3 design: the power of its decisions, as its power stage computes it
+    (:func:`analysis.study.power_decisions.write_power_before_lock`)."""
+    from analysis.study.power_decisions import write_power_before_lock
+
+    for name, default in _METHOD3_FIXED:
+        value = getattr(args, name)
+        if value is not None and value != default:
+            raise ParameterError(
+                name,
+                "the design's own setting for a method-3 design (its [power] fit, widths, "
+                "seed, bootstrap and hypotheses; the power file copies the design)",
+                value,
+            )
+    sims = check_int("simulations", args.simulations, minimum=2)
+    say = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    with parallel_kwargs(args) as parallel:
+        record = write_power_before_lock(
+            design_path,
+            simulations=sims,
+            root=Path(args.root) if args.root else None,
+            say=say,
+            assumptions=_assumptions(args),
+            write=args.write_power_file,
+            **parallel,
+        )
+    if args.json:
+        print(json.dumps(record))
+    elif "skipped" in record:
+        print(f"power not simulated: {record['skipped']}")
+    return 0 if "skipped" not in record else 1
+
+
 def _run(args: argparse.Namespace) -> int:
     from analysis.prereg.design import load_design
     from analysis.study.pilot import fitted_assumptions
     from analysis.study.power import validation_sizes
 
+    design_path = Path(args.design)
+    if not design_path.is_file():
+        raise FileNotFoundError(f"design: no such file: {design_path}")
+    if design_method(load_design(design_path, require_held_out=False).data) == 3:
+        return _run_method3(args, design_path)
+    if args.write_power_file:
+        raise ParameterError(
+            "write_power_file",
+            "a method-3 design (a method-2 design's power file is written by `attnrank run "
+            "DESIGN --power-simulations N` after the lock)",
+            True,
+        )
     sims = check_int("--simulations", args.simulations, minimum=2)
     # errors name the Python parameter; main() turns it into the flag
     assumptions = PowerAssumptions(
@@ -60,9 +151,6 @@ def _run(args: argparse.Namespace) -> int:
         truth_position=tuple(args.truth_position),
         width_bins=args.width_bins,
     )
-    design_path = Path(args.design)
-    if not design_path.is_file():
-        raise FileNotFoundError(f"design: no such file: {design_path}")
     root = Path(args.root) if args.root else design_path.resolve().parent.parent
     widths_path = Path(args.widths) if args.widths else root / DEFAULT_WIDTHS
     sizes = validation_sizes(design_path, root=root)
@@ -267,6 +355,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("cluster", "studentized"),
         help="CI and p of the cluster bootstrap: percentile (cluster) or bootstrap-t "
         "(studentized); default: the design's inference.bootstrap",
+    )
+    p.add_argument(
+        "--write-power-file",
+        action="store_true",
+        help="method-3 designs: write the decisions' power to DESIGN.power.json beside the "
+        "design, before the lock (`attnrank prereg lock` hashes it; a locked design's "
+        "lock is amended); once outcomes exist only DESIGN.power-exploratory.json, "
+        "labelled exploratory",
     )
     add_parallel_arguments(p, workers_help="processes (default 1)")
     p.set_defaults(func=_run)

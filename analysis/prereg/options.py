@@ -34,6 +34,7 @@ __all__ = [
     "design_method",
     "design_options",
     "design_power",
+    "design_resampling_unit",
     "design_sesoi",
     "design_sesoi_shares",
 ]
@@ -180,12 +181,49 @@ def check_design_options(data: Mapping[str, Any]) -> None:
         raise ParameterError("inference.checkpoint_effects", "true or false", value)
     if inf.get("cluster", "head") not in RESAMPLING_UNITS:
         raise ParameterError("inference.cluster", " or ".join(RESAMPLING_UNITS), inf["cluster"])
+    design_resampling_unit(data)
     _refit_settings(data)
     if inf.get("extrapolation", "none") not in EXTRAPOLATIONS:
         raise ParameterError(
             "inference.extrapolation", " or ".join(EXTRAPOLATIONS), inf["extrapolation"]
         )
     design_power(data)
+
+
+def design_resampling_unit(data: Mapping[str, Any]) -> str:
+    """``[inference] cluster``, the unit the bootstrap resamples: ``"head"`` when absent,
+    except for a design that holds out whole layers (``[held_out] unit = "layer"``), whose
+    default is ``"checkpoint_layer"`` and which may state no other unit.
+
+    Raises
+    ------
+    ParameterError
+        Named ``inference.cluster`` when a layer-unit design states a unit other than
+        ``"checkpoint_layer"`` (held-out heads of one layer are not independent draws).
+
+    Examples
+    --------
+    >>> from analysis.prereg.options import design_resampling_unit
+    >>> design_resampling_unit({}), design_resampling_unit({"held_out": {"unit": "layer"}})
+    ('head', 'checkpoint_layer')
+    >>> design_resampling_unit({"held_out": {"unit": "layer"}, "inference": {"cluster": "head"}})
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: inference.cluster: expected "checkpoint_layer" (held_out.unit = "layer" holds out whole layers, the bootstrap resamples them), got 'head'
+    """
+    inf = data.get("inference", {})
+    held = data.get("held_out", {})
+    layers = isinstance(held, Mapping) and held.get("unit") == "layer"
+    if "cluster" not in inf:
+        return "checkpoint_layer" if layers else "head"
+    if layers and inf["cluster"] != "checkpoint_layer":
+        raise ParameterError(
+            "inference.cluster",
+            '"checkpoint_layer" (held_out.unit = "layer" holds out whole layers, the '
+            "bootstrap resamples them)",
+            inf["cluster"],
+        )
+    return str(inf["cluster"])
 
 
 def _refit_settings(data: Mapping[str, Any]) -> tuple[int, bool]:
@@ -299,7 +337,7 @@ def design_options(data: Mapping[str, Any]) -> dict[str, Any]:
         "method": design_method(data),
         "sesoi": design_sesoi(data),
         "checkpoint_effects": bool(inf.get("checkpoint_effects", False)),
-        "resampling_unit": str(inf.get("cluster", "head")),
+        "resampling_unit": design_resampling_unit(data),
         "refit_replicates": refits,
         "refit_confirmatory": confirmatory,
         # "none" under method 2 and 3 alike: method 3 reports extrapolation instead

@@ -1,5 +1,7 @@
 """The report's power texts: the simulated power and MDE of each decision, per hypothesis
-and as the "Power of each decision (simulated)" section."""
+and as the "Power of each decision (simulated)" section; for a method-3 power record, the
+power and sizes of its decisions per hypothesis and scenario, and their SESOI
+sensitivity."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from analysis.report.results import StudyResults
 from analysis.report.tables import hypotheses
 from analysis.report.tables import number_text as _n
 
-__all__ = ["hypothesis_power", "power_section", "power_sentences"]
+__all__ = ["decision_power_lines", "hypothesis_power", "power_section", "power_sentences"]
 
 
 def _rate(r: Mapping[str, Any]) -> str:
@@ -135,4 +137,96 @@ def power_section(results: StudyResults) -> list[str]:
             "it is now.",
             "",
         ]
-    return L + [f"- {s}" for s in power_sentences(results)] + [""]
+    L += [f"- {s}" for s in power_sentences(results)] + [""]
+    return L + decision_power_lines(power)
+
+
+def _cell(r: Mapping[str, Any] | None) -> str:
+    return "not reached" if r is None else _rate(r)
+
+
+#: The method-3 columns: (table, key in the scenario's record, column title).
+_DECISION_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("power", "superiority_at_sesoi", 'power: "adds information" at +SESOI'),
+    ("power", "tost_at_zero", 'power: "equivalent within SESOI" at 0'),
+    ("size", "adds_information_at_zero", 'size: "adds information" at 0'),
+    ("size", "equivalent_at_plus_sesoi", 'size: "equivalent" at +SESOI'),
+    ("size", "equivalent_at_minus_sesoi", 'size: "equivalent" at -SESOI'),
+)
+_SENSITIVITY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("superiority_at_half_sesoi", '"adds information" at +SESOI/2'),
+    ("superiority_at_twice_sesoi", '"adds information" at +2 SESOI'),
+    ("tost_at_zero_half_sesoi", '"equivalent within SESOI/2" at 0'),
+    ("tost_at_zero_twice_sesoi", '"equivalent within 2 SESOI" at 0'),
+    ("equivalent_at_plus_half_sesoi", 'size: "equivalent within SESOI/2" at +SESOI/2'),
+    ("equivalent_at_plus_twice_sesoi", 'size: "equivalent within 2 SESOI" at +2 SESOI'),
+)
+
+
+def decision_power_lines(power: Mapping[str, Any]) -> list[str]:
+    """Markdown lines of the method-3 decisions' power (``power["decisions"]``, written by
+    :func:`analysis.power.decisions.decision_powers`); ``[]`` for a method-2 record.
+
+    One table row per hypothesis and scenario: the power of "adds information" with the
+    true held-out effect at +SESOI, of "equivalent within SESOI" at 0, and the sizes
+    ("adds information" at 0, "equivalent" at +SESOI and -SESOI); a second table repeats
+    them with the SESOI halved and doubled. Every rate has its Clopper-Pearson 95%
+    interval.
+
+    Parameters
+    ----------
+    power : mapping
+        The stored power record's ``result``.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> decision_power_lines({"hypotheses": []})
+    []
+    >>> r = {"rate": 0.5, "k": 1, "n": 2, "ci_low": 0.01, "ci_high": 0.99}
+    >>> scen = {"power": {"superiority_at_sesoi": r, "tost_at_zero": None},
+    ...         "size": {}, "sensitivity": {}}
+    >>> h = {"hypothesis": "H1", "pair": "M0<M1", "sesoi": 0.002,
+    ...      "scenarios": {"normal": scen}}
+    >>> lines = decision_power_lines({"decisions": {"simulations": 2, "hypotheses": [h],
+    ...                                             "skipped": {}}})
+    >>> lines[0], lines[6][:45]
+    ('#### Power of the method-3 decisions (simulated)', '| H1 | M0<M1 | 0.002 | normal | 0.5 [0.01, 0.')
+    """
+    dec = power.get("decisions")
+    if not isinstance(dec, Mapping):
+        return []
+    L = [
+        "#### Power of the method-3 decisions (simulated)",
+        "",
+        f"Each rate is the share of {dec.get('simulations')} simulated studies per placed "
+        "effect decided as named (the first rule that applies, the design's own), with the "
+        "true held-out effect placed at 0, +SESOI or -SESOI (loss units) and the "
+        "Clopper-Pearson 95% interval; scenarios as the power file declares them.",
+        "",
+        "| hypothesis | pair | SESOI | scenario | "
+        + " | ".join(t for _, _, t in _DECISION_COLUMNS)
+        + " |",
+        "|---" * (4 + len(_DECISION_COLUMNS)) + "|",
+    ]
+    sens = [
+        "| hypothesis | scenario | " + " | ".join(t for _, t in _SENSITIVITY_COLUMNS) + " |",
+        "|---" * (2 + len(_SENSITIVITY_COLUMNS)) + "|",
+    ]
+    for h in dec.get("hypotheses", []):
+        for scen, s in h.get("scenarios", {}).items():
+            cells = [_cell(s.get(t, {}).get(k)) for t, k, _ in _DECISION_COLUMNS]
+            L.append(
+                f"| {h['hypothesis']} | {h['pair']} | {_n(h['sesoi'])} | {scen} | "
+                + " | ".join(cells)
+                + " |"
+            )
+            more = [_cell(s.get("sensitivity", {}).get(k)) for k, _ in _SENSITIVITY_COLUMNS]
+            sens.append(f"| {h['hypothesis']} | {scen} | " + " | ".join(more) + " |")
+    L += ["", "SESOI sensitivity: the same decisions with the SESOI halved and doubled.", ""]
+    L += sens + [""]
+    L += [f"- {k}: decisions not simulated: {v}." for k, v in dec.get("skipped", {}).items()]
+    return L + ([""] if dec.get("skipped") else [])

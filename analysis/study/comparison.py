@@ -481,6 +481,7 @@ def compare_stage(
     False
     """
     from analysis.prereg.sealing import SealedCells
+    from analysis.study.power_sesoi import confirmatory_kwargs  # sesoi_share: power file
 
     design, paths = study.design, study.paths
     table, log_cols, excluded = comparison_table(study, brackets, features)
@@ -518,7 +519,7 @@ def compare_stage(
         design.models,
         log_columns=log_cols,
         lock_sha256=conf.lock_sha256,
-        kwargs=design.comparison_kwargs(),
+        kwargs=confirmatory_kwargs(study),
         registry=study.registry,
     )
     outputs = [

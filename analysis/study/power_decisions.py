@@ -15,9 +15,13 @@ the SESOI (:func:`analysis.power.decisions.decision_powers`). What differs from 
   training cells; without a pilot the lock's names), never from the study's own cells;
 - a SESOI declared as ``hypotheses[i].sesoi_share`` is turned into loss units with the
   pilot's reference M0 loss, and both are recorded (``inputs.sesoi``);
+- the record can be written before the lock (:func:`write_power_before_lock`, ``attnrank
+  validate-comparison --design FILE --simulations N --write-power-file``); ``attnrank
+  prereg lock`` then hashes it, and a run of the stage with the same inputs reuses it;
 - once the study has outcomes, the stage runs only as exploratory: a recomputed record is
   labelled ``exploratory`` and written to ``<stem>.power-exploratory.json``, the locked
-  power file and the lock stay as they were.
+  power file and the lock stay as they were; a power file computed before the outcomes
+  is read, never recomputed.
 """
 
 from __future__ import annotations
@@ -41,17 +45,24 @@ from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_desig
 from analysis.power.spec import PowerSpec
 from analysis.power.tails import COVARIATE_SHIFT, DEFAULT_TAIL_DF, df_from_kurtosis
 from analysis.power.widths import DEFAULT_WIDTHS, load_widths
-from analysis.prereg.options import design_power, design_sesoi, design_sesoi_shares
+from analysis.prereg.options import (
+    design_method,
+    design_power,
+    design_sesoi,
+    design_sesoi_shares,
+)
 from analysis.prereg.provenance import power_path
 from analysis.study.core import Study, git_commit
-from analysis.validation import ParameterError
+from analysis.validation import ParameterError, check_int
 
 __all__ = [
     "decisions_power_stage",
+    "design_pilot_sizes",
     "exploratory_power_path",
     "pilot_sizes",
     "resolved_sesoi",
     "scenarios_for",
+    "write_power_before_lock",
 ]
 
 
@@ -70,10 +81,43 @@ def exploratory_power_path(design_path: str | Path) -> Path:
 def pilot_sizes(study: Study, pilot_design: Path | None, pilot_root: Path | None) -> StudySizes:
     """The simulation sizes of a method-3 study: covariate counts after the collinearity
     screen on the pilot's training cells, else (no pilot, or no pilot store yet) the
-    lock's covariate names; never the study's own cells."""
+    names the design's blocks declare (the lock's); never the study's own cells."""
+    return design_pilot_sizes(
+        study.paths.design, root=study.paths.root, pilot_design=pilot_design, pilot_root=pilot_root
+    )
+
+
+def design_pilot_sizes(
+    design_path: Path,
+    *,
+    root: Path,
+    pilot_design: Path | None = None,
+    pilot_root: Path | None = None,
+) -> StudySizes:
+    """:func:`pilot_sizes` of a design file, locked or not (what ``attnrank
+    validate-comparison --write-power-file`` reads before the lock).
+
+    Without a pilot store the counts are the names the registry gives the design's blocks
+    (the lock records the same names, :func:`analysis.study.core.block_facts`), so a power
+    file written before the lock has the key that the power stage computes after it.
+
+    Parameters
+    ----------
+    design_path : Path
+    root : Path, keyword-only
+        The study root (``design_path``'s name inside it names the sizes).
+    pilot_design, pilot_root : Path, optional, keyword-only
+        The pilot's design file and its study root.
+
+    Returns
+    -------
+    StudySizes
+    """
+    from analysis.prereg.design import load_design
+    from analysis.study.core import block_facts
     from analysis.study.power_record import screen_training
 
-    names, note = None, "the lock's covariate names (no pilot store was read)"
+    names, note = None, "the design's block covariate names (no pilot store was read)"
     if pilot_design is not None:
         from analysis.prereg.sealing import SealedCells
         from analysis.study.comparison import stored_comparison_table
@@ -86,9 +130,16 @@ def pilot_sizes(study: Study, pilot_design: Path | None, pilot_root: Path | None
             train = SealedCells(table, pilot.paths.design, lock=pilot.lock).training()
             if not train.empty:
                 names, note = screen_training(pilot, train, log_cols, "the pilot's")
-    sizes = sizes_from_design(study.paths.design, features=names, features_note=note)
-    design, root = study.paths.design, study.paths.root
-    name = design.relative_to(root).as_posix() if design.is_relative_to(root) else design.name
+    if names is None:
+        design = load_design(design_path, require_held_out=False)
+        names = block_facts(design, root=root)["features"]
+    sizes = sizes_from_design(design_path, features=names, features_note=note)
+    design_path, root = Path(design_path).resolve(), Path(root).resolve()
+    name = (
+        design_path.relative_to(root).as_posix()
+        if design_path.is_relative_to(root)
+        else design_path.name
+    )
     return dataclasses.replace(sizes, name=name)
 
 
@@ -181,6 +232,18 @@ def _summary(decisions: dict) -> list[str]:
     return lines
 
 
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """Where a method-3 power record is computed: the design (locked or not), its study
+    paths and data, the lock hash it is computed under (None before the lock) and the
+    command that computes it."""
+
+    paths: Any
+    data: dict
+    lock_sha256: str | None
+    command: str
+
+
 def decisions_power_stage(
     study: Study,
     *,
@@ -191,6 +254,10 @@ def decisions_power_stage(
     assumptions: PowerAssumptions | None = None,
 ) -> dict[str, Any]:
     """Compute (or reuse) the method-3 power record of ``study`` (see the module text).
+
+    A stored power file computed before the study's outcomes (not ``exploratory``; the
+    lock hashes it) is the design's pre-registered power: once outcomes exist it is read,
+    never recomputed, whatever the inputs now are.
 
     Parameters
     ----------
@@ -206,12 +273,113 @@ def decisions_power_stage(
         The record (``exploratory: true`` when computed after outcomes existed), or
         ``{"skipped": reason}``.
     """
+    from analysis.study.power_record import _command, _record_in_lock
+
+    assumptions = assumptions if assumptions is not None else PowerAssumptions()
+    target = _Target(
+        study.paths, study.design.data, study.lock.sha256, _command(study, simulations, assumptions)
+    )
+    run = {"workers": workers, "executor": executor, "say": say}
+    record = _decision_record(target, simulations=simulations, assumptions=assumptions, **run)
+    if record.get("written") == "power":
+        _record_in_lock(study, record)
+        say(f"power: stored in {power_path(study.paths.design).name} and recorded in the lock")
+    record.pop("written", None)
+    return record
+
+
+def write_power_before_lock(
+    design_path: str | Path,
+    *,
+    simulations: int,
+    root: str | Path | None = None,
+    workers: int = 1,
+    say: Callable[[str], None] = print,
+    executor: Executor | None = None,
+    assumptions: PowerAssumptions | None = None,
+    write: bool = True,
+) -> dict[str, Any]:
+    """The method-3 power record of a design file, written before the lock
+    (``attnrank validate-comparison --design FILE --write-power-file``).
+
+    An unlocked design gets ``<stem>.power.json`` beside it, which ``attnrank prereg lock``
+    then hashes (``power_sha256``); a locked one goes through the power stage
+    (:func:`decisions_power_stage`: reused when its key is unchanged, else recomputed and
+    recorded in the lock by amendment). Once the design has outcomes the record is only
+    exploratory (``<stem>.power-exploratory.json``), the power file and lock unchanged.
+
+    Parameters
+    ----------
+    design_path : path
+        A design with top-level ``method = 3``.
+    simulations : int, keyword-only
+        Simulated studies per scenario and share (>= 2).
+    root : path, optional, keyword-only
+        The study root (default the parent of the design's folder).
+    workers, say, executor, assumptions : keyword-only
+        As :func:`decisions_power_stage`.
+    write : bool, keyword-only
+        False: compute and return the record, write nothing (no lock is amended either).
+
+    Returns
+    -------
+    dict
+        The record, or ``{"skipped": reason}``.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``design`` when the design is not a method-3 design.
+    """
+    from analysis.prereg.design import load_design
+    from analysis.prereg.lock import lock_path
+    from analysis.study.paths import study_paths
+
+    design_path = Path(design_path)
+    design = load_design(design_path, require_held_out=False)
+    if design_method(design.data) != 3:
+        raise ParameterError("design", "a design with top-level method = 3", design_path.name)
+    assumptions = assumptions if assumptions is not None else PowerAssumptions()
+    run = {"workers": workers, "executor": executor, "say": say}
+    command = (
+        f"attnrank validate-comparison --design preregistration/{design_path.name} "
+        f"--simulations {simulations} --write-power-file"
+    )
+    if lock_path(design_path).is_file():
+        study = Study.open(design_path, root=root)
+        if write:
+            return decisions_power_stage(
+                study, simulations=simulations, assumptions=assumptions, **run
+            )
+        target = _Target(study.paths, study.design.data, study.lock.sha256, command)
+    else:
+        target = _Target(study_paths(design_path, root=root), design.data, None, command)
+    record = _decision_record(
+        target, simulations=simulations, assumptions=assumptions, write=write, **run
+    )
+    record.pop("written", None)
+    return record
+
+
+def _decision_record(
+    target: _Target,
+    *,
+    simulations: int,
+    assumptions: PowerAssumptions,
+    workers: int,
+    say: Callable[[str], None],
+    executor: Executor | None,
+    write: bool = True,
+) -> dict[str, Any]:
+    """Compute, reuse or refuse to recompute the record; write it where it belongs
+    (``written``: ``"power"``, ``"exploratory"`` or absent)."""
     from analysis.study.core import stored_outcomes
     from analysis.study.pilot import FitSource, fitted_assumptions, widths_digest
-    from analysis.study.power_record import POWER_FORMAT, _command, _record_in_lock, power_key
+    from analysis.study.power_record import POWER_FORMAT, power_key
 
-    paths, design_path = study.paths, study.paths.design
-    data = study.design.data
+    simulations = check_int("simulations", simulations, minimum=2)
+    paths, data = target.paths, target.data
+    design_path = paths.design
     declared = design_power(data)
     pilot = declared.get("pilot_design")
     pilot_path = paths.root / pilot if pilot else None
@@ -219,10 +387,14 @@ def decisions_power_stage(
     if declared["fit"] == "none" and not widths_file.is_file():
         return {"skipped": f"no reference bracket widths at {widths_file}"}
     try:
-        sizes = pilot_sizes(study, pilot_path, paths.root if pilot_path else None)
+        sizes = design_pilot_sizes(
+            design_path,
+            root=paths.root,
+            pilot_design=pilot_path,
+            pilot_root=paths.root if pilot_path else None,
+        )
     except ParameterError as exc:
         return {"skipped": f"the simulation cannot copy this design ({exc})"}
-    assumptions = assumptions if assumptions is not None else PowerAssumptions()
     fit = None
     if declared["fit"] != "none":
         source = FitSource(
@@ -263,6 +435,15 @@ def decisions_power_stage(
         say(f"power: inputs unchanged, {power_path(design_path).name} reused")
         return stored
     outcomes = stored_outcomes(paths)
+    if write and outcomes is not None and stored is not None and not stored.get("exploratory"):
+        # the power file computed before outcomes is the design's pre-registered power
+        say(
+            f"power: {power_path(design_path).name} was computed before the study's outcomes "
+            "and is its pre-registered power: read, not recomputed (its inputs differ from "
+            "today's; `attnrank validate-comparison` without --write-power-file simulates "
+            "today's, exploratory)"
+        )
+        return stored
     t0 = time.perf_counter()
     spec = PowerSpec(
         simulations=simulations,
@@ -289,8 +470,8 @@ def decisions_power_stage(
             "package_version": __version__,
             "git_commit": git_commit(),
             "computed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "computed_under_lock": study.lock.sha256,
-            "command": _command(study, simulations, assumptions),
+            "computed_under_lock": target.lock_sha256,
+            "command": target.command,
             "wall_seconds": round(time.perf_counter() - t0, 1),
             "note": "the simulated power and sizes of the design's method-3 decisions, "
             "fitted to the pilot before outcomes; properties of the test, not of the data",
@@ -303,12 +484,18 @@ def decisions_power_stage(
             f"EXPLORATORY: computed after the study's outcomes existed (first outcome "
             f"{outcomes.get('time')}); not the design's pre-registered power, not in the lock"
         )
+    if not write:
+        return record
+    if outcomes is not None:
         path = exploratory_power_path(design_path)
         with atomic_write(path, mode="w") as fh:
             fh.write(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
         say(f"power: exploratory (after outcomes), stored in {path.name}; the lock is unchanged")
-        return record
+        return {**record, "written": "exploratory"}
     write_power_file(design_path, record)
-    _record_in_lock(study, record)
-    say(f"power: stored in {power_path(design_path).name} and recorded in the lock")
-    return record
+    if target.lock_sha256 is None:
+        say(
+            f"power: stored in {power_path(design_path).name}; `attnrank prereg lock` hashes "
+            "it into the lock"
+        )
+    return {**record, "written": "power"}

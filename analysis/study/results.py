@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.prereg.design import Design
+from analysis.prereg.options import design_resampling_unit
 from analysis.study.core import Study, git_commit
 from analysis.study.paths import StudyPaths
 from analysis.study.plan import StudyPlan
@@ -381,7 +382,7 @@ def report_design(design: Design, exploratory: Mapping[str, str] | None = None) 
         sensitivity_pairs=design.sensitivity_pairs,
         decision=data["inference"].get("decision"),
         bootstrap=kw["bootstrap"],
-        cluster=str(data["inference"].get("cluster", "head")),
+        cluster=design_resampling_unit(data),
         bootstrap_replicates=kw["n_boot"],
         seed=kw["random_state"],
         held_out=design.held_out,
