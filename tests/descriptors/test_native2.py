@@ -188,6 +188,9 @@ def test_prereg_mirror_matches_the_registry_versions():
 def _toy(**top) -> dict:
     data = tomllib.loads((ROOT / "preregistration/paper-lengths.toml").read_text())
     data.update(top)
+    # the held-out list was drawn per checkpoint: say so, or method 3's default
+    # (per (checkpoint, layer)) would not match it
+    data["held_out"] = {**data["held_out"], "stratify": ["checkpoint"]}
     return data
 
 
@@ -258,7 +261,10 @@ def test_a_method_3_design_locks_version_2_and_opens(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     path = write_example_design("studies/v3.toml")
-    path.write_text("method = 3\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    text = path.read_text(encoding="utf-8").replace(
+        "seed = 7\n", 'seed = 7\nstratify = ["checkpoint"]\n', 1
+    )
+    path.write_text("method = 3\n" + text, encoding="utf-8")  # its list: per checkpoint
     lock_design(path, **block_facts(load_design(path)))
     record = json.loads(Path(f"{path}.lock").read_text(encoding="utf-8"))
     assert record["blocks"]["native"]["version"] == block_version(V2)

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import time
@@ -222,15 +223,22 @@ def test_every_shipped_lock_records_engine_code_and_first_lock_time(name):
     assert len(rec["code_sha256"]) == 64 and rec["code_paths"] == list(CODE_PATHS)
     assert rec["first_locked_at"] == first_locked_at({**rec, "first_locked_at": None})
     # the code hash came in by amendments (the first one recording it, later ones
-    # re-recording it after merges), each leaving the lock hash and held-out list alone
+    # re-recording it after merges), each leaving the held-out list alone and the lock
+    # hash too unless it also re-locked a block's version (which the lock hash covers)
     coded = [a for a in rec["amendments"] if a.get("new_code_sha256")]
     assert coded and not coded[0]["previous_code_sha256"]
     assert all(a["previous_code_sha256"] for a in coded[1:])
     last = rec["amendments"][-1]
     assert last is coded[-1] and last["new_code_sha256"] == rec["code_sha256"]
+    assert last["new_lock_sha256"] == rec["lock_sha256"]
+    for before, after in itertools.pairwise(rec["amendments"]):
+        if "new_lock_sha256" in before:  # recorded since the field exists
+            assert after["previous_lock_sha256"] == before["new_lock_sha256"]
     for a in coded:
-        assert a["previous_lock_sha256"] == a["new_lock_sha256"] == rec["lock_sha256"]
         assert a["previous_held_out_sha256"] == a["new_held_out_sha256"]
+        assert not a["sections"]
+        if not a.get("blocks"):
+            assert a["previous_lock_sha256"] == a["new_lock_sha256"]
     assert rec["history"][-1]["event"] == f"amendment {len(rec['amendments'])}"
 
 

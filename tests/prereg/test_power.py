@@ -132,12 +132,15 @@ def test_cli_refuses_without_widths(tmp_path, monkeypatch, capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert "missing.csv" in err and "never invented" in err
-    assert main(["validate-comparison", "--simulations", "1", "--seed", "0", "--widths", "x"]) == 2
+    args = ["--simulations", "1", "--seed", "0", "--widths", "x"]
+    assert main(["validate-comparison", "--design", str(design), *args]) == 2
     assert "--simulations" in capsys.readouterr().err
     assert (
         main(
             [
                 "validate-comparison",
+                "--design",
+                str(design),
                 "--simulations",
                 "2",
                 "--seed",
