@@ -4,11 +4,14 @@ On a finished study (default: the shipped ``offline-minilm`` design after ``make
 the confirmatory comparison is refitted with the calibration's fold seed set to each of
 ``--seeds`` values, everything else fixed (the held-out bootstrap's draws included), for
 one fold assignment (R = 1, method 2), for R repeated assignments
-(``Calibration(repeats=R)``, method 3's default) and for leave one head out (K = the
-number of training heads, which no seed can move). Per pair (primary metric): the mean
+(``Calibration(repeats=R)``, method 3's default when a design states K folds) and for
+leave one head out (``Calibration(leave_one_out=True)``, method 3's default when it
+states no calibration; no seed can move it). Per pair (primary metric): the mean
 effect, its SD over the seeds, the bootstrap SE (95% CI width / 3.92, mean over seeds),
 SD / SE, and the seconds per fit. ``--refits N`` then times the refit bootstrap with N
-replicates (seconds per replicate, the refit CI beside the held-out bootstrap's).
+replicates (seconds per replicate, the refit CI beside the held-out bootstrap's), with
+leave one head out (``--refit-calibration loho``, method 3's default) or K folds and R
+repeats (``repeats``).
 ``--synthetic`` runs on the fixed synthetic table of the test instead of a study.
 
 Run from the repository root: ``python -m benchmarks.bench_crossfit_spread``; writes
@@ -94,9 +97,16 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap.add_argument("--root", default=None, help="study root (default: the design's parent's)")
     ap.add_argument("--synthetic", action="store_true", help="the test's synthetic table")
     ap.add_argument("--seeds", type=int, default=7)
-    ap.add_argument("--repeats", type=int, nargs="+", default=[CALIBRATION_REPEATS_V3])
+    ap.add_argument("--repeats", type=int, nargs="*", default=[CALIBRATION_REPEATS_V3])
     ap.add_argument("--no-loho", action="store_true", help="skip leave one head out")
     ap.add_argument("--refits", type=int, default=0, help="time N refit replicates")
+    ap.add_argument(
+        "--refit-calibration",
+        choices=["loho", "repeats"],
+        default="loho",
+        help="the calibration of the timed refits: leave one head out (method 3's default) "
+        "or K folds with the first --repeats",
+    )
     args = ap.parse_args(argv)
     print(command_line("benchmarks.bench_crossfit_spread"))
     table, spec = synthetic_spec() if args.synthetic else study_spec(Path(args.design), args.root)
@@ -111,8 +121,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     for r in args.repeats:
         cals = [Calibration(folds=k, seed=s, repeats=r) for s in seeds]
         parts.append(spread(table, spec, cals, f"R = {r}"))
-    if not args.no_loho:  # each head its own fold: the seed only relabels the folds
-        cals = [Calibration(folds=n_train, seed=s) for s in seeds[:2]]
+    if not args.no_loho:  # each head its own fold: no seed at all (method 3's default)
+        cals = [Calibration(leave_one_out=True)] * 2  # twice: shows the fit is deterministic
         parts.append(spread(table, spec, cals, f"leave one head out (K = {n_train})"))
     out = pd.concat(parts, ignore_index=True)
     cols = ["calibration", "pair", "effect", "sd", "lo", "hi", "se", "sd_over_se"]
@@ -121,7 +131,11 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     OUT.mkdir(parents=True, exist_ok=True)
     out.to_csv(OUT / "crossfit_spread.csv", index=False)
     if args.refits:
-        cal = Calibration(folds=k, seed=base, repeats=args.repeats[0])
+        cal = (
+            Calibration(leave_one_out=True)
+            if args.refit_calibration == "loho"
+            else Calibration(folds=k, seed=base, repeats=args.repeats[0])
+        )
         for confirm in (False, True):
             s = replace(
                 spec,

@@ -26,6 +26,7 @@ from analysis.compare.covariates import (
     Calibration,
     PreparedCovariates,
     head_folds,
+    leave_one_head_out,
     prepare_covariates,
     repeated_head_folds,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "held_out_predictions",
     "interval_loglik",
     "interval_sq_loss",
+    "leave_one_head_out",
     "prepare_covariates",
     "repeated_head_folds",
     "residual_icc",

@@ -14,7 +14,13 @@ import numpy as np
 
 from analysis.validation import ParameterError
 
-__all__ = ["CALIBRATION_MODES", "Calibration", "head_folds", "repeated_head_folds"]
+__all__ = [
+    "CALIBRATION_MODES",
+    "Calibration",
+    "head_folds",
+    "leave_one_head_out",
+    "repeated_head_folds",
+]
 
 #: How a calibrated block's isotonic maps meet the training rows (:class:`Calibration`).
 CALIBRATION_MODES: tuple[str, ...] = ("in-sample", "cross-fitted")
@@ -35,6 +41,9 @@ class Calibration:
     folds, and held-out rows use the map fitted on all training rows.
     ``Calibration(folds=K, seed=S, repeats=R)`` averages R such cross-fits over R fold
     assignments (:func:`repeated_head_folds`; the first is the one of ``repeats=1``).
+    ``Calibration(leave_one_out=True)`` puts every training head in a fold of its own
+    (:func:`leave_one_head_out`): K is the number of training heads, found at fit time,
+    and no seed is involved.
 
     Attributes
     ----------
@@ -45,7 +54,10 @@ class Calibration:
         otherwise); a study passes the design's ``[inference] seed``.
     repeats : int
         R >= 1 fold assignments whose out-of-fold values are averaged (default 1, a
-        single assignment); R > 1 only when cross-fitted.
+        single assignment); R > 1 only when cross-fitted with K folds.
+    leave_one_out : bool
+        Leave one head out (default False); then ``folds`` and ``seed`` are None and
+        ``repeats`` is 1.
 
     Notes
     -----
@@ -60,7 +72,10 @@ class Calibration:
     its calibrated values move with the seed (on the paper-lengths study, by a large
     share of their bootstrap SE). With R assignments, training row i of head h gets
     ``(1/R) sum_r g_(r, -k_r(h))(x_i)``, the mean of its out-of-fold values; the part
-    of the result that depends on the seed shrinks like ``1 / sqrt(R)``.
+    of the result that depends on the seed shrinks like ``1 / sqrt(R)``. Leave one head
+    out removes that part altogether: each head's map is fitted on all other training
+    heads, the same split whatever a seed would say, at the cost of H maps per covariate
+    instead of R x K.
 
     Examples
     --------
@@ -69,6 +84,8 @@ class Calibration:
     ('in-sample', 'cross-fitted by head, 5 folds (seed 1)')
     >>> Calibration(folds=5, seed=1, repeats=20).describe()
     'cross-fitted by head, 5 folds, 20 repeats (seed 1)'
+    >>> Calibration(leave_one_out=True).describe()
+    'cross-fitted by head, leave one head out'
     >>> Calibration(folds=1, seed=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
@@ -78,12 +95,24 @@ class Calibration:
     folds: int | None = None
     seed: int | None = None
     repeats: int = 1
+    leave_one_out: bool = False
 
     def __post_init__(self) -> None:
         if not _is_int(self.repeats) or self.repeats < 1:
             raise ParameterError(
                 "calibration", "a number of repeated fold assignments R >= 1", self.repeats
             )
+        if not isinstance(self.leave_one_out, (bool, np.bool_)):
+            raise ParameterError("calibration", "leave_one_out True or False", self.leave_one_out)
+        if self.leave_one_out:
+            given = {"folds": self.folds, "seed": self.seed, "repeats": self.repeats}
+            if self.folds is not None or self.seed is not None or self.repeats != 1:
+                raise ParameterError(
+                    "calibration",
+                    "no folds, seed or repeats when leaving one head out (leave_one_out=True)",
+                    given,
+                )
+            return
         if self.folds is None:
             if self.seed is not None:
                 raise ParameterError(
@@ -104,11 +133,14 @@ class Calibration:
     @property
     def mode(self) -> str:
         """``"cross-fitted"`` or ``"in-sample"`` (:data:`CALIBRATION_MODES`)."""
-        return "in-sample" if self.folds is None else "cross-fitted"
+        return "in-sample" if self.folds is None and not self.leave_one_out else "cross-fitted"
 
     def describe(self) -> str:
         """``"cross-fitted by head, 5 folds (seed 20261202)"``, with ``", R repeats"``
-        after the folds when R > 1, or ``"in-sample"``."""
+        after the folds when R > 1, ``"cross-fitted by head, leave one head out"`` or
+        ``"in-sample"``."""
+        if self.leave_one_out:
+            return "cross-fitted by head, leave one head out"
         if self.folds is None:
             return "in-sample"
         reps = f", {self.repeats} repeats" if self.repeats > 1 else ""
@@ -128,7 +160,8 @@ class Calibration:
         Returns
         -------
         numpy.ndarray or None
-            None in-sample; :func:`head_folds` (n,) when ``repeats == 1``;
+            None in-sample; :func:`leave_one_head_out` (n,) when leaving one head
+            out; :func:`head_folds` (n,) when ``repeats == 1``;
             :func:`repeated_head_folds` (R, n) otherwise.
 
         Examples
@@ -140,7 +173,11 @@ class Calibration:
         True
         >>> Calibration(folds=2, seed=0, repeats=3).fold_labels(heads, train).shape
         (3, 6)
+        >>> Calibration(leave_one_out=True).fold_labels(heads, train).tolist()
+        [0, 1, 2, 3, 4, 5]
         """
+        if self.leave_one_out:
+            return leave_one_head_out(clusters, train)
         if self.folds is None:
             return None
         if self.repeats == 1:
@@ -150,23 +187,77 @@ class Calibration:
         )
 
 
-def _assign(
-    clusters: np.ndarray, train: np.ndarray, folds: int, seeds: list[np.random.SeedSequence]
-) -> np.ndarray:
-    """One row of fold labels per seed sequence (see :func:`head_folds`)."""
+def _training_heads(clusters: np.ndarray, train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted training heads (as strings) and each training row's index among them."""
     clusters = np.asarray(clusters).astype(str)
     train = np.asarray(train, dtype=bool)
     if clusters.shape != train.shape or clusters.ndim != 1:
         raise ParameterError("train", "a boolean mask as long as clusters", train.shape)
     heads = np.unique(clusters[train])
+    return heads, np.searchsorted(heads, clusters[train])
+
+
+def leave_one_head_out(clusters: np.ndarray, train: np.ndarray) -> np.ndarray:
+    """One fold per training head: the head's index among the sorted training heads.
+
+    Parameters
+    ----------
+    clusters : array (n,)
+        Head (cluster) of each row; compared as strings.
+    train : array of bool (n,)
+        Training rows; only their heads get folds.
+
+    Returns
+    -------
+    numpy.ndarray of int (n,)
+        Fold ``0..H-1`` of each training row (its head's rank among the H sorted training
+        heads), -1 on the other rows.
+
+    Raises
+    ------
+    ParameterError
+        Named ``calibration`` when there are fewer than 2 training heads (a map fitted
+        on the other heads needs one).
+
+    Notes
+    -----
+    The cross-fit with K = H folds: the map for head h's rows is fitted on every other
+    training head. The labels involve no random draw, so the calibrated values, and every
+    effect computed from them, cannot depend on a seed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.compare.calibration import leave_one_head_out
+    >>> heads = np.repeat(["h2", "h0", "h1"], 2)
+    >>> leave_one_head_out(heads, np.arange(6) < 4).tolist()
+    [1, 1, 0, 0, -1, -1]
+    """
+    heads, index = _training_heads(clusters, train)
+    if len(heads) < 2:
+        raise ParameterError(
+            "calibration",
+            "at least 2 training heads to leave one head out",
+            f"{len(heads)} training heads",
+        )
+    out = np.full(len(np.asarray(train)), -1, dtype=int)
+    out[np.asarray(train, dtype=bool)] = index
+    return out
+
+
+def _assign(
+    clusters: np.ndarray, train: np.ndarray, folds: int, seeds: list[np.random.SeedSequence]
+) -> np.ndarray:
+    """One row of fold labels per seed sequence (see :func:`head_folds`)."""
+    heads, index = _training_heads(clusters, train)
+    train = np.asarray(train, dtype=bool)
     if folds > len(heads):
         raise ParameterError(
             "calibration",
             f"at most as many folds as training heads ({len(heads)})",
             f"cross-fitted by head, {folds} folds",
         )
-    index = np.searchsorted(heads, clusters[train])
-    out = np.full((len(seeds), len(clusters)), -1, dtype=int)
+    out = np.full((len(seeds), len(train)), -1, dtype=int)
     for r, ss in enumerate(seeds):
         order = np.random.default_rng(ss).permutation(len(heads))
         head_fold = np.empty(len(heads), dtype=int)

@@ -24,6 +24,7 @@ from analysis.compare.calibration import (
     CALIBRATION_MODES,
     Calibration,
     head_folds,
+    leave_one_head_out,
     repeated_head_folds,
 )
 from analysis.validation import ParameterError
@@ -34,6 +35,7 @@ __all__ = [
     "PreparedCovariates",
     "greedy_independent",
     "head_folds",
+    "leave_one_head_out",
     "model_feature_columns",
     "prepare_covariates",
     "repeated_head_folds",

@@ -17,8 +17,9 @@ from typing import Any
 from analysis.prereg.held_out import HeldOutRule, held_out_rule
 from analysis.prereg.options import design_method, design_options
 from analysis.prereg.schema import (
+    LEAVE_ONE_HEAD_OUT,
     calibration_repeats,
-    parse_calibration,
+    design_calibration,
     population,
     validate_design,
 )
@@ -146,10 +147,11 @@ class Design:
         return {k: tuple(v) for k, v in self.data["models"].items()}
 
     @property
-    def calibration_folds(self) -> int | None:
-        """K when ``[descriptors] calibration`` is cross-fitted by head, else None
-        (in-sample; see :func:`parse_calibration`)."""
-        return parse_calibration(self.data["descriptors"].get("calibration"))
+    def calibration_folds(self) -> int | str | None:
+        """K when ``[descriptors] calibration`` is cross-fitted by head with K folds,
+        :data:`~analysis.prereg.schema.LEAVE_ONE_HEAD_OUT` when it leaves one head out,
+        else None (in-sample; see :func:`~analysis.prereg.schema.design_calibration`)."""
+        return design_calibration(self.data)
 
     @property
     def family(self) -> tuple[tuple[str, str], ...]:
@@ -214,6 +216,8 @@ class Design:
             "random_state": int(inf["seed"]),
             "calibration": Calibration()
             if k is None
+            else Calibration(leave_one_out=True)
+            if k == LEAVE_ONE_HEAD_OUT
             else Calibration(
                 folds=k, seed=int(inf["seed"]), repeats=calibration_repeats(self.data)
             ),

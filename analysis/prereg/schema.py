@@ -30,7 +30,9 @@ __all__ = [
     "BOOTSTRAP_METHODS",
     "CALIBRATION_REPEATS_V3",
     "CROSS_FITTED_CALIBRATION",
+    "LEAVE_ONE_HEAD_OUT",
     "calibration_repeats",
+    "design_calibration",
     "parse_calibration",
     "validate_design",
     "population",
@@ -56,14 +58,17 @@ _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 #: The accepted cross-fitted ``[descriptors] calibration``, with K the number of folds.
 CROSS_FITTED_CALIBRATION = "cross-fitted by head, K folds"
 _CROSS_FITTED_RE = re.compile(r"^cross-fitted by head, ([0-9]+) folds$")
+#: The ``[descriptors] calibration`` that leaves one training head out (K = the number
+#: of training heads, found at run time; no fold seed); the default under method 3.
+LEAVE_ONE_HEAD_OUT = "cross-fitted by head, leave one head out"
 #: ``[descriptors] calibration_repeats`` of a cross-fitted design under top-level
 #: ``method = 3`` that does not state it (under method 2: 1, a single fold assignment);
 #: chosen by measurement, docs/results/crossfit.md.
 CALIBRATION_REPEATS_V3 = 20
 
 
-def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> int | None:
-    """The number of cross-fitting folds K a design's ``[descriptors] calibration`` states.
+def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> int | str | None:
+    """The cross-fitting folds a design's ``[descriptors] calibration`` states.
 
     Parameters
     ----------
@@ -74,8 +79,9 @@ def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> i
 
     Returns
     -------
-    int or None
-        K for ``"cross-fitted by head, K folds"`` (K an integer >= 2); None for the
+    int, str or None
+        K for ``"cross-fitted by head, K folds"`` (K an integer >= 2);
+        :data:`LEAVE_ONE_HEAD_OUT` for that exact text; None for the
         in-sample calibration: ``"in-sample"``, a missing key, or the free text of a
         design written before the key was parsed (any text that mentions neither
         "cross" nor "fold", such as the first shipped designs' description of the
@@ -93,6 +99,8 @@ def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> i
     >>> from analysis.prereg.schema import parse_calibration
     >>> parse_calibration("cross-fitted by head, 5 folds"), parse_calibration("in-sample")
     (5, None)
+    >>> parse_calibration("cross-fitted by head, leave one head out")
+    'cross-fitted by head, leave one head out'
     >>> parse_calibration("cross-fitted, 5 folds")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
@@ -100,9 +108,13 @@ def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> i
     """
     if value is None:
         return None
-    allowed = f'"{CROSS_FITTED_CALIBRATION}" (K an integer >= 2) or "in-sample"'
+    allowed = (
+        f'"{CROSS_FITTED_CALIBRATION}" (K an integer >= 2), "{LEAVE_ONE_HEAD_OUT}" or "in-sample"'
+    )
     if not isinstance(value, str):
         raise ParameterError(name, allowed, value)
+    if value == LEAVE_ONE_HEAD_OUT:
+        return LEAVE_ONE_HEAD_OUT
     m = _CROSS_FITTED_RE.match(value)
     if m:
         k = int(m.group(1))
@@ -115,13 +127,36 @@ def parse_calibration(value: Any, *, name: str = "descriptors.calibration") -> i
     return None  # "in-sample", or the legacy free-text description
 
 
+def design_calibration(data: Mapping[str, Any]) -> int | str | None:
+    """The calibration a design asks for: :func:`parse_calibration` of its
+    ``[descriptors] calibration``, or, when a design under top-level ``method = 3`` does
+    not state the key, :data:`LEAVE_ONE_HEAD_OUT` (under method 2 a missing key is the
+    in-sample calibration, None).
+
+    Examples
+    --------
+    >>> from analysis.prereg.schema import design_calibration
+    >>> design_calibration({"descriptors": {}}) is None
+    True
+    >>> design_calibration({"method": 3, "descriptors": {}})
+    'cross-fitted by head, leave one head out'
+    >>> design_calibration({"method": 3, "descriptors": {"calibration": "in-sample"}}) is None
+    True
+    """
+    desc = data.get("descriptors", {})
+    if "calibration" not in desc and design_method(data) == 3:
+        return LEAVE_ONE_HEAD_OUT
+    return parse_calibration(desc.get("calibration"))
+
+
 def calibration_repeats(data: Mapping[str, Any]) -> int:
     """R, the fold assignments a cross-fitted calibration averages over.
 
     ``[descriptors] calibration_repeats`` when the design states it, else
     :data:`CALIBRATION_REPEATS_V3` under top-level ``method = 3`` and 1 (one assignment,
     the rule of every design written before the key) under method 2. An in-sample
-    calibration has no folds: 1, and a stated R > 1 is refused.
+    calibration and leave one head out have no random folds: 1, and a stated R > 1 is
+    refused.
 
     Parameters
     ----------
@@ -137,7 +172,7 @@ def calibration_repeats(data: Mapping[str, Any]) -> int:
     ------
     ParameterError
         Named ``descriptors.calibration_repeats``: not an integer >= 1, or R > 1 with an
-        in-sample calibration.
+        in-sample calibration or leave one head out.
 
     Examples
     --------
@@ -151,15 +186,15 @@ def calibration_repeats(data: Mapping[str, Any]) -> int:
     """
     desc = data.get("descriptors", {})
     name = "descriptors.calibration_repeats"
-    folds = parse_calibration(desc.get("calibration"))
+    folds = design_calibration(data)
     if "calibration_repeats" not in desc:
-        if folds is None:
+        if not isinstance(folds, int):
             return 1
         return CALIBRATION_REPEATS_V3 if design_method(data) == 3 else 1
     value = desc["calibration_repeats"]
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ParameterError(name, "an integer >= 1", value)
-    if folds is None and value != 1:
+    if not isinstance(folds, int) and value != 1:
         raise ParameterError(
             name, 'a cross-fitted calibration ("cross-fitted by head, K folds")', value
         )
@@ -298,17 +333,17 @@ def _check_models(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return models
 
 
-def _check_descriptors(data: Mapping[str, Any], models: Mapping[str, Any]) -> int | None:
+def _check_descriptors(data: Mapping[str, Any], models: Mapping[str, Any]) -> int | str | None:
     """``[descriptors]``: plugins, calibration, versions; every model block built in
     without plugins.
 
-    Returns the number of cross-fitting folds the calibration states (None: in-sample).
+    Returns the calibration's folds (:func:`design_calibration`; None: in-sample).
     """
     desc = _need_table(data, "descriptors")
     plugins = _str_list(
         "descriptors.plugins", _need(desc, "plugins", "descriptors."), nonempty=False
     )
-    folds = parse_calibration(desc.get("calibration"))
+    folds = design_calibration(data)
     design_block_versions(data)  # the optional versions table: built-in blocks' versions
     calibration_repeats(data)
     builtin = {"baseline", "baseline_plus", "native", "intrinsic"}
@@ -404,7 +439,9 @@ def _check_source(i: int, src: Any, sampling: Mapping[str, Any]) -> bool:
     return True
 
 
-def _check_held_out(data: Mapping[str, Any], folds: int | None, *, require_held_out: bool) -> None:
+def _check_held_out(
+    data: Mapping[str, Any], folds: int | str | None, *, require_held_out: bool
+) -> None:
     """``[held_out]``: seed, fraction, the rule keys (``stratify``, ``unit``, ``estimand``,
     ``rule``: :func:`~analysis.prereg.held_out.held_out_rule`), and the drawn heads (sorted,
     distinct, known, and shaped as the rule draws them)."""
@@ -431,11 +468,12 @@ def _check_held_out(data: Mapping[str, Any], folds: int | None, *, require_held_
         raise ParameterError("held_out.heads", "ids of the design's real-checkpoint heads", unknown)
     rule.check(ordered, heads)
     # the run checks again on the heads that have cells (exclusions can drop some)
-    if folds is not None and folds > len(pop) - len(heads):
+    k = 2 if folds == LEAVE_ONE_HEAD_OUT else folds  # leaving one out needs 2 heads
+    if isinstance(k, int) and k > len(pop) - len(heads):
         raise ParameterError(
             "descriptors.calibration",
             f"at most as many folds as training heads ({len(pop) - len(heads)})",
-            data["descriptors"].get("calibration"),
+            data["descriptors"].get("calibration", LEAVE_ONE_HEAD_OUT),
         )
 
 

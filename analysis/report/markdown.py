@@ -24,6 +24,7 @@ from analysis.report.decisions import (
 )
 from analysis.report.design import ReportDesign
 from analysis.report.lock_status import lock_status_lines
+from analysis.report.methods_text import calibration_sentence
 from analysis.report.power_section import hypothesis_power, power_section, power_sentences
 from analysis.report.provenance import amendments_section, provenance_lines
 from analysis.report.results import StudyResults
@@ -211,54 +212,6 @@ def _compact_comparison(frame: pd.DataFrame) -> pd.DataFrame:
     if is_method3(frame):  # the method-3 decision word beside the superiority flag
         cols.insert(cols.index("status"), "decision")
     return frame.loc[:, [c for c in cols if c in frame.columns]]
-
-
-def calibration_sentence(results: StudyResults) -> str:
-    """The methods sentence on how the calibration maps met the training cells.
-
-    Read from what the comparison ran with (``provenance["calibration"]``, else the
-    comparison frame's ``calibration`` columns); before the comparison has run, the
-    design's ``[descriptors] calibration`` text is quoted.
-
-    Examples
-    --------
-    >>> cal = {"calibration": {"mode": "cross-fitted", "folds": 5, "seed": 3}}
-    >>> r = StudyResults("t", "T", ReportDesign(), pd.DataFrame(), pd.DataFrame(), provenance=cal)
-    >>> calibration_sentence(r)[:48]
-    'Calibration: cross-fitted by head, 5 folds (seed'
-    """
-    cal = dict(results.provenance.get("calibration") or {})
-    frame = results.comparison
-    if not cal and frame is not None and "calibration" in frame.columns and len(frame):
-        r = frame.iloc[0]
-        cal = {"mode": r["calibration"]}
-        if not pd.isna(r.get("calibration_folds")):
-            cal["folds"] = int(r["calibration_folds"])
-            cal["seed"] = int(r["calibration_seed"])
-    mode = cal.get("mode")
-    if mode == "cross-fitted":
-        repeats = int(cal.get("repeats", 1))
-        reps = f", {repeats} repeats" if repeats > 1 else ""
-        mean = f" (the mean over {repeats} fold assignments)" if repeats > 1 else ""
-        return (
-            f"Calibration: cross-fitted by head, {format_value(cal.get('folds'))} folds{reps} "
-            f"(seed {format_value(cal.get('seed'))}): each training cell's calibrated "
-            "covariates come from isotonic maps fitted on the training heads of the other "
-            f"folds{mean}, so no training head is calibrated with its own outcomes; held-out "
-            "cells use the maps fitted on all training heads."
-        )
-    if mode == "in-sample":
-        return (
-            "Calibration: in-sample: the isotonic maps are fitted on all training cells and "
-            "applied to those same cells (and to the held-out cells), so they can absorb "
-            "part of each training head's own effect."
-        )
-    text = results.design.calibration
-    return (
-        f'Calibration as the design states it: "{text}" (the comparison has not run).'
-        if text
-        else "Calibration: not stated in the design (in-sample)."
-    )
 
 
 class _Embeds:

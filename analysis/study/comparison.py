@@ -566,6 +566,7 @@ def compare_stage(
             "description": res.calibration.describe(),
             # only when repeated: a single assignment's record is what it always was
             **({"repeats": res.calibration.repeats} if res.calibration.repeats > 1 else {}),
+            **({"leave_one_out": True} if res.calibration.leave_one_out else {}),
         },
         "head_level_meta": hl.meta(),
         "files": files,

@@ -96,10 +96,27 @@ def test_repeated_values_are_the_mean_of_the_single_ones(table):
 
 def test_leave_one_head_out_needs_no_seed(table):
     """K = the number of training heads: every assignment puts each head alone in a
-    fold, so the calibrated values (and the effect) are the same for every seed."""
+    fold, so the calibrated values (and the effect) are the same for every seed, and
+    ``Calibration(leave_one_out=True)`` (method 3's default) is that cross-fit."""
     k = table.loc[~table["held_out"], "cluster"].nunique()
     a, b = (_effects(table, Calibration(folds=k, seed=s)) for s in (0, 1))
     assert a == b
+    assert _effects(table, Calibration(leave_one_out=True)) == a
+    single = np.array([_effects(table, Calibration(folds=5, seed=s)) for s in SEEDS])
+    assert len(set(single[:, 0])) > 1  # while a 5-fold split moves with its seed
+
+
+def test_leave_one_head_out_labels():
+    heads = np.array(["b", "a", "c", "a", "d"])
+    train = np.array([True, True, True, True, False])
+    cal = Calibration(leave_one_out=True)
+    assert cal.fold_labels(heads, train).tolist() == [1, 0, 2, 0, -1]
+    assert (cal.mode, cal.describe()) == (
+        "cross-fitted",
+        "cross-fitted by head, leave one head out",
+    )
+    with pytest.raises(ParameterError, match="at least 2 training heads"):
+        cal.fold_labels(heads, np.array([False, True, False, True, False]))
 
 
 @pytest.mark.parametrize(
@@ -108,6 +125,9 @@ def test_leave_one_head_out_needs_no_seed(table):
         ({"folds": 5, "seed": 0, "repeats": 0}, "R >= 1"),
         ({"folds": 5, "seed": 0, "repeats": 2.0}, "R >= 1"),
         ({"repeats": 3}, "no repeats for in-sample"),
+        ({"leave_one_out": True, "folds": 5, "seed": 0}, "no folds, seed or repeats"),
+        ({"leave_one_out": True, "repeats": 2}, "no folds, seed or repeats"),
+        ({"leave_one_out": 1}, "leave_one_out True or False"),
     ],
 )
 def test_repeats_are_validated(kwargs, match):

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from analysis.prereg.options import REFIT_REPLICATES_V3, design_options
-from analysis.prereg.schema import CALIBRATION_REPEATS_V3, calibration_repeats
+from analysis.prereg.schema import (
+    CALIBRATION_REPEATS_V3,
+    LEAVE_ONE_HEAD_OUT,
+    calibration_repeats,
+    design_calibration,
+)
 from analysis.validation import ParameterError
 
 CROSS = {"calibration": "cross-fitted by head, 5 folds"}
@@ -42,6 +47,15 @@ def test_method_3_defaults_and_explicit_keys_win():
     ]
 
 
+def test_method_3_without_the_key_leaves_one_head_out():
+    """Method 3's default needs no fold seed; method 2 without the key stays in-sample."""
+    assert design_calibration(_data(3, {})) == LEAVE_ONE_HEAD_OUT
+    assert design_calibration(_data(3, {"calibration": LEAVE_ONE_HEAD_OUT})) == LEAVE_ONE_HEAD_OUT
+    assert design_calibration(_data(2, {})) is None
+    assert design_calibration(_data(3)) == 5  # a stated K wins
+    assert calibration_repeats(_data(3, {})) == 1
+
+
 @pytest.mark.parametrize(
     ("data", "name"),
     [
@@ -50,6 +64,14 @@ def test_method_3_defaults_and_explicit_keys_win():
         (
             _data(3, {"calibration": "in-sample", "calibration_repeats": 4}),
             "descriptors.calibration_repeats",
+        ),
+        (
+            _data(3, {"calibration_repeats": 20}),  # leave one head out has no repeats
+            "descriptors.calibration_repeats",
+        ),
+        (
+            _data(2, {"calibration": "cross-fitted by head, leave 1 head out"}),
+            "descriptors.calibration",
         ),
         (_data(3, refit_bootstrap="always"), "inference.refit_bootstrap"),
         (_data(2, refit_bootstrap="confirmatory"), "inference.refit_bootstrap"),
