@@ -24,7 +24,13 @@ from concurrent.futures import Executor
 import numpy as np
 import pandas as pd
 
-from analysis.compare import FIT_OK, ClusterBootstrap, held_out_predictions, interval_sq_loss
+from analysis.compare import (
+    FIT_OK,
+    ClusterBootstrap,
+    held_out_predictions,
+    holm,
+    interval_sq_loss,
+)
 from analysis.compare.decisions import DECISIONS, decide
 from analysis.power.error_rates import MAX_SHARE, _Curve
 from analysis.power.inputs import PowerAssumptions, StudySizes, signal_block
@@ -39,7 +45,6 @@ __all__ = [
     "SESOI_FACTORS",
     "decided_study",
     "decision_powers",
-    "holm",
 ]
 
 #: Columns of a decided study holding the decision at the SESOI times the factor.
@@ -74,24 +79,6 @@ def held_out_losses(result, table: pd.DataFrame) -> dict[str, np.ndarray]:
         )
         for m, g in pred.groupby("model", sort=False)
     }
-
-
-def holm(p: Sequence[float]) -> np.ndarray:
-    """Holm-adjusted p-values (as ``statsmodels``' ``multipletests(p, method="holm")[1]``,
-    without its ``gc.collect()`` per call, which dominates a simulated study's time).
-
-    Examples
-    --------
-    >>> from analysis.power.decisions import holm
-    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()  # 3 x 0.01, max(2 x 0.03, 0.03), ...
-    [0.03, 0.06, 0.06]
-    """
-    p = np.asarray(p, float)
-    order = np.argsort(p)
-    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * np.arange(p.size, 0, -1)))
-    out = np.empty_like(adj)
-    out[order] = adj
-    return out
 
 
 def decided_study(
