@@ -32,10 +32,10 @@ from analysis.compare import (
     interval_sq_loss,
 )
 from analysis.compare.decisions import DECISIONS, decide
-from analysis.power.error_rates import MAX_SHARE, _Curve
-from analysis.power.inputs import PowerAssumptions, StudySizes, signal_block
+from analysis.power.error_rates import _Curve, share_at_effect
+from analysis.power.inputs import PowerAssumptions, StudySizes
 from analysis.power.rates import clopper_pearson
-from analysis.power.simulate import StudyRunner, simulate_study, simulated_comparison
+from analysis.power.simulate import StudyRunner, simulated_run
 from analysis.power.spec import PowerSpec
 from analysis.power.widths import StratumWidths, WidthModel, _width_model
 from analysis.validation import ParameterError, check_int
@@ -61,13 +61,6 @@ DECISION_TARGETS: tuple[tuple[str, float], ...] = (
     ("half_sesoi", 0.5),
     ("twice_sesoi", 2.0),
 )
-
-
-def _children(seed: np.random.SeedSequence) -> tuple[np.random.SeedSequence, ...]:
-    """The data and bootstrap seeds of a study (as :func:`~analysis.power.simulate.one_study`)."""
-    return tuple(
-        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i)) for i in (0, 1)
-    )
 
 
 def held_out_losses(result, table: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -120,16 +113,7 @@ def decided_study(
     superiority p of the effect plus SESOI). The TOST p is their maximum; both are
     Holm-adjusted over the family pairs with a SESOI (a failed fit counting p = 1).
     """
-    data_seed, boot_seed = _children(seed)
-    table = simulate_study(
-        sizes,
-        widths,
-        share=share,
-        assumptions=assumptions,
-        signal=signal_block(sizes, pair),
-        random_state=np.random.default_rng(data_seed),
-    )
-    res = simulated_comparison(sizes, table, random_state=np.random.default_rng(boot_seed))
+    table, res, boot_seed = simulated_run(sizes, widths, share, assumptions, pair, seed)
     f = res.frame
     f = f[f.metric == sizes.primary_metric].set_index("pair")
     row = f.loc[f"{pair[0]}<{pair[1]}"]
@@ -178,62 +162,6 @@ def decided_study(
             alpha=sizes.alpha,
         )
     return out
-
-
-def share_at_effect(
-    curve: _Curve, target: float, *, sign: int = 1, start: float = 0.1, tol: float, max_iter: int
-) -> tuple[float, float]:
-    """The share whose mean effect on ``curve``'s seeds is ``target`` (regula falsi, Illinois).
-
-    ``sign * mean_effect`` must increase with the share. Returns ``(share, mean effect
-    there)``: ``(0, m0)`` when the target is already passed at share 0, ``(nan, nan)``
-    when no share up to :data:`~analysis.power.error_rates.MAX_SHARE` reaches it.
-
-    Examples
-    --------
-    A made-up curve whose mean effect is ``share - 0.1``:
-
-    >>> from types import SimpleNamespace
-    >>> from analysis.power.decisions import share_at_effect
-    >>> curve = lambda s: SimpleNamespace(mean_effect=s - 0.1)
-    >>> [round(x, 6) for x in share_at_effect(curve, 0.15, tol=1e-9, max_iter=20)]
-    [0.25, 0.15]
-    """
-
-    def h(s: float) -> float:
-        return sign * (curve(s).mean_effect - target)
-
-    lo, h_lo = 0.0, h(0.0)
-    if h_lo >= 0:
-        return 0.0, curve(0.0).mean_effect
-    hi = min(start, MAX_SHARE)
-    h_hi = h(hi)
-    while h_hi <= 0:
-        if hi >= MAX_SHARE:
-            return float("nan"), float("nan")
-        lo, h_lo = hi, h_hi
-        hi = min(MAX_SHARE, 2 * hi)
-        h_hi = h(hi)
-    best = (lo, h_lo) if abs(h_lo) <= abs(h_hi) else (hi, h_hi)
-    side = 0
-    for _ in range(max_iter):
-        if abs(best[1]) <= tol:
-            break
-        s = (lo * h_hi - hi * h_lo) / (h_hi - h_lo)
-        v = h(s)
-        if abs(v) < abs(best[1]):
-            best = (s, v)
-        if v < 0:
-            lo, h_lo = s, v
-            if side == -1:
-                h_hi /= 2
-            side = -1
-        else:
-            hi, h_hi = s, v
-            if side == 1:
-                h_lo /= 2
-            side = 1
-    return float(best[0]), float(curve(best[0]).mean_effect)
 
 
 def _rate(k: int, n: int) -> dict:
