@@ -42,6 +42,7 @@ from analysis.validation import ParameterError, check_int
 
 __all__ = [
     "DECISION_TARGETS",
+    "PLACEMENT_FACTOR",
     "SESOI_FACTORS",
     "decided_study",
     "decision_powers",
@@ -53,6 +54,9 @@ SESOI_FACTORS: tuple[tuple[str, float], ...] = (
     ("decision_half", 0.5),
     ("decision_twice", 2.0),
 )
+#: Calibration studies per share when an effect is placed, per counted study (a
+#: :class:`~analysis.power.spec.PowerSpec` without ``placement_simulations``).
+PLACEMENT_FACTOR = 4
 #: Where the true effect is placed, as multiples of the SESOI.
 DECISION_TARGETS: tuple[tuple[str, float], ...] = (
     ("zero", 0.0),
@@ -169,14 +173,26 @@ def _rate(k: int, n: int) -> dict:
     return {"rate": k / n, "k": int(k), "n": int(n), "ci_low": lo, "ci_high": hi}
 
 
-def _point(name: str, target: float, share: float, kappa: float, m_a: float, rows) -> dict:
-    """One placed effect: where, how it was reached, and every decision's rate."""
+def _point(
+    name: str,
+    target: float,
+    share: float,
+    kappa: float,
+    m_a: float,
+    rows,
+    *,
+    m_a_se: float = float("nan"),
+) -> dict:
+    """One placed effect: where, how it was reached (the calibration seeds' mean effect
+    ``m_a`` and its SE), the realised mean effect of the counted studies and every
+    decision's rate."""
     out = {
         "point": name,
         "target_effect": target,
         "share": share,
         "held_out_signal": kappa,
         "calibration_mean_effect": m_a,
+        "calibration_mean_effect_se": m_a_se,
     }
     if rows is None:
         return {**out, "reached": False}
@@ -240,8 +256,10 @@ def decision_powers(
     ----------
     widths : DataFrame, WidthModel or StratumWidths
     spec : PowerSpec
-        ``simulations`` (>= 2) studies per share, ``sizes``, ``assumptions``,
-        ``hypotheses`` (default the confirmatory one), ``calibration_iterations`` and
+        ``simulations`` (>= 2) studies counted per placed effect, ``sizes``,
+        ``assumptions``, ``hypotheses`` (default the confirmatory one),
+        ``calibration_iterations``, ``placement_simulations`` (calibration studies per
+        share; default :data:`PLACEMENT_FACTOR` times ``simulations``) and
         ``random_state`` (an int or None).
     sesoi : mapping
         Pair (``"M0<M1"``) -> SESOI in held-out loss units (> 0); a hypothesis whose pair
@@ -257,13 +275,38 @@ def decision_powers(
     Returns
     -------
     dict
-        ``{"hypotheses": [...], "skipped": {...}, "simulations": n, "targets": [...]}``;
-        per hypothesis ``hypothesis``, ``pair``, ``sesoi`` and ``scenarios``: per
-        scenario its ``assumptions`` (the replacements), ``points`` (per target: share,
-        calibration and fresh-seed mean effect, the effect's SD, every decision's rate
-        with its Clopper-Pearson 95% interval at the SESOI and at half and twice it),
-        ``power`` (superiority at +SESOI, TOST at 0), ``size`` ("adds information" at 0,
-        "equivalent" at +SESOI and at -SESOI) and ``sensitivity``.
+        ``{"hypotheses": [...], "skipped": {...}, "simulations": n,
+        "placement_simulations": n_a, "targets": [...]}``; per hypothesis
+        ``hypothesis``, ``pair``, ``sesoi`` and ``scenarios``: per scenario its
+        ``assumptions`` (the replacements), ``points`` (per target: ``target_effect``,
+        ``share``, ``calibration_mean_effect`` and its SE on the calibration seeds, the
+        realised ``mean_effect`` of the counted studies with ``mean_effect_se``, the
+        effect's SD, every decision's rate with its Clopper-Pearson 95% interval at the
+        SESOI and at half and twice it), ``power`` (superiority at +SESOI, TOST at 0),
+        ``size`` ("adds information" at 0, "equivalent" at +SESOI and at -SESOI) and
+        ``sensitivity``.
+
+    Notes
+    -----
+    **Placement.** A target effect is placed at the share where the mean effect of the
+    ``n_a`` calibration studies (seeds A, the same at every share: common random numbers,
+    so the mean is a deterministic function of the share and regula falsi finds its root
+    to within a quarter of its SE) equals the target. The root is exact for those seeds,
+    but their mean is an estimate: the true expected effect at the placed share misses
+    the target by about ``sd / sqrt(n_a)`` (``sd`` the SD of one study's effect), and the
+    realised mean of the ``n`` counted studies (seeds B) adds ``sd / sqrt(n)``. With
+    ``n_a = n`` (the placement before ``placement_simulations``) a handful of studies per
+    share let the "zero" point sit well above or below 0, and the size at 0 follows it.
+    Calibration studies are therefore ``PLACEMENT_FACTOR = 4`` times as many as the counted
+    ones by default (the placement error halves; calibration studies need no SESOI tests
+    and the first ``n`` of them are the old seeds A), and every point records the
+    realised mean effect and its SE beside the target, which the report prints. No
+    analytic placement is used: the injected coefficient is ``sqrt(share V)`` while the
+    residuals shrink by ``sqrt(1 - share)``, the loss is an interval loss with widths drawn
+    given the outcome, and on the example sizes the study-to-study spread of the effect's
+    increase from share 0 is 0.7-1.0 times that of the effect itself, so neither a linear
+    formula nor a control variate at share 0 removes the calibration noise; more
+    calibration studies do.
 
     Examples
     --------
@@ -283,6 +326,7 @@ def decision_powers(
     if not isinstance(spec, PowerSpec):
         raise ParameterError("spec", "a PowerSpec", type(spec).__name__)
     simulations = check_int("simulations", spec.simulations, minimum=2)
+    n_place = spec.placement_simulations or PLACEMENT_FACTOR * simulations
     sizes, base_assumptions = spec.sizes, spec.assumptions
     seed = spec.random_state
     if seed is not None:
@@ -320,7 +364,12 @@ def decision_powers(
         if progress is not None:
             progress(done[0], None)
 
-    out: dict = {"simulations": simulations, "targets": list(targets), "hypotheses": []}
+    out: dict = {
+        "simulations": simulations,
+        "placement_simulations": n_place,
+        "targets": list(targets),
+        "hypotheses": [],
+    }
     skipped: dict[str, str] = {}
     index = {h[0]: i for i, h in enumerate(sizes.hypotheses)}
     with StudyRunner(workers, executor=executor) as runner:
@@ -337,7 +386,8 @@ def decision_powers(
                 continue
             delta = float(sesoi[name])
             root = np.random.SeedSequence([7, 0 if seed is None else seed, index[hid]])
-            seeds_a, seeds_b = (s.spawn(simulations) for s in root.spawn(2))
+            root_a, root_b = root.spawn(2)  # A's first `simulations` seeds: as before
+            seeds_a, seeds_b = root_a.spawn(n_place), root_b.spawn(simulations)
             record = {"hypothesis": hid, "kind": kind, "pair": name, "sesoi": delta}
             record["scenarios"] = {}
             for scen, assumptions in variants.items():
@@ -382,18 +432,18 @@ def _scenario(runner, step, what, seeds, delta, targets, iterations, repl) -> di
             continue
         target = factor * delta
         if target >= m0.mean_effect:
-            a, kappa = assumptions, 1.0
-            share, m_a = share_at_effect(up, target, tol=tol, max_iter=iterations)
+            curve, a, kappa, sign = up, assumptions, 1.0, 1
         else:
-            a, kappa = harm, 0.0
-            share, m_a = share_at_effect(down, target, sign=-1, tol=tol, max_iter=iterations)
+            curve, a, kappa, sign = down, harm, 0.0, -1
+        share, m_a = share_at_effect(curve, target, sign=sign, tol=tol, max_iter=iterations)
         rows = None
         if np.isfinite(share):
             tasks = [
                 (decided_study, sizes, wmodel, share, a, pair, s, sesoi_family) for s in seeds_b
             ]
             rows = pd.DataFrame(runner.run(tasks, step))
-        points[name] = _point(name, target, share, kappa, m_a, rows)
+        m_a_se = curve(share).mean_effect_se if rows is not None else float("nan")
+        points[name] = _point(name, target, share, kappa, m_a, rows, m_a_se=m_a_se)
     return {
         "assumptions": repl,
         "simulated_m0_loss": m0.mean_base_value,

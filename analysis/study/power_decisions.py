@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.atomic import atomic_write
-from analysis.power.decisions import decision_powers
+from analysis.power.decisions import PLACEMENT_FACTOR, decision_powers
 from analysis.power.error_rates import validate_comparison
 from analysis.power.file import read_power_file, write_power_file
 from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
@@ -399,6 +399,7 @@ def _decision_record(
     scenarios = scenarios_for(fit.residual_kurtosis if fit is not None else None)
     seed = int(data["inference"]["seed"])
     extra = {"method": 3, "sesoi": sesoi_record, "scenarios": scenarios}
+    extra["placement_simulations"] = PLACEMENT_FACTOR * simulations
     inputs = stage_inputs(
         sizes, assumptions, fit, widths_file, simulations=simulations, seed=seed, extra=extra
     )

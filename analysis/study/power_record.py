@@ -132,8 +132,9 @@ def stage_inputs(
 ) -> dict[str, Any]:
     """Every input of a power stage's simulation (what :func:`power_key` hashes).
 
-    ``extra`` (method 3: ``method`` first, then ``sesoi`` and ``scenarios``) is merged
-    around the shared inputs in that order; ``fit``'s record comes last.
+    ``extra`` (method 3: ``method`` first, then ``sesoi``, ``scenarios`` and
+    ``placement_simulations``) is merged around the shared inputs in that order;
+    ``fit``'s record comes last.
     """
     from analysis.study.pilot import widths_digest
 
@@ -161,7 +162,8 @@ def stage_inputs(
 
 def stage_spec(sizes: StudySizes, assumptions: PowerAssumptions, inputs: Mapping) -> PowerSpec:
     """The :class:`~analysis.power.spec.PowerSpec` of a stage's :func:`stage_inputs`
-    (``simulations``, ``seed``, ``hypotheses``, ``mde_target``, ``mde_steps``)."""
+    (``simulations``, ``seed``, ``hypotheses``, ``mde_target``, ``mde_steps`` and, method
+    3 only, ``placement_simulations``)."""
     return PowerSpec(
         simulations=inputs["simulations"],
         sizes=sizes,
@@ -170,6 +172,7 @@ def stage_spec(sizes: StudySizes, assumptions: PowerAssumptions, inputs: Mapping
         hypotheses=inputs["hypotheses"],
         mde_target=inputs["mde_target"],
         mde_steps=inputs["mde_steps"],
+        placement_simulations=inputs.get("placement_simulations"),
     )
 
 
