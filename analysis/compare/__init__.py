@@ -49,6 +49,7 @@ from analysis.compare.headlevel import (
     residual_icc,
 )
 from analysis.compare.metrics import interval_loglik, interval_sq_loss, spearman
+from analysis.compare.multiplicity import holm
 from analysis.compare.nested import (
     FIT_FAILED,
     FIT_OK,
@@ -96,6 +97,7 @@ __all__ = [
     "head_folds",
     "head_level_folds",
     "held_out_predictions",
+    "holm",
     "interval_loglik",
     "interval_sq_loss",
     "leave_one_head_out",

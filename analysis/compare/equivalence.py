@@ -23,7 +23,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from analysis.compare.bootstrap import (
     cluster_se,
@@ -32,6 +31,7 @@ from analysis.compare.bootstrap import (
 )
 from analysis.compare.decisions import decide
 from analysis.compare.metrics import HIGHER_IS_BETTER
+from analysis.compare.multiplicity import holm as holm_adjust
 
 __all__ = [
     "ADDS_INFORMATION",
@@ -159,7 +159,7 @@ def decide_equivalence(
     for met in metrics:
         sel = (frame["metric"] == met).to_numpy() & in_family & has
         if sel.any():
-            holm[sel] = multipletests(p_eq[sel], alpha=alpha, method="holm")[1]
+            holm[sel] = holm_adjust(p_eq[sel])
     frame["equivalence_p_holm"] = holm
     p_dec = np.where(in_family, holm, p_eq)
     equivalent = has & ok & (p_dec < alpha)
@@ -183,13 +183,13 @@ def _share_and_role(frame: pd.DataFrame, primary_metric: str) -> pd.DataFrame:
     return frame
 
 
-def _holm(p: np.ndarray, frame: pd.DataFrame, sel: np.ndarray, metrics, alpha: float):
+def _holm(p: np.ndarray, frame: pd.DataFrame, sel: np.ndarray, metrics):
     """Holm within each metric over the rows ``sel`` (NaN elsewhere)."""
     holm = np.full(len(frame), np.nan)
     for met in metrics:
         rows = (frame["metric"] == met).to_numpy() & sel
         if rows.any():
-            holm[rows] = multipletests(p[rows], alpha=alpha, method="holm")[1]
+            holm[rows] = holm_adjust(p[rows])
     return holm
 
 
@@ -392,7 +392,7 @@ def decide_method3(
     used = {}
     for col in ("equivalence_p", "non_superiority_p"):
         p = np.where(ok, frame[col].to_numpy(float), 1.0)
-        holm = _holm(p, frame, family & has, metrics, alpha)
+        holm = _holm(p, frame, family & has, metrics)
         frame[f"{col}_holm"] = holm
         used[col] = np.where(family, holm, np.where(has, p, np.nan))
     lo = np.where(ok, frame["ci_low"].to_numpy(float), np.nan)

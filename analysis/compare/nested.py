@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from analysis.compare import extrapolation as _extrap
 from analysis.compare.bootstrap import (
@@ -37,6 +36,7 @@ from analysis.compare.equivalence import (
 from analysis.compare.estimators import FittedModel, fit_estimator
 from analysis.compare.lrtests import pair_tests
 from analysis.compare.metrics import HIGHER_IS_BETTER, interval_loglik, interval_sq_loss
+from analysis.compare.multiplicity import holm
 from analysis.compare.nested_checks import (
     REQUIRED_COLUMNS,  # noqa: F401 (re-exported: analysis.compare.bycheckpoint)
     _check_columns,
@@ -585,7 +585,7 @@ def _decide(frame: pd.DataFrame, spec: ComparisonSpec) -> pd.DataFrame:
     p_family = np.where(ok, frame["p_value"], 1.0)
     for met in metrics:
         sel = ((frame.metric == met) & frame["_in_family"]).to_numpy()
-        frame.loc[sel, "p_holm"] = multipletests(p_family[sel], alpha=alpha, method="holm")[1]
+        frame.loc[sel, "p_holm"] = holm(p_family[sel])
     p_dec = np.where(frame["_in_family"], frame["p_holm"], frame["p_value"])
     frame["adds_information"] = (p_dec < alpha) & (frame["ci_low"] > 0) & ok
     frame = (decide_method3 if spec.method == 3 else decide_equivalence)(

@@ -24,22 +24,28 @@ from concurrent.futures import Executor
 import numpy as np
 import pandas as pd
 
-from analysis.compare import FIT_OK, ClusterBootstrap, held_out_predictions, interval_sq_loss
+from analysis.compare import (
+    FIT_OK,
+    ClusterBootstrap,
+    held_out_predictions,
+    holm,
+    interval_sq_loss,
+)
 from analysis.compare.decisions import DECISIONS, decide
-from analysis.power.error_rates import MAX_SHARE, _Curve
-from analysis.power.inputs import PowerAssumptions, StudySizes, signal_block
+from analysis.power.error_rates import _Curve, share_at_effect
+from analysis.power.inputs import PowerAssumptions, StudySizes
 from analysis.power.rates import clopper_pearson
-from analysis.power.simulate import StudyRunner, simulate_study, simulated_comparison
+from analysis.power.simulate import StudyRunner, simulated_run
 from analysis.power.spec import PowerSpec
 from analysis.power.widths import StratumWidths, WidthModel, _width_model
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
     "DECISION_TARGETS",
+    "PLACEMENT_FACTOR",
     "SESOI_FACTORS",
     "decided_study",
     "decision_powers",
-    "holm",
 ]
 
 #: Columns of a decided study holding the decision at the SESOI times the factor.
@@ -48,6 +54,9 @@ SESOI_FACTORS: tuple[tuple[str, float], ...] = (
     ("decision_half", 0.5),
     ("decision_twice", 2.0),
 )
+#: Calibration studies per share when an effect is placed, per counted study (a
+#: :class:`~analysis.power.spec.PowerSpec` without ``placement_simulations``).
+PLACEMENT_FACTOR = 4
 #: Where the true effect is placed, as multiples of the SESOI.
 DECISION_TARGETS: tuple[tuple[str, float], ...] = (
     ("zero", 0.0),
@@ -56,13 +65,6 @@ DECISION_TARGETS: tuple[tuple[str, float], ...] = (
     ("half_sesoi", 0.5),
     ("twice_sesoi", 2.0),
 )
-
-
-def _children(seed: np.random.SeedSequence) -> tuple[np.random.SeedSequence, ...]:
-    """The data and bootstrap seeds of a study (as :func:`~analysis.power.simulate.one_study`)."""
-    return tuple(
-        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i)) for i in (0, 1)
-    )
 
 
 def held_out_losses(result, table: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -74,24 +76,6 @@ def held_out_losses(result, table: pd.DataFrame) -> dict[str, np.ndarray]:
         )
         for m, g in pred.groupby("model", sort=False)
     }
-
-
-def holm(p: Sequence[float]) -> np.ndarray:
-    """Holm-adjusted p-values (as ``statsmodels``' ``multipletests(p, method="holm")[1]``,
-    without its ``gc.collect()`` per call, which dominates a simulated study's time).
-
-    Examples
-    --------
-    >>> from analysis.power.decisions import holm
-    >>> holm([0.01, 0.04, 0.03]).round(3).tolist()  # 3 x 0.01, max(2 x 0.03, 0.03), ...
-    [0.03, 0.06, 0.06]
-    """
-    p = np.asarray(p, float)
-    order = np.argsort(p)
-    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * np.arange(p.size, 0, -1)))
-    out = np.empty_like(adj)
-    out[order] = adj
-    return out
 
 
 def decided_study(
@@ -133,16 +117,7 @@ def decided_study(
     superiority p of the effect plus SESOI). The TOST p is their maximum; both are
     Holm-adjusted over the family pairs with a SESOI (a failed fit counting p = 1).
     """
-    data_seed, boot_seed = _children(seed)
-    table = simulate_study(
-        sizes,
-        widths,
-        share=share,
-        assumptions=assumptions,
-        signal=signal_block(sizes, pair),
-        random_state=np.random.default_rng(data_seed),
-    )
-    res = simulated_comparison(sizes, table, random_state=np.random.default_rng(boot_seed))
+    table, res, boot_seed = simulated_run(sizes, widths, share, assumptions, pair, seed)
     f = res.frame
     f = f[f.metric == sizes.primary_metric].set_index("pair")
     row = f.loc[f"{pair[0]}<{pair[1]}"]
@@ -193,75 +168,31 @@ def decided_study(
     return out
 
 
-def share_at_effect(
-    curve: _Curve, target: float, *, sign: int = 1, start: float = 0.1, tol: float, max_iter: int
-) -> tuple[float, float]:
-    """The share whose mean effect on ``curve``'s seeds is ``target`` (regula falsi, Illinois).
-
-    ``sign * mean_effect`` must increase with the share. Returns ``(share, mean effect
-    there)``: ``(0, m0)`` when the target is already passed at share 0, ``(nan, nan)``
-    when no share up to :data:`~analysis.power.error_rates.MAX_SHARE` reaches it.
-
-    Examples
-    --------
-    A made-up curve whose mean effect is ``share - 0.1``:
-
-    >>> from types import SimpleNamespace
-    >>> from analysis.power.decisions import share_at_effect
-    >>> curve = lambda s: SimpleNamespace(mean_effect=s - 0.1)
-    >>> [round(x, 6) for x in share_at_effect(curve, 0.15, tol=1e-9, max_iter=20)]
-    [0.25, 0.15]
-    """
-
-    def h(s: float) -> float:
-        return sign * (curve(s).mean_effect - target)
-
-    lo, h_lo = 0.0, h(0.0)
-    if h_lo >= 0:
-        return 0.0, curve(0.0).mean_effect
-    hi = min(start, MAX_SHARE)
-    h_hi = h(hi)
-    while h_hi <= 0:
-        if hi >= MAX_SHARE:
-            return float("nan"), float("nan")
-        lo, h_lo = hi, h_hi
-        hi = min(MAX_SHARE, 2 * hi)
-        h_hi = h(hi)
-    best = (lo, h_lo) if abs(h_lo) <= abs(h_hi) else (hi, h_hi)
-    side = 0
-    for _ in range(max_iter):
-        if abs(best[1]) <= tol:
-            break
-        s = (lo * h_hi - hi * h_lo) / (h_hi - h_lo)
-        v = h(s)
-        if abs(v) < abs(best[1]):
-            best = (s, v)
-        if v < 0:
-            lo, h_lo = s, v
-            if side == -1:
-                h_hi /= 2
-            side = -1
-        else:
-            hi, h_hi = s, v
-            if side == 1:
-                h_lo /= 2
-            side = 1
-    return float(best[0]), float(curve(best[0]).mean_effect)
-
-
 def _rate(k: int, n: int) -> dict:
     lo, hi = clopper_pearson(int(k), int(n))
     return {"rate": k / n, "k": int(k), "n": int(n), "ci_low": lo, "ci_high": hi}
 
 
-def _point(name: str, target: float, share: float, kappa: float, m_a: float, rows) -> dict:
-    """One placed effect: where, how it was reached, and every decision's rate."""
+def _point(
+    name: str,
+    target: float,
+    share: float,
+    kappa: float,
+    m_a: float,
+    rows,
+    *,
+    m_a_se: float = float("nan"),
+) -> dict:
+    """One placed effect: where, how it was reached (the calibration seeds' mean effect
+    ``m_a`` and its SE), the realised mean effect of the counted studies and every
+    decision's rate."""
     out = {
         "point": name,
         "target_effect": target,
         "share": share,
         "held_out_signal": kappa,
         "calibration_mean_effect": m_a,
+        "calibration_mean_effect_se": m_a_se,
     }
     if rows is None:
         return {**out, "reached": False}
@@ -325,8 +256,10 @@ def decision_powers(
     ----------
     widths : DataFrame, WidthModel or StratumWidths
     spec : PowerSpec
-        ``simulations`` (>= 2) studies per share, ``sizes``, ``assumptions``,
-        ``hypotheses`` (default the confirmatory one), ``calibration_iterations`` and
+        ``simulations`` (>= 2) studies counted per placed effect, ``sizes``,
+        ``assumptions``, ``hypotheses`` (default the confirmatory one),
+        ``calibration_iterations``, ``placement_simulations`` (calibration studies per
+        share; default :data:`PLACEMENT_FACTOR` times ``simulations``) and
         ``random_state`` (an int or None).
     sesoi : mapping
         Pair (``"M0<M1"``) -> SESOI in held-out loss units (> 0); a hypothesis whose pair
@@ -342,13 +275,38 @@ def decision_powers(
     Returns
     -------
     dict
-        ``{"hypotheses": [...], "skipped": {...}, "simulations": n, "targets": [...]}``;
-        per hypothesis ``hypothesis``, ``pair``, ``sesoi`` and ``scenarios``: per
-        scenario its ``assumptions`` (the replacements), ``points`` (per target: share,
-        calibration and fresh-seed mean effect, the effect's SD, every decision's rate
-        with its Clopper-Pearson 95% interval at the SESOI and at half and twice it),
-        ``power`` (superiority at +SESOI, TOST at 0), ``size`` ("adds information" at 0,
-        "equivalent" at +SESOI and at -SESOI) and ``sensitivity``.
+        ``{"hypotheses": [...], "skipped": {...}, "simulations": n,
+        "placement_simulations": n_a, "targets": [...]}``; per hypothesis
+        ``hypothesis``, ``pair``, ``sesoi`` and ``scenarios``: per scenario its
+        ``assumptions`` (the replacements), ``points`` (per target: ``target_effect``,
+        ``share``, ``calibration_mean_effect`` and its SE on the calibration seeds, the
+        realised ``mean_effect`` of the counted studies with ``mean_effect_se``, the
+        effect's SD, every decision's rate with its Clopper-Pearson 95% interval at the
+        SESOI and at half and twice it), ``power`` (superiority at +SESOI, TOST at 0),
+        ``size`` ("adds information" at 0, "equivalent" at +SESOI and at -SESOI) and
+        ``sensitivity``.
+
+    Notes
+    -----
+    **Placement.** A target effect is placed at the share where the mean effect of the
+    ``n_a`` calibration studies (seeds A, the same at every share: common random numbers,
+    so the mean is a deterministic function of the share and regula falsi finds its root
+    to within a quarter of its SE) equals the target. The root is exact for those seeds,
+    but their mean is an estimate: the true expected effect at the placed share misses
+    the target by about ``sd / sqrt(n_a)`` (``sd`` the SD of one study's effect), and the
+    realised mean of the ``n`` counted studies (seeds B) adds ``sd / sqrt(n)``. With
+    ``n_a = n`` (the placement before ``placement_simulations``) a handful of studies per
+    share let the "zero" point sit well above or below 0, and the size at 0 follows it.
+    Calibration studies are therefore ``PLACEMENT_FACTOR = 4`` times as many as the counted
+    ones by default (the placement error halves; calibration studies need no SESOI tests
+    and the first ``n`` of them are the old seeds A), and every point records the
+    realised mean effect and its SE beside the target, which the report prints. No
+    analytic placement is used: the injected coefficient is ``sqrt(share V)`` while the
+    residuals shrink by ``sqrt(1 - share)``, the loss is an interval loss with widths drawn
+    given the outcome, and on the example sizes the study-to-study spread of the effect's
+    increase from share 0 is 0.7-1.0 times that of the effect itself, so neither a linear
+    formula nor a control variate at share 0 removes the calibration noise; more
+    calibration studies do.
 
     Examples
     --------
@@ -368,6 +326,7 @@ def decision_powers(
     if not isinstance(spec, PowerSpec):
         raise ParameterError("spec", "a PowerSpec", type(spec).__name__)
     simulations = check_int("simulations", spec.simulations, minimum=2)
+    n_place = spec.placement_simulations or PLACEMENT_FACTOR * simulations
     sizes, base_assumptions = spec.sizes, spec.assumptions
     seed = spec.random_state
     if seed is not None:
@@ -405,7 +364,12 @@ def decision_powers(
         if progress is not None:
             progress(done[0], None)
 
-    out: dict = {"simulations": simulations, "targets": list(targets), "hypotheses": []}
+    out: dict = {
+        "simulations": simulations,
+        "placement_simulations": n_place,
+        "targets": list(targets),
+        "hypotheses": [],
+    }
     skipped: dict[str, str] = {}
     index = {h[0]: i for i, h in enumerate(sizes.hypotheses)}
     with StudyRunner(workers, executor=executor) as runner:
@@ -422,7 +386,8 @@ def decision_powers(
                 continue
             delta = float(sesoi[name])
             root = np.random.SeedSequence([7, 0 if seed is None else seed, index[hid]])
-            seeds_a, seeds_b = (s.spawn(simulations) for s in root.spawn(2))
+            root_a, root_b = root.spawn(2)  # A's first `simulations` seeds: as before
+            seeds_a, seeds_b = root_a.spawn(n_place), root_b.spawn(simulations)
             record = {"hypothesis": hid, "kind": kind, "pair": name, "sesoi": delta}
             record["scenarios"] = {}
             for scen, assumptions in variants.items():
@@ -467,18 +432,18 @@ def _scenario(runner, step, what, seeds, delta, targets, iterations, repl) -> di
             continue
         target = factor * delta
         if target >= m0.mean_effect:
-            a, kappa = assumptions, 1.0
-            share, m_a = share_at_effect(up, target, tol=tol, max_iter=iterations)
+            curve, a, kappa, sign = up, assumptions, 1.0, 1
         else:
-            a, kappa = harm, 0.0
-            share, m_a = share_at_effect(down, target, sign=-1, tol=tol, max_iter=iterations)
+            curve, a, kappa, sign = down, harm, 0.0, -1
+        share, m_a = share_at_effect(curve, target, sign=sign, tol=tol, max_iter=iterations)
         rows = None
         if np.isfinite(share):
             tasks = [
                 (decided_study, sizes, wmodel, share, a, pair, s, sesoi_family) for s in seeds_b
             ]
             rows = pd.DataFrame(runner.run(tasks, step))
-        points[name] = _point(name, target, share, kappa, m_a, rows)
+        m_a_se = curve(share).mean_effect_se if rows is not None else float("nan")
+        points[name] = _point(name, target, share, kappa, m_a, rows, m_a_se=m_a_se)
     return {
         "assumptions": repl,
         "simulated_m0_loss": m0.mean_base_value,

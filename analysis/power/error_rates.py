@@ -26,7 +26,7 @@ from analysis.power.spec import PowerSpec
 from analysis.power.widths import StratumWidths, WidthModel, _width_model
 from analysis.validation import ParameterError, check_int
 
-__all__ = ["validate_comparison"]
+__all__ = ["share_at_effect", "validate_comparison"]
 
 #: Shares are searched up to this value (the simulation needs share < 1).
 MAX_SHARE = 0.95
@@ -53,45 +53,70 @@ class _Curve:
         return tuple(self(s) for s in sorted(self.rows))
 
 
-def _boundary_share(
-    curve: _Curve, effect: float, *, tol: float, max_iter: int
+def share_at_effect(
+    curve: _Curve, target: float, *, sign: int = 1, start: float = 0.1, tol: float, max_iter: int
 ) -> tuple[float, float]:
-    """The share with mean effect 0 on ``curve``'s seeds (regula falsi, Illinois).
+    """The share whose mean effect on ``curve``'s seeds is ``target`` (regula falsi, Illinois).
 
-    Returns ``(share, mean effect there)``; ``(0, m0)`` when the simple null's mean
-    effect ``m0`` is already >= 0, ``(nan, nan)`` when no share up to
-    :data:`MAX_SHARE` has a positive mean effect.
+    ``sign * mean_effect`` must increase with the share. The search starts from the
+    bracket ``[0, start]`` (``start`` doubled, up to :data:`MAX_SHARE`, until it holds the
+    target) and stops after ``max_iter`` steps or once ``|mean effect - target| <= tol``.
+    Returns ``(share, mean effect there)``: ``(0, m0)`` when the target is already passed
+    at share 0, ``(nan, nan)`` when no share up to :data:`MAX_SHARE` reaches it.
+
+    Examples
+    --------
+    A made-up curve whose mean effect is ``share - 0.1``:
+
+    >>> from types import SimpleNamespace
+    >>> from analysis.power.error_rates import share_at_effect
+    >>> curve = lambda s: SimpleNamespace(mean_effect=s - 0.1)
+    >>> [round(x, 6) for x in share_at_effect(curve, 0.15, tol=1e-9, max_iter=20)]
+    [0.25, 0.15]
     """
-    lo, m_lo = 0.0, curve(0.0).mean_effect
-    if m_lo >= 0:
-        return 0.0, m_lo
-    hi, m_hi = effect, curve(effect).mean_effect
-    while m_hi <= 0:
+
+    def h(s: float) -> float:
+        return sign * (curve(s).mean_effect - target)
+
+    lo, h_lo = 0.0, h(0.0)
+    if h_lo >= 0:
+        return 0.0, curve(0.0).mean_effect
+    hi = start
+    h_hi = h(hi)
+    while h_hi <= 0:
         if hi >= MAX_SHARE:
             return float("nan"), float("nan")
-        lo, m_lo = hi, m_hi
+        lo, h_lo = hi, h_hi
         hi = min(MAX_SHARE, 2 * hi)
-        m_hi = curve(hi).mean_effect
-    best = (lo, m_lo) if abs(m_lo) <= abs(m_hi) else (hi, m_hi)
+        h_hi = h(hi)
+    best = (lo, h_lo) if abs(h_lo) <= abs(h_hi) else (hi, h_hi)
     side = 0
     for _ in range(max_iter):
         if abs(best[1]) <= tol:
             break
-        s = (lo * m_hi - hi * m_lo) / (m_hi - m_lo)
-        m = curve(s).mean_effect
-        if abs(m) < abs(best[1]):
-            best = (s, m)
-        if m < 0:
-            lo, m_lo = s, m
+        s = (lo * h_hi - hi * h_lo) / (h_hi - h_lo)
+        v = h(s)
+        if abs(v) < abs(best[1]):
+            best = (s, v)
+        if v < 0:
+            lo, h_lo = s, v
             if side == -1:
-                m_hi /= 2
+                h_hi /= 2
             side = -1
         else:
-            hi, m_hi = s, m
+            hi, h_hi = s, v
             if side == 1:
-                m_lo /= 2
+                h_lo /= 2
             side = 1
-    return best
+    return float(best[0]), float(curve(best[0]).mean_effect)
+
+
+def _boundary_share(
+    curve: _Curve, effect: float, *, tol: float, max_iter: int
+) -> tuple[float, float]:
+    """The share with mean effect 0 on ``curve``'s seeds: :func:`share_at_effect` at
+    target 0, its bracket started at the assumed ``effect`` share."""
+    return share_at_effect(curve, 0.0, start=effect, tol=tol, max_iter=max_iter)
 
 
 def _mde(curve: _Curve, *, target: float, steps: int) -> tuple[float, float, float]:

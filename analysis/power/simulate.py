@@ -315,6 +315,52 @@ def simulated_comparison(
     return NestedComparison(spec).fit(table)
 
 
+def study_seeds(seed: np.random.SeedSequence) -> tuple[np.random.SeedSequence, ...]:
+    """The data seed (child 0) and the bootstrap seed (child 1) of a study's ``seed``.
+
+    Built from ``seed``'s entropy and spawn key, not with ``seed.spawn`` (which advances
+    ``seed`` and would give other children on a second call in the same process).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.power.simulate import study_seeds
+    >>> seed = np.random.SeedSequence(5)
+    >>> [s.spawn_key for s in study_seeds(seed)], study_seeds(seed)[1].spawn_key
+    ([(0,), (1,)], (1,))
+    """
+    return tuple(
+        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i)) for i in (0, 1)
+    )
+
+
+def simulated_run(
+    sizes: StudySizes,
+    widths: WidthModel | StratumWidths,
+    share: float,
+    assumptions: PowerAssumptions,
+    pair: tuple[str, str],
+    seed: np.random.SeedSequence,
+) -> tuple[pd.DataFrame, ComparisonResult, np.random.SeedSequence]:
+    """Simulate the study of ``seed`` with the signal in ``pair``'s block and compare it.
+
+    Returns the table (data from :func:`study_seeds`' child 0), the comparison (its
+    bootstrap seeded by child 1) and that bootstrap seed, which
+    :func:`analysis.power.decisions.decided_study` reuses to draw the same replicates.
+    """
+    data_seed, boot_seed = study_seeds(seed)
+    table = simulate_study(
+        sizes,
+        widths,
+        share=share,
+        assumptions=assumptions,
+        signal=signal_block(sizes, pair),
+        random_state=np.random.default_rng(data_seed),
+    )
+    res = simulated_comparison(sizes, table, random_state=np.random.default_rng(boot_seed))
+    return table, res, boot_seed
+
+
 def one_study(
     sizes: StudySizes,
     widths: WidthModel,
@@ -325,23 +371,11 @@ def one_study(
 ) -> dict:
     """Simulate one study from ``seed``, decide it, return the pair's primary-metric row.
 
-    The study's data come from the child 0 of ``seed``, the bootstrap from child 1, so a
-    study's data are the same at every share (common random numbers). The children are
-    built from ``seed``'s entropy and spawn key, not with ``seed.spawn`` (which advances
-    ``seed`` and would give other children on a second call in the same process).
+    The study's data come from the child 0 of ``seed``, the bootstrap from child 1
+    (:func:`study_seeds`), so a study's data are the same at every share (common random
+    numbers).
     """
-    data_seed, boot_seed = (
-        np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i)) for i in (0, 1)
-    )
-    table = simulate_study(
-        sizes,
-        widths,
-        share=share,
-        assumptions=assumptions,
-        signal=signal_block(sizes, pair),
-        random_state=np.random.default_rng(data_seed),
-    )
-    res = simulated_comparison(sizes, table, random_state=np.random.default_rng(boot_seed))
+    _, res, _ = simulated_run(sizes, widths, share, assumptions, pair, seed)
     f = res.frame
     base, rich = pair
     r = f[(f.base_model == base) & (f.rich_model == rich) & (f.metric == sizes.primary_metric)]

@@ -39,6 +39,11 @@ class PowerSpec:
         Bisection steps of the MDE search (5).
     calibration_iterations : int
         Most regula falsi steps of the boundary calibration (6).
+    placement_simulations : int or None
+        Method 3 only (:func:`~analysis.power.decisions.decision_powers`): calibration
+        studies per share when a target effect is placed (None:
+        :data:`~analysis.power.decisions.PLACEMENT_FACTOR` times ``simulations``); method 2
+        never reads it.
 
     Examples
     --------
@@ -60,6 +65,7 @@ class PowerSpec:
     mde_target: float = 0.8
     mde_steps: int = 5
     calibration_iterations: int = 6
+    placement_simulations: int | None = None
 
     def __post_init__(self) -> None:
         check_int("simulations", self.simulations, minimum=1)
@@ -73,5 +79,7 @@ class PowerSpec:
             raise ParameterError("mde_target", "a number in (0, 1)", self.mde_target)
         check_int("mde_steps", self.mde_steps, minimum=0)
         check_int("calibration_iterations", self.calibration_iterations, minimum=0)
+        if self.placement_simulations is not None:
+            check_int("placement_simulations", self.placement_simulations, minimum=2)
         if self.hypotheses is not None:
             object.__setattr__(self, "hypotheses", tuple(self.hypotheses))

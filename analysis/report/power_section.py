@@ -163,6 +163,61 @@ _SENSITIVITY_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: How the placement table names a placed effect (:data:`analysis.power.decisions.DECISION_TARGETS`).
+_POINT_LABELS: Mapping[str, str] = {
+    "zero": "0",
+    "plus_sesoi": "+SESOI",
+    "minus_sesoi": "-SESOI",
+    "half_sesoi": "+SESOI/2",
+    "twice_sesoi": "+2 SESOI",
+}
+
+
+def _placement_row(h: Mapping[str, Any], scen: str, p: Mapping[str, Any]) -> str:
+    """One placed effect: target, share, calibration mean and the realised mean ± SE."""
+    head = f"| {h['hypothesis']} | {scen} | {_POINT_LABELS.get(p['point'], p['point'])} | "
+    head += f"{_n(p.get('target_effect'))} | "
+    if not p.get("reached"):
+        return head + "not reached | – | – | – |"
+    se = p.get("calibration_mean_effect_se")
+    calib = _n(p.get("calibration_mean_effect"))
+    if se is not None and math.isfinite(float(se)):
+        calib += f" ± {_n(se)}"
+    mean, mean_se = p.get("mean_effect"), p.get("mean_effect_se")
+    realised = f"{_n(mean)} ± {_n(mean_se)}"
+    off = "–"
+    if mean_se is not None and math.isfinite(float(mean_se)) and float(mean_se) > 0:
+        off = f"{_n((float(mean) - float(p['target_effect'])) / float(mean_se), 2)} SE"
+    return head + f"{_n(p.get('share'))} | {calib} | {realised} | {off} |"
+
+
+def _placement_lines(dec: Mapping[str, Any]) -> list[str]:
+    """The placed effects of every hypothesis and scenario: target beside realised."""
+    rows = [
+        _placement_row(h, scen, p)
+        for h in dec.get("hypotheses", [])
+        for scen, s in h.get("scenarios", {}).items()
+        for p in s.get("points", [])
+    ]
+    if not rows:
+        return []
+    n_a = dec.get("placement_simulations")
+    calib = f"{n_a} calibration studies" if n_a else "the calibration studies (as many)"
+    return [
+        "Placed effects: the target held-out effect (loss units), the share at which the "
+        f"mean effect of {calib} reaches it, and the realised mean effect ± SE of the "
+        f"{dec.get('simulations')} studies counted there (the rates above are read at "
+        "these effects, not at the targets exactly); the last column is realised minus "
+        "target in SEs.",
+        "",
+        "| hypothesis | scenario | placed at | target effect | share | calibration mean ± SE "
+        "| realised mean effect ± SE | realised − target |",
+        "|---" * 8 + "|",
+        *rows,
+        "",
+    ]
+
+
 def decision_power_lines(power: Mapping[str, Any]) -> list[str]:
     """Markdown lines of the method-3 decisions' power (``power["decisions"]``, written by
     :func:`analysis.power.decisions.decision_powers`); ``[]`` for a method-2 record.
@@ -171,7 +226,8 @@ def decision_power_lines(power: Mapping[str, Any]) -> list[str]:
     true held-out effect at +SESOI, of "equivalent within SESOI" at 0, and the sizes
     ("adds information" at 0, "equivalent" at +SESOI and -SESOI); a second table repeats
     them with the SESOI halved and doubled. Every rate has its Clopper-Pearson 95%
-    interval.
+    interval. A third table puts each placed effect's target beside the realised mean
+    effect (± SE) of the studies counted there, and the calibration mean that placed it.
 
     Parameters
     ----------
@@ -228,5 +284,6 @@ def decision_power_lines(power: Mapping[str, Any]) -> list[str]:
             sens.append(f"| {h['hypothesis']} | {scen} | " + " | ".join(more) + " |")
     L += ["", "SESOI sensitivity: the same decisions with the SESOI halved and doubled.", ""]
     L += sens + [""]
+    L += _placement_lines(dec)
     L += [f"- {k}: decisions not simulated: {v}." for k, v in dec.get("skipped", {}).items()]
     return L + ([""] if dec.get("skipped") else [])

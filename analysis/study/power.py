@@ -13,8 +13,6 @@ hypothesis, or says that the power was not computed and how to compute it.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as _dt
 import os
 import time
 from collections.abc import Callable
@@ -24,28 +22,29 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import __version__
-from analysis.hashing import file_sha256
 from analysis.power.error_rates import validate_comparison
 from analysis.power.file import (
-    POWER_FILE_FORMAT,
     not_computed,
     read_power_file,
     write_power_file,
 )
 from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
-from analysis.power.spec import PowerSpec
 from analysis.power.widths import DEFAULT_WIDTHS, load_widths
 from analysis.prereg.options import design_method, design_power
 from analysis.prereg.provenance import power_path
-from analysis.study.core import Study, git_commit
+from analysis.study.core import Study
 from analysis.study.power_decisions import decisions_power_stage
 from analysis.study.power_record import (
     POWER_FORMAT,
     _command,
     _record_in_lock,
+    declared_fit,
+    named_sizes,
     power_key,
     screen_training,
+    stage_inputs,
+    stage_record,
+    stage_spec,
 )
 from analysis.validation import ParameterError, check_int
 
@@ -122,11 +121,7 @@ def study_sizes(
         screened = screened_features(study, brackets, features)
     names, note = (None, None) if screened is None else screened
     sizes = sizes_from_design(study.paths.design, features=names, features_note=note)
-    # Named by the design's path inside the study root, not where this clone happens to
-    # be: the name is part of the stored power file's key and summary.
-    design, root = study.paths.design, study.paths.root
-    name = design.relative_to(root).as_posix() if design.is_relative_to(root) else design.name
-    return dataclasses.replace(sizes, name=name)
+    return named_sizes(sizes, study.paths.design, study.paths.root)
 
 
 def validation_sizes(design_path: str | os.PathLike, *, root: str | os.PathLike | None = None):
@@ -281,57 +276,20 @@ def power_stage(
         raise ParameterError(
             "power_assumptions", "a PowerAssumptions or None", type(assumptions).__name__
         )
-    fit = None
-    if declared["fit"] != "none":
-        # the design declares what the simulator is fitted to: its training heads or a
-        # pilot on another input seed ([power] pilot_design), calibrated to its M0 loss
-        from analysis.study.pilot import FitSource, fitted_assumptions, widths_digest
-
-        pilot = declared.get("pilot_design")
-        source = FitSource(
-            fit=declared["fit"],
-            pilot_design=(paths.root / pilot) if pilot else None,
-            pilot_input_seed=declared.get("pilot_input_seed"),
-            reference_only=False,
-        )
-        fit = fitted_assumptions(
-            design_path, sizes, assumptions, root=paths.root, source=source, progress=say
-        )
+    fit = declared_fit(paths, declared, sizes, assumptions, say)
+    if fit is not None:
         assumptions = fit.assumptions
         for note in fit.notes:
             say(note)
-    hyps = [h[0] for h in sizes.hypotheses]
     seed = int(study.design.data["inference"]["seed"])
-    inputs = {
-        "format": POWER_FORMAT,
-        "sizes": sizes.to_dict(),
-        "simulations": simulations,
-        "seed": seed,
-        "assumptions": assumptions.to_dict(),
-        "features": dict(sizes.features),
-        "strata": [list(s) for s in sizes.strata],
-        "widths_sha256": widths_digest(fit.widths) if fit else file_sha256(widths_file),
-        "hypotheses": hyps,
-        "mde_target": 0.8,
-        "mde_steps": 5,
-    }
-    if fit is not None:
-        inputs["fit"] = fit.record
+    inputs = stage_inputs(sizes, assumptions, fit, widths_file, simulations=simulations, seed=seed)
     key = power_key(inputs)
     stored = read_power_file(design_path)
     if stored is not None and stored.get("key") == key:
         say(f"power: inputs unchanged, {power_path(design_path).name} reused")
         return stored
     t0 = time.perf_counter()
-    spec = PowerSpec(
-        simulations=simulations,
-        sizes=sizes,
-        assumptions=assumptions,
-        random_state=seed,
-        hypotheses=hyps,
-        mde_target=inputs["mde_target"],
-        mde_steps=inputs["mde_steps"],
-    )
+    spec = stage_spec(sizes, assumptions, inputs)
     res = validate_comparison(
         fit.widths if fit else load_widths(widths_file),
         spec,
@@ -340,25 +298,14 @@ def power_stage(
         reference_m0_loss=fit.reference_m0_loss if fit else None,
         fit=fit.record if fit else None,
     )
-    record = {
-        "format": POWER_FILE_FORMAT,
-        "design": design_path.name,
-        "key": key,
-        "inputs": inputs,
-        "result": res.to_dict(),
-        "summary": res.summary(),
-        "provenance": {
-            "package_version": __version__,
-            "git_commit": git_commit(),
-            "computed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "computed_under_lock": study.lock.sha256,
-            "command": _command(study, simulations, assumptions),
-            "wall_seconds": round(time.perf_counter() - t0, 1),
-            "note": "the simulated error rates of the design's decision (attnrank "
-            "validate-comparison on the design's sizes); properties of the test under the "
-            "assumptions, not of the data",
-        },
+    provenance = {
+        "computed_under_lock": study.lock.sha256,
+        "command": _command(study, simulations, assumptions),
+        "note": "the simulated error rates of the design's decision (attnrank "
+        "validate-comparison on the design's sizes); properties of the test under the "
+        "assumptions, not of the data",
     }
+    record = stage_record(design_path, inputs, res.to_dict(), res.summary(), provenance, t0)
     write_power_file(design_path, record)
     _record_in_lock(study, record)
     say(res.summary())

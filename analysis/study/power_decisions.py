@@ -27,7 +27,6 @@ the SESOI (:func:`analysis.power.decisions.decision_powers`). What differs from 
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import json
 import time
 from collections.abc import Callable
@@ -35,14 +34,11 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
-from analysis import __version__
 from analysis.atomic import atomic_write
-from analysis.hashing import file_sha256
-from analysis.power.decisions import decision_powers
+from analysis.power.decisions import PLACEMENT_FACTOR, decision_powers
 from analysis.power.error_rates import validate_comparison
-from analysis.power.file import POWER_FILE_FORMAT, read_power_file, write_power_file
+from analysis.power.file import read_power_file, write_power_file
 from analysis.power.inputs import PowerAssumptions, StudySizes, sizes_from_design
-from analysis.power.spec import PowerSpec
 from analysis.power.tails import COVARIATE_SHIFT, DEFAULT_TAIL_DF, df_from_kurtosis
 from analysis.power.widths import DEFAULT_WIDTHS, load_widths
 from analysis.prereg.options import (
@@ -52,7 +48,15 @@ from analysis.prereg.options import (
     design_sesoi_shares,
 )
 from analysis.prereg.provenance import power_path
-from analysis.study.core import Study, git_commit
+from analysis.study.core import Study
+from analysis.study.power_record import (
+    declared_fit,
+    named_sizes,
+    power_key,
+    stage_inputs,
+    stage_record,
+    stage_spec,
+)
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
@@ -134,13 +138,7 @@ def design_pilot_sizes(
         design = load_design(design_path, require_held_out=False)
         names = block_facts(design, root=root)["features"]
     sizes = sizes_from_design(design_path, features=names, features_note=note)
-    design_path, root = Path(design_path).resolve(), Path(root).resolve()
-    name = (
-        design_path.relative_to(root).as_posix()
-        if design_path.is_relative_to(root)
-        else design_path.name
-    )
-    return dataclasses.replace(sizes, name=name)
+    return named_sizes(sizes, design_path, root)
 
 
 def resolved_sesoi(
@@ -374,8 +372,6 @@ def _decision_record(
     """Compute, reuse or refuse to recompute the record; write it where it belongs
     (``written``: ``"power"``, ``"exploratory"`` or absent)."""
     from analysis.study.core import stored_outcomes
-    from analysis.study.pilot import FitSource, fitted_assumptions, widths_digest
-    from analysis.study.power_record import POWER_FORMAT, power_key
 
     simulations = check_int("simulations", simulations, minimum=2)
     paths, data = target.paths, target.data
@@ -395,40 +391,18 @@ def _decision_record(
         )
     except ParameterError as exc:
         return {"skipped": f"the simulation cannot copy this design ({exc})"}
-    fit = None
-    if declared["fit"] != "none":
-        source = FitSource(
-            fit=declared["fit"],
-            pilot_design=pilot_path,
-            pilot_input_seed=declared.get("pilot_input_seed"),
-            reference_only=False,
-        )
-        fit = fitted_assumptions(
-            design_path, sizes, assumptions, root=paths.root, source=source, progress=say
-        )
+    fit = declared_fit(paths, declared, sizes, assumptions, say)
+    if fit is not None:
         assumptions = fit.assumptions
     pilot_loss = fit.reference_m0_loss if fit is not None and declared["fit"] == "pilot" else None
     sesoi, sesoi_record = resolved_sesoi(data, sizes.primary_metric, pilot_loss)
     scenarios = scenarios_for(fit.residual_kurtosis if fit is not None else None)
     seed = int(data["inference"]["seed"])
-    inputs = {
-        "format": POWER_FORMAT,
-        "method": 3,
-        "sizes": sizes.to_dict(),
-        "simulations": simulations,
-        "seed": seed,
-        "assumptions": assumptions.to_dict(),
-        "features": dict(sizes.features),
-        "strata": [list(s) for s in sizes.strata],
-        "widths_sha256": widths_digest(fit.widths) if fit else file_sha256(widths_file),
-        "hypotheses": [h[0] for h in sizes.hypotheses],
-        "mde_target": 0.8,
-        "mde_steps": 5,
-        "sesoi": sesoi_record,
-        "scenarios": scenarios,
-    }
-    if fit is not None:
-        inputs["fit"] = fit.record
+    extra = {"method": 3, "sesoi": sesoi_record, "scenarios": scenarios}
+    extra["placement_simulations"] = PLACEMENT_FACTOR * simulations
+    inputs = stage_inputs(
+        sizes, assumptions, fit, widths_file, simulations=simulations, seed=seed, extra=extra
+    )
     key = power_key(inputs)
     stored = read_power_file(design_path)
     if stored is not None and stored.get("key") == key:
@@ -445,13 +419,7 @@ def _decision_record(
         )
         return stored
     t0 = time.perf_counter()
-    spec = PowerSpec(
-        simulations=simulations,
-        sizes=sizes,
-        assumptions=assumptions,
-        random_state=seed,
-        hypotheses=inputs["hypotheses"],
-    )
+    spec = stage_spec(sizes, assumptions, inputs)
     widths = fit.widths if fit and fit.widths is not None else load_widths(widths_file)
     run = {"workers": workers, "executor": executor}
     ref = fit.reference_m0_loss if fit else None
@@ -459,24 +427,14 @@ def _decision_record(
     decisions = decision_powers(widths, spec, sesoi, scenarios=scenarios, **run)
     label = "" if outcomes is None else "EXPLORATORY (computed after the study's outcomes) "
     summary = "\n".join([label + res.summary(), "  method-3 decisions:", *_summary(decisions)])
-    record = {
-        "format": POWER_FILE_FORMAT,
-        "design": design_path.name,
-        "key": key,
-        "inputs": inputs,
-        "result": {**res.to_dict(), "method": 3, "decisions": decisions},
-        "summary": summary,
-        "provenance": {
-            "package_version": __version__,
-            "git_commit": git_commit(),
-            "computed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "computed_under_lock": target.lock_sha256,
-            "command": target.command,
-            "wall_seconds": round(time.perf_counter() - t0, 1),
-            "note": "the simulated power and sizes of the design's method-3 decisions, "
-            "fitted to the pilot before outcomes; properties of the test, not of the data",
-        },
+    provenance = {
+        "computed_under_lock": target.lock_sha256,
+        "command": target.command,
+        "note": "the simulated power and sizes of the design's method-3 decisions, "
+        "fitted to the pilot before outcomes; properties of the test, not of the data",
     }
+    result = {**res.to_dict(), "method": 3, "decisions": decisions}
+    record = stage_record(design_path, inputs, result, summary, provenance, t0)
     say(summary)
     if outcomes is not None:
         record["exploratory"] = True

@@ -11,9 +11,9 @@ import pytest
 
 from analysis.compare.decisions import DECISIONS
 from analysis.datasets import example_sizes, example_widths
-from analysis.power.decisions import _children, decided_study, decision_powers, held_out_losses
+from analysis.power.decisions import decided_study, decision_powers, held_out_losses
 from analysis.power.inputs import PowerAssumptions
-from analysis.power.simulate import simulate_study, simulated_comparison
+from analysis.power.simulate import simulate_study, simulated_comparison, study_seeds
 from analysis.power.spec import PowerSpec
 from analysis.power.tails import df_from_kurtosis, excess_kurtosis, unit_draws
 from analysis.power.widths import _width_model
@@ -81,7 +81,7 @@ def test_tost_p_values_come_from_the_comparison_replicates():
 
     sizes = _sizes()
     seed = np.random.SeedSequence(5).spawn(1)[0]
-    data_seed, boot_seed = _children(seed)
+    data_seed, boot_seed = study_seeds(seed)
     table = simulate_study(
         sizes, example_widths(), share=0.4, random_state=np.random.default_rng(data_seed)
     )

@@ -82,7 +82,9 @@ def test_method3_power_section_tables():
     extra = lines[len(method2) :]
     assert extra[0] == "#### Power of the method-3 decisions (simulated)"
     rows = [x for x in extra if x.startswith("| H1 |")]
-    assert len(rows) == 4  # two scenarios x (decisions table, sensitivity table)
+    # two scenarios x (decisions table, sensitivity table), then the placement table:
+    # two scenarios x five placed effects
+    assert len(rows) == 4 + 2 * len(DECISION_TARGETS)
     normal = [c.strip() for c in rows[0].strip("|").split("|")]
     assert normal[:4] == ["H1", "M0<M1", "0.002", "normal"]
     # power at +SESOI 14/20, TOST at 0 3/20... each with its Clopper-Pearson interval
