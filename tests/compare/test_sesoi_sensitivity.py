@@ -20,7 +20,7 @@ from analysis.compare.sesoi_sensitivity import (
 )
 from analysis.datasets import EXAMPLE_MODELS, example_comparison_table
 from analysis.validation import ParameterError
-from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
+from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table, null_table
 
 SESOI = {
     p: {"interval_sq_loss": 0.05, "interval_loglik": 0.05, "spearman_mid": 0.02}
@@ -122,27 +122,6 @@ def test_with_the_refit_bootstrap_as_confirmatory_the_margins_use_the_refits():
         np.testing.assert_allclose(twenty, np.round(twenty), atol=1e-9)
 
 
-def _null_table(seed: int = 1, n_heads: int = 200, cells: int = 10) -> pd.DataFrame:
-    """y = x + head effect + noise; rich__z carries nothing."""
-    rng = np.random.default_rng(seed)
-    head = np.repeat(np.arange(n_heads), cells)
-    x, z = rng.normal(size=head.size), rng.normal(size=head.size)
-    y = x + 0.5 * rng.normal(size=n_heads)[head] + rng.normal(size=head.size)
-    lo = np.floor(y)
-    held = np.isin(head, rng.choice(n_heads, n_heads * 3 // 10, replace=False))
-    return pd.DataFrame(
-        {
-            "cell_key": np.arange(head.size),
-            "cluster": head,
-            "held_out": held,
-            "y_lower": lo,
-            "y_upper": lo + 1.0,
-            "base__x": x,
-            "rich__z": z,
-        }
-    )
-
-
 def _null_fit(table: pd.DataFrame, sesoi: float, boot: str):
     spec = ComparisonSpec(
         models={"M0": ["base"], "M1": ["base", "rich"]},
@@ -160,7 +139,7 @@ def _null_fit(table: pd.DataFrame, sesoi: float, boot: str):
 
 @pytest.mark.parametrize("boot", ["cluster", "studentized"])
 def test_a_ci_within_twice_but_not_half_the_sesoi_is_equivalent_only_at_twice(boot):
-    table = _null_table()
+    table = null_table()
     row = _null_fit(table, 1.0, boot).to_frame().iloc[0]
     reach = max(abs(row["ci_low"]), abs(row["ci_high"]))
     sesoi = 0.75 * reach  # the CI lies within +-2 SESOI, not within +-SESOI / 2
