@@ -36,6 +36,7 @@ EXEMPT = {
 COVERED = (
     "analysis.brackets.engine",
     "analysis.compare.equivalence",
+    "analysis.compare.sesoi_sensitivity",
     "analysis.datasets._designs",
     "analysis.datasets._matrices",
     "analysis.datasets._results",

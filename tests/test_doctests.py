@@ -80,6 +80,7 @@ COVERED = (
     "analysis.compare.nested_checks",
     "analysis.compare.offsets",
     "analysis.compare.refit",
+    "analysis.compare.sesoi_sensitivity",
     "analysis.compare.spec",
     "analysis.datasets._designs",
     "analysis.datasets._matrices",

@@ -115,13 +115,10 @@ def flag_held_out(prep: PreparedCovariates, held: np.ndarray) -> dict[str, np.nd
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.compare.covariates import prepare_covariates
     >>> from analysis.compare.extrapolation import flag_held_out
-    >>> table = pd.DataFrame({"y_lower": 0.0, "y_upper": 1.0, "a__x": [1.0, 2, 3, 2, 9]})
-    >>> held = np.arange(5) >= 3
-    >>> flag_held_out(prepare_covariates(table, {"M": ["a"]}, ~held), held)["M"].tolist()
+    >>> from analysis.datasets import example_range_covariates
+    >>> prep, held = example_range_covariates()  # a__x: 1, 2, 3 trained; 2, 9 held out
+    >>> flag_held_out(prep, held)["M"].tolist()
     [[False], [True]]
     """
     held = np.asarray(held, dtype=bool)
@@ -151,13 +148,9 @@ def clip_held_out(prep: PreparedCovariates, held: np.ndarray) -> PreparedCovaria
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.compare.covariates import prepare_covariates
     >>> from analysis.compare.extrapolation import clip_held_out
-    >>> table = pd.DataFrame({"y_lower": 0.0, "y_upper": 1.0, "a__x": [1.0, 2, 3, 2, 9]})
-    >>> held = np.arange(5) >= 3
-    >>> prep = prepare_covariates(table, {"M": ["a"]}, ~held)
+    >>> from analysis.datasets import example_range_covariates
+    >>> prep, held = example_range_covariates()  # a__x: 1, 2, 3 trained; 2, 9 held out
     >>> clipped = clip_held_out(prep, held).matrices["M"][:, 0]
     >>> bool(clipped[4] == clipped[2]), bool(clipped[3] == prep.matrices["M"][3, 0])
     (True, True)
@@ -259,13 +252,9 @@ def check_ranges(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from analysis.compare.covariates import prepare_covariates
     >>> from analysis.compare.extrapolation import check_ranges
-    >>> table = pd.DataFrame({"y_lower": 0.0, "y_upper": 1.0, "a__x": [1.0, 2, 3, 2, 9]})
-    >>> held = np.arange(5) >= 3
-    >>> prep = prepare_covariates(table, {"M": ["a"]}, ~held)
+    >>> from analysis.datasets import example_range_covariates
+    >>> prep, held = example_range_covariates()  # a__x: 1, 2, 3 trained; 2, 9 held out
     >>> same, flags = check_ranges(prep, held, "none")
     >>> same is prep, flags["M"][:, 0].tolist()
     (True, [False, True])

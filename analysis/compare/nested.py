@@ -31,7 +31,6 @@ from analysis.compare.equivalence import (
     decide_equivalence,
     decide_method3,
     method_columns,
-    sesoi_p_values,
 )
 from analysis.compare.estimators import FittedModel, fit_estimator
 from analysis.compare.lrtests import pair_tests
@@ -40,6 +39,7 @@ from analysis.compare.multiplicity import holm
 from analysis.compare.nested_checks import (
     REQUIRED_COLUMNS,  # noqa: F401 (re-exported: analysis.compare.bycheckpoint)
     _check_columns,
+    _check_pairs,
     _check_table,
     check_nested,
 )
@@ -54,6 +54,7 @@ from analysis.compare.refit import (
     refit_confirmatory,
     refit_effects,
 )
+from analysis.compare.sesoi_sensitivity import sesoi_columns, sesoi_sensitivity
 from analysis.compare.spec import ComparisonSpec
 from analysis.validation import ParameterError, check_random_state
 
@@ -145,6 +146,9 @@ class ComparisonResult:
         bootstrap with the fits fixed; else empty.
     held_out : HeldOutScores or None
         What :meth:`extrapolation` reads: held-out flags, per-cell values, resamples.
+    sesoi_sensitivity : pandas.DataFrame or None
+        Method 3: the family's decisions at half, once and twice the SESOI
+        (:func:`~analysis.compare.sesoi_sensitivity.sesoi_sensitivity`); else None.
 
     Examples
     --------
@@ -183,6 +187,7 @@ class ComparisonResult:
         default_factory=lambda: pd.DataFrame(columns=list(SENSITIVITY_COLUMNS)), repr=False
     )
     held_out: _extrap.HeldOutScores | None = field(default=None, repr=False)
+    sesoi_sensitivity: pd.DataFrame | None = field(default=None, repr=False)
 
     estimator = property(lambda self: self.spec.estimator)
     primary_metric = property(lambda self: self.spec.primary_metric)
@@ -365,16 +370,7 @@ class NestedComparison:
         spec = self.spec
         _check_columns(table)
         rng = check_random_state(spec.random_state)
-        for name, pairs in (("family", spec.family), ("extra_pairs", spec.extra_pairs)):
-            for i, (b, r) in enumerate(pairs):
-                check_nested(
-                    list(table.columns),
-                    spec.models,
-                    b,
-                    r,
-                    name=f"{name}[{i}]",
-                    diagnostic_columns=spec.diagnostic_columns,
-                )
+        _check_pairs(table, spec)
         held, clusters, lower, upper = _check_table(table)
         used = list(dict.fromkeys(m for p in spec.pairs for m in p))
         prep = _prepare(table, spec, used, ~held, clusters)
@@ -415,6 +411,7 @@ class NestedComparison:
             **({"sensitivity": pd.concat(sens, ignore_index=True)} if sens else {}),
             spec=spec,
             held_out=_extrap.held_out_scores(table, held, out_of_range, prep, cell_vals, draws),
+            sesoi_sensitivity=sesoi_sensitivity(frame, spec),
         )
 
 
@@ -536,11 +533,11 @@ def _effect_rows(
                 d_h = np.bincount(draws.codes, weights=d, minlength=draws.n_units)
                 args = (d_h, draws.head_sizes, draws.counts, draws.per_cluster)
                 _, lo_ci, hi_ci, p = studentized_ci_and_p(*args, ci_level)
-                p_sesoi = sesoi_p_values(spec.method, sesoi, studentized=args)
+                p_sesoi = sesoi_columns(spec, sesoi, studentized=args)
             else:
                 eff_b = sign * (boot[(r, met)] - boot[(b, met)])
                 lo_ci, hi_ci, p = percentile_ci_and_p(eff_b, ci_level)
-                p_sesoi = sesoi_p_values(spec.method, sesoi, replicates=eff_b)
+                p_sesoi = sesoi_columns(spec, sesoi, replicates=eff_b)
             rows.append(
                 {
                     "pair": f"{b}<{r}",

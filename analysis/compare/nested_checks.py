@@ -53,6 +53,21 @@ def _check_table(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return held, clusters, lower, upper
 
 
+def _check_pairs(table: pd.DataFrame, spec) -> None:
+    """Every pair of ``spec.family`` and ``spec.extra_pairs`` nested in ``table``'s
+    columns (:func:`check_nested`, named ``family[i]`` or ``extra_pairs[i]``)."""
+    for name, pairs in (("family", spec.family), ("extra_pairs", spec.extra_pairs)):
+        for i, (b, r) in enumerate(pairs):
+            check_nested(
+                list(table.columns),
+                spec.models,
+                b,
+                r,
+                name=f"{name}[{i}]",
+                diagnostic_columns=spec.diagnostic_columns,
+            )
+
+
 def check_nested(
     columns: Sequence[str],
     models: Mapping[str, Sequence[str]],

@@ -20,6 +20,7 @@ import pandas as pd
 
 from analysis.compare.bootstrap import replicate_summary
 from analysis.compare.offsets import SENSITIVITY_COLUMNS, Refit
+from analysis.compare.sesoi_sensitivity import refit_sesoi_columns
 from analysis.compare.spec import ComparisonSpec
 from analysis.validation import ParameterError
 
@@ -177,8 +178,10 @@ def refit_confirmatory(
         A copy of ``frame`` whose ``ci_low``, ``ci_high``, ``p_value`` and equivalence
         p columns (every column of
         :func:`~analysis.compare.bootstrap.replicate_summary` the frame has, ``sesoi``
-        excepted) are the percentile ones of the refitted effects; the point effect and
-        values stay the comparison's own.
+        excepted) are the percentile ones of the refitted effects, and so are the
+        hidden p columns of the SESOI sensitivity the frame has
+        (:func:`~analysis.compare.sesoi_sensitivity.refit_sesoi_columns`); the point
+        effect and values stay the comparison's own.
 
     Examples
     --------
@@ -198,7 +201,9 @@ def refit_confirmatory(
     for i, r in enumerate(frame.itertuples(index=False)):
         key = (r.base_model, r.rich_model, r.metric)
         eff = effects.get(key, np.array([]))
-        summary = replicate_summary(eff, spec.sesoi_for(*key), spec.ci_level, method=spec.method)
+        sesoi = spec.sesoi_for(*key)
+        summary = replicate_summary(eff, sesoi, spec.ci_level, method=spec.method)
+        summary.update(refit_sesoi_columns(spec, sesoi, eff))  # method 3's, at SESOI x F
         for column, value in summary.items():
             if column in out.columns and column != "sesoi":
                 out.iloc[i, out.columns.get_loc(column)] = value

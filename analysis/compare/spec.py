@@ -158,7 +158,8 @@ class ComparisonSpec:
         ``method = 3``).
     sensitivities : bool, default True
         Compute the sensitivity rows that ``checkpoint_effects`` and
-        ``refit_replicates`` ask for (the refits themselves run with False).
+        ``refit_replicates`` ask for, and under method 3 the SESOI sensitivity
+        (:mod:`analysis.compare.sesoi_sensitivity`); the refits themselves run with False.
     extrapolation : {"none", "clip"}, default "none"
         ``"clip"`` clips each held-out covariate to its training range before prediction
         (:mod:`analysis.compare.extrapolation`, the design's ``inference.extrapolation``).

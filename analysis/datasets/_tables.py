@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.compare.covariates import PreparedCovariates, prepare_covariates
 from analysis.compare.nested import ComparisonResult, NestedComparison
 from analysis.compare.spec import ComparisonSpec
 
@@ -21,6 +22,7 @@ __all__ = [
     "example_covariate_table",
     "example_head_table",
     "example_intervals",
+    "example_range_covariates",
     "example_study_table",
 ]
 
@@ -254,3 +256,29 @@ def example_covariate_table() -> pd.DataFrame:
     )
     table["y_upper"] = table["y_lower"] + 1.0
     return table
+
+
+def example_range_covariates() -> tuple[PreparedCovariates, np.ndarray]:
+    """Five cells of one covariate, two held out, one of them outside the training range.
+
+    ``a__x`` is 1, 2, 3 on the training cells and 2, 9 on the held-out ones; model
+    ``"M"`` has the block ``a``. The fixture of :mod:`analysis.compare.extrapolation`.
+
+    Returns
+    -------
+    prep : PreparedCovariates
+        ``prepare_covariates`` of the table for ``{"M": ["a"]}``, learned on the training
+        cells (``a__x`` standardized with their mean and SD).
+    held : numpy.ndarray
+        ``[False, False, False, True, True]``.
+
+    Examples
+    --------
+    >>> from analysis.datasets import example_range_covariates
+    >>> prep, held = example_range_covariates()
+    >>> prep.columns["M"], held.tolist()
+    (('a__x',), [False, False, False, True, True])
+    """
+    table = pd.DataFrame({"y_lower": 0.0, "y_upper": 1.0, "a__x": [1.0, 2, 3, 2, 9]})
+    held = np.arange(5) >= 3
+    return prepare_covariates(table, {"M": ["a"]}, ~held), held

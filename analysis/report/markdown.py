@@ -29,9 +29,8 @@ from analysis.report.power_section import hypothesis_power, power_section, power
 from analysis.report.provenance import amendments_section, provenance_lines
 from analysis.report.results import StudyResults
 from analysis.report.secondary_sections import (
-    by_checkpoint_section,
-    by_length_section,
-    extrapolation_section,
+    effects_by_section,
+    method3_sections,
 )
 from analysis.report.tables import (
     Table,
@@ -439,12 +438,13 @@ def _comparisons_section(results: StudyResults, embeds: _Embeds) -> list[str]:
     L += embeds.figure("forest")
     primary = _stated(results.design.primary_metric)
     where = (results, embeds.tab, embeds.table_files, embeds.out_dir)
+    name = METRIC_NAMES.get(primary, primary)
     if results.by_checkpoint_asked:
-        L += by_checkpoint_section(*where, metric_name=METRIC_NAMES.get(primary, primary))
+        L += effects_by_section(*where, what="checkpoint", metric_name=name)
         L += embeds.figure("predicted_vs_bracket")
     if results.by_length_asked:
-        L += by_length_section(*where, metric_name=METRIC_NAMES.get(primary, primary))
-    L += extrapolation_section(*where)
+        L += effects_by_section(*where, what="length", metric_name=name)
+    L += method3_sections(*where)
     return L + power_section(results) + embeds.table("power")
 
 

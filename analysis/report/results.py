@@ -122,6 +122,11 @@ class StudyResults:
         ``analysis.compare.extrapolation.EXTRAPOLATION_COLUMNS``: per pair and mean
         metric, the effect on in-range and on extrapolated held-out cells and the trimmed
         mean of per-unit effects), stored for method-3 designs; None otherwise.
+    sesoi_sensitivity : pandas.DataFrame or None
+        Optional: ``ComparisonResult.sesoi_sensitivity`` (columns
+        ``analysis.compare.sesoi_sensitivity.SESOI_SENSITIVITY_COLUMNS``: the family's
+        method-3 decisions at half, once and twice the declared SESOI), stored for
+        method-3 designs; None otherwise.
 
     Examples
     --------
@@ -151,6 +156,7 @@ class StudyResults:
     held_out_predictions: pd.DataFrame | None = None
     by_length: pd.DataFrame | None = None
     extrapolation: pd.DataFrame | None = None
+    sesoi_sensitivity: pd.DataFrame | None = None
 
     @property
     def by_checkpoint_asked(self) -> bool:

@@ -26,7 +26,7 @@ from analysis.report.comparison_tables import (
 )
 from analysis.report.decisions import is_method3
 from analysis.report.results import StudyResults
-from analysis.report.secondary_sections import extrapolation_table
+from analysis.report.secondary_sections import method3_table
 from analysis.report.tables import (
     Table,
     check_results,
@@ -333,11 +333,22 @@ _OPTIONAL = (
     (
         "extrapolation",
         "Extrapolation: effects on in-range and extrapolated held-out cells (secondary)",
-        extrapolation_table,
+        lambda r: method3_table(r, "extrapolation"),
         "A held-out cell is extrapolated for a pair when a covariate of either model lies "
         "outside its training range; effect and 95% percentile CI over the comparison's "
         "resamples on each subset, and the 10% trimmed mean of per-unit effects. "
         "Unadjusted, no decision.",
+    ),
+    (
+        "sesoi_sensitivity",
+        "SESOI sensitivity: the family's decisions at half, once and twice the SESOI "
+        "(sensitivity, not confirmatory)",
+        lambda r: method3_table(r, "sesoi_sensitivity"),
+        "The confirmatory family's method-3 decisions recomputed with each declared SESOI "
+        "halved (sesoi_factor 0.5) and doubled (2): TOST and non-superiority p at that "
+        "margin on the same bootstrap replicates, Holm-adjusted over the family within "
+        "each metric; CI and superiority p_holm as confirmatory. Factor 1 repeats the "
+        "confirmatory decisions; the other rows decide nothing.",
     ),
     (
         "power",

@@ -500,6 +500,7 @@ def compare_stage(
         and bool(record.get("by_checkpoint", False)) == design.by_checkpoint
         and bool(record.get("by_length", False)) == design.by_length
         and bool(record.get("extrapolation", False)) == _reports_extrapolation(design)
+        and bool(record.get("sesoi_sensitivity", False)) == (design.method == 3)
         and all((paths.results / f).is_file() for f in record.get("files", []))
     ):
         say("compare: inputs unchanged, stored results reused")
@@ -545,6 +546,9 @@ def compare_stage(
             ("extrapolation.csv", extrap.to_frame()),
             ("extrapolation_cells.csv", extrap.cells),
         ]
+    sens = res.sesoi_sensitivity  # method 3 only: method-2 studies' files as before
+    if sens is not None:
+        outputs.append(("sesoi_sensitivity.csv", sens))
     files = []
     for name, frame in outputs:
         write_frame(paths.results / name, frame)
@@ -573,6 +577,7 @@ def compare_stage(
         "summary": res.summary(),
         "by_checkpoint": by_ck is not None,
         "by_length": by_len is not None,
+        **({"sesoi_sensitivity": True} if sens is not None else {}),
     }
     if by_ck is not None:
         record["by_checkpoint_summary"] = by_ck.summary()

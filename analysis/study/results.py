@@ -500,6 +500,7 @@ def study_results(
         held_out_predictions=frame("held_out_predictions.csv"),
         by_length=frame("by_length.csv"),
         extrapolation=frame("extrapolation.csv"),
+        sesoi_sensitivity=frame("sesoi_sensitivity.csv"),
     )
 
 

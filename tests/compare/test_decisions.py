@@ -29,7 +29,7 @@ from analysis.compare.equivalence import (
 from analysis.compare.estimators import fit_ols
 from analysis.compare.lrtests import WALD_TEST, cluster_wald_tests, lr_tests
 from analysis.validation import ParameterError
-from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table
+from tests.fixtures.compare_tables import COVARIATES, FAMILY, MODELS, make_table, null_table
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 #: ``to_frame()`` and ``lr_tests`` of the comparison below, written by the code of commit
@@ -244,30 +244,9 @@ def test_a_block_that_harms_is_harms_not_equivalent(bootstrap):
     assert new["non_superiority_p_holm"] == old["equivalence_p_holm"]
 
 
-def _null_table(seed: int = 1, n_heads: int = 200, cells: int = 10) -> pd.DataFrame:
-    """y = x + head effect + noise; rich__q carries nothing."""
-    rng = np.random.default_rng(seed)
-    head = np.repeat(np.arange(n_heads), cells)
-    x, q = rng.normal(size=head.size), rng.normal(size=head.size)
-    y = x + 0.5 * rng.normal(size=n_heads)[head] + rng.normal(size=head.size)
-    held = np.isin(head, rng.choice(n_heads, n_heads * 3 // 10, replace=False))
-    lo = np.floor(y)
-    return pd.DataFrame(
-        {
-            "cell_key": np.arange(head.size),
-            "cluster": head,
-            "held_out": held,
-            "y_lower": lo,
-            "y_upper": lo + 1.0,
-            "base__x": x,
-            "rich__z": q,
-        }
-    )
-
-
 @pytest.mark.parametrize("bootstrap", ["cluster", "studentized"])
 def test_a_ci_within_the_sesoi_with_both_halves_significant_is_equivalent(bootstrap):
-    row = _fit(_null_table(), 0.05, bootstrap=bootstrap, method=3).iloc[0]
+    row = _fit(null_table(), 0.05, bootstrap=bootstrap, method=3).iloc[0]
     assert -0.05 < row["ci_low"] and row["ci_high"] < 0.05
     assert row["equivalence_p_holm"] < 0.05 and row["non_superiority_p_holm"] < 0.05
     assert row["equivalence_p"] >= row["non_superiority_p"]  # the max of the two halves
@@ -275,7 +254,7 @@ def test_a_ci_within_the_sesoi_with_both_halves_significant_is_equivalent(bootst
 
 
 def test_method3_columns_and_the_failed_fit():
-    frame = _fit(_null_table(n_heads=40), 0.05, method=3)
+    frame = _fit(null_table(n_heads=40), 0.05, method=3)
     assert list(frame.columns) == [*RESULT_COLUMNS, "non_superiority_p", "non_superiority_p_holm"]
     assert set(frame["decision"]) <= set(DECISIONS)
     row = pd.DataFrame(
