@@ -369,6 +369,32 @@ def _check_sampling(data: Mapping[str, Any]) -> None:
     _int_at_least("sampling.inputs.seed", _need(inputs, "seed", "sampling.inputs."), 0)
     if inputs.get("images", "whole") not in ("whole", "crops"):
         raise ParameterError("sampling.inputs.images", "whole or crops", inputs.get("images"))
+    _check_text_inputs(inputs)
+
+
+#: Text corpora a design may name (analysis.sources.corpora.TEXT_CORPORA; prereg imports no
+#: source module, tests/sources/test_corpora.py checks the two lists agree).
+TEXT_CORPORA = ("pydoc_data.topics", "packaged-text-v1", "packaged-text-multilingual-v1")
+#: ``[sampling.inputs] windows``: how a seed's inputs at different lengths relate.
+WINDOWS = ("shared", "one document per (input, length)")
+
+
+def _check_text_inputs(inputs: Mapping[str, Any]) -> None:
+    """``[sampling.inputs] text_corpus`` and ``windows`` (both optional; defaults are the
+    locked studies' ``pydoc_data.topics`` and ``shared``)."""
+    corpus = inputs.get("text_corpus", TEXT_CORPORA[0])
+    if corpus not in TEXT_CORPORA:
+        raise ParameterError("sampling.inputs.text_corpus", " or ".join(TEXT_CORPORA), corpus)
+    windows = inputs.get("windows", WINDOWS[0])
+    if windows not in WINDOWS:
+        raise ParameterError("sampling.inputs.windows", " or ".join(map(repr, WINDOWS)), windows)
+    if windows != WINDOWS[0] and corpus == TEXT_CORPORA[0]:
+        raise ParameterError(
+            "sampling.inputs.windows",
+            "'shared' with text_corpus = pydoc_data.topics (it picks the first topic long "
+            "enough, so distinct seeds may read one topic); name a packaged text_corpus",
+            windows,
+        )
 
 
 def _check_source(i: int, src: Any, sampling: Mapping[str, Any]) -> bool:

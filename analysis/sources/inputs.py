@@ -171,28 +171,46 @@ def corpus_text(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
 
     seed = check_int("seed", seed, minimum=0)
     L = _check_length(checkpoint, length)
-    names = sorted(topics)
-    order = np.random.default_rng(seed).permutation(len(names))
     tok = checkpoint.tokenizer
     if tok is None:
         raise ParameterError(
             "checkpoint", "a text checkpoint with a tokenizer", checkpoint.checkpoint_id
         )
+    name = corpus_topic(tok, seed, L)
+    return text_input(
+        checkpoint,
+        topics[name],
+        L,
+        input_id=f"corpus:pydoc_data.topics/{name}",
+        meta={"corpus": "pydoc_data.topics", "topic": name, "corpus_seed": seed},
+    )
+
+
+def corpus_topic(tokenizer: Any, seed: int, length: int) -> str:
+    """The :mod:`pydoc_data.topics` topic :func:`corpus_text` reads for ``seed`` and L.
+
+    Needs only the tokenizer (``attnrank inputs list`` reports picks without a model).
+
+    Examples
+    --------
+    >>> from analysis.sources.corpora.tokenizers import text_tokenizer
+    >>> from analysis.sources.inputs import corpus_topic
+    >>> corpus_topic(text_tokenizer("minilm"), 0, 8)
+    'numbers'
+    """
+    from pydoc_data.topics import topics
+
+    names = sorted(topics)
+    order = np.random.default_rng(seed).permutation(len(names))
     longest = 0
     for i in order:
         name = names[int(i)]
-        n = len(tok(topics[name], truncation=True, max_length=L)["input_ids"])
-        if n < L:
+        n = len(tokenizer(topics[name], truncation=True, max_length=length)["input_ids"])
+        if n < length:
             longest = max(longest, n)
             continue
-        return text_input(
-            checkpoint,
-            topics[name],
-            L,
-            input_id=f"corpus:pydoc_data.topics/{name}",
-            meta={"corpus": "pydoc_data.topics", "topic": name, "corpus_seed": seed},
-        )
-    raise ParameterError("length", f"at most {longest} (the longest corpus text)", L)
+        return name
+    raise ParameterError("length", f"at most {longest} (the longest corpus text)", length)
 
 
 # --------------------------------------------------------------------------------------

@@ -23,6 +23,13 @@ __all__ = [
 ]
 
 SYNTHETIC_FAMILIES = ("spherical", "ball")
+#: The text corpus of every locked study (:func:`analysis.sources.corpus_text`).
+DEFAULT_TEXT_CORPUS = "pydoc_data.topics"
+#: ``[sampling.inputs] windows`` value that gives each (input, length) its own seed.
+OWN_DOCUMENT = "one document per (input, length)"
+#: Documents every packaged text corpus holds at least (tests/sources/test_corpora.py): the
+#: most distinct inputs per checkpoint one design may ask of it.
+MIN_CORPUS_DOCUMENTS = 300
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +51,14 @@ class ExtractionTask:
     corpus_seed: int
     heads: tuple[tuple[int, int], ...]  # (layer, head) pairs the design names
     image_crop: bool = False  # [sampling.inputs] images = "crops": a seeded crop of an image
+    # [sampling.inputs] text_corpus: a text model's corpus (analysis.sources.corpora)
+    text_corpus: str = DEFAULT_TEXT_CORPUS
 
     @property
     def label(self) -> str:
         crop = "|crop" if self.image_crop else ""
-        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}{crop}"
+        text = "" if self.text_corpus == DEFAULT_TEXT_CORPUS else f"|text={self.text_corpus}"
+        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}{crop}{text}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +141,12 @@ def plan_study(design: Any) -> StudyPlan:
     every (checkpoint, length); a source's own ``lengths`` overrides ``sampling.lengths``;
     ``images = "crops"`` makes an image model's input a seeded crop of the sample image
     (:func:`analysis.sources.corpus_image`), ``"whole"`` (the default) the whole image.
+    ``text_corpus`` names a text model's corpus (default ``pydoc_data.topics``, the locked
+    studies'; ``packaged-text-v1``: :mod:`analysis.sources.corpora`). ``windows = "one
+    document per (input, length)"`` gives the j-th length of a source seeds
+    s + j k .. s + j k + k - 1 (every modality), so no seed is read at two lengths and, in a
+    packaged corpus (document ``seed mod n``), no input is a prefix of another; the
+    default ``"shared"`` reads seeds s .. s+k-1 at every length.
 
     Examples
     --------
@@ -177,6 +193,8 @@ def plan_study(design: Any) -> StudyPlan:
     images = inputs.get("images", "whole")
     if images not in ("whole", "crops"):
         raise ParameterError("sampling.inputs.images", "whole or crops", images)
+    text_corpus = inputs.get("text_corpus", DEFAULT_TEXT_CORPUS)
+    own = inputs.get("windows", "shared") == OWN_DOCUMENT
     heads_of: dict[str, list[tuple[int, int]]] = {}
     for head_id in population(data):
         ck, layer, head = head_id.rsplit(":", 2)
@@ -189,8 +207,16 @@ def plan_study(design: Any) -> StudyPlan:
                 raise ParameterError(
                     f"sampling.sources[{i}].lengths", "lengths here or in [sampling]", None
                 )
-            for L in _as_list(lengths):
-                for s in range(seed0, seed0 + per_length):
+            if own and len(_as_list(lengths)) * per_length > MIN_CORPUS_DOCUMENTS:
+                raise ParameterError(
+                    "sampling.inputs.per_length",
+                    f"at most {MIN_CORPUS_DOCUMENTS} inputs per checkpoint under windows = "
+                    f"{OWN_DOCUMENT!r} (per_length x lengths)",
+                    per_length,
+                )
+            for j, L in enumerate(_as_list(lengths)):
+                start = seed0 + j * per_length if own else seed0
+                for s in range(start, start + per_length):
                     extractions.append(
                         ExtractionTask(
                             src["checkpoint"],
@@ -198,6 +224,7 @@ def plan_study(design: Any) -> StudyPlan:
                             s,
                             tuple(heads_of[src["checkpoint"]]),
                             image_crop=images == "crops",
+                            text_corpus=text_corpus,
                         )
                     )
         else:
