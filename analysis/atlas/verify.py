@@ -82,8 +82,17 @@ def _extract(
         pairs = sorted({(int(r.layer), int(r.head)) for r in group.itertuples()})
         # a design with [sampling.inputs] images = "crops" names the crop box in the input
         # id; without the flag the seed would re-draw a whole image, not the row's crop
-        crop = bool(group["input_id"].astype(str).str.contains("#crop=", regex=False).any())
-        task = ExtractionTask(str(ck), int(length), int(seed), tuple(pairs), image_crop=crop)
+        ids = group["input_id"].astype(str)
+        crop = bool(ids.str.contains("#crop=", regex=False).any())
+        # a design with [inputs] images / speech names its corpus in the input id too
+        corpora = {}
+        if ids.str.startswith("corpus:packaged-images-v1/").any():
+            corpora["image_corpus"] = "packaged-images-v1"
+        if ids.str.startswith("audio:kokoro-ja-v1/").any():
+            corpora["speech_corpus"] = "kokoro-ja-v1"
+        task = ExtractionTask(
+            str(ck), int(length), int(seed), tuple(pairs), image_crop=crop, **corpora
+        )
         threads = group["extract_threads"].dropna()
         n = int(threads.iloc[0]) if len(threads) else 1
         with fixed_torch_threads(n):

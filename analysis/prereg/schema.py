@@ -52,6 +52,12 @@ KNOWN_METRICS: tuple[str, ...] = ("interval_sq_loss", "interval_loglik", "spearm
 #: ``inference.bootstrap``: ``"cluster"`` = the percentile cluster bootstrap over held-out
 #: heads; ``"studentized"`` = its bootstrap-t (``analysis.compare.BOOTSTRAPS``).
 BOOTSTRAP_METHODS: tuple[str, ...] = ("cluster", "studentized")
+#: ``[inputs] images`` / ``[inputs] speech``: the corpora a design's seeds may draw from,
+#: the first the default (as the keys of ``analysis.sources.corpora.images.IMAGE_CORPORA``
+#: and ``...speech.SPEECH_CORPORA``; repeated so that validating a design imports no
+#: source code). Every locked design reads the defaults.
+IMAGE_CORPORA: tuple[str, ...] = ("sklearn-sample-images", "packaged-images-v1")
+SPEECH_CORPORA: tuple[str, ...] = ("generated", "kokoro-ja-v1")
 _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 #: The accepted cross-fitted ``[descriptors] calibration``, with K the number of folds.
 CROSS_FITTED_CALIBRATION = "cross-fitted by head, K folds"
@@ -369,6 +375,12 @@ def _check_sampling(data: Mapping[str, Any]) -> None:
     _int_at_least("sampling.inputs.seed", _need(inputs, "seed", "sampling.inputs."), 0)
     if inputs.get("images", "whole") not in ("whole", "crops"):
         raise ParameterError("sampling.inputs.images", "whole or crops", inputs.get("images"))
+    corpora = data.get("inputs", {})
+    if not isinstance(corpora, Mapping):
+        raise ParameterError("inputs", "a table", corpora)
+    for key, allowed in (("images", IMAGE_CORPORA), ("speech", SPEECH_CORPORA)):
+        if key in corpora and corpora[key] not in allowed:
+            raise ParameterError(f"inputs.{key}", " or ".join(allowed), corpora[key])
 
 
 def _check_source(i: int, src: Any, sampling: Mapping[str, Any]) -> bool:

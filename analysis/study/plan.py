@@ -44,11 +44,18 @@ class ExtractionTask:
     corpus_seed: int
     heads: tuple[tuple[int, int], ...]  # (layer, head) pairs the design names
     image_crop: bool = False  # [sampling.inputs] images = "crops": a seeded crop of an image
+    image_corpus: str = "sklearn-sample-images"  # [inputs] images
+    speech_corpus: str = "generated"  # [inputs] speech
 
     @property
     def label(self) -> str:
         crop = "|crop" if self.image_crop else ""
-        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}{crop}"
+        corpora = ""  # only a design that names another corpus changes its labels
+        if self.image_corpus != "sklearn-sample-images":
+            corpora += f"|images={self.image_corpus}"
+        if self.speech_corpus != "generated":
+            corpora += f"|speech={self.speech_corpus}"
+        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}{crop}{corpora}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +138,9 @@ def plan_study(design: Any) -> StudyPlan:
     every (checkpoint, length); a source's own ``lengths`` overrides ``sampling.lengths``;
     ``images = "crops"`` makes an image model's input a seeded crop of the sample image
     (:func:`analysis.sources.corpus_image`), ``"whole"`` (the default) the whole image.
+    The top-level ``[inputs]`` table names the corpora the seeds draw from: ``images``
+    (``"sklearn-sample-images"``, the default, or ``"packaged-images-v1"``) and ``speech``
+    (``"generated"``, the default, or ``"kokoro-ja-v1"``); docs/sources.md, "Input corpora".
 
     Examples
     --------
@@ -165,7 +175,7 @@ def plan_study(design: Any) -> StudyPlan:
     32
     """
     from analysis.prereg.descriptor_versions import design_block_versions
-    from analysis.prereg.schema import population
+    from analysis.prereg.schema import IMAGE_CORPORA, SPEECH_CORPORA, population
 
     data = design.data
     sampling = data["sampling"]
@@ -177,6 +187,13 @@ def plan_study(design: Any) -> StudyPlan:
     images = inputs.get("images", "whole")
     if images not in ("whole", "crops"):
         raise ParameterError("sampling.inputs.images", "whole or crops", images)
+    corpora = data.get("inputs", {})
+    image_corpus = corpora.get("images", IMAGE_CORPORA[0])
+    speech_corpus = corpora.get("speech", SPEECH_CORPORA[0])
+    if image_corpus not in IMAGE_CORPORA:
+        raise ParameterError("inputs.images", " or ".join(IMAGE_CORPORA), image_corpus)
+    if speech_corpus not in SPEECH_CORPORA:
+        raise ParameterError("inputs.speech", " or ".join(SPEECH_CORPORA), speech_corpus)
     heads_of: dict[str, list[tuple[int, int]]] = {}
     for head_id in population(data):
         ck, layer, head = head_id.rsplit(":", 2)
@@ -198,6 +215,8 @@ def plan_study(design: Any) -> StudyPlan:
                             s,
                             tuple(heads_of[src["checkpoint"]]),
                             image_crop=images == "crops",
+                            image_corpus=image_corpus,
+                            speech_corpus=speech_corpus,
                         )
                     )
         else:

@@ -136,9 +136,15 @@ def extract_input(model: Any, task: ExtractionTask, *, stand_in: bool = False) -
 
     ck = task.checkpoint
     if audio.is_audio(model):  # a speech encoder: the seed's generated clip
-        mi = audio.corpus_audio(model, task.corpus_seed, task.length)
+        mi = audio.corpus_audio(model, task.corpus_seed, task.length, corpus=task.speech_corpus)
     elif model.is_vision:
-        mi = inputs.corpus_image(model, task.corpus_seed, task.length, crop=task.image_crop)
+        mi = inputs.corpus_image(
+            model,
+            task.corpus_seed,
+            task.length,
+            crop=task.image_crop,
+            corpus=task.image_corpus,
+        )
     else:
         mi = inputs.corpus_text(model, task.corpus_seed, task.length)
     ex = extract_from_model(model, mi)
