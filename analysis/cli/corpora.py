@@ -1,9 +1,9 @@
 """``attnrank inputs list | show``: what a design's input seeds pick, before any matrix.
 
 ``list DESIGN`` prints every planned input (checkpoint, length, seed, input id, source,
-licence, characters and tokens; tokenizers only, no weights); ``list --corpus NAME`` every
-document of a packaged text corpus in seed order with its summary; ``show ID`` one
-document and its text.
+licence; tokens of a text, pixels of an image, seconds of a clip; tokenizers only, no
+weights); ``list --corpus NAME`` every item of a packaged corpus (text, images, speech)
+in seed order with its summary; ``show ID`` one text document and its text.
 """
 
 from __future__ import annotations
@@ -14,7 +14,15 @@ from typing import Any
 
 __all__ = ["register"]
 
-_COLUMNS = ("checkpoint", "length", "seed", "input_id", "genre", "licence", "tokens")
+#: Packaged corpora ``list --corpus`` prints (analysis.prereg.corpora).
+CORPORA = (
+    "packaged-text-v1",
+    "packaged-text-multilingual-v1",
+    "packaged-images-v1",
+    "kokoro-ja-v1",
+)
+
+_COLUMNS = ("checkpoint", "length", "seed", "input_id", "genre", "licence", "tokens", "size")
 
 
 def _cell(value: Any) -> str:
@@ -38,7 +46,8 @@ def _run_list(args: argparse.Namespace) -> int:
             print(json.dumps({"summary": summary, "documents": rows}, indent=1))
             return 0
         print(json.dumps(summary, indent=1))
-        _print_rows(rows, ("seed", "input_id", "genre", "licence", "characters"))
+        size = "seconds" if rows and "seconds" in rows[0] else "characters"
+        _print_rows(rows, ("seed", "input_id", "genre", "licence", size))
         return 0
     from analysis.prereg.design import load_design
 
@@ -49,9 +58,13 @@ def _run_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     _print_rows(rows, _COLUMNS)
-    text = [r for r in rows if r.get("modality") == "text" and r.get("input_id")]
-    distinct = len({r["input_id"] for r in text})
-    print(f"{len(rows)} inputs; text: {len(text)} resolved, {distinct} distinct input ids")
+    counts = []
+    for kind in ("text", "image", "speech"):
+        mine = [r for r in rows if r.get("modality") == kind and r.get("input_id")]
+        if mine:
+            distinct = len({r["input_id"] for r in mine})
+            counts.append(f"{kind}: {len(mine)} resolved, {distinct} distinct input ids")
+    print(f"{len(rows)} inputs; " + "; ".join(counts))
     problems = [r for r in rows if r.get("problem")]
     for r in problems:
         print(f"problem: {r['label']}: {r['problem']}")
@@ -81,8 +94,8 @@ def register(subparsers: Any) -> None:
         "before anything is computed",
         description="`inputs list DESIGN` resolves every planned input of a design without a "
         "forward pass (tokenizers only), so a design can be checked before its lock; "
-        "`inputs list --corpus NAME` lists a packaged text corpus; `inputs show ID` prints "
-        "one document. docs/sources.md, 'Text corpora'.",
+        "`inputs list --corpus NAME` lists a packaged corpus; `inputs show ID` prints "
+        "one document. docs/sources.md, 'Input corpora'.",
     )
     sub = g.add_subparsers(dest="inputs_command", metavar="ACTION")
     sub.required = True
@@ -90,14 +103,14 @@ def register(subparsers: Any) -> None:
         "list",
         help="the inputs a design's seeds pick, or a corpus's documents",
         description="One line per planned input: checkpoint, length, seed, input id, genre, "
-        "licence, tokens. Exit 1 when a document is shorter than its length.",
+        "licence, tokens, size (pixels, seconds). Exit 1 when a document is shorter than its length.",
     )
     which = lst.add_mutually_exclusive_group(required=True)
     which.add_argument("design", nargs="?", metavar="DESIGN.toml", help="a design file")
     which.add_argument(
         "--corpus",
-        choices=("packaged-text-v1", "packaged-text-multilingual-v1"),
-        help="list a packaged text corpus instead (seed i reads row i mod n)",
+        choices=CORPORA,
+        help="list a packaged corpus instead (seed i reads row i mod n)",
     )
     lst.add_argument(
         "--no-tokens",

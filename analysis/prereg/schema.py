@@ -18,6 +18,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from analysis.prereg.corpora import (  # noqa: F401 - re-exported: the design's corpus names
+    IMAGE_CORPORA,
+    SPEECH_CORPORA,
+    TEXT_CORPORA,
+    WINDOWS,
+    check_windows,
+)
 from analysis.prereg.descriptor_versions import design_block_versions
 from analysis.prereg.engine_pin import check_design_engine
 from analysis.prereg.held_out import held_out_rule
@@ -369,31 +376,13 @@ def _check_sampling(data: Mapping[str, Any]) -> None:
     _int_at_least("sampling.inputs.seed", _need(inputs, "seed", "sampling.inputs."), 0)
     if inputs.get("images", "whole") not in ("whole", "crops"):
         raise ParameterError("sampling.inputs.images", "whole or crops", inputs.get("images"))
-    _check_text_inputs(inputs)
-
-
-#: Text corpora a design may name (analysis.sources.corpora.TEXT_CORPORA; prereg imports no
-#: source module, tests/sources/test_corpora.py checks the two lists agree).
-TEXT_CORPORA = ("pydoc_data.topics", "packaged-text-v1", "packaged-text-multilingual-v1")
-#: ``[sampling.inputs] windows``: how a seed's inputs at different lengths relate.
-WINDOWS = ("shared", "one document per (input, length)")
-
-
-def _check_text_inputs(inputs: Mapping[str, Any]) -> None:
-    """``[sampling.inputs] text_corpus`` and ``windows`` (both optional; defaults are the
-    locked studies' ``pydoc_data.topics`` and ``shared``)."""
-    corpus = inputs.get("text_corpus", TEXT_CORPORA[0])
-    if corpus not in TEXT_CORPORA:
-        raise ParameterError("sampling.inputs.text_corpus", " or ".join(TEXT_CORPORA), corpus)
-    windows = inputs.get("windows", WINDOWS[0])
-    if windows not in WINDOWS:
-        raise ParameterError("sampling.inputs.windows", " or ".join(map(repr, WINDOWS)), windows)
-    if windows != WINDOWS[0] and corpus == TEXT_CORPORA[0]:
+    check_windows(inputs, sources, sampling.get("lengths"))  # validates the corpus keys too
+    if "inputs" in data:  # a draft's top-level table: the keys live in [sampling.inputs]
         raise ParameterError(
-            "sampling.inputs.windows",
-            "'shared' with text_corpus = pydoc_data.topics (it picks the first topic long "
-            "enough, so distinct seeds may read one topic); name a packaged text_corpus",
-            windows,
+            "inputs",
+            "no top-level [inputs] table: name corpora in [sampling.inputs] as text_corpus, "
+            "image_corpus, speech_corpus",
+            data["inputs"],
         )
 
 

@@ -135,10 +135,16 @@ def extract_input(model: Any, task: ExtractionTask, *, stand_in: bool = False) -
     from analysis.sources.checkpoints import extract_from_model
 
     ck = task.checkpoint
-    if audio.is_audio(model):  # a speech encoder: the seed's generated clip
-        mi = audio.corpus_audio(model, task.corpus_seed, task.length)
+    if audio.is_audio(model):  # a speech encoder: the seed's clip of its speech corpus
+        mi = audio.corpus_audio(model, task.corpus_seed, task.length, corpus=task.speech_corpus)
     elif model.is_vision:
-        mi = inputs.corpus_image(model, task.corpus_seed, task.length, crop=task.image_crop)
+        mi = inputs.corpus_image(
+            model,
+            task.corpus_seed,
+            task.length,
+            crop=task.image_crop,
+            corpus=task.image_corpus,
+        )
     elif task.text_corpus != DEFAULT_TEXT_CORPUS:  # a packaged corpus: document seed mod n
         from analysis.sources.corpora import packaged_text
 

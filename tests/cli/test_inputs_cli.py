@@ -39,6 +39,31 @@ def test_list_prints_distinct_documents_with_licences(tmp_path, capsys):
     assert all(r["licence"] and r["source"] and r["characters"] >= 1800 for r in text)
 
 
+def test_list_prints_the_images_and_clips_of_named_corpora(tmp_path, capsys):
+    path = _design(tmp_path)
+    text = path.read_text(encoding="utf-8").replace(
+        'text_corpus = "packaged-text-v1"\n',
+        'text_corpus = "packaged-text-v1"\nimage_corpus = "packaged-images-v1"\n'
+        'speech_corpus = "kokoro-ja-v1"\n',
+    )
+    path.write_text(text, encoding="utf-8")
+    assert main(["inputs", "list", str(path), "--no-tokens", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    for kind, prefix in (
+        ("image", "corpus:packaged-images-v1/"),
+        ("speech", "audio:kokoro-ja-v1/"),
+    ):
+        mine = [r for r in rows if r["modality"] == kind]
+        assert mine and all(r["input_id"].startswith(prefix) for r in mine)
+        assert all(r["licence"] and r["source"] and r["size"] for r in mine)
+        for ck in {r["checkpoint"] for r in mine}:
+            assert len({r["input_id"] for r in mine if r["checkpoint"] == ck}) == 9
+    crops = [r for r in rows if r["modality"] == "image"]
+    assert all("#crop=" in r["input_id"] and r["size"].endswith(" px") for r in crops)
+    assert main(["inputs", "list", "--corpus", "packaged-images-v1"]) == 0
+    assert "corpus:packaged-images-v1/" in capsys.readouterr().out
+
+
 def test_list_counts_tokens_and_show_prints_the_document(tmp_path, capsys):
     path = _design(tmp_path)
     text = path.read_text(encoding="utf-8")

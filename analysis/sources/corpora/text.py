@@ -56,6 +56,7 @@ from typing import Any
 
 from analysis.sources.corpora import text_sources as src
 from analysis.sources.corpora.dedup import near_duplicates
+from analysis.sources.corpora.order import spread_order
 from analysis.sources.corpora.text_sources import Document
 from analysis.validation import ParameterError, check_int
 
@@ -155,17 +156,7 @@ class TextCorpus:
 
 def _order(name: str, docs: list[Document]) -> list[Document]:
     """Within a genre by SHA-256 of ``"<corpus>|<key>"``; genres spread evenly."""
-    by_genre: dict[str, list[Document]] = {}
-    for d in docs:
-        by_genre.setdefault(d.genre, []).append(d)
-    placed = []
-    for g_index, genre in enumerate(sorted(by_genre)):
-        ranked = sorted(
-            by_genre[genre], key=lambda d: hashlib.sha256(f"{name}|{d.key}".encode()).hexdigest()
-        )
-        n = len(ranked)
-        placed.extend(((i + 0.5) / n, g_index, d.key, d) for i, d in enumerate(ranked))
-    return [d for *_, d in sorted(placed, key=lambda t: t[:3])]
+    return spread_order(name, docs, key=lambda d: d.key, group=lambda d: d.genre)
 
 
 def _cap_api(name: str, docs: list[Document]) -> list[Document]:
