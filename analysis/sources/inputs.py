@@ -373,11 +373,11 @@ def corpus_image(
 
     With ``corpus = "sklearn-sample-images"`` (the default, and every locked design's
     input) the image is one of scikit-learn's two sample images, as below. With
-    ``corpus = "packaged-images-v1"`` it is one of the 33 natural images of
+    ``corpus = "packaged-images-v1"`` it is one of the 39 natural images of
     :data:`analysis.sources.corpora.images.PACKAGED_IMAGES_V1` (each hash-checked): image
-    ``seed mod 33`` of the corpus's fixed order
+    ``seed mod 39`` of the corpus's fixed order
     (:func:`analysis.sources.corpora.images.image_for_seed`), so distinct seeds within any
-    33 consecutive ones read distinct images; the input id is
+    39 consecutive ones read distinct images; the input id is
     ``"corpus:packaged-images-v1/<image id>"`` and ``meta["provenance"]`` holds the
     image's package, file, hash, source and licence. ``crop`` works the same on either
     (:func:`pick_image` makes the pick without a model).

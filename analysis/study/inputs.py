@@ -233,7 +233,7 @@ def corpus_summary(corpus: str) -> dict[str, Any]:
     >>> s["documents"] >= 300, s["languages"]
     (True, {'en': ...})
     >>> corpus_summary("packaged-images-v1")["documents"]
-    33
+    39
     """
     from collections import Counter
 

