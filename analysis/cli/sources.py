@@ -22,6 +22,7 @@ def _run(args: argparse.Namespace) -> int:
         image=args.image,
         corpus_seed=args.corpus_seed,
         length=args.length,
+        text_corpus=args.text_corpus,
     )
     try:
         out = save_extraction(ex, args.out)
@@ -66,6 +67,14 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="pick a bundled text (pydoc_data.topics) or sample image deterministically; "
         "for a speech encoder (whisper-base, whisper-tiny.en) the seed's generated clip",
+    )
+    p.add_argument(
+        "--text-corpus",
+        metavar="NAME",
+        choices=("pydoc_data.topics", "packaged-text-v1", "packaged-text-multilingual-v1"),
+        help="with --corpus-seed on a text checkpoint: the corpus (default pydoc_data.topics, "
+        "as before; packaged-text-v1: over 300 documents of seven genres, seed S reads document "
+        "S mod n; `attnrank inputs show` prints one)",
     )
     p.add_argument(
         "--length",

@@ -18,6 +18,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from analysis.prereg.corpora import (  # noqa: F401 - re-exported: the design's corpus names
+    IMAGE_CORPORA,
+    SPEECH_CORPORA,
+    TEXT_CORPORA,
+    WINDOWS,
+    check_windows,
+)
 from analysis.prereg.descriptor_versions import design_block_versions
 from analysis.prereg.engine_pin import check_design_engine
 from analysis.prereg.held_out import held_out_rule
@@ -404,6 +411,14 @@ def _check_sampling(data: Mapping[str, Any]) -> None:
     _int_at_least("sampling.inputs.seed", _need(inputs, "seed", "sampling.inputs."), 0)
     if inputs.get("images", "whole") not in ("whole", "crops"):
         raise ParameterError("sampling.inputs.images", "whole or crops", inputs.get("images"))
+    check_windows(inputs, sources, sampling.get("lengths"))  # validates the corpus keys too
+    if "inputs" in data:  # a draft's top-level table: the keys live in [sampling.inputs]
+        raise ParameterError(
+            "inputs",
+            "no top-level [inputs] table: name corpora in [sampling.inputs] as text_corpus, "
+            "image_corpus, speech_corpus",
+            data["inputs"],
+        )
 
 
 def _check_source(i: int, src: Any, sampling: Mapping[str, Any]) -> bool:

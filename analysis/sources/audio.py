@@ -228,8 +228,26 @@ def audio_input(
     )
 
 
-def corpus_audio(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
-    """The generated clip of ``seed`` (:func:`generated_clip`) at ``L`` encoder positions.
+def corpus_audio(
+    checkpoint: Checkpoint, seed: int, length: int, *, corpus: str = "generated"
+) -> ModelInput:
+    """A corpus clip at ``L`` encoder positions.
+
+    With ``corpus = "generated"`` (the default, and every locked design's input) the
+    generated clip of ``seed`` (:func:`generated_clip`). With ``corpus = "kokoro-ja-v1"``
+    one of the 24 synthesised speech clips of
+    :data:`analysis.sources.corpora.speech.KOKORO_JA_V1`: clip ``seed mod 24`` of the
+    corpus's fixed order (:func:`analysis.sources.corpora.speech.clip_for_seed`), so
+    distinct seeds within any 24 consecutive ones read distinct clips; its first
+    ``320 L`` samples are used, the input
+    id is ``"audio:kokoro-ja-v1/<clip id>"`` and ``meta["provenance"]`` holds the
+    transcript, voice, phonemes, model hash and licence.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``length`` when the clip is shorter than ``L`` positions (20 ms each);
+        ``speech`` for an unknown corpus.
 
     Examples
     --------
@@ -241,6 +259,17 @@ def corpus_audio(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
     """
     seed = check_int("corpus_seed", seed, minimum=0)
     L = _check_audio_length(checkpoint, length)
+    if corpus != "generated":
+        from analysis.sources.corpora.speech import clip_for_seed, clip_waveform
+
+        clip = clip_for_seed(corpus, seed)
+        return audio_input(
+            checkpoint,
+            clip_waveform(clip),
+            L,
+            input_id=f"audio:{corpus}/{clip.clip_id}",
+            meta={"corpus": corpus, "corpus_seed": seed, "provenance": clip.provenance()},
+        )
     clip = generated_clip(seed, 2 * L * HOP_LENGTH)
     return audio_input(
         checkpoint,

@@ -22,6 +22,7 @@ def extract(
     image: str | os.PathLike[str] | None = None,
     corpus_seed: int | None = None,
     length: int | None = None,
+    text_corpus: str | None = None,
 ) -> Extraction:
     """Load ``checkpoint`` offline and extract one input (exactly one of the three sources).
 
@@ -38,6 +39,10 @@ def extract(
     length : int, optional
         L, positions including special tokens; required for text and speech (encoder
         positions, ``2 L`` log-mel frames), native size for images when omitted.
+    text_corpus : str, optional
+        With ``corpus_seed`` and a text checkpoint: a packaged corpus of
+        :data:`analysis.sources.corpora.TEXT_CORPORA` (``"packaged-text-v1"``: document
+        ``corpus_seed mod n``); None or ``"pydoc_data.topics"`` is :func:`corpus_text`.
 
     Returns
     -------
@@ -74,6 +79,8 @@ def extract(
     ]
     if len(given) != 1:
         raise ParameterError("input", "exactly one of text, image, corpus_seed", given)
+    if text_corpus is not None and corpus_seed is None:
+        raise ParameterError("text_corpus", "a corpus seed with it (corpus_seed)", text_corpus)
     if corpus_seed is not None:
         corpus_seed = check_int("corpus_seed", corpus_seed, minimum=0)
     ckpt = load_checkpoint(checkpoint)
@@ -113,6 +120,10 @@ def extract(
             model_input = inputs.text_input(
                 ckpt, inputs.read_text(text, name="text"), length, meta={"file": Path(text).name}
             )
+        elif text_corpus not in (None, "pydoc_data.topics"):
+            from analysis.sources.corpora import packaged_text
+
+            model_input = packaged_text(ckpt, corpus_seed, length, corpus=text_corpus)
         else:
             model_input = inputs.corpus_text(ckpt, corpus_seed, length)
     return extract_from_model(ckpt, model_input)

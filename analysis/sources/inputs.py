@@ -21,8 +21,10 @@ from analysis.validation import ParameterError, check_int
 __all__ = [
     "corpus_image",
     "corpus_text",
+    "corpus_topic",
     "image_input",
     "image_lengths",
+    "pick_image",
     "read_image",
     "read_text",
     "text_input",
@@ -171,28 +173,46 @@ def corpus_text(checkpoint: Checkpoint, seed: int, length: int) -> ModelInput:
 
     seed = check_int("seed", seed, minimum=0)
     L = _check_length(checkpoint, length)
-    names = sorted(topics)
-    order = np.random.default_rng(seed).permutation(len(names))
     tok = checkpoint.tokenizer
     if tok is None:
         raise ParameterError(
             "checkpoint", "a text checkpoint with a tokenizer", checkpoint.checkpoint_id
         )
+    name = corpus_topic(tok, seed, L)
+    return text_input(
+        checkpoint,
+        topics[name],
+        L,
+        input_id=f"corpus:pydoc_data.topics/{name}",
+        meta={"corpus": "pydoc_data.topics", "topic": name, "corpus_seed": seed},
+    )
+
+
+def corpus_topic(tokenizer: Any, seed: int, length: int) -> str:
+    """The :mod:`pydoc_data.topics` topic :func:`corpus_text` reads for ``seed`` and L.
+
+    Needs only the tokenizer (``attnrank inputs list`` reports picks without a model).
+
+    Examples
+    --------
+    >>> from analysis.sources.corpora.tokenizers import text_tokenizer
+    >>> from analysis.sources.inputs import corpus_topic
+    >>> corpus_topic(text_tokenizer("minilm"), 0, 8)
+    'numbers'
+    """
+    from pydoc_data.topics import topics
+
+    names = sorted(topics)
+    order = np.random.default_rng(seed).permutation(len(names))
     longest = 0
     for i in order:
         name = names[int(i)]
-        n = len(tok(topics[name], truncation=True, max_length=L)["input_ids"])
-        if n < L:
+        n = len(tokenizer(topics[name], truncation=True, max_length=length)["input_ids"])
+        if n < length:
             longest = max(longest, n)
             continue
-        return text_input(
-            checkpoint,
-            topics[name],
-            L,
-            input_id=f"corpus:pydoc_data.topics/{name}",
-            meta={"corpus": "pydoc_data.topics", "topic": name, "corpus_seed": seed},
-        )
-    raise ParameterError("length", f"at most {longest} (the longest corpus text)", L)
+        return name
+    raise ParameterError("length", f"at most {longest} (the longest corpus text)", length)
 
 
 # --------------------------------------------------------------------------------------
@@ -342,9 +362,25 @@ def image_input(
 
 
 def corpus_image(
-    checkpoint: Checkpoint, seed: int, length: int | None = None, *, crop: bool = False
+    checkpoint: Checkpoint,
+    seed: int,
+    length: int | None = None,
+    *,
+    crop: bool = False,
+    corpus: str = "sklearn-sample-images",
 ) -> ModelInput:
-    """A scikit-learn sample image picked by ``numpy.random.default_rng(seed)``.
+    """A corpus image picked by ``numpy.random.default_rng(seed)``.
+
+    With ``corpus = "sklearn-sample-images"`` (the default, and every locked design's
+    input) the image is one of scikit-learn's two sample images, as below. With
+    ``corpus = "packaged-images-v1"`` it is one of the 39 natural images of
+    :data:`analysis.sources.corpora.images.PACKAGED_IMAGES_V1` (each hash-checked): image
+    ``seed mod 39`` of the corpus's fixed order
+    (:func:`analysis.sources.corpora.images.image_for_seed`), so distinct seeds within any
+    39 consecutive ones read distinct images; the input id is
+    ``"corpus:packaged-images-v1/<image id>"`` and ``meta["provenance"]`` holds the
+    image's package, file, hash, source and licence. ``crop`` works the same on either
+    (:func:`pick_image` makes the pick without a model).
 
     The images (``china.jpg``, ``flower.jpg``) are sorted by file name; the input id is
     ``"corpus:sklearn.sample_images/<name>"``. With ``crop`` (keyword-only), a square crop
@@ -365,17 +401,53 @@ def corpus_image(
     >>> x = corpus_image(vit, 0)  # the native size: 1 + 16 positions
     >>> x.length, x.input_id
     (17, 'corpus:sklearn.sample_images/flower.jpg')
+    >>> y = corpus_image(vit, 0, corpus="packaged-images-v1")
+    >>> y.input_id, y.meta["provenance"]["distribution"]
+    ('corpus:packaged-images-v1/skimage/rocket', 'scikit-image')
     """
-    from sklearn.datasets import load_sample_images
+    image, input_id, meta = pick_image(seed, crop=crop, corpus=corpus)
+    return image_input(checkpoint, image, length, input_id=input_id, meta=meta)
 
+
+def pick_image(
+    seed: int, *, crop: bool = False, corpus: str = "sklearn-sample-images"
+) -> tuple[np.ndarray, str, dict[str, Any]]:
+    """The pixels, input id and ``meta`` :func:`corpus_image` uses for ``seed`` (no model).
+
+    Examples
+    --------
+    >>> from analysis.sources.inputs import pick_image
+    >>> image, input_id, meta = pick_image(0, crop=True)
+    >>> input_id.startswith("corpus:sklearn.sample_images/flower.jpg#crop="), image.ndim
+    (True, 3)
+    """
     seed = check_int("seed", seed, minimum=0)
-    bunch = load_sample_images()
-    pairs = sorted(zip((Path(f).name for f in bunch.filenames), bunch.images, strict=True))
     rng = np.random.default_rng(seed)
-    i = int(rng.integers(len(pairs)))
-    name, image = pairs[i]
-    input_id = f"corpus:sklearn.sample_images/{name}"
-    meta = {"corpus": "sklearn.sample_images", "image": name, "corpus_seed": seed}
+    if corpus == "sklearn-sample-images":
+        from sklearn.datasets import load_sample_images
+
+        bunch = load_sample_images()
+        pairs = sorted(zip((Path(f).name for f in bunch.filenames), bunch.images, strict=True))
+        i = int(rng.integers(len(pairs)))
+        name, image = pairs[i]
+        input_id = f"corpus:sklearn.sample_images/{name}"
+        meta: dict[str, Any] = {
+            "corpus": "sklearn.sample_images",
+            "image": name,
+            "corpus_seed": seed,
+        }
+    else:
+        from analysis.sources.corpora.images import image_for_seed, load_corpus_image
+
+        item = image_for_seed(corpus, seed)
+        image = load_corpus_image(item)
+        input_id = f"corpus:{corpus}/{item.image_id}"
+        meta = {
+            "corpus": corpus,
+            "image": item.image_id,
+            "corpus_seed": seed,
+            "provenance": item.provenance(),
+        }
     if crop:
         h, w = image.shape[:2]
         side = int(np.floor(rng.uniform(0.5, 0.8) * min(h, w)))
@@ -384,4 +456,4 @@ def corpus_image(
         image = np.ascontiguousarray(image[top : top + side, left : left + side])
         input_id += f"#crop={left},{top},{side}"
         meta["crop"] = {"left": left, "top": top, "side": side}
-    return image_input(checkpoint, image, length, input_id=input_id, meta=meta)
+    return image, input_id, meta

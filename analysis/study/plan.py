@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from analysis.prereg.corpora import IMAGE_CORPORA, OWN_DOCUMENT, SPEECH_CORPORA, TEXT_CORPORA
 from analysis.validation import ParameterError, check_int
 
 __all__ = [
@@ -23,6 +24,11 @@ __all__ = [
 ]
 
 SYNTHETIC_FAMILIES = ("spherical", "ball")
+#: The corpora of every locked study (:func:`analysis.sources.corpus_text`,
+#: :func:`analysis.sources.corpus_image`, :func:`analysis.sources.audio.corpus_audio`).
+DEFAULT_TEXT_CORPUS = TEXT_CORPORA[0]
+DEFAULT_IMAGE_CORPUS = IMAGE_CORPORA[0]
+DEFAULT_SPEECH_CORPUS = SPEECH_CORPORA[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +50,24 @@ class ExtractionTask:
     corpus_seed: int
     heads: tuple[tuple[int, int], ...]  # (layer, head) pairs the design names
     image_crop: bool = False  # [sampling.inputs] images = "crops": a seeded crop of an image
+    # [sampling.inputs] text_corpus / image_corpus / speech_corpus: the corpus each modality
+    # reads (analysis.sources.corpora); every task carries all three, the model picks one
+    text_corpus: str = DEFAULT_TEXT_CORPUS
+    image_corpus: str = DEFAULT_IMAGE_CORPUS
+    speech_corpus: str = DEFAULT_SPEECH_CORPUS
 
     @property
     def label(self) -> str:
         crop = "|crop" if self.image_crop else ""
-        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}{crop}"
+        corpora = ""  # only a design that names another corpus changes its labels
+        for tag, name, default in (
+            ("text", self.text_corpus, DEFAULT_TEXT_CORPUS),
+            ("image", self.image_corpus, DEFAULT_IMAGE_CORPUS),
+            ("speech", self.speech_corpus, DEFAULT_SPEECH_CORPUS),
+        ):
+            if name != default:
+                corpora += f"|{tag}={name}"
+        return f"{self.checkpoint}|L={self.length}|corpus-seed={self.corpus_seed}{crop}{corpora}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +150,15 @@ def plan_study(design: Any) -> StudyPlan:
     every (checkpoint, length); a source's own ``lengths`` overrides ``sampling.lengths``;
     ``images = "crops"`` makes an image model's input a seeded crop of the sample image
     (:func:`analysis.sources.corpus_image`), ``"whole"`` (the default) the whole image.
+    ``text_corpus``, ``image_corpus`` and ``speech_corpus`` name the corpus each modality
+    reads (defaults ``pydoc_data.topics``, ``sklearn-sample-images`` and ``generated``, the
+    locked studies'; :mod:`analysis.prereg.corpora`, docs/sources.md "Input corpora"); a
+    named corpus adds ``|text=...``, ``|image=...`` or ``|speech=...`` to the labels.
+    ``windows = "one document per (input, length)"`` gives the j-th length of a source
+    seeds s + j k .. s + j k + k - 1 (every modality), so no seed is read at two lengths
+    and, in a packaged corpus (item ``seed mod n``), each (input, length) reads its own
+    document, image or clip; the default ``"shared"`` reads seeds s .. s+k-1 at every
+    length.
 
     Examples
     --------
@@ -164,6 +192,7 @@ def plan_study(design: Any) -> StudyPlan:
     >>> plan.planned_real_cells  # 4 inputs x 4 heads x 1 temperature x 2 eps
     32
     """
+    from analysis.prereg.corpora import check_windows, input_corpora
     from analysis.prereg.descriptor_versions import design_block_versions
     from analysis.prereg.schema import population
 
@@ -177,6 +206,9 @@ def plan_study(design: Any) -> StudyPlan:
     images = inputs.get("images", "whole")
     if images not in ("whole", "crops"):
         raise ParameterError("sampling.inputs.images", "whole or crops", images)
+    corpora = input_corpora(inputs)
+    check_windows(inputs, sampling["sources"], sampling.get("lengths"))
+    own = corpora["windows"] == OWN_DOCUMENT
     heads_of: dict[str, list[tuple[int, int]]] = {}
     for head_id in population(data):
         ck, layer, head = head_id.rsplit(":", 2)
@@ -189,8 +221,9 @@ def plan_study(design: Any) -> StudyPlan:
                 raise ParameterError(
                     f"sampling.sources[{i}].lengths", "lengths here or in [sampling]", None
                 )
-            for L in _as_list(lengths):
-                for s in range(seed0, seed0 + per_length):
+            for j, L in enumerate(_as_list(lengths)):
+                start = seed0 + j * per_length if own else seed0
+                for s in range(start, start + per_length):
                     extractions.append(
                         ExtractionTask(
                             src["checkpoint"],
@@ -198,6 +231,9 @@ def plan_study(design: Any) -> StudyPlan:
                             s,
                             tuple(heads_of[src["checkpoint"]]),
                             image_crop=images == "crops",
+                            text_corpus=corpora["text_corpus"],
+                            image_corpus=corpora["image_corpus"],
+                            speech_corpus=corpora["speech_corpus"],
                         )
                     )
         else:

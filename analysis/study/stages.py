@@ -12,7 +12,7 @@ from typing import Any
 
 from analysis.executor import RunSpec
 from analysis.study.core import Study
-from analysis.study.plan import ExtractionTask, SyntheticTask
+from analysis.study.plan import DEFAULT_TEXT_CORPUS, ExtractionTask, SyntheticTask
 from analysis.validation import ParameterError
 
 __all__ = ["bracket_stage", "extract_input", "extract_stage", "synthetic_matrix", "synthetic_stage"]
@@ -135,10 +135,20 @@ def extract_input(model: Any, task: ExtractionTask, *, stand_in: bool = False) -
     from analysis.sources.checkpoints import extract_from_model
 
     ck = task.checkpoint
-    if audio.is_audio(model):  # a speech encoder: the seed's generated clip
-        mi = audio.corpus_audio(model, task.corpus_seed, task.length)
+    if audio.is_audio(model):  # a speech encoder: the seed's clip of its speech corpus
+        mi = audio.corpus_audio(model, task.corpus_seed, task.length, corpus=task.speech_corpus)
     elif model.is_vision:
-        mi = inputs.corpus_image(model, task.corpus_seed, task.length, crop=task.image_crop)
+        mi = inputs.corpus_image(
+            model,
+            task.corpus_seed,
+            task.length,
+            crop=task.image_crop,
+            corpus=task.image_corpus,
+        )
+    elif task.text_corpus != DEFAULT_TEXT_CORPUS:  # a packaged corpus: document seed mod n
+        from analysis.sources.corpora import packaged_text
+
+        mi = packaged_text(model, task.corpus_seed, task.length, corpus=task.text_corpus)
     else:
         mi = inputs.corpus_text(model, task.corpus_seed, task.length)
     ex = extract_from_model(model, mi)

@@ -18,6 +18,7 @@ COMMANDS = [
     "verify",
     "approximants",
     "extract",
+    "inputs",
     "store",
     "describe",
     "prereg",
