@@ -146,6 +146,31 @@ class Calibration:
         reps = f", {self.repeats} repeats" if self.repeats > 1 else ""
         return f"cross-fitted by head, {self.folds} folds{reps} (seed {self.seed})"
 
+    def record(self) -> dict[str, object]:
+        """The calibration as a study's ``compare.json`` records it: ``mode``, ``folds``,
+        ``seed``, ``description``, and ``repeats`` / ``leave_one_out`` only when set (so a
+        single assignment's record is what it always was).
+
+        Examples
+        --------
+        >>> from analysis.compare.calibration import Calibration
+        >>> Calibration(folds=5, seed=3).record()["description"]
+        'cross-fitted by head, 5 folds (seed 3)'
+        >>> Calibration(leave_one_out=True).record()["leave_one_out"]
+        True
+        """
+        out: dict[str, object] = {
+            "mode": self.mode,
+            "folds": self.folds,
+            "seed": self.seed,
+            "description": self.describe(),
+        }
+        if self.repeats > 1:
+            out["repeats"] = self.repeats
+        if self.leave_one_out:
+            out["leave_one_out"] = True
+        return out
+
     def fold_labels(self, clusters: np.ndarray, train: np.ndarray) -> np.ndarray | None:
         """The ``calibration_folds`` that
         :func:`~analysis.compare.covariates.prepare_covariates` takes for this calibration.

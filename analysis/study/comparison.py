@@ -563,15 +563,7 @@ def compare_stage(
         ),
         "excluded": excluded,
         "n_cells": len(table),
-        "calibration": {
-            "mode": res.calibration.mode,
-            "folds": res.calibration.folds,
-            "seed": res.calibration.seed,
-            "description": res.calibration.describe(),
-            # only when repeated: a single assignment's record is what it always was
-            **({"repeats": res.calibration.repeats} if res.calibration.repeats > 1 else {}),
-            **({"leave_one_out": True} if res.calibration.leave_one_out else {}),
-        },
+        "calibration": res.calibration.record(),
         "head_level_meta": hl.meta(),
         "files": files,
         "summary": res.summary(),

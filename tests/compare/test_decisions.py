@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -311,13 +312,33 @@ def _golden_run(boot: str, **kw):
     return NestedComparison(spec).fit(t)
 
 
-def test_method2_tables_are_those_before_method3_byte_for_byte():
+def _same_table(new: pd.DataFrame, golden: Path) -> None:
+    """Every non-float cell as recorded; every float to 1e-9 relative (1e-13 absolute).
+
+    The golden files were written on the machine of commit 0f22546. Another CPU's BLAS
+    sums in another order, which moves the last one or two digits of a float (measured:
+    effects and CI ends by <= 2e-15 relative, gradient norms of 5e-16 by 1e-16), so a
+    byte comparison tests the machine, not the code; a change of the method moves these
+    numbers by many orders of magnitude more than the tolerance.
+    """
+    old = pd.read_csv(golden)
+    back = pd.read_csv(io.StringIO(new.to_csv(index=False)))  # the same CSV round trip
+    assert list(back.columns) == list(old.columns)
+    floats = [c for c in old.columns if old[c].dtype.kind == "f" or back[c].dtype.kind == "f"]
+    others = [c for c in old.columns if c not in floats]
+    pd.testing.assert_frame_equal(back[others], old[others], check_exact=True)
+    pd.testing.assert_frame_equal(
+        back[floats].astype(float), old[floats].astype(float), rtol=1e-9, atol=1e-13
+    )
+
+
+def test_method2_tables_are_those_before_method3():
     runs = [(b, _golden_run(b)) for b in ("cluster", "studentized")]
     frame = pd.concat([r.to_frame().assign(bootstrap=b) for b, r in runs], ignore_index=True)
     lr = pd.concat([r.lr_tests.assign(bootstrap=b) for b, r in runs], ignore_index=True)
     assert list(frame.columns[:-1]) == list(RESULT_COLUMNS)
-    assert frame.to_csv(index=False) == GOLDEN.read_text(encoding="utf-8")
-    assert lr.to_csv(index=False) == GOLDEN_LR.read_text(encoding="utf-8")
+    _same_table(frame, GOLDEN)
+    _same_table(lr, GOLDEN_LR)
     # the explicit method 2 is the default
     explicit = _golden_run("cluster", method=2).to_frame()
     pd.testing.assert_frame_equal(explicit, runs[0][1].to_frame(), check_exact=True)
