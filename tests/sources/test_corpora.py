@@ -63,7 +63,12 @@ def test_the_order_and_ids_do_not_depend_on_the_build(corpus):
 
 
 def test_prereg_and_sources_name_the_same_corpora():
+    from analysis.sources.corpora.images import IMAGE_CORPORA
+    from analysis.sources.corpora.speech import SPEECH_CORPORA
+
     assert schema.TEXT_CORPORA == TEXT_CORPORA
+    assert tuple(schema.IMAGE_CORPORA) == tuple(IMAGE_CORPORA)
+    assert tuple(schema.SPEECH_CORPORA) == tuple(SPEECH_CORPORA)
 
 
 def test_near_duplicates_are_caught_and_distinct_texts_kept():

@@ -57,14 +57,15 @@ def corpora_of_input_id(input_id: str) -> dict[str, str]:
     >>> corpora_of_input_id("corpus:pydoc_data.topics/numbers")
     {}
     """
-    from analysis.prereg.corpora import IMAGE_CORPORA, SPEECH_CORPORA
+    from analysis.sources.corpora.images import IMAGE_CORPORA
+    from analysis.sources.corpora.speech import SPEECH_CORPORA
 
     text = corpus_of_input_id(input_id)
     if text != TEXT_CORPORA[0]:
         return {"text_corpus": text}
-    for key, prefix, names in (
-        ("image_corpus", "corpus", IMAGE_CORPORA[1:]),
-        ("speech_corpus", "audio", SPEECH_CORPORA[1:]),
+    for key, prefix, names in (  # the defaults (first) have ids of their own
+        ("image_corpus", "corpus", list(IMAGE_CORPORA)[1:]),
+        ("speech_corpus", "audio", list(SPEECH_CORPORA)[1:]),
     ):
         for name in names:
             if str(input_id).startswith(f"{prefix}:{name}/"):
