@@ -163,3 +163,48 @@ def test_design_keys_reach_the_options_and_are_checked():
         check_design_options(_design(3, resample=["head", "input"]))
     opts = design_options(_design(3, resample=["head", "input"], refit_bootstrap="sensitivity"))
     assert opts["resample_inputs"] is True and opts["refit_confirmatory"] is False
+
+
+def _input_noise_table(rng: np.random.Generator, n_heads: int = 16, n_inputs: int = 6):
+    """y = x + a shift per input + head and cell noise; ``rich__q`` is input-level noise:
+    it fits these inputs' shifts but carries nothing to new inputs."""
+    head = np.repeat(np.arange(n_heads), 2 * n_inputs)
+    inp = np.tile(np.repeat(np.arange(n_inputs), 2), n_heads)
+    shift, q, x = rng.normal(size=n_inputs), rng.normal(size=n_inputs), rng.normal(size=head.size)
+    y = x + shift[inp] + 0.3 * rng.normal(size=n_heads)[head] + 0.3 * rng.normal(size=head.size)
+    held = np.isin(head, rng.choice(n_heads, 6, replace=False))
+    return pd.DataFrame(
+        {
+            "cell_key": range(head.size),
+            "cluster": head,
+            "held_out": held,
+            "input_id": inp,
+            "length": 16,
+            "y_lower": y,
+            "y_upper": y + 0.5,
+            "base__x": x,
+            "rich__q": q[inp],
+        }
+    )
+
+
+def test_crossed_bootstrap_stops_claiming_what_new_inputs_would_not_show():
+    # 200 seeded studies; for new inputs the rich model cannot help (its block is noise
+    # at the input level), so a CI wholly above 0 is a false claim about them
+    rng = np.random.default_rng(1)
+    above = {False: 0, True: 0}
+    for seed in range(200):
+        table = _input_noise_table(rng)
+        for crossed in (False, True):
+            spec = ComparisonSpec(
+                models={"M0": ["base"], "M1": ["base", "rich"]},
+                family=[("M0", "M1")],
+                estimator="ols",
+                metrics=["interval_sq_loss"],
+                n_boot=199,
+                random_state=seed,
+                resample_inputs=crossed,
+            )
+            above[crossed] += bool(NestedComparison(spec).fit(table).frame["ci_low"].iloc[0] > 0)
+    assert above[False] / 200 > 0.5  # heads only: these 6 inputs are taken as fixed
+    assert above[True] / 200 < 0.1
