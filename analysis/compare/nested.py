@@ -33,6 +33,7 @@ from analysis.compare.equivalence import (
     method_columns,
 )
 from analysis.compare.estimators import FittedModel, fit_estimator
+from analysis.compare.inputs import add_input_effects, crossed_draws
 from analysis.compare.lrtests import pair_tests
 from analysis.compare.metrics import HIGHER_IS_BETTER, interval_loglik, interval_sq_loss
 from analysis.compare.multiplicity import holm
@@ -377,6 +378,7 @@ class NestedComparison:
         prep, out_of_range = _extrap.check_ranges(prep, held, spec.extrapolation)
         fits, cell_vals, preds = _fit_and_score(prep, used, spec, held, clusters, lower, upper)
         draws = _held_out_draws(table, clusters, held, spec.n_boot, rng, spec.resampling_unit)
+        draws = crossed_draws(table, draws, held, rng) if spec.resample_inputs else draws
         mid_h = 0.5 * (lower[held] + upper[held])
         point, boot = _replicates(cell_vals, preds, used, mid_h, draws, metrics=spec.metrics)
         frame = _effect_rows(spec, fits, cell_vals, point, boot, draws, n_cells=int(held.sum()))
@@ -444,7 +446,7 @@ def _prepare(
         if STRATUM not in table.columns:
             raise ParameterError("table", f"a {STRATUM} column (checkpoint effects)", "missing")
         prep = add_checkpoint_effects(prep, table[STRATUM].astype(str).to_numpy(), train)
-    return prep
+    return add_input_effects(prep, table, train) if spec.input_effects == "fixed" else prep
 
 
 def _fit_and_score(

@@ -19,6 +19,7 @@ from analysis.compare.bootstrap import BOOTSTRAPS
 from analysis.compare.covariates import Calibration
 from analysis.compare.estimators import ESTIMATORS
 from analysis.compare.extrapolation import EXTRAPOLATIONS
+from analysis.compare.inputs import check_input_settings
 from analysis.compare.metrics import METRICS
 from analysis.validation import ParameterError, check_int, check_random_state
 
@@ -170,6 +171,15 @@ class ComparisonSpec:
         makes ``equivalence_p`` the two-sided TOST p, adds ``non_superiority_p``, decides
         by :func:`analysis.compare.decisions.decide`, tests the added coefficients by a
         cluster-robust Wald test and labels the sensitivity rows unadjusted.
+    input_effects : {"none", "fixed"}, default "none"
+        ``"fixed"``: one intercept per input level (checkpoint, input_id, length) in every
+        model (:func:`analysis.compare.inputs.add_input_effects`; the design's
+        ``inference.input_effects``). Needs the table's ``input_id`` and ``length``.
+    resample_inputs : bool, default False
+        True: the crossed bootstrap, heads and inputs
+        (:func:`analysis.compare.inputs.crossed_draws`; the design's
+        ``inference.resample = ["head", "input"]``). Percentile bootstrap only, and not
+        with ``refit_confirmatory``.
 
     Examples
     --------
@@ -213,6 +223,8 @@ class ComparisonSpec:
     extrapolation: str = "none"
     refit_confirmatory: bool = False
     method: int = 2
+    input_effects: str = "none"
+    resample_inputs: bool = False
 
     def __post_init__(self) -> None:
         def put(name: str, value: object) -> None:
@@ -262,6 +274,7 @@ class ComparisonSpec:
         r = self.refit_replicates
         if isinstance(r, bool) or not isinstance(r, int) or r < 0:
             raise ParameterError("refit_replicates", "an integer >= 0", r)
+        check_input_settings(self.input_effects, self.resample_inputs, self)
 
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:

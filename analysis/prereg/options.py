@@ -24,6 +24,10 @@ RESAMPLING_UNITS: tuple[str, ...] = ("head", "kv_group", "checkpoint_layer")
 #: under methods 2 and 3) or clipped to their training range (``"clip"``); as
 #: ``analysis.compare.extrapolation.EXTRAPOLATIONS``.
 EXTRAPOLATIONS: tuple[str, ...] = ("none", "clip")
+#: ``[inference] input_effects``: as ``analysis.compare.inputs.INPUT_EFFECTS``.
+INPUT_EFFECTS: tuple[str, ...] = ("none", "fixed")
+#: ``[inference] resample``: the allowed lists (heads only, the default; heads and inputs).
+RESAMPLES: tuple[tuple[str, ...], ...] = (("head",), ("head", "input"))
 
 __all__ = [
     "METHODS",
@@ -34,6 +38,7 @@ __all__ = [
     "design_method",
     "design_options",
     "design_power",
+    "design_inputs",
     "design_resampling_unit",
     "design_sesoi",
     "design_sesoi_shares",
@@ -188,6 +193,56 @@ def check_design_options(data: Mapping[str, Any]) -> None:
             "inference.extrapolation", " or ".join(EXTRAPOLATIONS), inf["extrapolation"]
         )
     design_power(data)
+    design_inputs(data)
+
+
+def design_inputs(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``[inference] input_effects`` and ``resample`` as ``ComparisonSpec`` fields
+    (``input_effects``, ``resample_inputs``), checked; only the keys the design states.
+
+    Raises
+    ------
+    ParameterError
+        Named ``inference.input_effects`` or ``inference.resample`` for a value outside
+        :data:`INPUT_EFFECTS` / :data:`RESAMPLES`, and ``inference.resample`` when inputs
+        are resampled with ``bootstrap = "studentized"`` or a confirmatory refit bootstrap
+        (the default under ``method = 3``: state ``refit_bootstrap = "sensitivity"``).
+
+    Examples
+    --------
+    >>> from analysis.prereg.options import design_inputs
+    >>> design_inputs({}), design_inputs({"inference": {"resample": ["head", "input"]}})
+    ({}, {'resample_inputs': True})
+    >>> design_inputs({"inference": {"input_effects": "random"}})
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: inference.input_effects: expected none or fixed, got 'random'
+    """
+    inf = data.get("inference", {})
+    out: dict[str, Any] = {}
+    if "input_effects" in inf:
+        value = inf["input_effects"]
+        if not isinstance(value, str) or value not in INPUT_EFFECTS:
+            raise ParameterError("inference.input_effects", " or ".join(INPUT_EFFECTS), value)
+        out["input_effects"] = value
+    if "resample" in inf:
+        value = inf["resample"]
+        ok = isinstance(value, (list, tuple)) and tuple(value) in RESAMPLES
+        if not ok:
+            raise ParameterError("inference.resample", '["head"] or ["head", "input"]', value)
+        out["resample_inputs"] = tuple(value) == RESAMPLES[1]
+        if out["resample_inputs"] and inf.get("bootstrap", "cluster") == "studentized":
+            raise ParameterError(
+                "inference.resample", 'bootstrap = "cluster" to resample inputs', value
+            )
+        if out["resample_inputs"] and _refit_settings(data)[1]:
+            raise ParameterError(
+                "inference.resample",
+                'refit_bootstrap = "sensitivity" or refit_replicates = 0 to resample inputs '
+                "(the refit bootstrap resamples heads only)",
+                value,
+            )
+    return out
 
 
 def design_resampling_unit(data: Mapping[str, Any]) -> str:
@@ -342,4 +397,5 @@ def design_options(data: Mapping[str, Any]) -> dict[str, Any]:
         "refit_confirmatory": confirmatory,
         # "none" under method 2 and 3 alike: method 3 reports extrapolation instead
         "extrapolation": str(inf.get("extrapolation", "none")),
+        **design_inputs(data),
     }
