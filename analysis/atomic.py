@@ -9,8 +9,10 @@ one file system).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,11 +29,24 @@ def _umask() -> int:
     return mask
 
 
+def _refuse_special(path: Path) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+        raise FileExistsError(
+            errno.EEXIST, "not a regular file; it would not be replaced", str(path)
+        )
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str], *, mode: str = "wb") -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success rename it to ``path``.
 
-    On any exception the temporary file is removed and ``path`` is left untouched.
+    On any exception the temporary file is removed and ``path`` is left untouched. An
+    existing ``path`` that is a FIFO, a device or a socket is never replaced: that is a
+    :class:`FileExistsError` before anything is written.
 
     Examples
     --------
@@ -51,6 +66,7 @@ def atomic_write(path: str | os.PathLike[str], *, mode: str = "wb") -> Iterator[
     'done'
     """
     path = Path(path)
+    _refuse_special(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -6,6 +6,9 @@ a folder, a path under a file, a folder that cannot be created or written, is a
 input is read or anything is computed. The check writes and removes a probe file in the
 output's folder, so that it sees what the final write will see (a read-only mount, a
 folder of another user, a full quota on some systems) rather than guess from permissions.
+An existing output must be a regular file: the final write renames a new file over it, so
+a symbolic link, a FIFO, a device or a socket at the path is refused (the rename would
+replace the node itself rather than write through it).
 
 When the final write fails anyway, ``bracket --out`` keeps its finished profiles, and
 ``approximants --out`` its finished tables, in a stash named by the run
@@ -18,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -33,8 +37,9 @@ def check_output_file(name: str, path: str | os.PathLike | None) -> Path | None:
     Raises
     ------
     ParameterError
-        Naming ``name``: ``path`` is a folder, its folder cannot be created, or nothing can
-        be written there.
+        Naming ``name``: ``path`` is a folder, a symbolic link or another node that is not
+        a regular file (a FIFO, a device, a socket), its folder cannot be created, or
+        nothing can be written there.
 
     Examples
     --------
@@ -49,8 +54,7 @@ def check_output_file(name: str, path: str | os.PathLike | None) -> Path | None:
     if path is None:
         return None
     path = Path(path)
-    if path.is_dir():
-        raise ParameterError(name, "a file path, not a folder", str(path))
+    _check_node(name, path)
     parent = path.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -67,6 +71,31 @@ def check_output_file(name: str, path: str | os.PathLike | None) -> Path | None:
     os.close(fd)
     Path(probe).unlink(missing_ok=True)
     return path
+
+
+def _check_node(name: str, path: Path) -> None:
+    """Refuse an existing ``path`` that is not a regular file (the rename would replace it)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # nothing there (or a path under a file: the folder check says so)
+        return
+    if stat.S_ISLNK(mode):
+        raise ParameterError(
+            name, "a regular file or a new path, not a symbolic link", f"{path} (a link)"
+        )
+    if stat.S_ISDIR(mode):
+        raise ParameterError(name, "a file path, not a folder", str(path))
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode))
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a special file"
+        )
+        raise ParameterError(name, "a regular file or a new path", f"{path} ({kind})")
 
 
 def _why(exc: OSError) -> str:
