@@ -25,6 +25,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from analysis.private_files import open_private, private_dir, replace_private
 from analysis.validation import ParameterError
 
 __all__ = ["check_output_file", "drop_stash", "stash_path", "take_stash", "write_failed"]
@@ -104,8 +105,9 @@ def _why(exc: OSError) -> str:
 
 def stash_path(kind: str, *identity: object) -> Path:
     """Where a command of ``kind`` keeps finished work of the run ``identity`` (its input's
-    hash and settings) when its final write fails: a file under the temporary folder, the
-    same for every run of the same input and settings.
+    hash and settings) when its final write fails: a file in this user's private folder
+    under the temporary folder (``attnrank-stash-UID``, mode 0700, see
+    :mod:`analysis.private_files`), the same for every run of the same input and settings.
 
     Examples
     --------
@@ -116,15 +118,46 @@ def stash_path(kind: str, *identity: object) -> Path:
     False
     """
     digest = hashlib.sha256(repr(identity).encode("utf-8")).hexdigest()[:24]
-    return Path(tempfile.gettempdir()) / "attnrank-stash" / f"{kind}-{digest}.jsonl"
+    getuid = getattr(os, "getuid", None)
+    folder = "attnrank-stash" if getuid is None else f"attnrank-stash-{getuid()}"
+    return Path(tempfile.gettempdir()) / folder / f"{kind}-{digest}.jsonl"
+
+
+def _unsafe(stash: Path, exc: OSError) -> ParameterError:
+    return ParameterError(
+        "stash",
+        "a private folder of this user (mode 0700) holding regular files (set TMPDIR to move it)",
+        f"{exc.filename or stash}: {_why(exc)}",
+    )
 
 
 def take_stash(stash: Path, checkpoint: Path) -> bool:
-    """Seed ``checkpoint`` (when it does not exist) from ``stash``; whether it did. The
-    stash stays until the run's output is written (:func:`drop_stash`)."""
-    if checkpoint.exists() or not stash.is_file():
+    """Seed ``checkpoint`` (when nothing is there) from ``stash``; whether it did. The
+    stash stays until the run's output is written (:func:`drop_stash`).
+
+    The stash's folder must be private to this user and the stash a regular file of this
+    user, opened without following a link; the checkpoint is created new (``O_EXCL``).
+
+    Raises
+    ------
+    ParameterError
+        Naming ``stash``: its folder is not this user's private folder, or the stash is a
+        link or not this user's regular file (nothing is loaded).
+    """
+    try:
+        private_dir(stash.parent)
+    except OSError as exc:
+        raise _unsafe(stash.parent, exc) from exc
+    if os.path.lexists(checkpoint):
         return False
-    shutil.copyfile(stash, checkpoint)
+    try:
+        src = open_private(stash)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _unsafe(stash, exc) from exc
+    with src, open(checkpoint, "x") as dst:
+        shutil.copyfileobj(src, dst)
     return True
 
 
@@ -138,11 +171,12 @@ def write_failed(
 ) -> ParameterError:
     """The error of a final write of ``path`` that failed with ``exc``, after the finished
     work in ``checkpoint`` is copied to ``stash`` (where a re-run with any output path finds
-    it)."""
+    it): written to a new file in the private folder and renamed into place, so a link at
+    ``stash`` is replaced, never written through."""
     kept = str(checkpoint)
     try:
-        stash.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(checkpoint, stash)
+        with open(checkpoint) as fh:
+            replace_private(stash, fh.readlines())
         kept = str(stash)
     except OSError:
         pass
