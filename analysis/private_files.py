@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["private_dir", "open_private", "replace_private"]
+__all__ = ["private_dir", "open_private", "append_private", "replace_private"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -119,4 +119,31 @@ def replace_private(path: str | os.PathLike[str], lines: Iterable[str]) -> Path:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    return path
+
+
+def append_private(path: str | os.PathLike[str], lines: Iterable[str]) -> Path:
+    """Append ``lines`` to ``path`` (created mode 0600) in a folder checked with
+    :func:`private_dir`, opened without following a link, and fsync it.
+
+    Examples
+    --------
+    >>> from analysis.private_files import append_private, open_private
+    >>> _ = append_private("box/log.jsonl", ["a\\n"])
+    >>> _ = append_private("box/log.jsonl", ["b\\n"])
+    >>> with open_private("box/log.jsonl") as fh:
+    ...     fh.read()
+    'a\\nb\\n'
+    """
+    path = Path(path)
+    private_dir(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o600)
+    with os.fdopen(fd, "a") as fh:
+        st = os.fstat(fh.fileno())
+        uid = _uid()
+        if not stat.S_ISREG(st.st_mode) or (uid is not None and st.st_uid != uid):
+            raise _refuse(path, "not a regular file of this user")
+        fh.writelines(lines)
+        fh.flush()
+        os.fsync(fh.fileno())
     return path

@@ -25,6 +25,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from analysis.atomic import JsonlCheckpoint
 from analysis.private_files import open_private, private_dir, replace_private
 from analysis.validation import ParameterError
 
@@ -167,16 +168,18 @@ def drop_stash(stash: Path) -> None:
 
 
 def write_failed(
-    name: str, path: Path, exc: OSError, checkpoint: Path, stash: Path
+    name: str, path: Path, exc: OSError, checkpoint: Path | JsonlCheckpoint, stash: Path
 ) -> ParameterError:
     """The error of a final write of ``path`` that failed with ``exc``, after the finished
-    work in ``checkpoint`` is copied to ``stash`` (where a re-run with any output path finds
-    it): written to a new file in the private folder and renamed into place, so a link at
-    ``stash`` is replaced, never written through."""
-    kept = str(checkpoint)
+    work of ``checkpoint`` (its file, what it spilled to ``stash`` and what it holds in
+    memory) is written to ``stash`` (where a re-run with any output path finds it): to a
+    new file in the private folder renamed into place, so a link at ``stash`` is replaced,
+    never written through."""
+    if not isinstance(checkpoint, JsonlCheckpoint):
+        checkpoint = JsonlCheckpoint(checkpoint, spill=stash)
+    kept = str(checkpoint.path)
     try:
-        with open(checkpoint) as fh:
-            replace_private(stash, fh.readlines())
+        replace_private(stash, checkpoint.lines())
         kept = str(stash)
     except OSError:
         pass
