@@ -221,6 +221,7 @@ def _special(tmp_path, kind):
     return node
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "device"])
 @pytest.mark.parametrize("command", ["bracket", "approximants"])
 def test_out_onto_a_special_node_is_refused(stack, tmp_path, capsys, monkeypatch, kind, command):
@@ -238,6 +239,7 @@ def test_out_onto_a_special_node_is_refused(stack, tmp_path, capsys, monkeypatch
     assert not (tmp_path / "out.json.partial").exists()
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
 def test_atomic_write_never_replaces_a_fifo(tmp_path):
     from analysis.atomic import atomic_write
 

@@ -17,6 +17,8 @@ import pytest
 from analysis.cli import main
 from analysis.cli.outputs import stash_path, write_failed
 
+pytestmark = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+
 
 def _one_line(err: str, flag: str) -> None:
     assert "Traceback" not in err
