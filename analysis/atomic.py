@@ -9,8 +9,11 @@ one file system).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +21,7 @@ from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["atomic_write", "atomic_savez", "JsonlCheckpoint"]
+__all__ = ["atomic_write", "atomic_savez", "JsonlCheckpoint", "as_checkpoint"]
 
 
 def _umask() -> int:
@@ -27,11 +30,24 @@ def _umask() -> int:
     return mask
 
 
+def _refuse_special(path: Path) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+        raise FileExistsError(
+            errno.EEXIST, "not a regular file; it would not be replaced", str(path)
+        )
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str], *, mode: str = "wb") -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success rename it to ``path``.
 
-    On any exception the temporary file is removed and ``path`` is left untouched.
+    On any exception the temporary file is removed and ``path`` is left untouched. An
+    existing ``path`` that is a FIFO, a device or a socket is never replaced: that is a
+    :class:`FileExistsError` before anything is written.
 
     Examples
     --------
@@ -51,6 +67,7 @@ def atomic_write(path: str | os.PathLike[str], *, mode: str = "wb") -> Iterator[
     'done'
     """
     path = Path(path)
+    _refuse_special(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -98,6 +115,13 @@ class JsonlCheckpoint:
     most the unit in progress; a re-run reads what is there and skips it. Used by the
     bracket runner and ``attnrank laws``.
 
+    A write that fails (a full disk) does not stop the run: ``say`` gets one line, that
+    record and every later one are kept in memory (:attr:`unsaved`) and written on each
+    later append, and when the checkpoint is closed, to ``spill`` (a file in a private
+    folder, see :mod:`analysis.private_files`) when one is given, else to the checkpoint
+    again. :meth:`read` reads the checkpoint and ``spill`` together, so a re-run resumes
+    from both.
+
     Examples
     --------
     >>> from analysis.atomic import JsonlCheckpoint
@@ -111,8 +135,37 @@ class JsonlCheckpoint:
     {'a': 1, 'b': 2}
     """
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        spill: str | os.PathLike[str] | None = None,
+        say: Callable[[str], None] | None = None,
+    ):
         self.path = Path(path)
+        self.spill = None if spill is None else Path(spill)
+        self.say = say if say is not None else (lambda msg: print(msg, file=sys.stderr))
+        self.unsaved: list[str] = []  # lines that no write has kept yet
+
+    def lines(self) -> list[str]:
+        """Every line kept so far, each ending in a newline: the checkpoint's, the spill's
+        and the unsaved ones (a torn line stays its own line, which :meth:`read` skips). A
+        spill that is a link or not a regular file of this user is not read."""
+        out: list[str] = []
+        for path, private in ((self.path, False), (self.spill, True)):
+            if path is None or (not private and not path.is_file()):
+                continue
+            try:
+                fh = _open_private(path) if private else open(path)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                if not private:
+                    raise
+                continue  # a spill that is a link or not this user's: never loaded
+            with fh:
+                out.extend(line if line.endswith("\n") else line + "\n" for line in fh)
+        return out + self.unsaved
 
     def read(self, decode: Callable[[dict[str, Any]], Any] = lambda rec: rec) -> dict[str, Any]:
         """Finished records by key, each passed through ``decode``.
@@ -121,15 +174,14 @@ class JsonlCheckpoint:
         unit is simply redone.
         """
         done: dict[str, Any] = {}
-        if not self.path.is_file():
+        if not self.path.is_file() and self.spill is None and not self.unsaved:
             return done
-        with open(self.path) as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                    done[rec["key"]] = decode(rec)
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                    continue
+        for line in self.lines():
+            try:
+                rec = json.loads(line)
+                done[rec["key"]] = decode(rec)
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
         return done
 
     @contextlib.contextmanager
@@ -137,7 +189,7 @@ class JsonlCheckpoint:
         """A function that appends one record as a line and fsyncs it.
 
         When the file ends in a torn line, a newline is written first, so the torn line
-        cannot swallow the next record.
+        cannot swallow the next record. A write that fails keeps the record (see the class).
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         torn = False
@@ -145,13 +197,97 @@ class JsonlCheckpoint:
             with open(self.path, "rb") as f:
                 f.seek(-1, os.SEEK_END)
                 torn = f.read(1) != b"\n"
-        with open(self.path, "a") as sink:
+        failed: list[OSError] = []  # once a write fails, later lines skip the file
+
+        def fail(exc: OSError) -> None:
+            failed.append(exc)
+            where = f"to {self.spill}" if self.spill else "again"
+            self.say(
+                f"note: cannot write the checkpoint {self.path} ({_why(exc)}): finished "
+                f"work is kept in memory and written {where} as soon as it can be; a re-run "
+                "resumes from what was written"
+            )
+
+        sink: IO[str] | None = None
+        try:
+            sink = open(self.path, "a")
             if torn:
                 sink.write("\n")
+        except OSError as exc:
+            fail(exc)
 
-            def append(rec: dict[str, Any]) -> None:
-                sink.write(json.dumps(rec) + "\n")
-                sink.flush()
-                os.fsync(sink.fileno())
+        def append(rec: dict[str, Any]) -> None:
+            line = json.dumps(rec) + "\n"
+            if not failed and sink is not None:
+                try:
+                    _write_synced(sink, line)
+                    return
+                except OSError as exc:
+                    fail(exc)
+            self.unsaved.append(line)
+            self._flush_unsaved()
 
+        try:
             yield append
+        finally:
+            if sink is not None:
+                with contextlib.suppress(OSError):  # a buffer a full disk refused
+                    sink.close()
+            if self.unsaved:
+                self._flush_unsaved()
+            if self.unsaved:
+                self.say(
+                    f"note: {len(self.unsaved)} finished records could not be written to "
+                    f"{self.path}{' or ' + str(self.spill) if self.spill else ''}"
+                )
+
+    def _flush_unsaved(self) -> None:
+        """Write the unsaved lines to the spill (else the checkpoint, after a newline that
+        ends a torn line); they stay unsaved if that fails too."""
+        try:
+            if self.spill is not None:
+                _append_private(self.spill, self.unsaved)
+            else:
+                with open(self.path, "a") as fh:
+                    _write_synced(fh, "\n" + "".join(self.unsaved))
+        except OSError:
+            return
+        self.unsaved = []
+
+
+def as_checkpoint(
+    checkpoint: str | os.PathLike[str] | JsonlCheckpoint | None,
+) -> JsonlCheckpoint | None:
+    """``checkpoint`` as a :class:`JsonlCheckpoint` (a path is wrapped; None stays None).
+
+    Examples
+    --------
+    >>> from analysis.atomic import as_checkpoint
+    >>> as_checkpoint("ck.jsonl").path.name, as_checkpoint(None)
+    ('ck.jsonl', None)
+    """
+    if checkpoint is None or isinstance(checkpoint, JsonlCheckpoint):
+        return checkpoint
+    return JsonlCheckpoint(checkpoint)
+
+
+def _write_synced(fh: IO[str], text: str) -> None:
+    fh.write(text)
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def _open_private(path: Path) -> IO[str]:
+    from analysis.private_files import open_private
+
+    return open_private(path)
+
+
+def _append_private(path: Path, lines: list[str]) -> None:
+    from analysis.private_files import append_private
+
+    append_private(path, lines)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from analysis.atomic import JsonlCheckpoint
+from analysis.atomic import JsonlCheckpoint, as_checkpoint
 from analysis.attention import derive_seed
 from analysis.brackets.results import report_dropped
 from analysis.validation import ParameterError, check_eps_grid
@@ -37,7 +37,7 @@ def approximants_for_input(
     methods: Sequence[str] | None = None,
     seed: int = 0,
     progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike | JsonlCheckpoint | None = None,
     say: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """Least certified rank of each efficient-attention approximant, every matrix and eps.
@@ -49,7 +49,7 @@ def approximants_for_input(
         From :func:`load_queries_keys` (None: ``A`` only).
     methods : names from :data:`analysis.brackets.approximants.METHODS`; None takes every
         method the input allows (the Q/K ones need an extract without a mask).
-    checkpoint : path, optional
+    checkpoint : path or JsonlCheckpoint, optional
         JSON lines of finished matrices (keyed by input hash, index, temperature, eps,
         methods and seed); matrices already there are reused, so an interrupted run resumes.
         A stored table is reused only once every ranked row re-certifies
@@ -113,7 +113,7 @@ def approximants_for_input(
     grid = ",".join(f"{e!r}" for e in eps)
     tag = f"{t}:{data.renormalized}:{grid}:{','.join(methods)}:{seed}"
     keys = [f"{data.sha256}:{i}:{tag}" for i in range(data.A.shape[0])]
-    ck = JsonlCheckpoint(checkpoint) if checkpoint is not None else None
+    ck = as_checkpoint(checkpoint)
     done = ck.read(lambda rec: _rank_frame(rec["rows"])) if ck is not None else {}
 
     def inputs(i: int) -> dict[str, Any]:

@@ -17,13 +17,12 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from analysis.atomic import JsonlCheckpoint, atomic_write
+from analysis.atomic import JsonlCheckpoint, as_checkpoint, atomic_write
 from analysis.brackets.profile import Profile
 from analysis.brackets.results import report_dropped
 from analysis.brackets.search import profile_matrices
@@ -69,7 +68,7 @@ def profile_file(
     eps: Sequence[float],
     effort: str = "default",
     engine: int | None = None,
-    checkpoint: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike | JsonlCheckpoint | None = None,
     say: Callable[[str], None] | None = None,
     on_profile: Callable[[int, Profile], None] | None = None,
     execution: RunSpec = RunSpec(),
@@ -137,13 +136,9 @@ def profile_file(
         f"{data.sha256}:{i}:{t}:{data.renormalized}:{grid}:{effort}:engine{engine}"
         for i in range(data.A.shape[0])
     ]
-    ck = Path(checkpoint) if checkpoint is not None else None
+    ck = as_checkpoint(checkpoint)
     # A torn line (a crash mid-write) does not parse or decode: that matrix is redone.
-    done = (
-        JsonlCheckpoint(ck).read(lambda rec: Profile.from_dict(rec["profile"]))
-        if ck is not None
-        else {}
-    )
+    done = ck.read(lambda rec: Profile.from_dict(rec["profile"])) if ck is not None else {}
     dropped = 0
     for i, key in enumerate(keys):
         if key in done and done[key].reverify(data.A[i]):
@@ -166,7 +161,7 @@ def profile_file(
     )
     with contextlib.ExitStack() as stack:
         stack.callback(bar.close)
-        append = stack.enter_context(JsonlCheckpoint(ck).appender()) if ck is not None else None
+        append = stack.enter_context(ck.appender()) if ck is not None else None
         pool = stack.enter_context(
             task_pool(executor, 1 if len(jobs) <= 1 else workers, mp_context=None)
         )

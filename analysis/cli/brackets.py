@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.atomic import atomic_write
+from analysis.atomic import JsonlCheckpoint, atomic_write
 from analysis.brackets import EFFORTS, ENGINE_VERSIONS, LATEST_ENGINE, check_engine
 from analysis.brackets.approximant_tables import (
     approximants_for_input,
@@ -131,6 +131,12 @@ def add_engine_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _checkpoint(ck: Path, stash: Path) -> JsonlCheckpoint:
+    """The run's checkpoint beside ``--out``: a line that cannot be written there (a full
+    disk) goes to the run's stash instead, or stays in memory until it can be written."""
+    return JsonlCheckpoint(ck, spill=stash, say=lambda note: print(note, file=sys.stderr))
+
+
 def run_bracket(args: argparse.Namespace) -> int:
     eps = check_eps_grid(args.eps)
     engine = check_engine(args.engine)
@@ -154,6 +160,7 @@ def run_bracket(args: argparse.Namespace) -> int:
         stash = stash_path("bracket", *run)
         if take_stash(stash, ck):
             print(f"note: resuming from the finished profiles kept in {stash}", file=sys.stderr)
+    ckpt = None if ck is None else _checkpoint(ck, stash)
     # OUT.json is encoded matrix by matrix as profiles arrive, while the workers search on.
     writer = (
         ResultWriter(data, eps=eps, effort=args.effort, witnesses=args.witnesses, engine=engine)
@@ -165,7 +172,7 @@ def run_bracket(args: argparse.Namespace) -> int:
             data,
             eps=eps,
             effort=args.effort,
-            checkpoint=ck,
+            checkpoint=ckpt,
             say=lambda note: print(note, file=sys.stderr),
             on_profile=None if writer is None else writer.add,
             engine=engine,
@@ -184,7 +191,7 @@ def run_bracket(args: argparse.Namespace) -> int:
         try:
             writer.write(out)
         except OSError as exc:
-            raise write_failed("out", out, exc, ck, stash) from exc
+            raise write_failed("out", out, exc, ckpt, stash) from exc
         ck.unlink(missing_ok=True)
         drop_stash(stash)
         print(f"wrote {out}", file=sys.stderr)
@@ -262,6 +269,7 @@ def run_approximants(args: argparse.Namespace) -> int:
         stash = stash_path("approximants", *run)
         if take_stash(stash, ck):
             print(f"note: resuming from the finished tables kept in {stash}", file=sys.stderr)
+    ckpt = None if ck is None else _checkpoint(ck, stash)
     table, left_out = approximants_for_input(
         data,
         qk,
@@ -269,7 +277,7 @@ def run_approximants(args: argparse.Namespace) -> int:
         methods=args.methods,
         seed=args.seed,
         progress=not args.quiet,
-        checkpoint=ck,
+        checkpoint=ckpt,
         say=lambda note: print(note, file=sys.stderr),
     )
     if brackets is not None:
@@ -282,7 +290,7 @@ def run_approximants(args: argparse.Namespace) -> int:
             with atomic_write(out, mode="w") as fh:
                 table.to_csv(fh, index=False)
         except OSError as exc:
-            raise write_failed("out", out, exc, ck, stash) from exc
+            raise write_failed("out", out, exc, ckpt, stash) from exc
         ck.unlink(missing_ok=True)
         drop_stash(stash)
         print(f"wrote {out}", file=sys.stderr)

@@ -13,6 +13,9 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from analysis.cli.outputs import check_output_file
+
+    check_output_file("out", args.out)  # before any work: a folder, a link, a FIFO
     with parallel_kwargs(args) as parallel:
         table = write_reference_widths(
             args.design,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -202,3 +203,49 @@ def test_a_failed_final_write_strands_nothing(stack, tmp_path, capsys, monkeypat
         assert (m["brackets"], m["witnesses"]) == (n["brackets"], n["witnesses"])
     assert main(["verify", str(stack), str(other)]) == 0
     assert not list((tmp_path / "tmp").rglob("*.jsonl"))  # the stash is gone once written
+
+
+def _special(tmp_path, kind):
+    """A node of ``kind`` at tmp_path/out.json; None when it cannot be made here."""
+    node = tmp_path / "out.json"
+    if kind == "fifo":
+        os.mkfifo(node)
+    elif kind == "symlink":
+        (tmp_path / "target.json").write_text("precious")
+        node.symlink_to(tmp_path / "target.json")
+    else:  # a character device: only root may make one (a copy of /dev/null's numbers)
+        try:
+            os.mknod(node, 0o600 | stat.S_IFCHR, os.stat("/dev/null").st_rdev)
+        except (PermissionError, AttributeError):
+            return None
+    return node
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "device"])
+@pytest.mark.parametrize("command", ["bracket", "approximants"])
+def test_out_onto_a_special_node_is_refused(stack, tmp_path, capsys, monkeypatch, kind, command):
+    node = _special(tmp_path, kind)
+    if node is None:
+        pytest.skip("making a device node needs root")
+    before = os.lstat(node)
+    rc = main([command, str(stack), "--eps", "0.1", "--quiet", "--out", str(node)])
+    err = capsys.readouterr().err
+    _one_line_error(rc, err, "--out")
+    after = os.lstat(node)  # the very node, untouched: not replaced by a regular file
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    if kind == "symlink":
+        assert "link" in err and (tmp_path / "target.json").read_text() == "precious"
+    assert not (tmp_path / "out.json.partial").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+def test_atomic_write_never_replaces_a_fifo(tmp_path):
+    from analysis.atomic import atomic_write
+
+    node = tmp_path / "fifo"
+    os.mkfifo(node)
+    with pytest.raises(FileExistsError), atomic_write(node, mode="w") as fh:
+        fh.write("x")
+    assert stat.S_ISFIFO(os.lstat(node).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo"]  # no temporary file left
