@@ -77,7 +77,10 @@ def _run_add(args: argparse.Namespace) -> int:
                 # store, whose own errors also say ``path``).
                 raise rename(exc, {"path": "FILE.npz"}) from exc
             if store is None:  # created once a file has been read: never for nothing
-                store = Store(root, create=True)
+                try:
+                    store = Store(root, create=True)
+                except ParameterError as exc:  # e.g. an index.sqlite that is no SQLite file
+                    raise rename(exc, {"path": "STORE"}) from exc
             repaired, replaced = len(store.repaired), len(store.replaced)
             keys = store.add_extraction(extraction, replace=args.replace)
             notes = [

@@ -54,6 +54,27 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+#: The first bytes of every SQLite database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_index_file(index: Path) -> None:
+    """Refuse an ``index.sqlite`` that is there but is no SQLite file: not a regular file
+    (a directory, a dangling link), empty (0 bytes: SQLite would take it for a new, empty
+    store), or a file that does not start with SQLite's header. Nothing is written to it.
+    """
+    allowed = f"a store whose {index.name} is a readable SQLite index"
+    if not index.is_file():
+        kind = "a directory" if index.is_dir() else "not a regular file"
+        raise ParameterError("path", allowed, f"{index}: {kind}")
+    with open(index, "rb") as fh:
+        head = fh.read(len(_SQLITE_HEADER))
+    if not head:
+        raise ParameterError("path", allowed, f"{index}: an empty file (0 bytes)")
+    if head != _SQLITE_HEADER:
+        raise ParameterError("path", allowed, f"{index}: not an SQLite file")
+
+
 class Store:
     """A folder holding matrix records, arrays and bracket profiles.
 
@@ -88,9 +109,11 @@ class Store:
     def __init__(self, path: str | os.PathLike[str], *, create: bool = False):
         self.path = Path(path)
         index = self.path / self.INDEX
-        if not index.is_file():
-            if not create:
-                raise FileNotFoundError(f"path: no store at {self.path} (missing {self.INDEX})")
+        if index.exists() or index.is_symlink():
+            _check_index_file(index)
+        elif not create:
+            raise FileNotFoundError(f"path: no store at {self.path} (missing {self.INDEX})")
+        else:
             self.path.mkdir(parents=True, exist_ok=True)
         #: keys whose missing or damaged array file an add rewrote, and keys whose arrays
         #: an add replaced (``replace``), in this session

@@ -7,8 +7,11 @@ not numbers are refused in one line naming the file or the array.
 
 from __future__ import annotations
 
+import pytest
+
 from analysis.cli import main
 from analysis.store import Store
+from analysis.validation import ParameterError
 from tests.cli.conftest import write_extract
 
 
@@ -46,3 +49,44 @@ def test_a_failed_first_add_removes_the_folder_it_created(tmp_path, monkeypatch)
     assert main(["store", "add", str(root), str(extract)]) == 0
     with Store(root) as store:
         assert len(store.matrices()) == 2
+
+
+def _bad_index(root, kind: str):
+    """A store folder whose ``index.sqlite`` is no SQLite file (``kind``)."""
+    index = root / Store.INDEX
+    root.mkdir(parents=True)
+    if kind == "empty":
+        index.write_bytes(b"")
+    elif kind == "text":
+        index.write_text("not a database\n" * 50)
+    else:
+        index.mkdir()
+    return index
+
+
+@pytest.mark.parametrize("kind", ["empty", "text", "directory"])
+@pytest.mark.parametrize("create", [False, True])
+def test_an_index_that_is_no_sqlite_file_is_refused_untouched(tmp_path, kind, create):
+    index = _bad_index(tmp_path / "s", kind)
+    size = None if index.is_dir() else index.stat().st_size
+    with pytest.raises(ParameterError) as info:
+        Store(tmp_path / "s", create=create)
+    assert info.value.name == "path"
+    assert str(index) in str(info.value)
+    assert (None if index.is_dir() else index.stat().st_size) == size  # nothing written
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [Store.INDEX]
+
+
+@pytest.mark.parametrize("kind", ["empty", "text", "directory"])
+@pytest.mark.parametrize("action", ["add", "bracket"])
+def test_the_cli_names_an_index_that_is_no_sqlite_file(tmp_path, capsys, kind, action):
+    index = _bad_index(tmp_path / "s", kind)
+    if action == "add":
+        argv = ["store", "add", str(tmp_path / "s"), str(write_extract(tmp_path / "x.npz"))]
+    else:
+        argv = ["store", "bracket", str(tmp_path / "s"), "--eps", "0.1", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"attnrank store: error: STORE: expected a store whose {Store.INDEX} is a " in err
+    assert str(index) in err
