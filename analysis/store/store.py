@@ -245,6 +245,20 @@ class Store:
         """
         if replace is not None and (not isinstance(replace, str) or not replace.strip()):
             raise ParameterError("replace", "a reason to replace stored arrays", replace)
+        # One write lock from the check to the commit: a second add of the same key (another
+        # process) waits, then finds this one's row and file, so a row never names a file
+        # that another add overwrote between its check and its insert.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            keys = self._add_locked(records, replace)
+            self._conn.commit()
+        except BaseException:
+            self._conn.rollback()
+            raise
+        return keys
+
+    def _add_locked(self, records: Iterable[dict[str, Any]], replace: str | None) -> list[str]:
+        """:meth:`add_matrices` inside its ``BEGIN IMMEDIATE`` transaction (not committed)."""
         planned, keys = [], []
         for rec in records:
             fields = {f: rec[f] for f in MATRIX_FIELDS}
@@ -282,21 +296,18 @@ class Store:
             text = json.dumps(meta, sort_keys=True, default=str)
             row = (*[fields[f] for f in MATRIX_FIELDS], head_id, *map(int, shape), array_file)
             rows.append((key, *row, digest, text, _now()))
-        if rows or updates:
-            with self._conn:
-                self._conn.executemany(
-                    "INSERT OR IGNORE INTO matrices VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
-                )
-                for key, array_file, digest, text, drop in updates:
-                    self._conn.execute(
-                        "UPDATE matrices SET array_file = ?, array_sha256 = ?, meta = ? "
-                        "WHERE key = ?",
-                        (array_file, digest, text, key),
-                    )
-                    if drop:  # profiles of the old arrays (their brackets cascade)
-                        self._conn.execute("DELETE FROM profiles WHERE matrix_key = ?", (key,))
-            for key, *_, drop in updates:
-                (self.replaced if drop else self.repaired).append(key)
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO matrices VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
+        )
+        for key, array_file, digest, text, drop in updates:
+            self._conn.execute(
+                "UPDATE matrices SET array_file = ?, array_sha256 = ?, meta = ? WHERE key = ?",
+                (array_file, digest, text, key),
+            )
+            if drop:  # profiles of the old arrays (their brackets cascade)
+                self._conn.execute("DELETE FROM profiles WHERE matrix_key = ?", (key,))
+        for key, *_, drop in updates:
+            (self.replaced if drop else self.repaired).append(key)
         return keys
 
     def add_extraction(

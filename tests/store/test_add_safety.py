@@ -90,3 +90,52 @@ def test_the_cli_names_an_index_that_is_no_sqlite_file(tmp_path, capsys, kind, a
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"attnrank store: error: STORE: expected a store whose {Store.INDEX} is a " in err
     assert str(index) in err
+
+
+def _record(seed: int) -> dict:
+    """One matrix record; every seed has the same key and other arrays."""
+    import numpy as np
+
+    from analysis.attention import softmax64
+
+    rng = np.random.default_rng(seed)
+    Q, K = rng.standard_normal((2, 4, 3))
+    mask = np.ones((4, 4), dtype=bool)
+    fields = {"source": "synthetic", "checkpoint": "c", "layer": 0, "head": 0, "length": 4}
+    A = softmax64(Q, K, 0.5, mask)
+    return {**fields, "input_id": "i", "A": A, "Q": Q, "K": K, "scale": 0.5}
+
+
+def test_two_adds_of_one_key_cannot_both_write(tmp_path, monkeypatch):
+    """A second add (another connection: another process) starting while the first is
+    between its check and its insert waits for it; it cannot write its own arrays under
+    the key and leave the first add's row naming them (the old check, write, insert)."""
+    import sqlite3
+
+    import analysis.store.store as store_module
+
+    Store(tmp_path / "s", create=True).close()
+    first, second = Store(tmp_path / "s"), Store(tmp_path / "s")
+    second._conn.execute("PRAGMA busy_timeout = 200")  # wait 0.2 s, not a minute
+    save, outcome = store_module.atomic_savez, {}
+
+    def racing_save(path, arrays):
+        if not outcome:  # the first add has checked; the second one runs before it writes
+            outcome["second"] = None
+            try:
+                outcome["second"] = second.add_matrices([_record(1)])
+            except sqlite3.OperationalError as exc:
+                outcome["second"] = exc
+        return save(path, arrays)
+
+    monkeypatch.setattr(store_module, "atomic_savez", racing_save)
+    [key] = first.add_matrices([_record(0)])
+    monkeypatch.undo()
+    first.arrays(key, verify=True)  # the row's hash names the file there
+    assert isinstance(outcome["second"], sqlite3.OperationalError)  # it waited: locked
+    assert "locked" in str(outcome["second"])
+    assert first.add_matrices([_record(0)]) == [key]  # the same arrays: nothing to do
+    with pytest.raises(ParameterError, match="replace"):
+        second.add_matrices([_record(1)])  # after the first: other arrays, refused
+    first.close()
+    second.close()
