@@ -82,7 +82,10 @@ def _run_add(args: argparse.Namespace) -> int:
                 except ParameterError as exc:  # e.g. an index.sqlite that is no SQLite file
                     raise rename(exc, {"path": "STORE"}) from exc
             repaired, replaced = len(store.repaired), len(store.replaced)
-            keys = store.add_extraction(extraction, replace=args.replace)
+            try:
+                keys = store.add_extraction(extraction, replace=args.replace)
+            except ParameterError as exc:  # ``path``: a file of the store's own
+                raise rename(exc, {"path": "STORE"}) from exc
             notes = [
                 f"{n} {what}"
                 for n, what in (

@@ -33,6 +33,7 @@ from analysis.store.arrays import (
     load_arrays,
     record_arrays,
     synthetic_record,
+    writable_array_path,
 )
 from analysis.store.integrity import StoreIntegrityError, check_array_file, resolve_array_file
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
@@ -271,6 +272,7 @@ class Store:
                 action = existing_action(self.path, old, arrays, replace)
                 if action == "same":
                     continue
+            writable_array_path(self._array_path(key), self.path, key)
             planned.append((key, fields, arrays, rec.get("meta") or {}, action, old))
         rows, updates = [], []
         for key, fields, arrays, meta, action, old in planned:

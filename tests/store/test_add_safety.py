@@ -139,3 +139,99 @@ def test_two_adds_of_one_key_cannot_both_write(tmp_path, monkeypatch):
         second.add_matrices([_record(1)])  # after the first: other arrays, refused
     first.close()
     second.close()
+
+
+BAD_RECORDS = {
+    "text Q": ({"Q": "text"}, "Q"),
+    "complex Q": ({"Q": "complex"}, "Q"),
+    "NaN in Q": ({"Q": "nan"}, "Q"),
+    "inf in K": ({"K": "inf"}, "K"),
+    "NaN in A": ({"A": "nan"}, "A"),
+    "text scale": ({"scale": "x"}, "scale"),
+    "array scale": ({"scale": [0.5, 0.5]}, "scale"),
+    "NaN scale": ({"scale": float("nan")}, "scale"),
+}
+
+
+def _spoil(rec: dict, change: dict) -> dict:
+    import numpy as np
+
+    out = dict(rec)
+    for name, how in change.items():
+        if name == "scale":
+            out[name] = how
+        elif how == "text":
+            out[name] = rec[name].astype(str)
+        elif how == "complex":
+            out[name] = rec[name] + 1j
+        else:
+            out[name] = rec[name].copy()
+            out[name][0, 0] = np.nan if how == "nan" else np.inf
+    return out
+
+
+@pytest.mark.parametrize(("change", "name"), BAD_RECORDS.values(), ids=list(BAD_RECORDS))
+def test_an_add_refuses_arrays_that_cannot_be_bracketed(tmp_path, change, name):
+    with Store(tmp_path / "s", create=True) as store:
+        with pytest.raises(ParameterError) as info:
+            store.add_matrices([_spoil(_record(0), change)])
+        assert info.value.name == name
+        assert store.matrices() == []
+    assert not (tmp_path / "s" / "arrays").exists()  # nothing written
+
+
+def test_the_cli_names_Q_of_an_extract_it_refuses(tmp_path, capsys):
+    import numpy as np
+
+    good = write_extract(tmp_path / "x.npz")
+    with np.load(good) as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez(tmp_path / "c.npz", **{**arrays, "Q": arrays["Q"] + 1j})
+    assert main(["store", "add", str(tmp_path / "s"), str(tmp_path / "c.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "attnrank store: error: Q: expected " in err
+    assert not (tmp_path / "s").exists()  # the failed first add left nothing
+
+
+def test_an_older_stored_file_with_nan_in_q_is_named_as_q(tmp_path, capsys):
+    """A file an older add accepted (NaN in Q, its hash recorded): ``store bracket`` names
+    the file and Q, not the A computed from it."""
+    import numpy as np
+
+    from analysis.atomic import atomic_savez
+    from analysis.hashing import file_sha256
+
+    with Store(tmp_path / "s", create=True) as store:
+        [key] = store.add_matrices([_record(0)])
+        path = store.path / store.matrix(key).array_file
+        with np.load(path) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays["Q"][0, 0] = np.nan
+        atomic_savez(path, arrays)
+        store._conn.execute(
+            "UPDATE matrices SET array_sha256 = ? WHERE key = ?", (file_sha256(path), key)
+        )
+        store._conn.commit()
+    argv = ["store", "bracket", str(tmp_path / "s"), "--eps", "0.1", "--effort", "fast"]
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "attnrank store: error: STORE: expected " in err
+    assert f"{path.name}: Q: NaN or inf" in err
+
+
+def test_a_directory_at_an_array_path_is_named_not_replaced(tmp_path, capsys):
+    extract = write_extract(tmp_path / "x.npz")
+    root = tmp_path / "s"
+    assert main(["store", "add", str(root), str(extract)]) == 0
+    with Store(root) as store:
+        rec = store.matrices()[0]
+    path = root / rec.array_file
+    path.unlink()
+    path.mkdir()
+    (path / "kept.txt").write_text("kept")
+    capsys.readouterr()
+    assert main(["store", "add", str(root), str(extract)]) == 2  # a repair would replace it
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "attnrank store: error: STORE: expected nothing or a " in err
+    assert f"{rec.array_file}: a directory" in err
+    assert (path / "kept.txt").read_text() == "kept"
