@@ -65,8 +65,8 @@ def _run_add(args: argparse.Namespace) -> int:
     from analysis.store.store import Store
 
     root = Path(args.store)
-    existed = root.exists()
     fresh = not (root / Store.INDEX).is_file()  # the add creates the store
+    before = _existing_paths(root) if fresh else None  # what a failed first add keeps
     store = None
     try:
         for path in args.files:
@@ -77,9 +77,15 @@ def _run_add(args: argparse.Namespace) -> int:
                 # store, whose own errors also say ``path``).
                 raise rename(exc, {"path": "FILE.npz"}) from exc
             if store is None:  # created once a file has been read: never for nothing
-                store = Store(root, create=True)
+                try:
+                    store = Store(root, create=True)
+                except ParameterError as exc:  # e.g. an index.sqlite that is no SQLite file
+                    raise rename(exc, {"path": "STORE"}) from exc
             repaired, replaced = len(store.repaired), len(store.replaced)
-            keys = store.add_extraction(extraction, replace=args.replace)
+            try:
+                keys = store.add_extraction(extraction, replace=args.replace)
+            except ParameterError as exc:  # ``path``: a file of the store's own
+                raise rename(exc, {"path": "STORE"}) from exc
             notes = [
                 f"{n} {what}"
                 for n, what in (
@@ -95,8 +101,8 @@ def _run_add(args: argparse.Namespace) -> int:
             empty = fresh and not store.matrices()
             store.close()
             store = None
-            if empty:
-                _remove_new_store(root, existed)
+            if empty and before is not None:
+                _remove_new_store(root, before)
         raise
     finally:
         if store is not None:
@@ -104,18 +110,39 @@ def _run_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _remove_new_store(root: Path, existed: bool) -> None:
+def _existing_paths(root: Path) -> set[Path]:
+    """Every path under ``root`` (``root`` included) that exists now: what a failed first
+    ``store add`` must leave where it is."""
+    import os
+
+    if not root.exists():
+        return set()
+    found = {root}
+    for parent, dirs, files in os.walk(root):
+        found.update(Path(parent, name) for name in (*dirs, *files))
+    return found
+
+
+def _remove_new_store(root: Path, before: set[Path]) -> None:
     """Remove what a failed first ``store add`` created under ``root`` (no matrix was
-    added): the index (and its journal files), the arrays folder, and ``root`` itself when
-    the add created it."""
-    import shutil
+    added): the files and folders that were not in ``before`` (:func:`_existing_paths`),
+    so an ``arrays`` folder, index or ``root`` the user had made stays, with its files."""
+    import os
 
-    from analysis.store.store import Store
-
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        (root / (Store.INDEX + suffix)).unlink(missing_ok=True)
-    shutil.rmtree(root / "arrays", ignore_errors=True)
-    if not existed:
+    if not root.exists():
+        return
+    for parent, dirs, files in os.walk(root, topdown=False):
+        for name in files:
+            path = Path(parent, name)
+            if path not in before:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        for name in dirs:
+            path = Path(parent, name)
+            if path not in before:
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # only when empty: never a folder with a file kept
+    if root not in before:
         with contextlib.suppress(OSError):
             root.rmdir()
 

@@ -68,11 +68,46 @@ class MatrixArrays:
         return softmax64(self.Q, self.K, self.scale, self.mask, temperature, self.bias)
 
 
+def _real_finite(name: str, value: Any) -> np.ndarray:
+    """``value`` as an array, refused (naming ``name``) unless its entries are finite real
+    numbers (integer or floating, not bool, complex or text)."""
+    x = np.asarray(value)
+    real = x.dtype != np.bool_ and (
+        np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)
+    )
+    if not real:
+        raise ParameterError(name, "an array of real numbers (integer or float)", str(x.dtype))
+    if not np.isfinite(x).all():
+        raise ParameterError(name, "finite entries (no NaN or inf)", "NaN or inf")
+    return x
+
+
 def record_arrays(rec: dict[str, Any], L: int) -> dict[str, np.ndarray]:
-    """The arrays of one :meth:`Store.add_matrices` record, checked, as its file holds them."""
-    A = np.asarray(rec["A"])
-    Q = np.asarray(rec["Q"])
-    K = np.asarray(rec["K"])
+    """The arrays of one :meth:`Store.add_matrices` record, checked, as its file holds them.
+
+    ``A``, ``Q``, ``K`` must hold finite real numbers and ``scale`` be one finite real
+    number, each refused by a :class:`ParameterError` naming it (before anything is
+    written): a matrix that could not be bracketed is never stored.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.store.arrays import record_arrays
+    >>> rec = {"A": np.full((2, 2), 0.5), "Q": np.ones((2, 1)), "K": np.ones((2, 1))}
+    >>> sorted(record_arrays({**rec, "scale": 0.5}, 2))
+    ['A', 'K', 'Q', 'mask', 'scale']
+    >>> record_arrays({**rec, "Q": np.full((2, 1), np.nan), "scale": 0.5}, 2)
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: Q: expected finite entries (no NaN or inf), got 'NaN or inf'
+    >>> record_arrays({**rec, "scale": "x"}, 2)
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: scale: expected one finite real number, got "'x' (<U1 ())"
+    """
+    A = _real_finite("A", rec["A"])
+    Q = _real_finite("Q", rec["Q"])
+    K = _real_finite("K", rec["K"])
     if A.ndim != 2 or A.shape[1] != L or Q.shape[0] != A.shape[0] or K.shape != (L, Q.shape[-1]):
         raise ParameterError(
             "arrays", f"A [M, {L}], Q [M, d], K [{L}, d]", (A.shape, Q.shape, K.shape)
@@ -81,7 +116,15 @@ def record_arrays(rec: dict[str, Any], L: int) -> dict[str, np.ndarray]:
     mask = np.ones(A.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if mask.shape != A.shape:
         raise ParameterError("mask", f"a bool array of shape {A.shape}", mask.shape)
-    scale = np.asarray(float(rec["scale"]), dtype=np.float64)
+    raw = np.asarray(rec["scale"])
+    try:
+        scale = _real_finite("scale", raw)
+        if scale.size != 1:
+            raise ValueError
+    except (ParameterError, ValueError):
+        got = f"{rec['scale']!r} ({raw.dtype} {raw.shape})"
+        raise ParameterError("scale", "one finite real number", got[-110:]) from None
+    scale = np.asarray(float(scale.reshape(())), dtype=np.float64)
     arrays = {"A": A, "Q": Q, "K": K, "scale": scale, "mask": mask}
     bias = rec.get("bias")
     if bias is not None:  # only then: a bias-free record's file is as before
@@ -126,10 +169,40 @@ def load_arrays(path: Path, sha256: str | None = None, *, key: str | None = None
         raise ParameterError(
             "path", allowed, f"{path.name}: scale {z['scale'].dtype} {z['scale'].shape}"
         )
+    for name in ("A", "Q", "K", "scale"):  # as an add checks them (an older store's file)
+        try:
+            _real_finite(name, z[name])
+        except ParameterError as exc:
+            raise ParameterError("path", allowed, f"{path.name}: {name}: {exc.got}") from None
     bias = z.get("bias")
     if bias is not None and bias.shape != z["A"].shape:
         raise ParameterError("path", allowed, f"{path.name}: bias {bias.shape}, A {z['A'].shape}")
     return MatrixArrays(z["A"], z["Q"], z["K"], float(z["scale"]), z["mask"].astype(bool), bias)
+
+
+def writable_array_path(path: Path, root: Path, key: str) -> Path:
+    """``path``, the array file a store add is about to write for matrix ``key``, refused
+    (a :class:`ParameterError` naming ``path`` and the file) when something other than a
+    regular file sits there (a directory, a FIFO): an add never replaces it.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from analysis.store.arrays import writable_array_path
+    >>> Path("st/arrays/ab/ab12.npz").mkdir(parents=True)
+    >>> writable_array_path(Path("st/arrays/ab/ab12.npz"), Path("st"), "ab12")
+    Traceback (most recent call last):
+    ...
+    analysis.validation.ParameterError: path: expected nothing or a regular file at the array path of matrix ab12 (move it away), got 'arrays/ab/ab12.npz: a directory'
+    """
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise ParameterError(
+            "path",
+            f"nothing or a regular file at the array path of matrix {key} (move it away)",
+            f"{path.relative_to(root).as_posix()}: {kind}",
+        )
+    return path
 
 
 def existing_action(

@@ -33,6 +33,7 @@ from analysis.store.arrays import (
     load_arrays,
     record_arrays,
     synthetic_record,
+    writable_array_path,
 )
 from analysis.store.integrity import StoreIntegrityError, check_array_file, resolve_array_file
 from analysis.store.keys import MATRIX_FIELDS, cell_key, matrix_key
@@ -52,6 +53,27 @@ __all__ = [
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+#: The first bytes of every SQLite database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_index_file(index: Path) -> None:
+    """Refuse an ``index.sqlite`` that is there but is no SQLite file: not a regular file
+    (a directory, a dangling link), empty (0 bytes: SQLite would take it for a new, empty
+    store), or a file that does not start with SQLite's header. Nothing is written to it.
+    """
+    allowed = f"a store whose {index.name} is a readable SQLite index"
+    if not index.is_file():
+        kind = "a directory" if index.is_dir() else "not a regular file"
+        raise ParameterError("path", allowed, f"{index}: {kind}")
+    with open(index, "rb") as fh:
+        head = fh.read(len(_SQLITE_HEADER))
+    if not head:
+        raise ParameterError("path", allowed, f"{index}: an empty file (0 bytes)")
+    if head != _SQLITE_HEADER:
+        raise ParameterError("path", allowed, f"{index}: not an SQLite file")
 
 
 class Store:
@@ -88,9 +110,11 @@ class Store:
     def __init__(self, path: str | os.PathLike[str], *, create: bool = False):
         self.path = Path(path)
         index = self.path / self.INDEX
-        if not index.is_file():
-            if not create:
-                raise FileNotFoundError(f"path: no store at {self.path} (missing {self.INDEX})")
+        if index.exists() or index.is_symlink():
+            _check_index_file(index)
+        elif not create:
+            raise FileNotFoundError(f"path: no store at {self.path} (missing {self.INDEX})")
+        else:
             self.path.mkdir(parents=True, exist_ok=True)
         #: keys whose missing or damaged array file an add rewrote, and keys whose arrays
         #: an add replaced (``replace``), in this session
@@ -222,6 +246,20 @@ class Store:
         """
         if replace is not None and (not isinstance(replace, str) or not replace.strip()):
             raise ParameterError("replace", "a reason to replace stored arrays", replace)
+        # One write lock from the check to the commit: a second add of the same key (another
+        # process) waits, then finds this one's row and file, so a row never names a file
+        # that another add overwrote between its check and its insert.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            keys = self._add_locked(records, replace)
+            self._conn.commit()
+        except BaseException:
+            self._conn.rollback()
+            raise
+        return keys
+
+    def _add_locked(self, records: Iterable[dict[str, Any]], replace: str | None) -> list[str]:
+        """:meth:`add_matrices` inside its ``BEGIN IMMEDIATE`` transaction (not committed)."""
         planned, keys = [], []
         for rec in records:
             fields = {f: rec[f] for f in MATRIX_FIELDS}
@@ -234,6 +272,7 @@ class Store:
                 action = existing_action(self.path, old, arrays, replace)
                 if action == "same":
                     continue
+            writable_array_path(self._array_path(key), self.path, key)
             planned.append((key, fields, arrays, rec.get("meta") or {}, action, old))
         rows, updates = [], []
         for key, fields, arrays, meta, action, old in planned:
@@ -259,21 +298,18 @@ class Store:
             text = json.dumps(meta, sort_keys=True, default=str)
             row = (*[fields[f] for f in MATRIX_FIELDS], head_id, *map(int, shape), array_file)
             rows.append((key, *row, digest, text, _now()))
-        if rows or updates:
-            with self._conn:
-                self._conn.executemany(
-                    "INSERT OR IGNORE INTO matrices VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
-                )
-                for key, array_file, digest, text, drop in updates:
-                    self._conn.execute(
-                        "UPDATE matrices SET array_file = ?, array_sha256 = ?, meta = ? "
-                        "WHERE key = ?",
-                        (array_file, digest, text, key),
-                    )
-                    if drop:  # profiles of the old arrays (their brackets cascade)
-                        self._conn.execute("DELETE FROM profiles WHERE matrix_key = ?", (key,))
-            for key, *_, drop in updates:
-                (self.replaced if drop else self.repaired).append(key)
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO matrices VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows
+        )
+        for key, array_file, digest, text, drop in updates:
+            self._conn.execute(
+                "UPDATE matrices SET array_file = ?, array_sha256 = ?, meta = ? WHERE key = ?",
+                (array_file, digest, text, key),
+            )
+            if drop:  # profiles of the old arrays (their brackets cascade)
+                self._conn.execute("DELETE FROM profiles WHERE matrix_key = ?", (key,))
+        for key, *_, drop in updates:
+            (self.replaced if drop else self.repaired).append(key)
         return keys
 
     def add_extraction(
