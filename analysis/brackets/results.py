@@ -143,7 +143,8 @@ def check_result(data: MatrixInput, result: dict[str, Any]) -> list[str]:
 
     Checks the binding (``input_sha256``, one entry per matrix, each ``index`` once and in
     range, ``layer``, ``head`` and ``shape`` those of the matrix), the brackets (a finite
-    ``eps`` > 0 once per matrix, integer ends >= 0) and the witnesses (``null``, or an
+    ``eps`` > 0 once per matrix, integer ends in ``[0, min(M, N)]``, the lower end at most
+    the upper; no other value is possible for ``r_eps`` of an ``M x N`` matrix) and the witnesses (``null``, or an
     object with ``upper`` and ``lower`` lists of integer ranks / sizes, each once, whose
     arrays are finite numbers of shapes ``U (M, rank)``, ``W (N, rank)``, ``R (N, size)``,
     ``Y (size, M)``). Whether a witness certifies its end is :func:`verify_result`'s.
@@ -224,12 +225,17 @@ def _check_matrix(data: MatrixInput, i: int, mat: dict[str, Any]) -> list[str]:
             out.append(f"{where}: eps {eps!r} appears twice")
         else:
             seen.add(eps)
+        ends = {}
         for end in ("lower", "upper"):
             v = b.get(end)
             if not _is_int(v):
                 out.append(f"{where}: {end} end {_show(v)} is not an integer")
-            elif v < 0:
-                out.append(f"{where}: {end} end {v} is negative")
+            elif not 0 <= v <= min(M, N):  # r_eps of an M x N matrix is in [0, min(M, N)]
+                out.append(f"{where}: {end} end {_show(v)} is outside [0, {min(M, N)}]")
+            else:
+                ends[end] = v
+        if len(ends) == 2 and ends["lower"] > ends["upper"]:
+            out.append(f"{where}: lower {ends['lower']} > upper {ends['upper']}")
     wit = mat.get("witnesses")
     if wit is not None:
         out += _check_witnesses(f"matrix {i}", wit, M, N)
@@ -297,9 +303,12 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
     """Re-check every reported bracket end of ``result`` against ``data``'s matrices.
 
     First :func:`check_result`: any problem fails the result (status 1) with its lines, and
-    no witness is re-checked. Then every end's witness is re-certified in float64
+    no witness is re-checked (ends outside ``[0, min(M, N)]`` or a lower end above its upper
+    end among them). Then every end's witness is re-certified in float64
     (:func:`~analysis.brackets.verify.certified_upper_error`,
-    :func:`~analysis.brackets.verify.certified_lower_margin`).
+    :func:`~analysis.brackets.verify.certified_lower_margin`). Rank 0 needs no witness, so
+    with or without witnesses an upper end 0 is certified from ``B = 0``, and a lower end
+    >= 1 fails wherever ``B = 0`` is certified within eps (then ``r_eps = 0``).
 
     Returns
     -------
@@ -322,6 +331,19 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
     >>> report = verify_result(data, result)
     >>> report.status, report.messages
     (1, ['matrix 0 eps=0.5: upper witness rank 4 has certified error 0.7 > eps'])
+
+    Without witnesses, an end that no matrix of its size can have fails, and so does an
+    upper end 0 that ``B = 0`` does not certify (the identity's rows have l1 norm 1):
+
+    >>> data, result = example_bracket_result()
+    >>> for m in result["matrices"]:
+    ...     m["witnesses"] = None
+    >>> result["matrices"][0]["brackets"][0]["lower"] = 25
+    >>> verify_result(data, result).messages
+    ['matrix 0 bracket 0: lower end 25 is outside [0, 4]']
+    >>> result["matrices"][0]["brackets"][0].update(lower=0, upper=0)
+    >>> verify_result(data, result).messages[0]
+    'matrix 0 eps=0.5: upper end 0 (B = 0) has certified error 1 > eps'
     """
     problems = check_result(data, result)
     if problems:
@@ -332,18 +354,40 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
     for mat in result["matrices"]:
         i = mat["index"]
         A = data.A[i]
+        M, N = A.shape
+        # Rank 0 (B = 0) needs no witness: its certified error, a bound on the largest row
+        # l1 norm, decides an upper end 0 and refutes a lower end >= 1 wherever it is <= eps.
+        zero = certified_upper_error(A, np.zeros((M, 0)), np.zeros((N, 0)))
+        for b in mat["brackets"]:
+            eps, lo, hi = float(b["eps"]), b["lower"], b["upper"]
+            if hi == 0:
+                checked += 1
+                if not zero <= eps:
+                    failed = True
+                    msgs.append(
+                        f"matrix {i} eps={eps}: upper end 0 (B = 0) has certified error "
+                        f"{zero:.6g} > eps"
+                    )
+            if lo >= 1 and zero <= eps:
+                failed = True
+                msgs.append(
+                    f"matrix {i} eps={eps}: lower end {lo} is impossible: B = 0 is within eps "
+                    f"(certified error {zero:.6g}), so r_eps = 0"
+                )
         wit = mat.get("witnesses")
         if wit is None:
-            missing = True
-            msgs.append(f"matrix {i}: witnesses are null (re-run bracket with --witnesses)")
+            if any(b["upper"] >= 1 or b["lower"] >= 1 for b in mat["brackets"]):
+                missing = True
+                msgs.append(f"matrix {i}: witnesses are null (re-run bracket with --witnesses)")
             continue
         ups = {w["rank"]: w for w in wit["upper"]}
         lows = {w["size"]: w for w in wit["lower"]}
-        M, N = A.shape
         for b in mat["brackets"]:
             eps, lo, hi = float(b["eps"]), b["lower"], b["upper"]
             w = ups.get(hi)
-            if w is None:
+            if hi == 0:
+                pass  # certified above, with or without a witness
+            elif w is None:
                 missing = True
                 msgs.append(f"matrix {i} eps={eps}: no upper witness of rank {hi}")
             else:
@@ -373,9 +417,6 @@ def verify_result(data: MatrixInput, result: dict[str, Any]) -> VerifyReport:
                             f"matrix {i} eps={eps}: lower witness size {lo} has certified "
                             f"margin {mu:.6g} <= eps"
                         )
-            if lo > hi:
-                failed = True
-                msgs.append(f"matrix {i} eps={eps}: lower {lo} > upper {hi}")
     status = 1 if failed else (2 if missing else 0)
     return VerifyReport(status, checked, msgs)
 
@@ -454,12 +495,6 @@ def bracket_frame(
             {k: result.get(k) for k in ("input_sha256", "temperature", "renormalized")},
         )
     problems = check_result(data, result)
-    problems += [
-        f"matrix {m['index']} eps={b['eps']}: lower {b['lower']} > upper {b['upper']}"
-        for m in ([] if problems else result["matrices"])
-        for b in m["brackets"]
-        if b["lower"] > b["upper"]
-    ]
     if problems:
         _refuse_result("a result of `attnrank bracket` bound to INPUT's matrices", problems)
     if recheck:
@@ -470,7 +505,9 @@ def bracket_frame(
         if unbacked:
             _refuse_result("brackets whose every end has its witness", unbacked)
         if report.status != 0 and report.status != 2:
-            _refuse_result("brackets whose witnesses certify them", report.messages)
+            absent_lines = re.compile(r": witnesses are null |: no \w+ witness of")
+            failed = [p for p in report.messages if not absent_lines.search(p)]
+            _refuse_result("brackets whose witnesses certify them", failed)
         absent = sum(1 for m in result["matrices"] if m.get("witnesses") is None)
         if absent:
             _tell(

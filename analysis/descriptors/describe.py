@@ -121,18 +121,58 @@ def _describe_one(
     temperatures: tuple[float, ...],
     chosen: Sequence[Any],
     bias: np.ndarray | None = None,
+    where: str = "",
 ) -> list[dict[str, float]]:
-    """Rows ``{temperature, eps, BLOCK__feature...}`` of one head (SVDs shared across cells)."""
+    """Rows ``{temperature, eps, BLOCK__feature...}`` of one head (SVDs shared across cells).
+
+    A block that raises, or writes other feature names than on the head's first cell, is a
+    one-line :class:`ParameterError` naming ``blocks``, the block and the cell (``where``
+    says which head, e.g. ``"layer 0, head 1, "``).
+    """
     mat = MatrixData(Q, K, scale, mask, eps_grid=eps_grid, temperatures=temperatures, bias=bias)
     rows = []
+    first: dict[str, tuple[str, list[str]]] = {}
     for t in temperatures:
         for e in eps_grid:
             cell = Cell(mat, t, e)
+            at = f"{where}t={t:g}, eps={e:g}"
             row: dict[str, float] = {"temperature": t, "eps": e}
             for b in chosen:
-                row.update(run_block(b, cell))
+                out = _run_cell(b, cell, at)
+                names = first.setdefault(b.name, (at, sorted(out)))
+                if sorted(out) != names[1]:
+                    raise _names_differ(b.name, at, sorted(out), *names)
+                row.update(out)
             rows.append(row)
     return rows
+
+
+def _run_cell(block: Block, cell: Cell, at: str) -> dict[str, float]:
+    """:func:`run_block`, a block's own exception turned into one line naming block and cell."""
+    try:
+        return run_block(block, cell)
+    except ParameterError as exc:  # the block's output is malformed: run_block names it
+        raise ParameterError(exc.name, exc.allowed, f"{at}: {exc.got}") from exc
+    except Exception as exc:  # a plugin's bug: one line, not a traceback
+        text = (str(exc).splitlines() or [""])[0][:160]
+        raise ParameterError(
+            "blocks",
+            f"block {block.name!r} to describe every cell without an error",
+            f"{at}: {type(exc).__name__}: {text}",
+        ) from exc
+
+
+def _names_differ(
+    name: str, at: str, got: list[str], first_at: str, first: list[str]
+) -> ParameterError:
+    """The one-line error of a block whose feature names differ between two cells."""
+    prefix = f"{name}__"
+    short = [[c.removeprefix(prefix) for c in cols] for cols in (got, first)]
+    return ParameterError(
+        "blocks",
+        f"block {name!r} to write the same feature names on every cell",
+        f"{at}: {short[0]}, but {first_at}: {short[1]}",
+    )
 
 
 def describe_matrix(
@@ -260,10 +300,12 @@ def describe_arrays(
     heads = [(li, hi) for li in range(n_layer) for hi in range(n_head)]
     bias = data.get("bias")
     rows: list[dict[str, float]] = []
+    first: tuple[str, dict[str, float]] | None = None  # every head writes the first's names
     with fixed_torch_threads(threads):
         for li, hi in tqdm(heads, desc="describe", unit="head", disable=not progress):
             _check_parity(data, li, hi)
-            for row in _describe_one(
+            where = f"layer {li}, head {hi}, "
+            head_rows = _describe_one(
                 data["Q"][li, hi],
                 data["K"][li, hi],
                 data["scale"][li, hi],
@@ -272,8 +314,16 @@ def describe_arrays(
                 temperatures=temps,
                 chosen=chosen,
                 bias=None if bias is None else bias[li, hi],
-            ):
-                rows.append({"layer": li, "head": hi, **row})
+                where=where,
+            )
+            at = f"{where}t={temps[0]:g}, eps={eps_grid[0]:g}"
+            first = (at, head_rows[0]) if first is None else first
+            for b in chosen:
+                got, was = ([c for c in r if c.startswith(f"{b.name}__")]
+                            for r in (head_rows[0], first[1]))  # fmt: skip
+                if sorted(got) != sorted(was):
+                    raise _names_differ(b.name, at, sorted(got), first[0], sorted(was))
+            rows += [{"layer": li, "head": hi, **row} for row in head_rows]
     df = pd.DataFrame(rows)
     return df.astype({c: np.int64 if c in ("layer", "head") else np.float64 for c in df.columns})
 

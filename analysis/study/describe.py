@@ -22,6 +22,7 @@ from analysis.executor import task_pool
 from analysis.study.core import Study, put_root_on_path
 from analysis.study.plan import StudyPlan
 from analysis.study.records import read_json, write_frame, write_json
+from analysis.validation import ParameterError
 
 __all__ = ["VERSIONS_FILE", "describe_frame", "describe_task", "descriptor_stage"]
 
@@ -104,6 +105,19 @@ def describe_frame(
             bias=arr.bias,
         )
     return df
+
+
+def _at_matrix(key: str, exc: ParameterError) -> ParameterError:
+    """``exc`` (a block that failed on a cell) with the stored matrix's key in front."""
+    return ParameterError(exc.name, exc.allowed, f"matrix {key}, {exc.got}")
+
+
+def _describe_keyed(key: str, *args: Any) -> pd.DataFrame:
+    """:func:`describe_frame` in a worker, its one-line error naming the matrix ``key``."""
+    try:
+        return describe_frame(*args)
+    except ParameterError as exc:
+        raise _at_matrix(key, exc) from None
 
 
 def describe_task(
@@ -227,8 +241,11 @@ def descriptor_stage(
             # later extraction in the same process runs with the caller's thread count).
             put_root_on_path(str(paths.root))
             with fixed_torch_threads(1):
-                for a in args:
-                    describe_task(*a)
+                for k, a in zip(todo, args, strict=True):
+                    try:
+                        describe_task(*a)
+                    except ParameterError as exc:  # a block failed: earlier files stay
+                        raise _at_matrix(k, exc) from exc
                     bar.update(1)
         else:
             init = (str(paths.root),)
@@ -237,10 +254,10 @@ def descriptor_stage(
             ) as pool:
                 carry = executor is not None  # the caller's workers may not see the store
                 calls = (
-                    (out, (store.arrays(k) if carry else src, *rest))
+                    (out, (k, store.arrays(k) if carry else src, *rest))
                     for k, (src, out, *rest) in zip(todo, args, strict=True)
                 )
-                with contextlib.closing(pool.imap(describe_frame, calls)) as results:
+                with contextlib.closing(pool.imap(_describe_keyed, calls)) as results:
                     for out, df in results:
                         write_frame(Path(out), df)
                         bar.update(1)
