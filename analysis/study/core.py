@@ -135,7 +135,11 @@ class Study:
 
         lock = prereg_lock.require_locked(design_path)  # reads the design and its lock
         # a lock first written after the design's first outcome (wherever stored): refused
-        check_lock_age(lock.record, study_outcomes(design_path, root=root))
+        check_lock_age(
+            lock.record,
+            study_outcomes(design_path, root=root),
+            lock_file=prereg_lock.lock_path(design_path),
+        )
         study = cls(
             design=lock.design,
             lock=lock,

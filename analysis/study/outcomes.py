@@ -178,16 +178,33 @@ def bind_outcomes(design_path: str | os.PathLike, record: Mapping[str, Any]) -> 
     return path
 
 
-def check_lock_age(record: Mapping[str, Any], outcomes: Mapping[str, Any] | None) -> None:
+def check_lock_age(
+    record: Mapping[str, Any],
+    outcomes: Mapping[str, Any] | None,
+    *,
+    lock_file: str | os.PathLike | None = None,
+) -> None:
     """Refuse a lock first written after the design's first outcome.
 
     A lock younger than the outcomes was written (or rewritten) once they could be seen:
-    its held-out heads and models are not what the outcomes were computed under.
+    its held-out heads and models are not what the outcomes were computed under. When
+    outcomes exist, a lock time that does not parse (``null``, ``"garbage"``: the times
+    are outside the lock hash) is refused too: the check fails closed.
+
+    Parameters
+    ----------
+    record : mapping
+        The lock record.
+    outcomes : mapping or None
+        :func:`study_outcomes`.
+    lock_file : path, optional, keyword-only
+        The lock file, named in the message about an unreadable time.
 
     Raises
     ------
     PreregistrationError
-        Naming both times and where the outcome record is.
+        Naming both times and where the outcome record is; or naming the lock file and
+        the field whose time does not parse.
 
     Examples
     --------
@@ -199,12 +216,34 @@ def check_lock_age(record: Mapping[str, Any], outcomes: Mapping[str, Any] | None
     Traceback (most recent call last):
         ...
     analysis.prereg.lock.PreregistrationError: d.toml: the lock was first written at 2026-12-07T00:00:00+00:00, after the first outcome of the design (2026-12-06T00:02:25+00:00, ...
+    >>> check_lock_age({"first_locked_at": "garbage"}, out, lock_file="d.toml.lock")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: d.toml.lock: field first_locked_at is 'garbage', not an ISO 8601 time; ...
     """
     if not outcomes:
         return
-    locked, first = first_locked_at(record), outcomes.get("time")
+    first = outcomes.get("time")
+    # a lock made since the field has first_locked_at: null there is not "absent"
+    field = "first_locked_at" if "first_locked_at" in record else "locked_at"
+    locked = record.get(field) if field == "first_locked_at" else first_locked_at(record)
     t_lock, t_out = parse_time(locked), parse_time(first)
-    if t_lock is None or t_out is None or t_lock <= t_out:
+    if t_lock is None:  # fail closed: an unreadable lock time cannot be older
+        raise PreregistrationError(
+            f"{lock_file or record.get('design', 'the lock')}: field {field} is "
+            f"{record.get(field)!r}, not an ISO 8601 time; the lock's age cannot be "
+            "checked against the design's outcomes, so the run is refused. Restore the "
+            "lock from version control",
+            name=field,
+        )
+    if t_out is None:
+        raise PreregistrationError(
+            f"{outcomes.get('store')}: the outcome record's time {first!r} is not an ISO "
+            "8601 time; the lock's age cannot be checked, so the run is refused",
+            name="outcomes",
+        )
+    if t_lock <= t_out:
         return
     raise PreregistrationError(
         f"{record.get('design', 'design')}: the lock was first written at {locked}, after "
