@@ -1,4 +1,5 @@
-"""Issue 52, item 7: the lock-age check fails closed on lock times that do not parse."""
+"""Issue 52, items 2 and 7: the freeze and the lock-age check hold when the outcome
+record beside the design is deleted or the lock's times are edited."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from analysis.cli import main
 from analysis.prereg.lock import lock_path
 from analysis.study import StudyOptions, run_study
+from analysis.study.outcomes import outcomes_path
 from tests.study.conftest import make_study
 
 QUIET = {"say": lambda _: None}
@@ -52,3 +54,40 @@ def test_an_unparseable_lock_time_fails_closed(run_elsewhere, capsys, value):
     msg = _err(capsys)
     assert f"{lp}: field first_locked_at is {value!r}, not an ISO 8601 time" in msg
     assert "Traceback" not in msg
+
+
+def _amend_alpha(design) -> list[str]:
+    text = design.read_text(encoding="utf-8")
+    design.write_text(text.replace("alpha = 0.05", "alpha = 0.2", 1), encoding="utf-8")
+    return ["prereg", "amend", str(design), "--reason", "after the brackets"]
+
+
+def test_deleting_the_outcome_record_does_not_unfreeze(run_elsewhere, capsys):
+    """Run at --root R, delete FILE.outcomes.json, amend [inference] without --root: the
+    lock names R's store, so the amendment is refused."""
+    design, other = run_elsewhere
+    before = lock_path(design).read_bytes()
+    assert json.loads(before)["outcome_stores"] == [{"store": "../elsewhere/data/small/store"}]
+    outcomes_path(design).unlink()
+    capsys.readouterr()
+    assert main(_amend_alpha(design)) == 2
+    msg = _err(capsys)
+    assert "changes [inference], refused: outcomes exist since" in msg
+    assert str(other / "data") in msg
+    assert lock_path(design).read_bytes() == before
+
+
+def test_a_frozen_amendment_unseen_by_amend_is_refused_by_the_run(run_elsewhere, capsys):
+    """The lock's list of stores stripped too: the amendment goes through, but the store
+    at R is authoritative and the next run there refuses it."""
+    design, other = run_elsewhere
+    outcomes_path(design).unlink()
+    record = json.loads(lock_path(design).read_text(encoding="utf-8"))
+    del record["outcome_stores"]
+    lock_path(design).write_text(json.dumps(record), encoding="utf-8")
+    capsys.readouterr()
+    assert main(_amend_alpha(design)) == 0
+    assert main(_run(design, other)) == 2
+    msg = _err(capsys)
+    assert "amendment 1" in msg and "changed [inference] after outcomes existed" in msg
+    assert "run is refused" in msg
