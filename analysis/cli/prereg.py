@@ -81,6 +81,15 @@ def _outcomes(args: argparse.Namespace) -> dict | None:
     return study_outcomes(args.file, root=args.root)
 
 
+def _check_shapes(data: dict) -> None:
+    """Layers and heads the checkpoints lack are refused before a draw or a lock; a
+    config that cannot be read offline is said on stderr and skipped."""
+    from analysis.sources.config_shape import check_source_shapes
+
+    for note in check_source_shapes(data):
+        print(f"note: {note}", file=sys.stderr)
+
+
 def _beside(*, probe: bool = True) -> Callable:
     """Run a command that writes beside the design (the lock, the deviations log, the
     draw, the outcome record): an unwritable folder is one line naming it."""
@@ -109,6 +118,7 @@ def _draw(args: argparse.Namespace) -> int:
             "held-out draw is refused. Restore the lock those outcomes were computed under.",
             name="held_out",
         )
+    _check_shapes(design.data)
     heads = draw_held_out(design.data)
     write_held_out(args.file, heads)
     load_design(args.file)  # re-validate what was written
@@ -121,6 +131,7 @@ def _draw(args: argparse.Namespace) -> int:
 
 @_beside()
 def _lock(args: argparse.Namespace) -> int:
+    _check_shapes(load_design(args.file).data)
     record = lock_design(args.file, outcomes=_outcomes(args), **_block_facts(args, "lock"))
     print(f"locked {args.file} -> {lock_path(args.file)}")
     print(f"design sha256:   {record['design_sha256']}")
