@@ -13,7 +13,9 @@ versions the package runs, passed to ``lock``, ``check`` and ``amend``).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from analysis.prereg.amend import amend_design
@@ -26,6 +28,7 @@ from analysis.prereg.lock import (
     lock_path,
     read_lock,
 )
+from analysis.prereg.writable import writes_beside
 from analysis.validation import ParameterError
 
 
@@ -78,6 +81,31 @@ def _outcomes(args: argparse.Namespace) -> dict | None:
     return study_outcomes(args.file, root=args.root)
 
 
+def _check_shapes(data: dict) -> None:
+    """Layers and heads the checkpoints lack are refused before a draw or a lock; a
+    config that cannot be read offline is said on stderr and skipped."""
+    from analysis.sources.config_shape import check_source_shapes
+
+    for note in check_source_shapes(data):
+        print(f"note: {note}", file=sys.stderr)
+
+
+def _beside(*, probe: bool = True) -> Callable:
+    """Run a command that writes beside the design (the lock, the deviations log, the
+    draw, the outcome record): an unwritable folder is one line naming it."""
+
+    def wrap(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        @functools.wraps(fn)
+        def run(args: argparse.Namespace) -> int:
+            with writes_beside(args.file, probe=probe):
+                return fn(args)
+
+        return run
+
+    return wrap
+
+
+@_beside()
 def _draw(args: argparse.Namespace) -> int:
     design = load_design(args.file, require_held_out=False)
     if lock_path(args.file).exists():
@@ -90,6 +118,7 @@ def _draw(args: argparse.Namespace) -> int:
             "held-out draw is refused. Restore the lock those outcomes were computed under.",
             name="held_out",
         )
+    _check_shapes(design.data)
     heads = draw_held_out(design.data)
     write_held_out(args.file, heads)
     load_design(args.file)  # re-validate what was written
@@ -100,7 +129,9 @@ def _draw(args: argparse.Namespace) -> int:
     return 0
 
 
+@_beside()
 def _lock(args: argparse.Namespace) -> int:
+    _check_shapes(load_design(args.file).data)
     record = lock_design(args.file, outcomes=_outcomes(args), **_block_facts(args, "lock"))
     print(f"locked {args.file} -> {lock_path(args.file)}")
     print(f"design sha256:   {record['design_sha256']}")
@@ -127,6 +158,7 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+@_beside()
 def _amend(args: argparse.Namespace) -> int:
     record = amend_design(
         args.file,
@@ -150,6 +182,7 @@ def _amend(args: argparse.Namespace) -> int:
     return 0
 
 
+@_beside(probe=False)  # writes only when a store is at hand
 def _outcomes_cmd(args: argparse.Namespace) -> int:
     from analysis.study.outcomes import bind_outcomes, outcomes_path
 

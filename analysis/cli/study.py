@@ -27,7 +27,13 @@ def _assumptions(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    with parallel_kwargs(args) as parallel:
+    from analysis.prereg.writable import writes_beside
+
+    # the outcome record (and the stored power) are written beside the design
+    with (
+        writes_beside(args.design, name="DESIGN.toml", probe=False),
+        parallel_kwargs(args) as parallel,
+    ):
         run = run_study(
             args.design,
             root=args.root,

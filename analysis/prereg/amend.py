@@ -196,6 +196,8 @@ def amend_design(
     new_record["locked_at"] = record["locked_at"]
     new_record["first_locked_at"] = first_locked_at(record)
     new_record["relocked_at"] = entry["time"]
+    if record.get("outcome_stores"):  # the roots that have run it (analysis.study.outcomes)
+        new_record["outcome_stores"] = record["outcome_stores"]
     new_record["history"] = [
         *lock_history(record),
         history_entry(f"amendment {len(amendments) + 1}", entry["time"], new_record),

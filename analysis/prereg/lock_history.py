@@ -21,6 +21,7 @@ __all__ = [
     "DECIDING_SECTIONS",
     "append_deviation",
     "exploratory_hypotheses",
+    "frozen_after_outcomes",
     "first_locked_at",
     "history_entry",
     "lock_history",
@@ -190,6 +191,54 @@ def post_outcome_amendments(
             secs.remove("engine")
         if secs:
             out.append({"amendment": i, "time": a.get("time"), "sections": secs})
+    return out
+
+
+def frozen_after_outcomes(
+    record: Mapping[str, Any], outcomes: Mapping[str, Any] | None, frozen: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Amendments of a ``frozen`` section made once outcomes existed, by the outcome
+    record itself (the study store's, authoritative wherever it is found).
+
+    An amendment counts when it says so (``outcomes_existed``), when it is at or after
+    the outcome's time, or when it comes at or after the amendment that replaced the lock
+    the outcomes were computed under (``lock_sha256`` of the record): the last holds
+    whatever the amendment or the times say.
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock_history import frozen_after_outcomes
+    >>> record = {"amendments": [
+    ...     {"time": "2026-12-01T00:00:00Z", "sections": ["inference"],
+    ...      "previous_lock_sha256": "l0", "new_lock_sha256": "l1"},
+    ...     {"time": "2026-12-02T00:00:00Z", "sections": ["sampling"],
+    ...      "previous_lock_sha256": "l1", "new_lock_sha256": "l2"},
+    ...     {"time": "2026-12-03T00:00:00Z", "sections": ["inference"],
+    ...      "previous_lock_sha256": "l2", "new_lock_sha256": "l3"}]}
+    >>> out = {"time": "2026-12-09T00:00:00Z", "lock_sha256": "l1"}  # computed under l1
+    >>> frozen_after_outcomes(record, out, ("inference",))
+    [{'amendment': 3, 'time': '2026-12-03T00:00:00Z', 'sections': ['inference']}]
+    >>> frozen_after_outcomes(record, None, ("inference",))
+    []
+    """
+    if not outcomes:
+        return []
+    amendments = [a for a in record.get("amendments") or [] if isinstance(a, Mapping)]
+    start = next(
+        (
+            i
+            for i, a in enumerate(amendments)
+            if a.get("previous_lock_sha256") == outcomes.get("lock_sha256")
+        ),
+        len(amendments),
+    )
+    out = []
+    for i, a in enumerate(amendments):
+        if not (i >= start or _after_outcomes(a, outcomes.get("time"))):
+            continue
+        secs = [s for s in a.get("sections") or [] if s in frozen]
+        if secs:
+            out.append({"amendment": i + 1, "time": a.get("time"), "sections": secs})
     return out
 
 

@@ -13,6 +13,7 @@ dotted key (``"inference.alpha"``, ``"sampling.sources[0].layers"``, ...).
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,7 @@ from analysis.prereg.corpora import (  # noqa: F401 - re-exported: the design's 
 from analysis.prereg.descriptor_versions import design_block_versions
 from analysis.prereg.engine_pin import check_design_engine
 from analysis.prereg.held_out import held_out_rule
+from analysis.prereg.known_keys import check_known_keys
 from analysis.prereg.options import check_design_options
 from analysis.validation import EFFORTS, ParameterError
 
@@ -74,7 +76,9 @@ _BLOCK_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 def _need(section: Mapping[str, Any], key: str, prefix: str) -> Any:
     if key not in section:
-        raise ParameterError(f"{prefix}{key}", "a value (missing)", None)
+        near = difflib.get_close_matches(key, [str(k) for k in section], n=1)
+        typo = f"; is {near[0]} a misspelling of it?" if near else ""
+        raise ParameterError(f"{prefix}{key}", f"a value (missing{typo})", None)
     return section[key]
 
 
@@ -131,7 +135,9 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     ``[models]``, ``[descriptors]``, ``[[hypotheses]]``, ``[sampling]``, ``[held_out]``,
     ``[outcome]``, ``[metrics]``, ``[inference]`` (with the hypotheses' pairs checked
     against its family and sensitivity pairs), then ``[exclusions]`` and
-    ``[exploratory]``. The first offending key is the one named.
+    ``[exploratory]``; then every key against the sections' known keys
+    (:func:`~analysis.prereg.known_keys.check_known_keys`: an unknown key is named with
+    the nearest known one). The first offending key is the one named.
 
     Parameters
     ----------
@@ -177,6 +183,7 @@ def validate_design(data: Mapping[str, Any], *, require_held_out: bool = True) -
     check_design_options(data)
     _need_table(data, "exclusions")
     _need_table(data, "exploratory")
+    check_known_keys(data)  # last: a section's own message wins over "unknown key"
 
 
 def _int_at_least(name: str, value: Any, minimum: int) -> None:
@@ -238,11 +245,17 @@ def _check_hypotheses(data: Mapping[str, Any], models: Mapping[str, Any]) -> lis
     hyps = _need(data, "hypotheses", "")
     if not isinstance(hyps, list) or not hyps:
         raise ParameterError("hypotheses", "an array of tables ([[hypotheses]])", hyps)
+    seen: dict[Any, int] = {}
     for i, h in enumerate(hyps):
         p = f"hypotheses[{i}]."
         if not isinstance(h, Mapping):
             raise ParameterError(f"hypotheses[{i}]", "a table", h)
-        _need(h, "id", p)
+        hid = _need(h, "id", p)
+        if hid in seen:
+            raise ParameterError(
+                p + "id", f"an id no other hypothesis has (hypotheses[{seen[hid]}] has it)", hid
+            )
+        seen[hid] = i
         kind = _need(h, "kind", p)
         if kind not in ("confirmatory", "secondary", "sensitivity"):
             raise ParameterError(p + "kind", "confirmatory, secondary or sensitivity", kind)

@@ -131,11 +131,18 @@ class Study:
         ParameterError
             Naming ``models.NAME`` when a model's block is not registered.
         """
-        from analysis.study.outcomes import check_lock_age, study_outcomes
+        from analysis.study.outcomes import (
+            check_frozen_amendments,
+            check_lock_age,
+            study_outcomes,
+        )
 
         lock = prereg_lock.require_locked(design_path)  # reads the design and its lock
         # a lock first written after the design's first outcome (wherever stored): refused
-        check_lock_age(lock.record, study_outcomes(design_path, root=root))
+        outcomes = study_outcomes(design_path, root=root)
+        check_lock_age(lock.record, outcomes, lock_file=prereg_lock.lock_path(design_path))
+        # a frozen section amended once outcomes existed (unseen by `prereg amend`)
+        check_frozen_amendments(lock.record, outcomes)
         study = cls(
             design=lock.design,
             lock=lock,

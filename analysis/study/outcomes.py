@@ -16,11 +16,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.prereg.lock import PreregistrationError
-from analysis.prereg.lock_history import first_locked_at, parse_time
+from analysis.prereg.lock import FROZEN_SECTIONS, PreregistrationError
+from analysis.prereg.lock_history import first_locked_at, frozen_after_outcomes, parse_time
 from analysis.study.paths import study_paths
 
-__all__ = ["bind_outcomes", "check_lock_age", "outcomes_path", "study_outcomes"]
+__all__ = [
+    "bind_outcomes",
+    "check_frozen_amendments",
+    "check_lock_age",
+    "outcomes_path",
+    "study_outcomes",
+]
 
 FORMAT = "attnrank-outcomes/1"
 
@@ -71,6 +77,40 @@ def _stores_named(design: Path, rec: Mapping[str, Any] | None) -> list[Path]:
     return out
 
 
+def _stores_in_lock(design: Path) -> list[Path]:
+    """The stores the lock names (``outcome_stores``, written by :func:`bind_outcomes`)."""
+    from analysis.prereg.lock import lock_path
+
+    lp = lock_path(design)
+    try:
+        rec = json.loads(lp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no lock or not JSON: the commands that need it say so
+        return []
+    entries = rec.get("outcome_stores") if isinstance(rec, dict) else None
+    return _stores_named(design, {"stores": entries if isinstance(entries, list) else []})
+
+
+def _note_in_lock(design: Path, store: Path, rel: str) -> None:
+    """Name a store outside the default root in the lock's ``outcome_stores`` (outside
+    the lock hash), so that deleting ``FILE.outcomes.json`` does not hide it."""
+    from analysis.prereg.lock import lock_path, write_lock
+
+    if store == study_paths(design).store.resolve():
+        return  # the default root is consulted anyway (and shipped locks stay as they are)
+    lp = lock_path(design)
+    try:
+        rec = json.loads(lp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(rec, dict):
+        return
+    stores = list(rec.get("outcome_stores") or [])
+    if any(isinstance(e, dict) and e.get("store") == rel for e in stores):
+        return
+    rec["outcome_stores"] = [*stores, {"store": rel}]
+    write_lock(lp, rec)
+
+
 def study_outcomes(
     design_path: str | os.PathLike, *, root: str | os.PathLike | None = None
 ) -> dict[str, Any] | None:
@@ -81,7 +121,8 @@ def study_outcomes(
     design_path : path
     root : path, optional, keyword-only
         The study root a command was given (``--root``); the default root is consulted
-        as well, and so is every store named beside the design.
+        as well, and so is every store named beside the design (``FILE.outcomes.json``)
+        or in its lock (``outcome_stores``).
 
     Returns
     -------
@@ -112,7 +153,7 @@ def study_outcomes(
     design = Path(design_path).resolve()
     side = _read(outcomes_path(design))
     stores = [study_paths(design, root=root).store, study_paths(design).store]
-    stores += _stores_named(design, side)
+    stores += _stores_named(design, side) + _stores_in_lock(design)
     found: list[dict[str, Any]] = []
     seen: set[Path] = set()
     for store in stores:
@@ -139,6 +180,9 @@ def bind_outcomes(design_path: str | os.PathLike, record: Mapping[str, Any]) -> 
 
     The first record (the earliest time) is kept; each store that holds outcomes of the
     design is listed once, by its path relative to the design's folder when it has one.
+    A store outside the design's default root is named in its lock too
+    (``outcome_stores``, outside the lock hash), so that :func:`study_outcomes` finds it
+    when ``FILE.outcomes.json`` is deleted.
 
     Examples
     --------
@@ -175,19 +219,37 @@ def bind_outcomes(design_path: str | os.PathLike, record: Mapping[str, Any]) -> 
         "design first existed, and every store that holds them; keep it beside the lock"
     )
     write_json(path, side)
+    _note_in_lock(design, store, entry["store"])
     return path
 
 
-def check_lock_age(record: Mapping[str, Any], outcomes: Mapping[str, Any] | None) -> None:
+def check_lock_age(
+    record: Mapping[str, Any],
+    outcomes: Mapping[str, Any] | None,
+    *,
+    lock_file: str | os.PathLike | None = None,
+) -> None:
     """Refuse a lock first written after the design's first outcome.
 
     A lock younger than the outcomes was written (or rewritten) once they could be seen:
-    its held-out heads and models are not what the outcomes were computed under.
+    its held-out heads and models are not what the outcomes were computed under. When
+    outcomes exist, a lock time that does not parse (``null``, ``"garbage"``: the times
+    are outside the lock hash) is refused too: the check fails closed.
+
+    Parameters
+    ----------
+    record : mapping
+        The lock record.
+    outcomes : mapping or None
+        :func:`study_outcomes`.
+    lock_file : path, optional, keyword-only
+        The lock file, named in the message about an unreadable time.
 
     Raises
     ------
     PreregistrationError
-        Naming both times and where the outcome record is.
+        Naming both times and where the outcome record is; or naming the lock file and
+        the field whose time does not parse.
 
     Examples
     --------
@@ -199,12 +261,34 @@ def check_lock_age(record: Mapping[str, Any], outcomes: Mapping[str, Any] | None
     Traceback (most recent call last):
         ...
     analysis.prereg.lock.PreregistrationError: d.toml: the lock was first written at 2026-12-07T00:00:00+00:00, after the first outcome of the design (2026-12-06T00:02:25+00:00, ...
+    >>> check_lock_age({"first_locked_at": "garbage"}, out, lock_file="d.toml.lock")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: d.toml.lock: field first_locked_at is 'garbage', not an ISO 8601 time; ...
     """
     if not outcomes:
         return
-    locked, first = first_locked_at(record), outcomes.get("time")
+    first = outcomes.get("time")
+    # a lock made since the field has first_locked_at: null there is not "absent"
+    field = "first_locked_at" if "first_locked_at" in record else "locked_at"
+    locked = record.get(field) if field == "first_locked_at" else first_locked_at(record)
     t_lock, t_out = parse_time(locked), parse_time(first)
-    if t_lock is None or t_out is None or t_lock <= t_out:
+    if t_lock is None:  # fail closed: an unreadable lock time cannot be older
+        raise PreregistrationError(
+            f"{lock_file or record.get('design', 'the lock')}: field {field} is "
+            f"{record.get(field)!r}, not an ISO 8601 time; the lock's age cannot be "
+            "checked against the design's outcomes, so the run is refused. Restore the "
+            "lock from version control",
+            name=field,
+        )
+    if t_out is None:
+        raise PreregistrationError(
+            f"{outcomes.get('store')}: the outcome record's time {first!r} is not an ISO "
+            "8601 time; the lock's age cannot be checked, so the run is refused",
+            name="outcomes",
+        )
+    if t_lock <= t_out:
         return
     raise PreregistrationError(
         f"{record.get('design', 'design')}: the lock was first written at {locked}, after "
@@ -212,4 +296,44 @@ def check_lock_age(record: Mapping[str, Any], outcomes: Mapping[str, Any] | None
         f"{str(outcomes.get('lock_sha256'))[:12]}..., recorded in {outcomes.get('store')}); "
         "a lock written once outcomes existed is refused. Restore the lock those outcomes "
         'were computed under and record changes with `attnrank prereg amend ... --reason "..."`'
+    )
+
+
+def check_frozen_amendments(record: Mapping[str, Any], outcomes: Mapping[str, Any] | None) -> None:
+    """Refuse a lock with an amendment of a frozen section made once outcomes existed.
+
+    ``prereg amend`` refuses such an amendment when it sees the outcomes; this check
+    holds where it did not (the outcome record beside the design deleted, the store at a
+    root the command was not told about): the store's record, found by the run, decides
+    (:func:`~analysis.prereg.lock_history.frozen_after_outcomes`).
+
+    Raises
+    ------
+    PreregistrationError
+        Naming the amendment, its frozen sections and where the outcome record is.
+
+    Examples
+    --------
+    >>> from analysis.study.outcomes import check_frozen_amendments
+    >>> out = {"time": "2026-12-06T00:00:00+00:00", "store": "s", "lock_sha256": "l0"}
+    >>> amended = {"design": "d.toml", "amendments": [{"time": "2026-12-07T00:00:00Z",
+    ...     "sections": ["inference"], "previous_lock_sha256": "l0"}]}
+    >>> check_frozen_amendments(amended, None)  # no outcomes: nothing to hold
+    >>> check_frozen_amendments(amended, out)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.prereg.lock.PreregistrationError: d.toml: amendment 1 (2026-12-07T00:00:00Z) changed [inference] after outcomes existed ...
+    """
+    late = frozen_after_outcomes(record, outcomes, FROZEN_SECTIONS)
+    if not late:
+        return
+    a = late[0]
+    raise PreregistrationError(
+        f"{record.get('design', 'design')}: amendment {a['amendment']} ({a['time']}) "
+        f"changed [{', '.join(a['sections'])}] after outcomes existed (since "
+        f"{outcomes.get('time')} under lock {str(outcomes.get('lock_sha256'))[:12]}..., "
+        f"recorded in {outcomes.get('store')}); {', '.join(FROZEN_SECTIONS)} are frozen "
+        "once outcomes exist, so the run is refused. Restore the lock and design those "
+        "outcomes were computed under",
+        name=a["sections"][0],
     )
