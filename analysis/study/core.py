@@ -139,7 +139,7 @@ class Study:
 
         lock = prereg_lock.require_locked(design_path)  # reads the design and its lock
         # a lock first written after the design's first outcome (wherever stored): refused
-        outcomes = study_outcomes(design_path, root=root)
+        outcomes = study_outcomes(design_path, root=root, lock_record=lock.record)
         check_lock_age(lock.record, outcomes, lock_file=prereg_lock.lock_path(design_path))
         # a frozen section amended once outcomes existed (unseen by `prereg amend`)
         check_frozen_amendments(lock.record, outcomes)
@@ -380,7 +380,9 @@ def engine_versions() -> tuple[int, ...]:
     return tuple(versions.ENGINE_VERSIONS)
 
 
-def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
+def stored_outcomes(
+    paths: StudyPaths, *, lock_record: Mapping[str, Any] | None = None
+) -> dict[str, str] | None:
     """The study's first outcome record (None when no outcome exists yet).
 
     ``{"time", "lock_sha256", "design", "store", ...}``: when the first bracket of the study
@@ -388,7 +390,8 @@ def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
     (:func:`analysis.study.outcomes.study_outcomes`: the store under ``paths.root``, under
     the default root, and those named beside the design). The keyword argument ``outcomes`` of
     :func:`analysis.prereg.lock_design` and ``amend_design`` (``analysis.prereg`` never
-    imports the store: this layer reads it and passes the record on).
+    imports the store: this layer reads it and passes the record on). ``lock_record``: the
+    lock record when the caller holds it, so the lock is not read again.
 
     Examples
     --------
@@ -406,7 +409,7 @@ def stored_outcomes(paths: StudyPaths) -> dict[str, str] | None:
     """
     from analysis.study.outcomes import study_outcomes
 
-    return study_outcomes(paths.design, root=paths.root)
+    return study_outcomes(paths.design, root=paths.root, lock_record=lock_record)
 
 
 def put_root_on_path(root: Path | str | None) -> None:

@@ -77,15 +77,16 @@ def _stores_named(design: Path, rec: Mapping[str, Any] | None) -> list[Path]:
     return out
 
 
-def _stores_in_lock(design: Path) -> list[Path]:
-    """The stores the lock names (``outcome_stores``, written by :func:`bind_outcomes`)."""
+def _stores_in_lock(design: Path, rec: Mapping[str, Any] | None = None) -> list[Path]:
+    """The stores the lock names (``outcome_stores``, written by :func:`bind_outcomes`);
+    ``rec`` is the lock record when the caller has read it already (else it is read)."""
     from analysis.prereg.lock import lock_path
 
-    lp = lock_path(design)
-    try:
-        rec = json.loads(lp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # no lock or not JSON: the commands that need it say so
-        return []
+    if rec is None:
+        try:
+            rec = json.loads(lock_path(design).read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # no lock or not JSON: the commands that need it say so
+            return []
     entries = rec.get("outcome_stores") if isinstance(rec, dict) else None
     return _stores_named(design, {"stores": entries if isinstance(entries, list) else []})
 
@@ -112,7 +113,10 @@ def _note_in_lock(design: Path, store: Path, rel: str) -> None:
 
 
 def study_outcomes(
-    design_path: str | os.PathLike, *, root: str | os.PathLike | None = None
+    design_path: str | os.PathLike,
+    *,
+    root: str | os.PathLike | None = None,
+    lock_record: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The first outcome record of a design, found wherever it is (None when none exists).
 
@@ -123,6 +127,9 @@ def study_outcomes(
         The study root a command was given (``--root``); the default root is consulted
         as well, and so is every store named beside the design (``FILE.outcomes.json``)
         or in its lock (``outcome_stores``).
+    lock_record : mapping, optional, keyword-only
+        The design's lock record when the caller holds it (a run reads its lock once);
+        else the lock file is read for its ``outcome_stores``.
 
     Returns
     -------
@@ -153,7 +160,7 @@ def study_outcomes(
     design = Path(design_path).resolve()
     side = _read(outcomes_path(design))
     stores = [study_paths(design, root=root).store, study_paths(design).store]
-    stores += _stores_named(design, side) + _stores_in_lock(design)
+    stores += _stores_named(design, side) + _stores_in_lock(design, lock_record)
     found: list[dict[str, Any]] = []
     seen: set[Path] = set()
     for store in stores:

@@ -245,6 +245,6 @@ def _record_in_lock(study: Study, record: Mapping[str, Any]) -> None:
     amend_design(
         study.paths.design,
         reason=reason,
-        outcomes=stored_outcomes(study.paths),
+        outcomes=stored_outcomes(study.paths, lock_record=study.lock.record),
         **block_facts(study.design, root=study.paths.root),
     )

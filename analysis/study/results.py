@@ -272,7 +272,7 @@ def _lock_provenance(study: Study) -> dict[str, Any]:
     from analysis.study.outcomes import study_outcomes
 
     record = study.lock.record
-    outcomes = study_outcomes(study.paths.design, root=study.paths.root)
+    outcomes = study_outcomes(study.paths.design, root=study.paths.root, lock_record=record)
     first = None
     if outcomes is not None:
         first = {k: outcomes.get(k) for k in ("time", "lock_sha256", "design", "store")}
