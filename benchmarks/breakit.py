@@ -2,15 +2,20 @@
 
 Each trial builds its inputs in a fresh temporary folder, runs the ``attnrank`` command line
 as a user does (``python -m analysis.cli`` in a subprocess, this checkout first on the
-path) and prints ``held`` or ``failed`` with one line of why. Trials whose setting cannot
-be made here without privileges or a full study run (a full disk, a second user, a run
-of a locked design) print ``not replayed`` and say why; they are tested in the test suite
-where they are fixed. A trial of a race (two concurrent ``store add``) that prints
-``held`` may have been lucky.
+path) and prints ``held`` or ``failed`` with one line of why. Items 2 and 7 draw, lock and
+run (to its brackets) a tiny MiniLM design with the CLI, then delete the outcome record
+and amend, or edit the lock's times (:mod:`benchmarks.breakit_runs`). Items 4 and 5 put a
+``sitecustomize`` in the trial's folder, first on the subprocess's path, that makes a
+write fail with ENOSPC (a full disk, without a mount) and point ``TMPDIR`` at a sticky
+folder of the trial; item 5 plants links and opens the stash folder as this user (as root
+also gives it to uid 65534): a second user's own plant is not replayed. A trial whose
+setting cannot be made here prints ``not replayed`` and says why (the MiniLM weights
+missing, no ``/proc/self/fd``). A trial of a race (two concurrent ``store add``) that
+prints ``held`` may have been lucky.
 
 Run from the repository root::
 
-    python -m benchmarks.breakit            # every trial (about a minute)
+    python -m benchmarks.breakit            # every trial (about 3 min on 2 cores)
     python -m benchmarks.breakit 8 12 H1    # some of them, by id
 
 Exit status 0 when every replayed trial held, 1 otherwise.
@@ -32,63 +37,22 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DESIGN = ROOT / "preregistration" / "offline-minilm.toml"
-
-#: ``(status, why)``: status is "held", "failed" or "not replayed".
-Outcome = tuple[str, str]
-
-
-def cli(work: Path, *args: str, timeout: float = 120, env: dict | None = None):
-    """Run ``attnrank ARGS`` in ``work``; ``(rc, stdout, stderr)`` (rc None: timed out)."""
-    path = os.pathsep.join([str(ROOT), str(work), os.environ.get("PYTHONPATH", "")])
-    full = {**os.environ, "PYTHONPATH": path, **(env or {})}
-    cmd = [sys.executable, "-m", "analysis.cli", *args]
-    try:
-        p = subprocess.run(cmd, cwd=work, env=full, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, "", f"timed out after {timeout:g} s"
-    return p.returncode, p.stdout, p.stderr
-
-
-def _one_line(err: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    return lines[-1][:150] if lines else "(no stderr)"
-
-
-def _no_traceback(rc, err: str, what: str) -> Outcome:
-    if "Traceback" in err:
-        return "failed", f"{what}: traceback ({_one_line(err)})"
-    if rc == 0:
-        return "failed", f"{what}: accepted (exit 0)"
-    return "held", f"{what}: exit {rc}, {_one_line(err)}"
-
-
-def write_stack(path: Path, n: int = 12, count: int = 2) -> Path:
-    """``count`` random ``n x n`` attention matrices (rows summing to 1) as float32 .npy."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(count, n, n)) * 2.0
-    A = np.exp(X - X.max(axis=2, keepdims=True))
-    np.save(path, (A / A.sum(axis=2, keepdims=True)).astype(np.float32))
-    return path
-
-
-def write_extract(path: Path, *, seed: int = 0, input_id: str | None = None, length: int = 10):
-    """An ``attnrank extract`` file of random queries and keys (1 layer, 2 heads)."""
-    from analysis.attention import softmax64
-    from analysis.sources.files import Extraction, save_extraction
-
-    rng = np.random.default_rng(seed)
-    Q = rng.standard_normal((1, 2, length, 4)).astype(np.float32)
-    K = rng.standard_normal((1, 2, length, 4)).astype(np.float32)
-    scale = np.full((1, 2), 0.5)
-    mask = np.tril(np.ones((length, length), dtype=bool))
-    A = softmax64(Q, K, scale, mask).astype(np.float32)
-    tokens = np.asarray([f"t{i}" for i in range(length)])
-    meta = {"checkpoint": "random", "input_id": input_id or f"seed:{seed}", "parity_max_abs": 0.0}
-    save_extraction(Extraction(A, Q, K, scale, mask, True, tokens, meta), path)
-    return path
-
+from benchmarks.breakit_cli import (
+    DESIGN,
+    ROOT,
+    Outcome,
+    _no_traceback,
+    _one_line,
+    cli,
+    write_extract,
+    write_stack,
+)
+from benchmarks.breakit_runs import (
+    t2_freeze_bypass,
+    t4_full_disk,
+    t5_stash_of_another_user,
+    t7_lock_time_unparseable,
+)
 
 # --- the twelve items of issue 52 ---------------------------------------------------------
 
@@ -101,10 +65,6 @@ def t1_store_add_keeps_user_folder(w: Path) -> Outcome:
     if not (w / "proj" / "arrays" / "results.txt").is_file():
         return "failed", f"a failed first add removed proj/arrays/results.txt (exit {rc})"
     return "held", f"proj/arrays/results.txt kept (exit {rc})"
-
-
-def t2_freeze_bypass(w: Path) -> Outcome:
-    return "not replayed", "needs a run of a locked design (tests/prereg cover it)"
 
 
 def t3_out_onto_fifo_and_symlink(w: Path) -> Outcome:
@@ -121,14 +81,6 @@ def t3_out_onto_fifo_and_symlink(w: Path) -> Outcome:
     if not os.path.islink(w / "link.json"):
         return "failed", f"--out replaced a symlink with a file (exit {rc2})"
     return "held", f"FIFO kept (exit {rc}), symlink kept (exit {rc2})"
-
-
-def t4_full_disk(w: Path) -> Outcome:
-    return "not replayed", "needs a full file system (a small tmpfs mount needs root)"
-
-
-def t5_stash_of_another_user(w: Path) -> Outcome:
-    return "not replayed", "needs a second user on this machine"
 
 
 def t6_concurrent_store_add(w: Path) -> Outcome:
@@ -158,10 +110,6 @@ def t6_concurrent_store_add(w: Path) -> Outcome:
     if bad:
         return "failed", f"both adds exit {rcs}; rows naming a missing or other file: {bad[:2]}"
     return "held", f"adds exit {rcs}; every row reads back its own arrays (a race: may be luck)"
-
-
-def t7_lock_time_unparseable(w: Path) -> Outcome:
-    return "not replayed", "needs a run of a locked design (tests/prereg cover it)"
 
 
 def _bracket_result(w: Path) -> dict:
