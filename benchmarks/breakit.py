@@ -15,7 +15,7 @@ prints ``held`` may have been lucky.
 
 Run from the repository root::
 
-    python -m benchmarks.breakit            # every trial (about 3 min on 2 cores)
+    python -m benchmarks.breakit            # every trial (about 2.5 min on 2 cores)
     python -m benchmarks.breakit 8 12 H1    # some of them, by id
 
 Exit status 0 when every replayed trial held, 1 otherwise.
