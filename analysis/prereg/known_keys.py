@@ -19,29 +19,25 @@ from typing import Any
 
 from analysis.validation import ParameterError
 
-__all__ = ["KNOWN_KEYS", "check_known_keys"]
+__all__ = ["KNOWN_KEYS", "REQUIRED_SECTIONS", "check_known_keys"]
+
+#: The sections every design must have (:func:`analysis.prereg.schema.validate_design`).
+REQUIRED_SECTIONS: tuple[str, ...] = (
+    "hypotheses",
+    "sampling",
+    "held_out",
+    "outcome",
+    "models",
+    "descriptors",
+    "metrics",
+    "inference",
+    "exclusions",
+    "exploratory",
+)
 
 #: Section (dotted; ``[]`` for each table of an array) -> the keys it may have.
 KNOWN_KEYS: dict[str, frozenset[str]] = {
-    "": frozenset(
-        {
-            "title",
-            "effort",
-            "engine",
-            "method",
-            "hypotheses",
-            "sampling",
-            "held_out",
-            "outcome",
-            "models",
-            "descriptors",
-            "metrics",
-            "inference",
-            "exclusions",
-            "exploratory",
-            "power",
-        }
-    ),
+    "": frozenset({"title", "effort", "engine", "method", "power", *REQUIRED_SECTIONS}),
     "hypotheses[]": frozenset({"id", "kind", "pair", "statement", "sesoi", "sesoi_share"}),
     "sampling": frozenset(
         {

@@ -37,7 +37,7 @@ from analysis.prereg.corpora import (  # noqa: F401 - re-exported: the design's 
 from analysis.prereg.descriptor_versions import design_block_versions
 from analysis.prereg.engine_pin import check_design_engine
 from analysis.prereg.held_out import held_out_rule
-from analysis.prereg.known_keys import check_known_keys
+from analysis.prereg.known_keys import REQUIRED_SECTIONS, check_known_keys
 from analysis.prereg.options import check_design_options
 from analysis.validation import EFFORTS, ParameterError
 
@@ -55,18 +55,6 @@ __all__ = [
     "population",
 ]
 
-REQUIRED_SECTIONS: tuple[str, ...] = (
-    "hypotheses",
-    "sampling",
-    "held_out",
-    "outcome",
-    "models",
-    "descriptors",
-    "metrics",
-    "inference",
-    "exclusions",
-    "exploratory",
-)
 KNOWN_METRICS: tuple[str, ...] = ("interval_sq_loss", "interval_loglik", "spearman_mid")
 #: ``inference.bootstrap``: ``"cluster"`` = the percentile cluster bootstrap over held-out
 #: heads; ``"studentized"`` = its bootstrap-t (``analysis.compare.BOOTSTRAPS``).
