@@ -34,7 +34,8 @@ from analysis.validation import ParameterError
 
 def _block_facts(args: argparse.Namespace, refused: str = "") -> dict:
     """Each design block's covariate names and version, from the registry (plugins loaded),
-    and the engine versions the package runs (``engines``).
+    the engine versions the package runs (``engines``) and the packaged corpora the design
+    reads with their digests (``corpora``, :func:`analysis.study.inputs.design_corpora`).
 
     The design's plugins are imported from the study root (``--root``, default the parent
     of the design's folder), as ``attnrank run`` does. With ``refused`` (what a failed
@@ -42,6 +43,7 @@ def _block_facts(args: argparse.Namespace, refused: str = "") -> dict:
     must first pass the block kit (:func:`analysis.descriptors.check_block`).
     """
     from analysis.study.core import block_facts, engine_versions
+    from analysis.study.inputs import design_corpora
     from analysis.study.paths import study_paths
 
     design = load_design(args.file)
@@ -54,7 +56,7 @@ def _block_facts(args: argparse.Namespace, refused: str = "") -> dict:
         raise PreregistrationError(
             f"{args.file}: {refused} refused: {exc}", name="blocks"
         ) from None
-    return {**facts, "engines": engine_versions()}
+    return {**facts, "engines": engine_versions(), "corpora": design_corpora(design)}
 
 
 def _numbers(items: list[str] | None) -> dict[str, tuple[float, float]] | None:

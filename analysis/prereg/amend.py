@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from analysis.prereg.code_hash import code_sha256
+from analysis.prereg.corpus_lock import Corpora, corpus_changes
 from analysis.prereg.design import heads_sha256, load_design
 from analysis.prereg.engine_pin import engine_entry, engine_lines
 from analysis.prereg.lock import (
@@ -55,6 +56,7 @@ def amend_design(
     engines: Sequence[int] | None = None,
     numbers: Mapping[str, tuple[float, float]] | None = None,
     code: bool = False,
+    corpora: Corpora | None = None,
 ) -> dict:
     """Record a deliberate change: append to the deviations log and re-lock.
 
@@ -83,6 +85,9 @@ def amend_design(
         the locked code (alone, an amendment that changes nothing else). Without it the
         new lock keeps the code hash the old one recorded (an amendment of a section does
         not silently accept a code change).
+    corpora : mapping of str to str, optional, keyword-only
+        The packaged corpora's digests now (:mod:`analysis.prereg.corpus_lock`); a changed
+        digest is a change the amendment records. When omitted, the locked ones are kept.
 
     Returns
     -------
@@ -144,6 +149,7 @@ def amend_design(
     record = read_lock(design_path)
     design = load_design(design_path)
     changes = design_changes(record, design, features, versions)
+    changes += corpus_changes(record, corpora)
     old_code = record.get("code_sha256")
     new_code = code_sha256() if code else old_code
     if new_code != old_code:
@@ -186,8 +192,15 @@ def amend_design(
     # names its engine; it reads as engine 4 either way
     keep = "engine" in record or "engine" in design.data
     after = pinned["engine"]["after"] if keep else None
+    use_corpora = record.get("corpora") if corpora is None else corpora
     new_record = build_record(
-        design, use_features, use_versions, [*amendments, entry], after, new_code
+        design,
+        use_features,
+        use_versions,
+        [*amendments, entry],
+        after,
+        new_code,
+        corpora=use_corpora,
     )
     if new_code is None:  # a lock made before the field stays without one until --code
         del new_record["code_sha256"], new_record["code_paths"]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from analysis import __version__
 from analysis.prereg.code_hash import CODE_PATHS, code_sha256
+from analysis.prereg.corpus_lock import Corpora, check_corpora, corpus_changes
 from analysis.prereg.design import Design, draw_held_out, heads_sha256, load_design
 from analysis.prereg.engine_pin import check_design_engine, pinned_engine
 from analysis.prereg.lock_diff import (
@@ -175,12 +176,15 @@ def build_record(
     amendments: list[dict],
     engine: int | None = None,
     code: str | None = None,
+    *,
+    corpora: Corpora | None = None,
 ) -> dict:
     """A new lock record of ``design`` (see :func:`lock_design`), locked now, and its hash.
 
     ``features`` and ``versions`` as for :func:`lock_design`; ``amendments``: the record's
     amendments so far; ``engine``: the pinned engine (None: not recorded); ``code``: the
-    code hash to record (None: :func:`~analysis.prereg.code_hash.code_sha256` now).
+    code hash to record (None: :func:`~analysis.prereg.code_hash.code_sha256` now);
+    ``corpora``: the packaged corpora's digests (recorded only when there are any).
     """
     norm = normalized_features(features)
     models = {}
@@ -220,6 +224,7 @@ def build_record(
         "models": models,
         "blocks": blocks_rec,
         "power_sha256": power_sha256(design.path),
+        **({"corpora": check_corpora(corpora)} if corpora else {}),
         "code_sha256": code_sha256() if code is None else code,
         "code_paths": list(CODE_PATHS),
         "features_known": known,
@@ -282,6 +287,7 @@ def lock_design(
     versions: Versions | None = None,
     outcomes: Outcomes | None = None,
     engines: Sequence[int] | None = None,
+    corpora: Corpora | None = None,
 ) -> dict:
     """Write ``FILE.lock``; refuse when a lock exists (use ``prereg amend``) or outcomes do.
 
@@ -306,6 +312,9 @@ def lock_design(
         The lock records the design's ``engine`` (which must be one of them), or, for a
         design without one, the newest. Without ``engines`` only a written ``engine`` is
         recorded (a lock without one reads as engine 4, as locks made before the field).
+    corpora : mapping of str to str, optional, keyword-only
+        The packaged corpora the design reads and their SHA-256 digests
+        (:mod:`analysis.prereg.corpus_lock`; ``attnrank prereg lock`` computes them).
 
     Returns
     -------
@@ -356,7 +365,7 @@ def lock_design(
     design = load_design(design_path)
     _check_draw(design)
     engine = pinned_engine(design.data, None, engines=engines)
-    record = build_record(design, features, versions, [], engine)
+    record = build_record(design, features, versions, [], engine, corpora=corpora)
     record["history"] = [history_entry("lock", record["locked_at"], record)]
     write_lock(lp, record)
     return record
@@ -368,11 +377,14 @@ def check_design(
     features: Features | None = None,
     versions: Versions | None = None,
     engines: Sequence[int] | None = None,
+    corpora: Corpora | None = None,
 ) -> list[str]:
     """Compare a design (and, when given, its blocks' covariates and versions) with its lock.
 
     ``engines`` (the engine versions the package runs) checks that the engine the design
-    pins is one of them (a ParameterError naming ``engine`` otherwise).
+    pins is one of them (a ParameterError naming ``engine`` otherwise). ``corpora`` (the
+    packaged corpora's digests now) adds a message per corpus whose digest differs from
+    the lock's (:func:`~analysis.prereg.corpus_lock.corpus_changes`).
 
     Returns
     -------
@@ -402,7 +414,7 @@ def check_design(
     design = load_design(design_path)
     if engines is not None:
         check_design_engine(pinned_engine(design.data, record), engines)
-    return design_changes(record, design, features, versions)
+    return design_changes(record, design, features, versions) + corpus_changes(record, corpora)
 
 
 def _refuse(design_path: Path | str, changes: list[str]) -> PreregistrationError:

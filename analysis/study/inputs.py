@@ -27,7 +27,7 @@ from analysis.study.plan import (
 )
 from analysis.validation import ParameterError
 
-__all__ = ["corpus_listing", "corpus_summary", "design_inputs", "show_input"]
+__all__ = ["corpus_listing", "corpus_summary", "design_corpora", "design_inputs", "show_input"]
 
 
 def _modality(checkpoint: str) -> str:
@@ -35,6 +35,44 @@ def _modality(checkpoint: str) -> str:
     from analysis.sources.checkpoints import canonical_checkpoint_id
 
     return checkpoint_modality(canonical_checkpoint_id(checkpoint))
+
+
+def design_corpora(design: Any) -> dict[str, str]:
+    """The packaged corpora a design's inputs read, each with its digest as built now.
+
+    What ``attnrank prereg lock`` records and ``attnrank run`` checks before it extracts
+    (:mod:`analysis.prereg.corpus_lock`): one corpus per modality its checkpoints read,
+    the default corpora left out (they have no digest,
+    :func:`analysis.sources.corpora.digest.corpus_digest`).
+
+    Parameters
+    ----------
+    design : analysis.prereg.Design
+
+    Returns
+    -------
+    dict of str to str
+        Corpus name -> SHA-256 (hex), sorted by name; empty for a design that reads only
+        default corpora (every design locked before corpora were).
+
+    Examples
+    --------
+    >>> from analysis.datasets import write_example_design
+    >>> from analysis.prereg import load_design
+    >>> from analysis.study.inputs import design_corpora
+    >>> design_corpora(load_design(write_example_design("plain.toml")))
+    {}
+    """
+    from analysis.sources.corpora.digest import corpus_digest
+
+    names = set()
+    for task in plan_study(design).extractions:
+        kind = _modality(task.checkpoint)
+        names.add(
+            {"text": task.text_corpus, "image": task.image_corpus}.get(kind, task.speech_corpus)
+        )
+    digests = {name: corpus_digest(name) for name in sorted(names)}
+    return {name: d for name, d in digests.items() if d is not None}
 
 
 def _document_row(corpus: str, seed: int, length: int | None, tok: Any) -> dict[str, Any]:

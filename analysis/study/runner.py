@@ -204,6 +204,11 @@ def run_study(
     drift = code_drift(study.lock.record, design_path=design_path)
     if drift:
         say(f"warning: {drift}")
+    from analysis.prereg.corpus_lock import verify_corpora
+    from analysis.study.inputs import design_corpora
+
+    # a packaged corpus built from other package versions hands seeds other inputs
+    verify_corpora(study.lock, design_corpora(study.design))
     engine = study.bracket_engine() if engine is None else engine
     label = cells_engine(study, engine)
     with Store(paths.store, create=True) as store:
