@@ -63,14 +63,16 @@ def design_corpora(design: Any) -> dict[str, str]:
     >>> design_corpora(load_design(write_example_design("plain.toml")))
     {}
     """
+    from analysis.prereg.corpora import input_corpora
     from analysis.sources.corpora.digest import corpus_digest
 
-    names = set()
-    for task in plan_study(design).extractions:
-        kind = _modality(task.checkpoint)
-        names.add(
-            {"text": task.text_corpus, "image": task.image_corpus}.get(kind, task.speech_corpus)
-        )
+    sampling = design.data.get("sampling", {})
+    corpora = input_corpora(sampling.get("inputs", {}))
+    names = {
+        corpora[f"{_modality(src['checkpoint'])}_corpus"]
+        for src in sampling.get("sources", [])
+        if src.get("kind") == "checkpoint"
+    }
     digests = {name: corpus_digest(name) for name in sorted(names)}
     return {name: d for name, d in digests.items() if d is not None}
 

@@ -1,0 +1,259 @@
+"""CPU per head of the paper-lengths study's cells: two configurations side by side.
+
+Re-runs a seeded fraction of the cells of ``preregistration/paper-lengths.toml`` (every
+planned input of each chosen head: 3 lengths x its inputs per length, t and eps as the
+design says) under an *old* configuration (default: engine 5 and the design's descriptor
+block versions) and a *new* one (default: engine 6 and ``intrinsic`` version 2), in one
+process, on one thread, interleaved matrix by matrix, so that both see the same load.
+Per matrix it times (``time.process_time``: CPU of this process, user + system) the bracket
+profile (all eps at once, as the store computes it) and the descriptor blocks (all of the
+design's blocks, all eps), and re-verifies every witness of both profiles against ``A``
+(:meth:`analysis.brackets.Profile.from_dict`, outside the timing). Extraction (the forward
+passes) is timed once per checkpoint and shared by both configurations.
+
+Reported: CPU-s per head by stage and configuration (a head's matrices are the design's
+inputs at every length), the median hi/lo per length and eps under each engine, the
+descriptor values' largest relative difference between the two block versions, and the
+projected wall time of a study of ``--project-heads`` heads with ``--project-inputs``
+inputs per length on 2, 16 and 64 cores (CPU per head x heads / cores: the stages are
+embarrassingly parallel over matrices; the projection assumes the executor's own cost is
+negligible, which ``python -m benchmarks.bench_executor`` measures).
+
+Run from the repository root::
+
+    python -m benchmarks.bench_cost --fraction 0.25             # a seeded quarter of the heads
+    python -m benchmarks.bench_cost --fraction 0.05 --seed 1    # a quick look
+    python -m benchmarks.bench_cost --new-engine 5 --new-versions ""   # old against itself
+
+Writes ``benchmarks/out/bench_cost.json`` (every matrix's times and brackets) and prints
+the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import OUT, ROOT, command_line
+
+DESIGN = ROOT / "preregistration" / "paper-lengths.toml"
+
+
+def _versions(text: str) -> tuple[tuple[str, int], ...]:
+    """``"intrinsic=2,native=2"`` as sorted (block, version) pairs ("" -> none)."""
+    pairs = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, _, number = item.partition("=")
+        pairs.append((name.strip(), int(number)))
+    return tuple(sorted(pairs))
+
+
+def chosen_tasks(
+    design_path: Path, fraction: float, seed: int, only: tuple[str, ...] = ()
+) -> tuple[list, object]:
+    """The design's extraction tasks, each restricted to a seeded fraction of its heads
+    (at least one head per checkpoint), and the plan; ``only``: checkpoints whose id
+    contains one of these strings (all when empty)."""
+    from analysis.prereg import load_design
+    from analysis.study.plan import plan_study
+
+    plan = plan_study(load_design(design_path))
+    rng = np.random.default_rng(seed)
+    picked: dict[str, tuple] = {}
+    for task in plan.extractions:
+        if task.checkpoint not in picked:
+            heads = list(task.heads)
+            k = max(1, round(fraction * len(heads)))
+            idx = sorted(rng.choice(len(heads), size=k, replace=False))
+            picked[task.checkpoint] = tuple(heads[i] for i in idx)
+    tasks = [
+        dataclasses.replace(t, heads=picked[t.checkpoint])
+        for t in plan.extractions
+        if not only or any(o.lower() in t.checkpoint.lower() for o in only)
+    ]
+    return tasks, plan
+
+
+def _profile(engine, A, plan) -> tuple[object, float]:
+    start = time.process_time()
+    prof = engine.profile_batch([A], [1.0], eps=plan.eps, effort=plan.effort, previous=[None])[0]
+    return prof, time.process_time() - start
+
+
+def _verified(prof, A) -> list[tuple[int, int]]:
+    from analysis.brackets import Profile
+
+    back = Profile.from_dict(json.loads(json.dumps(prof.to_dict())), A=A)
+    return [tuple(b) for b in back.brackets(list(prof.eps_targets))]
+
+
+def _describe(arrays, plan, versions) -> tuple[object, float]:
+    from analysis.study.describe import describe_frame
+
+    start = time.process_time()
+    df = describe_frame(arrays, plan.eps, plan.temperatures, plan.blocks, (), versions)
+    return df, time.process_time() - start
+
+
+def _rel_diff(a, b) -> float:
+    x, y = a.to_numpy(float), b.to_numpy(float)
+    both = np.isfinite(x) & np.isfinite(y)
+    if not np.array_equal(np.isfinite(x), np.isfinite(y)):
+        return math.inf
+    d = np.abs(x[both] - y[both]) / np.maximum(np.abs(x[both]), 1e-300)
+    return float(d.max()) if d.size else 0.0
+
+
+def run(args: argparse.Namespace) -> dict:
+    import torch
+
+    from analysis.brackets.engine import Engine
+    from analysis.sources.checkpoints import load_checkpoint
+    from analysis.store import Store
+    from analysis.study.stages import extract_input
+
+    torch.set_num_threads(1)
+    tasks, plan = chosen_tasks(args.design, args.fraction, args.seed, tuple(args.checkpoints))
+
+    def versions(text: str) -> tuple[tuple[str, int], ...]:  # the design's, then these
+        return tuple(sorted({**dict(plan.versions), **dict(_versions(text))}.items()))
+
+    configs = {
+        "old": (Engine(args.old_engine), versions(args.old_versions)),
+        "new": (Engine(args.new_engine), versions(args.new_versions)),
+    }
+    rows, extract_cpu, heads = [], {}, set()
+    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "store", create=True) as store:
+        by_ckpt: dict[str, list] = {}
+        for t in tasks:
+            by_ckpt.setdefault(t.checkpoint, []).append(t)
+        for ck, ck_tasks in by_ckpt.items():
+            start = time.process_time()
+            model = load_checkpoint(ck)
+            keys = []
+            for t in ck_tasks:
+                keys += store.add_extraction(extract_input(model, t), heads=t.heads)
+            del model
+            extract_cpu[ck] = time.process_time() - start
+            for key in keys:
+                rec, arrays = store.matrix(key), store.arrays(key)
+                head = (ck, rec.layer, rec.head)
+                heads.add(head)
+                row = {
+                    "checkpoint": ck,
+                    "layer": rec.layer,
+                    "head": rec.head,
+                    "N": arrays.A.shape[1],
+                }
+                frames = {}
+                for name, (engine, versions) in configs.items():
+                    prof, row[f"{name}_brackets_cpu"] = _profile(engine, arrays.A, plan)
+                    row[f"{name}_brackets"] = _verified(prof, arrays.A)
+                    frames[name], row[f"{name}_descriptors_cpu"] = _describe(arrays, plan, versions)
+                row["descriptor_max_rel_diff"] = _rel_diff(frames["old"], frames["new"])
+                rows.append(row)
+                print(
+                    f"{ck} L{rec.layer} H{rec.head} N={row['N']}: brackets "
+                    f"{row['old_brackets_cpu']:.2f} / {row['new_brackets_cpu']:.2f} s, descriptors "
+                    f"{row['old_descriptors_cpu']:.2f} / {row['new_descriptors_cpu']:.2f} s",
+                    flush=True,
+                )
+    return {"rows": rows, "extract_cpu": extract_cpu, "heads": len(heads), "eps": plan.eps}
+
+
+def summarize(result: dict, args: argparse.Namespace) -> dict:
+    rows, n_heads = result["rows"], result["heads"]
+    extract = sum(result["extract_cpu"].values()) / n_heads
+    out = {"heads": n_heads, "matrices": len(rows), "extract_cpu_per_head": extract}
+    for name in ("old", "new"):
+        b = sum(r[f"{name}_brackets_cpu"] for r in rows) / n_heads
+        d = sum(r[f"{name}_descriptors_cpu"] for r in rows) / n_heads
+        out[name] = {"brackets": b, "descriptors": d, "total": extract + b + d}
+        ratios: dict[str, list[float]] = {}
+        for r in rows:
+            for eps, (lo, hi) in zip(result["eps"], r[f"{name}_brackets"], strict=True):
+                key = f"N~{_length_class(r['N'])}, eps {eps}"
+                ratios.setdefault(key, []).append(hi / max(lo, 1))
+        out[name]["median_hi_lo"] = {k: float(np.median(v)) for k, v in sorted(ratios.items())}
+    out["descriptor_max_rel_diff"] = max(r["descriptor_max_rel_diff"] for r in rows)
+    per_matrix_inputs = len(rows) / n_heads  # the design's matrices per head
+    scale = 3 * args.project_inputs / per_matrix_inputs
+    out["projection"] = {
+        name: {
+            cores: out[name]["total"] * scale * args.project_heads / cores / 3600
+            for cores in (2, 16, 64)
+        }
+        for name in ("old", "new")
+    }
+    return out
+
+
+def _length_class(n: int) -> int:
+    """64 / 128 / 256 for N = 64, 65 (a vision model's 1 + 64 patches), 128, 145, ..."""
+    return min((64, 128, 256, 512), key=lambda c: abs(c - n))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--design", type=Path, default=DESIGN)
+    parser.add_argument(
+        "--fraction", type=float, default=0.25, help="share of each checkpoint's heads"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--checkpoints", nargs="*", default=[], help="only checkpoints whose id contains one"
+    )
+    parser.add_argument("--old-engine", type=int, default=5)
+    parser.add_argument("--new-engine", type=int, default=6)
+    parser.add_argument(
+        "--old-versions", default="", help='block versions over the design\'s, e.g. "native=2"'
+    )
+    parser.add_argument("--new-versions", default="intrinsic=2", help="as --old-versions")
+    parser.add_argument("--project-heads", type=int, default=432)
+    parser.add_argument("--project-inputs", type=int, default=2, help="inputs per length")
+    args = parser.parse_args()
+    if not 0 < args.fraction <= 1:
+        parser.error(f"--fraction: expected a share in (0, 1], got {args.fraction}")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    wall = time.perf_counter()
+    result = run(args)
+    summary = summarize(result, args)
+    summary["wall_seconds"] = time.perf_counter() - wall
+    summary["command"] = command_line("benchmarks.bench_cost")
+    summary["load_average"] = os.getloadavg()
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "bench_cost.json").write_text(
+        json.dumps({"summary": summary, **result}, indent=1, default=str) + "\n", encoding="utf-8"
+    )
+    print(f"\n{summary['command']}  ({summary['heads']} heads, {summary['matrices']} matrices)")
+    print("CPU-s per head      extract  brackets  descriptors  total")
+    for name in ("old", "new"):
+        s = summary[name]
+        print(
+            f"{name:>4}              {summary['extract_cpu_per_head']:7.2f}  {s['brackets']:8.2f}"
+            f"  {s['descriptors']:11.2f}  {s['total']:6.2f}"
+        )
+    print("median hi/lo:", {n: summary[n]["median_hi_lo"] for n in ("old", "new")})
+    print(
+        f"descriptor values: largest relative difference {summary['descriptor_max_rel_diff']:.2e}"
+    )
+    print(
+        f"projected wall hours ({args.project_heads} heads, {args.project_inputs} inputs/length):"
+    )
+    for name in ("old", "new"):
+        print(
+            f"  {name}: "
+            + ", ".join(f"{c} cores {h:.2f} h" for c, h in summary["projection"][name].items())
+        )
+
+
+if __name__ == "__main__":
+    main()
