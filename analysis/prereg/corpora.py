@@ -36,6 +36,7 @@ __all__ = [
     "check_windows",
     "checkpoint_modality",
     "input_corpora",
+    "source_corpus",
 ]
 
 #: ``text_corpus``: ``pydoc_data.topics`` (:func:`analysis.sources.corpus_text`) first.
@@ -105,6 +106,65 @@ sklearn-sample-images or packaged-images-v1, got 'imagenet'
     return out
 
 
+def source_corpus(
+    inputs: Mapping[str, Any], src: Mapping[str, Any], index: int | None = None
+) -> str:
+    """The corpus one checkpoint source reads: its own key, else ``[sampling.inputs]``'s.
+
+    A ``[[sampling.sources]]`` table may name the corpus of its own modality
+    (``text_corpus`` for a text model, ``image_corpus`` for an image model,
+    ``speech_corpus`` for a speech encoder), e.g. the multilingual model reading
+    ``packaged-text-multilingual-v1`` while the other text models read
+    ``packaged-text-v1``; without one it reads the design's.
+
+    Parameters
+    ----------
+    inputs : mapping
+        ``[sampling.inputs]``.
+    src : mapping
+        One checkpoint source.
+    index : int, optional
+        The source's position, for the error's name (``sampling.sources[i].<key>``).
+
+    Raises
+    ------
+    ParameterError
+        Naming the key for an unknown corpus, or the corpus key of another modality.
+
+    Examples
+    --------
+    >>> from analysis.prereg.corpora import source_corpus
+    >>> inputs = {"text_corpus": "packaged-text-v1"}
+    >>> source_corpus(inputs, {"checkpoint": "minilm"})
+    'packaged-text-v1'
+    >>> ml = {"checkpoint": "intfloat/multilingual-e5-small",
+    ...       "text_corpus": "packaged-text-multilingual-v1"}
+    >>> source_corpus(inputs, ml)
+    'packaged-text-multilingual-v1'
+    >>> source_corpus(inputs, {"checkpoint": "dinov2", "text_corpus": "packaged-text-v1"}, 3)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: sampling.sources[3].text_corpus: expected no \
+text_corpus for the image model dinov2 (name its image_corpus), got 'packaged-text-v1'
+    """
+    kind = checkpoint_modality(str(src.get("checkpoint")))
+    own = _CORPUS_KEY[kind]
+    at = "sampling.sources." if index is None else f"sampling.sources[{index}]."
+    for key, allowed in _KEYS[:3]:
+        if key not in src:
+            continue
+        if key != own:
+            raise ParameterError(
+                at + key,
+                f"no {key} for the {kind} model {src.get('checkpoint')} (name its {own})",
+                src[key],
+            )
+        if src[key] not in allowed:
+            raise ParameterError(at + key, " or ".join(allowed), src[key])
+    return str(src.get(own, input_corpora(inputs)[own]))
+
+
 def checkpoint_modality(checkpoint: str) -> str:
     """``"text"``, ``"image"`` or ``"speech"``: what a design's checkpoint reads.
 
@@ -162,15 +222,18 @@ def check_windows(
     analysis.validation.ParameterError: sampling.inputs.windows: expected 'shared' for ...
     """
     corpora = input_corpora(inputs)
+    for i, src in enumerate(sources):  # each source's own corpus key, validated
+        if src.get("kind") == "checkpoint":
+            source_corpus(inputs, src, i)
     if corpora["windows"] != OWN_DOCUMENT:
         return
     per_length = inputs.get("per_length", 1)
-    for src in sources:
+    for i, src in enumerate(sources):
         if src.get("kind") != "checkpoint":
             continue
         ck = str(src.get("checkpoint"))
         kind = checkpoint_modality(ck)
-        corpus = corpora[_CORPUS_KEY[kind]]
+        corpus = source_corpus(inputs, src, i)
         if kind == "text" and corpus == TEXT_CORPORA[0]:
             raise ParameterError(
                 "sampling.inputs.windows",

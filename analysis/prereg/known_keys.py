@@ -64,7 +64,17 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
         }
     ),
     "sampling.sources[checkpoint]": frozenset(
-        {"kind", "checkpoint", "layers", "heads", "exploratory", "lengths"}
+        {
+            "kind",
+            "checkpoint",
+            "layers",
+            "heads",
+            "exploratory",
+            "lengths",
+            "text_corpus",  # a source's own corpus (analysis.prereg.corpora.source_corpus)
+            "image_corpus",
+            "speech_corpus",
+        }
     ),
     "sampling.sources[synthetic]": frozenset(
         {"kind", "family", "exploratory", "d", "n", "beta", "seeds", "lengths"}

@@ -63,14 +63,14 @@ def design_corpora(design: Any) -> dict[str, str]:
     >>> design_corpora(load_design(write_example_design("plain.toml")))
     {}
     """
-    from analysis.prereg.corpora import input_corpora
+    from analysis.prereg.corpora import source_corpus
     from analysis.sources.corpora.digest import corpus_digest
 
     sampling = design.data.get("sampling", {})
-    corpora = input_corpora(sampling.get("inputs", {}))
+    inputs = sampling.get("inputs", {})
     names = {
-        corpora[f"{_modality(src['checkpoint'])}_corpus"]
-        for src in sampling.get("sources", [])
+        source_corpus(inputs, src, i)
+        for i, src in enumerate(sampling.get("sources", []))
         if src.get("kind") == "checkpoint"
     }
     digests = {name: corpus_digest(name) for name in sorted(names)}

@@ -192,7 +192,12 @@ def plan_study(design: Any) -> StudyPlan:
     >>> plan.planned_real_cells  # 4 inputs x 4 heads x 1 temperature x 2 eps
     32
     """
-    from analysis.prereg.corpora import check_windows, input_corpora
+    from analysis.prereg.corpora import (
+        check_windows,
+        checkpoint_modality,
+        input_corpora,
+        source_corpus,
+    )
     from analysis.prereg.descriptor_versions import design_block_versions
     from analysis.prereg.schema import population
 
@@ -209,6 +214,7 @@ def plan_study(design: Any) -> StudyPlan:
     corpora = input_corpora(inputs)
     check_windows(inputs, sampling["sources"], sampling.get("lengths"))
     own = corpora["windows"] == OWN_DOCUMENT
+    corpora_of = {k: corpora[k] for k in ("text_corpus", "image_corpus", "speech_corpus")}
     heads_of: dict[str, list[tuple[int, int]]] = {}
     for head_id in population(data):
         ck, layer, head = head_id.rsplit(":", 2)
@@ -216,6 +222,7 @@ def plan_study(design: Any) -> StudyPlan:
     extractions, synthetic = [], []
     for i, src in enumerate(sampling["sources"]):
         if src["kind"] == "checkpoint":
+            kind = f"{checkpoint_modality(str(src['checkpoint']))}_corpus"  # its own may win
             lengths = src.get("lengths", sampling.get("lengths"))
             if lengths is None:
                 raise ParameterError(
@@ -231,9 +238,7 @@ def plan_study(design: Any) -> StudyPlan:
                             s,
                             tuple(heads_of[src["checkpoint"]]),
                             image_crop=images == "crops",
-                            text_corpus=corpora["text_corpus"],
-                            image_corpus=corpora["image_corpus"],
-                            speech_corpus=corpora["speech_corpus"],
+                            **{**corpora_of, kind: source_corpus(inputs, src, i)},
                         )
                     )
         else:

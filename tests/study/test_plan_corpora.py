@@ -193,3 +193,44 @@ def test_the_extract_stage_passes_the_corpus_to_the_source():
     ):
         extract_input(audio_model, speech_task)
     assert clip.call_args.kwargs == {"corpus": "kokoro-ja-v1"}
+
+
+def test_a_source_may_name_the_corpus_of_its_own_modality(tmp_path):
+    """The multilingual model reads the multilingual corpus, the other text models the
+    design's; a source naming another modality's corpus is refused, naming the key."""
+    from analysis.prereg.corpora import source_corpus
+    from analysis.study.inputs import design_corpora
+
+    text = PAPER.read_text(encoding="utf-8")
+    anchor = 'checkpoint = "intfloat/multilingual-e5-small"'
+    assert text.count(anchor) == 1
+    text = text.replace(
+        'images = "crops"\n', 'images = "crops"\ntext_corpus = "packaged-text-v1"\n'
+    )
+    text = text.replace(anchor, anchor + '\ntext_corpus = "packaged-text-multilingual-v1"')
+    path = tmp_path / "design.toml"
+    path.write_text(text, encoding="utf-8")
+    design = load_design(path, require_held_out=False)
+    validate_design(design.data, require_held_out=False)
+    corpora = {
+        (t.checkpoint, t.text_corpus)
+        for t in plan_study(design).extractions
+        if checkpoint_modality(t.checkpoint) == "text"
+    }
+    assert ("intfloat/multilingual-e5-small", "packaged-text-multilingual-v1") in corpora
+    assert {c for ck, c in corpora if ck != "intfloat/multilingual-e5-small"} == {
+        "packaged-text-v1"
+    }
+    assert set(design_corpora(design)) == {"packaged-text-v1", "packaged-text-multilingual-v1"}
+
+    bad = copy.deepcopy(design.data)
+    i = next(i for i, s in enumerate(bad["sampling"]["sources"]) if "dinov2" in s["checkpoint"])
+    bad["sampling"]["sources"][i]["text_corpus"] = "packaged-text-v1"
+    with pytest.raises(
+        ParameterError, match=rf"^sampling\.sources\[{i}\]\.text_corpus: expected no"
+    ):
+        validate_design(bad, require_held_out=False)
+    bad["sampling"]["sources"][i] = {**design.data["sampling"]["sources"][i], "image_corpus": "web"}
+    with pytest.raises(ParameterError, match=rf"^sampling\.sources\[{i}\]\.image_corpus: expected"):
+        validate_design(bad, require_held_out=False)
+    assert source_corpus({}, {"checkpoint": "minilm"}) == "pydoc_data.topics"
