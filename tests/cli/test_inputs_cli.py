@@ -62,6 +62,12 @@ def test_list_prints_the_images_and_clips_of_named_corpora(tmp_path, capsys):
     assert all("#crop=" in r["input_id"] and r["size"].endswith(" px") for r in crops)
     assert main(["inputs", "list", "--corpus", "packaged-images-v1"]) == 0
     assert "corpus:packaged-images-v1/" in capsys.readouterr().out
+    assert main(["inputs", "list", "--corpus", "packaged-images-v2", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    v2 = listing["documents"]
+    assert listing["summary"]["documents"] == len({r["input_id"] for r in v2}) == 53
+    assert "corpus:packaged-images-v2/vpython/rug" in {r["input_id"] for r in v2}
+    assert all(r["licence"] and r["source"] for r in v2)
 
 
 def test_list_counts_tokens_and_show_prints_the_document(tmp_path, capsys):

