@@ -32,6 +32,7 @@ import sys
 
 from analysis import __version__
 from analysis.cli.errors import annotate, flags_of, rename
+from analysis.cli.verbosity import add_verbose, library_bars
 from analysis.executor import Terminated, sigterm_interrupts
 from analysis.validation import ParameterError
 
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in GROUPS:
         importlib.import_module(name).register(sub)
+    add_verbose(parser)
     annotate(parser)
     return parser
 
@@ -78,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ``128 + signal`` when interrupted: 130 for SIGINT, 143 for SIGTERM)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    library_bars(getattr(args, "verbose", False))  # before any command imports transformers
     try:
         # SIGTERM interrupts the command as Ctrl-C does (pools stopped, temporary files
         # removed, finished work kept), then exits 143 rather than dying mid-write

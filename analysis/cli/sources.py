@@ -40,6 +40,25 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkpoint_help() -> str:
+    """The CHECKPOINT help: every packaged alias (from :data:`PACKAGED`, so a new family
+    appears without editing this text), then the other ways to name a checkpoint."""
+    from analysis.sources.packaged import PACKAGED
+
+    families = ["minilm (all-minilm-l6-v2)"]
+    for spec in PACKAGED:
+        first, *rest = spec.aliases
+        notes = ", ".join(rest) + ("; optional: make gemma" if spec.optional else "")
+        families.append(f"{first} ({notes})" if notes else first)
+    return (
+        "a packaged checkpoint, by alias: "
+        + "; ".join(families)
+        + ". Or a local folder, or a Hugging Face id already in the local cache "
+        "(bert-base-uncased, gpt2, Qwen/Qwen2.5-0.5B, google/vit-base-patch16-224, "
+        "facebook/deit-small-patch16-224, sentence-transformers/all-MiniLM-L6-v2)"
+    )
+
+
 def register(subparsers: Any) -> None:
     """Add ``extract``."""
     p = subparsers.add_parser(
@@ -54,9 +73,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "checkpoint",
         metavar="CHECKPOINT",
-        help="local folder, 'minilm', or a Hugging Face id already in the local cache "
-        "(bert-base-uncased, gpt2, Qwen/Qwen2.5-0.5B, google/vit-base-patch16-224, "
-        "facebook/deit-small-patch16-224, sentence-transformers/all-MiniLM-L6-v2)",
+        help=_checkpoint_help(),
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--text", metavar="FILE", help="UTF-8 text file (its first L tokens)")

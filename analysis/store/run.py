@@ -259,7 +259,10 @@ def _stored_failures(
     )
     failed: list[tuple[str, float]] = []
     arrays, arrays_key = None, None
-    bar = tqdm(pairs, desc=f"re-verify ({version})", unit="profile", disable=not progress)
+    # no bar when nothing is stored yet: an empty "0profile" bar reads as a stall
+    bar = tqdm(
+        pairs, desc=f"re-verify ({version})", unit="profile", disable=not progress or not pairs
+    )
     # one thread: torch's thread pool costs more than it saves on a matrix this size
     with fixed_torch_threads(1):
         for key, t in bar:
@@ -443,7 +446,7 @@ def _run(
         initial=done,
         desc=f"profiles ({version})",
         unit="profile",
-        disable=not run.progress,
+        disable=not run.progress or not (tasks or done),  # no empty bar
     )
     try:
         stream = results(st, tasks, engine, workers, run.executor, temperatures)

@@ -221,7 +221,7 @@ def descriptor_stage(
         initial=len(keys) - len(todo),
         desc="descriptors",
         unit="matrix",
-        disable=not progress,
+        disable=not progress or not keys,  # no empty bar
     )
     args = [
         (
