@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from analysis.prereg.code_hash import code_sha256
-from analysis.prereg.corpus_lock import Corpora, corpus_changes
 from analysis.prereg.design import heads_sha256, load_design
 from analysis.prereg.engine_pin import engine_entry, engine_lines
 from analysis.prereg.lock import (
@@ -27,8 +26,10 @@ from analysis.prereg.lock import (
     write_lock,
 )
 from analysis.prereg.lock_diff import (
+    Corpora,
     Features,
     Versions,
+    corpus_changes,
     design_changes,
     locked_blocks,
     name_list,

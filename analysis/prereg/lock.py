@@ -23,13 +23,15 @@ from pathlib import Path
 
 from analysis import __version__
 from analysis.prereg.code_hash import CODE_PATHS, code_sha256
-from analysis.prereg.corpus_lock import Corpora, check_corpora, corpus_changes
 from analysis.prereg.design import Design, draw_held_out, heads_sha256, load_design
 from analysis.prereg.engine_pin import check_design_engine, pinned_engine
 from analysis.prereg.lock_diff import (
+    Corpora,
     Features,
     Versions,
     block_changes,
+    check_corpora,
+    corpus_changes,
     design_blocks,
     design_changes,
     lock_hash,

@@ -16,11 +16,15 @@ from typing import Any
 from analysis.prereg.design import Design, canonical_bytes, heads_sha256
 from analysis.prereg.engine_pin import engine_changes
 from analysis.prereg.provenance import power_path, power_sha256
+from analysis.validation import ParameterError
 
 __all__ = [
+    "Corpora",
     "Features",
     "Versions",
     "block_changes",
+    "check_corpora",
+    "corpus_changes",
     "design_blocks",
     "design_changes",
     "lock_hash",
@@ -490,3 +494,68 @@ def sections_changed(record: Mapping[str, Any], design: Design) -> list[str]:
     ) or set(record["models"]) != set(design.models):
         out.add("models")
     return sorted(out)
+
+
+#: Packaged corpus name -> its SHA-256 (hex), as the study layer computes it.
+Corpora = Mapping[str, str]
+
+
+def check_corpora(corpora: Any) -> dict[str, str]:
+    """``corpora`` as a sorted plain dict of name -> 64-hex digest, or a ParameterError.
+
+    Examples
+    --------
+    >>> from analysis.prereg.corpus_lock import check_corpora
+    >>> check_corpora({"kokoro-ja-v1": "f" * 64})
+    {'kokoro-ja-v1': 'ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff'}
+    >>> check_corpora({"kokoro-ja-v1": "f"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    analysis.validation.ParameterError: corpora: expected a mapping of corpus names to \
+SHA-256 hex digests, got ...
+    """
+    allowed = "a mapping of corpus names to SHA-256 hex digests"
+    if not isinstance(corpora, Mapping):
+        raise ParameterError("corpora", allowed, corpora)
+    out = {}
+    for name, digest in corpora.items():
+        ok = isinstance(digest, str) and len(digest) == 64
+        if not (isinstance(name, str) and ok and all(c in "0123456789abcdef" for c in digest)):
+            raise ParameterError("corpora", allowed, {name: digest})
+        out[name] = digest
+    return dict(sorted(out.items()))
+
+
+def corpus_changes(record: Mapping[str, Any], corpora: Corpora | None) -> list[str]:
+    """One message per packaged corpus whose digest now differs from the lock's.
+
+    Parameters
+    ----------
+    record : mapping
+        A lock record; without a ``corpora`` entry nothing is compared.
+    corpora : mapping of str to str, optional
+        The design's packaged corpora and their digests now; None: not computed (nothing
+        is compared).
+
+    Returns
+    -------
+    list of str
+        Empty when every locked corpus has its locked digest and no packaged corpus was
+        added or dropped.
+    """
+    locked = record.get("corpora")
+    if locked is None or corpora is None:
+        return []
+    now = check_corpora(corpora)
+    changes = []
+    for name in sorted(set(locked) | set(now)):
+        old, new = locked.get(name), now.get(name)
+        if old == new:
+            continue
+        if old is None:
+            changes.append(f"corpus {name}: read now, not in the lock")
+        elif new is None:
+            changes.append(f"corpus {name}: in the lock, not read now")
+        else:
+            changes.append(f"corpus {name}: contents changed (digest {old[:12]} -> {new[:12]})")
+    return changes
