@@ -92,3 +92,12 @@ def test_the_readme_atlas_query_runs_as_written(monkeypatch, capsys):
     atlas = load_atlas(SHIPPED)
     dino = atlas.query('family == "DINOv2" and length_class == 256 and eps == 0.1')
     assert float(shown[-1]) == pytest.approx((dino["upper"] / dino["lower"]).median(), abs=5e-3)
+
+
+def test_atlas_help_says_how_to_query_one(capsys):
+    from analysis.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["atlas", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "load_atlas(FILE)" in out and "length_class" in out and "family" in out
