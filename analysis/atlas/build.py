@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.atlas.schema import conform
+from analysis.atlas.schema import conform, derive_columns
 from analysis.study.core import Study
 from analysis.validation import ParameterError
 
@@ -273,7 +273,7 @@ def build_atlas(
         closed=lambda f: f["lower"] == f["upper"],
     )
     atlas["checkpoint"] = atlas.pop("record_checkpoint")  # synthetic: with its parameters
-    atlas = atlas.drop(columns=["family", "d", "beta", "seed"])
+    atlas = derive_columns(atlas.drop(columns=["family", "d", "beta", "seed"]))
     if say is not None:
         say(
             f"atlas {paths.design.stem}: {len(atlas)} cells of {atlas['matrix_key'].nunique()} "

@@ -6,7 +6,8 @@ The file's Parquet key-value metadata holds, under :data:`METADATA_KEY`, a JSON 
 and lock, engines, package version and commit, when it was written, and what the caller
 adds, e.g. the command). :func:`write_atlas` writes it atomically (a reader sees the old
 file or the whole new one, :func:`analysis.atomic.atomic_write`); :func:`load_atlas`
-refuses a file of another schema version.
+reads the current schema version and version 1 (its derived columns computed on load,
+the file left as it is) and refuses any other.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.atlas.schema import SCHEMA_VERSION, conform
+from analysis.atlas.schema import READABLE_VERSIONS, SCHEMA_VERSION, conform, derive_columns
 from analysis.atomic import atomic_write
 from analysis.validation import ParameterError
 
@@ -85,7 +86,7 @@ def write_atlas(
     (True, ['int64', 'Int64'])
     >>> prov = atlas_provenance(path)
     >>> prov["schema_version"], prov["provenance"]["command"], prov["provenance"]["rows"]
-    (1, 'example', 12)
+    (2, 'example', 12)
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -129,11 +130,11 @@ def _record(table: Any, path: str | os.PathLike) -> dict[str, Any]:
         found = record["schema_version"]
     except (ValueError, KeyError, TypeError) as exc:
         raise ParameterError("path", "readable atlas metadata", f"{path}: {exc}") from None
-    if found != SCHEMA_VERSION:
+    if type(found) is not int or found not in READABLE_VERSIONS:
         raise ParameterError(
             "schema_version",
-            f"atlas schema version {SCHEMA_VERSION} (this package's; rebuild the file with "
-            "`attnrank atlas build`)",
+            f"atlas schema version {' or '.join(map(str, READABLE_VERSIONS))} (this "
+            "package's; rebuild the file with `attnrank atlas build`)",
             found,
         )
     return record
@@ -157,6 +158,12 @@ def atlas_provenance(path: str | os.PathLike) -> dict[str, Any]:
 def load_atlas(path: str | os.PathLike) -> pd.DataFrame:
     """Read an atlas file back as a tidy frame (its provenance in ``frame.attrs["atlas"]``).
 
+    A file of schema version 1 (written before ``family``, ``modality`` and
+    ``length_class`` existed) is read with those columns computed from its others
+    (:func:`analysis.atlas.schema.derive_columns`); the frame is then the one a version-2
+    file of the same rows gives, and ``frame.attrs["atlas"]["schema_version"]`` still
+    says 1 (the file's).
+
     Parameters
     ----------
     path : path
@@ -174,7 +181,8 @@ def load_atlas(path: str | os.PathLike) -> pd.DataFrame:
         When there is no such file.
     ParameterError
         Naming ``path`` when the file is not Parquet or carries no atlas metadata;
-        naming ``schema_version`` when it was written with another schema version.
+        naming ``schema_version`` when it was written with a schema version this package
+        does not read (:data:`analysis.atlas.schema.READABLE_VERSIONS`).
 
     Examples
     --------
@@ -192,10 +200,13 @@ def load_atlas(path: str | os.PathLike) -> pd.DataFrame:
     >>> load_atlas(path)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: schema_version: expected atlas schema version 1 ..., got 0
+    analysis.validation.ParameterError: schema_version: expected atlas schema version 1 or 2 ..., got 0
     """
     table = _read_table(path)
     record = _record(table, path)
-    frame = conform(table.to_pandas())
+    frame = table.to_pandas()
+    if record["schema_version"] == 1:
+        frame = derive_columns(frame)
+    frame = conform(frame)
     frame.attrs["atlas"] = record
     return frame

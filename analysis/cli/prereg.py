@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from analysis.prereg.amend import amend_design
+from analysis.prereg.amended_comments import strip_amendment_comments
 from analysis.prereg.code_hash import code_drift
 from analysis.prereg.design import draw_held_out, load_design, write_held_out
 from analysis.prereg.lock import (
@@ -122,6 +123,15 @@ def _draw(args: argparse.Namespace) -> int:
         )
     _check_shapes(design.data)
     heads = draw_held_out(design.data)
+    # before the first lock a design has no amendments: its "# amended" comments were
+    # copied from the design it started from, and describe that study's history
+    path = Path(args.file)
+    text, n_amended = strip_amendment_comments(path.read_text(encoding="utf-8"))
+    if n_amended:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        print(f"removed {n_amended} amendment comment(s) copied from the source design")
     write_held_out(args.file, heads)
     load_design(args.file)  # re-validate what was written
     print(
@@ -206,7 +216,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("prereg", help="preregistration: draw, lock, check, amend")
     sub = p.add_subparsers(dest="prereg_command", metavar="ACTION")
     sub.required = True
-    d = sub.add_parser("draw", help="draw the held-out heads into a design (before locking)")
+    d = sub.add_parser(
+        "draw",
+        help="draw the held-out heads into a design (before locking); removes the "
+        "'# amended ...' comments a copied design carries from its source",
+    )
     d.add_argument("file")
     d.add_argument("--root", help="study root whose store is consulted too (outcomes)")
     d.set_defaults(func=_draw)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.atlas.schema import conform
+from analysis.atlas.schema import conform, derive_columns
 from analysis.report.design import ReportDesign, ReportHypothesis
 from analysis.report.results import BRACKET_COLUMNS, StudyResults
 
@@ -284,4 +284,4 @@ def example_atlas() -> pd.DataFrame:
                         "native__kappa": 1.0 + 0.5 * lo,
                     }
                 )
-    return conform(pd.DataFrame(rows))
+    return conform(derive_columns(pd.DataFrame(rows)))

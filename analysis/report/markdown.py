@@ -1,12 +1,13 @@
 """``report.md``: a short results section built from the design and the result tables.
 
-Sections in order: :func:`render_report`'s list. Every number is read from the
+Sections in order: :func:`render_report`'s list. The answer comes first (the decisions
+table and one plain sentence per hypothesis, :mod:`analysis.report.answer`); the lock's
+status and its amendments come last. Every number is read from the
 :class:`~analysis.report.results.StudyResults`; sentences only restate them.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,14 +15,8 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare.headlevel import QUESTION_TEXT, QUESTIONS
-from analysis.compare.nested import FIT_FAILED
-from analysis.report.decisions import (
-    decision_meaning_lines,
-    decision_words,
-    equivalence_clause,
-    is_method3,
-    method3_clause,
-)
+from analysis.report.answer import METRIC_NAMES, answer_section, hypothesis_sentences
+from analysis.report.decisions import is_method3
 from analysis.report.design import ReportDesign
 from analysis.report.lock_status import lock_status_lines
 from analysis.report.methods_text import calibration_sentence
@@ -42,9 +37,9 @@ from analysis.report.tables import (
     synthetic_cells,
 )
 from analysis.report.tables import number_text as _n
-from analysis.report.tables import p_text as _p
 
 __all__ = [
+    "METRIC_NAMES",
     "calibration_sentence",
     "hypothesis_power",
     "hypothesis_sentences",
@@ -52,11 +47,6 @@ __all__ = [
     "render_report",
 ]
 
-METRIC_NAMES = {
-    "interval_sq_loss": "interval squared loss",
-    "interval_loglik": "interval log-likelihood",
-    "spearman_mid": "Spearman correlation with midpoints",
-}
 #: Longest table embedded in report.md; longer ones are linked only.
 MAX_EMBED_ROWS = 40
 
@@ -98,87 +88,6 @@ def _head_level_lines(meta: Mapping[str, Any]) -> list[str]:
 def _listing(values: Sequence[Any]) -> str:
     vals = [format_value(v) for v in values]
     return ", ".join(vals) if vals else "none"
-
-
-def _fit_failure(row: Mapping[str, Any]) -> str:
-    """Which of the pair's fits did not converge, with the optimizer's diagnostics."""
-    bits = []
-    for side in ("base", "rich"):
-        if not bool(row.get(f"{side}_converged", True)):
-            bits.append(
-                f"{row[f'{side}_model']} did not converge "
-                f"({format_value(row.get(f'{side}_iterations'))} iterations, gradient norm "
-                f"{_n(row.get(f'{side}_grad_norm'))})"
-            )
-    return "; ".join(bits) or "a fit did not converge"
-
-
-def hypothesis_sentences(results: StudyResults, *, estimator: str = "interval") -> list[str]:
-    """One plain-English sentence per design hypothesis, from the primary-metric rows.
-
-    Parameters
-    ----------
-    results : StudyResults
-    estimator : {"interval", "ols"}, keyword-only
-        Which comparison frame to read.
-
-    Returns
-    -------
-    list of str
-        E.g. ``"H1 (confirmatory; M0<M1): interval squared loss effect 0.012
-        [−0.004, 0.031], one-sided p = 0.08, Holm p = 0.21 → no incremental information detected
-        (Holm p ≥ 0.05; the CI reaches 0 or below)."`` A pair whose row has
-        ``status == "fit failed"`` gets no numbers, only which fit did not converge:
-        ``"H1 (confirmatory; M0<M1): fit failed: M1 did not converge (2200 iterations,
-        gradient norm 0.003); no result; the pair entered Holm with p = 1."``
-        Under method 3 (a frame with ``non_superiority_p``) the sentence ends with the
-        TOST and non-superiority p at the SESOI and the decision word
-        (:func:`~analysis.report.decisions.method3_clause`).
-
-    Examples
-    --------
-    >>> from analysis.datasets import example_report_design, example_study_results
-    >>> hypothesis_sentences(example_study_results(design=example_report_design(), skipped={"comparison": "x"}))
-    ['**H1** (confirmatory; M0<M1): not tested; the comparison has not run (x).']
-    """
-    design = results.design
-    frame = results.comparison if estimator == "interval" else results.comparison_ols
-    primary = design.primary_metric
-    alpha, level = design.alpha, design.ci_level
-    family = design.family_pairs
-    key = "comparison" if estimator == "interval" else "comparison_ols"
-    method3 = is_method3(frame)
-    out = []
-    for h in hypotheses(design):
-        head = f"**{h['id']}** ({h['kind']}; {h['pair']})"
-        if frame is None:
-            why = results.skipped.get(key, "no reason was recorded")
-            out.append(f"{head}: not tested; the comparison has not run ({why}).")
-            continue
-        rows = frame[(frame["pair"] == h["pair"]) & (frame["metric"] == primary)]
-        if rows.empty:
-            out.append(f"{head}: not among the compared pairs.")
-            continue
-        r = rows.iloc[0]
-        in_family = h["pair"] in family if family else not math.isnan(float(r["p_holm"]))
-        if r.get("status") == FIT_FAILED:
-            holm_note = "; the pair entered Holm with p = 1" if in_family else ""
-            out.append(f"{head}: fit failed: {_fit_failure(r)}; no result{holm_note}.")
-            continue
-        holm = f"Holm p = {_p(r['p_holm'])}" if in_family else "outside the Holm family"
-        decided = (
-            method3_clause(r, in_family=in_family)
-            if method3
-            else f" → {decision_words(r, alpha=alpha, in_family=in_family)}"
-            f"{equivalence_clause(r, in_family=in_family)}"
-        )
-        out.append(
-            f"{head}: {METRIC_NAMES.get(primary, _stated(primary))} {r['base_model']} "
-            f"{_n(r['base_value'])} vs {r['rich_model']} {_n(r['rich_value'])}, effect "
-            f"{_n(r['effect'])} [{_n(r['ci_low'])}, {_n(r['ci_high'])}] ({level:.0%} CI), "
-            f"one-sided p = {_p(r['p_value'])}, {holm}{decided}."
-        )
-    return out
 
 
 def _embed(table: Table, files: Mapping[str, Path], out_dir: Path) -> list[str]:
@@ -263,7 +172,6 @@ def _title_section(results: StudyResults) -> list[str]:
             else "**This run is not locked: every result below is exploratory.**"
         ),
         "",
-        *lock_status_lines(results.provenance),
     ]
 
 
@@ -430,9 +338,7 @@ def _comparisons_section(results: StudyResults, embeds: _Embeds) -> list[str]:
             "loss (positive = the richer model predicts better).",
             "",
         ]
-    L += [f"- {s}" for s in hypothesis_sentences(results)] + [""]
-    if is_method3(results.comparison):
-        L += ["Decisions (method 3; the first that applies):", "", *decision_meaning_lines(), ""]
+    L += ["Each hypothesis's decision, in words: *Answer* at the top.", ""]
     if "comparisons" in embeds.tab:
         L += embeds.table("comparisons", _compact_comparison(embeds.tab["comparisons"].frame))
     L += embeds.figure("forest")
@@ -498,6 +404,14 @@ def _synthetic_section(results: StudyResults, embeds: _Embeds) -> list[str]:
     ]
 
 
+def _lock_section(prov: Mapping[str, Any]) -> list[str]:
+    """The lock's status (demoted hypotheses, when it was locked, when this run's store
+    first held outcomes, the code) and every amendment: the report's last section."""
+    status = lock_status_lines(prov)
+    section = amendments_section(prov, first_locked=not status)  # the time once, not twice
+    return section[:2] + status + section[2:]
+
+
 def _provenance_section(results: StudyResults) -> list[str]:
     L = ["## Provenance", ""]
     L += [f"- {k}: `{v}`" for k, v in provenance_lines(results.provenance, study=results.study)]
@@ -536,8 +450,8 @@ def render_report(
     """
     embeds = _Embeds(out_dir, tables, table_files, figures)
     L = _title_section(results)
+    L += answer_section(results)
     L += _prespecified_section(results)
-    L += amendments_section(results.provenance)
     L += _data_section(results, embeds)
     L += _brackets_section(results, embeds)
     L += _comparisons_section(results, embeds)
@@ -546,4 +460,5 @@ def render_report(
     L += _descriptors_section(results, embeds)
     L += _synthetic_section(results, embeds)
     L += _provenance_section(results)
+    L += _lock_section(results.provenance)
     return "\n".join(L)

@@ -179,8 +179,11 @@ def write_json(path: str | Path, payload: Mapping[str, Any]) -> Path:
     return Path(path)
 
 
-def amendments_section(prov: Mapping[str, Any]) -> list[str]:
+def amendments_section(prov: Mapping[str, Any], *, first_locked: bool = True) -> list[str]:
     """The "Amendments" section: every amendment of the lock since its first lock.
+
+    ``first_locked=False`` leaves out the first lock's time (the report's lock status
+    states it just above).
 
     Examples
     --------
@@ -192,7 +195,7 @@ def amendments_section(prov: Mapping[str, Any]) -> list[str]:
     if "amendments" not in prov:
         return L + ["Not recorded (an unlocked or exploratory run).", ""]
     items = list(prov.get("amendments") or [])
-    if first:
+    if first and first_locked:
         L += [f"First locked at {first}.", ""]
     if not items:
         return L + ["None: the design is as first locked.", ""]

@@ -427,6 +427,12 @@ def write_csv(
     return Path(path)
 
 
+#: Provenance keys that report.md states but the table files do not carry (the table
+#: files' provenance block is kept as it was before they existed).
+REPORT_ONLY_KEYS = frozenset({"store_outcome"})
+
+
 def table_provenance(results: StudyResults, name: str) -> list[tuple[str, str]]:
-    """The provenance block of one table."""
-    return provenance_lines(results.provenance, study=results.study, table=name)
+    """The provenance block of one table (without :data:`REPORT_ONLY_KEYS`)."""
+    prov = {k: v for k, v in results.provenance.items() if k not in REPORT_ONLY_KEYS}
+    return provenance_lines(prov, study=results.study, table=name)

@@ -265,17 +265,25 @@ def provenance(study: Study, stages: Mapping[str, Any]) -> dict:
 
 def _lock_provenance(study: Study) -> dict[str, Any]:
     """What the lock froze and when: its first lock time and history, the locked and the
-    current code hash, the first outcome (wherever stored), and the hypotheses that an
-    amendment after outcomes made exploratory (:mod:`analysis.prereg.lock_history`)."""
+    current code hash, the first outcome (wherever stored), this run's store's own outcome
+    record, and the hypotheses that an amendment after outcomes made exploratory
+    (:mod:`analysis.prereg.lock_history`).
+
+    ``first_outcome`` is the design's earliest record anywhere (a shipped design carries
+    the original study's beside it, ``FILE.outcomes.json``); it decides which amendments
+    came after outcomes. ``store_outcome`` is the record of the store this run read, so a
+    report says when *this* run's outcomes first existed.
+    """
     from analysis.prereg.code_hash import code_sha256
     from analysis.prereg.lock_history import exploratory_hypotheses, first_locked_at, lock_history
-    from analysis.study.outcomes import study_outcomes
+    from analysis.study.outcomes import _store_record, study_outcomes
 
     record = study.lock.record
     outcomes = study_outcomes(study.paths.design, root=study.paths.root, lock_record=record)
     first = None
     if outcomes is not None:
         first = {k: outcomes.get(k) for k in ("time", "lock_sha256", "design", "store")}
+    mine = _store_record(study.paths.store)
     hyps = study.design.data.get("hypotheses", [])
     return {
         "first_locked_at": first_locked_at(record),
@@ -283,6 +291,9 @@ def _lock_provenance(study: Study) -> dict[str, Any]:
         "code_sha256_locked": record.get("code_sha256"),
         "code_sha256_now": code_sha256(),
         "first_outcome": first,
+        "store_outcome": (
+            {k: mine.get(k) for k in ("time", "lock_sha256", "store")} if mine else None
+        ),
         "exploratory_hypotheses": exploratory_hypotheses(record, hyps, (first or {}).get("time")),
     }
 

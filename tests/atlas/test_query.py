@@ -34,7 +34,7 @@ def test_heatmap_is_a_png_and_an_absent_eps_is_refused(atlas, tmp_path):
     with pytest.raises(ParameterError, match="^eps: "):
         layer_depth_heatmap(atlas, tmp_path / "x.png", eps=0.05)
     with pytest.raises(ParameterError, match="^by: "):
-        lowest_rank_layers(atlas, eps=0.1, by=("family",))
+        lowest_rank_layers(atlas, eps=0.1, by=("no_such_column",))
 
 
 def test_depth_grid_orders_lengths_as_numbers(atlas):
