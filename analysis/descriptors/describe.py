@@ -13,6 +13,7 @@ import pandas as pd
 from analysis.atomic import atomic_write
 from analysis.attention import check_attention, fixed_torch_threads, softmax64
 from analysis.descriptors.builtin import build_registry, builtin_registry
+from analysis.descriptors.intrinsic import double_center
 from analysis.descriptors.intrinsic import intrinsic as _intrinsic
 from analysis.descriptors.registry import Block, Cell, MatrixData, Registry, run_block
 from analysis.sources.files import QUERIES_KEYS, read_extract
@@ -24,6 +25,13 @@ PARITY_TOL = 1e-4
 #: Block functions that read Q, K, scale and bias only through the logits
 #: ``scale Q K^T + bias`` (gauge-invariant): a bare matrix's ``log A`` feeds them.
 _LOGIT_BLOCKS = (_intrinsic,)
+
+#: A bare matrix's interaction ``C = P log A P`` loses its singular values at or below
+#: ``BARE_NOISE sqrt(M N) eps(A.dtype)``: rounding noise of A's precision. A float32 model
+#: probability is off by a few ulps, so ``log A`` by a few eps per entry, and such an
+#: error matrix has spectral norm near ``2 sqrt(N)`` times that (MiniLM heads at N = 128:
+#: noise components up to 9e-6 = 75 eps, true ones above 0.4; the bound is 4 N eps = 6e-5).
+BARE_NOISE = 4.0
 
 
 def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
@@ -130,16 +138,7 @@ def _chosen_blocks(
 
 
 def _describe_one(
-    Q: np.ndarray,
-    K: np.ndarray,
-    scale: float,
-    mask: np.ndarray | None,
-    *,
-    eps_grid: tuple[float, ...],
-    temperatures: tuple[float, ...],
-    chosen: Sequence[Any],
-    bias: np.ndarray | None = None,
-    where: str = "",
+    mat: MatrixData, *, chosen: Sequence[Any], where: str = ""
 ) -> list[dict[str, float]]:
     """Rows ``{temperature, eps, BLOCK__feature...}`` of one head (SVDs shared across cells).
 
@@ -147,11 +146,10 @@ def _describe_one(
     one-line :class:`ParameterError` naming ``blocks``, the block and the cell (``where``
     says which head, e.g. ``"layer 0, head 1, "``).
     """
-    mat = MatrixData(Q, K, scale, mask, eps_grid=eps_grid, temperatures=temperatures, bias=bias)
     rows = []
     first: dict[str, tuple[str, list[str]]] = {}
-    for t in temperatures:
-        for e in eps_grid:
+    for t in mat.temperatures:
+        for e in mat.eps_grid:
             cell = Cell(mat, t, e)
             at = f"{where}t={t:g}, eps={e:g}"
             row: dict[str, float] = {"temperature": t, "eps": e}
@@ -232,36 +230,70 @@ def _bare_blocks(
     return chosen, ()
 
 
-def _bare_logits(
-    A: np.ndarray, mask: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
-    """Empty Q and K, the mask and the logits ``log A`` of a bare attention matrix A.
+class _BareMatrix(MatrixData):
+    """A bare attention matrix A described as a head with logits ``log A`` and no Q or K.
 
-    ``softmax64`` of an empty ``Q K^T`` plus the logits is A again (rows renormalized in
-    float64) and, at temperature t, ``A^(1/t)`` renormalized. Masked logits (A = 0 there)
-    are set to 0: no block that reads them accepts a masked bare matrix.
+    Blocks see A's own logits in :meth:`attention`: A at t = 1 (rows renormalized in
+    float64), ``A^(1/t)`` renormalized at t. The logits the intrinsic block reads
+    (``bias``, with empty Q and K) are ``log A`` less the singular components of
+    ``C = P log A P`` at or below :data:`BARE_NOISE` ``sqrt(M N)`` times the machine epsilon
+    of A's dtype (with ``denoise``): a float32 A's rounding gives C about N - 1 components
+    of a few 1e-6, each of which would cost the block a kappa solve.
     """
-    A = check_attention(A, name="A")[0]
-    M, N = A.shape
-    if mask is not None:
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != A.shape:
-            raise ParameterError("mask", f"a bool array of A's shape {A.shape}", mask.shape)
-        outside = np.argwhere(~mask & (A != 0))
-        if outside.size:
-            raise ParameterError("mask", "False only where A is 0", f"A > 0 at {outside[0]}")
-    allowed = np.ones(A.shape, dtype=bool) if mask is None else mask
-    zero = np.argwhere(allowed & (A <= 0))
-    if zero.size:
-        raise ParameterError(
-            "A",
-            "entries > 0 wherever mask allows a key (its logits are log A; pass mask=A > 0 "
-            "for a masked head)",
-            f"0 at {zero[0].tolist()}",
+
+    def __init__(
+        self,
+        A: np.ndarray,
+        mask: np.ndarray | None,
+        *,
+        eps_grid: tuple[float, ...],
+        temperatures: tuple[float, ...],
+        denoise: bool,
+    ) -> None:
+        given = np.asarray(A)
+        A = check_attention(given, name="A")[0]
+        M, N = A.shape
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool)
+            if mask.shape != A.shape:
+                raise ParameterError("mask", f"a bool array of A's shape {A.shape}", mask.shape)
+            outside = np.argwhere(~mask & (A != 0))
+            if outside.size:
+                raise ParameterError(
+                    "mask", "False only where A is 0", f"A > 0 at {outside[0].tolist()}"
+                )
+        allowed = np.ones(A.shape, dtype=bool) if mask is None else mask
+        zero = np.argwhere(allowed & (A <= 0))
+        if zero.size:
+            raise ParameterError(
+                "A",
+                "entries > 0 wherever mask allows a key (its logits are log A; pass "
+                "mask=A > 0 for a masked head)",
+                f"0 at {zero[0].tolist()}",
+            )
+        logits = np.zeros(A.shape)
+        np.log(A, out=logits, where=allowed)  # masked logits 0: no logit block reads them
+        self.logits = logits
+        if denoise:
+            C = double_center(logits)
+            U, sv, Vt = np.linalg.svd(C, full_matrices=False)
+            tail = sv <= BARE_NOISE * np.sqrt(M * N) * np.finfo(given.dtype).eps
+            logits = logits - (U[:, tail] * sv[tail]) @ Vt[tail]
+        super().__init__(
+            np.zeros((M, 0)),
+            np.zeros((N, 0)),
+            1.0,
+            mask,
+            eps_grid=eps_grid,
+            temperatures=temperatures,
+            bias=logits,
         )
-    logits = np.zeros(A.shape)
-    np.log(A, out=logits, where=allowed)
-    return np.zeros((M, 0)), np.zeros((N, 0)), mask, logits
+
+    def attention(self, t: float) -> np.ndarray:
+        """``softmax64`` of A's own logits ``log A / t`` (once per temperature)."""
+        return self.cached(
+            ("A", float(t)), lambda: softmax64(self.Q, self.K, 1.0, self.mask, t, self.logits)
+        )
 
 
 def _covariates_only(df: pd.DataFrame, chosen: Sequence[Block]) -> pd.DataFrame:
@@ -343,8 +375,9 @@ def describe_matrix(
     A bare matrix is described as the head whose logits are ``S = log A`` (defined up to
     a constant per row, which no block sees): at temperature t its attention is
     ``A^(1/t)`` with rows renormalized, and the intrinsic block's interaction is
-    ``C = P_M log(A) P_N``, the same C as for any head whose softmax is A, since double
-    centring removes the row constants. Computed on one BLAS thread (small LAPACK calls
+    ``C = P_M log(A) P_N`` (the same for any head whose softmax is A: double centring
+    removes the row constants) less its singular components at A's rounding level
+    (:data:`BARE_NOISE`). Computed on one BLAS thread (small LAPACK calls
     on several threads spin against each other: a 64 x 64 matrix took 54 s instead of
     under 2 s on a loaded two-core host), which also makes the result independent of the
     machine's thread count.
@@ -401,6 +434,7 @@ def describe_matrix(
         b = None if bias is None else np.asarray(bias)
         if A is not None:
             _check_head_parity(check_attention(A, name="A")[0], head, m, b)
+        mat = MatrixData(*head, m, eps_grid=eps_grid, temperatures=temps, bias=b)
     elif A is None:
         raise ParameterError("A", "an attention matrix, or Q, K and scale", None)
     else:
@@ -408,11 +442,13 @@ def describe_matrix(
             raise ParameterError(
                 "bias", "None with a bare matrix (its logits are log A)", "an array"
             )
-        Qz, Kz, m, b = _bare_logits(A, mask)
-        chosen, _ = _bare_blocks(blocks, masked=m is not None and not m.all())
-        head = (Qz, Kz, 1.0)
+        masked = mask is not None and not np.asarray(mask, dtype=bool).all()
+        chosen, _ = _bare_blocks(blocks, masked=masked)
+        logit_blocks = any(b.func in _LOGIT_BLOCKS for b in chosen)
     with threadpool_limits(1):
-        rows = _describe_one(*head, m, eps_grid=eps_grid, temperatures=temps, chosen=chosen, bias=b)
+        if Q is None:
+            mat = _BareMatrix(A, mask, eps_grid=eps_grid, temperatures=temps, denoise=logit_blocks)
+        rows = _describe_one(mat, chosen=chosen)
     df = pd.DataFrame(rows)
     # one astype for all columns: assigning df[feat] column by column costs more than the
     # baseline and native blocks together at L = 128
@@ -482,17 +518,16 @@ def describe_arrays(
         for li, hi in tqdm(heads, desc="describe", unit="head", disable=not progress):
             _check_parity(data, li, hi)
             where = f"layer {li}, head {hi}, "
-            head_rows = _describe_one(
+            mat = MatrixData(
                 data["Q"][li, hi],
                 data["K"][li, hi],
                 data["scale"][li, hi],
                 data.get("mask"),
                 eps_grid=eps_grid,
                 temperatures=temps,
-                chosen=chosen,
                 bias=None if bias is None else bias[li, hi],
-                where=where,
             )
+            head_rows = _describe_one(mat, chosen=chosen, where=where)
             at = f"{where}t={temps[0]:g}, eps={eps_grid[0]:g}"
             first = (at, head_rows[0]) if first is None else first
             for b in chosen:

@@ -102,3 +102,21 @@ def test_bad_inputs_name_their_parameter(head):
     assert info.value.name == "bias"
     same = describe_matrix(A, Q=Q, K=K, scale=scale, eps=[0.1])
     pd.testing.assert_frame_equal(same, describe_matrix(Q=Q, K=K, scale=scale, eps=[0.1]))
+
+
+def test_a_float32_matrix_loses_only_its_rounding_noise(rng):
+    """A float32 A's rounding gives log A full rank; the noise components (about 1e-6)
+    are dropped, so C has the head's rank and the same minimizing rank and Pi."""
+    L, d = 24, 3
+    Q, K = rng.normal(size=(L, d)), rng.normal(size=(L, d))
+    A32 = softmax64(Q, K, 0.7).astype(np.float32)
+    bare = describe_matrix(A32, eps=EPS, diagnostics=True)
+    head = describe_matrix(Q=Q, K=K, scale=0.7, eps=EPS, diagnostics=True)
+    assert (bare["intrinsic__rank_C"] == d).all() and (head["intrinsic__rank_C"] == d).all()
+    for c in ("intrinsic__r_star", "intrinsic__interaction_dim"):
+        np.testing.assert_array_equal(bare[c], head[c])
+    np.testing.assert_allclose(bare["intrinsic__Pi"], head["intrinsic__Pi"], rtol=1e-4)
+    # float64 A: the same components as the head's (nothing of size above rounding dropped)
+    A64 = describe_matrix(softmax64(Q, K, 0.7), eps=EPS, diagnostics=True)
+    cols = [f"intrinsic__sigma_r{r}" for r in range(1, d + 1)]
+    np.testing.assert_allclose(A64[cols], head[cols], rtol=1e-9)
