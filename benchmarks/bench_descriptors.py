@@ -148,10 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         for li, hi in heads:
             t0, c0 = time.perf_counter(), time.process_time()
             df = describe_matrix(
-                data["Q"][li, hi],
-                data["K"][li, hi],
-                data["scale"][li, hi],
-                data["mask"],
+                Q=data["Q"][li, hi],
+                K=data["K"][li, hi],
+                scale=data["scale"][li, hi],
+                mask=data["mask"],
+                diagnostics=True,
                 eps=args.eps,
                 temperatures=args.temperatures,
                 blocks=blocks,

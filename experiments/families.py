@@ -203,7 +203,14 @@ def _job(job: tuple) -> list[dict]:
             for group in (_CHEAP_BLOCKS, ("intrinsic",)):
                 t0 = time.perf_counter()
                 describe_matrix(
-                    Q[i], K[i], scale[i], mask, eps=eps, blocks=list(group), bias=biases[i]
+                    Q=Q[i],
+                    K=K[i],
+                    scale=scale[i],
+                    mask=mask,
+                    bias=biases[i],
+                    eps=eps,
+                    blocks=list(group),
+                    diagnostics=True,
                 )
                 seconds[group[-1]] = time.perf_counter() - t0
             shape = _shape_measures(mats[i])

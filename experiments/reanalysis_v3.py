@@ -195,9 +195,10 @@ def extract_native(atlas: pd.DataFrame, checkpoints: list[str], out: Path) -> pd
             for key, group in rows.groupby("matrix_key", sort=True):
                 m = arrays[key]
                 eps = sorted(float(e) for e in group["eps"].unique())
-                kwargs = {"eps": eps, "bias": m.bias}
-                d1 = describe_matrix(m.Q, m.K, m.scale, m.mask, blocks=[v1], **kwargs)
-                d2 = describe_matrix(m.Q, m.K, m.scale, m.mask, blocks=[v2], **kwargs)
+                kwargs = {"Q": m.Q, "K": m.K, "scale": m.scale, "mask": m.mask, "bias": m.bias}
+                kwargs |= {"eps": eps, "diagnostics": True}
+                d1 = describe_matrix(blocks=[v1], **kwargs)
+                d2 = describe_matrix(blocks=[v2], **kwargs)
                 d1 = d1.rename(columns=lambda c: c.replace("native__", "v1__"))
                 part = pd.concat([d2, d1.drop(columns=["temperature", "eps"])], axis=1)
                 part.insert(0, "matrix_key", key)

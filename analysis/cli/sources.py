@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from analysis.validation import ParameterError
@@ -18,7 +19,7 @@ def _run(args: argparse.Namespace) -> int:
     check_output_file("out", args.out)  # before the model is loaded
     ex = extract(
         args.checkpoint,
-        text=args.text,
+        text=None if args.text is None else Path(args.text),  # --text is always a file
         image=args.image,
         corpus_seed=args.corpus_seed,
         length=args.length,

@@ -95,14 +95,15 @@ def describe_frame(
     arr = load_arrays(Path(arrays)) if isinstance(arrays, (str, Path)) else arrays
     with threadpool_limits(1):
         df = describe_matrix(
-            arr.Q,
-            arr.K,
-            arr.scale,
-            arr.mask,
+            Q=arr.Q,
+            K=arr.K,
+            scale=arr.scale,
+            mask=arr.mask,
             eps=eps,
             temperatures=temps,
             blocks=chosen,
             bias=arr.bias,
+            diagnostics=True,  # a study stores every column (the comparison drops diagnostics)
         )
     return df
 

@@ -31,13 +31,27 @@ def _head(rng, L=10, d=2, k=2):
 
 def test_no_bias_output_is_unchanged_by_the_new_argument(rng):
     Q, K, s, _, _ = _head(rng)
-    plain = describe_matrix(Q, K, s, None, eps=EPS, temperatures=TEMPS)
+    plain = describe_matrix(
+        Q=Q, K=K, scale=s, mask=None, diagnostics=True, eps=EPS, temperatures=TEMPS
+    )
     pd.testing.assert_frame_equal(
-        describe_matrix(Q, K, s, None, eps=EPS, temperatures=TEMPS, bias=None), plain
+        describe_matrix(
+            Q=Q, K=K, scale=s, mask=None, diagnostics=True, eps=EPS, temperatures=TEMPS, bias=None
+        ),
+        plain,
     )
     assert not any("bias" in c for c in plain.columns)
     # a zero bias at t = 1 is bit-for-bit the same matrix, logits and interaction
-    zero = describe_matrix(Q, K, s, None, eps=EPS, temperatures=(1.0,), bias=np.zeros((10, 10)))
+    zero = describe_matrix(
+        Q=Q,
+        K=K,
+        scale=s,
+        mask=None,
+        diagnostics=True,
+        eps=EPS,
+        temperatures=(1.0,),
+        bias=np.zeros((10, 10)),
+    )
     at1 = plain[plain["temperature"] == 1.0].reset_index(drop=True)
     pd.testing.assert_frame_equal(zero[list(at1.columns)], at1)
     assert (zero["native__bias_spectral"] == 0).all()
@@ -51,8 +65,12 @@ def test_intrinsic_sees_the_full_logits(rng):
     Qa = np.hstack([Q, U / np.sqrt(s)])
     Ka = np.hstack([K, V / np.sqrt(s)])
     np.testing.assert_allclose(s * Qa @ Ka.T, s * Q @ K.T + bias, rtol=1e-12, atol=1e-12)
-    with_bias = describe_matrix(Q, K, s, None, eps=EPS, temperatures=TEMPS, bias=bias)
-    augmented = describe_matrix(Qa, Ka, s, None, eps=EPS, temperatures=TEMPS)
+    with_bias = describe_matrix(
+        Q=Q, K=K, scale=s, mask=None, diagnostics=True, eps=EPS, temperatures=TEMPS, bias=bias
+    )
+    augmented = describe_matrix(
+        Q=Qa, K=Ka, scale=s, mask=None, diagnostics=True, eps=EPS, temperatures=TEMPS
+    )
     assert (with_bias["intrinsic__rank_C"] == 4).all()  # d + k > d = 2: the bias adds rank
     assert "intrinsic__q_r4" in with_bias.columns  # per-r columns run to rank C
     for c in ("intrinsic__rank_C", "intrinsic__r_star", "intrinsic__interaction_dim"):
@@ -63,7 +81,9 @@ def test_intrinsic_sees_the_full_logits(rng):
     for c in ("baseline__entropy_mean", "baseline__stable_rank", "baseline__svd_rank_l2"):
         np.testing.assert_allclose(with_bias[c], augmented[c], rtol=1e-9)
     # without the bias the interaction is another one
-    plain = describe_matrix(Q, K, s, None, eps=EPS, temperatures=TEMPS)
+    plain = describe_matrix(
+        Q=Q, K=K, scale=s, mask=None, diagnostics=True, eps=EPS, temperatures=TEMPS
+    )
     assert (plain["intrinsic__rank_C"] == 2).all()
 
 
@@ -71,8 +91,12 @@ def test_native_stays_about_qk_and_reports_the_bias_beside_it(rng):
     Q, K, s, U, V = _head(rng)
     bias = 3.0 * U @ V.T + 7.0  # a constant does not change A: it must not count
     mask = np.tril(np.ones((10, 10), dtype=bool))
-    df = describe_matrix(Q, K, s, mask, eps=EPS, temperatures=TEMPS, bias=bias)
-    plain = describe_matrix(Q, K, s, mask, eps=EPS, temperatures=TEMPS)
+    df = describe_matrix(
+        Q=Q, K=K, scale=s, mask=mask, diagnostics=True, eps=EPS, temperatures=TEMPS, bias=bias
+    )
+    plain = describe_matrix(
+        Q=Q, K=K, scale=s, mask=mask, diagnostics=True, eps=EPS, temperatures=TEMPS
+    )
     covariates = [f"native__{c}" for c in block_covariates(builtin_registry().get("native"))]
     pd.testing.assert_frame_equal(df[covariates], plain[covariates])
     bias_cols = ["native__bias_spectral", "native__bias_logit_share"]
@@ -107,10 +131,11 @@ def test_describe_arrays_takes_each_heads_bias(rng):
     df = describe_arrays(data, eps=[0.5], blocks=["baseline", "native"])
     for h in range(2):
         one = describe_matrix(
-            Q[0, h],
-            K[0, h],
-            scale[0, h],
-            mask,
+            Q=Q[0, h],
+            K=K[0, h],
+            scale=scale[0, h],
+            mask=mask,
+            diagnostics=True,
             eps=[0.5],
             blocks=["baseline", "native"],
             bias=bias[0, h],

@@ -127,7 +127,15 @@ def test_features_match_a_straightforward_solve(kind):
     bias = 0.3 * rng.normal(size=(L, L)) if kind == "bias" else None
     temps, eps_grid = (0.7, 1.0, 2.0), (0.2, 0.5)
     df = describe_matrix(
-        Q, K, 0.5, mask, eps=eps_grid, temperatures=temps, blocks=["intrinsic"], bias=bias
+        Q=Q,
+        K=K,
+        scale=0.5,
+        mask=mask,
+        diagnostics=True,
+        eps=eps_grid,
+        temperatures=temps,
+        blocks=["intrinsic"],
+        bias=bias,
     )
     ref = _reference(Q, K, 0.5, mask, bias, temps, eps_grid)
     if kind == "bias":
@@ -152,12 +160,28 @@ def test_temperatures_together_equal_each_alone(kind):
     bias = 0.2 * rng.normal(size=(L, L)) if kind == "bias" else None
     temps, eps_grid = (0.5, 1.0, 2.0), (0.05, 0.1, 0.2)
     together = describe_matrix(
-        Q, K, 0.4, mask, eps=eps_grid, temperatures=temps, blocks=["intrinsic"], bias=bias
+        Q=Q,
+        K=K,
+        scale=0.4,
+        mask=mask,
+        diagnostics=True,
+        eps=eps_grid,
+        temperatures=temps,
+        blocks=["intrinsic"],
+        bias=bias,
     )
     assert together["intrinsic__Pi"].notna().any()
     for t in temps:
         alone = describe_matrix(
-            Q, K, 0.4, mask, eps=eps_grid, temperatures=(t,), blocks=["intrinsic"], bias=bias
+            Q=Q,
+            K=K,
+            scale=0.4,
+            mask=mask,
+            diagnostics=True,
+            eps=eps_grid,
+            temperatures=(t,),
+            blocks=["intrinsic"],
+            bias=bias,
         )
         joint = together[together["temperature"] == t].reset_index(drop=True)
         for c in alone.columns:
