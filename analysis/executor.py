@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from analysis.validation import ParameterError, check_int, check_positive_finite
-from analysis.worker_setup import mark_local
 
 __all__ = [
     "BATCH",
@@ -240,8 +239,6 @@ def open_executor(
         say(f"{where}: {nworkers} workers now; {_dashboard(client)}")
         executor = client.get_executor(pure=False)
         stack.callback(executor.shutdown, wait=False)
-        if cluster is not None:
-            mark_local(executor)
         yield executor
 
 

@@ -10,16 +10,12 @@ import concurrent.futures as cf
 import contextlib
 import multiprocessing
 import os
-import weakref
 from collections.abc import Iterator
 
+from analysis.executor import _process_pool, check_executor
 from analysis.validation import check_int
 
-__all__ = ["mark_local", "prepare_worker", "shared_pool", "shares_files"]
-
-# executors whose workers run on this machine and read the store's files (weak: an
-# executor closed and dropped leaves the set)
-_LOCAL_FILES: weakref.WeakSet = weakref.WeakSet()
+__all__ = ["prepare_worker", "shared_pool", "shares_files"]
 
 
 def shares_files(executor: cf.Executor | None) -> bool:
@@ -37,7 +33,14 @@ def shares_files(executor: cf.Executor | None) -> bool:
     """
     if executor is None or isinstance(executor, (cf.ProcessPoolExecutor, cf.ThreadPoolExecutor)):
         return True
-    return executor in _LOCAL_FILES
+    # a dask client's executor: its client's cluster, when it is a LocalCluster (as
+    # open_executor(cluster="local:N") starts), runs its workers here
+    cluster = getattr(getattr(executor, "_client", None), "cluster", None)
+    if cluster is None:
+        return False
+    from distributed import LocalCluster
+
+    return isinstance(cluster, LocalCluster)
 
 
 # glibc mallopt parameters, and the values its adaptive thresholds settle at on 64-bit
@@ -96,11 +99,6 @@ def _heap_defaults() -> None:
         libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_MAX)
 
 
-def mark_local(executor: cf.Executor) -> None:
-    """Record that ``executor``'s workers run on this machine (:func:`shares_files`)."""
-    _LOCAL_FILES.add(executor)
-
-
 @contextlib.contextmanager
 def shared_pool(
     executor: cf.Executor | None, workers: int
@@ -120,8 +118,6 @@ def shared_pool(
     ...     type(ex).__name__, workers
     ('ProcessPoolExecutor', 1)
     """
-    from analysis.executor import _process_pool, check_executor  # it imports this module
-
     workers = check_executor(executor, workers)
     if executor is not None or workers == 1:
         yield executor, workers
