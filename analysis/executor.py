@@ -67,7 +67,9 @@ class RunSpec:
         process only.
     executor : concurrent.futures.Executor, optional
         Run the tasks there instead (a dask cluster's, :func:`open_executor`; ``workers``
-        must then be 1). Tasks carry arrays, not files; the calling process commits each
+        must then be 1). Tasks carry a matrix's file where the workers read this machine's
+        files (:func:`shares_files`: a local pool, ``local:N``), its arrays otherwise;
+        the calling process commits each
         result as it completes (``profile_file``: in block order), so the results, a
         resumed run, the stored rows and the checkpoint are the same as with ``workers``.
     device : str, optional
@@ -215,15 +217,21 @@ def open_executor(
                 ) from None
             where = f"dask scheduler {address}"
         else:
+            import dask
+
             n = parse_cluster(cluster)
-            local = stack.enter_context(
-                LocalCluster(
-                    n_workers=n,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=":0",  # a free port: several clusters may run here
+            # dask's nannies set MALLOC_TRIM_THRESHOLD_, which turns glibc's adaptive mmap
+            # threshold off (arrays over 128 KiB mapped and faulted in anew: system time,
+            # analysis.worker_setup); the thread variables (OMP_NUM_THREADS=1, ...) stay
+            with dask.config.set({f"{_PRE_SPAWN}.MALLOC_TRIM_THRESHOLD_": None}):
+                local = stack.enter_context(
+                    LocalCluster(
+                        n_workers=n,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=":0",  # a free port: several clusters may run here
+                    )
                 )
-            )
             client = Client(local, set_as_default=False)
             where = f"dask LocalCluster of {n} worker processes"
         stack.callback(client.close)
@@ -234,6 +242,7 @@ def open_executor(
         yield executor
 
 
+_PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
 # -- per-process initialisation -----------------------------------------------------
 
 _READY: set[tuple] = set()

@@ -14,6 +14,17 @@ overhead per task.
    and the throughput of ``--tasks`` no-op tasks fanned out as the package does
    (:meth:`analysis.executor.TaskPool.imap`).
 
+3. **System share** (``--cpu``, issue 51): the brackets and descriptor stages of the last
+   ``--matrices`` real matrices (L = 64) and of ``--large`` synthetic matrices of
+   ``--large-n`` points (``ball``, d = 3: the lengths of paper-lengths.toml, which the
+   default design lacks; bracketed at t = 1) run serially, with ``--workers N`` and with
+   ``--cluster local:N``, each on its own copy of the extracted store; the user and system
+   CPU seconds of the whole process tree (this process, and every child reaped by the
+   window's end: pool workers, the cluster's worker processes) and, for the cluster, each
+   worker's own ``os.times`` (``client.run``), and whether the stored profiles and
+   descriptor files are identical across the three. Target: system time < 5% of the CPU
+   time under ``--workers N`` and ``--cluster local:N``.
+
 Targets (issue 25): the LocalCluster within 15% of the process pool's wall time with
 identical profiles; overhead <= 50 ms per task (median).
 
@@ -22,6 +33,7 @@ Run from the repository root::
     python -m benchmarks.bench_executor --workers 2              # the whole stage
     python -m benchmarks.bench_executor --matrices 24 --synthetic 4
     python -m benchmarks.bench_executor --skip-stage             # overhead only
+    python -m benchmarks.bench_executor --cpu --matrices 4 --large 4   # system share (issue 51)
 
 One JSON line per run is appended to ``benchmarks/out/bench_executor.jsonl``.
 """
@@ -29,8 +41,10 @@ One JSON line per run is appended to ``benchmarks/out/bench_executor.jsonl``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import tempfile
@@ -63,10 +77,10 @@ def _prepared_root(tmp: Path) -> Path:
 
     root = tmp / "extracted"
     (root / "preregistration").mkdir(parents=True)
-    for suffix in (".toml", ".toml.lock"):
-        shutil.copy2(
-            DESIGN.with_suffix(suffix), root / "preregistration" / DESIGN.with_suffix(suffix).name
-        )
+    # the design, its lock and the power file the lock names (not the outcome binding)
+    for name in (DESIGN.name, f"{DESIGN.name}.lock", f"{DESIGN.stem}.power.json"):
+        if (DESIGN.parent / name).exists():
+            shutil.copy2(DESIGN.parent / name, root / "preregistration" / name)
     run_study(
         root / "preregistration" / DESIGN.name,
         say=lambda _: None,
@@ -101,6 +115,116 @@ def _stage(
         )
         wall = time.perf_counter() - start
         return wall, _profiles(store), n
+
+
+def _cpu() -> tuple[float, ...]:
+    """User and system CPU seconds and minor page faults of this process, then of its
+    reaped descendants."""
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return tuple(float(getattr(r, f)) for r in (own, kids) for f in _FIELDS)
+
+
+_FIELDS = ("ru_utime", "ru_stime", "ru_minflt")
+
+
+def _worker_times() -> tuple[float, float, int]:
+    t = os.times()
+    return t.user, t.system, resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def _features(root: Path) -> dict:
+    return {f.name: f.read_bytes() for f in sorted((root / "data").rglob("features/*.csv"))}
+
+
+def _add_large(root: Path, count: int, n: int) -> list[str]:
+    """Store ``count`` synthetic ``ball`` matrices of ``n`` points (d = 3, beta 4, seeds
+    0, 1, ...) beside the design's; their keys."""
+    from analysis.sources.synthetic import full_ball
+    from analysis.store import Store
+    from analysis.study.core import Study
+
+    study = Study.open(root / "preregistration" / DESIGN.name)
+    with Store(study.paths.store) as store:
+        return [store.add_synthetic(full_ball(n, 3, 4.0, random_state=s)) for s in range(count)]
+
+
+def cpu_share(base: Path, tmp: Path, matrices: int, workers: int, large: list[str]) -> dict:
+    """Brackets + descriptor stages of the last ``matrices`` real matrices and of the
+    ``large`` synthetic ones, serially, with
+    ``workers`` processes (one pool for both stages, as :func:`analysis.study.run_study`
+    uses) and on a LocalCluster: wall, user and system CPU seconds of the
+    process tree (executor start and close included), and identical outputs."""
+    from analysis.executor import open_executor
+    from analysis.store import RunSpec, Store
+    from analysis.study.core import Study
+    from analysis.study.describe import descriptor_stage
+    from analysis.study.stages import bracket_stage
+
+    try:
+        from analysis.worker_setup import shared_pool
+    except ImportError:  # the code before issue 51
+        shared_pool = None
+    out: dict = {}
+    outputs = {}
+    for mode in ("serial", "workers", "cluster"):
+        root = tmp / f"cpu-{mode}"
+        shutil.copytree(base, root)
+        study = Study.open(root / "preregistration" / DESIGN.name)
+        real = [k for t in study.plan.extractions for k in study.extractions.keys(t.label)]
+        real = real[-matrices:]  # the last input's heads: the design's longest (L = 64)
+        c0, t0 = _cpu(), time.perf_counter()
+        per_worker = None
+        with contextlib.ExitStack() as stack:
+            if mode == "cluster":
+                ex = stack.enter_context(
+                    open_executor(cluster=f"local:{workers}", say=lambda _: None)
+                )
+                client = ex._client
+                before = client.run(_worker_times)
+                par = {"executor": ex}
+            elif mode == "workers" and shared_pool is not None:  # as run_study does
+                ex, n = stack.enter_context(shared_pool(None, workers))
+                par = {"executor": ex, "workers": n}
+            else:  # before shared_pool: a pool per stage
+                ex, par = None, {"workers": workers if mode == "workers" else 1}
+            store = stack.enter_context(Store(study.paths.store))
+            run = RunSpec(progress=False, **par)
+            n = bracket_stage(study, store, real, large, engine=None, say=lambda _: None, run=run)
+            d = descriptor_stage(study, store, real + large, run.workers, False, ex)
+            if mode == "cluster":
+                after = client.run(_worker_times)
+                per_worker = {
+                    w: [round(a - b, 2) for a, b in zip(after[w], before[w], strict=True)]
+                    for w in after
+                }
+        d_own, d_kids = (
+            dict(zip(_FIELDS, (a - b for a, b in zip(part, part0, strict=True)), strict=True))
+            for part, part0 in ((_cpu()[:3], c0[:3]), (_cpu()[3:], c0[3:]))
+        )
+        user, system = (d_own[f] + d_kids[f] for f in _FIELDS[:2])
+        wall = time.perf_counter() - t0
+        out[mode] = {
+            "profiles": n,
+            "described": d,
+            "wall_s": wall,
+            "user_s": user,
+            "system_s": system,
+            "system_share": system / (user + system),
+            "per_worker": per_worker,
+            "self": d_own,
+            "children": d_kids,
+        }
+        with Store(study.paths.store) as store:
+            outputs[mode] = (_profiles(store), _features(root))
+        print(
+            f"{mode}: {n} profiles, {d} matrices described, wall {wall:.1f} s, user "
+            f"{user:.1f} s, system {system:.1f} s: system share {100 * system / (user + system):.1f}%"
+            + f"; this process {d_own}, reaped children {d_kids}"
+            + (f"; workers (user, system, minflt) {per_worker}" if per_worker else "")
+        )
+    out["identical"] = outputs["serial"] == outputs["workers"] == outputs["cluster"]
+    print(f"stored profiles and descriptor files identical: {out['identical']}")
+    return out
 
 
 def _round_trips(submit, n: int) -> list[float]:
@@ -147,10 +271,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workers", type=int, default=2, help="N of --workers N and local:N")
     ap.add_argument("--matrices", type=int, help="only the first K real matrices")
+    ap.add_argument("--large", type=int, default=4, help="--cpu: synthetic matrices added")
+    ap.add_argument("--large-n", type=int, default=192, help="--cpu: their points")
     ap.add_argument("--synthetic", type=int, help="only the first S synthetic matrices")
     ap.add_argument("--tasks", type=int, default=1000, help="no-op tasks of the fan-out")
     ap.add_argument("--single", type=int, default=200, help="no-op round trips")
     ap.add_argument("--skip-stage", action="store_true", help="overhead only")
+    ap.add_argument(
+        "--cpu", action="store_true", help="system share of brackets + descriptors only"
+    )
     ap.add_argument("--skip-overhead", action="store_true", help="brackets stage only")
     ap.add_argument(
         "--cluster-first", action="store_true", help="run the cluster's stage before the pool's"
@@ -164,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": os.getloadavg(),
         "cpus": os.cpu_count(),
     }
+    if args.cpu:
+        with tempfile.TemporaryDirectory(prefix="bench_executor_") as tmp:
+            base = _prepared_root(Path(tmp))
+            large = _add_large(base, args.large, args.large_n)
+            record["cpu"] = cpu_share(base, Path(tmp), args.matrices or 4, args.workers, large)
+        args.skip_overhead = args.skip_stage = True
     if not args.skip_overhead:
         record["overhead"] = overhead(args.workers, args.tasks, args.single)
         o = record["overhead"]

@@ -3,8 +3,9 @@
 A task is one matrix's missing profiles (:class:`_Group`); all the run's temperatures of the
 matrix are searched side by side in one ``engine.profile_batch`` where the tasks share an
 eps grid and effort (a fresh run's always do), else each task is its own group of one,
-profiled cold. Each task carries the (pickled) engine to its worker; results are committed
-by the calling process only (:mod:`analysis.store.run`).
+profiled cold. Each task carries the (pickled, 71-byte) engine and the matrix's file to
+its worker (the arrays only for workers that may not read this machine's files); results
+are committed by the calling process only (:mod:`analysis.store.run`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from analysis.store.engine import BracketEngine
 from analysis.store.records import ProfileResult
 from analysis.store.store import MatrixArrays, Store, load_arrays
 from analysis.validation import ParameterError
+from analysis.worker_setup import prepare_worker, shares_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,9 +104,11 @@ def _compute_group(
     The whole set is searched even when some of it is stored: a profile depends on the
     batch it was searched in, so this is what a fresh run computes for the missing ones.
     ``previous`` holds the stored profiles (as dicts) that tasks extend. ``arrays`` (the
-    matrix's stored arrays) are read from ``group.array_file`` when None; tasks sent to a
-    caller's executor carry them, so its workers need no shared filesystem. Runs in the
-    main process or a worker.
+    matrix's stored arrays) are read from ``group.array_file`` when None (its hash checked),
+    as tasks do in workers that read this machine's files (a local pool, ``local:N``:
+    :func:`analysis.executor.shares_files`); tasks sent to a cluster reached by its
+    scheduler carry them, so its workers need no shared filesystem. Runs in the main
+    process or a worker.
     """
     check_engine(engine)
     if arrays is None:
@@ -160,6 +164,7 @@ def _worker_init() -> None:
     import torch
 
     torch.set_num_threads(1)
+    prepare_worker(1)  # one thread per worker, glibc's heap defaults
 
 
 def results(
@@ -188,7 +193,9 @@ def results(
         for job in jobs:
             yield from zip(job.tasks, _compute_group(job, previous(job), engine), strict=True)
         return
-    carry = executor is not None  # the caller's workers may not see the store's files
+    # a task carries the matrix's path and hash; its arrays only where the workers may not
+    # see the store's files (a cluster reached by its scheduler)
+    carry = not shares_files(executor)
     with task_pool(executor, workers, initializer=_worker_init) as pool:
         calls = (
             (job, (job, previous(job), engine, store.arrays(job.matrix_key) if carry else None))

@@ -23,6 +23,7 @@ from analysis.study.core import Study, put_root_on_path
 from analysis.study.plan import StudyPlan
 from analysis.study.records import read_json, write_frame, write_json
 from analysis.validation import ParameterError
+from analysis.worker_setup import prepare_worker, shares_files
 
 __all__ = ["VERSIONS_FILE", "describe_frame", "describe_task", "descriptor_stage"]
 
@@ -47,6 +48,7 @@ def _describe_worker_init(root: str | None = None) -> None:
     import torch
 
     torch.set_num_threads(1)
+    prepare_worker(1)  # one thread per worker, glibc's heap defaults
     put_root_on_path(root)  # the design's plugin modules import from the study root
 
 
@@ -185,7 +187,9 @@ def descriptor_stage(
     """Describe every matrix of ``keys`` not described yet; return how many were.
 
     With ``workers`` > 1 or an ``executor``, workers return each matrix's frame and this
-    process writes its CSV as it completes (tasks sent to an executor carry the arrays).
+    process writes its CSV as it completes. A task carries the matrix's file (its hash
+    checked where it is read); tasks sent to a cluster reached by its scheduler carry the
+    arrays instead (:func:`analysis.executor.shares_files`).
 
     Examples
     --------
@@ -253,7 +257,9 @@ def descriptor_stage(
             with task_pool(
                 executor, workers, initializer=_describe_worker_init, initargs=init
             ) as pool:
-                carry = executor is not None  # the caller's workers may not see the store
+                # the matrix's path (its hash checked where it is read); its arrays only where
+                # the workers may not see the store's files (a cluster reached by its scheduler)
+                carry = not shares_files(executor)
                 calls = (
                     (out, (k, store.arrays(k) if carry else src, *rest))
                     for k, (src, out, *rest) in zip(todo, args, strict=True)

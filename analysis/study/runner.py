@@ -20,6 +20,7 @@ from analysis.study.records import StageClock
 from analysis.study.results import bracket_table, cells_engine, feature_table, study_results
 from analysis.study.stages import bracket_stage, extract_stage, synthetic_stage
 from analysis.validation import ParameterError, check_device, check_int
+from analysis.worker_setup import shared_pool
 
 __all__ = ["STAGES", "StudyOptions", "StudyRun", "run_study"]
 
@@ -217,22 +218,24 @@ def run_study(
             real_keys = extract_stage(study, store, cpaths, progress, say)
             synth_keys = synthetic_stage(study, store)
             computed["extract"] = len(store.matrices()) - before
-        if stop_after != "extract":
-            with _timed(clock, "brackets"):
-                computed["brackets"] = bracket_stage(
-                    study,
-                    store,
-                    real_keys,
-                    synth_keys,
-                    engine=engine,
-                    run=RunSpec(workers, executor, device, progress),
-                    say=say,
-                )
-        if stop_after not in ("extract", "brackets"):
-            with _timed(clock, "descriptors"):
-                computed["descriptors"] = descriptor_stage(
-                    study, store, real_keys, workers, progress, executor
-                )
+        # one pool for both stages (--workers N): a pool per call spawns and imports anew
+        with shared_pool(executor, workers) as (ex, n):
+            if stop_after != "extract":
+                with _timed(clock, "brackets"):
+                    computed["brackets"] = bracket_stage(
+                        study,
+                        store,
+                        real_keys,
+                        synth_keys,
+                        engine=engine,
+                        run=RunSpec(n, ex, device, progress),
+                        say=say,
+                    )
+            if stop_after not in ("extract", "brackets"):
+                with _timed(clock, "descriptors"):
+                    computed["descriptors"] = descriptor_stage(
+                        study, store, real_keys, n, progress, ex
+                    )
         if stop_after in (None, "compare", "power", "report") and real_keys:
             held_out = study.design.held_out
             brackets = bracket_table(store, plan, real_keys, synth_keys, held_out, label)

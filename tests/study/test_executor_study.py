@@ -54,3 +54,32 @@ def test_a_study_on_a_local_cluster_is_the_same_study(finished_study, tmp_path):
     assert rec_b["inputs_sha256"] == rec_a["inputs_sha256"]
     for name in rec_a["files"]:
         assert (b.results / name).read_bytes() == (a.results / name).read_bytes(), name
+
+
+def test_a_study_on_workers_shares_one_pool_and_is_the_same_study(
+    finished_study, tmp_path, monkeypatch
+):
+    import analysis.executor as executor
+
+    design, _ = finished_study
+    other = make_study(tmp_path)
+    pools = []
+    real = executor._process_pool
+
+    def counted(*args, **kwargs):
+        pools.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(executor, "_process_pool", counted)
+    opts = StudyOptions(workers=2, stop_after="descriptors", progress=False)
+    run = run_study(other, say=lambda _: None, options=opts)
+    assert run.computed["brackets"] > 0 and run.computed["descriptors"] == 24
+    # one pool for the brackets (real and synthetic matrices) and descriptor stages: each
+    # pool spawns its workers anew, and each spawn imports the package (issue 51)
+    assert pools == [2]
+    a, b = study_paths(design), study_paths(other)
+    assert _profiles(b.store) == _profiles(a.store)
+    features = sorted(f.name for f in a.features.glob("*.csv"))
+    assert features == sorted(f.name for f in b.features.glob("*.csv")) and features
+    for name in features:
+        assert (b.features / name).read_bytes() == (a.features / name).read_bytes(), name
