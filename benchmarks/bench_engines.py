@@ -7,6 +7,10 @@ CPU seconds are ``time.process_time`` per profile; every profile is re-verified
 profiles five temperatures of each head together (``profile_temperatures``) instead of
 t = 1 alone; CPU is then per profile (the batch's divided by five).
 
+With more than one engine, the summary also compares every engine with the first, end by
+end (``vs_first``: brackets whose lower / upper end is above, equal, below the first
+engine's), and gives the total CPU ratio. Engines 5 and 6: ``--engines 5 6``.
+
 Usage, from the repository root::
 
     python -m benchmarks.bench_engines [--length 256] [--every 6] [--offset 0] [--heads I ...]
@@ -94,6 +98,25 @@ def summarize(df: pd.DataFrame) -> dict:
     return out
 
 
+def versus_first(df: pd.DataFrame, engines: list[int]) -> dict:
+    """Per engine after the first: how many brackets (head, temperature, eps) have their
+    lower / upper end above, equal to, below the first engine's."""
+    key = ["head", "temperature", "eps"]
+    first = df[df["engine"] == engines[0]].set_index(key)
+    out = {}
+    for e in engines[1:]:
+        other = df[df["engine"] == e].set_index(key).reindex(first.index)
+        out[f"{e} vs {engines[0]}"] = {
+            end: {
+                "above": int((other[end] > first[end]).sum()),
+                "equal": int((other[end] == first[end]).sum()),
+                "below": int((other[end] < first[end]).sum()),
+            }
+            for end in ("lower", "upper")
+        }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--length", type=int, default=256)
@@ -138,6 +161,7 @@ def main() -> None:
             f"{e} / {args.engines[0]}": round(float(per[e] / per[args.engines[0]]), 3)
             for e in args.engines[1:]
         }
+        summary["vs_first"] = versus_first(df, args.engines)
     print(json.dumps(summary, indent=1))
 
 

@@ -65,7 +65,7 @@ class Engine:
     >>> Engine(version=3)
     Traceback (most recent call last):
     ...
-    analysis.validation.ParameterError: engine: expected one of the engine versions 4, 5, got 3
+    analysis.validation.ParameterError: engine: expected one of the engine versions 4, 5, 6, got 3
     """
 
     name: ClassVar[str] = "analysis.brackets"
@@ -163,7 +163,7 @@ def engine_for(version: int | str | None) -> Engine:
     >>> engine_for("five")
     Traceback (most recent call last):
     ...
-    analysis.validation.ParameterError: engine: expected one of the engine versions 4, 5, got 'five'
+    analysis.validation.ParameterError: engine: expected one of the engine versions 4, 5, 6, got 'five'
     """
     return Engine(version)
 

@@ -25,7 +25,7 @@ import numpy as np
 from analysis.attention import check_attention, fixed_torch_threads
 from analysis.brackets import stages, stages_rowspan
 from analysis.brackets.profile import Profile
-from analysis.brackets.settings import EFFORTS, ROWSPAN_SETTINGS, SETTINGS
+from analysis.brackets.settings import EFFORTS, ROWSPAN_SETTINGS, SETTINGS, SWAP_SETTINGS
 from analysis.brackets.versions import LATEST_ENGINE, check_engine
 from analysis.validation import (
     ParameterError,
@@ -361,8 +361,15 @@ def _profile_checked(
     closing pass with the inverse transform."""
     Stage = Callable[[list, list, list], None]
     named: list[tuple[str, Stage]]
-    if engine == 5:
-        rs = ROWSPAN_SETTINGS[effort]
+    if engine in (5, 6):
+        sw = SWAP_SETTINGS[effort]
+        rs = sw.rowspan if engine == 6 else ROWSPAN_SETTINGS[effort]
+
+        def starts(bs, cs):  # engine 6: lower trials from swapped row sets
+            if engine == 6 and sw.swaps:
+                return stages_rowspan.swapped_starts(bs, cs, sw)
+            return None
+
         named = [
             (
                 "rowspan",
@@ -373,7 +380,7 @@ def _profile_checked(
             (
                 "refine",
                 lambda bs, cs, fin: (
-                    stages_rowspan.refine(bs, cs, fin, rs, device)
+                    stages_rowspan.refine(bs, cs, fin, rs, device, starts(bs, cs))
                     if rs.rowspan
                     else stages.refine(bs, cs, fin, rs.base, device)
                 ),

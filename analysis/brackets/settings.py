@@ -24,8 +24,10 @@ __all__ = [
     "EFFORTS",
     "ROWSPAN_SETTINGS",
     "SETTINGS",
+    "SWAP_SETTINGS",
     "RowSpanSettings",
     "SearchSettings",
+    "SwapSettings",
     "rowspan_settings",
     "search_settings",
     "settings_sha256",
@@ -314,3 +316,64 @@ def rowspan_settings(effort: str) -> RowSpanSettings:
     True
     """
     return ROWSPAN_SETTINGS[check_choice("effort", effort, EFFORTS)]
+
+
+@dataclass(frozen=True)
+class SwapSettings:
+    """Every tuning constant of engine 6's search, for one effort.
+
+    Engine 6 is engine 5 (``rowspan``, its :class:`RowSpanSettings`, unchanged) whose
+    row-span lower trials start from an exchange-swapped row set
+    (:func:`analysis.brackets.swaps.exchange_swaps`) instead of the pivoted-QR prefix.
+
+    Examples
+    --------
+    >>> from analysis.brackets.settings import SWAP_SETTINGS, rowspan_settings
+    >>> import dataclasses
+    >>> s = SWAP_SETTINGS["default"]
+    >>> s.rowspan == dataclasses.replace(rowspan_settings("default"), group_max_size=0)
+    True
+    >>> s.swap_sweeps, s.swap_out, s.swap_in
+    (1, 2, 2)
+
+    Attributes
+    ----------
+    rowspan : RowSpanSettings
+        Engine 5's settings of the same effort (scan, lower rounds, ascent, upper trials),
+        with ``group_max_size = 0``: no lower trial starts from a group witness, its ascent
+        being the CPU that pays for the swaps (on 6 MiniLM heads at N = 128 / 256 the group
+        starts added no lower end beside swapped starts and cost 3-7% of a profile's CPU;
+        docs/results/engine.md, "Engine 6 against engine 5").
+    swaps : bool
+        Whether lower trials start from swapped row sets (``fast``: no lower trials).
+    swap_sweeps : int
+        Exchange sweeps per size (1: one cheap sweep of at most ``1 + 2 swap_out
+        swap_in`` row sets; in ``experiments/rowspan_swaps.py`` it kept about two thirds
+        of three sweeps' gain at a tenth of their CPU).
+    swap_out : int
+        Rows to drop per sweep (2).
+    swap_in : int
+        Rows to add per dropped row and per criterion (maxvol coefficient, residual) (2).
+    """
+
+    rowspan: RowSpanSettings
+    swaps: bool
+    swap_sweeps: int = 1
+    swap_out: int = 2
+    swap_in: int = 2
+
+
+SWAP_SETTINGS: Mapping[str, SwapSettings] = MappingProxyType(
+    {
+        "fast": SwapSettings(rowspan=ROWSPAN_SETTINGS["fast"], swaps=False),
+        "default": SwapSettings(
+            rowspan=dataclasses.replace(ROWSPAN_SETTINGS["default"], group_max_size=0),
+            swaps=True,
+        ),
+        "thorough": SwapSettings(
+            rowspan=dataclasses.replace(ROWSPAN_SETTINGS["thorough"], group_max_size=0),
+            swaps=True,
+        ),
+    }
+)
+"""Engine 6's settings of each effort, by name (read-only)."""

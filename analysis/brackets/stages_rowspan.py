@@ -18,8 +18,9 @@ import torch
 
 from analysis.brackets import lower as _lower
 from analysis.brackets import stages
+from analysis.brackets import swaps as _swaps
 from analysis.brackets.rowspan import RowSpan, offer_transformed
-from analysis.brackets.settings import RowSpanSettings
+from analysis.brackets.settings import RowSpanSettings, SwapSettings
 
 
 def rowspan_scan(bs, caches, targets: Sequence[float], settings: RowSpanSettings) -> None:
@@ -81,7 +82,9 @@ def _lr_scale(settings: RowSpanSettings, n: int):
     return scale
 
 
-def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -> list[bool]:
+def _lower_round(
+    bs, caches, problems, settings: RowSpanSettings, device=None, start=None
+) -> list[bool]:
     """One batch of row-span lower trials over ``(matrix, eps, size)`` problems.
 
     Per problem: the row-span family at that size (evaluated and offered if new); then,
@@ -89,7 +92,8 @@ def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -
     and, up to ``settings.group_max_size``, also from the best group witness. Every
     result is offered as found and after the inverse transform; a near miss at a small
     size gets engine 4's LP polish, once, from the problem's best run. Success: the size
-    certifies above its eps.
+    certifies above its eps. ``start(o, m)`` (engine 6), if given, replaces the best
+    row-span member as the row-span starts: a list of ``(R, Y)`` pairs.
     """
     if not problems:
         return []
@@ -98,12 +102,16 @@ def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -
     for p, (o, _, m) in enumerate(problems):
         b, fam = bs[o], caches[o]["rowspan"]
         fam.evaluate(b, m)
-        st = fam.start(m)
-        if st is not None:
+        if start is None:
+            st = fam.start(m)
+            sts = [] if st is None else [st]
+        else:
+            sts = start(o, m)
+        for st in sts:
             offer_transformed(b, st[0], st[1], "rowspan")
         if m > settings.ascent_max_size:
             continue
-        if st is not None:
+        for st in sts:
             runs.append((p, "rowspan"))  # rows of R scaled into the l1 ball (same margin)
             starts.append((st[0] / max(float(abs(st[0]).sum(1).max()), 1e-300), st[1]))
         gk = caches[o]["groups"]
@@ -133,7 +141,9 @@ def _lower_round(bs, caches, problems, settings: RowSpanSettings, device=None) -
     return [m in bs[o].lower and bs[o].lower[m].margin > e for o, e, m in problems]
 
 
-def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, device=None) -> None:
+def refine(
+    bs, caches, targets: Sequence[float], settings: RowSpanSettings, device=None, start=None
+) -> None:
     """Engine 5's per-eps search: engine 4's upper trials, row-span lower trials.
 
     ``settings.base.rounds`` rounds. Upper trials are placed as in engine 4
@@ -141,8 +151,9 @@ def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, devi
     :class:`~analysis.brackets.settings.RowSpanSettings`. Lower trials run in the first
     ``settings.lower_rounds`` rounds: the first at the largest size whose row-span margin
     times ``settings.lower_boost`` exceeds eps (else ``lo + 1``), then engine 4's gallop /
-    bisection and resolution stop, each trial by :func:`_lower_round`. Failed trials
-    only steer the search; they never enter a bracket.
+    bisection and resolution stop, each trial by :func:`_lower_round` (``start``: its
+    row-span start, None for engine 5's). Failed trials only steer the search; they never
+    enter a bracket.
 
     Examples
     --------
@@ -200,8 +211,46 @@ def refine(bs, caches, targets: Sequence[float], settings: RowSpanSettings, devi
                 uf = up_fail[o, e]
                 up_fail[o, e] = k if uf is None else max(uf, k)
         for (o, e, m), ok in zip(
-            lowp, _lower_round(bs, caches, lowp, settings, device), strict=True
+            lowp, _lower_round(bs, caches, lowp, settings, device, start), strict=True
         ):
             if not ok:
                 lf = low_fail[o, e]
                 low_fail[o, e] = m if lf is None else min(lf, m)
+
+
+def swapped_starts(bs, caches, settings: SwapSettings):
+    """Engine 6's row-span start of a lower trial: the exchange-swapped row set's best
+    member (:func:`analysis.brackets.swaps.exchange_swaps` from the pivoted-QR prefix and
+    its best member), memoized per matrix and size in ``caches[o]["swaps"]``.
+
+    It replaces engine 5's start (the pivoted-QR member) where an exchange was kept, and
+    is engine 5's start otherwise or above ``ascent_max_size`` (no ascent there, so no
+    swaps). Every swapped candidate is offered to the matrix's builder as it is
+    evaluated, so a row set that certifies raises ``lo`` directly. Returns
+    ``start(o, m)`` (a list of ``(R, Y)`` starts) for :func:`refine`.
+    """
+    rs = settings.rowspan
+
+    def start(o: int, m: int):
+        fam = caches[o]["rowspan"]
+        qr = fam.start(m)
+        if m > rs.ascent_max_size:  # no ascent from it: engine 5's start, no swap cost
+            return [] if qr is None else [qr]
+        memo = caches[o].setdefault("swaps", {})
+        if m not in memo:
+            got = _swaps.exchange_swaps(
+                bs[o],
+                fam.order[:m],
+                fam.best.get(m),
+                sweeps=settings.swap_sweeps,
+                n_out=settings.swap_out,
+                n_in=settings.swap_in,
+                reweights=rs.reweights,
+                ridge=rs.ridge,
+            )
+            memo[m] = None if got.R is None or not got.swaps else (got.R, got.Y)
+        if memo[m] is None:  # no exchange kept: the swapped set is the QR set
+            return [] if qr is None else [qr]
+        return [memo[m]]
+
+    return start

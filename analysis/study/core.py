@@ -365,8 +365,14 @@ def block_facts(
 
 
 def engine_versions() -> tuple[int, ...]:
-    """The bracket engine versions this package runs, oldest first, as the prereg
-    functions take them (``engines=``): :data:`analysis.brackets.ENGINE_VERSIONS`.
+    """The bracket engine versions a design may pin, oldest first, as the prereg
+    functions take them (``engines=``): :data:`analysis.brackets.ENGINE_VERSIONS` up to
+    :data:`analysis.brackets.LATEST_ENGINE`.
+
+    A version newer than ``LATEST_ENGINE`` (engine 6, which has not met its targets) runs
+    from the commands (``--engine 6``) but is not offered to designs: the prereg functions
+    read the last version as the one a new design pins, and that must be the newest
+    released one.
 
     Examples
     --------
@@ -377,7 +383,7 @@ def engine_versions() -> tuple[int, ...]:
     """
     from analysis.brackets import versions
 
-    return tuple(versions.ENGINE_VERSIONS)
+    return tuple(v for v in versions.ENGINE_VERSIONS if v <= versions.LATEST_ENGINE)
 
 
 def stored_outcomes(
