@@ -139,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                 cpu = {}
                 for v in order:
                     cpu[v], df = _describe(data, li, hi, blocks[v], args)
-                    keys = pd.DataFrame({"file": path.stem, "layer": li, "head": hi}, index=df.index)
+                    keys = pd.DataFrame(
+                        {"file": path.stem, "layer": li, "head": hi}, index=df.index
+                    )
                     tables[v].append(pd.concat([keys, df], axis=1))
                 rows.append(
                     {"file": path.stem, "layer": li, "head": hi, "cpu_v1": cpu[1], "cpu_v2": cpu[2]}

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
-from scipy.special import logsumexp, softmax
 
 from analysis.descriptors.kappa import (
     DEFAULT_MAX_ITER,
@@ -33,8 +32,12 @@ _ETA = 2.0  # as version 1
 _MOMENTUM = 0.7
 _LOG_FLOOR = 460.0
 _COND_LIMIT = 1e-13  # as version 1's floor on the eigenvalues of A and of X
-#: Iterations at which a stalled solve is polished: POLISH_FIRST, then each doubling.
-POLISH_FIRST = 20
+#: Iterations at which a stalled solve is polished: POLISH_FIRST, then each doubling
+#: (the running gap is first recorded at POLISH_FIRST / 2).
+POLISH_FIRST = 80
+#: A polish's cost in dual iterations, roughly: its objective evaluations (each about
+#: one iteration's work) up to where it pays on the stalled solves measured.
+POLISH_COST = 400
 #: Sharpness of the polish's log-sum-exp stages (on log a and log b).
 POLISH_BETAS = (1e3, 1e4, 1e5)
 #: L-BFGS iterations per polish stage, at most.
@@ -99,6 +102,15 @@ def _gauge_eig(
     return g, a, b, F
 
 
+def _remaining(gap_then: float, gap_now: float, span: int, tol: float) -> float:
+    """Iterations to reach ``tol`` if the gap keeps shrinking as it did over ``span``."""
+    if gap_now <= tol:
+        return 0.0
+    if not (np.isfinite(gap_then) and 0.0 < gap_now < gap_then):
+        return np.inf if np.isfinite(gap_then) else 0.0  # no earlier checkpoint: wait
+    return span * np.log(gap_now / tol) / np.log(gap_then / gap_now)
+
+
 class _Reached(Exception):
     """Raised inside the polish's objective once the target value is attained."""
 
@@ -135,8 +147,10 @@ def _polish(
             if val <= target:
                 raise _Reached
         la, lb = np.log(a), np.log(b)
-        f = (logsumexp(beta * la) + logsumexp(beta * lb)) / beta
-        p, q = softmax(beta * la), softmax(beta * lb)
+        ea, eb = np.exp(beta * (la - la.max())), np.exp(beta * (lb - lb.max()))
+        sa, sb = ea.sum(), eb.sum()
+        f = la.max() + lb.max() + (np.log(sa) + np.log(sb)) / beta  # log-sum-exp, stable
+        p, q = ea / sa, eb / sb
         grad = 2.0 * (Ut.T * (p / a)) @ UG - 2.0 * Gi.T @ ((Y.T * (q / b)) @ Y)
         return float(f), grad.ravel()
 
@@ -149,7 +163,12 @@ def _polish(
                 args=(beta,),
                 jac=True,
                 method="L-BFGS-B",
-                options={"maxiter": POLISH_MAXITER, "gtol": 1e-12, "ftol": 1e-15},
+                options={
+                    "maxiter": POLISH_MAXITER,
+                    "maxfun": 2 * POLISH_MAXITER,
+                    "gtol": 1e-12,
+                    "ftol": 1e-15,
+                },
             ).x
     except _Reached:
         pass
@@ -237,7 +256,7 @@ def factor_radius_fast(
         best_g, best_lam, best_mu = 0.0, np.exp(zl), np.exp(zm)
         prev_g, it = 0.0, 0
     pruned, converged = False, False
-    next_polish = POLISH_FIRST
+    next_polish = POLISH_FIRST // 2
     while next_polish <= it:
         next_polish *= 2
     gap_then = np.inf
@@ -255,13 +274,13 @@ def factor_radius_fast(
         if g > best_g:
             best_g, best_lam, best_mu = g, lam, mu
         if it == next_polish:
-            next_polish *= 2
             gap_now = best_up / max(best_g, t_max) - 1.0
-            if gap_now > tol and gap_now > 0.5 * gap_then:
-                # Stalled (the running gap did not halve since the last checkpoint): the
-                # primal lags the dual, so polish the gauge directly.
+            if _remaining(gap_then, gap_now, it - next_polish // 2, tol) > POLISH_COST:
+                # At its rate since the last checkpoint the ascent would need more
+                # iterations than a polish costs: the primal lags the dual, so polish it.
                 best_up, best_F = _polish(U, W, best_F, best_up, max(best_g, t_max), tol)
             gap_then = best_up / max(best_g, t_max) - 1.0
+            next_polish *= 2
         if best_up <= (1.0 + tol) * max(best_g, t_max):
             value = _attained(U, W, best_F @ best_F.T)
             lower = max(t_max, _dual_lower(U, W, best_lam, best_mu))
