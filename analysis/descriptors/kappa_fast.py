@@ -1,5 +1,5 @@
 """Factor radius ``kappa(T)``, faster: the dual ascent of :mod:`analysis.descriptors.kappa`
-with one eigendecomposition per iteration and a primal polish where the dual sits on few rows.
+with one eigendecomposition per iteration and a primal polish where the ascent stalls.
 
 Used by version 2 of the intrinsic block (:mod:`analysis.descriptors.intrinsic2`);
 :func:`analysis.descriptors.kappa.factor_radius` is unchanged (its text is in the locked
@@ -204,12 +204,20 @@ def factor_radius_fast(
        (``min diag(L)^2 < 1e-10 max diag(L)^2``) version 1's two-eigendecomposition step
        is used.
     2. ``P`` itself is never formed in the loop, only a factor ``F`` with ``P = F F^T``.
-    3. Every :data:`POLISH_EVERY` iterations the gauges of the best dual weights mixed with
-       a uniform weight ``delta`` (``delta = 1e-2, 1e-3, ...``) are tried as primal
-       candidates: where the dual optimum sits on few rows the raw weights' gauge
-       reaches the optimum only as the vanishing weights reach zero (version 1's
-       3000-iteration cap), while a small mixed-in weight gives a nearly optimal gauge
-       long before.
+    3. A primal polish where the ascent stalls. At iterations 80, 160, 320, ... the
+       running gap's rate since the previous checkpoint predicts how many more
+       iterations the ascent needs; where that is more than :data:`POLISH_COST`, the
+       best gauge so far is refined directly: ``log max_i a_i + log max_j b_j`` over
+       gauges ``P = F G G^T F^T`` (F the current factor, G any invertible matrix), with
+       the two maxima smoothed by log-sum-exp at sharpness 1e3, then 1e4, then 1e5 on
+       the logs, by L-BFGS (at most 150 iterations, 300 evaluations a stage). Every
+       evaluation's exact value ``sqrt(max a max b)`` is a candidate upper bound, and
+       the polish stops once one is within ``(1 + tol)`` of the running lower bound.
+       Why: where the dual optimum sits on fewer rows than the rank, ``B`` (or ``A``) is
+       singular at the optimum and the gauge recovered from the weights reaches the
+       optimal one only as the vanishing weights reach zero, which version 1's
+       iteration cap (3000) stops first; the dual lower bound itself is by then
+       within about 1e-6 of kappa, so only the primal side needs work.
 
     Every candidate gauge gives an upper bound and every weight vector a lower bound, so
     the stop rule is version 1's: the attained value (recomputed from P in float64) at
