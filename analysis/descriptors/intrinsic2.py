@@ -33,11 +33,14 @@ from analysis.descriptors.intrinsic import (
     residual_error,
 )
 from analysis.descriptors.kappa import DEFAULT_MAX_ITER, KappaResult
-from analysis.descriptors.kappa_fast import factor_radius_fast
+from analysis.descriptors.kappa_fast import factor_radius_fast, start_weights
 from analysis.descriptors.registry import Cell, descriptor
 from analysis.validation import ParameterError
 
-__all__ = ["intrinsic_profile_v2", "intrinsic_v2"]
+__all__ = ["WARM_SCREEN_ITER", "intrinsic_profile_v2", "intrinsic_v2"]
+
+#: Screen iterations of a rank started from its upper neighbour's weights.
+WARM_SCREEN_ITER = 6
 
 
 def intrinsic_profile_v2(
@@ -117,10 +120,19 @@ def intrinsic_profile_v2(
     factors = {r: (U[:, :r] * np.sqrt(sv[:r]), Vt[:r].T * np.sqrt(sv[:r])) for r in usable}
     kappa: dict[int, KappaResult] = {}
     max_iter = DEFAULT_MAX_ITER
-    screen = {
-        r: factor_radius_fast(*factors[r], tol=tol, max_iter=min(SCREEN_ITER, max_iter))
-        for r in usable
-    }
+    # Screen from the top rank down, each rank after the first starting from the weights
+    # its neighbour's screen reached (the dual weights live on the rows, whatever r is):
+    # WARM_SCREEN_ITER iterations then give bounds as tight as SCREEN_ITER from uniform.
+    screen: dict[int, KappaResult] = {}
+    prev: KappaResult | None = None
+    for r in sorted(usable, reverse=True):
+        if prev is not None and prev.state is not None:
+            screen[r] = factor_radius_fast(
+                *factors[r], tol=tol, max_iter=WARM_SCREEN_ITER, start=start_weights(prev)
+            )
+        else:
+            screen[r] = factor_radius_fast(*factors[r], tol=tol, max_iter=SCREEN_ITER)
+        prev = screen[r]
     attained = {r: _profile_values(r, q[r - 1], screen[r].value, grid) for r in usable}
 
     def others(r: int) -> np.ndarray:

@@ -26,7 +26,7 @@ from analysis.descriptors.kappa import (
 )
 from analysis.validation import ParameterError, check_int, check_positive_finite
 
-__all__ = ["POLISH_BETAS", "POLISH_FIRST", "factor_radius_fast"]
+__all__ = ["POLISH_BETAS", "POLISH_FIRST", "factor_radius_fast", "start_weights"]
 
 _ETA = 2.0  # as version 1
 _MOMENTUM = 0.7
@@ -185,12 +185,15 @@ def factor_radius_fast(
     max_iter: int = DEFAULT_MAX_ITER,
     stop_above: float | None = None,
     resume: KappaResult | None = None,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> KappaResult:
     """Factor radius ``kappa(U W^T)`` with a certified lower bound and gap (faster route).
 
     Parameters, returns and the meaning of every field are those of
     :func:`analysis.descriptors.kappa.factor_radius`; ``resume`` takes a result of this
-    function.
+    function. ``start`` (log-weights ``(z_lam, z_mu)`` over the rows of U and of W, e.g.
+    :func:`start_weights` of a solve of a neighbouring rank) replaces the uniform start of
+    a fresh solve; any start gives the same certificate.
 
     Notes
     -----
@@ -259,6 +262,17 @@ def factor_radius_fast(
         best_lam, best_mu, prev_g = st.best_lam, st.best_mu, st.prev_g
     else:
         zl, zm = np.full(M, -np.log(M)), np.full(N, -np.log(N))
+        if start is not None:
+            zl, zm = (np.asarray(z, dtype=np.float64) for z in start)
+            if (
+                zl.shape != (M,)
+                or zm.shape != (N,)
+                or not np.isfinite(zl).all()
+                or not np.isfinite(zm).all()
+            ):
+                raise ParameterError(
+                    "start", f"finite log-weights of shapes ({M},), ({N},)", (zl.shape, zm.shape)
+                )
         zl_prev, zm_prev = zl, zm
         best_up, best_F = np.inf, np.eye(U.shape[1])
         best_g, best_lam, best_mu = 0.0, np.exp(zl), np.exp(zm)
@@ -318,3 +332,21 @@ def factor_radius_fast(
             zl, zm, zl_prev, zm_prev, prev_g, best_up, best_F, best_g, best_lam, best_mu
         )
     return KappaResult(value, lower, float(gap), 0.5 * (P + P.T), it, pruned, state)
+
+
+def start_weights(result: KappaResult) -> tuple[np.ndarray, np.ndarray]:
+    """Log-weights to start another solve from: the ascent's current ones, else its best.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.descriptors.kappa_fast import factor_radius_fast, start_weights
+    >>> rng = np.random.default_rng(0)
+    >>> U, W = rng.normal(size=(30, 4)), rng.normal(size=(20, 4))
+    >>> zl, zm = start_weights(factor_radius_fast(U, W, max_iter=5))
+    >>> zl.shape, zm.shape
+    ((30,), (20,))
+    """
+    if result.state is not None:
+        return result.state.zl, result.state.zm
+    raise ParameterError("result", "a stopped solve (with state)", "a finished one")
