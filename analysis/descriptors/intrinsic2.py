@@ -3,10 +3,11 @@
 Version 1 (:mod:`analysis.descriptors.intrinsic`, kept byte for byte: locked designs pin
 its version) spends most of a matrix's descriptor time in the kappa solve at the
 minimizing rank, which runs to the 3000-iteration cap where the dual optimum sits on a few
-rows. Version 2 screens and prunes ranks exactly as version 1 does, with
+rows. Version 2 prunes ranks by version 1's rule, with
 :func:`analysis.descriptors.kappa_fast.factor_radius_fast` in place of
-``factor_radius``: one eigendecomposition per dual iteration, and proximal steps on the
-primal gauge where the dual weights sit on few rows. Every kappa is still certified
+``factor_radius`` (one eigendecomposition per dual iteration, and an L-BFGS polish of the
+primal gauge where the ascent stalls), and screens the ranks from the top down, each
+from its neighbour's dual weights. Every kappa is still certified
 (attained value and dual lower bound recomputed in float64, stopping at the relative gap
 :data:`~analysis.descriptors.intrinsic.KAPPA_TOL`), so the features agree with version 1's
 to the solves' certified gaps. A design selects it with ``[descriptors] versions =
@@ -73,8 +74,11 @@ def intrinsic_profile_v2(
     Notes
     -----
     Same S, C, SVD, rank, residuals q and usable ranks as version 1, computed by the same
-    expressions (so ``sigma``, ``q``, ``rank_C`` are the same floats); the screen, the
-    pruning thresholds and the order of the finishing solves are version 1's, each solve
+    expressions (so ``sigma``, ``q``, ``rank_C`` are the same floats). The screen runs
+    from the largest usable rank down: the first for :data:`SCREEN_ITER` iterations from
+    uniform weights, each next one for :data:`WARM_SCREEN_ITER` from the log-weights its
+    upper neighbour reached. The pruning thresholds and the order of the finishing solves
+    are version 1's (a pruned rank is certified not to attain Pi), each solve
     :func:`~analysis.descriptors.kappa_fast.factor_radius_fast`.
 
     Examples

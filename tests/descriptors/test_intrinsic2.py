@@ -157,3 +157,19 @@ def test_a_design_may_select_version_2():
     registry = build_registry(versions={"intrinsic": 2, "native": 2})
     assert registry.get("intrinsic").func is V2.func
     assert registry.block_order() == builtin_registry().block_order()
+
+
+def test_a_solve_started_from_a_neighbouring_ranks_weights_is_still_certified():
+    from analysis.descriptors.kappa_fast import start_weights
+
+    rng = np.random.default_rng(4)
+    U, W = rng.normal(size=(40, 7)), rng.normal(size=(30, 7)) * 0.8 ** np.arange(7)
+    top = factor_radius_fast(U, W, max_iter=6)
+    warm = factor_radius_fast(U[:, :6], W[:, :6], start=start_weights(top))
+    cold = factor_radius_fast(U[:, :6], W[:, :6])
+    assert warm.gap <= 5e-7 * (1 + 1e-9)
+    assert warm.lower <= cold.value * (1 + 1e-12) and cold.lower <= warm.value * (1 + 1e-12)
+    with pytest.raises(ParameterError, match="start"):
+        factor_radius_fast(U, W, start=(np.zeros(3), np.zeros(30)))
+    with pytest.raises(ParameterError, match="result"):
+        start_weights(cold)  # a finished solve keeps no ascent state
