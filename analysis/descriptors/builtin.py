@@ -8,7 +8,8 @@ modules of its design after them, in the design's order (:func:`build_registry`)
 
 A built-in block may have several numbered versions (:data:`BLOCK_VERSIONS`): ``native``
 has version 1 and version 2 (:mod:`analysis.descriptors.native2`, over the numerical
-ranks of Q and K). A registry holds one version of each, under the block's name, version
+ranks of Q and K), ``intrinsic`` version 1 and version 2
+(:mod:`analysis.descriptors.intrinsic2`, the same features from a faster kappa solve). A registry holds one version of each, under the block's name, version
 1 unless asked otherwise (``build_registry(versions={"native": 2})``; a design's
 ``[descriptors] versions``).
 """
@@ -22,6 +23,7 @@ from types import MappingProxyType
 
 from analysis.descriptors.baseline import baseline, baseline_plus
 from analysis.descriptors.intrinsic import PER_R, intrinsic
+from analysis.descriptors.intrinsic2 import intrinsic_v2
 from analysis.descriptors.native import native
 from analysis.descriptors.native2 import native_v2
 from analysis.descriptors.registry import Block, Registry, as_block
@@ -59,6 +61,15 @@ def builtin_registry() -> Registry:
     return Registry(BUILTIN_BLOCKS)
 
 
+# The versions after 1, per block.
+_LATER_VERSIONS = {
+    "native": {2: as_block(native_v2)},
+    # Version 2 of intrinsic writes version 1's columns, so the same ones may be NaN.
+    "intrinsic": {
+        2: dataclasses.replace(as_block(intrinsic_v2), nonfinite=_NONFINITE["intrinsic"])
+    },
+}
+
 #: Every version of each built-in block: name -> {version: Block}, version 1 the one of
 #: :data:`BUILTIN_BLOCKS`. Every version of a block has the block's name (its columns are
 #: ``native__...`` whichever version wrote them) and its own
@@ -66,10 +77,7 @@ def builtin_registry() -> Registry:
 #: only, by ``analysis.prereg.descriptor_versions.BLOCK_VERSIONS`` (which validates a
 #: design without importing the blocks).
 BLOCK_VERSIONS: Mapping[str, Mapping[int, Block]] = MappingProxyType(
-    {
-        b.name: MappingProxyType({1: b, **({2: as_block(native_v2)} if b.name == "native" else {})})
-        for b in BUILTIN_BLOCKS
-    }
+    {b.name: MappingProxyType({1: b, **_LATER_VERSIONS.get(b.name, {})}) for b in BUILTIN_BLOCKS}
 )
 
 
