@@ -70,7 +70,10 @@ def test_a_study_on_workers_shares_one_pool_and_is_the_same_study(
         pools.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(executor, "_process_pool", counted)
+    import analysis.worker_setup as worker_setup
+
+    monkeypatch.setattr(executor, "_process_pool", counted)  # each stage's own pools
+    monkeypatch.setattr(worker_setup, "_process_pool", counted)  # the stages' shared one
     opts = StudyOptions(workers=2, stop_after="descriptors", progress=False)
     run = run_study(other, say=lambda _: None, options=opts)
     assert run.computed["brackets"] > 0 and run.computed["descriptors"] == 24
