@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,51 +58,13 @@ import torch
 
 from analysis.attention import fixed_torch_threads
 from analysis.brackets import profile_matrix, stages
-from analysis.brackets.rowspan import RowSpan, offer_transformed, right_inverse, rowspan_witness
+from analysis.brackets.rowspan import RowSpan, offer_transformed
 from analysis.brackets.settings import rowspan_settings
+from analysis.brackets.swaps import certified_rowset
 from experiments.common import EPS, command_line, minilm_attention
 
 #: Engine 5's row-span settings (``default`` effort): reweightings, ridge, scan grid.
 SETTINGS = rowspan_settings("default")
-
-
-def members(
-    A: np.ndarray, S: np.ndarray, *, reweights: int, ridge: float
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The row-span candidates ``(R, Y)`` of the row set ``S`` (uncertified).
-
-    The same iteration as :meth:`analysis.brackets.rowspan.RowSpan.members` (ridge right
-    inverse, then Lawson-type reweightings), for any row set rather than a prefix of the
-    pivot order.
-    """
-    AS = A[S]
-    d = np.ones(A.shape[1])
-    for _ in range(reweights + 1):
-        R = right_inverse(AS, d, ridge)
-        if R is None:
-            return
-        Y = rowspan_witness(A, S, R)
-        if Y is not None:
-            yield R, Y
-        rho = np.abs(R).sum(1)
-        d = d * (rho.mean() / np.maximum(rho, 1e-12 * rho.max() + 1e-300))
-        d /= d.mean()
-
-
-def certified_rowset(
-    b: stages.Builder, S: np.ndarray, *, reweights: int, ridge: float
-) -> tuple[float, np.ndarray | None, np.ndarray | None]:
-    """``(margin, R, Y)`` of the best *certified* member of row set ``S``.
-
-    Every member is offered to the builder ``b`` (float32 rounding, then the float64
-    verifier); ``(-inf, None, None)`` where no member exists.
-    """
-    top: tuple[float, np.ndarray | None, np.ndarray | None] = (-np.inf, None, None)
-    for R, Y in members(b.A, S, reweights=reweights, ridge=ridge):
-        mu = b.offer_lower(R, Y, "rowspan-swap")
-        if mu > top[0]:
-            top = (mu, R, Y)
-    return top
 
 
 @dataclass

@@ -32,6 +32,15 @@ def _profiles(path) -> dict:
     return out
 
 
+def _same_profiles_and_features(a, b) -> None:
+    """Study ``b`` stored the profiles and descriptor files of study ``a``, byte for byte."""
+    assert _profiles(b.store) == _profiles(a.store)
+    features = sorted(f.name for f in a.features.glob("*.csv"))
+    assert features == sorted(f.name for f in b.features.glob("*.csv")) and features
+    for name in features:
+        assert (b.features / name).read_bytes() == (a.features / name).read_bytes(), name
+
+
 def test_a_study_on_a_local_cluster_is_the_same_study(finished_study, tmp_path):
     pytest.importorskip("distributed")
     design, _ = finished_study
@@ -44,11 +53,7 @@ def test_a_study_on_a_local_cluster_is_the_same_study(finished_study, tmp_path):
         )
     assert run.computed["brackets"] > 0 and run.computed["descriptors"] == 24
     a, b = study_paths(design), study_paths(other)
-    assert _profiles(b.store) == _profiles(a.store)
-    features = sorted(f.name for f in a.features.glob("*.csv"))
-    assert features == sorted(f.name for f in b.features.glob("*.csv")) and features
-    for name in features:
-        assert (b.features / name).read_bytes() == (a.features / name).read_bytes(), name
+    _same_profiles_and_features(a, b)
     rec_a = json.loads((a.results / "compare.json").read_text())
     rec_b = json.loads((b.results / "compare.json").read_text())
     assert rec_b["inputs_sha256"] == rec_a["inputs_sha256"]
@@ -81,8 +86,4 @@ def test_a_study_on_workers_shares_one_pool_and_is_the_same_study(
     # pool spawns its workers anew, and each spawn imports the package (issue 51)
     assert pools == [2]
     a, b = study_paths(design), study_paths(other)
-    assert _profiles(b.store) == _profiles(a.store)
-    features = sorted(f.name for f in a.features.glob("*.csv"))
-    assert features == sorted(f.name for f in b.features.glob("*.csv")) and features
-    for name in features:
-        assert (b.features / name).read_bytes() == (a.features / name).read_bytes(), name
+    _same_profiles_and_features(a, b)
