@@ -134,8 +134,11 @@ def exchange_swaps(
     sweeps, n_out, n_in : int
         Sweeps at most; rows to drop per sweep; rows to add per dropped row and per
         criterion (maxvol coefficient, residual).
-    reweights, ridge
-        As in :class:`~analysis.brackets.rowspan.RowSpan`.
+    reweights : int
+        Lawson-type reweightings after the first member, as in
+        :class:`~analysis.brackets.rowspan.RowSpan`.
+    ridge : float
+        The right inverse's ridge, as in :class:`~analysis.brackets.rowspan.RowSpan`.
 
     Returns
     -------
