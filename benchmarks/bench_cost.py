@@ -104,15 +104,19 @@ def _describe(arrays, plan, versions) -> tuple[object, float]:
     return df, time.process_time() - start
 
 
-def _rel_diff(a, b) -> tuple[float, int]:
-    """Largest relative difference over the covariates (per-rank diagnostics ``*_rK``
-    left out: a version may prune another rank), and the cells whose finiteness differs."""
+def _rel_diff(a, b) -> tuple[dict[str, float], int]:
+    """Largest relative difference per covariate column, and the cells whose finiteness
+    differs. Per-rank diagnostics (``*_rK``) are left out: a version may prune a rank the
+    other solved."""
     cols = [c for c in a.columns if not re.search(r"_r\d+$", c) and c in b.columns]
-    x, y = a[cols].to_numpy(float), b[cols].to_numpy(float)
-    both = np.isfinite(x) & np.isfinite(y)
-    mismatched = int((np.isfinite(x) != np.isfinite(y)).sum())
-    d = np.abs(x[both] - y[both]) / np.maximum(np.abs(x[both]), 1e-300)
-    return (float(d.max()) if d.size else 0.0), mismatched
+    out, mismatched = {}, 0
+    for c in cols:
+        x, y = a[c].to_numpy(float), b[c].to_numpy(float)
+        both = np.isfinite(x) & np.isfinite(y)
+        mismatched += int((np.isfinite(x) != np.isfinite(y)).sum())
+        d = np.abs(x[both] - y[both]) / np.maximum(np.abs(x[both]), 1e-300)
+        out[c] = float(d.max()) if d.size else 0.0
+    return out, mismatched
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -206,6 +210,11 @@ def summarize(result: dict, args: argparse.Namespace) -> dict:
                 ratios.setdefault(key, []).append(hi / max(lo, 1))
         out[name]["median_hi_lo"] = {k: float(np.median(v)) for k, v in sorted(ratios.items())}
     out["descriptor_max_rel_diff"] = max(r["descriptor_max_rel_diff"] for r in rows)
+    per_column: dict[str, float] = {}
+    for r in rows:
+        for c, v in r.get("descriptor_rel_diff", {}).items():
+            per_column[c] = max(per_column.get(c, 0.0), v)
+    out["descriptor_rel_diff_by_column"] = per_column
     out["descriptor_nonfinite_mismatch"] = sum(
         r.get("descriptor_nonfinite_mismatch", 0) for r in rows
     )

@@ -542,6 +542,15 @@ def corpus_changes(record: Mapping[str, Any], corpora: Corpora | None) -> list[s
     list of str
         Empty when every locked corpus has its locked digest and no packaged corpus was
         added or dropped.
+
+    Examples
+    --------
+    >>> from analysis.prereg.lock_diff import corpus_changes
+    >>> record = {"corpora": {"kokoro-ja-v1": "a" * 64}}
+    >>> corpus_changes(record, {"kokoro-ja-v1": "a" * 64}), corpus_changes({}, {})
+    ([], [])
+    >>> corpus_changes(record, {"packaged-images-v2": "b" * 64})
+    ['corpus kokoro-ja-v1: in the lock, not read now', 'corpus packaged-images-v2: read now, not in the lock']
     """
     locked = record.get("corpora")
     if locked is None or corpora is None:

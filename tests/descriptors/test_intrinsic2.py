@@ -44,7 +44,10 @@ def _columns(df, name: str) -> np.ndarray:
 def test_v2_features_equal_v1_to_the_certified_gaps(kind):
     Q, K, scale, mask, bias = _head(kind)
     one, two = (
-        describe_matrix(Q, K, scale, mask, eps=EPS, blocks=[block], bias=bias) for block in (V1, V2)
+        describe_matrix(
+            Q=Q, K=K, scale=scale, mask=mask, eps=EPS, blocks=[block], bias=bias, diagnostics=True
+        )
+        for block in (V1, V2)
     )
     assert list(one.columns) == list(two.columns)  # same names, same order
     # what does not involve kappa is computed by the same expressions: the same floats
