@@ -60,9 +60,9 @@ WEIGHT_RE := $(subst $(eval) ,|,$(strip $(WEIGHT_NAMES)))
 #    passes --no-warn-conflicts and leaves the reporting to this step).
 # `pip check` alone lists the weights' unmet requirements: expected (README, "Installing
 # elsewhere, citing, changes").
-# The editable install uses setuptools' import finder (the package is one folder among
-# tests/, benchmarks/, ...): setuptools' note about "folders with the same name" concerns a
-# folder named analysis/ in the directory a script runs from; pip shows it only with -v.
+# The editable install is a .pth file to this folder (pyproject.toml names the package
+# folder outright, `package-dir`), so setuptools prints no note about "folders with the
+# same name as your package", which its guessing finder printed on every install.
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
