@@ -117,6 +117,7 @@ COVERED = (
     "analysis.prereg.provenance",
     "analysis.prereg.schema",
     "analysis.prereg.sealing",
+    "analysis.progress",
     "analysis.report.build",
     "analysis.report.comparison_tables",
     "analysis.report.decisions",

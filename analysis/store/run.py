@@ -24,6 +24,7 @@ from typing import Any
 
 from analysis.attention import fixed_torch_threads
 from analysis.executor import RunSpec, check_executor
+from analysis.progress import PROFILE_EXPONENT, CostBar, matrix_cost
 from analysis.store.compute import _Task, check_engine, check_picklable, check_profile, results
 from analysis.store.engine import BracketEngine, engine_label
 from analysis.store.integrity import resolve_array_file
@@ -247,8 +248,6 @@ def _stored_failures(
     rows, not the blob. Sequential in this process: per profile one ``softmax64`` and one
     float64 product per witness, cheap next to the search.
     """
-    from tqdm.auto import tqdm
-
     temps = {float(t) for t in temperatures}
     wanted = None if matrix_keys is None else set(matrix_keys)
     label = engine_label(engine)
@@ -259,13 +258,18 @@ def _stored_failures(
     )
     failed: list[tuple[str, float]] = []
     arrays, arrays_key = None, None
-    # no bar when nothing is stored yet: an empty "0profile" bar reads as a stall
-    bar = tqdm(
-        pairs, desc=f"re-verify ({version})", unit="profile", disable=not progress or not pairs
+    sides = _sides(store) if progress and pairs else {}
+    costs = [matrix_cost(sides[k], PROFILE_EXPONENT) if sides else 1.0 for k, _ in pairs]
+    # no bar when nothing is stored yet: an empty "0 profiles" bar reads as a stall
+    bar = CostBar(
+        costs,
+        desc=f"re-verify ({version})",
+        unit="profiles",
+        disable=not progress or not pairs,
     )
     # one thread: torch's thread pool costs more than it saves on a matrix this size
-    with fixed_torch_threads(1):
-        for key, t in bar:
+    with fixed_torch_threads(1), bar:
+        for (key, t), cost in zip(pairs, costs, strict=True):
             if key != arrays_key:  # pairs are sorted by matrix: one array file per matrix
                 arrays, arrays_key = store.arrays(key), key
             rec = store.profile(key, t, version, label)
@@ -286,7 +290,13 @@ def _stored_failures(
                     ok = False
             if not ok or set(rec.brackets) != set(rec.eps_grid):
                 failed.append((key, t))
+            bar.advance(cost)
     return len(pairs), failed
+
+
+def _sides(store: Store) -> dict[str, int]:
+    """Matrix key -> its side N (the bars' cost estimates; nothing computed reads it)."""
+    return {r.key: r.length for r in store.matrices()}
 
 
 def run_brackets(
@@ -437,15 +447,24 @@ def _run(
         for k, t in st.profile_grids(version, other)
         if t in temps and (wanted is None or k in wanted)
     )
-    from tqdm.auto import tqdm
-
     computed = extended = 0
     committed: set[tuple[str, float]] = set()
-    bar = tqdm(
-        total=len(tasks) + done,
-        initial=done,
+    # each profile counted as its estimated cost (analysis.progress): a steady ETA
+    sides = _sides(st) if run.progress and (tasks or done) else {}
+
+    def cost(key: str) -> float:
+        return matrix_cost(sides[key], PROFILE_EXPONENT) if sides else 1.0
+
+    n_temps = len({float(t) for t in temperatures})
+    scope = [k for k in sides if wanted is None or k in wanted]
+    task_costs = [cost(t.matrix_key) for t in tasks]
+    all_cost = n_temps * sum(cost(k) for k in scope) if sides else float(len(tasks) + done)
+    bar = CostBar(
+        task_costs,
         desc=f"profiles ({version})",
-        unit="profile",
+        unit="profiles",
+        done=done,
+        done_cost=max(0.0, all_cost - sum(task_costs)),
         disable=not run.progress or not (tasks or done),  # no empty bar
     )
     try:
@@ -458,8 +477,7 @@ def _run(
                 st.put_profile(task.matrix_key, task.temperature, version, res, engine=current)
                 extended += task.extend
                 computed += not task.extend
-                bar.set_postfix_str(f"t={float_token(task.temperature)}", refresh=False)
-                bar.update(1)
+                bar.advance(cost(task.matrix_key), note=f"t={float_token(task.temperature)}")
     finally:
         bar.close()
     return BracketsSummary(

@@ -19,6 +19,7 @@ import pandas as pd
 
 from analysis.attention import fixed_torch_threads
 from analysis.executor import task_pool
+from analysis.progress import DESCRIBE_EXPONENT, CostBar, matrix_cost
 from analysis.study.core import Study, put_root_on_path
 from analysis.study.plan import StudyPlan
 from analysis.study.records import read_json, write_frame, write_json
@@ -215,17 +216,20 @@ def descriptor_stage(
     >>> read_json(study.paths.features / VERSIONS_FILE, {}) == study.block_versions
     True
     """
-    from tqdm.auto import tqdm
-
     plan, paths = study.plan, study.paths
     paths.features.mkdir(parents=True, exist_ok=True)
     _retire_other_versions(paths.features, study.block_versions)
     todo = [k for k in keys if not features_done(paths.feature_file(k), plan)]
-    bar = tqdm(
-        total=len(keys),
-        initial=len(keys) - len(todo),
+    # each matrix counted as its estimated cost (analysis.progress): a steady ETA
+    costs = {
+        k: matrix_cost(store.matrix(k).length, DESCRIBE_EXPONENT) if progress else 1.0 for k in keys
+    }
+    bar = CostBar(
+        [costs[k] for k in todo],
         desc="descriptors",
-        unit="matrix",
+        unit="matrices",
+        done=len(keys) - len(todo),
+        done_cost=sum(costs.values()) - sum(costs[k] for k in todo),
         disable=not progress or not keys,  # no empty bar
     )
     args = [
@@ -251,7 +255,7 @@ def descriptor_stage(
                         describe_task(*a)
                     except ParameterError as exc:  # a block failed: earlier files stay
                         raise _at_matrix(k, exc) from exc
-                    bar.update(1)
+                    bar.advance(costs[k])
         else:
             init = (str(paths.root),)
             with task_pool(
@@ -265,9 +269,9 @@ def descriptor_stage(
                     for k, (src, out, *rest) in zip(todo, args, strict=True)
                 )
                 with contextlib.closing(pool.imap(_describe_keyed, calls)) as results:
-                    for out, df in results:
+                    for k, (out, df) in zip(todo, results, strict=True):
                         write_frame(Path(out), df)
-                        bar.update(1)
+                        bar.advance(costs[k])
     finally:
         bar.close()
     return len(todo)

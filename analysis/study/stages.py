@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from analysis.executor import RunSpec
+from analysis.progress import CostBar
 from analysis.study.core import Study
 from analysis.study.plan import DEFAULT_TEXT_CORPUS, ExtractionTask, SyntheticTask
 from analysis.validation import ParameterError
@@ -50,8 +51,6 @@ def extract_stage(
     >>> study.extractions.entry("org/tiny|L=16|corpus-seed=0") is None
     True
     """
-    from tqdm.auto import tqdm
-
     from analysis.sources.checkpoints import load_checkpoint
 
     plan, index = study.plan, study.extractions
@@ -65,17 +64,20 @@ def extract_stage(
     by_ckpt: dict[str, list[ExtractionTask]] = {}
     for t in todo:
         by_ckpt.setdefault(t.checkpoint, []).append(t)
-    bar = tqdm(total=len(todo), desc="extract", unit="input", disable=not progress)
+    # an input's forward pass ~ its length (one pass; the weights loaded once per checkpoint)
+    bar = CostBar(
+        [float(max(t.length, 1)) for t in todo], desc="extract", unit="inputs", disable=not progress
+    )
     try:
         for ck, tasks in by_ckpt.items():
-            bar.set_postfix_str(f"loading {ck}")
+            bar.note(f"loading {ck}")
             model = load_checkpoint(checkpoint_paths.get(ck, ck))
             for t in tasks:
                 ex = extract_input(model, t, stand_in=ck in checkpoint_paths)
                 new = store.add_extraction(ex, heads=t.heads)
                 index.record_input(t.label, ex.input_id, new)
                 keys.extend(new)
-                bar.update(1)
+                bar.advance(float(max(t.length, 1)), note="")
             del model
     finally:
         bar.close()
