@@ -9,8 +9,9 @@ temperatures together, two workers' results at once). A :class:`CostBar` instead
 
 * counts each item as its estimated cost (:func:`matrix_cost`: ``N ** exponent``, the
   exponent measured per stage), so that its total is the summed cost of the stage's items;
-* estimates the rate from the whole stage so far (``smoothing=0``: done cost / elapsed),
-  which bursts do not move;
+* estimates the rate over the whole stage since its first completion (``smoothing=0``:
+  cost done since then / time since then), which bursts barely move and a pool's start-up
+  (workers spawning and importing before any item is done) does not skew;
 * shows the item count (``12/96 profiles``) in its postfix, not the cost units.
 
 What the bars show never changes what a stage computes or stores. The measurements behind
@@ -36,10 +37,11 @@ __all__ = [
 #: tqdm's ``smoothing``: 0 estimates the rate as done cost / elapsed over the whole stage.
 SMOOTHING = 0.0
 #: CPU of a matrix's bracket profile ~ ``N ** PROFILE_EXPONENT`` at the study's lengths
-#: (MiniLM, N = 32 and 64, engine 4: 1.75 and 3.04 CPU-s per matrix at 3 temperatures).
-PROFILE_EXPONENT = 0.8
+#: (MiniLM, N = 32 and 64, engine 4, 3 temperatures: 1.97 and 2.78 CPU-s per matrix, a
+#: median, ``python -m experiments.eta_costs``; 1.44 times per profile inside the stage).
+PROFILE_EXPONENT = 0.6
 #: CPU of a matrix's descriptors ~ ``N ** DESCRIBE_EXPONENT`` (the same matrices: a median
-#: 0.175 and 0.245 CPU-s, means 0.21 and 0.32, at N = 32 and 64).
+#: 0.24 and 0.34 CPU-s, means 0.29 and 0.45, at N = 32 and 64).
 DESCRIBE_EXPONENT = 0.6
 
 #: Percent and bar, then elapsed < remaining and the postfix (the item count): never the
@@ -196,8 +198,11 @@ class CostBar:
             if bar.anchor is None or now - bar.anchor[0] <= BURST_S:
                 t0 = now if bar.anchor is None else bar.anchor[0]
                 bar.anchor = (t0, bar.n + float(cost))  # the first burst's items, all
+        step = float(cost)
+        if not bar.disable and bar.n + step > bar.total:  # summed in another order: rounding
+            step = max(0.0, bar.total - bar.n)
         bar.set_postfix_str(self._postfix(), refresh=False)
-        bar.update(float(cost))
+        bar.update(step)
 
     @property
     def format_dict(self) -> dict[str, Any]:
