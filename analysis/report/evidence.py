@@ -1,8 +1,8 @@
 """Every locked study side by side: H1 and H2 as shares of each study's M0 loss.
 
 :func:`find_studies` finds the locked studies whose stored comparison table ships: every
-``docs/results/*/tables/comparisons.csv`` whose provenance line ``# design:`` names a
-design in ``preregistration/`` with a lock beside it (a new study, the replication
+``docs/results/*/tables/comparisons.csv`` whose provenance line ``# design:`` names (by
+its file name) a design in ``preregistration/`` with a lock beside it (a new study, the replication
 included, is picked up once its tables are written there). :func:`evidence_table` reads
 them, nothing is re-run, into one tidy row per (study, hypothesis) of the primary metric:
 the effect, its CI and the SESOI as shares of the study's held-out M0 loss, the decision
@@ -134,7 +134,8 @@ def find_studies(root: str | Path) -> list[tuple[str, Path, Path]]:
     Returns
     -------
     list of (design, design_path, tables_folder)
-        ``design`` as the table's provenance names it (``preregistration/X.toml``).
+        ``design`` is ``preregistration/X.toml``, X the file name the table's provenance
+        line ``# design:`` ends with (the run may have named it relative or absolute).
 
     Raises
     ------
@@ -155,7 +156,8 @@ def find_studies(root: str | Path) -> list[tuple[str, Path, Path]]:
     found = []
     for table in sorted((root / "docs" / "results").glob("*/tables/comparisons.csv")):
         _, prov = read_stored_table(table)
-        design = prov.get("design", "")
+        # the run names the design as it was given (relative or absolute): match its name
+        design = "preregistration/" + Path(prov.get("design", "")).name
         if design in locked:
             when = prov.get("first_locked_at") or prov.get("locked_at") or ""
             found.append((when, design, locked[design], table.parent))

@@ -147,7 +147,13 @@ def test_rows_shares_and_decisions(repo):
 
 def test_a_new_locked_study_is_picked_up(repo):
     before = set(evidence_table(repo)["study"])
-    _study(repo, "replication", ["H1,confirmatory,M0<M1,loss,0.05,0.01,0.0,0.02,0.04,False,9,3"])
+    tables = _study(
+        repo, "replication", ["H1,confirmatory,M0<M1,loss,0.05,0.01,0.0,0.02,0.04,False,9,3"]
+    )
+    # a run given the design by an absolute path records that path: matched by its name
+    csv = tables / "comparisons.csv"
+    absolute = (repo / "preregistration" / "replication.toml").as_posix()
+    csv.write_text(csv.read_text().replace("preregistration/replication.toml", absolute))
     after = evidence_table(repo)
     assert set(after["study"]) - before == {"replication"}
     row = after[after.study == "replication"].iloc[0]
