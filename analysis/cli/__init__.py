@@ -52,6 +52,7 @@ GROUPS: tuple[str, ...] = (
     "analysis.cli.study",  # run
     "analysis.cli.laws",  # laws
     "analysis.cli.atlas",  # atlas build | verify
+    "analysis.cli.evidence",  # evidence (every locked study side by side)
 )
 
 

@@ -27,6 +27,7 @@ COMMANDS = [
     "run",
     "laws",
     "atlas",
+    "evidence",
 ]
 
 
