@@ -452,10 +452,8 @@ def fit_assumptions(
         # a stratum without cells takes the pooled fit: every cell's widths, offset 0 (the
         # offsets are centred), scale 1 (the pooled residual), the pooled reference below
         extra = pd.concat([wframe.assign(stratum=label) for label in pooled_only])
-        models = (
-            widths.models + StratumWidths.from_frame(extra, eps_values, n_bins=width_bins).models
-        )
-        widths = StratumWidths(tuple(sorted(models, key=lambda m: m[0])))
+        both = widths.models + StratumWidths.from_frame(extra, eps_values, n_bins=width_bins).models
+        widths = StratumWidths(tuple(sorted(both, key=lambda m: m[0])))
         per += [(label, 0, 0, 0.0, 1.0, float(np.mean(width))) for label in pooled_only]
         notes.append(
             f"no cells of {', '.join(pooled_only)}: the pooled fit (offset 0, residual "

@@ -32,14 +32,18 @@ TRUTH = PowerAssumptions(
 )
 
 
-def _pilot_cells() -> TrainingCells:
+def _pilot_cells(**kw) -> TrainingCells:
     """Training cells of checkpoint org/a only: the pilot has no heads of org/b."""
     table = simulate_study(SIZES, _widths(), share=0.0, assumptions=TRUTH, random_state=3)
     keep = ~table["held_out"] & (table["stratum"] == "org/a")
     ck = dict(SIMULATED_COVARIATES)
     logs = ck.pop("log_columns")
     return TrainingCells(
-        table.loc[keep].drop(columns="held_out"), MODELS, log_columns=logs, covariate_kwargs=ck
+        table.loc[keep].drop(columns="held_out"),
+        MODELS,
+        log_columns=logs,
+        covariate_kwargs=ck,
+        **kw,
     )
 
 
@@ -102,4 +106,17 @@ def test_design_power_reads_unpiloted():
     # a design without the key reads as before
     assert "unpiloted" not in design_power(
         {**base, "power": {"fit": "pilot", "pilot_input_seed": 1}}
+    )
+
+
+def test_pooled_strata_get_the_pooled_reference_m0_loss():
+    # with the design's comparison settings the reference M0 loss is measured (cross-fit
+    # over the pilot's heads): the unfitted checkpoint is calibrated to the pooled one
+    cells = _pilot_cells(comparison_kwargs={"estimator": "ols"})
+    fit = fit_assumptions(cells, truth_position=TRUTH.truth_position, pooled_strata=["org/b"])
+    refs = dict(fit.reference_by_stratum)
+    assert set(refs) == {"org/a", "org/b"}
+    assert refs["org/b"] == fit.reference_m0_loss > 0
+    assert refs["org/a"] == dict(fit_assumptions(cells).reference_by_stratum).get(
+        "org/a", fit.reference_m0_loss
     )
