@@ -152,3 +152,27 @@ def test_designs_parse_as_plain_toml_with_one_line_held_out_lists():
         text = path.read_text()
         tomllib.loads(text)
         assert sum(line.startswith('heads = ["') for line in text.splitlines()) == 1
+
+
+def test_designs_plan_their_matrices_and_corpora(designs):
+    from analysis.study.plan import plan_study
+
+    study, pilot = (plan_study(d) for d in designs)
+    # (checkpoint, length, input) extractions and the matrices they capture
+    assert (len(study.extractions), len(pilot.extractions)) == (54, 18)
+    assert sum(len(t.heads) for t in study.extractions) == 420 * 3 * 2
+    assert sum(len(t.heads) for t in pilot.extractions) == 180 * 3
+    for plan in (study, pilot):
+        for t in plan.extractions:
+            multilingual = "multilingual" in t.checkpoint
+            text = "packaged-text-multilingual-v1" if multilingual else "packaged-text-v1"
+            assert (t.text_corpus, t.image_corpus, t.speech_corpus) == (
+                text,
+                "packaged-images-v2",
+                "kokoro-ja-v1",
+            )
+    # every (checkpoint, length, input) its own seed: no two inputs of a source share one
+    seeds = {}
+    for t in study.extractions:
+        seeds.setdefault(t.checkpoint, []).append(t.corpus_seed)
+    assert all(len(set(s)) == len(s) == 6 for s in seeds.values())
