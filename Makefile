@@ -44,7 +44,7 @@ WEIGHT_NAMES := $(foreach w,$(subst ",,$(MINILM_WEIGHTS) $(FAMILY_WEIGHTS) $(GEM
 	$(firstword $(subst ==, ,$(w))))
 WEIGHT_RE := $(subst $(eval) ,|,$(strip $(WEIGHT_NAMES)))
 
-.PHONY: install gemma test run study study-256 example lint format bench clean
+.PHONY: install gemma test run study study-256 replication-power replication example lint format bench clean
 
 # Why the install prints no "ERROR: pip's dependency resolver ..." (issue 53, item 6). The
 # weights packages are data carriers: the files are read (hash-pinned), their code and
@@ -108,6 +108,33 @@ study: $(STAMP)
 study-256: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/paper-lengths-pilot.toml --workers 2 --stop-after descriptors
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run preregistration/paper-lengths.toml --cluster local:2 --power-simulations 100
+
+# The decisive replication (issue 54), design preregistration/replication.toml: 420 heads of
+# the nine offline families on fresh packaged-corpus inputs, method 3, engine 6. Before
+# the lock (replication-power): its pilot (180 other heads, own input seed, run to its
+# descriptors only) fits the power simulator, and validate-comparison writes the power of
+# every decision to preregistration/replication.power.json (REPLICATION_SIMULATIONS studies
+# per placed effect and scenario; skipped when the file exists, so the powers can be read
+# and written into the design's comments before `make replication` locks it). Then
+# (replication): the lock (hashing the power file), the study on a local dask cluster of
+# 2 single-threaded workers (its power stage reads the stored file, never recomputes),
+# its report under reports/replication/, and the atlas with 5 of its rows re-verified.
+# Resumable: every step skips what is done. Budget: docs/guide/replication.md.
+REPLICATION_SIMULATIONS ?= 40
+REPL := preregistration/replication.toml
+REPL_PILOT := preregistration/replication-pilot.toml
+replication-power: $(STAMP)
+	test -f $(REPL_PILOT).lock || $(BIN)/attnrank prereg lock $(REPL_PILOT)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run $(REPL_PILOT) --workers 2 --stop-after descriptors
+	test -f preregistration/replication.power.json || HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+		$(BIN)/attnrank validate-comparison --design $(REPL) --simulations $(REPLICATION_SIMULATIONS) \
+		--workers 2 --write-power-file
+
+replication: replication-power
+	test -f $(REPL).lock || $(BIN)/attnrank prereg lock $(REPL)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank run $(REPL) --cluster local:2
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank atlas build $(REPL) --out data/replication/atlas.parquet
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/attnrank atlas verify data/replication/atlas.parquet --sample 5
 
 # Four shipped MiniLM heads bracketed with witnesses, then re-checked by the verifier.
 example: $(STAMP)

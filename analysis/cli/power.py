@@ -43,6 +43,7 @@ def _fit_source(args: argparse.Namespace, root: Path, fit_mode: str, declared: d
         pilot_input_seed=declared.get("pilot_input_seed"),
         calibration_studies=args.calibration_studies,
         reference_only=not args.no_reference,
+        unpiloted=declared.get("unpiloted"),
     )
 
 

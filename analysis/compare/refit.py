@@ -75,15 +75,22 @@ def resample_units(
     units = table[unit_column].astype(str).to_numpy()
     held = table["held_out"].to_numpy(bool)
     strata = table[stratum].astype(str).to_numpy() if stratum in table else np.full(len(table), "")
-    rows_of = pd.Series(np.arange(len(table))).groupby(units).apply(np.asarray).to_dict()
-    keys = pd.DataFrame({"u": units, "side": held, "s": strata}).drop_duplicates("u")
+    # a unit's training part and its held-out part are two units, one on each side: a
+    # (checkpoint, layer) of a draw stratified by layer holds both (each side keeps its
+    # own number of units, and a draw brings one side's rows only)
+    rows_of = {
+        (u, bool(side)): np.asarray(rows)
+        for (u, side), rows in pd.Series(np.arange(len(table))).groupby([units, held])
+    }
+    keys = pd.DataFrame({"u": units, "side": held, "s": strata}).drop_duplicates(["u", "side"])
     idx, copy = [], []
     j = 0
-    for _, grp in keys.groupby(["side", "s"], sort=True):
+    for (side, _), grp in keys.groupby(["side", "s"], sort=True):
         pool = grp["u"].to_numpy()
         for u in rng.choice(pool, size=pool.size, replace=True):
-            idx.append(rows_of[u])
-            copy.append(np.full(rows_of[u].size, j))
+            rows = rows_of[(u, bool(side))]
+            idx.append(rows)
+            copy.append(np.full(rows.size, j))
             j += 1
     take = np.concatenate(idx)
     suffix = "#" + pd.Series(np.concatenate(copy)).astype(str).to_numpy()

@@ -258,6 +258,7 @@ def fit_assumptions(
     width_bins: int = 4,
     signal_block: str = "native",
     reference_folds: int = 5,
+    pooled_strata: Sequence[str] = (),
 ) -> FittedAssumptions:
     """Fit the simulator's parameters to training (or pilot) cells.
 
@@ -275,6 +276,12 @@ def fit_assumptions(
         The block whose columns' between-head share is fitted.
     reference_folds : int, keyword-only
         Folds of :func:`reference_m0_losses`.
+    pooled_strata : sequence of str, keyword-only
+        Strata of the simulated design that the cells do not hold (a checkpoint whose
+        heads are all in the study, none left for its pilot: a design's ``[power]
+        unpiloted = "pooled"``). Each gets the pooled fit: offset 0, residual scale 1,
+        the widths of all cells and the pooled reference M0 loss, recorded as a stratum
+        with 0 heads and a note. Default none (every stratum is fitted to its own cells).
 
     Returns
     -------
@@ -440,6 +447,18 @@ def fit_assumptions(
     )
     eps_values = sorted(set(wframe["eps"])) if eps is None else list(eps)
     widths = StratumWidths.from_frame(wframe, eps_values, n_bins=width_bins)
+    pooled_only = sorted({str(x) for x in pooled_strata} - set(labels))
+    if pooled_only:
+        # a stratum without cells takes the pooled fit: every cell's widths, offset 0 (the
+        # offsets are centred), scale 1 (the pooled residual), the pooled reference below
+        extra = pd.concat([wframe.assign(stratum=label) for label in pooled_only])
+        both = widths.models + StratumWidths.from_frame(extra, eps_values, n_bins=width_bins).models
+        widths = StratumWidths(tuple(sorted(both, key=lambda m: m[0])))
+        per += [(label, 0, 0, 0.0, 1.0, float(np.mean(width))) for label in pooled_only]
+        notes.append(
+            f"no cells of {', '.join(pooled_only)}: the pooled fit (offset 0, residual "
+            "scale 1, every cell's widths, the pooled reference M0 loss)"
+        )
 
     if cells.comparison_kwargs is not None:
         refs, ref_how = reference_m0_losses(
@@ -453,6 +472,9 @@ def fit_assumptions(
         )
         ref = refs["all"]
         by_stratum = tuple((k, float(v)) for k, v in refs.items() if k != "all")
+        if pooled_only:  # every stratum named (one fitted stratum has only "all")
+            known = dict(by_stratum)
+            by_stratum = tuple((k, float(known.get(k, ref))) for k in [*labels, *pooled_only])
     else:
         ref, ref_how, by_stratum = float("nan"), "not computed", ()
     return FittedAssumptions(

@@ -120,7 +120,7 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
     ),
     "exclusions": frozenset({"rules", "missing_data"}),
     "exploratory": frozenset({"analyses"}),
-    "power": frozenset({"fit", "pilot_design", "pilot_input_seed"}),
+    "power": frozenset({"fit", "pilot_design", "pilot_input_seed", "unpiloted"}),
 }
 
 

@@ -324,7 +324,9 @@ def design_power(data: Mapping[str, Any]) -> dict[str, Any]:
     ``fit = "pilot"``, ``pilot_input_seed`` (an integer >= 0 other than the design's own
     ``[sampling.inputs] seed``) and optionally ``pilot_design`` (the pilot's design file,
     relative to the study root: the same population on the pilot input seed, run to its
-    descriptors; where the power stage of ``attnrank run`` reads the pilot).
+    descriptors; where the power stage of ``attnrank run`` reads the pilot) and
+    ``unpiloted = "pooled"`` (a checkpoint of the design the fitted cells do not hold takes
+    the pooled fit; without it such a checkpoint is refused).
 
     Examples
     --------
@@ -366,6 +368,13 @@ def design_power(data: Mapping[str, Any]) -> dict[str, Any]:
                     pilot,
                 )
             out["pilot_design"] = pilot
+    unpiloted = section.get("unpiloted")
+    if unpiloted is not None:
+        if fit == "none" or unpiloted != "pooled":
+            raise ParameterError(
+                "power.unpiloted", '"pooled", with fit = "pilot" or "training"', unpiloted
+            )
+        out["unpiloted"] = unpiloted
     return out
 
 

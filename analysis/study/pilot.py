@@ -84,6 +84,12 @@ class FitSource:
         the structural fit's scales).
     reference_only : bool
         With ``fit = "none"``, still measure the reference M0 loss.
+    unpiloted : {None, "pooled"}
+        A design's ``[power] unpiloted``: ``"pooled"`` fits a checkpoint of the design
+        that the fitted cells do not hold (all its heads in the study, none left for the
+        pilot) by the pooled fit (:func:`analysis.power.fit.fit_assumptions`'s
+        ``pooled_strata``); None (the default) refuses such a checkpoint, naming
+        ``power.unpiloted``.
     """
 
     fit: str = "none"
@@ -92,6 +98,7 @@ class FitSource:
     pilot_input_seed: int | None = None
     calibration_studies: int = 16
     reference_only: bool = True
+    unpiloted: str | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +227,7 @@ def fitted_assumptions(
         truth_position=assumptions.truth_position,
         eps=sizes.eps,
         width_bins=assumptions.width_bins,
+        pooled_strata=_unpiloted_strata(sizes, cells, source.unpiloted),
     )
     notes.append(fitted.summary())
     record = fitted.to_dict()
@@ -252,6 +260,26 @@ def fitted_assumptions(
     return FitOutcome(
         cal.assumptions, fitted.widths, fitted.reference_m0_loss, record, notes, kurtosis
     )
+
+
+def _unpiloted_strata(sizes: StudySizes, cells: TrainingCells, unpiloted: str | None) -> list[str]:
+    """The design's checkpoint strata the fitted cells do not hold: refused unless the
+    design declares ``[power] unpiloted = "pooled"``."""
+    if unpiloted not in (None, "pooled"):
+        raise ParameterError("power.unpiloted", '"pooled" or no key', unpiloted)
+    if "stratum" not in cells.table.columns or len(sizes.strata) < 2:
+        return []
+    held = set(cells.table["stratum"].astype(str))
+    missing = [str(s[0]) for s in sizes.strata if str(s[0]) not in held]
+    if missing and unpiloted is None:
+        raise ParameterError(
+            "power.unpiloted",
+            "fitted cells of every checkpoint of the design, or [power] unpiloted = "
+            f'"pooled" to fit the checkpoints without them by the pooled fit (no cells of '
+            f"{', '.join(missing)})",
+            None,
+        )
+    return missing
 
 
 def widths_digest(widths: Any) -> str:

@@ -114,6 +114,7 @@ def declared_fit(
         pilot_design=(paths.root / pilot) if pilot else None,
         pilot_input_seed=declared.get("pilot_input_seed"),
         reference_only=False,
+        unpiloted=declared.get("unpiloted"),
     )
     return fitted_assumptions(
         paths.design, sizes, assumptions, root=paths.root, source=source, progress=say

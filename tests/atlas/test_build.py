@@ -93,3 +93,30 @@ def test_without_descriptors_the_features_are_missing_not_invented(study_copy):
     atlas = build_atlas(study_copy)
     assert feature_columns(atlas.columns) == []
     assert not atlas["in_comparison"].any()
+
+
+def test_matrices_are_recomputed_on_one_torch_thread(described_study, monkeypatch):
+    """The store's workers compute each matrix on one torch thread; the atlas recomputes it
+    the same way, whatever the caller's count. Under more threads the softmax can round
+    differently in the last bit, and the exact re-verification of a stored certificate
+    then failed for nothing (2 of 80 profiles of a scaled copy of the replication design,
+    by 1e-15)."""
+    import torch
+
+    import analysis.attention as attention
+
+    seen = []
+    real = attention.softmax64
+
+    def recording(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(attention, "softmax64", recording)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        build_atlas(described_study)
+    finally:
+        torch.set_num_threads(before)
+    assert seen and set(seen) == {1}

@@ -23,7 +23,8 @@ from analysis.prereg.held_out import HeldOutRule, held_out_rule
 from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = sorted((ROOT / "preregistration").glob("*.toml"))
+#: The locked designs (an unlocked draft beside them, e.g. replication.toml, is not shipped yet).
+SHIPPED = sorted(p for p in (ROOT / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists())
 SEEDS = range(50)
 FRACTIONS = (0.25, 0.5, 0.75)
 STRATIFIED = ["checkpoint", "layer"]
