@@ -26,7 +26,7 @@ BLOCK_VERSIONS: dict[str, tuple[int, ...]] = {
     "baseline": (1,),
     "baseline_plus": (1,),
     "native": (1, 2),
-    "intrinsic": (1, 2),
+    "intrinsic": (1, 2, 3),
 }
 
 #: Design ``method`` -> the versions other than 1 its designs use unless they say.
