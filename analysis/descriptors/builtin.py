@@ -11,9 +11,9 @@ has version 1 and version 2 (:mod:`analysis.descriptors.native2`, over the numer
 ranks of Q and K), ``intrinsic`` version 1, version 2
 (:mod:`analysis.descriptors.intrinsic2`, the same features from a faster kappa solve) and
 version 3 (:mod:`analysis.descriptors.intrinsic3`, version 2's solver with the ranks
-solved best first instead of screened). A registry holds one version of each, under the block's name, version
-1 unless asked otherwise (``build_registry(versions={"native": 2})``; a design's
-``[descriptors] versions``).
+solved best first instead of screened). A registry holds one version of each, under the
+block's name, version 1 unless asked otherwise (``build_registry(versions={"native":
+2})``; a design's ``[descriptors] versions``).
 """
 
 from __future__ import annotations
