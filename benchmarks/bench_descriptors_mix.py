@@ -1,10 +1,11 @@
-"""Benchmark: intrinsic block version 1 against version 2 on a mix of extracted heads.
+"""Benchmark: intrinsic block version 1 against a later version on a mix of extracted heads.
 
 Describes a seeded sample of heads from each ``attnrank extract`` file given (all four
 built-in blocks, eps 0.05 / 0.1 / 0.2, t = 1 by default) once with the intrinsic block at
-version 1 and once at version 2, interleaved head by head (the order alternates), on one
-thread, and prints the CPU seconds (``time.process_time``) per matrix of each (median,
-p90, max, total), the speedup, and how far version 2's features are from version 1's:
+version 1 and once at the version ``--new`` names (default 3), interleaved head by head
+(the order alternates), on one thread, and prints the CPU seconds
+(``time.process_time``) per matrix of each (median, p90, max, total), the speedup, and
+how far the new version's features are from version 1's:
 the largest relative difference of every intrinsic covariate and diagnostic, how many
 kappa solves of each version stop above the certified gap ``KAPPA_TOL``, and whether
 every pair of certified kappa intervals ``[kappa_lower, kappa]`` overlaps.
@@ -14,10 +15,11 @@ Run from the repository root, on files written by ``attnrank extract ALIAS --cor
 version 2", gives the loop)::
 
     python -m benchmarks.bench_descriptors_mix DIR/*.npz [--heads 3] [--seed 0]
-        [--eps 0.05 0.1 0.2] [--temperatures 1] [--out DIR]
+        [--eps 0.05 0.1 0.2] [--temperatures 1] [--new 3] [--out DIR]
 
 ``--out`` (default ``benchmarks/out/descriptors_mix``) receives ``times.csv`` (one row per
-head) and ``features.csv`` (both versions' tables).
+head; the new version's columns are called ``cpu_v2`` whatever its number) and
+``features.csv`` (both versions' tables, ``v1`` and ``v2`` likewise).
 """
 
 from __future__ import annotations
@@ -39,14 +41,15 @@ def _describe(data: dict, li: int, hi: int, blocks: list, args: argparse.Namespa
     bias = data.get("bias")
     c0 = time.process_time()
     df = describe_matrix(
-        data["Q"][li, hi],
-        data["K"][li, hi],
-        data["scale"][li, hi],
-        data["mask"],
+        Q=data["Q"][li, hi],
+        K=data["K"][li, hi],
+        scale=data["scale"][li, hi],
+        mask=data["mask"],
         eps=args.eps,
         temperatures=args.temperatures,
         blocks=blocks,
         bias=None if bias is None else bias[li, hi],
+        diagnostics=True,
     )
     return time.process_time() - c0, df
 
@@ -105,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the head samples")
     ap.add_argument("--eps", type=float, nargs="+", default=[0.05, 0.1, 0.2])
     ap.add_argument("--temperatures", type=float, nargs="+", default=[1.0])
+    ap.add_argument("--new", type=int, default=3, help="intrinsic version against version 1")
     ap.add_argument("--out", type=Path, default=OUT / "descriptors_mix")
     args = ap.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -118,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.descriptors.describe import load_npz
 
     blocks = {
-        v: [build_registry(versions={"intrinsic": v}).get(b) for b in _BLOCKS] for v in (1, 2)
+        v: [build_registry(versions={"intrinsic": n}).get(b) for b in _BLOCKS]
+        for v, n in ((1, 1), (2, args.new))
     }
     rows, tables = [], {1: [], 2: []}
     with threadpool_limits(1):
@@ -157,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     v1 = pd.concat(tables[1], ignore_index=True)
     v2 = pd.concat(tables[2], ignore_index=True)
     pd.concat({"v1": v1, "v2": v2}, names=["version"]).to_csv(args.out / "features.csv")
-    summary: dict[str, float] = {"matrices": len(times)}
+    summary: dict[str, float] = {"matrices": len(times), "new version": args.new}
     for v in (1, 2):
         c = times[f"cpu_v{v}"].to_numpy()
         q = np.quantile(c, [0.5, 0.9, 1.0])

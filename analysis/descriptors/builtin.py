@@ -8,10 +8,12 @@ modules of its design after them, in the design's order (:func:`build_registry`)
 
 A built-in block may have several numbered versions (:data:`BLOCK_VERSIONS`): ``native``
 has version 1 and version 2 (:mod:`analysis.descriptors.native2`, over the numerical
-ranks of Q and K), ``intrinsic`` version 1 and version 2
-(:mod:`analysis.descriptors.intrinsic2`, the same features from a faster kappa solve). A registry holds one version of each, under the block's name, version
-1 unless asked otherwise (``build_registry(versions={"native": 2})``; a design's
-``[descriptors] versions``).
+ranks of Q and K), ``intrinsic`` version 1, version 2
+(:mod:`analysis.descriptors.intrinsic2`, the same features from a faster kappa solve) and
+version 3 (:mod:`analysis.descriptors.intrinsic3`, version 2's solver with the ranks
+solved best first instead of screened). A registry holds one version of each, under the
+block's name, version 1 unless asked otherwise (``build_registry(versions={"native":
+2})``; a design's ``[descriptors] versions``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from types import MappingProxyType
 from analysis.descriptors.baseline import baseline, baseline_plus
 from analysis.descriptors.intrinsic import PER_R, intrinsic
 from analysis.descriptors.intrinsic2 import intrinsic_v2
+from analysis.descriptors.intrinsic3 import intrinsic_v3
 from analysis.descriptors.native import native
 from analysis.descriptors.native2 import native_v2
 from analysis.descriptors.registry import Block, Registry, as_block
@@ -66,7 +69,8 @@ _LATER_VERSIONS = {
     "native": {2: as_block(native_v2)},
     # Version 2 of intrinsic writes version 1's columns, so the same ones may be NaN.
     "intrinsic": {
-        2: dataclasses.replace(as_block(intrinsic_v2), nonfinite=_NONFINITE["intrinsic"])
+        2: dataclasses.replace(as_block(intrinsic_v2), nonfinite=_NONFINITE["intrinsic"]),
+        3: dataclasses.replace(as_block(intrinsic_v3), nonfinite=_NONFINITE["intrinsic"]),
     },
 }
 

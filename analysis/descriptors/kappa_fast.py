@@ -26,7 +26,13 @@ from analysis.descriptors.kappa import (
 )
 from analysis.validation import ParameterError, check_int, check_positive_finite
 
-__all__ = ["POLISH_BETAS", "POLISH_FIRST", "factor_radius_fast", "start_weights"]
+__all__ = [
+    "POLISH_BETAS",
+    "POLISH_FIRST",
+    "factor_radius_fast",
+    "factor_radius_weights",
+    "start_weights",
+]
 
 _ETA = 2.0  # as version 1
 _MOMENTUM = 0.7
@@ -240,6 +246,52 @@ def factor_radius_fast(
     >>> bool(abs(fast.value - slow.value) <= 1e-6 * slow.value), fast.gap <= 5e-7
     (True, True)
     """
+    return _solve(U, W, tol, max_iter, stop_above, resume, start)[0]
+
+
+def factor_radius_weights(
+    U: np.ndarray,
+    W: np.ndarray,
+    *,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_MAX_ITER,
+    stop_above: float | None = None,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[KappaResult, tuple[np.ndarray, np.ndarray] | None]:
+    """:func:`factor_radius_fast` (a fresh solve), and the dual weights of its lower bound.
+
+    Returns
+    -------
+    result : KappaResult
+        Exactly :func:`factor_radius_fast`'s for the same arguments.
+    weights : (lam, mu) or None
+        The weights over the rows of U and of W whose dual value is ``result.lower``
+        (before the ``max |T|`` floor), each summing to 1; None for rank 1 (no ascent).
+        Any weights give a certified lower bound for any factor pair with these rows,
+        e.g. another rank's ``(U[:, :s], W[:, :s])``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis.descriptors.kappa_fast import factor_radius_fast, factor_radius_weights
+    >>> rng = np.random.default_rng(0)
+    >>> U, W = rng.normal(size=(30, 4)), rng.normal(size=(20, 4))
+    >>> res, (lam, mu) = factor_radius_weights(U, W)
+    >>> res.value == factor_radius_fast(U, W).value, lam.shape, mu.shape
+    (True, (30,), (20,))
+    """
+    return _solve(U, W, tol, max_iter, stop_above, None, start)
+
+
+def _solve(
+    U: np.ndarray,
+    W: np.ndarray,
+    tol: float,
+    max_iter: int,
+    stop_above: float | None,
+    resume: KappaResult | None,
+    start: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[KappaResult, tuple[np.ndarray, np.ndarray] | None]:
     U, W = _check_factors(U, W)
     tol = check_positive_finite("tol", tol)
     max_iter = check_int("max_iter", max_iter, minimum=1)
@@ -250,12 +302,12 @@ def factor_radius_fast(
     M, N = U.shape[0], W.shape[0]
     t_max = float(np.abs(U @ W.T).max())
     if U.shape[1] == 1:
-        return KappaResult(t_max, t_max, 0.0, np.ones((1, 1)), 0)
+        return KappaResult(t_max, t_max, 0.0, np.ones((1, 1)), 0), None
     if resume is not None and not isinstance(resume, KappaResult):
         raise ParameterError("resume", "a KappaResult of factor_radius_fast or None", type(resume))
     if resume is not None:
         if resume.state is None:
-            return resume
+            return resume, None
         st, it = resume.state, resume.iterations
         zl, zm, zl_prev, zm_prev = st.zl, st.zm, st.zl_prev, st.zm_prev
         best_up, best_F, best_g = st.best_up, st.best_P, st.best_g
@@ -331,7 +383,10 @@ def factor_radius_fast(
         state = KappaState(
             zl, zm, zl_prev, zm_prev, prev_g, best_up, best_F, best_g, best_lam, best_mu
         )
-    return KappaResult(value, lower, float(gap), 0.5 * (P + P.T), it, pruned, state)
+    return KappaResult(value, lower, float(gap), 0.5 * (P + P.T), it, pruned, state), (
+        best_lam,
+        best_mu,
+    )
 
 
 def start_weights(result: KappaResult) -> tuple[np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ BLOCK_VERSIONS: dict[str, tuple[int, ...]] = {
     "baseline": (1,),
     "baseline_plus": (1,),
     "native": (1, 2),
-    "intrinsic": (1, 2),
+    "intrinsic": (1, 2, 3),
 }
 
 #: Design ``method`` -> the versions other than 1 its designs use unless they say.
@@ -64,12 +64,12 @@ def design_block_versions(data: Mapping[str, Any]) -> dict[str, int]:
     Traceback (most recent call last):
         ...
     analysis.validation.ParameterError: descriptors.versions.native: expected 1 or 2, got 3
-    >>> design_block_versions({"descriptors": {"versions": {"intrinsic": 2}}})["intrinsic"]
-    2
-    >>> design_block_versions({"descriptors": {"versions": {"intrinsic": 3}}})
+    >>> design_block_versions({"descriptors": {"versions": {"intrinsic": 3}}})["intrinsic"]
+    3
+    >>> design_block_versions({"descriptors": {"versions": {"intrinsic": 4}}})
     Traceback (most recent call last):
         ...
-    analysis.validation.ParameterError: descriptors.versions.intrinsic: expected 1 or 2, got 3
+    analysis.validation.ParameterError: descriptors.versions.intrinsic: expected 1 or 2 or 3, got 4
     """
     desc = data.get("descriptors", {})
     given = desc.get("versions", {}) if isinstance(desc, Mapping) else {}

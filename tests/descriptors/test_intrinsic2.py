@@ -156,7 +156,7 @@ def test_a_design_may_select_version_2():
     }
     assert design_block_versions({"method": 3})["intrinsic"] == 1  # not a default
     with pytest.raises(ParameterError):
-        design_block_versions({"descriptors": {"versions": {"intrinsic": 3}}})
+        design_block_versions({"descriptors": {"versions": {"intrinsic": 4}}})
     registry = build_registry(versions={"intrinsic": 2, "native": 2})
     assert registry.get("intrinsic").func is V2.func
     assert registry.block_order() == builtin_registry().block_order()

@@ -198,7 +198,7 @@ def _toy(**top) -> dict:
     "versions, name",
     [
         ({"native": 3}, "descriptors.versions.native"),
-        ({"intrinsic": 3}, "descriptors.versions.intrinsic"),
+        ({"intrinsic": 4}, "descriptors.versions.intrinsic"),
         ({"native": True}, "descriptors.versions.native"),
         ({"sinks": 1}, "descriptors.versions"),
         ("2", "descriptors.versions"),
