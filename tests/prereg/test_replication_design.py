@@ -128,7 +128,7 @@ def test_pins_and_method_3_settings(designs):
     for design in designs:
         data = design.data
         assert data["engine"] == 6 and design.method == 3
-        assert data["descriptors"]["versions"] == {"native": 2, "intrinsic": 2}
+        assert data["descriptors"]["versions"] == {"native": 2, "intrinsic": 3}
         assert data["sampling"]["temperatures"] == [1.0]
         assert data["sampling"]["eps"] == [0.05, 0.1, 0.2]
         assert tuple(design.held_out_rule.stratify) == ("checkpoint", "layer")
