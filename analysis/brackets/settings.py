@@ -324,7 +324,10 @@ class SwapSettings:
 
     Engine 6 is engine 5 (``rowspan``, its :class:`RowSpanSettings`, unchanged) whose
     row-span lower trials start from an exchange-swapped row set
-    (:func:`analysis.brackets.swaps.exchange_swaps`) instead of the pivoted-QR prefix.
+    (:func:`analysis.brackets.swaps.exchange_swaps`) instead of the pivoted-QR prefix,
+    with four economies that change which candidates are certified or how they are
+    computed, never how a candidate is certified (``certify_all``, ``group_sums``,
+    ``group_stop``, ``split``).
 
     Examples
     --------
