@@ -364,6 +364,8 @@ def _profile_checked(
     if engine in (5, 6):
         sw = SWAP_SETTINGS[effort]
         rs = sw.rowspan if engine == 6 else ROWSPAN_SETTINGS[effort]
+        # engine 6: one certificate per row set, no inverse transform of row-span starts
+        every = engine == 5 or sw.certify_all
 
         def starts(bs, cs):  # engine 6: lower trials from swapped row sets
             if engine == 6 and sw.swaps:
@@ -374,13 +376,24 @@ def _profile_checked(
             (
                 "rowspan",
                 lambda bs, cs, fin: (
-                    stages_rowspan.rowspan_scan(bs, cs, fin, rs) if rs.rowspan else None
+                    stages_rowspan.rowspan_scan(bs, cs, fin, rs, certify_all=every)
+                    if rs.rowspan
+                    else None
                 ),
             ),
             (
                 "refine",
                 lambda bs, cs, fin: (
-                    stages_rowspan.refine(bs, cs, fin, rs, device, starts(bs, cs))
+                    stages_rowspan.refine(
+                        bs,
+                        cs,
+                        fin,
+                        rs,
+                        device,
+                        starts(bs, cs),
+                        transform=every,
+                        split=(sw.split, sw.split_saving) if engine == 6 else (0.0, 0.0),
+                    )
                     if rs.rowspan
                     else stages.refine(bs, cs, fin, rs.base, device)
                 ),
@@ -405,7 +418,10 @@ def _profile_checked(
         for b in bs:
             stages.trivial_witnesses(b)
         finite = [e for e in targets if e < 1]
-        caches = [stages.cheap_stage(b, finite or [0.5]) for b in bs]
+        lean = {"group_sums": False, "group_stop": False}
+        if engine == 6:
+            lean = {k: getattr(SWAP_SETTINGS[effort], k) for k in lean}
+        caches = [stages.cheap_stage(b, finite or [0.5], **lean) for b in bs]
         seconds = {"cheap": (time.perf_counter() - t0) / H}
         for name, run in named:
             t = time.perf_counter()

@@ -324,7 +324,10 @@ class SwapSettings:
 
     Engine 6 is engine 5 (``rowspan``, its :class:`RowSpanSettings`, unchanged) whose
     row-span lower trials start from an exchange-swapped row set
-    (:func:`analysis.brackets.swaps.exchange_swaps`) instead of the pivoted-QR prefix.
+    (:func:`analysis.brackets.swaps.exchange_swaps`) instead of the pivoted-QR prefix,
+    with four economies that change which candidates are certified or how they are
+    computed, never how a candidate is certified (``certify_all``, ``group_sums``,
+    ``group_stop``, ``split``).
 
     Examples
     --------
@@ -354,6 +357,35 @@ class SwapSettings:
         Rows to drop per sweep (2).
     swap_in : int
         Rows to add per dropped row and per criterion (maxvol coefficient, residual) (2).
+    certify_all : bool
+        False: a row set's members (ridge right inverse and its reweightings) are ranked
+        by their computed margin and only the best is certified (the next only where it
+        certifies no positive margin; :func:`analysis.brackets.rowspan.offer_best`), and
+        a row-span start's inverse transform (a rescaling of its rows) is not offered.
+        True: every member and that transform are certified, as engine 5 does (the first
+        engine 6 of 2026-12-07 07:47 UTC). False spends one certificate per row set in the
+        scan, the trials and the swaps instead of seven (docs/results/engine.md, "Engine 6
+        against engine 5").
+    group_sums : bool
+        True: the cheap stage's group witnesses (every size up to ``hi``, two column
+        partitions) sum each group's columns (:func:`analysis.brackets.lower.group_witness_sums`)
+        instead of multiplying by the 0/1 indicator; at N = 256 the products were most of
+        the cheap stage's CPU. False: engine 5's products.
+    group_stop : bool
+        True: the cheap stage builds group witnesses by increasing size only up to twice
+        the largest size that passes the smallest eps, plus 8 (engine 5: every size up to
+        ``hi``, though at N = 256 the last passing size is mostly a tenth to a fifth of
+        ``hi``); engine 6 reads them only there (no group starts).
+    split : float
+        A refinement round's upper trials (and its lower trials) run in batches of similar
+        rank (size): the largest rank left opens a batch of every rank ``>= split`` times
+        it (0.7), since a batch pads each problem to its largest rank
+        (:func:`analysis.brackets.stages_rowspan.rank_groups`); 0: one batch, as engine 5.
+    split_saving : float
+        ... but the ranks below a batch form their own only where the padding they shed
+        (``M N`` times their rank differences, summed) is at least this (2e6): a batch's
+        per-step overhead (about 0.2 ms on one core) outweighs smaller savings, so at
+        N = 64 and 128 the trials mostly stay in one batch.
     """
 
     rowspan: RowSpanSettings
@@ -361,6 +393,11 @@ class SwapSettings:
     swap_sweeps: int = 1
     swap_out: int = 2
     swap_in: int = 2
+    certify_all: bool = False
+    group_sums: bool = True
+    group_stop: bool = True
+    split: float = 0.7
+    split_saving: float = 2e6
 
 
 SWAP_SETTINGS: Mapping[str, SwapSettings] = MappingProxyType(

@@ -55,11 +55,18 @@ def _first_below(curve: np.ndarray, eps: float) -> int | None:
     return int(idx[0]) if idx.size else None
 
 
-def cheap_stage(b: Builder, eps_all: Sequence[float]) -> dict[str, Any]:
+def cheap_stage(
+    b: Builder, eps_all: Sequence[float], *, group_sums: bool = False, group_stop: bool = False
+) -> dict[str, Any]:
     """SVD projections, row covers and group (Gastinel-Kahan) witnesses for every eps.
 
     Returns the cache the later stages read: ``"svd_V"``, the right singular vectors of A,
     and ``"groups"``, per size m the best group witness's margin and column partition.
+    ``group_sums`` (engine 6) builds the group witnesses by
+    :func:`~analysis.brackets.lower.group_witness_sums` instead of
+    :func:`~analysis.brackets.lower.group_witness`; ``group_stop`` (engine 6) builds them
+    by increasing size only up to twice the largest size whose margin passes the smallest
+    eps, plus 8, instead of every size up to ``hi`` (``"groups"`` then holds those sizes).
 
     Examples
     --------
@@ -91,16 +98,32 @@ def cheap_stage(b: Builder, eps_all: Sequence[float]) -> dict[str, Any]:
     m_cap = max(1, min(K, b.hi(min(eps_all))))
     sizes = list(range(1, m_cap + 1))
     best: dict[int, tuple[float, np.ndarray]] = {}
-    for method in ("ward", "average-cosine"):
-        labels = _lower.column_partitions(A, sizes, method=method)
+    witness = _lower.group_witness_sums if group_sums else _lower.group_witness
+    if group_stop:
+        # Sizes upwards, both partitions per size; stop past twice the largest size that
+        # passes the smallest eps, plus 8 (the margins fall with the size).
+        methods = ("ward", "average-cosine")
+        parts = [_lower.column_partitions(A, sizes, method=x) for x in methods]
+        passed, floor = 0, min(eps_all) * (1 + 1e-9)
         for m in sizes:
-            _, _, mg = _lower.group_witness(A, labels[m - 1], m)
-            if m not in best or mg > best[m][0]:
-                best[m] = (mg, labels[m - 1])
+            if m > 2 * passed + 8:
+                break
+            for labels in parts:
+                _, _, mg = witness(A, labels[m - 1], m)
+                if m not in best or mg > best[m][0]:
+                    best[m] = (mg, labels[m - 1])
+            passed = m if best[m][0] > floor else passed
+    else:
+        for method in ("ward", "average-cosine"):
+            labels = _lower.column_partitions(A, sizes, method=method)
+            for m in sizes:
+                _, _, mg = witness(A, labels[m - 1], m)
+                if m not in best or mg > best[m][0]:
+                    best[m] = (mg, labels[m - 1])
     for eps in eps_all:
-        ms = [m for m in sizes if best[m][0] > eps * (1 + 1e-9)]
+        ms = [m for m in best if best[m][0] > eps * (1 + 1e-9)]
         for m in sorted(ms, reverse=True)[:2]:
-            R, Y, _ = _lower.group_witness(A, best[m][1], m)
+            R, Y, _ = witness(A, best[m][1], m)
             if b.offer_lower(R, Y, "groups") > eps:
                 break
     return {"svd_V": V, "groups": best}

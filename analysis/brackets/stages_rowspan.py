@@ -23,12 +23,16 @@ from analysis.brackets.rowspan import RowSpan, offer_transformed
 from analysis.brackets.settings import RowSpanSettings, SwapSettings
 
 
-def rowspan_scan(bs, caches, targets: Sequence[float], settings: RowSpanSettings) -> None:
+def rowspan_scan(
+    bs, caches, targets: Sequence[float], settings: RowSpanSettings, *, certify_all: bool = True
+) -> None:
     """Per matrix, one row order; per eps, the largest certified row-span size.
 
     Adds ``"rowspan"`` (a :class:`~analysis.brackets.rowspan.RowSpan`) to each cache and
     scans ``(lo, hi]`` of every targeted eps (:meth:`RowSpan.scan`); every member tried is
-    offered to the builder, so a size that certifies raises ``lo``.
+    offered to the builder, so a size that certifies raises ``lo`` (``certify_all=False``,
+    engine 6: per size only the member of largest computed margin, see
+    :func:`analysis.brackets.rowspan.offer_best`).
 
     Examples
     --------
@@ -47,7 +51,9 @@ def rowspan_scan(bs, caches, targets: Sequence[float], settings: RowSpanSettings
     (5, 'rowspan')
     """
     for b, cache in zip(bs, caches, strict=True):
-        fam = RowSpan(b.A, reweights=settings.reweights, ridge=settings.ridge)
+        fam = RowSpan(
+            b.A, reweights=settings.reweights, ridge=settings.ridge, certify_all=certify_all
+        )
         cache["rowspan"] = fam
         for e in targets:
             fam.scan(b, e, b.lo(e), b.hi(e), settings.scan_grid)
@@ -82,8 +88,65 @@ def _lr_scale(settings: RowSpanSettings, n: int):
     return scale
 
 
+def rank_groups(
+    ranks: Sequence[int], split: float, *, unit: int = 1, saving: float = 0.0
+) -> list[list[int]]:
+    """Positions of ``ranks`` in batches of similar rank (or size), each batch in order.
+
+    A batch pads every problem to its largest rank, so a rank-20 problem beside a rank-100
+    one pays for 100 columns. With ``split > 0`` the largest rank left opens a batch that
+    takes every rank ``>= split`` times it; the ranks below it form a batch of their own
+    only where the padding they shed, ``unit`` times the sum of their rank differences to
+    that largest rank (``unit``: the matrix's ``M N``, so the entries of ``A`` times the
+    ranks), is at least ``saving`` (below it, one more batch's per-step overhead costs
+    more than the padding); else they stay in the batch. ``split = 0`` is one batch
+    (engine 5).
+
+    Examples
+    --------
+    >>> from analysis.brackets.stages_rowspan import rank_groups
+    >>> rank_groups([30, 100, 80, 20], 0.7)
+    [[1, 2], [0], [3]]
+    >>> rank_groups([30, 100, 80, 20], 0.7, unit=256 * 256, saving=2e6)
+    [[1, 2], [0, 3]]
+    >>> rank_groups([30, 100, 80, 20], 0.0)
+    [[0, 1, 2, 3]]
+    """
+    left = list(range(len(ranks)))
+    if split <= 0:
+        return [left] if left else []
+    out = []
+    while left:
+        top = max(ranks[i] for i in left)
+        group = [i for i in left if ranks[i] >= split * top]
+        rest = [i for i in left if ranks[i] < split * top]
+        if unit * sum(top - ranks[i] for i in rest) < saving:
+            group, rest = left, []
+        out.append(group)
+        left = rest
+    return out
+
+
+def _split_calls(
+    run, problems: list, ranks: Sequence[int], split: float, unit: int, saving: float
+) -> list:
+    """``run(sub)`` per batch of :func:`rank_groups`, results put back in problem order."""
+    out: list = [None] * len(problems)
+    for group in rank_groups(ranks, split, unit=unit, saving=saving):
+        for i, r in zip(group, run([problems[i] for i in group]), strict=True):
+            out[i] = r
+    return out
+
+
 def _lower_round(
-    bs, caches, problems, settings: RowSpanSettings, device=None, start=None
+    bs,
+    caches,
+    problems,
+    settings: RowSpanSettings,
+    device=None,
+    start=None,
+    transform=True,
+    split=(0.0, 0.0),
 ) -> list[bool]:
     """One batch of row-span lower trials over ``(matrix, eps, size)`` problems.
 
@@ -93,7 +156,10 @@ def _lower_round(
     result is offered as found and after the inverse transform; a near miss at a small
     size gets engine 4's LP polish, once, from the problem's best run. Success: the size
     certifies above its eps. ``start(o, m)`` (engine 6), if given, replaces the best
-    row-span member as the row-span starts: a list of ``(R, Y)`` pairs.
+    row-span member as the row-span starts: a list of ``(R, Y)`` pairs. ``transform=False``
+    (engine 6) skips the inverse transform of those starts: a row-span member has
+    ``Y A R`` diagonal up to rounding, so the transform only rescales its rows. ``split``
+    (engine 6) runs the ascents in batches of similar size (:func:`rank_groups`).
     """
     if not problems:
         return []
@@ -107,7 +173,7 @@ def _lower_round(
             sts = [] if st is None else [st]
         else:
             sts = start(o, m)
-        for st in sts:
+        for st in sts if transform else ():
             offer_transformed(b, st[0], st[1], "rowspan")
         if m > settings.ascent_max_size:
             continue
@@ -123,7 +189,21 @@ def _lower_round(
         sizes = torch.tensor([m for _, _, m in batch])
         factor = (sizes.double() / 12).sqrt().clamp(1.0, settings.ascent_max_factor)
         budgets = (base.lower_steps * factor).round().long()
-        found = stages._ascend(bs, batch, starts, budgets, device)
+        ms = [m for _, _, m in batch]
+        found = _split_calls(
+            lambda sub: stages._ascend(
+                bs,
+                [batch[i] for i in sub],
+                [starts[i] for i in sub],
+                budgets[torch.tensor(sub, dtype=torch.long)],
+                device,
+            ),
+            list(range(len(batch))),
+            ms,
+            split[0],
+            bs[0].M * bs[0].N,
+            split[1],
+        )
         best: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
         for (p, _), (o, _, _), (Rp, Yp) in zip(runs, batch, found, strict=True):
             b = bs[o]
@@ -142,7 +222,14 @@ def _lower_round(
 
 
 def refine(
-    bs, caches, targets: Sequence[float], settings: RowSpanSettings, device=None, start=None
+    bs,
+    caches,
+    targets: Sequence[float],
+    settings: RowSpanSettings,
+    device=None,
+    start=None,
+    transform=True,
+    split=(0.0, 0.0),
 ) -> None:
     """Engine 5's per-eps search: engine 4's upper trials, row-span lower trials.
 
@@ -152,7 +239,10 @@ def refine(
     ``settings.lower_rounds`` rounds: the first at the largest size whose row-span margin
     times ``settings.lower_boost`` exceeds eps (else ``lo + 1``), then engine 4's gallop /
     bisection and resolution stop, each trial by :func:`_lower_round` (``start``: its
-    row-span start, None for engine 5's). Failed trials only steer the search; they never
+    row-span start, None for engine 5's; ``transform``: whether that start's inverse
+    transform is offered). ``split = (split, saving)`` with ``split > 0`` (engine 6) runs
+    each round's upper and lower trials in batches of similar rank and size
+    (:func:`rank_groups`). Failed trials only steer the search; they never
     enter a bracket.
 
     Examples
@@ -203,15 +293,24 @@ def refine(
                 )
         if not up and not lowp:
             break
-        ups = stages._upper_round(
-            bs, caches, up, base.upper_steps, device=device, anneal=anneal, lr_scale=lr_scale
+        ups = _split_calls(
+            lambda sub: stages._upper_round(
+                bs, caches, sub, base.upper_steps, device=device, anneal=anneal, lr_scale=lr_scale
+            ),
+            up,
+            [k for _, _, k in up],
+            split[0],
+            bs[0].M * bs[0].N,
+            split[1],
         )
         for (o, e, k), ok in zip(up, ups, strict=True):
             if not ok:
                 uf = up_fail[o, e]
                 up_fail[o, e] = k if uf is None else max(uf, k)
         for (o, e, m), ok in zip(
-            lowp, _lower_round(bs, caches, lowp, settings, device, start), strict=True
+            lowp,
+            _lower_round(bs, caches, lowp, settings, device, start, transform, split),
+            strict=True,
         ):
             if not ok:
                 lf = low_fail[o, e]
@@ -247,6 +346,7 @@ def swapped_starts(bs, caches, settings: SwapSettings):
                 n_in=settings.swap_in,
                 reweights=rs.reweights,
                 ridge=rs.ridge,
+                certify_all=settings.certify_all,
             )
             memo[m] = None if got.R is None or not got.swaps else (got.R, got.Y)
         if memo[m] is None:  # no exchange kept: the swapped set is the QR set

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from analysis.brackets.rowspan import right_inverse, rowspan_witness
+from analysis.brackets.rowspan import offer_best, right_inverse, rowspan_witness
 
 __all__ = ["SwapResult", "certified_rowset", "exchange_swaps", "rowset_members"]
 
@@ -65,13 +65,23 @@ def rowset_members(
 
 
 def certified_rowset(
-    b: Any, S: np.ndarray, *, reweights: int, ridge: float, method: str = "rowspan-swap"
+    b: Any,
+    S: np.ndarray,
+    *,
+    reweights: int,
+    ridge: float,
+    method: str = "rowspan-swap",
+    certify_all: bool = True,
 ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
     """``(margin, R, Y)`` of the best *certified* member of row set ``S``.
 
     Every member is offered to the builder ``b`` (which certifies it and keeps the best
-    per size); ``(-inf, None, None)`` where no member exists.
+    per size); ``(-inf, None, None)`` where no member exists. With ``certify_all=False``
+    only the member of largest computed margin is offered (the next ones only where it
+    certifies no positive margin: :func:`analysis.brackets.rowspan.offer_best`).
     """
+    if not certify_all:
+        return offer_best(b, S, rowset_members(b.A, S, reweights=reweights, ridge=ridge), method)
     top: tuple[float, np.ndarray | None, np.ndarray | None] = (-np.inf, None, None)
     for R, Y in rowset_members(b.A, S, reweights=reweights, ridge=ridge):
         mu = b.offer_lower(R, Y, method)
@@ -118,6 +128,7 @@ def exchange_swaps(
     n_in: int,
     reweights: int,
     ridge: float,
+    certify_all: bool = True,
 ) -> SwapResult:
     """Greedy exchange swaps from the row set ``S0`` that raise the certified margin.
 
@@ -139,6 +150,9 @@ def exchange_swaps(
         :class:`~analysis.brackets.rowspan.RowSpan`.
     ridge : float
         The right inverse's ridge, as in :class:`~analysis.brackets.rowspan.RowSpan`.
+    certify_all : bool
+        Certify every member of each row set (True, the first engine 6) or only the one of
+        largest computed margin (:func:`certified_rowset`).
 
     Returns
     -------
@@ -162,7 +176,7 @@ def exchange_swaps(
     """
     A = b.A
     S = np.array(S0, dtype=np.int64)
-    kw = {"reweights": reweights, "ridge": ridge}
+    kw = {"reweights": reweights, "ridge": ridge, "certify_all": certify_all}
     if start is None or not start[0] > -np.inf:
         mu, R, Y = certified_rowset(b, S, **kw)
         evals = 1

@@ -105,10 +105,10 @@ ENGINE_SPEC_SHA256 = {
         "default": "42c7124d8a419c1f0950bcef71adc4c6c8ea54962c60cbbd71ea87c2a761bef2",
         "thorough": "bbc1d4b0d836508998926b8bc7a11a891c602263eb27282154115c010c03ff16",
     },
-    6: {
-        "fast": "ed21c4c95b26f1138250e495a9fa0cbd3ce834cfade9882e11e7539a450e514c",
-        "default": "5790c6214f653662770b85f63fcfcfb1bf6c7da5b6f16df081d23e4516f48e3f",
-        "thorough": "e7606583b84ae495401970c22e11711350a7538e01342fd9fcacea9c554206f3",
+    6: {  # second attempt (2026-12-07, 13:00 UTC): lean certification, cheap stage, batches
+        "fast": "f933929b42f2062e1025564f9290e93e995e507da48afdb13a72ed9d5ae1e28c",
+        "default": "6fd2d605ee030e4a959d36449b6a2c3ac0de14c18f6c160d42a5a49890d7ddfa",
+        "thorough": "8b469174176e26767aca12299c29101a206f53c37e569f94dbbeeacc5a7b1693",
     },
 }
 
