@@ -1,11 +1,12 @@
 """The bracket engine a design pins: ``engine = N`` in the design, ``engine`` in its lock.
 
 Which version a design means (its ``engine`` key, else its lock's, else
-:data:`LEGACY_ENGINE` for a lock older than the field, else the newest): docs/prereg.md,
+:data:`LEGACY_ENGINE` for a lock older than the field, else the default): docs/prereg.md,
 section "The bracket engine a design pins". This package never imports the bracket
 engine: the caller (the study layer, ``attnrank prereg``) passes the versions the package
-runs as ``engines`` (``analysis.brackets.ENGINE_VERSIONS``, oldest first), as it passes
-the blocks' covariates and versions.
+runs as ``engines`` (``analysis.study.engine_versions()``: oldest first, the released
+default, ``analysis.brackets.LATEST_ENGINE``, last), as it passes the blocks' covariates
+and versions.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def check_design_engine(value: Any, engines: Sequence[int] | None = None) -> int
             "engine", "an engine version (an integer such as engine = 4, top level)", value
         )
     if engines is not None and value not in tuple(engines):
-        allowed = ", ".join(map(str, engines))
+        allowed = ", ".join(map(str, sorted(engines)))
         raise ParameterError("engine", f"one of the engine versions {allowed}", value)
     return int(value)
 
@@ -80,8 +81,9 @@ def pinned_engine(
     record : mapping, optional
         Its lock record (None: not locked yet).
     engines : sequence of int, optional, keyword-only
-        The versions the package runs, oldest first; an explicit ``engine`` must be one
-        of them, and a design with neither key nor lock means the last (the newest).
+        The versions the package runs, the default last (``analysis.study.engine_versions``:
+        oldest first, the released default moved to the end); an explicit ``engine`` must
+        be one of them, and a design with neither key nor lock means the last.
 
     Returns
     -------
@@ -93,7 +95,7 @@ def pinned_engine(
     >>> from analysis.prereg.engine_pin import pinned_engine
     >>> pinned_engine({"engine": 4}, None, engines=(4, 5))  # written in the design
     4
-    >>> pinned_engine({}, None, engines=(4, 5))  # a new design: the newest
+    >>> pinned_engine({}, None, engines=(4, 5))  # a new design: the default (the last)
     5
     >>> pinned_engine({}, {"engine": 5}, engines=(4, 5, 6))  # what its lock pinned
     5

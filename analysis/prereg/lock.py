@@ -312,7 +312,7 @@ def lock_design(
         The bracket engine versions the package runs, oldest first
         (``analysis.brackets.ENGINE_VERSIONS``; ``attnrank prereg lock`` passes them).
         The lock records the design's ``engine`` (which must be one of them), or, for a
-        design without one, the newest. Without ``engines`` only a written ``engine`` is
+        design without one, the last of them (the default). Without ``engines`` only a written ``engine`` is
         recorded (a lock without one reads as engine 4, as locks made before the field).
     corpora : mapping of str to str, optional, keyword-only
         The packaged corpora the design reads and their SHA-256 digests

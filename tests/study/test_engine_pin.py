@@ -76,3 +76,28 @@ def test_a_design_pinning_an_engine_the_package_lacks_does_not_run(tmp_path, mon
     assert info.value.name == "engine" and info.value.got == 7
     assert "one of the engine versions" in str(info.value)
     assert not (tmp_path / "data").exists()  # refused before any work
+
+
+def test_a_design_pins_a_non_default_engine_by_writing_it(tmp_path, monkeypatch):
+    """A version newer than the released default (engine 6 beside LATEST 5) is offered to a
+    design that writes it; a design without the key still pins the default."""
+    from analysis.prereg import load_design, lock_design
+    from analysis.study.core import block_facts, engine_versions
+
+    monkeypatch.setattr(versions, "ENGINE_VERSIONS", (4, 5, 6))
+    monkeypatch.setattr(versions, "LATEST_ENGINE", 5)
+    assert engine_versions() == (4, 6, 5)
+    monkeypatch.chdir(tmp_path)
+    study = open_example_study("studies/default.toml", synthetic=True)
+    assert study.engine == 5 and study.lock.record["engine"] == 5
+    path = tmp_path / "studies" / "six.toml"
+    text = (tmp_path / "studies" / "default.toml").read_text(encoding="utf-8")
+    path.write_text("engine = 6\n" + text, encoding="utf-8")
+    record = lock_design(path, engines=engine_versions(), **block_facts(load_design(path)))
+    assert record["engine"] == 6
+    bad = tmp_path / "studies" / "seven.toml"
+    bad.write_text("engine = 7\n" + text, encoding="utf-8")
+    with pytest.raises(
+        ParameterError, match=r"^engine: expected one of the engine versions 4, 5, 6, got 7"
+    ):
+        lock_design(bad, engines=engine_versions(), **block_facts(load_design(bad)))
