@@ -7,7 +7,7 @@ From ``preregistration/replication.toml`` and ``replication-pilot.toml`` it writ
 except these: the sources (MiniLM layers 0 and 3, DINOv2-small layers 0 and 6, Whisper
 tiny.en layers 0 and 2; a few heads each, the pilot's disjoint and without Whisper, so
 ``[power] unpiloted = "pooled"`` is exercised), lengths 16 / 32 (vision 17 / 37), 10
-refits, B = 199, and ``engine = 5`` (engine 6 is not offered to designs yet). The
+refits, B = 199, and ``engine = 5`` (written when engine 6 could not yet be pinned; the pipeline is the same). The
 held-out lists are left empty for ``attnrank prereg draw``. The commands it prints
 run the pipeline there (``OUT`` outside the repository).
 
