@@ -345,7 +345,8 @@ def main(argv: list[str] | None = None) -> None:
         "--only-calibration",
         type=int,
         default=0,
-        help="only time N calibration studies, one thread (run several at once for contention)",
+        help="only time N calibration studies in batches of 20, one thread (run several at once "
+        "for contention)",
     )
     args = ap.parse_args(argv)
     from experiments.common import command_line
@@ -353,13 +354,21 @@ def main(argv: list[str] | None = None) -> None:
     print(command_line("experiments.power_cost"))
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load {os.getloadavg()}")
     sizes, widths = _setup()
-    if args.only_calibration:
+    if args.only_calibration:  # in batches of 20: does the cost drift in one process?
+        import resource
+
         seeds = np.random.SeedSequence(15).spawn(args.only_calibration + 1)
         _cpu([calibration_task(sizes, widths, seeds[0])])
-        t0 = time.perf_counter()
-        cpu, _ = _cpu([calibration_task(sizes, widths, s) for s in seeds[1:]])
-        wall = (time.perf_counter() - t0) / args.only_calibration
-        print(f"calibration study: {cpu:.3f} CPU-s, {wall:.3f} s wall; load {os.getloadavg()}")
+        t0, c0 = time.perf_counter(), time.process_time()
+        for b in range(0, args.only_calibration, 20):
+            cpu, _ = _cpu([calibration_task(sizes, widths, s) for s in seeds[1 + b : 21 + b]])
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+            print(f"  studies {b}-{b + 19}: {cpu:.3f} CPU-s a study, max RSS {rss} MB")
+        n = args.only_calibration
+        print(
+            f"calibration study: {(time.process_time() - c0) / n:.3f} CPU-s, "
+            f"{(time.perf_counter() - t0) / n:.3f} s wall (mean of {n}); load {os.getloadavg()}"
+        )
         return
     per = profile(sizes, widths, args.profile)
     speedup = workers_check(sizes, widths, args.workers_check)
