@@ -180,9 +180,7 @@ def test_checkpoint_names_resolve_offline_or_fail_fast(monkeypatch, tmp_path):
             resolve_checkpoint(name)
         assert time.monotonic() - start < 10
         assert info.value.name == "checkpoint"
-        assert "hf download" in str(info.value) and "local directory" in str(
-            info.value
-        )
+        assert "hf download" in str(info.value) and "local directory" in str(info.value)
     with pytest.raises(ParameterError) as info:
         resolve_checkpoint(tmp_path)  # a folder without config.json
     assert info.value.name == "checkpoint"
