@@ -36,31 +36,13 @@ import argparse
 import io
 import json
 import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import OUT, ROOT, command_line
+from benchmarks.common import DEFAULT_DESIGN, OUT, command_line, extracted_default_study
 
-DESIGN = ROOT / "preregistration" / "offline-minilm.toml"
-
-
-def _prepared_root(tmp: Path) -> Path:
-    """A study root holding the default design and its lock, with its inputs extracted."""
-    from analysis.study import StudyOptions, run_study
-
-    root = tmp / "study"
-    (root / "preregistration").mkdir(parents=True)
-    for name in (DESIGN.name, f"{DESIGN.name}.lock", f"{DESIGN.stem}.power.json"):
-        if (DESIGN.parent / name).exists():
-            shutil.copy2(DESIGN.parent / name, root / "preregistration" / name)
-    run_study(
-        root / "preregistration" / DESIGN.name,
-        say=lambda _: None,
-        options=StudyOptions(stop_after="extract", progress=False),
-    )
-    return root
+DESIGN = DEFAULT_DESIGN
 
 
 def _recording(records: list[dict]):
@@ -206,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"replaying {earlier['command']} (started {start})")
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            root = _prepared_root(Path(tmp))
+            root = extracted_default_study(Path(tmp), folder="study")
             records = run_stages(root, args.stride, args.synthetic, args.workers)
     rows = []
     for rec in records:

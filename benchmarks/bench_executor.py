@@ -52,9 +52,9 @@ import time
 import zlib
 from pathlib import Path
 
-from benchmarks.common import OUT, ROOT, command_line
+from benchmarks.common import DEFAULT_DESIGN, OUT, command_line, extracted_default_study
 
-DESIGN = ROOT / "preregistration" / "offline-minilm.toml"
+DESIGN = DEFAULT_DESIGN
 
 
 def _noop(x: int) -> int:
@@ -69,24 +69,6 @@ def _profiles(store) -> dict:
         prof.get("stats", {}).pop("seconds", None)  # how long it took, not what it found
         out[(p.matrix_key, p.temperature, p.version)] = (p.eps_grid, p.brackets, prof)
     return out
-
-
-def _prepared_root(tmp: Path) -> Path:
-    """A study root holding the default design and its lock, with its inputs extracted."""
-    from analysis.study import StudyOptions, run_study
-
-    root = tmp / "extracted"
-    (root / "preregistration").mkdir(parents=True)
-    # the design, its lock and the power file the lock names (not the outcome binding)
-    for name in (DESIGN.name, f"{DESIGN.name}.lock", f"{DESIGN.stem}.power.json"):
-        if (DESIGN.parent / name).exists():
-            shutil.copy2(DESIGN.parent / name, root / "preregistration" / name)
-    run_study(
-        root / "preregistration" / DESIGN.name,
-        say=lambda _: None,
-        options=StudyOptions(stop_after="extract", progress=False),
-    )
-    return root
 
 
 def _stage(
@@ -295,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.cpu:
         with tempfile.TemporaryDirectory(prefix="bench_executor_") as tmp:
-            base = _prepared_root(Path(tmp))
+            base = extracted_default_study(Path(tmp))
             large = _add_large(base, args.large, args.large_n)
             record["cpu"] = cpu_share(base, Path(tmp), args.matrices or 4, args.workers, large)
         args.skip_overhead = args.skip_stage = True
@@ -314,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="bench_executor_") as tmp:
             tmp = Path(tmp)
             t0 = time.perf_counter()
-            base = _prepared_root(tmp)
+            base = extracted_default_study(tmp)
             record["extract_s"] = time.perf_counter() - t0
             roots = {}
             for name in ("pool", "cluster"):

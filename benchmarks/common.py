@@ -10,6 +10,7 @@ that ``attnrank reference-widths`` brackets.
 from __future__ import annotations
 
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -52,3 +53,26 @@ def minilm_extract_npz(path: Path, length: int, *, corpus_seed: int = 0) -> str:
     ex = extract("minilm", corpus_seed=corpus_seed, length=length)
     save_extraction(ex, path)
     return ex.input_id
+
+
+#: The default study's design (``make run``), which some benchmarks re-run in a temp root.
+DEFAULT_DESIGN = ROOT / "preregistration" / "offline-minilm.toml"
+
+
+def extracted_default_study(parent: Path, *, folder: str = "extracted") -> Path:
+    """A study root under ``parent`` holding the default design, its lock and the power
+    file the lock names (not its outcome record), with its inputs extracted; returns it."""
+    from analysis.study import StudyOptions, run_study
+
+    root = parent / folder
+    (root / "preregistration").mkdir(parents=True)
+    design = DEFAULT_DESIGN
+    for name in (design.name, f"{design.name}.lock", f"{design.stem}.power.json"):
+        if (design.parent / name).exists():
+            shutil.copy2(design.parent / name, root / "preregistration" / name)
+    run_study(
+        root / "preregistration" / design.name,
+        say=lambda _: None,
+        options=StudyOptions(stop_after="extract", progress=False),
+    )
+    return root
