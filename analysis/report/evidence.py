@@ -215,6 +215,8 @@ def _finite(v: object) -> bool:
 def _own_decision(row: pd.Series) -> str:
     """The decision the study's report states (method 2 without a SESOI: superiority)."""
     if "decision" in row.index and isinstance(row["decision"], str) and row["decision"]:
+        if row["decision"] == "no SESOI":  # the report's word for "not detected, no SESOI set"
+            return f"{_NOT_ADDED} (no SESOI set)"
         return row["decision"]
     return "adds information" if bool(row["adds_information"]) else _NOT_ADDED
 

@@ -161,6 +161,13 @@ def forest_figure(table: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     return fig
 
 
+def _tag(r: object) -> str:
+    """`` (exploratory)`` for a hypothesis its study reports as exploratory, e.g. one
+    amended after its outcomes existed; its decision is not a preregistered one."""
+    kind = getattr(r, "kind", "")
+    return " (exploratory)" if isinstance(kind, str) and kind.startswith("exploratory") else ""
+
+
 def _pct(x: float) -> str:
     return "-" if not np.isfinite(x) else f"{100 * x:+.1f}%"
 
@@ -170,7 +177,7 @@ def _answer(table: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     out = []
     for h in dict.fromkeys(table["hypothesis"]):
         g = table[table["hypothesis"] == h]
-        own = "; ".join(f"{r.study}: {r.decision_own}" for r in g.itertuples())
+        own = "; ".join(f"{r.study}: {r.decision_own}{_tag(r)}" for r in g.itertuples())
         v3 = "; ".join(f"{r.study}: {r.decision_v3 or 'none stored'}" for r in g.itertuples())
         line = (
             f"- **{_LABELS.get(h, h)}**, {len(g)} locked "
@@ -223,6 +230,7 @@ def _page(table: pd.DataFrame, summary: pd.DataFrame, missing: Sequence[tuple[st
         [
             "study",
             "hypothesis",
+            "kind",
             "n_heads_held_out",
             "base_loss",
             "effect",
@@ -286,7 +294,9 @@ def _page(table: pd.DataFrame, summary: pd.DataFrame, missing: Sequence[tuple[st
         "otherwise empty (a SESOI's two-sided TOST needs the bootstrap replicates, which "
         "the tables do not keep). Method 3's other rules (leave-one-head-out calibration, "
         "the refit bootstrap, the stratified split) change the numbers and are not applied "
-        "here; see each study's page.",
+        "here; see each study's page. `kind` is the hypothesis's kind as its study's report "
+        "states it: one amended after its outcomes existed (MiniLM's offline-minilm) is "
+        "exploratory, and its decision is not a preregistered one.",
         "",
         "## Random-effects summary (exploratory)",
         "",
