@@ -230,7 +230,9 @@ def test_the_shipped_locked_studies():
     assert mini.loc["H1", "kind"].startswith("exploratory")
     missing = dict(locked_without_tables(ROOT))
     assert "preregistration/offline-minilm.toml" not in missing
-    assert missing["preregistration/paper-checkpoints.toml"] == "locked, no outcomes recorded: not run"
+    assert (
+        missing["preregistration/paper-checkpoints.toml"] == "locked, no outcomes recorded: not run"
+    )
 
 
 def test_the_shipped_page_is_current(tmp_path):
