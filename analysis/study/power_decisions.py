@@ -141,6 +141,33 @@ def design_pilot_sizes(
     return named_sizes(sizes, design_path, root)
 
 
+def _every(
+    say: Callable[[str], None], what: str, t0: float, step: int = 1000
+) -> Callable[[int, int | None], None]:
+    """A progress callback that says a line every ``step`` simulated studies: the power
+    file's simulations run for up to an hour and would otherwise print nothing.
+
+    Examples
+    --------
+    >>> from analysis.study.power_decisions import _every
+    >>> lines = []
+    >>> tick = _every(lines.append, "decisions", 0.0, step=2)
+    >>> for done in (1, 2, 3, 5): tick(done, None)
+    >>> [line.split(",")[0] for line in lines]
+    ['power (decisions): 2 simulated studies', 'power (decisions): 5 simulated studies']
+    """
+    last = [0]
+
+    def tick(done: int, total: int | None) -> None:
+        if done - last[0] >= step:
+            last[0] = done
+            of = f" of {total}" if total else ""
+            minutes = (time.perf_counter() - t0) / 60
+            say(f"power ({what}): {done} simulated studies{of}, {minutes:.1f} min")
+
+    return tick
+
+
 def resolved_sesoi(
     data: dict, primary: str, pilot_m0_loss: float | None
 ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
@@ -423,8 +450,12 @@ def _decision_record(
     widths = fit.widths if fit and fit.widths is not None else load_widths(widths_file)
     run = {"workers": workers, "executor": executor}
     ref = fit.reference_m0_loss if fit else None
-    res = validate_comparison(widths, spec, reference_m0_loss=ref, **run)
-    decisions = decision_powers(widths, spec, sesoi, scenarios=scenarios, **run)
+    res = validate_comparison(
+        widths, spec, reference_m0_loss=ref, progress=_every(say, "error rates", t0), **run
+    )
+    decisions = decision_powers(
+        widths, spec, sesoi, scenarios=scenarios, progress=_every(say, "decisions", t0), **run
+    )
     label = "" if outcomes is None else "EXPLORATORY (computed after the study's outcomes) "
     summary = "\n".join([label + res.summary(), "  method-3 decisions:", *_summary(decisions)])
     provenance = {
