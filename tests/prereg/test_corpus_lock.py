@@ -65,12 +65,21 @@ def test_an_image_digest_changes_with_a_pinned_file_hash():
     assert corpus_digest("packaged-images-v1") == before
 
 
-def test_shipped_designs_read_no_packaged_corpus_and_their_locks_have_none():
+def test_shipped_designs_lock_the_digest_of_every_corpus_they_read():
+    """The designs locked before the corpora read none and record none; the replication
+    and its pilot record the digest of each corpus they read, as it is now."""
+    seen = set()
     for path in sorted((ROOT / "preregistration").glob("*.toml")):
         if not lock_path(path).exists():
-            continue  # an unlocked draft (replication.toml): its corpora are locked with it
-        assert design_corpora(load_design(path)) == {}, path.name
-        assert "corpora" not in json.loads(lock_path(path).read_text(encoding="utf-8"))
+            continue  # an unlocked draft: its corpora are locked with it
+        read = design_corpora(load_design(path))
+        record = json.loads(lock_path(path).read_text(encoding="utf-8"))
+        if not read:
+            assert "corpora" not in record, path.name
+            continue
+        seen.add(path.stem)
+        assert record["corpora"] == read, path.name  # name -> digest as built now
+    assert seen >= {"replication", "replication-pilot"}
 
 
 def test_the_cli_lock_records_the_digest_and_check_and_run_refuse_a_change(packaged, capsys):

@@ -24,7 +24,10 @@ from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The locked designs (an unlocked draft beside them, e.g. replication.toml, is not shipped yet).
-SHIPPED = sorted(p for p in (ROOT / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists())
+LOCKED = sorted(p for p in (ROOT / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists())
+#: The locked designs written before method 3 (per-checkpoint draw), and those under it.
+SHIPPED = [p for p in LOCKED if "method" not in tomllib.loads(p.read_text(encoding="utf-8"))]
+SHIPPED_V3 = [p for p in LOCKED if p not in SHIPPED]
 SEEDS = range(50)
 FRACTIONS = (0.25, 0.5, 0.75)
 STRATIFIED = ["checkpoint", "layer"]
@@ -140,6 +143,27 @@ def test_shipped_designs_draw_unchanged(path):
     rule = held_out_rule(data)
     assert rule.legacy and data["held_out"]["rule"] == rule.text
     assert load_design(path).held_out_rule == HeldOutRule(("checkpoint",), "head")
+
+
+@pytest.mark.parametrize("path", SHIPPED_V3, ids=lambda p: p.stem)
+def test_locked_method3_designs_draw_their_stored_list(path):
+    """A locked method-3 design (the replication and its pilot) stores the stratified
+    draw its rule gives, and no layer of its population lacks a training head."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    assert data["method"] == 3 and data["held_out"]["stratify"] == STRATIFIED
+    assert draw_held_out(data) == data["held_out"]["heads"]
+    rule = held_out_rule(data)
+    assert not rule.legacy
+    design = load_design(path)
+    assert design.held_out_rule == HeldOutRule(tuple(STRATIFIED), "head")
+    groups = Counter(_layer(h) for h in design.population())
+    held = Counter(_layer(h) for h in design.held_out)
+    assert all(held[g] < n for g, n in groups.items())
+
+
+def test_shipped_designs_split_by_method():
+    assert {p.stem for p in SHIPPED_V3} >= {"replication", "replication-pilot"}
+    assert "paper-lengths" in {p.stem for p in SHIPPED}
 
 
 def test_paper_lengths_groups_without_training_heads():

@@ -21,8 +21,17 @@ from analysis.validation import ParameterError
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "preregistration" / "paper-lengths.toml"
 ATLAS = ROOT / "docs" / "results" / "paper-lengths" / "atlas.parquet"
-#: The locked designs (an unlocked draft beside them, e.g. replication.toml, reads new corpora).
-LOCKED = sorted(p for p in (ROOT / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists())
+#: The designs locked before the packaged corpora existed: they read the defaults (pydoc
+#: topics, the scikit-learn images, generated clips), and must keep doing so. The
+#: replication and its pilot, locked later, name the corpora (tests/prereg/test_replication_design.py).
+PRE_CORPORA = (
+    "offline-minilm",
+    "offline-families",
+    "paper-checkpoints",
+    "paper-lengths-pilot",
+    "paper-lengths",
+)
+LOCKED = sorted(ROOT / "preregistration" / f"{name}.toml" for name in PRE_CORPORA)
 OWN = 'text_corpus = "packaged-text-v1"\nwindows = "one document per (input, length)"\n'
 
 

@@ -20,8 +20,17 @@ from analysis.validation import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "preregistration" / "paper-lengths.toml"
-#: The locked designs (an unlocked draft beside them, e.g. replication.toml, reads new corpora).
-LOCKED = sorted(p for p in (ROOT / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists())
+#: The designs locked before the packaged corpora existed: they read the defaults (pydoc
+#: topics, the scikit-learn images, generated clips), and must keep doing so. The
+#: replication and its pilot, locked later, name the corpora (tests/prereg/test_replication_design.py).
+PRE_CORPORA = (
+    "offline-minilm",
+    "offline-families",
+    "paper-checkpoints",
+    "paper-lengths-pilot",
+    "paper-lengths",
+)
+LOCKED = sorted(ROOT / "preregistration" / f"{name}.toml" for name in PRE_CORPORA)
 OWN = 'windows = "one document per (input, length)"\n'
 
 
@@ -237,3 +246,17 @@ def test_a_source_may_name_the_corpus_of_its_own_modality(tmp_path):
     with pytest.raises(ParameterError, match=rf"^sampling\.sources\[{i}\]\.image_corpus: expected"):
         validate_design(bad, require_held_out=False)
     assert source_corpus({}, {"checkpoint": "minilm"}) == "pydoc_data.topics"
+
+
+def test_every_locked_design_is_either_pre_corpora_or_names_its_corpora():
+    """A design locked later than the corpora names them (no silent default)."""
+    locked = {
+        p.stem for p in (ROOT / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists()
+    }
+    assert set(PRE_CORPORA) <= locked
+    for stem in sorted(locked - set(PRE_CORPORA)):
+        data = tomllib.loads(
+            (ROOT / "preregistration" / f"{stem}.toml").read_text(encoding="utf-8")
+        )
+        inputs = data["sampling"]["inputs"]
+        assert {"text_corpus", "image_corpus", "speech_corpus", "windows"} <= set(inputs), stem
