@@ -17,21 +17,12 @@ from analysis.sources.corpora.tokenizers import text_tokenizer
 from analysis.study.inputs import design_inputs
 from analysis.study.plan import plan_study
 from analysis.validation import ParameterError
+from tests.study.conftest import pre_corpora_designs
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "preregistration" / "paper-lengths.toml"
 ATLAS = ROOT / "docs" / "results" / "paper-lengths" / "atlas.parquet"
-#: The designs locked before the packaged corpora existed: they read the defaults (pydoc
-#: topics, the scikit-learn images, generated clips), and must keep doing so. The
-#: replication and its pilot, locked later, name the corpora (tests/prereg/test_replication_design.py).
-PRE_CORPORA = (
-    "offline-minilm",
-    "offline-families",
-    "paper-checkpoints",
-    "paper-lengths-pilot",
-    "paper-lengths",
-)
-LOCKED = sorted(ROOT / "preregistration" / f"{name}.toml" for name in PRE_CORPORA)
+LOCKED = pre_corpora_designs(ROOT)
 OWN = 'text_corpus = "packaged-text-v1"\nwindows = "one document per (input, length)"\n'
 
 

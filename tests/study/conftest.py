@@ -102,3 +102,21 @@ def study_copy(finished_study, tmp_path):
     root = tmp_path / "copy"
     shutil.copytree(design.parent.parent, root)
     return root / "preregistration" / design.name
+
+
+#: The designs locked before the packaged corpora existed: they read the defaults (pydoc
+#: topics, the scikit-learn images, generated clips) and must keep doing so. The
+#: replication and its pilot, locked later, name their corpora
+#: (tests/prereg/test_replication_design.py, tests/prereg/test_corpus_lock.py).
+PRE_CORPORA = (
+    "offline-minilm",
+    "offline-families",
+    "paper-checkpoints",
+    "paper-lengths-pilot",
+    "paper-lengths",
+)
+
+
+def pre_corpora_designs(root: Path) -> list[Path]:
+    """The paths of :data:`PRE_CORPORA` under ``root/preregistration``, sorted."""
+    return sorted(root / "preregistration" / f"{name}.toml" for name in PRE_CORPORA)

@@ -17,20 +17,11 @@ from analysis.prereg.schema import IMAGE_CORPORA, SPEECH_CORPORA, validate_desig
 from analysis.sources.corpora import corpora_of_input_id
 from analysis.study.plan import ExtractionTask, plan_study
 from analysis.validation import ParameterError
+from tests.study.conftest import PRE_CORPORA, pre_corpora_designs
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "preregistration" / "paper-lengths.toml"
-#: The designs locked before the packaged corpora existed: they read the defaults (pydoc
-#: topics, the scikit-learn images, generated clips), and must keep doing so. The
-#: replication and its pilot, locked later, name the corpora (tests/prereg/test_replication_design.py).
-PRE_CORPORA = (
-    "offline-minilm",
-    "offline-families",
-    "paper-checkpoints",
-    "paper-lengths-pilot",
-    "paper-lengths",
-)
-LOCKED = sorted(ROOT / "preregistration" / f"{name}.toml" for name in PRE_CORPORA)
+LOCKED = pre_corpora_designs(ROOT)
 OWN = 'windows = "one document per (input, length)"\n'
 
 
