@@ -120,7 +120,7 @@ def forest_figure(table: pd.DataFrame, summary: pd.DataFrame) -> Figure:
         for h in dict.fromkeys(table["hypothesis"]):
             for _, r in table[table["hypothesis"] == h].iterrows():
                 rows.append((y, r))
-                labels.append(f"{h}  {r['study']}")
+                labels.append(f"{h}  {r['study']}{_tag(r)}")
                 ys.append(y)
                 y += 1
             s = summary[summary["hypothesis"] == h]
