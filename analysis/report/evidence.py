@@ -32,6 +32,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10 with the tomli bac
     import tomli as tomllib  # type: ignore[no-redef]
 
 from analysis.compare.decisions import decide
+from analysis.compare.equivalence import NO_SESOI
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -215,7 +216,7 @@ def _finite(v: object) -> bool:
 def _own_decision(row: pd.Series) -> str:
     """The decision the study's report states (method 2 without a SESOI: superiority)."""
     if "decision" in row.index and isinstance(row["decision"], str) and row["decision"]:
-        if row["decision"] == "no SESOI":  # the report's word for "not detected, no SESOI set"
+        if row["decision"] == NO_SESOI:  # not detected, and no equivalence test was made
             return f"{_NOT_ADDED} (no SESOI set)"
         return row["decision"]
     return "adds information" if bool(row["adds_information"]) else _NOT_ADDED
