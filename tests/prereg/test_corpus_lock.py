@@ -16,7 +16,7 @@ from analysis.prereg.design import draw_held_out, load_design, write_held_out
 from analysis.prereg.lock import PreregistrationError, check_design, lock_design, lock_path
 from analysis.sources.corpora.digest import corpus_digest
 from analysis.study.inputs import design_corpora
-from tests.study.conftest import small_design_text
+from tests.study.conftest import locked_designs, small_design_text
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGED = 'source = "corpus"\ntext_corpus = "packaged-text-v1"\n'
@@ -69,9 +69,7 @@ def test_shipped_designs_lock_the_digest_of_every_corpus_they_read():
     """The designs locked before the corpora read none and record none; the replication
     and its pilot record the digest of each corpus they read, as it is now."""
     seen = set()
-    for path in sorted((ROOT / "preregistration").glob("*.toml")):
-        if not lock_path(path).exists():
-            continue  # an unlocked draft: its corpora are locked with it
+    for path in locked_designs(ROOT):  # an unlocked draft's corpora are locked with it
         read = design_corpora(load_design(path))
         record = json.loads(lock_path(path).read_text(encoding="utf-8"))
         if not read:

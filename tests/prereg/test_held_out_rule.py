@@ -21,10 +21,11 @@ from analysis.prereg import draw_held_out, load_design, lock_design, validate_de
 from analysis.prereg.design import tomllib
 from analysis.prereg.held_out import HeldOutRule, held_out_rule
 from analysis.validation import ParameterError
+from tests.study.conftest import locked_designs
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The locked designs (an unlocked draft beside them, e.g. replication.toml, is not shipped yet).
-LOCKED = sorted(p for p in (ROOT / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists())
+LOCKED = locked_designs(ROOT)
 #: The locked designs written before method 3 (per-checkpoint draw), and those under it.
 SHIPPED = [p for p in LOCKED if "method" not in tomllib.loads(p.read_text(encoding="utf-8"))]
 SHIPPED_V3 = [p for p in LOCKED if p not in SHIPPED]

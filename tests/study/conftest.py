@@ -120,3 +120,10 @@ PRE_CORPORA = (
 def pre_corpora_designs(root: Path) -> list[Path]:
     """The paths of :data:`PRE_CORPORA` under ``root/preregistration``, sorted."""
     return sorted(root / "preregistration" / f"{name}.toml" for name in PRE_CORPORA)
+
+
+def locked_designs(root: Path) -> list[Path]:
+    """Every design under ``root/preregistration`` with a lock beside it, sorted."""
+    return sorted(
+        p for p in (root / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists()
+    )

@@ -17,7 +17,7 @@ from analysis.prereg.schema import IMAGE_CORPORA, SPEECH_CORPORA, validate_desig
 from analysis.sources.corpora import corpora_of_input_id
 from analysis.study.plan import ExtractionTask, plan_study
 from analysis.validation import ParameterError
-from tests.study.conftest import PRE_CORPORA, pre_corpora_designs
+from tests.study.conftest import PRE_CORPORA, locked_designs, pre_corpora_designs
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = ROOT / "preregistration" / "paper-lengths.toml"
@@ -241,9 +241,7 @@ def test_a_source_may_name_the_corpus_of_its_own_modality(tmp_path):
 
 def test_every_locked_design_is_either_pre_corpora_or_names_its_corpora():
     """A design locked later than the corpora names them (no silent default)."""
-    locked = {
-        p.stem for p in (ROOT / "preregistration").glob("*.toml") if Path(f"{p}.lock").exists()
-    }
+    locked = {p.stem for p in locked_designs(ROOT)}
     assert set(PRE_CORPORA) <= locked
     for stem in sorted(locked - set(PRE_CORPORA)):
         data = tomllib.loads(
