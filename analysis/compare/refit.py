@@ -13,6 +13,7 @@ with ``refit_replicates``); with ``refit_confirmatory`` (the default under top-l
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -20,6 +21,7 @@ import pandas as pd
 
 from analysis.compare.bootstrap import replicate_summary
 from analysis.compare.offsets import SENSITIVITY_COLUMNS, Refit
+from analysis.compare.refit_runner import current_refit_runner
 from analysis.compare.sesoi_sensitivity import refit_sesoi_columns
 from analysis.compare.spec import ComparisonSpec
 from analysis.validation import ParameterError
@@ -129,7 +131,9 @@ def refit_effects(
     -----
     A refit runs with ``sensitivities=False``, ``refit_replicates=0`` and its own
     held-out bootstrap at the smallest ``n_boot`` (99): only its point effects are read,
-    and they do not depend on its draws.
+    and they do not depend on its draws. Where the refits run, and whether finished ones
+    are kept for a resumed run, is the :class:`analysis.compare.refit_runner.RefitRunner`
+    set around the call (default: here, one after another); the numbers are the same.
 
     Examples
     --------
@@ -153,14 +157,19 @@ def refit_effects(
     inner = {"sensitivities": False, "refit_replicates": 0, "n_boot": _INNER_N_BOOT}
     effects: dict[_Key, list[float]] = {}
     failed: dict[_Key, int] = {}
-    for _ in range(spec.refit_replicates):
-        sub = resample_units(table, unit_column, rng)
-        seed = int(rng.integers(2**32))
-        res = refit(sub, replace(spec, random_state=seed, **inner))
-        for r in res.frame.itertuples(index=False):
-            key = (r.base_model, r.rich_model, r.metric)
-            effects.setdefault(key, []).append(float(r.effect))
-            failed[key] = failed.get(key, 0) + (r.status != "ok")
+
+    def plans() -> Iterator[tuple[pd.DataFrame, ComparisonSpec]]:
+        # drawn here, in the serial loop's order (resample, then seed), wherever they run
+        for _ in range(spec.refit_replicates):
+            sub = resample_units(table, unit_column, rng)
+            seed = int(rng.integers(2**32))
+            yield sub, replace(spec, random_state=seed, **inner)
+
+    for rows in current_refit_runner().run(refit, plans(), total=spec.refit_replicates):
+        for base, rich, metric, effect, status in rows:
+            key = (base, rich, metric)
+            effects.setdefault(key, []).append(effect)
+            failed[key] = failed.get(key, 0) + (status != "ok")
     return {k: np.asarray(v, float) for k, v in effects.items()}, failed
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -276,6 +277,14 @@ class ComparisonSpec:
             raise ParameterError("refit_replicates", "an integer >= 0", r)
         check_input_settings(self.input_effects, self.resample_inputs, self)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # a mappingproxy does not pickle (a spec sent to a worker process): plain dicts
+        # travel, and __post_init__ checks and freezes them again on arrival
+        return (
+            _spec_from_fields,
+            (type(self), {f.name: _thaw(getattr(self, f.name)) for f in fields(self)}),
+        )
+
     @property
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """The family, then the extra pairs."""
@@ -284,3 +293,15 @@ class ComparisonSpec:
     def sesoi_for(self, base: str, rich: str, metric: str) -> float | None:
         """The SESOI of one (pair, metric), or None when it has none."""
         return self.sesoi.get(f"{base}<{rich}", {}).get(metric)
+
+
+def _thaw(value: Any) -> Any:
+    """``value`` with every mappingproxy, at any depth of mappings, a plain dict."""
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    return value
+
+
+def _spec_from_fields(cls: type, values: dict[str, Any]) -> Any:
+    """A spec from its fields (how a pickled :class:`ComparisonSpec` is rebuilt)."""
+    return cls(**values)

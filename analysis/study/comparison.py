@@ -17,16 +17,19 @@ stored with a hash of its inputs, so an unchanged study is not refitted. A desig
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analysis.compare.refit_runner import RefitRunner, refit_runner
 from analysis.study.core import Study
 from analysis.study.records import read_json, write_frame, write_json
+from analysis.study.refit_store import RefitFiles
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -452,8 +455,19 @@ def compare_stage(
     brackets: pd.DataFrame,
     features: pd.DataFrame,
     say: Callable[[str], None],
+    *,
+    executor: Any = None,
+    workers: int = 1,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Run (or reuse) the confirmatory comparison, its OLS refit and the head-level analysis.
+
+    A design with a refit bootstrap (method 3) refits every model ``refit_replicates``
+    times, in the main comparison, in each leave-one-family-out refit and in the OLS
+    refit; those refits run on ``executor`` (or ``workers`` local processes), each kept
+    under ``results/refits/`` as it finishes, so a stopped stage resumes where it was
+    (the folder is removed once the results are written). The numbers do not depend on
+    where the refits ran.
 
     Raises
     ------
@@ -514,15 +528,19 @@ def compare_stage(
     train = sealed.training()
     conf = sealed.release_confirmatory()
     paths.results.mkdir(parents=True, exist_ok=True)
-    res, ols, hl = fit_comparisons(
-        conf.table,
-        train,
-        design.models,
-        log_columns=log_cols,
-        lock_sha256=conf.lock_sha256,
-        kwargs=confirmatory_kwargs(study),
-        registry=study.registry,
-    )
+    kwargs = confirmatory_kwargs(study)
+    refits = RefitFiles(paths.results / "refits")
+    with _refit_pool(executor, workers, kwargs, conf.table, refits, say, progress) as runner:
+        with refit_runner(runner):
+            res, ols, hl = fit_comparisons(
+                conf.table,
+                train,
+                design.models,
+                log_columns=log_cols,
+                lock_sha256=conf.lock_sha256,
+                kwargs=kwargs,
+                registry=study.registry,
+            )
     outputs = [
         ("comparison.csv", res.to_frame()),
         ("comparison_ols.csv", ols.to_frame()),
@@ -578,6 +596,7 @@ def compare_stage(
     if extrap is not None:
         record.update(extrapolation=True, extrapolation_summary=extrap.summary())
     write_json(record_file, record)
+    refits.clear()  # a resume aid only: the results are written
     say(res.summary())
     if by_ck is not None:
         say(by_ck.summary())
@@ -586,6 +605,42 @@ def compare_stage(
     if extrap is not None:
         say(extrap.summary())
     return record
+
+
+@contextlib.contextmanager
+def _refit_pool(
+    executor: Any,
+    workers: int,
+    kwargs: Mapping[str, Any],
+    table: pd.DataFrame,
+    store: RefitFiles,
+    say: Callable[[str], None],
+    progress: bool,
+) -> Iterator[RefitRunner]:
+    """The refit runner of a compare stage: its pool (when the design refits), its store
+    and a progress bar per refit bootstrap."""
+    from analysis.executor import task_pool
+    from analysis.worker_setup import prepare_worker
+
+    replicates = int(kwargs.get("refit_replicates", 0) or 0)
+    if not replicates:
+        yield RefitRunner()
+        return
+    column = next((c for c in ("family", "stratum") if c in table.columns), None)
+    families = 0 if column is None else table[column].nunique()
+    say(
+        f"compare: {replicates} refits a comparison; with the leave-one-family-out "
+        f"refits and the OLS refit up to {2 * (1 + families) * replicates} refits "
+        f"({len(store)} stored by an earlier run, reused)"
+    )
+
+    def bar(total: int) -> Any:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="refits", unit="refit", disable=not progress, leave=False)
+
+    with task_pool(executor, workers, initializer=prepare_worker) as pool:
+        yield RefitRunner(pool=pool, store=store, progress=bar)
 
 
 def _reports_extrapolation(design: Any) -> bool:

@@ -236,12 +236,16 @@ def run_study(
                     computed["descriptors"] = descriptor_stage(
                         study, store, real_keys, n, progress, ex
                     )
+            if stop_after in (None, "compare", "power", "report") and real_keys:
+                held_out = study.design.held_out
+                brackets = bracket_table(store, plan, real_keys, synth_keys, held_out, label)
+                features = feature_table(paths, real_keys)
+                with _timed(clock, "compare"):
+                    # the refit bootstrap's refits run on the same pool (method 3)
+                    compare_stage(
+                        study, brackets, features, say, executor=ex, workers=n, progress=progress
+                    )
         if stop_after in (None, "compare", "power", "report") and real_keys:
-            held_out = study.design.held_out
-            brackets = bracket_table(store, plan, real_keys, synth_keys, held_out, label)
-            features = feature_table(paths, real_keys)
-            with _timed(clock, "compare"):
-                compare_stage(study, brackets, features, say)
             if stop_after in (None, "power", "report"):
                 with _timed(clock, "power"):
                     power = power_stage(
