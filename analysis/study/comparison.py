@@ -465,9 +465,10 @@ def compare_stage(
     A design with a refit bootstrap (method 3) refits every model ``refit_replicates``
     times, in the main comparison, in each leave-one-family-out refit and in the OLS
     refit; those refits run on ``executor`` (or ``workers`` local processes), each kept
-    under ``results/refits/`` as it finishes, so a stopped stage resumes where it was
-    (the folder is removed once the results are written). The numbers do not depend on
-    where the refits ran.
+    under ``results/refits/<code>/`` as it finishes (``<code>``: the first 16 hex digits
+    of the analysis code's SHA-256), so a stopped stage resumes where it was with the same
+    code (the folder is removed once the results are written). The numbers do not depend
+    on where the refits ran.
 
     Raises
     ------
@@ -529,7 +530,11 @@ def compare_stage(
     conf = sealed.release_confirmatory()
     paths.results.mkdir(parents=True, exist_ok=True)
     kwargs = confirmatory_kwargs(study)
-    refits = RefitFiles(paths.results / "refits")
+    from analysis.prereg.code_hash import code_sha256
+
+    # one folder per analysis code: a stage resumed after the code changed refits anew
+    # instead of reading refits of other code
+    refits = RefitFiles(paths.results / "refits" / code_sha256()[:16])
     with _refit_pool(executor, workers, kwargs, conf.table, refits, say, progress) as runner:
         with refit_runner(runner):
             res, ols, hl = fit_comparisons(
@@ -597,6 +602,8 @@ def compare_stage(
         record.update(extrapolation=True, extrapolation_summary=extrap.summary())
     write_json(record_file, record)
     refits.clear()  # a resume aid only: the results are written
+    with contextlib.suppress(OSError):
+        refits.folder.parent.rmdir()  # empty unless other code's refits are left there
     say(res.summary())
     if by_ck is not None:
         say(by_ck.summary())
