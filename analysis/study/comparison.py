@@ -108,8 +108,8 @@ def fit_comparisons(
     Returns
     -------
     (ComparisonResult, ComparisonResult, HeadLevelResult)
-        The design's estimator, the OLS refit, the head-level analysis (its across-head
-        folds seeded by the design's inference seed).
+        The design's estimator, the OLS refit (its main rows: no sensitivity rows), the
+        head-level analysis (its across-head folds seeded by the design's inference seed).
 
     Examples
     --------
@@ -160,7 +160,10 @@ def fit_comparisons(
         **registry.covariate_kwargs(confirmatory.columns),
     )
     res = NestedComparison(spec).fit(confirmatory)
-    ols = NestedComparison(replace(spec, estimator="ols")).fit(confirmatory)
+    # the OLS refit's main rows only (comparison_ols.csv): its sensitivity rows were never
+    # written, and with checkpoint effects and a refit bootstrap they are (1 + families)
+    # x R refits; its rows are final before any sensitivity draws from its generator
+    ols = NestedComparison(replace(spec, estimator="ols", sensitivities=False)).fit(confirmatory)
     hl_spec = HeadLevelSpec(
         models=models,
         log_columns=log_columns,

@@ -7,6 +7,8 @@ frames to the last bit.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -148,3 +150,27 @@ def test_a_refit_key_names_its_table_and_its_settings():
     changed.loc[0, "y_upper"] += 1e-12
     assert key != refit_key(changed, spec)
     assert key != refit_key(table.rename(columns={"native__v": "native__w"}), spec)
+
+
+@pytest.mark.parametrize("estimator", ["ols", "interval"])
+def test_sensitivities_leave_the_main_rows_as_they_are(estimator):
+    # the study's OLS refit runs without sensitivities (only its main rows are written):
+    # those rows, CI and p from the refit bootstrap included, are the same either way
+    table = _table()
+    spec = ComparisonSpec(
+        models=MODELS,
+        family=[("M0", "M1")],
+        estimator=estimator,
+        n_boot=199,
+        random_state=3,
+        checkpoint_effects=True,
+        sesoi={"M0<M1": {"interval_sq_loss": 0.02}},
+        refit_replicates=5,
+        refit_confirmatory=True,
+        method=3,
+    )
+    full = NestedComparison(spec).fit(table)
+    lean = NestedComparison(dataclasses.replace(spec, sensitivities=False)).fit(table)
+    assert not full.sensitivity.empty
+    pd.testing.assert_frame_equal(full.frame, lean.frame, check_exact=True)
+    pd.testing.assert_frame_equal(full.lr_tests, lean.lr_tests, check_exact=True)
