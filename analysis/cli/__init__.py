@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 
@@ -90,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ParameterError, FileNotFoundError) as exc:
         print(f"attnrank {args.command}: error: {rename(exc, flags_of(args))}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader of stdout went away (``attnrank ... | head``): say nothing more, and
+        # keep Python's flush at exit from raising again (the documented recipe)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command killed by it
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT)
         name = signal.Signals(signum).name

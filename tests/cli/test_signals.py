@@ -68,3 +68,26 @@ def test_a_signal_gives_128_plus_its_number(tmp_path, sig, workers):
             except ProcessLookupError:
                 pass
         proc.wait(timeout=30)
+
+
+def test_a_closed_pipe_gives_141_without_a_traceback():
+    # ``attnrank prereg check ... | head -1`` once head has left: stdout's reader is gone
+    # before the command writes (its read end closed at once), so every write fails
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "analysis.cli",
+        "prereg",
+        "check",
+        "preregistration/offline-minilm.toml",
+    ]
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        res = subprocess.run(cmd, cwd=ROOT, env=env, stdout=w, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(w)
+    err = res.stderr.decode()
+    assert res.returncode == 141, err[-2000:]
+    assert "Traceback" not in err and "BrokenPipeError" not in err
