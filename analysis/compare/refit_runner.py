@@ -2,9 +2,8 @@
 
 A method-3 comparison refits every model R times (:func:`analysis.compare.refit.refit_effects`),
 and its leave-one-family-out sensitivity runs the whole comparison again without each family,
-refits included: (1 + families) x R refits for the design's estimator and as many for the OLS
-refit. Each refit is one process's work for seconds, so a study's compare stage is hours of
-CPU on a few cores. A :class:`RefitRunner` set with :func:`refit_runner` (a context manager:
+refits included: (1 + families) x R refits, and a study's OLS refit R more. Each refit is one
+process's work for seconds, so a study's compare stage is hours of CPU on a few cores. A :class:`RefitRunner` set with :func:`refit_runner` (a context manager:
 the previous runner is always restored) runs the refits on a pool's workers and keeps
 each finished refit in a store, so a comparison that is stopped and run again computes only
 the refits it has not stored.
@@ -21,7 +20,7 @@ import contextlib
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pandas as pd
@@ -82,44 +81,57 @@ class RefitRunner:
         plans: Iterable[tuple[pd.DataFrame, Any]],
         total: int,
     ) -> Iterator[RefitRows]:
-        """Each plan's ``(table, spec)`` refitted, its rows yielded in the plans' order.
+        """Each plan's ``(table, spec)`` refitted (or read from the store), its rows
+        yielded in the plans' order.
 
-        The plans are read a batch at a time (twice the pool's workers), so the resampled
-        tables in memory stay few.
+        The plans are read lazily: the pool holds at most twice its workers' refits in
+        flight (:meth:`analysis.executor.TaskPool.imap`), so the resampled tables in memory
+        stay few and no worker waits for a batch to end.
         """
         bar = None if self.progress is None or total == 0 else self.progress(total)
         try:
-            batch: list[tuple[str | None, pd.DataFrame, Any]] = []
-            for table, spec in plans:
-                key = None if self.store is None else refit_key(table, spec)
-                batch.append((key, table, spec))
-                if len(batch) >= (1 if self.pool is None else 2 * self.pool.slots):
-                    yield from self._batch(refit, batch, bar)
-                    batch = []
-            yield from self._batch(refit, batch, bar)
+            for rows in self._rows(refit, plans):
+                if bar is not None:
+                    bar.update(1)
+                yield rows
         finally:
             if bar is not None:
                 bar.close()
 
-    def _batch(
-        self, refit: Callable, batch: list[tuple[str | None, pd.DataFrame, Any]], bar: Any
+    def _rows(
+        self, refit: Callable, plans: Iterable[tuple[pd.DataFrame, Any]]
     ) -> Iterator[RefitRows]:
         store = self.store
-        found = [None if k is None or store is None else store.get(k) for k, _, _ in batch]
-        calls = [(i, (refit, t, s)) for i, (_, t, s) in enumerate(batch) if found[i] is None]
+        found: dict[int, RefitRows] = {}  # read from the store, not yet yielded
+        keys: dict[int, str | None] = {}  # sent to be refitted
+
+        def calls() -> Iterator[tuple[int, tuple]]:
+            for i, (table, spec) in enumerate(plans):
+                key = None if store is None else refit_key(table, spec)
+                rows = None if key is None or store is None else store.get(key)
+                if rows is not None:
+                    found[i] = rows
+                    continue
+                keys[i] = key
+                yield i, (refit, table, spec)
+
         if self.pool is None:
-            done = {i: refit_rows(*args) for i, args in calls}
+            done = ((i, refit_rows(*args)) for i, args in calls())
         else:
-            done = dict(self.pool.imap(refit_rows, calls, ordered=True))
-        for i, (key, _, _) in enumerate(batch):
-            rows = found[i]
-            if rows is None:
-                rows = done[i]
-                if key is not None and store is not None:
-                    store.put(key, rows)
-            if bar is not None:
-                bar.update(1)
+            done = self.pool.imap(refit_rows, calls(), ordered=True)
+        nxt = 0
+        for i, rows in done:
+            key = keys.pop(i)
+            if key is not None and store is not None:
+                store.put(key, rows)
+            while nxt < i:  # every plan before i was read from the store
+                yield found.pop(nxt)
+                nxt += 1
             yield rows
+            nxt = i + 1
+        while found:  # the plans after the last refitted one
+            yield found.pop(nxt)
+            nxt += 1
 
 
 _CURRENT: ContextVar[RefitRunner | None] = ContextVar("refit_runner", default=None)
@@ -185,8 +197,3 @@ def refit_key(table: pd.DataFrame, spec: Any) -> str:
     h.update(repr(list(map(str, table.columns))).encode())
     h.update(pd.util.hash_pandas_object(table, index=False).to_numpy().tobytes())
     return h.hexdigest()
-
-
-def with_seed(spec: Any, seed: int, **inner: Any) -> Any:
-    """``spec`` with its refit's seed and settings (a dataclass ``replace``)."""
-    return replace(spec, random_state=seed, **inner)

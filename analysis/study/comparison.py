@@ -466,8 +466,8 @@ def compare_stage(
     """Run (or reuse) the confirmatory comparison, its OLS refit and the head-level analysis.
 
     A design with a refit bootstrap (method 3) refits every model ``refit_replicates``
-    times, in the main comparison, in each leave-one-family-out refit and in the OLS
-    refit; those refits run on ``executor`` (or ``workers`` local processes), each kept
+    times, in the main comparison, in each of its leave-one-family-out refits and in the
+    OLS refit; those refits run on ``executor`` (or ``workers`` local processes), each kept
     under ``results/refits/<code>/`` as it finishes (``<code>``: the first 16 hex digits
     of the analysis code's SHA-256), so a stopped stage resumes where it was with the same
     code (the folder is removed once the results are written). The numbers do not depend
@@ -640,7 +640,7 @@ def _refit_pool(
     families = 0 if column is None else table[column].nunique()
     say(
         f"compare: {replicates} refits a comparison; with the leave-one-family-out "
-        f"refits and the OLS refit up to {2 * (1 + families) * replicates} refits "
+        f"refits and the OLS refit up to {(2 + families) * replicates} refits "
         f"({len(store)} stored by an earlier run, reused)"
     )
 

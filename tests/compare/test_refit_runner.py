@@ -174,3 +174,21 @@ def test_sensitivities_leave_the_main_rows_as_they_are(estimator):
     assert not full.sensitivity.empty
     pd.testing.assert_frame_equal(full.frame, lean.frame, check_exact=True)
     pd.testing.assert_frame_equal(full.lr_tests, lean.lr_tests, check_exact=True)
+
+
+def test_a_pool_reads_back_stored_refits_between_new_ones(serial):
+    # stored and missing refits interleaved: the effects keep the plans' order
+    store = _Dict()
+    with refit_runner(RefitRunner(store=store)):
+        _fit(_table())
+    kept = _Dict()
+    for j, (key, rows) in enumerate(sorted(store.items())):
+        if j % 3:
+            kept[key] = rows
+    missing = len(store) - len(kept)
+    kept.puts = 0
+    with task_pool(None, 2, initializer=prepare_worker) as pool:
+        with refit_runner(RefitRunner(pool=pool, store=kept)):
+            resumed = _fit(_table())
+    assert kept.puts == missing and len(kept) == len(store)
+    _same(serial, resumed)
