@@ -48,23 +48,26 @@ def _table(seed: int = 0, n_ck: int = 3, heads: int = 8, cells: int = 4) -> pd.D
     return pd.DataFrame(rows)
 
 
-def _fit(table: pd.DataFrame):
+def _spec(**kw) -> ComparisonSpec:
     """A method-3 comparison: confirmatory refit bootstrap, checkpoint effects, so the
     leave-one-family-out sensitivity refits the comparison, refits included."""
-    spec = ComparisonSpec(
-        models=MODELS,
-        family=[("M0", "M1")],
-        estimator="ols",
-        metrics=["interval_sq_loss"],
-        n_boot=199,
-        random_state=3,
-        checkpoint_effects=True,
-        sesoi={"M0<M1": {"interval_sq_loss": 0.02}},
-        refit_replicates=5,
-        refit_confirmatory=True,
-        method=3,
-    )
-    return NestedComparison(spec).fit(table)
+    settings = {
+        "models": MODELS,
+        "family": [("M0", "M1")],
+        "estimator": "ols",
+        "n_boot": 199,
+        "random_state": 3,
+        "checkpoint_effects": True,
+        "sesoi": {"M0<M1": {"interval_sq_loss": 0.02}},
+        "refit_replicates": 5,
+        "refit_confirmatory": True,
+        "method": 3,
+    }
+    return ComparisonSpec(**{**settings, **kw})
+
+
+def _fit(table: pd.DataFrame):
+    return NestedComparison(_spec(metrics=["interval_sq_loss"])).fit(table)
 
 
 class _Dict(dict):
@@ -157,18 +160,7 @@ def test_sensitivities_leave_the_main_rows_as_they_are(estimator):
     # the study's OLS refit runs without sensitivities (only its main rows are written):
     # those rows, CI and p from the refit bootstrap included, are the same either way
     table = _table()
-    spec = ComparisonSpec(
-        models=MODELS,
-        family=[("M0", "M1")],
-        estimator=estimator,
-        n_boot=199,
-        random_state=3,
-        checkpoint_effects=True,
-        sesoi={"M0<M1": {"interval_sq_loss": 0.02}},
-        refit_replicates=5,
-        refit_confirmatory=True,
-        method=3,
-    )
+    spec = _spec(estimator=estimator)
     full = NestedComparison(spec).fit(table)
     lean = NestedComparison(dataclasses.replace(spec, sensitivities=False)).fit(table)
     assert not full.sensitivity.empty
