@@ -17,19 +17,17 @@ stored with a hash of its inputs, so an unchanged study is not refitted. A desig
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.compare.refit_runner import RefitRunner, refit_runner
 from analysis.study.core import Study
 from analysis.study.records import read_json, write_frame, write_json
-from analysis.study.refit_store import RefitFiles
+from analysis.study.refit_store import discard, stage_refits
 from analysis.validation import ParameterError
 
 __all__ = [
@@ -533,22 +531,24 @@ def compare_stage(
     conf = sealed.release_confirmatory()
     paths.results.mkdir(parents=True, exist_ok=True)
     kwargs = confirmatory_kwargs(study)
-    from analysis.prereg.code_hash import code_sha256
-
-    # one folder per analysis code: a stage resumed after the code changed refits anew
-    # instead of reading refits of other code
-    refits = RefitFiles(paths.results / "refits" / code_sha256()[:16])
-    with _refit_pool(executor, workers, kwargs, conf.table, refits, say, progress) as runner:
-        with refit_runner(runner):
-            res, ols, hl = fit_comparisons(
-                conf.table,
-                train,
-                design.models,
-                log_columns=log_cols,
-                lock_sha256=conf.lock_sha256,
-                kwargs=kwargs,
-                registry=study.registry,
-            )
+    with stage_refits(
+        paths.results,
+        conf.table,
+        kwargs,
+        executor=executor,
+        workers=workers,
+        say=say,
+        progress=progress,
+    ) as refits:
+        res, ols, hl = fit_comparisons(
+            conf.table,
+            train,
+            design.models,
+            log_columns=log_cols,
+            lock_sha256=conf.lock_sha256,
+            kwargs=kwargs,
+            registry=study.registry,
+        )
     outputs = [
         ("comparison.csv", res.to_frame()),
         ("comparison_ols.csv", ols.to_frame()),
@@ -604,9 +604,7 @@ def compare_stage(
     if extrap is not None:
         record.update(extrapolation=True, extrapolation_summary=extrap.summary())
     write_json(record_file, record)
-    refits.clear()  # a resume aid only: the results are written
-    with contextlib.suppress(OSError):
-        refits.folder.parent.rmdir()  # empty unless other code's refits are left there
+    discard(refits)  # a resume aid only: the results are written
     say(res.summary())
     if by_ck is not None:
         say(by_ck.summary())
@@ -615,42 +613,6 @@ def compare_stage(
     if extrap is not None:
         say(extrap.summary())
     return record
-
-
-@contextlib.contextmanager
-def _refit_pool(
-    executor: Any,
-    workers: int,
-    kwargs: Mapping[str, Any],
-    table: pd.DataFrame,
-    store: RefitFiles,
-    say: Callable[[str], None],
-    progress: bool,
-) -> Iterator[RefitRunner]:
-    """The refit runner of a compare stage: its pool (when the design refits), its store
-    and a progress bar per refit bootstrap."""
-    from analysis.executor import task_pool
-    from analysis.worker_setup import prepare_worker
-
-    replicates = int(kwargs.get("refit_replicates", 0) or 0)
-    if not replicates:
-        yield RefitRunner()
-        return
-    column = next((c for c in ("family", "stratum") if c in table.columns), None)
-    families = 0 if column is None else table[column].nunique()
-    say(
-        f"compare: {replicates} refits a comparison; with the leave-one-family-out "
-        f"refits and the OLS refit up to {(2 + families) * replicates} refits "
-        f"({len(store)} stored by an earlier run, reused)"
-    )
-
-    def bar(total: int) -> Any:
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc="refits", unit="refit", disable=not progress, leave=False)
-
-    with task_pool(executor, workers, initializer=prepare_worker) as pool:
-        yield RefitRunner(pool=pool, store=store, progress=bar)
 
 
 def _reports_extrapolation(design: Any) -> bool:

@@ -9,14 +9,19 @@ aid, not an output.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
-from analysis.compare.refit_runner import RefitRows
+import pandas as pd
+
+from analysis.compare.refit_runner import RefitRows, RefitRunner, refit_runner
 from analysis.study.records import write_bytes
 
-__all__ = ["RefitFiles"]
+__all__ = ["RefitFiles", "discard", "stage_refits"]
 
 
 class RefitFiles:
@@ -60,3 +65,55 @@ class RefitFiles:
 
     def clear(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def stage_refits(
+    results: Path,
+    table: pd.DataFrame,
+    kwargs: Mapping[str, Any],
+    *,
+    executor: Any,
+    workers: int,
+    say: Callable[[str], None],
+    progress: bool,
+) -> Iterator[RefitFiles]:
+    """Inside the block, the comparisons' refits run on the stage's pool (when the design
+    refits: ``kwargs["refit_replicates"]``) and are kept in ``results/refits/<code>/``.
+
+    ``<code>`` is the first 16 hex digits of the analysis code's SHA-256: a stage resumed
+    after the code changed refits anew instead of reading refits of other code. Yields the
+    store (:func:`discard` it once the results are written).
+    """
+    from analysis.executor import task_pool
+    from analysis.prereg.code_hash import code_sha256
+    from analysis.worker_setup import prepare_worker
+
+    store = RefitFiles(Path(results) / "refits" / code_sha256()[:16])
+    replicates = int(kwargs.get("refit_replicates", 0) or 0)
+    if not replicates:
+        yield store
+        return
+    column = next((c for c in ("family", "stratum") if c in table.columns), None)
+    families = 0 if column is None else table[column].nunique()
+    say(
+        f"compare: {replicates} refits a comparison; with the leave-one-family-out "
+        f"refits and the OLS refit up to {(2 + families) * replicates} refits "
+        f"({len(store)} stored by an earlier run, reused)"
+    )
+
+    def bar(total: int) -> Any:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="refits", unit="refit", disable=not progress, leave=False)
+
+    with task_pool(executor, workers, initializer=prepare_worker) as pool:
+        with refit_runner(RefitRunner(pool=pool, store=store, progress=bar)):
+            yield store
+
+
+def discard(store: RefitFiles) -> None:
+    """Remove a stage's refits, and ``refits/`` itself unless other code's are left there."""
+    store.clear()
+    with contextlib.suppress(OSError):
+        store.folder.parent.rmdir()
