@@ -3,7 +3,7 @@
 Re-runs a seeded fraction of the cells of ``preregistration/paper-lengths.toml`` (every
 planned input of each chosen head: 3 lengths x its inputs per length, t and eps as the
 design says) under an *old* configuration (default: engine 5 and the design's descriptor
-block versions) and a *new* one (default: engine 6 and ``intrinsic`` version 2), in one
+block versions) and a *new* one (default: engine 6 and ``intrinsic`` version 3), in one
 process, on one thread, interleaved matrix by matrix, so that both see the same load.
 Per matrix it times (``time.process_time``: CPU of this process, user + system) the bracket
 profile (all eps at once, as the store computes it) and the descriptor blocks (all of the
@@ -22,11 +22,13 @@ negligible, which ``python -m benchmarks.bench_executor`` measures).
 Run from the repository root::
 
     python -m benchmarks.bench_cost --fraction 0.25             # a seeded quarter of the heads
+    python -m benchmarks.bench_cost --fraction 0.25 --shard 1/2  # half of it (then --shard 2/2)
+    python -m benchmarks.bench_cost --from-json benchmarks/out/bench_cost.shard*of2.json
     python -m benchmarks.bench_cost --fraction 0.05 --seed 1    # a quick look
     python -m benchmarks.bench_cost --new-engine 5 --new-versions ""   # old against itself
 
-Writes ``benchmarks/out/bench_cost.json`` (every matrix's times and brackets) and prints
-the tables.
+Writes ``benchmarks/out/bench_cost.json`` (``bench_cost.shardKofN.json`` for a shard:
+every matrix's times and brackets) and prints the tables; ``--from-json`` merges shards.
 """
 
 from __future__ import annotations
@@ -57,11 +59,17 @@ def _versions(text: str) -> tuple[tuple[str, int], ...]:
 
 
 def chosen_tasks(
-    design_path: Path, fraction: float, seed: int, only: tuple[str, ...] = ()
-) -> tuple[list, object]:
+    design_path: Path,
+    fraction: float,
+    seed: int,
+    only: tuple[str, ...] = (),
+    shard: tuple[int, int] = (0, 1),
+) -> tuple[list, object, dict[str, int]]:
     """The design's extraction tasks, each restricted to a seeded fraction of its heads
-    (at least one head per checkpoint), and the plan; ``only``: checkpoints whose id
-    contains one of these strings (all when empty)."""
+    (at least one head per checkpoint), the plan and the design's heads per checkpoint;
+    ``only``: checkpoints whose id contains one of these strings (all when empty);
+    ``shard = (k, n)``: of each checkpoint's chosen heads, the k-th of every n (the same
+    seeded choice whatever n, so n shards together are the unsharded sample)."""
     from analysis.prereg import load_design
     from analysis.study.plan import plan_study
 
@@ -74,11 +82,12 @@ def chosen_tasks(
             heads = list(task.heads)
             k = max(1, round(fraction * len(heads)))
             idx = sorted(rng.choice(len(heads), size=k, replace=False))
-            picked[task.checkpoint] = tuple(heads[i] for i in idx)
+            picked[task.checkpoint] = tuple(heads[i] for i in idx)[shard[0] :: shard[1]]
     tasks = [
         dataclasses.replace(t, heads=picked[t.checkpoint])
         for t in plan.extractions
-        if not only or any(o.lower() in t.checkpoint.lower() for o in only)
+        if picked[t.checkpoint]
+        and (not only or any(o.lower() in t.checkpoint.lower() for o in only))
     ]
     return tasks, plan, design_heads
 
@@ -129,7 +138,7 @@ def run(args: argparse.Namespace) -> dict:
 
     torch.set_num_threads(1)
     tasks, plan, design_heads = chosen_tasks(
-        args.design, args.fraction, args.seed, tuple(args.checkpoints)
+        args.design, args.fraction, args.seed, tuple(args.checkpoints), args.shard
     )
 
     def versions(text: str) -> tuple[tuple[str, int], ...]:  # the design's, then these
@@ -231,6 +240,33 @@ def summarize(result: dict, args: argparse.Namespace) -> dict:
     return out
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """``"2/3"`` -> ``(1, 3)``: the zero-based shard and the count."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, got {text!r}")
+    return int(k) - 1, int(n)
+
+
+def merge_shards(results: list[dict]) -> dict:
+    """One run from the stored runs of its shards: the matrices of all, the heads summed,
+    and each checkpoint's extraction CPU averaged (every shard ran the checkpoint's whole
+    forward passes, whichever heads it kept)."""
+    if len(results) == 1:
+        return results[0]
+    extract: dict[str, list[float]] = {}
+    for r in results:
+        for ck, cpu in r["extract_cpu"].items():
+            extract.setdefault(ck, []).append(cpu)
+    return {
+        "rows": [row for r in results for row in r["rows"]],
+        "extract_cpu": {ck: float(np.mean(v)) for ck, v in extract.items()},
+        "design_heads": results[0]["design_heads"],
+        "heads": sum(r["heads"] for r in results),
+        "eps": results[0]["eps"],
+    }
+
+
 def _length_class(n: int) -> int:
     """64 / 128 / 256 for N = 64, 65 (a vision model's 1 + 64 patches), 128, 145, ..."""
     return min((64, 128, 256, 512), key=lambda c: abs(c - n))
@@ -251,15 +287,26 @@ def main() -> None:
     parser.add_argument(
         "--old-versions", default="", help='block versions over the design\'s, e.g. "native=2"'
     )
-    parser.add_argument("--new-versions", default="intrinsic=2", help="as --old-versions")
+    parser.add_argument("--new-versions", default="intrinsic=3", help="as --old-versions")
     parser.add_argument("--project-heads", type=int, default=432)
     parser.add_argument("--project-inputs", type=int, default=2, help="inputs per length")
     parser.add_argument(
-        "--from-json", type=Path, help="summarize a stored run (bench_cost.json) again"
+        "--shard",
+        type=_shard,
+        default=(0, 1),
+        metavar="K/N",
+        help="run the K-th of N shards of the sample (K = 1..N), e.g. one per core; "
+        "--from-json merges the shards' files",
+    )
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        nargs="+",
+        help="summarize stored runs (bench_cost*.json) again; several: the shards of one run",
     )
     args = parser.parse_args()
     if args.from_json is not None:
-        stored = json.loads(args.from_json.read_text(encoding="utf-8"))
+        stored = merge_shards([json.loads(p.read_text(encoding="utf-8")) for p in args.from_json])
         _print(summarize(stored, args), args)
         return
     if not 0 < args.fraction <= 1:
@@ -268,14 +315,16 @@ def main() -> None:
     wall = time.perf_counter()
     result = run(args)
     OUT.mkdir(parents=True, exist_ok=True)
-    raw = OUT / "bench_cost.rows.json"  # kept even if the summary fails
+    k, n = args.shard
+    name = "bench_cost" if n == 1 else f"bench_cost.shard{k + 1}of{n}"
+    raw = OUT / f"{name}.rows.json"  # kept even if the summary fails
     raw.write_text(json.dumps(result, indent=1, default=str) + "\n", encoding="utf-8")
     summary = summarize(result, args)
     summary["wall_seconds"] = time.perf_counter() - wall
     summary["command"] = command_line("benchmarks.bench_cost")
     summary["load_average"] = os.getloadavg()
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "bench_cost.json").write_text(
+    (OUT / f"{name}.json").write_text(
         json.dumps({"summary": summary, **result}, indent=1, default=str) + "\n", encoding="utf-8"
     )
     _print(summary, args)
